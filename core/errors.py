@@ -1,0 +1,35 @@
+"""Typed errors raised by the core library.
+
+The CLI maps each class to one exit code (see ``lakectl/errors.py``); core never
+prints or exits. Every message is one line a user can act on.
+"""
+
+from __future__ import annotations
+
+
+class LakectlError(Exception):
+    """Base of every error core raises on purpose."""
+
+
+class UsageError(LakectlError):
+    """A malformed argument: schema string, option, predicate, name (exit 2)."""
+
+
+class NotFoundError(LakectlError):
+    """A table, database, snapshot or tag that does not exist (exit 3)."""
+
+
+class TableExistsError(LakectlError):
+    """create of a table that already exists without --if-not-exists (exit 1)."""
+
+
+class CommitConflictError(LakectlError):
+    """The commit could not land after its retries, or its base vanished (exit 4)."""
+
+
+class InvalidDataError(LakectlError):
+    """Input rows that do not fit the table: null key, unknown column, bad value (exit 5)."""
+
+
+class CorruptMetadataError(LakectlError):
+    """A metadata file that is missing or cannot be decoded; the message names its path (exit 1)."""
