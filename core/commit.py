@@ -1,0 +1,220 @@
+"""Commit: CommitMessages -> manifests -> an atomically published ``snapshot-N``.
+
+``try_commit`` loops around ``try_commit_once`` the way Paimon's FileStoreCommitImpl does:
+each attempt re-reads the latest snapshot, re-plans the delta against it (so an overwrite
+deletes what is live *now*), checks for conflicts, writes manifests and then tries to create
+``snapshot-(latest+1)``. Losing that race means someone else committed: retry. A retry first
+checks whether our own commit already landed (same commit user and kind), so an attempt whose
+outcome was unknown is never committed twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from core.errors import CommitConflictError
+from core.fileio import FileIO
+from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestIO, merge_entries, read_entries
+from core.options import BATCH_COMMIT_IDENTIFIER
+from core.schema import SchemaManager, TableSchema
+from core.snapshot import APPEND, COMPACT, OVERWRITE, Snapshot, SnapshotManager
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class CommitMessage:
+    """What one (partition, bucket) task produced; plain data that travels executor -> driver."""
+
+    partition: bytes
+    bucket: int
+    total_buckets: int
+    new_files: tuple[DataFileMeta, ...] = ()
+    compact_before: tuple[DataFileMeta, ...] = ()
+    compact_after: tuple[DataFileMeta, ...] = ()
+    changelog_files: tuple[DataFileMeta, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Success:
+    snapshot: Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class OverwriteSpec:
+    """Which live files an OVERWRITE replaces: whole table, or these partitions (BinaryRow bytes)."""
+
+    partitions: frozenset[bytes] | None = None  # None = the whole table
+
+
+@dataclass(slots=True)
+class FileStoreCommit:
+    file_io: FileIO
+    table_path: str
+    schema: TableSchema
+    commit_user: str = field(default_factory=lambda: str(uuid.uuid4()))
+    identifier: int = BATCH_COMMIT_IDENTIFIER
+    min_retry_wait: float = 0.01
+    max_retry_wait: float = 10.0
+    snapshots: SnapshotManager = field(init=False)
+    manifests: ManifestIO = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.snapshots = SnapshotManager(self.file_io, self.table_path)
+        self.manifests = ManifestIO(self.file_io, self.table_path, self.schema.core_options.manifest_compression)
+
+    # ---- public --------------------------------------------------------------------
+    def commit(self, messages: Sequence[CommitMessage], *, kind: str = APPEND,
+               overwrite: OverwriteSpec | None = None) -> Snapshot | None:
+        """Commit the messages as one snapshot. Returns None when there is nothing to commit."""
+        if overwrite is not None:
+            kind = OVERWRITE
+        has_changes = any(m.new_files or m.compact_before or m.compact_after for m in messages)
+        if not has_changes and overwrite is None:
+            return None
+        retries = self.schema.core_options.commit_max_retries
+        first_latest = self.snapshots.latest_id()
+        for attempt in range(retries + 1):
+            if attempt:
+                landed = self._find_own_commit(first_latest, kind)
+                if landed is not None:
+                    return landed
+                self._wait(attempt)
+            result = self._try_commit_once(messages, kind, overwrite)
+            if isinstance(result, Success):
+                self.snapshots.write_latest_hint(result.snapshot.id)
+                return result.snapshot
+            log.info("commit attempt %d: %s", attempt + 1, result.reason)
+        raise CommitConflictError(f"commit did not land after {retries + 1} attempts: other writers kept winning")
+
+    # ---- one attempt ---------------------------------------------------------------
+    def _try_commit_once(self, messages: Sequence[CommitMessage], kind: str,
+                         overwrite: OverwriteSpec | None) -> Success | Retry:
+        latest = self.snapshots.latest()
+        self._check_schema(latest)
+        live: list[ManifestEntry] | None = None
+        needs_live = overwrite is not None or any(m.compact_before for m in messages)
+        if needs_live and latest is not None:
+            live = merge_entries(read_entries(self.manifests, [latest.base_manifest_list, latest.delta_manifest_list]))
+        entries = self._delta_entries(messages, overwrite, live or [])
+        if overwrite is None and not entries:
+            return Success(latest) if latest else Retry("nothing to commit")
+        self._check_conflicts(entries, live or [], latest)
+
+        written: list[str] = []
+        try:
+            partition_types = [f.type for f in self.schema.partition_fields]
+            delta_meta = self.manifests.write_manifest(entries, self.schema.id, partition_types) if entries else None
+            if delta_meta:
+                written.append(delta_meta.file_name)
+            base_metas = []
+            if latest is not None:
+                for name in (latest.base_manifest_list, latest.delta_manifest_list):
+                    base_metas.extend(self.manifests.read_manifest_list(name))
+            base_name, base_size = self.manifests.write_manifest_list(base_metas)
+            written.append(base_name)
+            delta_name, delta_size = self.manifests.write_manifest_list([delta_meta] if delta_meta else [])
+            written.append(delta_name)
+        except Exception:
+            self._clean(written)  # nothing references these yet
+            raise
+
+        delta_count = sum(e.file.row_count if e.kind == ADD else -e.file.row_count for e in entries)
+        new_id = (latest.id + 1) if latest else 1
+        snapshot = Snapshot(
+            id=new_id,
+            schema_id=self.schema.id,
+            base_manifest_list=base_name,
+            base_manifest_list_size=base_size,
+            delta_manifest_list=delta_name,
+            delta_manifest_list_size=delta_size,
+            commit_user=self.commit_user,
+            commit_identifier=self.identifier,
+            commit_kind=kind,
+            time_millis=int(time.time() * 1000),
+            total_record_count=(latest.total_record_count if latest else 0) + delta_count,
+            delta_record_count=delta_count,
+            index_manifest=latest.index_manifest if latest else None,
+            watermark=latest.watermark if latest else None,
+        )
+        try:
+            published = self.snapshots.try_publish(snapshot)
+        except OSError as e:
+            # The outcome is unknown: the snapshot may exist. Delete nothing; the retry's
+            # idempotence check finds it if it landed.
+            return Retry(f"publishing snapshot-{new_id} failed ({e}); state unknown")
+        if not published:
+            self._clean(written)  # another committer owns snapshot-{new_id}; ours are unreferenced
+            return Retry(f"snapshot-{new_id} was taken by another writer")
+        return Success(snapshot)
+
+    def _delta_entries(self, messages: Sequence[CommitMessage], overwrite: OverwriteSpec | None,
+                       live: list[ManifestEntry]) -> list[ManifestEntry]:
+        entries: list[ManifestEntry] = []
+        if overwrite is not None:
+            for e in live:
+                if overwrite.partitions is None or e.partition in overwrite.partitions:
+                    entries.append(ManifestEntry(DELETE, e.partition, e.bucket, e.total_buckets, e.file))
+        for m in messages:
+            for f in m.compact_before:
+                entries.append(ManifestEntry(DELETE, m.partition, m.bucket, m.total_buckets, f))
+            for f in (*m.new_files, *m.compact_after):
+                entries.append(ManifestEntry(ADD, m.partition, m.bucket, m.total_buckets, f))
+        return entries
+
+    def _check_schema(self, latest: Snapshot | None) -> None:
+        current = SchemaManager(self.file_io, self.table_path).list_ids()
+        if current and current[-1] != self.schema.id:
+            raise CommitConflictError(
+                f"the table schema changed to {current[-1]} while this write used schema {self.schema.id}; "
+                "re-run the write against the new schema")
+
+    def _check_conflicts(self, entries: list[ManifestEntry], live: list[ManifestEntry],
+                         latest: Snapshot | None) -> None:
+        live_ids = {e.identifier for e in live}
+        for e in entries:
+            if e.kind == DELETE and e.identifier not in live_ids:
+                raise CommitConflictError(
+                    f"file {e.file.file_name} is no longer live (another commit replaced it); nothing was committed")
+        if latest is not None and entries:
+            expected = {e.total_buckets for e in entries if e.kind == ADD}
+            for name in (latest.base_manifest_list, latest.delta_manifest_list):
+                for meta in self.manifests.read_manifest_list(name):
+                    if meta.total_buckets is not None and expected and meta.total_buckets not in expected:
+                        raise CommitConflictError(
+                            f"bucket count mismatch: table files use {meta.total_buckets} buckets, "
+                            f"this write used {sorted(expected)}")
+
+    def _find_own_commit(self, since: int | None, kind: str) -> Snapshot | None:
+        latest = self.snapshots.latest_id()
+        if latest is None:
+            return None
+        for sid in range((since or 0) + 1, latest + 1):
+            if not self.snapshots.exists(sid):
+                continue
+            snap = self.snapshots.snapshot(sid)
+            if snap.commit_user == self.commit_user and snap.commit_kind == kind \
+                    and snap.commit_identifier == self.identifier:
+                return snap
+        return None
+
+    def _wait(self, attempt: int) -> None:
+        wait = min(self.max_retry_wait, self.min_retry_wait * (2 ** (attempt - 1)))
+        time.sleep(wait + random.uniform(0, wait))
+
+    def _clean(self, names: list[str]) -> None:
+        for name in names:
+            self.file_io.delete_quietly(f"{self.manifests.dir}/{name}")
+
+
+__all__ = ["CommitMessage", "FileStoreCommit", "OverwriteSpec", "APPEND", "COMPACT", "OVERWRITE"]

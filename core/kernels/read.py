@@ -1,0 +1,101 @@
+"""Read kernel: one split (the live files of a partition and bucket) -> merged Arrow rows.
+
+Each data file is read in the schema it was written with (``_SCHEMA_ID``) and mapped to the
+read schema by field id: renamed columns are found under their old names, added columns
+read as null, widened types are cast. Primary-key splits are then merged: the record with
+the highest sequence number wins per key and keys whose winner is -U/-D disappear.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from core.errors import CorruptMetadataError
+from core.fileio import FileIO, join
+from core.kernels.write import DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, key_columns_sorted, last_of_each_key
+from core.manifest import DataFileMeta
+from core.schema import TableSchema
+from core.types import DataField, arrow_field, to_arrow
+
+
+@dataclass(frozen=True, slots=True)
+class ReadSplit:
+    """The live files of one (partition, bucket), in commit order."""
+
+    partition: bytes
+    bucket: int
+    bucket_dir: str
+    files: tuple[DataFileMeta, ...]
+
+    @property
+    def row_count(self) -> int:
+        return sum(f.row_count for f in self.files)
+
+
+def _file_columns(read_fields: Sequence[DataField], file_schema: TableSchema) -> dict[int, DataField]:
+    """Read field id -> the field as the file's own schema names and types it."""
+    by_id = {f.id: f for f in file_schema.fields}
+    return {f.id: by_id[f.id] for f in read_fields if f.id in by_id}
+
+
+def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fields: Sequence[DataField],
+              file_io: FileIO, *, system_columns: bool) -> pa.Table:
+    """Read one data file and present it in ``read_fields`` (plus seq/kind if asked)."""
+    mapping = _file_columns(read_fields, file_schema)
+    wanted = [mapping[f.id].name for f in read_fields if f.id in mapping]
+    if system_columns:
+        wanted += [SEQUENCE_NUMBER, VALUE_KIND]
+    try:
+        with file_io.open_input(path) as fh:
+            data = fh.read()
+        table = pq.read_table(io.BytesIO(data), columns=wanted)
+    except FileNotFoundError as e:
+        raise CorruptMetadataError(f"data file {path} listed in a manifest is missing") from e
+    except (pa.ArrowInvalid, OSError) as e:
+        raise CorruptMetadataError(f"cannot read data file {path}: {e}") from e
+    columns, fields = [], []
+    for f in read_fields:
+        target = arrow_field(f)
+        if f.id in mapping:
+            col = table.column(mapping[f.id].name)
+            if col.type != target.type:
+                col = pc.cast(col, target.type)
+        else:
+            col = pa.nulls(table.num_rows, target.type)
+        columns.append(col)
+        fields.append(target.with_nullable(True))
+    if system_columns:
+        columns += [pc.cast(table.column(SEQUENCE_NUMBER), pa.int64()), pc.cast(table.column(VALUE_KIND), pa.int8())]
+        fields += [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())]
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
+               file_io: FileIO, *, merge: bool = True) -> pa.Table:
+    """All rows of a split in the read schema; merged by key for primary-key tables."""
+    read_fields = list(read_schema.fields)
+    primary_key = read_schema.has_primary_key and merge
+    parts = []
+    for meta in split.files:
+        path = meta.external_path or join(split.bucket_dir, meta.file_name)
+        parts.append(read_file(path, meta, schemas[meta.schema_id], read_fields, file_io,
+                               system_columns=primary_key))
+    empty = pa.schema([arrow_field(f).with_nullable(True) for f in read_fields])
+    if not parts:
+        return empty.empty_table()
+    table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    if not primary_key:
+        return table
+    keys = read_schema.trimmed_primary_keys
+    merged = last_of_each_key(key_columns_sorted(table, keys, SEQUENCE_NUMBER), keys)
+    alive = pc.invert(pc.is_in(merged.column(VALUE_KIND), pa.array([UPDATE_BEFORE, DELETE], pa.int8())))
+    return merged.filter(alive).select([f.name for f in read_fields])
+
+
+__all__ = ["ReadSplit", "read_split", "read_file", "to_arrow"]

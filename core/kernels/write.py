@@ -1,0 +1,178 @@
+"""Write kernel: one (partition, bucket)'s rows -> sorted, merged Parquet files -> CommitMessage.
+
+Pure function of its inputs (a ``WriteTask``, an Arrow table, a FileIO): the local engine
+calls it in-process and the Spark engine on executors, so both produce the same files.
+
+Primary-key tables: each row gets a sequence number in input order, rows are sorted by
+key, and rows with one key are folded by the merge engine (deduplicate: the last one wins,
+a delete stays as a -D record so older files' versions of the key are hidden on read).
+Files hold ``_KEY_*``, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND`` and then the full row.
+Append tables: rows are written as they come, with no system columns.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import uuid
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from core import binary_row, stats
+from core.commit import CommitMessage
+from core.fileio import FileIO, join
+from core.manifest import FILE_SOURCE_APPEND, DataFileMeta
+from core.schema import TableSchema
+from core.types import arrow_field
+
+SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
+VALUE_KIND = "_VALUE_KIND"
+KEY_PREFIX = "_KEY_"
+INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
+ROW_KINDS = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE}
+
+
+@dataclass(frozen=True, slots=True)
+class WriteTask:
+    """Everything a write kernel needs besides the rows; small and picklable."""
+
+    table_path: str
+    schema: TableSchema
+    partition: bytes
+    partition_dir: str  # "dt=2024-01-01" or "" for unpartitioned tables
+    bucket: int
+    total_buckets: int
+    start_sequence: int
+
+    @property
+    def bucket_dir(self) -> str:
+        return join(self.table_path, self.partition_dir, f"bucket-{self.bucket}")
+
+
+def local_wall_clock_millis() -> int:
+    """Paimon stores _CREATION_TIME as local wall-clock time encoded as epoch millis."""
+    now = dt.datetime.now()
+    return int(now.replace(tzinfo=dt.timezone.utc).timestamp() * 1000)
+
+
+def key_columns_sorted(table: pa.Table, keys: list[str], seq_column: str) -> pa.Table:
+    """Sort by key ascending, then sequence ascending (so the newest version of a key is last).
+
+    Key columns are NOT NULL, so null placement does not matter here."""
+    order = [(k, "ascending") for k in keys] + [(seq_column, "ascending")]
+    return table.take(pc.sort_indices(table, sort_keys=order))
+
+
+def last_of_each_key(table: pa.Table, keys: list[str]) -> pa.Table:
+    """Of rows sorted by key, keep the last row of each run of equal keys."""
+    n = table.num_rows
+    if n <= 1 or not keys:
+        return table
+    differs = np.zeros(n - 1, dtype=bool)
+    for k in keys:
+        col = table.column(k)
+        a, b = col.slice(0, n - 1), col.slice(1)
+        neq = pc.fill_null(pc.not_equal(a, b), True)
+        both_null = pc.and_(pc.is_null(a), pc.is_null(b))
+        differs |= np.asarray(pc.and_not(neq, both_null).to_numpy(zero_copy_only=False), dtype=bool)
+    keep = np.append(differs, True)
+    return table.filter(pa.array(keep))
+
+
+def write_bucket(task: WriteTask, rows: pa.Table, file_io: FileIO) -> CommitMessage:
+    """Write one bucket's rows (table columns, plus ``_VALUE_KIND`` for primary-key tables)."""
+    schema = task.schema
+    n = rows.num_rows
+    seq = pa.array(np.arange(task.start_sequence, task.start_sequence + n, dtype=np.int64))
+    if schema.has_primary_key:
+        kinds = rows.column(VALUE_KIND) if VALUE_KIND in rows.column_names else pa.array(np.zeros(n, np.int8))
+        data = rows.select(schema.field_names)
+        keys = schema.trimmed_primary_keys
+        work = data.append_column(SEQUENCE_NUMBER, seq).append_column(VALUE_KIND, kinds)
+        merged = last_of_each_key(key_columns_sorted(work, keys, SEQUENCE_NUMBER), keys)
+        files = _roll(merged, schema, task, file_io, primary_key=True)
+    else:
+        data = rows.select(schema.field_names).append_column(SEQUENCE_NUMBER, seq)
+        files = _roll(data, schema, task, file_io, primary_key=False)
+    return CommitMessage(task.partition, task.bucket, task.total_buckets, new_files=tuple(files))
+
+
+def _roll(table: pa.Table, schema: TableSchema, task: WriteTask, file_io: FileIO,
+          *, primary_key: bool) -> list[DataFileMeta]:
+    """Split sorted rows into files of about target-file-size and write each."""
+    if table.num_rows == 0:
+        return []
+    target = schema.core_options.file_size_for(primary_key)
+    # Parquet with zstd is typically several times smaller than Arrow in memory; rolling on the
+    # in-memory size keeps files at or below the target.
+    rows_per_file = max(1, int(table.num_rows * target / max(1, table.nbytes)))
+    prefix = f"{schema.core_options.data_file_prefix}{uuid.uuid4()}"
+    files = []
+    for i, start in enumerate(range(0, table.num_rows, rows_per_file)):
+        chunk = table.slice(start, rows_per_file)
+        files.append(_write_file(chunk, schema, task, file_io, f"{prefix}-{i}.parquet", primary_key=primary_key))
+    return files
+
+
+def physical_schema(schema: TableSchema) -> pa.Schema:
+    """Columns of a primary-key data file: _KEY_*, _SEQUENCE_NUMBER, _VALUE_KIND, full row."""
+    key_fields = [arrow_field(f) for f in schema.key_fields]
+    return pa.schema(
+        [pa.field(KEY_PREFIX + f.name, f.type, False) for f in key_fields]
+        + [pa.field(SEQUENCE_NUMBER, pa.int64(), False), pa.field(VALUE_KIND, pa.int8(), False)]
+        + [arrow_field(f) for f in schema.fields])
+
+
+def _write_file(chunk: pa.Table, schema: TableSchema, task: WriteTask, file_io: FileIO, name: str,
+                *, primary_key: bool) -> DataFileMeta:
+    seq = chunk.column(SEQUENCE_NUMBER)
+    opts = schema.core_options
+    if primary_key:
+        key_names = schema.trimmed_primary_keys
+        columns = [chunk.column(k) for k in key_names] + [seq, chunk.column(VALUE_KIND)] \
+            + [chunk.column(f.name) for f in schema.fields]
+        out = pa.Table.from_arrays(columns, schema=physical_schema(schema))
+        key_types = [f.type for f in schema.key_fields]
+        first = [chunk.column(k)[0].as_py() for k in key_names]
+        last = [chunk.column(k)[-1].as_py() for k in key_names]
+        min_key, max_key = binary_row.encode(first, key_types), binary_row.encode(last, key_types)
+        key_stats = stats.compute(chunk, schema.key_fields, "full")
+        kinds = chunk.column(VALUE_KIND)
+        delete_rows = int(pc.sum(pc.is_in(kinds, pa.array([UPDATE_BEFORE, DELETE], pa.int8()))).as_py() or 0)
+    else:
+        out = chunk.select(schema.field_names).cast(pa.schema([arrow_field(f) for f in schema.fields]))
+        min_key = max_key = binary_row.EMPTY_ROW
+        key_stats = stats.EMPTY_STATS
+        delete_rows = 0
+    if opts.stats_mode == "none":
+        value_stats, value_stats_cols = stats.EMPTY_STATS, ()
+    else:
+        value_stats, value_stats_cols = stats.compute(chunk, schema.fields, opts.stats_mode), None
+    buf = io.BytesIO()
+    pq.write_table(out, buf, compression=opts.file_compression,
+                   compression_level=opts.zstd_level if opts.file_compression == "zstd" else None,
+                   store_decimal_as_integer=True)
+    data = buf.getvalue()
+    file_io.write_bytes(join(task.bucket_dir, name), data)
+    return DataFileMeta(
+        file_name=name,
+        file_size=len(data),
+        row_count=chunk.num_rows,
+        min_key=min_key,
+        max_key=max_key,
+        key_stats=key_stats,
+        value_stats=value_stats,
+        min_sequence_number=int(pc.min(seq).as_py()),
+        max_sequence_number=int(pc.max(seq).as_py()),
+        schema_id=schema.id,
+        level=0,
+        extra_files=(),
+        creation_time=local_wall_clock_millis(),
+        delete_row_count=delete_rows,
+        file_source=FILE_SOURCE_APPEND,
+        value_stats_cols=value_stats_cols,
+    )

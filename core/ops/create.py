@@ -1,0 +1,54 @@
+"""create: write ``schema-0`` of a new table (and its database directory)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from core.errors import TableExistsError, UsageError
+from core.schema import SchemaManager, TableSchema, new_table_schema
+from core.table import Table
+from core.types import DataType, from_arrow, parse_columns
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+def create(table: Table, schema: str | Sequence[tuple[str, DataType, str | None]], *,
+           primary_keys: Sequence[str] = (), partition_keys: Sequence[str] = (),
+           options: dict[str, str] | None = None, comment: str | None = None,
+           if_not_exists: bool = False) -> tuple[TableSchema, bool]:
+    """Create the table. Returns (schema, created); created is False for an existing table
+    with ``if_not_exists``.
+
+    Raises:
+        UsageError: a malformed schema, key or option.
+        TableExistsError: the table exists and ``if_not_exists`` is false.
+    """
+    columns = parse_columns(schema) if isinstance(schema, str) else list(schema)
+    new = new_table_schema(columns, primary_keys=primary_keys, partition_keys=partition_keys,
+                           options=options, comment=comment)
+    existing = table.schemas.latest()
+    if existing is not None:
+        if if_not_exists:
+            return existing, False
+        raise TableExistsError(f"table {table.name} already exists")
+    if not SchemaManager(table.file_io, table.path).commit(new):
+        if if_not_exists:
+            return table.schema, False
+        raise TableExistsError(f"table {table.name} was created concurrently by another writer")
+    return new, True
+
+
+def parse_key_list(text: str | None) -> list[str]:
+    """``"id, dt"`` -> ["id", "dt"]; rejects empty names."""
+    if not text:
+        return []
+    names = [p.strip() for p in text.split(",")]
+    if any(not n for n in names):
+        raise UsageError(f"empty column name in list {text!r}")
+    return names
+
+
+def columns_from_arrow(schema: "pa.Schema", row_kind_column: str | None = None) -> list[tuple[str, DataType, None]]:
+    """Table columns for ``write --auto-create``, taken from the input's Arrow schema."""
+    return [(f.name, from_arrow(f.type, f.nullable), None) for f in schema if f.name != row_kind_column]

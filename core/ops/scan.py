@@ -1,0 +1,191 @@
+"""scan: pick a snapshot, list its live files, prune, read the splits, filter exactly.
+
+Pruning is conservative. Partitions are pruned by their values; files of append tables by
+their value stats; files of primary-key tables only by key stats and only when the filter
+reads nothing but key and partition columns: dropping a file of a primary-key table for its
+*values* could resurrect an older version of a key that the dropped file overrode.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import pyarrow as pa
+
+from core import binary_row, stats
+from core.engines.local import LocalEngine
+from core.errors import UsageError
+from core.fileio import join
+from core.kernels.read import ReadSplit
+from core.manifest import ManifestEntry, merge_entries, read_entries
+from core.partition import partition_path
+from core.predicate import ColumnRange, Predicate, parse_where
+from core.schema import TableSchema
+from core.snapshot import Snapshot
+from core.table import Table
+from core.types import arrow_field
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ScanPlan:
+    snapshot: Snapshot | None
+    read_schema: TableSchema
+    schemas: dict[int, TableSchema]
+    splits: tuple[ReadSplit, ...]
+    files_total: int
+    files_pruned: int
+
+
+def parse_timestamp(text: str) -> int:
+    """ISO 8601 (or epoch millis) -> epoch millis; naive times are local time, as Paimon's."""
+    text = text.strip()
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"--timestamp {text!r} is not ISO 8601 (e.g. 2024-01-01T10:00:00) or epoch millis") \
+            from None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()
+    return int(moment.timestamp() * 1000)
+
+
+def choose_snapshot(table: Table, *, snapshot_id: int | None = None, timestamp: str | None = None,
+                    tag: str | None = None) -> Snapshot | None:
+    given = [x is not None for x in (snapshot_id, timestamp, tag)]
+    if sum(given) > 1:
+        raise UsageError("give at most one of --snapshot-id, --timestamp, --tag")
+    if snapshot_id is not None:
+        return table.snapshots.snapshot(snapshot_id)
+    if timestamp is not None:
+        return table.snapshots.at_or_before(parse_timestamp(timestamp))
+    if tag is not None:
+        return table.tags.snapshot(tag)
+    return table.latest_snapshot()
+
+
+def _partition_ranges(values: tuple, schema: TableSchema) -> dict[str, ColumnRange]:
+    return {f.name: ColumnRange(v, v, 1 if v is None else 0, 1) for f, v in zip(schema.partition_fields, values)}
+
+
+def _file_ranges(entry: ManifestEntry, file_schema: TableSchema, read_schema: TableSchema,
+                 primary_key: bool) -> dict[str, ColumnRange]:
+    """Column ranges of one file from its stats, under the read schema's column names."""
+    f = entry.file
+    names_by_id = {fld.id: fld.name for fld in read_schema.fields}
+    if primary_key:
+        fields = file_schema.key_fields
+        decoded = stats.decode(f.key_stats, [x.type for x in fields])
+    else:
+        if f.value_stats_cols is None:
+            fields = list(file_schema.fields)
+        else:
+            fields = [file_schema.field(n) for n in f.value_stats_cols]
+        if not fields or not f.value_stats.null_counts:
+            return {}
+        decoded = stats.decode(f.value_stats, [x.type for x in fields])
+    out = {}
+    for fld, cs in zip(fields, decoded):
+        name = names_by_id.get(fld.id)
+        # A retyped column's stats are in the old type; only trust stats of unchanged types.
+        if name is not None and read_schema.field(name).type.root_text() == fld.type.root_text():
+            out[name] = ColumnRange(cs.min, cs.max, cs.null_count, f.row_count)
+    return out
+
+
+def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None = None) -> ScanPlan:
+    """Live files of ``snapshot`` grouped into splits, pruned by ``predicate``."""
+    read_schema = table.schemas.schema(snapshot.schema_id) if snapshot else table.schema
+    schemas: dict[int, TableSchema] = {read_schema.id: read_schema}
+    if snapshot is None:
+        return ScanPlan(None, read_schema, schemas, (), 0, 0)
+    entries = merge_entries(read_entries(table.manifests(), [snapshot.base_manifest_list,
+                                                             snapshot.delta_manifest_list]))
+    part_types = [f.type for f in read_schema.partition_fields]
+    key_only = predicate is not None and predicate.columns <= set(read_schema.primary_keys)
+    groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
+    partition_values: dict[bytes, tuple] = {}
+    pruned = 0
+    for e in entries:
+        if e.partition not in partition_values:
+            partition_values[e.partition] = binary_row.decode(e.partition, part_types)
+        values = partition_values[e.partition]
+        if predicate is not None and not predicate.may_match(_partition_ranges(values, read_schema)):
+            pruned += 1
+            continue
+        if e.file.schema_id not in schemas:
+            schemas[e.file.schema_id] = table.schemas.schema(e.file.schema_id)
+        if predicate is not None and (key_only or not read_schema.has_primary_key):
+            ranges = _file_ranges(e, schemas[e.file.schema_id], read_schema, read_schema.has_primary_key)
+            if not predicate.may_match({**ranges, **_partition_ranges(values, read_schema)}):
+                pruned += 1
+                continue
+        groups.setdefault((e.partition, e.bucket), []).append(e)
+    order = list(partition_values)  # partition creation order: first appearance in the manifests
+    if read_schema.core_options.plan_sort_partition:
+        order.sort(key=lambda p: tuple((v is not None, v) for v in partition_values[p]))
+    rank = {p: i for i, p in enumerate(order)}
+    default_name = read_schema.core_options.partition_default_name
+    splits = []
+    for (part, bucket) in sorted(groups, key=lambda pb: (rank[pb[0]], pb[1])):
+        files = sorted(groups[(part, bucket)], key=lambda e: (e.file.min_sequence_number, e.file.file_name))
+        directory = join(table.path, partition_path(partition_values[part], read_schema.partition_fields,
+                                                    default_name), f"bucket-{bucket}")
+        splits.append(ReadSplit(part, bucket, directory, tuple(e.file for e in files)))
+    return ScanPlan(snapshot, read_schema, schemas, tuple(splits), len(entries), pruned)
+
+
+def read_batches(table: Table, scan_plan: ScanPlan, *, predicate: Predicate | None = None,
+                 select: Sequence[str] | None = None, limit: int | None = None,
+                 engine: LocalEngine | None = None) -> Iterator[pa.Table]:
+    """Merged, filtered, projected rows split by split; stops once ``limit`` rows came out."""
+    engine = engine or LocalEngine()
+    remaining = limit
+    for part in engine.read(scan_plan.splits, scan_plan.read_schema, scan_plan.schemas, table.file_io):
+        if predicate is not None:
+            part = part.filter(predicate.to_arrow())
+        if select:
+            part = part.select(list(select))
+        if remaining is not None:
+            part = part.slice(0, remaining)
+            remaining -= part.num_rows
+        if part.num_rows:
+            yield part
+        if remaining is not None and remaining <= 0:
+            return
+
+
+def output_schema(read_schema: TableSchema, select: Sequence[str] | None) -> pa.Schema:
+    fields = [arrow_field(f).with_nullable(True) for f in read_schema.fields]
+    if select:
+        by_name = {f.name: f for f in fields}
+        fields = [by_name[n] for n in select]
+    return pa.schema(fields)
+
+
+def check_select(read_schema: TableSchema, select: Sequence[str] | None) -> None:
+    for name in select or ():
+        read_schema.field(name)  # raises UsageError naming the columns
+
+
+def scan(table: Table, *, snapshot_id: int | None = None, timestamp: str | None = None, tag: str | None = None,
+         select: Sequence[str] | None = None, where: str | None = None, limit: int | None = None) -> pa.Table:
+    """The rows of the table at a snapshot, merged, filtered and projected."""
+    if limit is not None and limit < 0:
+        raise UsageError("--limit must be 0 or more")
+    snapshot = choose_snapshot(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
+    read_schema = table.schemas.schema(snapshot.schema_id) if snapshot else table.schema
+    check_select(read_schema, select)
+    predicate = parse_where(where, read_schema.fields) if where else None
+    scan_plan = plan(table, snapshot, predicate=predicate)
+    parts = list(read_batches(table, scan_plan, predicate=predicate, select=select, limit=limit))
+    schema = output_schema(read_schema, select)
+    if not parts:
+        return schema.empty_table()
+    return pa.concat_tables([p.cast(schema) for p in parts])

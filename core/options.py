@@ -1,0 +1,149 @@
+"""Table options: the string map of a schema file, read as typed values with Paimon's defaults.
+
+Only options lakectl acts on are listed. Unknown options are kept verbatim in the schema
+(other Paimon engines may use them); options whose value lakectl cannot honour are refused
+at create time so a table never silently behaves differently from Paimon.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Mapping
+
+from core.errors import UsageError
+
+DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
+BATCH_COMMIT_IDENTIFIER = 9223372036854775807  # Long.MAX: what Paimon batch writers use
+
+# Values lakectl supports for options that change how data is stored or merged.
+SUPPORTED_VALUES = {
+    "merge-engine": {"deduplicate"},
+    "changelog-producer": {"none"},
+    "file.format": {"parquet"},
+    "bucket-function.type": {"default"},
+    "deletion-vectors.enabled": {"false"},
+    "write-mode": {"append-only", "change-log", "auto"},
+}
+
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 1 << 10, "k": 1 << 10, "mb": 1 << 20, "m": 1 << 20,
+               "gb": 1 << 30, "g": 1 << 30, "tb": 1 << 40, "t": 1 << 40}
+
+
+def parse_size(text: str, key: str) -> int:
+    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
+    if not m or m.group(2).lower() not in _SIZE_UNITS:
+        raise UsageError(f"option {key}={text!r} is not a size such as 128mb")
+    return int(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+
+
+def parse_bool(text: str, key: str) -> bool:
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    raise UsageError(f"option {key}={text!r} must be true or false")
+
+
+def parse_int(text: str, key: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise UsageError(f"option {key}={text!r} must be an integer") from None
+
+
+@dataclass(frozen=True, slots=True)
+class CoreOptions:
+    """Typed view of the options lakectl reads."""
+
+    raw: Mapping[str, str]
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.raw.get(key, default)
+
+    @property
+    def bucket(self) -> int:
+        return parse_int(self.raw.get("bucket", "-1"), "bucket")
+
+    @property
+    def bucket_key(self) -> list[str]:
+        text = self.raw.get("bucket-key", "")
+        return [c.strip() for c in text.split(",") if c.strip()]
+
+    @property
+    def partition_default_name(self) -> str:
+        return self.raw.get("partition.default-name", DEFAULT_PARTITION_NAME)
+
+    @property
+    def target_file_size(self) -> int:
+        # Paimon: 128 MB for primary-key tables, 256 MB for append tables; callers pass
+        # the kind through file_size_for().
+        return parse_size(self.raw["target-file-size"], "target-file-size") if "target-file-size" in self.raw else 0
+
+    def file_size_for(self, has_primary_key: bool) -> int:
+        return self.target_file_size or ((128 if has_primary_key else 256) << 20)
+
+    @property
+    def file_compression(self) -> str:
+        return self.raw.get("file.compression", "zstd")
+
+    @property
+    def zstd_level(self) -> int:
+        return parse_int(self.raw.get("file.compression.zstd-level", "1"), "file.compression.zstd-level")
+
+    @property
+    def manifest_compression(self) -> str:
+        return self.raw.get("manifest.compression", "zstd")
+
+    @property
+    def stats_mode(self) -> str:
+        return self.raw.get("metadata.stats-mode", "truncate(16)").strip().lower()
+
+    @property
+    def plan_sort_partition(self) -> bool:
+        return parse_bool(self.raw.get("scan.plan-sort-partition", "false"), "scan.plan-sort-partition")
+
+    @property
+    def data_file_prefix(self) -> str:
+        return self.raw.get("data-file.prefix", "data-")
+
+    @property
+    def commit_max_retries(self) -> int:
+        return parse_int(self.raw.get("commit.max-retries", "10"), "commit.max-retries")
+
+    @property
+    def partition_legacy_name(self) -> bool:
+        return parse_bool(self.raw.get("partition.legacy-name", "true"), "partition.legacy-name")
+
+
+def validate(options: Mapping[str, str], *, has_primary_key: bool) -> None:
+    """Refuse options lakectl cannot honour, naming the option and what is supported."""
+    for key, value in options.items():
+        if not isinstance(value, str):
+            raise UsageError(f"option {key} must be a string value")
+        allowed = SUPPORTED_VALUES.get(key)
+        if allowed is not None and value.strip().lower() not in allowed:
+            raise UsageError(f"option {key}={value} is not supported by lakectl yet "
+                             f"(supported: {', '.join(sorted(allowed))})")
+    opts = CoreOptions(options)
+    bucket = opts.bucket
+    if has_primary_key and bucket < 1:
+        raise UsageError(f"option bucket={bucket}: primary-key tables need a fixed bucket count >= 1 "
+                         "(dynamic and postpone bucket modes are not supported yet)")
+    if not has_primary_key and bucket == 0 or bucket < -1:
+        raise UsageError(f"option bucket={bucket} is not valid here (use -1 or a count >= 1)")
+    if not has_primary_key and bucket >= 1 and not opts.bucket_key:
+        raise UsageError("an append table with bucket >= 1 needs option bucket-key")
+    if options.get("write-mode", "").lower() == "append-only" and has_primary_key:
+        raise UsageError("option write-mode=append-only cannot be combined with a primary key")
+    for key in ("target-file-size",):
+        if key in options:
+            parse_size(options[key], key)
+    for key in ("scan.plan-sort-partition", "partition.legacy-name"):
+        if key in options:
+            parse_bool(options[key], key)
+    if "metadata.stats-mode" in options:
+        mode = opts.stats_mode
+        if mode not in ("none", "counts", "full") and not re.fullmatch(r"truncate\(\d+\)", mode):
+            raise UsageError(f"option metadata.stats-mode={mode} must be none, counts, full or truncate(N)")
+    if not opts.partition_legacy_name:
+        raise UsageError("option partition.legacy-name=false is not supported yet")

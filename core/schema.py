@@ -1,0 +1,237 @@
+"""Table schemas: the ``schema/schema-N`` JSON files and the rules for a new table.
+
+``TableSchema`` is one immutable schema version. ``SchemaManager`` lists, reads and commits
+schema files; a commit is the same create-if-absent primitive snapshots use, so two
+concurrent schema changes cannot both take id N.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
+
+from core import types as T
+from core.errors import CorruptMetadataError, NotFoundError, UsageError
+from core.fileio import FileIO, join
+from core.options import CoreOptions, validate
+from core.types import DataField, DataType
+
+SCHEMA_VERSION = 3
+_SCHEMA_FILE = re.compile(r"schema-(\d+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class TableSchema:
+    id: int
+    fields: tuple[DataField, ...]
+    highest_field_id: int
+    partition_keys: tuple[str, ...]
+    primary_keys: tuple[str, ...]
+    options: dict[str, str] = field(hash=False)
+    comment: str | None = None
+    time_millis: int = 0
+    version: int = SCHEMA_VERSION
+
+    # ---- derived views -------------------------------------------------------------
+    @property
+    def core_options(self) -> CoreOptions:
+        return CoreOptions(self.options)
+
+    @property
+    def field_names(self) -> list[str]:
+        return [f.name for f in self.fields]
+
+    def field(self, name: str) -> DataField:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise UsageError(f"unknown column {name!r}; columns are: {', '.join(self.field_names)}")
+
+    def fields_named(self, names: Sequence[str]) -> list[DataField]:
+        return [self.field(n) for n in names]
+
+    @property
+    def has_primary_key(self) -> bool:
+        return bool(self.primary_keys)
+
+    @property
+    def trimmed_primary_keys(self) -> list[str]:
+        """Primary keys minus partition keys: the ``_KEY_`` columns of data files."""
+        return [k for k in self.primary_keys if k not in self.partition_keys]
+
+    @property
+    def key_fields(self) -> list[DataField]:
+        return self.fields_named(self.trimmed_primary_keys)
+
+    @property
+    def partition_fields(self) -> list[DataField]:
+        return self.fields_named(self.partition_keys)
+
+    @property
+    def num_buckets(self) -> int:
+        return self.core_options.bucket
+
+    @property
+    def bucket_keys(self) -> list[str]:
+        return self.core_options.bucket_key or self.trimmed_primary_keys
+
+    # ---- JSON ----------------------------------------------------------------------
+    def to_json(self) -> str:
+        obj: dict[str, Any] = {
+            "version": self.version,
+            "id": self.id,
+            "fields": [T.field_to_json(f) for f in self.fields],
+            "highestFieldId": self.highest_field_id,
+            "partitionKeys": list(self.partition_keys),
+            "primaryKeys": list(self.primary_keys),
+            "options": dict(self.options),
+            "comment": self.comment,
+            "timeMillis": self.time_millis,
+        }
+        return json.dumps(obj, indent=2)
+
+    @classmethod
+    def from_json(cls, text: str, path: str = "<schema>") -> "TableSchema":
+        try:
+            obj = json.loads(text)
+            options = {str(k): str(v) for k, v in (obj.get("options") or {}).items()}
+            version = int(obj.get("version", 1))
+            # Schema files before version 3 carry implicit defaults (spec §2).
+            if version <= 1:
+                options.setdefault("bucket", "1")
+            if version <= 2:
+                options.setdefault("file.format", "orc")
+            return cls(
+                id=int(obj["id"]),
+                fields=tuple(T.field_from_json(f) for f in obj["fields"]),
+                highest_field_id=int(obj["highestFieldId"]),
+                partition_keys=tuple(obj.get("partitionKeys") or ()),
+                primary_keys=tuple(obj.get("primaryKeys") or ()),
+                options=options,
+                comment=obj.get("comment"),
+                time_millis=int(obj.get("timeMillis") or 0),
+                version=version,
+            )
+        except (ValueError, KeyError, TypeError, UsageError) as e:
+            raise CorruptMetadataError(f"cannot decode schema file {path}: {e}") from e
+
+
+def new_table_schema(
+    columns: Sequence[tuple[str, DataType, str | None]],
+    *,
+    primary_keys: Sequence[str] = (),
+    partition_keys: Sequence[str] = (),
+    options: dict[str, str] | None = None,
+    comment: str | None = None,
+) -> TableSchema:
+    """Validate a new table's definition and give it field ids 0..n-1 (schema id 0)."""
+    options = dict(options or {})
+    names = [c[0] for c in columns]
+    if not names:
+        raise UsageError("a table needs at least one column")
+    for label, keys in (("primary key", primary_keys), ("partition", partition_keys)):
+        for k in keys:
+            if k not in names:
+                raise UsageError(f"{label} column {k!r} is not in the schema; columns are: {', '.join(names)}")
+        if len(set(keys)) != len(keys):
+            raise UsageError(f"{label} columns repeat a name: {', '.join(keys)}")
+    if primary_keys and set(primary_keys) <= set(partition_keys):
+        raise UsageError("the primary key must contain a column that is not a partition key")
+    if primary_keys and options.get("bucket") is None:
+        # Paimon's own default (-1) is dynamic bucket mode, which lakectl does not write yet;
+        # one fixed bucket is what a user expects from a plain primary-key table.
+        options["bucket"] = "1"
+    validate(options, has_primary_key=bool(primary_keys))
+    for k in CoreOptions(options).bucket_key:
+        if k not in names:
+            raise UsageError(f"bucket-key column {k!r} is not in the schema")
+        if primary_keys and k not in primary_keys:
+            raise UsageError(f"bucket-key column {k!r} must be part of the primary key")
+    for name, dt, _ in columns:
+        if name in partition_keys and dt.is_composite:
+            raise UsageError(f"partition column {name!r} cannot have composite type {dt}")
+        if name in primary_keys and dt.is_composite:
+            raise UsageError(f"primary key column {name!r} cannot have composite type {dt}")
+    # Top-level ids are 0..n-1 in column order; nested ROW ids continue after them (spec §2.1).
+    top = []
+    for i, (name, dt, desc) in enumerate(columns):
+        if name in primary_keys:
+            dt = dt.with_nullable(False)  # Paimon stores key columns NOT NULL
+        top.append(DataField(i, name, dt, desc))
+    counter = len(top) - 1
+    renumbered = []
+    for f in top:
+        dt, counter = _renumber_nested(f.type, counter)
+        renumbered.append(DataField(f.id, f.name, dt, f.description))
+    return TableSchema(
+        id=0,
+        fields=tuple(renumbered),
+        highest_field_id=counter,
+        partition_keys=tuple(partition_keys),
+        primary_keys=tuple(primary_keys),
+        options=options,
+        comment=comment,
+        time_millis=int(time.time() * 1000),
+    )
+
+
+def _renumber_nested(dt: DataType, counter: int) -> tuple[DataType, int]:
+    """Give nested ROW fields ids from the shared counter, depth first."""
+    if dt.name == "ROW":
+        new_fields = []
+        for f in dt.fields:
+            counter += 1
+            fid = counter
+            inner, counter = _renumber_nested(f.type, counter)
+            new_fields.append(DataField(fid, f.name, inner, f.description))
+        return replace(dt, fields=tuple(new_fields)), counter
+    if dt.name in ("ARRAY", "MULTISET"):
+        inner, counter = _renumber_nested(dt.element, counter)
+        return replace(dt, element=inner), counter
+    if dt.name == "MAP":
+        k, counter = _renumber_nested(dt.key, counter)
+        v, counter = _renumber_nested(dt.value, counter)
+        return replace(dt, key=k, value=v), counter
+    return dt, counter
+
+
+class SchemaManager:
+    """Reads and commits the schema files of one table."""
+
+    def __init__(self, file_io: FileIO, table_path: str) -> None:
+        self.file_io = file_io
+        self.dir = join(table_path, "schema")
+
+    def path(self, schema_id: int) -> str:
+        return join(self.dir, f"schema-{schema_id}")
+
+    def list_ids(self) -> list[int]:
+        ids = []
+        for name in self.file_io.list_names(self.dir):
+            m = _SCHEMA_FILE.match(name)
+            if m:
+                ids.append(int(m.group(1)))
+        return sorted(ids)
+
+    def schema(self, schema_id: int) -> TableSchema:
+        path = self.path(schema_id)
+        if not self.file_io.exists(path):
+            raise CorruptMetadataError(f"missing schema file {path}")
+        return TableSchema.from_json(self.file_io.read_text(path), path)
+
+    def latest(self) -> TableSchema | None:
+        ids = self.list_ids()
+        return self.schema(ids[-1]) if ids else None
+
+    def require_latest(self, table_name: str) -> TableSchema:
+        schema = self.latest()
+        if schema is None:
+            raise NotFoundError(f"table {table_name} does not exist")
+        return schema
+
+    def commit(self, schema: TableSchema) -> bool:
+        """Publish ``schema-<id>``; False if another writer took that id first."""
+        return self.file_io.try_create(self.path(schema.id), schema.to_json().encode("utf-8"))

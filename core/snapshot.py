@@ -1,0 +1,194 @@
+"""Snapshots: the ``snapshot/snapshot-N`` JSON records and the manager that finds them.
+
+The ``snapshot-N`` files are the truth; ``LATEST`` and ``EARLIEST`` are hints that are
+trusted only after checking the files around them (spec §3.1).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field, fields
+from typing import Any, Iterator
+
+from core.errors import CorruptMetadataError, NotFoundError
+from core.fileio import FileIO, join
+
+SNAPSHOT_VERSION = 3
+_SNAPSHOT_FILE = re.compile(r"snapshot-(\d+)$")
+
+APPEND, COMPACT, OVERWRITE, ANALYZE = "APPEND", "COMPACT", "OVERWRITE", "ANALYZE"
+
+# (python attribute, JSON key) in the order Paimon writes them.
+_WIRE = [
+    ("version", "version"),
+    ("id", "id"),
+    ("schema_id", "schemaId"),
+    ("base_manifest_list", "baseManifestList"),
+    ("base_manifest_list_size", "baseManifestListSize"),
+    ("delta_manifest_list", "deltaManifestList"),
+    ("delta_manifest_list_size", "deltaManifestListSize"),
+    ("changelog_manifest_list", "changelogManifestList"),
+    ("changelog_manifest_list_size", "changelogManifestListSize"),
+    ("index_manifest", "indexManifest"),
+    ("commit_user", "commitUser"),
+    ("commit_identifier", "commitIdentifier"),
+    ("commit_kind", "commitKind"),
+    ("time_millis", "timeMillis"),
+    ("total_record_count", "totalRecordCount"),
+    ("delta_record_count", "deltaRecordCount"),
+    ("changelog_record_count", "changelogRecordCount"),
+    ("watermark", "watermark"),
+    ("statistics", "statistics"),
+    ("properties", "properties"),
+    ("next_row_id", "nextRowId"),
+]
+_REQUIRED = {"id", "schema_id", "base_manifest_list", "delta_manifest_list", "commit_user",
+             "commit_identifier", "commit_kind", "time_millis"}
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    id: int
+    schema_id: int
+    base_manifest_list: str
+    delta_manifest_list: str
+    commit_user: str
+    commit_identifier: int
+    commit_kind: str
+    time_millis: int
+    total_record_count: int = 0
+    delta_record_count: int = 0
+    changelog_manifest_list: str | None = None
+    changelog_record_count: int | None = None
+    base_manifest_list_size: int | None = None
+    delta_manifest_list_size: int | None = None
+    changelog_manifest_list_size: int | None = None
+    index_manifest: str | None = None
+    watermark: int | None = None
+    statistics: str | None = None
+    properties: dict[str, str] | None = field(default=None, hash=False)
+    next_row_id: int | None = None
+    version: int = SNAPSHOT_VERSION
+    # Keys we do not model (newer writers add some); kept so a copy (a tag) stays verbatim.
+    extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for attr, key in _WIRE:
+            value = getattr(self, attr)
+            if value is not None:  # Paimon omits null optional fields
+                out[key] = value
+        out.update(self.extra)
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    @classmethod
+    def from_dict(cls, obj: dict[str, Any]) -> "Snapshot":
+        known = {key: attr for attr, key in _WIRE}
+        kwargs: dict[str, Any] = {}
+        extra = {}
+        for key, value in obj.items():
+            if key in known:
+                kwargs[known[key]] = value
+            else:
+                extra[key] = value
+        missing = _REQUIRED - kwargs.keys()
+        if missing:
+            raise ValueError(f"missing fields {sorted(missing)}")
+        return cls(**kwargs, extra=extra)
+
+    @classmethod
+    def from_json(cls, text: str, path: str = "<snapshot>") -> "Snapshot":
+        try:
+            return cls.from_dict(json.loads(text))
+        except (ValueError, TypeError) as e:
+            raise CorruptMetadataError(f"cannot decode snapshot file {path}: {e}") from e
+
+
+SNAPSHOT_FIELDS = [f.name for f in fields(Snapshot) if f.name != "extra"]
+
+
+class SnapshotManager:
+    """Finds, reads and publishes the snapshots of one table."""
+
+    def __init__(self, file_io: FileIO, table_path: str) -> None:
+        self.file_io = file_io
+        self.dir = join(table_path, "snapshot")
+
+    def path(self, snapshot_id: int) -> str:
+        return join(self.dir, f"snapshot-{snapshot_id}")
+
+    def exists(self, snapshot_id: int) -> bool:
+        return self.file_io.exists(self.path(snapshot_id))
+
+    def list_ids(self) -> list[int]:
+        ids = []
+        for name in self.file_io.list_names(self.dir):
+            m = _SNAPSHOT_FILE.match(name)
+            if m:
+                ids.append(int(m.group(1)))
+        return sorted(ids)
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        path = self.path(snapshot_id)
+        if not self.file_io.exists(path):
+            raise NotFoundError(f"snapshot {snapshot_id} does not exist")
+        return Snapshot.from_json(self.file_io.read_text(path), path)
+
+    def _hint(self, name: str) -> int | None:
+        path = join(self.dir, name)
+        if not self.file_io.exists(path):
+            return None
+        try:
+            return int(self.file_io.read_text(path).strip())
+        except (ValueError, CorruptMetadataError):
+            return None  # a garbled hint is just a missing hint
+
+    def latest_id(self) -> int | None:
+        """Trust LATEST only if snapshot-h exists and snapshot-(h+1) does not."""
+        h = self._hint("LATEST")
+        if h is not None and self.exists(h) and not self.exists(h + 1):
+            return h
+        ids = self.list_ids()
+        return ids[-1] if ids else None
+
+    def earliest_id(self) -> int | None:
+        e = self._hint("EARLIEST")
+        if e is not None and self.exists(e) and not self.exists(e - 1):
+            return e
+        ids = self.list_ids()
+        return ids[0] if ids else None
+
+    def latest(self) -> Snapshot | None:
+        sid = self.latest_id()
+        return self.snapshot(sid) if sid is not None else None
+
+    def snapshots(self) -> Iterator[Snapshot]:
+        """All snapshots, oldest first."""
+        for sid in self.list_ids():
+            yield self.snapshot(sid)
+
+    def at_or_before(self, time_millis: int) -> Snapshot:
+        """The newest snapshot committed at or before ``time_millis`` (time travel)."""
+        best = None
+        for snap in self.snapshots():
+            if snap.time_millis <= time_millis:
+                best = snap
+            else:
+                break
+        if best is None:
+            raise NotFoundError(f"no snapshot at or before {time_millis} ms (the table's first commit is later)")
+        return best
+
+    def try_publish(self, snapshot: Snapshot) -> bool:
+        """Create ``snapshot-<id>`` if absent; False if another committer took the id."""
+        return self.file_io.try_create(self.path(snapshot.id), snapshot.to_json().encode("utf-8"))
+
+    def write_latest_hint(self, snapshot_id: int) -> None:
+        try:
+            self.file_io.overwrite_hint(join(self.dir, "LATEST"), str(snapshot_id))
+        except OSError:
+            pass  # a stale hint is tolerated by every reader (spec §3.1)

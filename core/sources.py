@@ -1,0 +1,103 @@
+"""Input files for ``write``: Parquet, CSV, JSON (an array of objects) and JSON lines -> Arrow.
+
+When the target table is known, its column types guide the parsers (a CSV "007" meant for a
+STRING column stays "007"); casting and validation happen afterwards in ``ops.write``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from typing import BinaryIO
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.json as pajson
+import pyarrow.parquet as pq
+
+from core.errors import InvalidDataError, UsageError
+
+FORMATS = ("parquet", "csv", "json", "jsonl")
+_EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json",
+               ".jsonl": "jsonl", ".ndjson": "jsonl"}
+
+
+def infer_format(path: str, explicit: str | None) -> str:
+    if explicit:
+        fmt = explicit.lower()
+        if fmt not in FORMATS:
+            raise UsageError(f"--input-format {explicit!r} must be one of {', '.join(FORMATS)}")
+        return fmt
+    for ext, fmt in _EXTENSIONS.items():
+        if path.lower().endswith(ext):
+            return fmt
+    raise UsageError(f"cannot tell the format of {path!r} from its extension; pass --input-format")
+
+
+def _open(path: str) -> BinaryIO:
+    if path == "-":
+        return io.BytesIO(sys.stdin.buffer.read())
+    try:
+        return open(path, "rb")
+    except OSError as e:
+        raise InvalidDataError(f"cannot read input {path}: {e.strerror or e}") from e
+
+
+def read_input(path: str, fmt: str, hint: pa.Schema | None = None) -> pa.Table:
+    """Read the whole input as one Arrow table.
+
+    Raises:
+        InvalidDataError: the file is missing, unreadable, or not valid in its format.
+    """
+    with _open(path) as fh:
+        try:
+            if fmt == "parquet":
+                return pq.read_table(fh)
+            if fmt == "csv":
+                return _read_csv(fh, hint)
+            if fmt == "jsonl":
+                return _read_jsonl(fh, hint)
+            return _read_json_array(fh)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError) as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise InvalidDataError(f"cannot read {fmt} input {path}: {first}") from e
+
+
+def _csv_hint(hint: pa.Schema | None) -> dict[str, pa.DataType]:
+    if hint is None:
+        return {}
+    # Only types CSV text converts to directly; the rest are cast later.
+    simple = (pa.types.is_string, pa.types.is_integer, pa.types.is_floating, pa.types.is_boolean,
+              pa.types.is_date32, pa.types.is_decimal, pa.types.is_timestamp)
+    return {f.name: f.type for f in hint if any(check(f.type) for check in simple)}
+
+
+def _read_csv(fh: BinaryIO, hint: pa.Schema | None) -> pa.Table:
+    convert = pacsv.ConvertOptions(column_types=_csv_hint(hint), strings_can_be_null=True,
+                                   quoted_strings_can_be_null=False)
+    return pacsv.read_csv(fh, convert_options=convert)
+
+
+def _read_jsonl(fh: BinaryIO, hint: pa.Schema | None) -> pa.Table:
+    data = fh.read()
+    if not data.strip():
+        return pa.table({})
+    explicit = None
+    if hint is not None:
+        explicit = pa.schema([f for f in hint if pa.types.is_string(f.type) or pa.types.is_integer(f.type)
+                              or pa.types.is_floating(f.type) or pa.types.is_boolean(f.type)])
+    parse = pajson.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="infer")
+    return pajson.read_json(io.BytesIO(data), parse_options=parse)
+
+
+def _read_json_array(fh: BinaryIO) -> pa.Table:
+    try:
+        rows = json.load(fh)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
+    if isinstance(rows, dict):
+        rows = [rows]
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise ValueError("a .json input must hold an array of objects (use jsonl for one object per line)")
+    return pa.Table.from_pylist(rows)

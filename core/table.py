@@ -1,0 +1,115 @@
+"""Table: the Python API over one Paimon table.
+
+    t = Table.open("db.orders", warehouse="./warehouse")
+    t.write(arrow_table)
+    t.scan(snapshot_id=3, where="dt = '2024-01-01'")
+    t.history()
+
+Each method is a thin call into ``core.ops``; the Table itself only knows where the table
+lives and how to read its metadata.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Sequence
+
+from core.errors import NotFoundError
+from core.fileio import FileIO
+from core.manifest import ManifestIO
+from core.schema import SchemaManager, TableSchema
+from core.snapshot import Snapshot, SnapshotManager
+from core.tag import TagManager
+from core.warehouse import TableLocation, Warehouse
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from core.ops.describe import SnapshotInfo, TableDescription
+    from core.ops.write import WriteResult
+
+DEFAULT_WAREHOUSE = "./warehouse"
+
+
+@dataclass(frozen=True)
+class Table:
+    location: TableLocation
+
+    # ---- opening -------------------------------------------------------------------
+    @classmethod
+    def locate(cls, name: str, *, warehouse: str | None = None,
+               storage_options: dict[str, Any] | None = None) -> "Table":
+        """The table at ``name`` whether or not it exists yet."""
+        wh = Warehouse.open(warehouse or DEFAULT_WAREHOUSE, storage_options)
+        return cls(wh.locate(name))
+
+    @classmethod
+    def open(cls, name: str, *, warehouse: str | None = None,
+             storage_options: dict[str, Any] | None = None) -> "Table":
+        """Open an existing table; NotFoundError if there is none."""
+        table = cls.locate(name, warehouse=warehouse, storage_options=storage_options)
+        if not table.exists():
+            raise NotFoundError(f"table {name} does not exist (looked in {table.path})")
+        return table
+
+    @property
+    def name(self) -> str:
+        return self.location.name
+
+    @property
+    def path(self) -> str:
+        return self.location.path
+
+    @property
+    def file_io(self) -> FileIO:
+        return self.location.file_io
+
+    @cached_property
+    def schemas(self) -> SchemaManager:
+        return SchemaManager(self.file_io, self.path)
+
+    @cached_property
+    def snapshots(self) -> SnapshotManager:
+        return SnapshotManager(self.file_io, self.path)
+
+    @cached_property
+    def tags(self) -> TagManager:
+        return TagManager(self.file_io, self.path)
+
+    def manifests(self) -> ManifestIO:
+        return ManifestIO(self.file_io, self.path, self.schema.core_options.manifest_compression)
+
+    def exists(self) -> bool:
+        return bool(self.schemas.list_ids())
+
+    @property
+    def schema(self) -> TableSchema:
+        """The latest schema (re-read on every access: another process may have altered it)."""
+        return self.schemas.require_latest(self.name)
+
+    def latest_snapshot(self) -> Snapshot | None:
+        return self.snapshots.latest()
+
+    # ---- operations ----------------------------------------------------------------
+    def write(self, data: "pa.Table", *, mode: str = "append", row_kind_column: str | None = None) -> "WriteResult":
+        from core.ops.write import write
+
+        return write(self, data, mode=mode, row_kind_column=row_kind_column)
+
+    def scan(self, *, snapshot_id: int | None = None, timestamp: str | None = None, tag: str | None = None,
+             select: Sequence[str] | None = None, where: str | None = None, limit: int | None = None) -> "pa.Table":
+        from core.ops.scan import scan
+
+        return scan(self, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where,
+                    limit=limit)
+
+    def history(self, limit: int | None = None) -> list["SnapshotInfo"]:
+        from core.ops.describe import history
+
+        return history(self, limit=limit)
+
+    def describe(self) -> "TableDescription":
+        from core.ops.describe import describe
+
+        return describe(self)

@@ -1,0 +1,70 @@
+"""Warehouse: where tables live (``<warehouse>/<db>.db/<table>``) and how names resolve.
+
+A table is named ``db.table`` inside the warehouse (a bare ``table`` means database
+``default``, as in Paimon), or given by its path or URI directly.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from core.errors import NotFoundError, UsageError
+from core.fileio import FileIO, join
+
+DEFAULT_DATABASE = "default"
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class TableLocation:
+    name: str  # "db.table", or the path when the table was named by path
+    path: str
+    file_io: FileIO
+
+
+def looks_like_path(name: str) -> bool:
+    return "://" in name or "/" in name or name.startswith(".") or name.startswith("~")
+
+
+@dataclass(frozen=True, slots=True)
+class Warehouse:
+    uri: str
+    file_io: FileIO
+
+    @classmethod
+    def open(cls, uri: str, storage_options: dict[str, Any] | None = None) -> "Warehouse":
+        file_io = FileIO.for_uri(uri, storage_options)
+        return cls(file_io.normalize(uri), file_io)
+
+    def locate(self, name: str) -> TableLocation:
+        """Resolve ``db.table``, ``table`` or a path to the table's directory."""
+        if looks_like_path(name):
+            file_io = self.file_io if "://" not in name else FileIO.for_uri(name)
+            return TableLocation(name, file_io.normalize(name), file_io)
+        parts = name.split(".")
+        if len(parts) == 1:
+            parts = [DEFAULT_DATABASE, parts[0]]
+        if len(parts) != 2 or not all(_NAME.match(p) for p in parts):
+            raise UsageError(f"table name {name!r} must be DB.TABLE (letters, digits, _ and -) or a path")
+        db, table = parts
+        return TableLocation(f"{db}.{table}", join(self.uri, f"{db}.db", table), self.file_io)
+
+    def database_path(self, db: str) -> str:
+        if not _NAME.match(db):
+            raise UsageError(f"database name {db!r} may hold only letters, digits, _ and -")
+        return join(self.uri, f"{db}.db")
+
+    def databases(self) -> list[str]:
+        return sorted(n[:-3] for n in self.file_io.list_names(self.uri) if n.endswith(".db"))
+
+    def tables(self, db: str) -> list[str]:
+        path = self.database_path(db)
+        if not self.file_io.exists(path):
+            raise NotFoundError(f"database {db} does not exist in {self.uri}")
+        out = []
+        for name in self.file_io.list_names(path):
+            if self.file_io.exists(join(path, name, "schema")):
+                out.append(name)
+        return sorted(out)

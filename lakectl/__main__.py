@@ -1,0 +1,3 @@
+from lakectl.app import main
+
+main()

@@ -1,0 +1,56 @@
+"""The lakectl command line: global options, then one module per subcommand."""
+
+from __future__ import annotations
+
+import logging
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated, Optional
+
+import typer
+
+from lakectl.commands import create, describe, listing, scan, snapshots, write
+from lakectl.config import Settings
+from lakectl.errors import EXIT_CODES_HELP, LakectlGroup
+
+app = typer.Typer(
+    cls=LakectlGroup,
+    name="lakectl",
+    help="Create, write, scan and manage Apache Paimon tables.",
+    epilog=EXIT_CODES_HELP,
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        try:
+            print(f"lakectl {version('lakectl')}")
+        except PackageNotFoundError:
+            print("lakectl (not installed)")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    warehouse: Annotated[Optional[str], typer.Option("--warehouse", "-w", help="Warehouse URI.")] = None,
+    fmt: Annotated[Optional[str], typer.Option("--format", "-f", help="table, json, jsonl or csv.")] = None,
+    config: Annotated[Optional[str], typer.Option("--config", help="TOML config file.")] = None,
+    verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="More detail; tracebacks.")] = 0,
+    _: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
+) -> None:
+    """Create, write, scan and manage Apache Paimon tables."""
+    logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    ctx.obj = Settings(warehouse=warehouse, format=fmt, verbose=verbose, config_file=config)
+
+
+for module in (create, write, scan, snapshots, describe, listing):
+    module.register(app)
+
+
+def main() -> None:
+    app()

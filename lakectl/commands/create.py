@@ -1,0 +1,52 @@
+"""lakectl create DB.TABLE --schema "..." [--primary-key ...] [--partition-by ...] [--option k=v ...]"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from core.errors import UsageError
+from core.ops.create import create, parse_key_list
+from core.table import Table
+from lakectl.commands import output, settings
+from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+
+
+def parse_options(pairs: list[str] | None) -> dict[str, str]:
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--option {pair!r} must be KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("create")
+    def create_cmd(
+        ctx: typer.Context,
+        table: TableArg,
+        schema: Annotated[str, typer.Option("--schema", "-s", help='Columns, e.g. "id BIGINT NOT NULL, name STRING".')],
+        primary_key: Annotated[Optional[str], typer.Option("--primary-key", help="Comma-separated key columns.")] = None,
+        partition_by: Annotated[Optional[str], typer.Option("--partition-by", help="Comma-separated partition columns.")] = None,
+        option: Annotated[Optional[list[str]], typer.Option("--option", "-o", help="Table option KEY=VALUE (repeatable).")] = None,
+        comment: Annotated[Optional[str], typer.Option("--comment", help="Table comment.")] = None,
+        if_not_exists: Annotated[bool, typer.Option("--if-not-exists", help="Succeed if the table exists.")] = False,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """Create a table (and its database).
+
+        Example: lakectl create shop.orders --schema "id BIGINT, amount DECIMAL(10, 2), dt STRING"
+        --primary-key id,dt --partition-by dt --option bucket=4
+        """
+        out = output(ctx, fmt)
+        t = Table.locate(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        new, created = create(t, schema, primary_keys=parse_key_list(primary_key),
+                              partition_keys=parse_key_list(partition_by), options=parse_options(option),
+                              comment=comment, if_not_exists=if_not_exists)
+        out.record({"table": t.name, "path": t.path, "created": created, "schema_id": new.id,
+                    "primary_keys": list(new.primary_keys), "partition_keys": list(new.partition_keys),
+                    "buckets": new.num_buckets})

@@ -1,0 +1,29 @@
+"""lakectl list [DB]: the databases of the warehouse, or the tables of one database."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from core.ops.describe import CatalogEntry, list_catalog
+from core.warehouse import Warehouse
+from lakectl.commands import output, settings
+from lakectl.params import FormatOpt, WarehouseOpt
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("list")
+    def list_cmd(
+        ctx: typer.Context,
+        database: Annotated[Optional[str], typer.Argument(help="List this database's tables.")] = None,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """List databases, or the tables of DATABASE.
+
+        Example: lakectl list shop
+        """
+        out = output(ctx, fmt)
+        wh = Warehouse.open(settings(ctx).resolve_warehouse(warehouse))
+        out.records(list_catalog(wh, database), CatalogEntry)

@@ -1,0 +1,77 @@
+"""Core exceptions -> one line on stderr and a stable exit code, in one place.
+
+Exit codes (also in ``lakectl --help``): 0 ok, 1 failure, 2 usage, 3 not found,
+4 commit conflict after retries, 5 invalid input data.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+from core.errors import (CommitConflictError, CorruptMetadataError, InvalidDataError, LakectlError,
+                         NotFoundError, TableExistsError, UsageError)
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_INVALID_DATA = 0, 1, 2, 3, 4, 5
+
+EXIT_CODES: list[tuple[type[BaseException], int]] = [
+    (UsageError, EXIT_USAGE),
+    (NotFoundError, EXIT_NOT_FOUND),
+    (CommitConflictError, EXIT_CONFLICT),
+    (InvalidDataError, EXIT_INVALID_DATA),
+    (TableExistsError, EXIT_FAILURE),
+    (CorruptMetadataError, EXIT_FAILURE),
+    (LakectlError, EXIT_FAILURE),
+]
+
+EXIT_CODES_HELP = ("Exit codes: 0 ok, 1 failure, 2 usage error, 3 not found (table, snapshot, tag), "
+                   "4 commit conflict after retries, 5 invalid input data.")
+
+
+def exit_code_for(exc: BaseException) -> int:
+    for cls, code in EXIT_CODES:
+        if isinstance(exc, cls):
+            return code
+    return EXIT_FAILURE
+
+
+def _verbose(ctx: Any) -> bool:
+    obj = getattr(ctx, "obj", None)
+    return bool(getattr(obj, "verbose", 0))
+
+
+def report(exc: BaseException, verbose: bool) -> int:
+    """Print the one-line message (traceback only when verbose) and return the exit code."""
+    if verbose:
+        traceback.print_exception(exc, file=sys.stderr)
+    if isinstance(exc, LakectlError):
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    else:
+        message = f"internal error: {type(exc).__name__}: {exc}".splitlines()[0]
+        if not verbose:
+            message += " (run with -v for the traceback)"
+    print(f"error: {message}", file=sys.stderr)
+    return exit_code_for(exc)
+
+
+class LakectlGroup(TyperGroup):
+    """The root command group: turns exceptions from any subcommand into exit codes."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, SystemExit):
+            raise
+        except KeyboardInterrupt:
+            print("error: interrupted", file=sys.stderr)
+            raise typer.Exit(130)
+        except Exception as exc:  # the CLI boundary: every failure becomes one line + exit code
+            if type(exc).__module__.startswith("typer"):
+                raise  # Click/Typer usage errors print their own message and exit 2
+            logging.getLogger("lakectl").debug("command failed", exc_info=True)
+            raise typer.Exit(report(exc, _verbose(ctx))) from None

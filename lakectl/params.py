@@ -1,0 +1,15 @@
+"""Option declarations shared by several commands (one definition, one help text)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+TableArg = Annotated[str, typer.Argument(help="Table as DB.TABLE inside the warehouse, or a path/URI.",
+                                         show_default=False)]
+WarehouseOpt = Annotated[Optional[str], typer.Option(
+    "--warehouse", "-w", help="Warehouse URI [env LAKECTL_WAREHOUSE, config 'warehouse'; default ./warehouse].",
+    show_default=False)]
+FormatOpt = Annotated[Optional[str], typer.Option(
+    "--format", "-f", help="Output format: table, json, jsonl or csv.", show_default=False)]
