@@ -72,7 +72,8 @@ class Output:
         else:
             table = RichTable(title=title, show_lines=False)
             for c in columns:
-                table.add_column(c, overflow="fold")
+                # Spaces let rich wrap long headers at word boundaries on narrow terminals.
+                table.add_column(c.replace("_", " "), overflow="fold")
             for r in rows:
                 table.add_row(*[_cell(r.get(c)) for c in columns])
             self.console.print(table)

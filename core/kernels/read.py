@@ -52,9 +52,11 @@ def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fiel
     if system_columns:
         wanted += [SEQUENCE_NUMBER, VALUE_KIND]
     try:
-        with file_io.open_input(path) as fh:
-            data = fh.read()
-        table = pq.read_table(io.BytesIO(data), columns=wanted)
+        if file_io.local:
+            table = pq.read_table(path, columns=wanted)  # lets Arrow memory-map and read in parallel
+        else:
+            with file_io.open_input(path) as fh:
+                table = pq.read_table(io.BytesIO(fh.read()), columns=wanted)
     except FileNotFoundError as e:
         raise CorruptMetadataError(f"data file {path} listed in a manifest is missing") from e
     except (pa.ArrowInvalid, OSError) as e:

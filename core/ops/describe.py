@@ -5,6 +5,7 @@ Metadata only: nothing here reads a data file or starts an engine.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 
 from core.manifest import merge_entries, read_entries
@@ -17,9 +18,10 @@ class SnapshotInfo:
     snapshot_id: int
     schema_id: int
     commit_kind: str
-    commit_time_millis: int
+    commit_time: str  # ISO 8601, local time zone
     delta_record_count: int
     total_record_count: int
+    commit_time_millis: int
     commit_user: str
 
 
@@ -66,8 +68,9 @@ def history(table: Table, *, limit: int | None = None) -> list[SnapshotInfo]:
     out = []
     for sid in ids:
         s = table.snapshots.snapshot(sid)
-        out.append(SnapshotInfo(s.id, s.schema_id, s.commit_kind, s.time_millis, s.delta_record_count or 0,
-                                s.total_record_count or 0, s.commit_user))
+        when = dt.datetime.fromtimestamp(s.time_millis / 1000).astimezone().isoformat(timespec="milliseconds")
+        out.append(SnapshotInfo(s.id, s.schema_id, s.commit_kind, when, s.delta_record_count or 0,
+                                s.total_record_count or 0, s.time_millis, s.commit_user))
     return out
 
 
