@@ -1,0 +1,189 @@
+"""SimpleStats: per-column min, max and null count of a data file (spec 5.4, 4.2).
+
+This module owns the ``SimpleStats`` record (``_MIN_VALUES``, ``_MAX_VALUES``,
+``_NULL_COUNTS`` in manifests: two BinaryRows and a list), computing it from an Arrow
+table under Paimon's ``metadata.stats-mode`` (``none``, ``counts``, ``full``,
+``truncate(N)``), and decoding it back to per-column values.
+
+Which column set the stats cover (``_VALUE_STATS_COLS``) is the caller's decision;
+``compute`` covers exactly the fields it is given, in that order.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from core import binary_row as br
+from core.errors import InvalidDataError, UsageError
+from core.types import DataField, DataType
+
+
+@dataclass(frozen=True, slots=True)
+class SimpleStats:
+    """Serialized stats: BinaryRows of per-column minima and maxima, and null counts."""
+
+    min_values: bytes
+    max_values: bytes
+    null_counts: tuple[int | None, ...]
+
+    def to_avro(self) -> dict[str, Any]:
+        """The Avro record as manifests store it."""
+        return {"_MIN_VALUES": self.min_values, "_MAX_VALUES": self.max_values,
+                "_NULL_COUNTS": list(self.null_counts)}
+
+    @classmethod
+    def from_avro(cls, record: Mapping[str, Any]) -> SimpleStats:
+        """Read the Avro record; a null ``_NULL_COUNTS`` (older writers) means no counts."""
+        counts = record.get("_NULL_COUNTS")
+        return cls(bytes(record["_MIN_VALUES"]), bytes(record["_MAX_VALUES"]),
+                   tuple(counts) if counts is not None else ())
+
+
+EMPTY_STATS = SimpleStats(br.EMPTY_ROW, br.EMPTY_ROW, ())
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnStats:
+    """One column's decoded stats; ``None`` min/max/count means unknown."""
+
+    min: Any
+    max: Any
+    null_count: int | None
+
+
+# ---- stats modes ----------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _Mode:
+    name: str  # none, counts, full, truncate
+    length: int = 0  # truncate length
+
+
+_TRUNCATE = re.compile(r"truncate\((\d+)\)")
+
+
+def _parse_mode(mode: str) -> _Mode:
+    text = mode.strip().lower()
+    if text in ("none", "counts", "full"):
+        return _Mode(text)
+    m = _TRUNCATE.fullmatch(text)
+    if m and int(m.group(1)) > 0:
+        return _Mode("truncate", int(m.group(1)))
+    raise UsageError(f"metadata.stats-mode {mode!r} is not none, counts, full or truncate(N) with N > 0")
+
+
+# ---- string truncation (Java TruncateSimpleColStatsCollector) --------------------------
+_SURROGATES = range(0xD800, 0xE000)
+
+
+def truncate_min(value: str, length: int) -> str:
+    """A lower bound of ``value``: its first ``length`` code points."""
+    return value[:length]
+
+
+def truncate_max(value: str, length: int) -> str | None:
+    """An upper bound of ``value`` at most ``length`` code points long, or None if none exists.
+
+    Like Java: keep the first ``length`` code points and increment the last one that can
+    be incremented, dropping what follows it. Unlike Java, a code point is never
+    incremented into the surrogate range (Java's UTF-8 encoder turns a lone surrogate
+    into ``?``, which is no upper bound); it skips to U+E000 instead.
+    """
+    if len(value) <= length:
+        return value
+    prefix = value[:length]
+    for i in range(length - 1, -1, -1):
+        nxt = ord(prefix[i]) + 1
+        if nxt in _SURROGATES:
+            nxt = _SURROGATES.stop
+        if nxt <= sys.maxunicode:
+            return prefix[:i] + chr(nxt)
+    return None
+
+
+# ---- compute ----------------------------------------------------------------------------
+_UNORDERED = {"ARRAY", "MAP", "MULTISET", "ROW"}
+
+
+def _min_max(column: pa.ChunkedArray | pa.Array, t: DataType) -> tuple[Any, Any]:
+    """Column min and max as ``core.binary_row`` values; (None, None) when not meaningful."""
+    if t.name in _UNORDERED or column.null_count == len(column):
+        return None, None
+    if t.name in ("FLOAT", "DOUBLE") and pc.any(pc.is_nan(column)).as_py():
+        # NaN has no place in an ordering readers agree on; unknown keeps pruning safe.
+        return None, None
+    result = pc.min_max(column)
+    lo, hi = result["min"], result["max"]
+    if pa.types.is_timestamp(column.type):
+        # Exact epoch nanos: as_py() would drop (or refuse) sub-microsecond digits.
+        factor = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}[column.type.unit]
+        return lo.cast(pa.int64()).as_py() * factor, hi.cast(pa.int64()).as_py() * factor
+    return lo.as_py(), hi.as_py()
+
+
+def _column_stats(column: pa.ChunkedArray | pa.Array, t: DataType, mode: _Mode) -> ColumnStats:
+    nulls = column.null_count
+    if mode.name == "counts":
+        return ColumnStats(None, None, nulls)
+    lo, hi = _min_max(column, t)
+    if mode.name == "truncate" and t.is_string and lo is not None:
+        hi = truncate_max(hi, mode.length)
+        # Java drops both bounds when the max cannot be bounded.
+        lo = truncate_min(lo, mode.length) if hi is not None else None
+    return ColumnStats(lo, hi, nulls)
+
+
+def compute(table: pa.Table, fields: Sequence[DataField], mode: str = "full") -> SimpleStats:
+    """Stats of ``table``'s columns named by ``fields``, in ``fields`` order.
+
+    Args:
+        table: the rows of one data file.
+        fields: the columns to cover, each looked up by name.
+        mode: ``metadata.stats-mode``: ``none`` (returns ``EMPTY_STATS``; the caller
+            writes ``_VALUE_STATS_COLS = []``), ``counts`` (null counts only),
+            ``full``, or ``truncate(N)`` (strings cut to N code points).
+
+    Returns:
+        The stats; composite columns, all-null columns and float columns holding NaN
+        get null min/max.
+
+    Raises:
+        UsageError: an unknown mode.
+        InvalidDataError: a field has no column in ``table``.
+    """
+    parsed = _parse_mode(mode)
+    if parsed.name == "none":
+        return EMPTY_STATS
+    columns = []
+    for f in fields:
+        if f.name not in table.column_names:
+            raise InvalidDataError(f"no column {f.name!r} to compute stats of")
+        columns.append(_column_stats(table.column(f.name), f.type, parsed))
+    return from_columns(columns, [f.type for f in fields])
+
+
+def from_columns(columns: Sequence[ColumnStats], types: Sequence[DataType]) -> SimpleStats:
+    """Serialize per-column stats (e.g. merged ones) into a ``SimpleStats``."""
+    return SimpleStats(br.encode([c.min for c in columns], types),
+                       br.encode([c.max for c in columns], types),
+                       tuple(c.null_count for c in columns))
+
+
+def decode(stats: SimpleStats, types: Sequence[DataType]) -> list[ColumnStats]:
+    """Per-column stats of ``types``; empty stats give all-unknown columns.
+
+    Raises:
+        ValueError: the rows hold fewer fields than ``types``.
+    """
+    if stats.min_values == br.EMPTY_ROW and stats.max_values == br.EMPTY_ROW and not stats.null_counts:
+        return [ColumnStats(None, None, None) for _ in types]
+    mins = br.decode(stats.min_values, types)
+    maxs = br.decode(stats.max_values, types)
+    counts = list(stats.null_counts) + [None] * (len(types) - len(stats.null_counts))
+    return [ColumnStats(lo, hi, n) for lo, hi, n in zip(mins, maxs, counts)]
