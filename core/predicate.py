@@ -1,0 +1,990 @@
+"""Row predicates for ``scan --where``: SQL text to a typed tree, an Arrow filter, and stats pruning.
+
+``parse_where`` reads the text with sqlglot and builds a ``Predicate`` whose literals are
+already coerced to the compared column's type, so evaluation never guesses types. A
+predicate answers two questions:
+
+* ``to_arrow()``: an exact row filter with SQL three-valued logic. Rows where the
+  condition is NULL are dropped, and NOT/OR/AND follow Kleene logic
+  (``NOT NULL`` is NULL, ``TRUE OR NULL`` is TRUE).
+* ``may_match(stats)``: a conservative answer from per-column min/max/null counts. It is
+  False only when the stats prove that no row can make the condition TRUE.
+
+Semantics the SQL text alone does not pin down:
+
+* A literal that falls between two values of the column's type is compared exactly, not
+  rounded: on an INT column ``id > 5.5`` is ``id > 5`` and ``id = 5.5`` is never true; the
+  same holds for DECIMAL scale, timestamp units and ``date_col < TIMESTAMP '...'``.
+* A literal outside an integer or DECIMAL range is compared exactly too (``tiny < 300`` holds
+  for every non-null TINYINT).
+* FLOAT literals are rounded to float32, as the stored values are. Float comparisons follow
+  IEEE: NaN equals nothing, and ``<>`` holds for NaN.
+* ``LIKE`` escapes with backslash unless ``ESCAPE 'c'`` names another character (Spark, MySQL).
+* TIMESTAMP_LTZ literals without an offset are read as UTC; lakectl has no session zone.
+* Column names match exactly; an unquoted name that matches no column exactly may match
+  one column case-insensitively.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+import struct
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta, timezone
+from decimal import ROUND_FLOOR, Context, Decimal, InvalidOperation
+from itertools import product
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp, parser, tokens
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.errors import ParseError, SqlglotError
+
+from core.errors import UsageError
+from core.types import DataField, DataType, to_arrow
+
+# A truth value of SQL's three-valued logic; None is NULL (unknown).
+Truth = bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnRange:
+    """What stats say about one column of a file or partition.
+
+    ``min``/``max`` are bounds on the non-null values (None: unknown), in the Python form
+    pyarrow's ``as_py()`` gives for the column's Arrow type. ``null_count`` and
+    ``row_count`` are None when unknown. A partition value v is ``ColumnRange(v, v, 0, 1)``,
+    a null partition value ``ColumnRange(None, None, 1, 1)``.
+    """
+
+    min: Any = None
+    max: Any = None
+    null_count: int | None = None
+    row_count: int | None = None
+
+
+# ---- the predicate tree ----------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Predicate:
+    """A boolean condition over the columns of one row."""
+
+    @property
+    def columns(self) -> frozenset[str]:
+        """Names of the columns the condition reads."""
+        raise NotImplementedError
+
+    def to_arrow(self) -> pc.Expression:
+        """An Arrow expression for ``Table.filter``: TRUE keeps a row, FALSE and NULL drop it."""
+        raise NotImplementedError
+
+    def may_match(self, stats: Mapping[str, ColumnRange]) -> bool:
+        """Whether some row described by ``stats`` could satisfy the condition.
+
+        Args:
+            stats: column name to ``ColumnRange``; a column absent from it is unknown.
+
+        Returns:
+            False only if the stats prove that no row makes the condition TRUE.
+        """
+        return True in self._outcomes(stats)
+
+    def _outcomes(self, stats: Mapping[str, ColumnRange]) -> frozenset[Truth]:
+        """The truth values some row within ``stats`` might give (a superset of the real ones)."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class Constant(Predicate):
+    """TRUE, FALSE or NULL, from the text or from folding literals (``1 = 1``, ``x = NULL``)."""
+
+    value: Truth
+
+    @property
+    def columns(self) -> frozenset[str]:
+        return frozenset()
+
+    def to_arrow(self) -> pc.Expression:
+        return pc.scalar(pa.scalar(self.value, pa.bool_()))
+
+    def _outcomes(self, stats: Mapping[str, ColumnRange]) -> frozenset[Truth]:
+        return frozenset({self.value})
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison(Predicate):
+    """``column op value`` with ``value`` a non-null value of the column's type."""
+
+    column: str
+    type: DataType
+    op: str  # one of = <> < <= > >=
+    value: Any
+
+    @property
+    def columns(self) -> frozenset[str]:
+        return frozenset({self.column})
+
+    def to_arrow(self) -> pc.Expression:
+        return _ARROW_OPS[self.op](pc.field(self.column), _arrow_literal(self.value, self.type))
+
+    def _outcomes(self, stats: Mapping[str, ColumnRange]) -> frozenset[Truth]:
+        known = _Known.of(stats, self.column, self.type)
+        out: set[Truth] = set()
+        if known.nulls:
+            out.add(None)
+        if known.values:
+            can_true, can_false = _compare_outcomes(self.op, self.value, known.lo, known.hi)
+            if known.nan:
+                # NaN compares false to everything, except that NaN <> v is true.
+                can_true = can_true or self.op == "<>"
+                can_false = can_false or self.op != "<>"
+            out.update(_truths(can_true, can_false))
+        return frozenset(out)
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnComparison(Predicate):
+    """``left op right`` between two columns; pruning treats it as unknown."""
+
+    left: str
+    op: str
+    right: str
+
+    @property
+    def columns(self) -> frozenset[str]:
+        return frozenset({self.left, self.right})
+
+    def to_arrow(self) -> pc.Expression:
+        return _ARROW_OPS[self.op](pc.field(self.left), pc.field(self.right))
+
+    def _outcomes(self, stats: Mapping[str, ColumnRange]) -> frozenset[Truth]:
+        a, b = _Known.of(stats, self.left, None), _Known.of(stats, self.right, None)
+        out: set[Truth] = set()
+        if a.nulls or b.nulls:
+            out.add(None)
+        if a.values and b.values:
+            out.update((True, False))
+        return frozenset(out)
+
+
+@dataclass(frozen=True, slots=True)
+class IsNull(Predicate):
+    """``column IS NULL``; never NULL itself. ``IS NOT NULL`` is ``Not(IsNull)``."""
+
+    column: str
+    type: DataType
+
+    @property
+    def columns(self) -> frozenset[str]:
+        return frozenset({self.column})
+
+    def to_arrow(self) -> pc.Expression:
+        return pc.field(self.column).is_null()
+
+    def _outcomes(self, stats: Mapping[str, ColumnRange]) -> frozenset[Truth]:
+        known = _Known.of(stats, self.column, self.type)
+        return frozenset(_truths(known.nulls, known.values))
+
+
+@dataclass(frozen=True, slots=True)
+class InList(Predicate):
+    """``column IN (values)`` over non-null values of the column's type.
+
+    A NULL in the SQL list is kept outside, as ``InList OR NULL``, which gives SQL's answer:
+    TRUE on a hit, NULL otherwise.
+    """
+
+    column: str
+    type: DataType
+    values: tuple[Any, ...]
+
+    @property
+    def columns(self) -> frozenset[str]:
+        return frozenset({self.column})
+
+    def to_arrow(self) -> pc.Expression:
+        values = list(self.values)
+        if _is_float(self.type) and any(v == 0 for v in values):
+            # Arrow's hash lookup tells -0.0 from 0.0, but `=` does not; keep IN consistent with `=`.
+            values += [0.0, -0.0]
+        field = pc.field(self.column)
+        hit = pc.is_in(field, value_set=pa.array(values, to_arrow(self.type)))
+        # is_in answers FALSE for a null input; SQL answers NULL, which matters under NOT.
+        return pc.if_else(field.is_valid(), hit, _NULL)
+
+    def _outcomes(self, stats: Mapping[str, ColumnRange]) -> frozenset[Truth]:
+        known = _Known.of(stats, self.column, self.type)
+        out: set[Truth] = set()
+        if known.nulls:
+            out.add(None)
+        if known.values:
+            can_true = any(_compare_outcomes("=", v, known.lo, known.hi)[0] for v in self.values)
+            single = known.lo is not None and known.lo == known.hi
+            can_false = known.nan or not (single and known.lo in self.values)
+            out.update(_truths(can_true, can_false))
+        return frozenset(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Like(Predicate):
+    """``column LIKE pattern`` on a string column; ``%`` is any run, ``_`` one character."""
+
+    column: str
+    pattern: str
+    escape: str = "\\"
+
+    @property
+    def columns(self) -> frozenset[str]:
+        return frozenset({self.column})
+
+    def to_arrow(self) -> pc.Expression:
+        return pc.match_like(pc.field(self.column), pattern=_arrow_like_pattern(_like_tokens(self.pattern, self.escape)))
+
+    def _outcomes(self, stats: Mapping[str, ColumnRange]) -> frozenset[Truth]:
+        known = _Known.of(stats, self.column, None)
+        out: set[Truth] = set()
+        if known.nulls:
+            out.add(None)
+        if known.values:
+            out.update(_truths(*self._value_outcomes(known.lo, known.hi)))
+        return frozenset(out)
+
+    def _value_outcomes(self, lo: Any, hi: Any) -> tuple[bool, bool]:
+        parts = _like_tokens(self.pattern, self.escape)
+        if lo is not None and lo == hi:
+            hit = _like_regex(parts).fullmatch(lo) is not None
+            return hit, not hit
+        prefix, rest = _like_prefix(parts)
+        if not rest:
+            return _compare_outcomes("=", prefix, lo, hi)
+        upper = _next_prefix(prefix)
+        can_true = (hi is None or hi >= prefix) and (lo is None or upper is None or lo < upper)
+        if all(p == _ANY for p in rest):
+            # Every string between two strings that start with the prefix starts with it too.
+            can_false = not (lo is not None and hi is not None and lo.startswith(prefix) and hi.startswith(prefix))
+        else:
+            can_false = True
+        return can_true, can_false
+
+
+@dataclass(frozen=True, slots=True)
+class And(Predicate):
+    children: tuple[Predicate, ...]
+
+    @property
+    def columns(self) -> frozenset[str]:
+        return frozenset().union(*(c.columns for c in self.children))
+
+    def to_arrow(self) -> pc.Expression:
+        expr = self.children[0].to_arrow()
+        for child in self.children[1:]:
+            expr = expr & child.to_arrow()  # and_kleene
+        return expr
+
+    def _outcomes(self, stats: Mapping[str, ColumnRange]) -> frozenset[Truth]:
+        return _combine(_and3, (c._outcomes(stats) for c in self.children))
+
+
+@dataclass(frozen=True, slots=True)
+class Or(Predicate):
+    children: tuple[Predicate, ...]
+
+    @property
+    def columns(self) -> frozenset[str]:
+        return frozenset().union(*(c.columns for c in self.children))
+
+    def to_arrow(self) -> pc.Expression:
+        expr = self.children[0].to_arrow()
+        for child in self.children[1:]:
+            expr = expr | child.to_arrow()  # or_kleene
+        return expr
+
+    def _outcomes(self, stats: Mapping[str, ColumnRange]) -> frozenset[Truth]:
+        return _combine(_or3, (c._outcomes(stats) for c in self.children))
+
+
+@dataclass(frozen=True, slots=True)
+class Not(Predicate):
+    child: Predicate
+
+    @property
+    def columns(self) -> frozenset[str]:
+        return self.child.columns
+
+    def to_arrow(self) -> pc.Expression:
+        return ~self.child.to_arrow()  # invert keeps NULL as NULL
+
+    def _outcomes(self, stats: Mapping[str, ColumnRange]) -> frozenset[Truth]:
+        return frozenset(None if t is None else not t for t in self.child._outcomes(stats))
+
+
+# ---- three-valued logic and stats reasoning ---------------------------------------------
+_NULL = pc.scalar(pa.scalar(None, pa.bool_()))
+_ARROW_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+_FLIP = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+def _and3(a: Truth, b: Truth) -> Truth:
+    if a is False or b is False:
+        return False
+    if a is None or b is None:
+        return None
+    return True
+
+
+def _or3(a: Truth, b: Truth) -> Truth:
+    if a is True or b is True:
+        return True
+    if a is None or b is None:
+        return None
+    return False
+
+
+def _combine(op: Callable[[Truth, Truth], Truth], sets: Iterable[frozenset[Truth]]) -> frozenset[Truth]:
+    """Every value ``op`` can give when each operand takes any of its possible values.
+
+    Treating children as independent loses correlation (``x < 3 AND x > 5`` stays possible),
+    which costs pruning but never soundness.
+    """
+    it = iter(sets)
+    acc = next(it)
+    for s in it:
+        acc = frozenset(op(a, b) for a, b in product(acc, s))
+    return acc
+
+
+def _truths(can_true: bool, can_false: bool) -> set[Truth]:
+    return {t for t, ok in ((True, can_true), (False, can_false)) if ok}
+
+
+def _is_float(t: DataType | None) -> bool:
+    return t is not None and t.name in ("FLOAT", "DOUBLE")
+
+
+def _is_nan(v: Any) -> bool:
+    return isinstance(v, float) and math.isnan(v)
+
+
+@dataclass(frozen=True, slots=True)
+class _Known:
+    """One column's stats reduced to what pruning needs."""
+
+    nulls: bool  # some row may hold NULL
+    values: bool  # some row may hold a non-null value
+    nan: bool  # some non-null value may be NaN, which min/max do not bound
+    lo: Any  # bounds on the non-NaN values, None when unknown
+    hi: Any
+
+    @staticmethod
+    def of(stats: Mapping[str, ColumnRange], column: str, type_: DataType | None) -> "_Known":
+        r = stats.get(column)
+        if r is None:
+            return _Known(True, True, _is_float(type_), None, None)
+        if r.row_count == 0:
+            return _Known(False, False, False, None, None)
+        nulls = r.null_count is None or r.null_count > 0
+        values = not (r.null_count is not None and r.row_count is not None and r.null_count >= r.row_count)
+        lo = None if r.min is None or _is_nan(r.min) else r.min
+        hi = None if r.max is None or _is_nan(r.max) else r.max
+        if hi is not None and type_ is not None and type_.name in ("TIMESTAMP", "TIMESTAMP_LTZ") \
+                and type_.precision > 6:
+            # A datetime holds microseconds, so a nanosecond max arrives rounded down and
+            # is no upper bound; one microsecond more is.
+            hi = hi + timedelta(microseconds=1)
+        # Writers may leave NaN out of min/max; only one known non-null value rules it out.
+        one_value = r.null_count is not None and r.row_count is not None and r.row_count - r.null_count == 1
+        nan = values and _is_float(type_) and not (one_value and lo is not None)
+        return _Known(nulls, values, nan, lo, hi)
+
+
+def _compare_outcomes(op: str, v: Any, lo: Any, hi: Any) -> tuple[bool, bool]:
+    """Whether some non-NaN value in [lo, hi] makes ``value op v`` TRUE, and whether one makes it FALSE."""
+    if _is_nan(v):
+        return op == "<>", op != "<>"
+    in_range = (lo is None or lo <= v) and (hi is None or v <= hi)
+    only_v = lo is not None and hi is not None and lo == v == hi
+    if op == "=":
+        return in_range, not only_v
+    if op == "<>":
+        return not only_v, in_range
+    if op == "<":
+        return lo is None or lo < v, hi is None or hi >= v
+    if op == "<=":
+        return lo is None or lo <= v, hi is None or hi > v
+    if op == ">":
+        return hi is None or hi > v, lo is None or lo <= v
+    if op == ">=":
+        return hi is None or hi >= v, lo is None or lo < v
+    raise ValueError(f"unknown comparison {op!r}")
+
+
+def _arrow_literal(value: Any, type_: DataType) -> pc.Expression:
+    return pc.scalar(pa.scalar(value, to_arrow(type_)))
+
+
+# ---- LIKE patterns ------------------------------------------------------------------------
+_ANY, _ONE = "%", "_"  # wildcard tokens; a literal character is the token "=" + char
+
+
+def _like_tokens(pattern: str, escape: str) -> tuple[str, ...]:
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == escape:
+            if i + 1 == len(pattern) or pattern[i + 1] not in (_ANY, _ONE, escape):
+                raise UsageError(f"LIKE pattern {pattern!r}: the escape {escape!r} must be followed by %, _ or itself")
+            out.append("=" + pattern[i + 1])
+            i += 2
+            continue
+        out.append(ch if ch in (_ANY, _ONE) else "=" + ch)
+        i += 1
+    return tuple(out)
+
+
+def _like_prefix(parts: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    """The literal text before the first wildcard, and the tokens from there on."""
+    i = 0
+    while i < len(parts) and parts[i] not in (_ANY, _ONE):
+        i += 1
+    return "".join(p[1:] for p in parts[:i]), parts[i:]
+
+
+def _like_regex(parts: tuple[str, ...]) -> re.Pattern[str]:
+    body = "".join(".*" if p == _ANY else "." if p == _ONE else re.escape(p[1:]) for p in parts)
+    return re.compile(body, re.DOTALL)
+
+
+def _arrow_like_pattern(parts: tuple[str, ...]) -> str:
+    # Arrow's match_like escapes with backslash, whatever ESCAPE the SQL used.
+    return "".join(p if p in (_ANY, _ONE) else ("\\" + p[1] if p[1] in "%_\\" else p[1]) for p in parts)
+
+
+def _next_prefix(prefix: str) -> str | None:
+    """The least string above every string starting with ``prefix``; None if there is none."""
+    chars = list(prefix)
+    while chars:
+        last = ord(chars.pop())
+        if last < 0x10FFFF:
+            return "".join(chars) + chr(last + 1)
+    return None
+
+
+# ---- literals ------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _Lit:
+    """A literal as written: number (int or Decimal), string, bool, date, timestamp, time, or NULL."""
+
+    value: Any
+    kind: str
+    text: str  # the SQL, for messages
+
+
+@dataclass(frozen=True, slots=True)
+class _Fit:
+    """Where a literal lands among a column type's values.
+
+    ``exact``: ``value`` is the literal in the column's type. ``between``: the literal lies
+    strictly between ``value`` and the next value of the type. ``below``/``above``: outside
+    the type's range.
+    """
+
+    kind: str
+    value: Any = None
+
+
+_INT_BITS = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "BIGINT": 64}
+_WIDE = Context(prec=200)  # DECIMAL(38) plus room; the default 28 digits would round
+
+
+def _fit(lit: _Lit, f: DataField) -> _Fit:
+    """Coerce a non-null literal to column ``f``'s type, or raise UsageError."""
+    t, v, kind = f.type, lit.value, lit.kind
+    n = t.name
+
+    def bad(why: str = "") -> UsageError:
+        return UsageError(f"cannot compare column {f.name!r} ({t.root_text()}) with {lit.text}{why}")
+
+    if n == "BOOLEAN":
+        if kind == "bool":
+            return _Fit("exact", v)
+        if kind == "string" and v.strip().lower() in ("true", "false"):
+            return _Fit("exact", v.strip().lower() == "true")
+        raise bad()
+    if n in _INT_BITS or n == "DECIMAL":
+        d = _number(lit, bad)
+        if d.is_infinite() or d.adjusted() > 40:  # beyond any column's range; skip building huge ints
+            return _Fit("above" if d > 0 else "below")
+        if n in _INT_BITS:
+            limit = 2 ** (_INT_BITS[n] - 1)
+            floor = int(d.to_integral_value(rounding=ROUND_FLOOR))
+            if floor < -limit:
+                return _Fit("below")
+            if floor >= limit:
+                return _Fit("above")
+            return _Fit("exact" if floor == d else "between", floor)
+        limit = Decimal(10) ** (t.precision - t.scale)
+        if d >= limit:
+            return _Fit("above")
+        if d <= -limit:
+            return _Fit("below")
+        floor = d.quantize(Decimal(1).scaleb(-t.scale), rounding=ROUND_FLOOR, context=_WIDE)
+        if floor <= -limit:
+            return _Fit("below")
+        return _Fit("exact" if _WIDE.compare(floor, d) == 0 else "between", floor)
+    if n in ("FLOAT", "DOUBLE"):
+        if kind == "number":
+            x = float(v)
+        elif kind == "string":
+            try:
+                x = float(v)
+            except ValueError:
+                raise bad() from None
+        else:
+            raise bad()
+        return _Fit("exact", _float32(x) if n == "FLOAT" else x)
+    if t.is_string:
+        if kind == "string":
+            return _Fit("exact", v)
+        raise bad(" (quote string literals: 'text')")
+    if t.is_binary:
+        if kind == "string":
+            return _Fit("exact", v.encode("utf-8"))
+        raise bad()
+    if n == "DATE":
+        stamp = _temporal(lit, bad)
+        if isinstance(stamp, datetime):
+            if stamp.tzinfo is not None:
+                raise bad(" (a DATE has no time zone)")
+            day = stamp.date()
+            return _Fit("exact" if stamp.time() == time() else "between", day)
+        return _Fit("exact", stamp)
+    if n in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+        stamp = _temporal(lit, bad)
+        if not isinstance(stamp, datetime):
+            stamp = datetime.combine(stamp, time())
+        if n == "TIMESTAMP" and stamp.tzinfo is not None:
+            raise bad(" (the column is TIMESTAMP without time zone; drop the offset)")
+        if n == "TIMESTAMP_LTZ":
+            stamp = stamp.replace(tzinfo=timezone.utc) if stamp.tzinfo is None else stamp.astimezone(timezone.utc)
+        if to_arrow(t).unit == "ms" and stamp.microsecond % 1000:
+            return _Fit("between", stamp.replace(microsecond=stamp.microsecond // 1000 * 1000))
+        return _Fit("exact", stamp)
+    if n == "TIME":
+        if kind == "time":
+            clock = v
+        elif kind == "string":
+            try:
+                clock = time.fromisoformat(v.strip())
+            except ValueError:
+                raise bad() from None
+        else:
+            raise bad()
+        if clock.tzinfo is not None:
+            raise bad(" (TIME has no time zone)")
+        if clock.microsecond % 1000:  # TIME is stored in milliseconds
+            return _Fit("between", clock.replace(microsecond=clock.microsecond // 1000 * 1000))
+        return _Fit("exact", clock)
+    raise UsageError(f"column {f.name!r} has type {t.root_text()}; --where compares only atomic columns")
+
+
+def _number(lit: _Lit, bad: Callable[[], UsageError]) -> Decimal:
+    if lit.kind == "number":
+        return Decimal(lit.value)
+    if lit.kind == "string":
+        try:
+            d = Decimal(lit.value.strip())
+        except InvalidOperation:
+            raise bad() from None
+        if not d.is_nan():
+            return d
+    raise bad()
+
+
+def _float32(x: float) -> float:
+    try:
+        return struct.unpack("f", struct.pack("f", x))[0]
+    except OverflowError:
+        return math.copysign(math.inf, x)
+
+
+def _temporal(lit: _Lit, bad: Callable[[str], UsageError]) -> date | datetime:
+    if lit.kind in ("date", "timestamp"):
+        return lit.value
+    if lit.kind == "string":
+        text = lit.value.strip()
+        try:
+            return date.fromisoformat(text)
+        except ValueError:
+            pass
+        try:
+            return datetime.fromisoformat(text)
+        except ValueError:
+            pass
+    raise bad("")
+
+
+def _literal_text_value(kind: str, text: str) -> Any:
+    """The value of ``DATE '...'``, ``TIMESTAMP '...'`` or ``TIME '...'``."""
+    parse: Callable[[str], Any] = {"date": date.fromisoformat, "timestamp": datetime.fromisoformat,
+                                   "time": time.fromisoformat}[kind]
+    try:
+        return parse(text.strip())
+    except ValueError:
+        raise UsageError(f"invalid {kind.upper()} literal {text!r} in --where") from None
+
+
+# ---- building predicates -----------------------------------------------------------------
+def _never(f: DataField) -> Predicate:
+    """FALSE for a non-null value, NULL for NULL: what ``x = <unreachable literal>`` gives."""
+    return And((IsNull(f.name, f.type), Constant(None)))
+
+
+def _always(f: DataField) -> Predicate:
+    """TRUE for a non-null value, NULL for NULL."""
+    return Or((Not(IsNull(f.name, f.type)), Constant(None)))
+
+
+def _flat(cls: type[And] | type[Or], parts: Sequence[Predicate]) -> Predicate:
+    if len(parts) == 1:
+        return parts[0]
+    children: list[Predicate] = []
+    for p in parts:
+        children.extend(p.children if isinstance(p, cls) else (p,))
+    return cls(tuple(children))
+
+
+_Operand = DataField | _Lit
+_FAMILIES = {"BOOLEAN": "boolean", "TINYINT": "number", "SMALLINT": "number", "INT": "number", "BIGINT": "number",
+             "FLOAT": "number", "DOUBLE": "number", "DECIMAL": "number", "CHAR": "string", "VARCHAR": "string",
+             "BINARY": "binary", "VARBINARY": "binary", "DATE": "date", "TIME": "time", "TIMESTAMP": "timestamp",
+             "TIMESTAMP_LTZ": "timestamp_ltz"}
+
+
+def _compare(left: _Operand, op: str, right: _Operand) -> Predicate:
+    if isinstance(left, _Lit) and isinstance(right, DataField):
+        left, right, op = right, left, _FLIP[op]
+    if isinstance(left, DataField) and isinstance(right, DataField):
+        return _column_comparison(left, op, right)
+    if isinstance(left, DataField):
+        assert isinstance(right, _Lit)
+        return _compare_literal(left, op, right)
+    assert isinstance(left, _Lit) and isinstance(right, _Lit)
+    return _fold(left, op, right)
+
+
+def _compare_literal(f: DataField, op: str, lit: _Lit) -> Predicate:
+    if lit.value is None:
+        _check_atomic(f)
+        return Constant(None)
+    fit = _fit(lit, f)
+    if fit.kind == "exact":
+        return Comparison(f.name, f.type, op, fit.value)
+    if op == "=":
+        return _never(f)
+    if op == "<>":
+        return _always(f)
+    if fit.kind == "between":
+        # No column value lies strictly between fit.value and the literal.
+        return Comparison(f.name, f.type, "<=" if op in ("<", "<=") else ">", fit.value)
+    return _always(f) if (op in (">", ">=")) == (fit.kind == "below") else _never(f)
+
+
+def _check_atomic(f: DataField) -> None:
+    if f.type.name not in _FAMILIES:
+        raise UsageError(f"column {f.name!r} has type {f.type.root_text()}; --where compares only atomic columns")
+
+
+def _column_comparison(a: DataField, op: str, b: DataField) -> Predicate:
+    _check_atomic(a)
+    _check_atomic(b)
+    pred = ColumnComparison(a.name, op, b.name)
+    mismatch = UsageError(f"cannot compare column {a.name!r} ({a.type.root_text()}) "
+                          f"with column {b.name!r} ({b.type.root_text()})")
+    if _FAMILIES[a.type.name] != _FAMILIES[b.type.name]:
+        raise mismatch
+    # Arrow may still refuse a pair (two wide DECIMALs overflow precision 38); ask it now,
+    # on no rows, rather than fail in the middle of a scan.
+    probe = pa.table({a.name: pa.array([], to_arrow(a.type)), b.name: pa.array([], to_arrow(b.type))})
+    try:
+        probe.filter(pred.to_arrow())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        raise mismatch from None
+    return pred
+
+
+def _fold(a: _Lit, op: str, b: _Lit) -> Predicate:
+    if a.value is None or b.value is None:
+        return Constant(None)
+    naive = (a.kind == "timestamp" and a.value.tzinfo is None, b.kind == "timestamp" and b.value.tzinfo is None)
+    if a.kind != b.kind or naive[0] != naive[1]:
+        raise UsageError(f"cannot compare {a.text} with {b.text} in --where")
+    return Constant(bool(_ARROW_OPS[op](a.value, b.value)))
+
+
+def _in(lhs: _Operand, items: list[_Operand]) -> Predicate:
+    if isinstance(lhs, DataField) and all(isinstance(i, _Lit) for i in items):
+        lits = [i for i in items if isinstance(i, _Lit)]
+        _check_atomic(lhs)
+        values: dict[Any, None] = {}
+        for lit in lits:
+            if lit.value is None:
+                continue
+            fit = _fit(lit, lhs)
+            # A value the column cannot hold, or NaN (equal to nothing), can never match.
+            if fit.kind == "exact" and not _is_nan(fit.value):
+                values[fit.value] = None
+        base = InList(lhs.name, lhs.type, tuple(values)) if values else _never(lhs)
+        return Or((base, Constant(None))) if any(lit.value is None for lit in lits) else base
+    return _flat(Or, [_compare(lhs, "=", i) for i in items])
+
+
+def _like(lhs: _Operand, pattern: _Operand, escape: str | None) -> Predicate:
+    if escape is not None and len(escape) != 1:
+        raise UsageError(f"LIKE ESCAPE must be one character, not {escape!r}")
+    esc = "\\" if escape is None else escape
+    if not isinstance(pattern, _Lit):
+        raise UsageError("LIKE needs a string literal pattern in --where")
+    if pattern.value is not None and pattern.kind != "string":
+        raise UsageError(f"LIKE needs a string literal pattern in --where, not {pattern.text}")
+    if isinstance(lhs, DataField):
+        if not lhs.type.is_string:
+            raise UsageError(f"LIKE needs a string column; {lhs.name!r} is {lhs.type.root_text()}")
+        if pattern.value is None:
+            return Constant(None)
+        _like_tokens(pattern.value, esc)  # reject a bad escape now, not at scan time
+        return Like(lhs.name, pattern.value, esc)
+    if lhs.value is None or pattern.value is None:
+        return Constant(None)
+    if lhs.kind != "string":
+        raise UsageError(f"LIKE needs a string, not {lhs.text}")
+    return Constant(_like_regex(_like_tokens(pattern.value, esc)).fullmatch(lhs.value) is not None)
+
+
+# ---- sqlglot AST to predicate -------------------------------------------------------------
+class _WhereDialect(Dialect):
+    """sqlglot's default SQL, plus backquoted identifiers as Spark and Flink users write them."""
+
+    class Tokenizer(tokens.Tokenizer):
+        IDENTIFIERS = ['"', "`"]
+
+    class Parser(parser.Parser):
+        def _warn_unsupported(self) -> None:
+            # sqlglot would log a warning and return an opaque Command; a --where must
+            # either parse fully or fail with a message, and core writes nothing itself.
+            self.raise_error("Unsupported syntax")
+
+
+_DIALECT = _WhereDialect()
+
+
+_COMPARE_NODES: dict[type[exp.Expression], str] = {
+    exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv, exp.DPipe, exp.BitwiseAnd, exp.BitwiseOr,
+               exp.BitwiseXor, exp.BitwiseNot, exp.BitwiseLeftShift, exp.BitwiseRightShift)
+_CAST_KINDS = {exp.DataType.Type.DATE: "date", exp.DataType.Type.TIME: "time", exp.DataType.Type.TIMESTAMP: "timestamp",
+               exp.DataType.Type.DATETIME: "timestamp", exp.DataType.Type.TIMESTAMPNTZ: "timestamp",
+               exp.DataType.Type.TIMESTAMPTZ: "timestamp", exp.DataType.Type.TIMESTAMPLTZ: "timestamp"}
+
+
+def _shorten(text: str) -> str:
+    text = " ".join(text.split())  # messages are one line
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _snippet(node: exp.Expression) -> str:
+    return _shorten(node.sql(dialect=_WhereDialect))
+
+
+def _unsupported(node: exp.Expression) -> UsageError:
+    if isinstance(node, (exp.Subquery, exp.Query, exp.Exists)):
+        what = "subqueries are"
+    elif isinstance(node, _ARITHMETIC) or isinstance(node, exp.Neg):
+        what = "arithmetic is"
+    elif isinstance(node, exp.Func):
+        what = "function calls are"
+    elif isinstance(node, (exp.Placeholder, exp.Parameter)):
+        what = "parameters are"
+    else:
+        what = f"{node.key.upper()} is"
+    return UsageError(f"{what} not supported in --where: {_snippet(node)}")
+
+
+def _chain(node: exp.Expression) -> list[exp.Expression]:
+    """The operands of ``a AND b AND c`` (sqlglot nests it left-deep) without a call per operand."""
+    out: list[exp.Expression] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if type(n) is type(node):
+            stack += [n.expression, n.this]
+        else:
+            out.append(n)
+    return out
+
+
+class _Builder:
+    def __init__(self, fields: Sequence[DataField]) -> None:
+        self.fields = list(fields)
+        self.by_name = {f.name: f for f in self.fields}
+
+    def condition(self, node: exp.Expression) -> Predicate:
+        negate = bool(node.args.get("negate")) if isinstance(node, (exp.Like, exp.In, exp.Between, exp.Is)) else False
+        pred = self._positive(node)
+        return Not(pred) if negate else pred
+
+    def _positive(self, node: exp.Expression) -> Predicate:
+        if isinstance(node, exp.Paren):
+            return self.condition(node.this)
+        if isinstance(node, exp.And):
+            return _flat(And, [self.condition(n) for n in _chain(node)])
+        if isinstance(node, exp.Or):
+            return _flat(Or, [self.condition(n) for n in _chain(node)])
+        if isinstance(node, exp.Not):
+            return Not(self.condition(node.this))
+        if type(node) in _COMPARE_NODES:
+            return _compare(self.operand(node.this), _COMPARE_NODES[type(node)], self.operand(node.expression))
+        if isinstance(node, exp.Is):
+            return self._is(node)
+        if isinstance(node, exp.In):
+            if node.args.get("query") is not None or node.args.get("unnest") is not None:
+                raise _unsupported(node.args.get("query") or node.args["unnest"])
+            if node.args.get("field") is not None or not node.expressions:
+                raise UsageError(f"IN needs a list of values in --where: {_snippet(node)}")
+            return _in(self.operand(node.this), [self.operand(e) for e in node.expressions])
+        if isinstance(node, exp.Between):
+            return self._between(node)
+        if isinstance(node, exp.Escape) and isinstance(node.this, exp.Like):
+            escape = self.operand(node.expression)
+            if not isinstance(escape, _Lit) or escape.kind != "string":
+                raise UsageError(f"LIKE ESCAPE needs a string literal in --where: {_snippet(node)}")
+            pred = _like(self.operand(node.this.this), self.operand(node.this.expression), escape.value)
+            return Not(pred) if node.this.args.get("negate") else pred
+        if isinstance(node, exp.Like):
+            return _like(self.operand(node.this), self.operand(node.expression), None)
+        if isinstance(node, exp.Boolean):
+            return Constant(bool(node.this))
+        if isinstance(node, exp.Null):
+            return Constant(None)
+        if isinstance(node, exp.Column):
+            f = self.column(node)
+            if f.type.name != "BOOLEAN":
+                raise UsageError(f"column {f.name!r} is {f.type.root_text()}, not a condition; compare it, e.g. {f.name} = ...")
+            return Comparison(f.name, f.type, "=", True)
+        if isinstance(node, (exp.Literal, exp.Neg, exp.Cast)):
+            raise UsageError(f"{_snippet(node)} is a value, not a condition, in --where")
+        raise _unsupported(node)
+
+    def _is(self, node: exp.Is) -> Predicate:
+        if not isinstance(node.expression, exp.Null):
+            raise UsageError(f"only IS NULL and IS NOT NULL are supported in --where: {_snippet(node)}")
+        target = self.operand(node.this)
+        if isinstance(target, _Lit):
+            return Constant(target.value is None)
+        return IsNull(target.name, target.type)
+
+    def _between(self, node: exp.Between) -> Predicate:
+        x, low, high = self.operand(node.this), self.operand(node.args["low"]), self.operand(node.args["high"])
+        pred = And((_compare(x, ">=", low), _compare(x, "<=", high)))
+        if node.args.get("symmetric"):
+            return Or((pred, And((_compare(x, ">=", high), _compare(x, "<=", low)))))
+        return pred
+
+    def column(self, node: exp.Column) -> DataField:
+        ident = node.this
+        if node.args.get("table") is not None:
+            raise UsageError(f"qualified column names are not supported in --where: {_snippet(node)}")
+        if not isinstance(ident, exp.Identifier):
+            raise _unsupported(node)
+        name = ident.name
+        if name in self.by_name:
+            return self.by_name[name]
+        if not ident.quoted:
+            folded = [f for f in self.fields if f.name.lower() == name.lower()]
+            if len(folded) == 1:
+                return folded[0]
+        names = ", ".join(f.name for f in self.fields)
+        raise UsageError(f"unknown column {name!r} in --where; columns are: {names}")
+
+    def operand(self, node: exp.Expression) -> _Operand:
+        if isinstance(node, exp.Paren):
+            return self.operand(node.this)
+        if isinstance(node, exp.Column):
+            return self.column(node)
+        if isinstance(node, exp.Literal):
+            if node.is_string:
+                return _Lit(node.this, "string", _snippet(node))
+            return _Lit(_parse_number(node.this), "number", node.this)
+        if isinstance(node, exp.Neg):
+            inner = self.operand(node.this)
+            if isinstance(inner, _Lit) and inner.kind == "number":
+                negated = inner.value.copy_negate() if isinstance(inner.value, Decimal) else -inner.value
+                return _Lit(negated, "number", "-" + inner.text)
+            raise _unsupported(node)
+        if isinstance(node, exp.Boolean):
+            return _Lit(bool(node.this), "bool", _snippet(node))
+        if isinstance(node, exp.Null):
+            return _Lit(None, "null", "NULL")
+        if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string:
+            kind = _CAST_KINDS.get(node.to.this)
+            if kind is None:
+                raise UsageError(f"only DATE, TIME and TIMESTAMP literals may be cast in --where: {_snippet(node)}")
+            text = node.this.this
+            return _Lit(_literal_text_value(kind, text), kind, f"{kind.upper()} '{text}'")
+        if isinstance(node, exp.Cast):
+            raise UsageError(f"CAST is supported only for DATE, TIME and TIMESTAMP literals in --where: {_snippet(node)}")
+        raise _unsupported(node)
+
+
+def _parse_number(text: str) -> int | Decimal:
+    try:
+        d = Decimal(text)
+    except InvalidOperation:
+        raise UsageError(f"cannot read number {text!r} in --where") from None
+    return int(d) if d == d.to_integral_value() and not any(c in text for c in ".eE") else d
+
+
+def parse_where(text: str, fields: Sequence[DataField]) -> Predicate:
+    """Parse a SQL condition over ``fields`` into a ``Predicate``.
+
+    Args:
+        text: a SQL boolean expression, e.g. ``dt = '2024-01-01' AND id > 5``.
+        fields: the table's columns; literals are coerced to the compared column's type.
+
+    Returns:
+        The predicate, with every literal already of its column's type.
+
+    Raises:
+        UsageError: a syntax error, an unknown column, a literal that does not fit its
+            column, or a construct lakectl does not evaluate (functions, subqueries, arithmetic).
+    """
+    if not text.strip():
+        raise UsageError("--where is empty; give a condition such as \"id > 5\"")
+    try:
+        return _parse(text, fields)
+    except RecursionError:
+        # sqlglot recurses per parenthesis level, about 50 levels under the default limit.
+        raise UsageError("--where nests too deeply; use fewer parentheses, or IN (...) for long lists") from None
+
+
+def _parse(text: str, fields: Sequence[DataField]) -> Predicate:
+    try:
+        parsed = _DIALECT.parse_into(exp.Condition, text)
+    except ParseError as e:
+        first = e.errors[0] if e.errors else {}
+        what = first.get("description") or str(e).splitlines()[0]
+        what = re.sub(r"<class '(?:[\w.]+\.)?(\w+)'>", r"\1", what)  # sqlglot names node classes
+        if first.get("highlight"):
+            what += f" at {_shorten(first['highlight'])!r}"
+        if first.get("line"):
+            what += f" (line {first['line']}, column {first['col']})"
+        raise UsageError(f"cannot parse --where {_shorten(text)!r}: {what}") from None
+    except SqlglotError as e:
+        raise UsageError(f"cannot parse --where {_shorten(text)!r}: {str(e).splitlines()[0]}") from None
+    statements = [s for s in parsed if s is not None]
+    if len(statements) != 1:
+        raise UsageError(f"--where takes one condition, not {len(statements)} statements")
+    return _Builder(fields).condition(statements[0])
