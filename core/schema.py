@@ -97,6 +97,8 @@ class TableSchema:
     def from_json(cls, text: str, path: str = "<schema>") -> "TableSchema":
         try:
             obj = json.loads(text)
+            if not isinstance(obj, dict):
+                raise TypeError(f"expected a JSON object, got {type(obj).__name__}")
             options = {str(k): str(v) for k, v in (obj.get("options") or {}).items()}
             version = int(obj.get("version", 1))
             # Schema files before version 3 carry implicit defaults (spec §2).

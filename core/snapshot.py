@@ -87,6 +87,8 @@ class Snapshot:
 
     @classmethod
     def from_dict(cls, obj: dict[str, Any]) -> "Snapshot":
+        if not isinstance(obj, dict):
+            raise TypeError(f"expected a JSON object, got {type(obj).__name__}")
         known = {key: attr for attr, key in _WIRE}
         kwargs: dict[str, Any] = {}
         extra = {}

@@ -85,7 +85,9 @@ def _read_jsonl(fh: BinaryIO, hint: pa.Schema | None) -> pa.Table:
         return pa.table({})
     explicit = None
     if hint is not None:
-        explicit = pa.schema([f for f in hint if pa.types.is_string(f.type) or pa.types.is_integer(f.type)
+        # Nullable: ops.write reports a null key with its column and input row; the parser would not.
+        explicit = pa.schema([f.with_nullable(True) for f in hint
+                              if pa.types.is_string(f.type) or pa.types.is_integer(f.type)
                               or pa.types.is_floating(f.type) or pa.types.is_boolean(f.type)])
     parse = pajson.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="infer")
     return pajson.read_json(io.BytesIO(data), parse_options=parse)

@@ -182,7 +182,7 @@ def scan(table: Table, *, snapshot_id: int | None = None, timestamp: str | None 
     snapshot = choose_snapshot(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
     read_schema = table.schemas.schema(snapshot.schema_id) if snapshot else table.schema
     check_select(read_schema, select)
-    predicate = parse_where(where, read_schema.fields) if where else None
+    predicate = parse_where(where, read_schema.fields) if where is not None else None
     scan_plan = plan(table, snapshot, predicate=predicate)
     parts = list(read_batches(table, scan_plan, predicate=predicate, select=select, limit=limit))
     schema = output_schema(read_schema, select)

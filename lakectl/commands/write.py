@@ -8,7 +8,8 @@ import pyarrow as pa
 import typer
 
 from core.ops.create import columns_from_arrow, create, parse_key_list
-from core.ops.write import write
+from core.ops.write import prepare_rows, write
+from core.schema import new_table_schema
 from core.sources import infer_format, read_input
 from core.table import Table
 from core.types import arrow_field
@@ -42,8 +43,12 @@ def register(app: typer.Typer) -> None:
         fmt_in = infer_format(input, input_format)
         if not t.exists() and auto_create:
             data = read_input(input, fmt_in)
-            create(t, columns_from_arrow(data.schema, row_kind_column), primary_keys=parse_key_list(primary_key),
-                   partition_keys=parse_key_list(partition_by), options=parse_options(option), if_not_exists=True)
+            columns = columns_from_arrow(data.schema, row_kind_column)
+            layout = dict(primary_keys=parse_key_list(primary_key), partition_keys=parse_key_list(partition_by),
+                          options=parse_options(option))
+            # Check the rows against the schema-to-be first: bad input must not leave an empty table behind.
+            prepare_rows(data, new_table_schema(columns, **layout), row_kind_column)
+            create(t, columns, **layout, if_not_exists=True)
         else:
             t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
             hint = pa.schema([arrow_field(f) for f in t.schema.fields])
