@@ -127,6 +127,16 @@ def physical_schema(schema: TableSchema) -> pa.Schema:
         + [arrow_field(f) for f in schema.fields])
 
 
+def _key_value(column: pa.ChunkedArray, index: int) -> object:
+    """One key value as ``binary_row.encode`` takes it; timestamps as exact epoch nanos,
+    since ``as_py()`` refuses (or, with pandas, drops) sub-microsecond digits."""
+    scalar = column[index]
+    if pa.types.is_timestamp(column.type) and scalar.is_valid:
+        factor = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}[column.type.unit]
+        return scalar.cast(pa.int64()).as_py() * factor
+    return scalar.as_py()
+
+
 def _write_file(chunk: pa.Table, schema: TableSchema, task: WriteTask, file_io: FileIO, name: str,
                 *, primary_key: bool) -> DataFileMeta:
     seq = chunk.column(SEQUENCE_NUMBER)
@@ -137,8 +147,8 @@ def _write_file(chunk: pa.Table, schema: TableSchema, task: WriteTask, file_io: 
             + [chunk.column(f.name) for f in schema.fields]
         out = pa.Table.from_arrays(columns, schema=physical_schema(schema))
         key_types = [f.type for f in schema.key_fields]
-        first = [chunk.column(k)[0].as_py() for k in key_names]
-        last = [chunk.column(k)[-1].as_py() for k in key_names]
+        first = [_key_value(chunk.column(k), 0) for k in key_names]
+        last = [_key_value(chunk.column(k), chunk.num_rows - 1) for k in key_names]
         min_key, max_key = binary_row.encode(first, key_types), binary_row.encode(last, key_types)
         key_stats = stats.compute(chunk, schema.key_fields, "full")
         kinds = chunk.column(VALUE_KIND)
