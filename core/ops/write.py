@@ -97,6 +97,8 @@ def prepare_rows(data: pa.Table, schema: TableSchema, row_kind_column: str | Non
         InvalidDataError: unknown or missing columns, uncastable values, null keys.
     """
     names = schema.field_names
+    # Paimon's `rowkind.field` option names a table column that carries the row kind.
+    row_kind_column = row_kind_column or schema.options.get("rowkind.field")
     extra = [c for c in data.column_names if c not in names and c != row_kind_column]
     if extra:
         raise InvalidDataError(f"input column {extra[0]!r} is not in table; columns are: {', '.join(names)}")

@@ -87,3 +87,11 @@ def test_ambiguous_publish_is_not_committed_twice(table):
     assert result.snapshot_id == 1
     assert table.snapshots.list_ids() == [1]
     assert sorted(r["id"] for r in table.scan().to_pylist()) == [1, 2, 3]
+
+
+def test_rowkind_field_option_takes_row_kinds_from_a_table_column(tmp_path):
+    t = Table.locate("db.rk", warehouse=str(tmp_path))
+    create(t, "id BIGINT, v STRING, rk STRING", primary_keys=["id"], options={"rowkind.field": "rk"})
+    t.write(pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["a", "b"], "rk": ["+I", "+I"]}))
+    t.write(pa.table({"id": pa.array([1], pa.int64()), "v": [None], "rk": ["-D"]}))
+    assert t.scan().to_pylist() == [{"id": 2, "v": "b", "rk": "+I"}]
