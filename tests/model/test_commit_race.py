@@ -255,12 +255,10 @@ def test_try_create_racing_processes(tmp_path: Path) -> None:
     paths = [str(target / f"snapshot-{i}") for i in range(60)]
     workers = {f"p{i}": {"role": "create", "dir": str(target), "paths": paths, "peers": 4} for i in range(4)}
     results, _ = race(tmp_path / "barrier", workers)
-    winner_of = {}
     for path in paths:
         winners = [name for name, rows in results.items() for row in rows if row["path"] == path and row["won"]]
         assert len(winners) == 1, f"{path}: winners {winners}"
         assert Path(path).read_bytes() == winners[0].encode() * 4096
-        winner_of[path] = winners[0]
-    # The per-path barrier makes the races real; without it the first process up wins every path.
-    assert len(set(winner_of.values())) > 1, "the processes never really raced"
+    # The per-path barrier makes the races real. Which process wins is up to the scheduler, so a
+    # loaded machine may let one process win every path: that says nothing about try_create.
     assert sorted(os.listdir(target)) == sorted(os.path.basename(p) for p in paths), "temp files left behind"
