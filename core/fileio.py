@@ -113,6 +113,14 @@ class FileIO:
     def list_names(self, path: str) -> list[str]:
         return [s.path.rstrip("/").rsplit("/", 1)[-1] for s in self.list_dir(path)]
 
+    def list_numbered(self, path: str, prefix: str) -> list[int]:
+        """Sorted N of the files named ``<prefix>N`` in ``path`` (snapshot-N, schema-N)."""
+        ids = []
+        for name in self.list_names(path):
+            if name.startswith(prefix) and name[len(prefix):].isdigit():
+                ids.append(int(name[len(prefix):]))
+        return sorted(ids)
+
     def size(self, path: str) -> int:
         return int(self.fs.size(path))
 

@@ -8,7 +8,6 @@ concurrent schema changes cannot both take id N.
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
@@ -20,7 +19,6 @@ from core.options import CoreOptions, validate
 from core.types import DataField, DataType
 
 SCHEMA_VERSION = 3
-_SCHEMA_FILE = re.compile(r"schema-(\d+)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,12 +209,7 @@ class SchemaManager:
         return join(self.dir, f"schema-{schema_id}")
 
     def list_ids(self) -> list[int]:
-        ids = []
-        for name in self.file_io.list_names(self.dir):
-            m = _SCHEMA_FILE.match(name)
-            if m:
-                ids.append(int(m.group(1)))
-        return sorted(ids)
+        return self.file_io.list_numbered(self.dir, "schema-")
 
     def schema(self, schema_id: int) -> TableSchema:
         path = self.path(schema_id)

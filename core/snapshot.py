@@ -7,7 +7,6 @@ trusted only after checking the files around them (spec §3.1).
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterator
 
@@ -15,7 +14,6 @@ from core.errors import CorruptMetadataError, NotFoundError
 from core.fileio import FileIO, join
 
 SNAPSHOT_VERSION = 3
-_SNAPSHOT_FILE = re.compile(r"snapshot-(\d+)$")
 
 APPEND, COMPACT, OVERWRITE, ANALYZE = "APPEND", "COMPACT", "OVERWRITE", "ANALYZE"
 
@@ -127,12 +125,7 @@ class SnapshotManager:
         return self.file_io.exists(self.path(snapshot_id))
 
     def list_ids(self) -> list[int]:
-        ids = []
-        for name in self.file_io.list_names(self.dir):
-            m = _SNAPSHOT_FILE.match(name)
-            if m:
-                ids.append(int(m.group(1)))
-        return sorted(ids)
+        return self.file_io.list_numbered(self.dir, "snapshot-")
 
     def snapshot(self, snapshot_id: int) -> Snapshot:
         path = self.path(snapshot_id)

@@ -13,3 +13,7 @@ WarehouseOpt = Annotated[Optional[str], typer.Option(
     show_default=False)]
 FormatOpt = Annotated[Optional[str], typer.Option(
     "--format", "-f", help="Output format: table, json, jsonl or csv.", show_default=False)]
+PrimaryKeyOpt = Annotated[Optional[str], typer.Option("--primary-key", help="Comma-separated key columns.")]
+PartitionByOpt = Annotated[Optional[str], typer.Option("--partition-by", help="Comma-separated partition columns.")]
+TableOptionOpt = Annotated[Optional[list[str]], typer.Option(
+    "--option", "-o", help="Table option KEY=VALUE (repeatable).")]

@@ -10,7 +10,7 @@ from core.errors import UsageError
 from core.ops.create import create, parse_key_list
 from core.table import Table
 from lakectl.commands import output, settings
-from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+from lakectl.params import FormatOpt, PartitionByOpt, PrimaryKeyOpt, TableArg, TableOptionOpt, WarehouseOpt
 
 
 def parse_options(pairs: list[str] | None) -> dict[str, str]:
@@ -29,9 +29,9 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         table: TableArg,
         schema: Annotated[str, typer.Option("--schema", "-s", help='Columns, e.g. "id BIGINT NOT NULL, name STRING".')],
-        primary_key: Annotated[Optional[str], typer.Option("--primary-key", help="Comma-separated key columns.")] = None,
-        partition_by: Annotated[Optional[str], typer.Option("--partition-by", help="Comma-separated partition columns.")] = None,
-        option: Annotated[Optional[list[str]], typer.Option("--option", "-o", help="Table option KEY=VALUE (repeatable).")] = None,
+        primary_key: PrimaryKeyOpt = None,
+        partition_by: PartitionByOpt = None,
+        option: TableOptionOpt = None,
         comment: Annotated[Optional[str], typer.Option("--comment", help="Table comment.")] = None,
         if_not_exists: Annotated[bool, typer.Option("--if-not-exists", help="Succeed if the table exists.")] = False,
         warehouse: WarehouseOpt = None,

@@ -15,7 +15,7 @@ from core.table import Table
 from core.types import arrow_field
 from lakectl.commands import output, settings
 from lakectl.commands.create import parse_options
-from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+from lakectl.params import FormatOpt, PartitionByOpt, PrimaryKeyOpt, TableArg, TableOptionOpt, WarehouseOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -28,9 +28,9 @@ def register(app: typer.Typer) -> None:
         mode: Annotated[str, typer.Option("--mode", help="append, or overwrite the partitions the input touches.")] = "append",
         row_kind_column: Annotated[Optional[str], typer.Option("--row-kind-column", help="CDC column holding +I, -U, +U, -D.")] = None,
         auto_create: Annotated[bool, typer.Option("--auto-create", help="Create the table from the input's schema if it does not exist.")] = False,
-        primary_key: Annotated[Optional[str], typer.Option("--primary-key", help="With --auto-create: key columns.")] = None,
-        partition_by: Annotated[Optional[str], typer.Option("--partition-by", help="With --auto-create: partition columns.")] = None,
-        option: Annotated[Optional[list[str]], typer.Option("--option", "-o", help="With --auto-create: table option KEY=VALUE.")] = None,
+        primary_key: PrimaryKeyOpt = None,
+        partition_by: PartitionByOpt = None,
+        option: TableOptionOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
