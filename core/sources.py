@@ -6,8 +6,10 @@ STRING column stays "007"); casting and validation happen afterwards in ``ops.wr
 
 from __future__ import annotations
 
+import glob
 import io
 import json
+import os
 import sys
 from typing import BinaryIO
 
@@ -33,6 +35,20 @@ def infer_format(path: str, explicit: str | None) -> str:
         if path.lower().endswith(ext):
             return fmt
     raise UsageError(f"cannot tell the format of {path!r} from its extension; pass --input-format")
+
+
+def input_size(path: str) -> int:
+    """Bytes behind an input path, glob or directory (0 for stdin or nothing found)."""
+    if path == "-":
+        return 0
+    total = 0
+    for match in glob.glob(path) or [path]:
+        if os.path.isdir(match):
+            for root, _, files in os.walk(match):
+                total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
+        elif os.path.isfile(match):
+            total += os.path.getsize(match)
+    return total
 
 
 def _open(path: str) -> BinaryIO:

@@ -1,0 +1,66 @@
+"""Engines run the per-bucket kernels: in this process (``local``) or as Spark jobs (``spark``).
+
+``choose_engine`` applies the ``--engine auto|local|spark`` rule. Only ``core.engines.spark``
+imports pyspark, and it is imported only when Spark is chosen, so metadata commands and
+small local work never start a JVM.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from core.errors import UsageError
+
+log = logging.getLogger(__name__)
+
+ENGINES = ("auto", "local", "spark")
+DEFAULT_MASTER = "local[*]"
+DEFAULT_SPARK_THRESHOLD = 256 << 20  # bytes of input or table data above which auto picks Spark
+
+# progress(done, total, description): engines report long work through this; None = silent.
+ProgressCallback = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSettings:
+    """How to run data-moving work; filled from flags, environment and config by the CLI."""
+
+    engine: str = "auto"
+    master: str | None = None  # None = not given (auto stays local unless the data is large)
+    spark_conf: dict[str, str] = field(default_factory=dict)
+    spark_threshold: int = DEFAULT_SPARK_THRESHOLD
+    progress: ProgressCallback | None = None
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise UsageError(f"--engine {self.engine!r} must be one of {', '.join(ENGINES)}")
+
+
+def choose_engine(settings: EngineSettings | None, data_bytes: int = 0) -> tuple[Any, str]:
+    """Return (engine, why it was chosen)."""
+    settings = settings or EngineSettings()
+    if settings.engine == "local":
+        return _local(settings), "--engine local"
+    if settings.engine == "spark":
+        return _spark(settings), "--engine spark"
+    if settings.master:
+        return _spark(settings), f"a Spark master was given ({settings.master})"
+    if data_bytes > settings.spark_threshold:
+        return _spark(settings), (f"{data_bytes} bytes of data exceed the Spark threshold of "
+                                  f"{settings.spark_threshold} bytes")
+    return _local(settings), f"{data_bytes} bytes of data are below the Spark threshold of {settings.spark_threshold}"
+
+
+def _local(settings: EngineSettings) -> Any:
+    from core.engines.local import LocalEngine
+
+    return LocalEngine(progress=settings.progress)
+
+
+def _spark(settings: EngineSettings) -> Any:
+    from core.engines.spark import SparkEngine
+
+    return SparkEngine(master=settings.master or DEFAULT_MASTER, conf=dict(settings.spark_conf),
+                       progress=settings.progress)

@@ -26,6 +26,7 @@ from core import binary_row, stats
 from core.commit import CommitMessage
 from core.fileio import FileIO, join
 from core.manifest import FILE_SOURCE_APPEND, DataFileMeta
+from core.partition import partition_path
 from core.schema import TableSchema
 from core.types import arrow_field
 
@@ -51,6 +52,26 @@ class WriteTask:
     @property
     def bucket_dir(self) -> str:
         return join(self.table_path, self.partition_dir, f"bucket-{self.bucket}")
+
+
+@dataclass(frozen=True, slots=True)
+class WriteJob:
+    """One write's shared context, planned on the driver and shipped to every task."""
+
+    table_path: str
+    schema: TableSchema
+    row_kind_column: str | None
+    start_sequences: dict[tuple[bytes, int], int]  # (partition, bucket) -> next sequence number
+
+    def task_for(self, partition_values: tuple, bucket: int) -> WriteTask:
+        """The WriteTask of one (partition, bucket) group."""
+        fields = self.schema.partition_fields
+        part = binary_row.encode(list(partition_values), [f.type for f in fields])
+        return WriteTask(table_path=self.table_path, schema=self.schema, partition=part,
+                         partition_dir=partition_path(partition_values, fields,
+                                                      self.schema.core_options.partition_default_name),
+                         bucket=bucket, total_buckets=self.schema.num_buckets,
+                         start_sequence=self.start_sequences.get((part, bucket), 0))
 
 
 def local_wall_clock_millis() -> int:

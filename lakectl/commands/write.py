@@ -8,7 +8,8 @@ import pyarrow as pa
 import typer
 
 from core.ops.create import columns_from_arrow, create, parse_key_list
-from core.ops.write import prepare_rows, write
+from core.ops.write import write
+from core.rows import prepare_rows
 from core.schema import new_table_schema
 from core.sources import infer_format, read_input
 from core.table import Table

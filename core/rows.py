@@ -1,0 +1,136 @@
+"""Input rows -> table rows: match columns by name, cast to the table types, take row kinds
+from a CDC column, and route rows to (partition, bucket).
+
+Both engines call these on the rows they hold (the driver's for the local engine, each
+executor's batch for Spark), so validation and routing are identical everywhere. Every
+problem raises ``InvalidDataError`` before a file is written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from core.bucket import assign_buckets
+from core.errors import InvalidDataError
+from core.kernels.write import DELETE, ROW_KINDS, UPDATE_BEFORE, VALUE_KIND
+from core.schema import TableSchema
+from core.types import DataField, arrow_field
+
+_GROUP_ROW = "__lakectl_row"
+_GROUP_BUCKET = "__lakectl_bucket"
+
+
+def _row_kinds(data: pa.Table, column: str, has_primary_key: bool) -> pa.Array:
+    if column not in data.column_names:
+        raise InvalidDataError(f"--row-kind-column {column!r} is not in the input; columns are: "
+                               f"{', '.join(data.column_names)}")
+    text = pc.utf8_trim_whitespace(pc.cast(data.column(column), pa.string()))
+    codes = pc.index_in(text, value_set=pa.array(list(ROW_KINDS)))
+    bad = pc.is_null(codes)
+    if pc.any(bad).as_py():
+        first = pc.filter(text, bad)[0].as_py()
+        raise InvalidDataError(f"row kind {first!r} in column {column} is not one of +I, -U, +U, -D")
+    values = pa.array(np.array(list(ROW_KINDS.values()), np.int8)).take(codes)
+    if not has_primary_key and pc.any(pc.is_in(values, pa.array([UPDATE_BEFORE, DELETE], pa.int8()))).as_py():
+        raise InvalidDataError("an append table (no primary key) cannot take -U or -D rows")
+    return pc.cast(values, pa.int8()).combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+
+
+def _cast_column(col: pa.ChunkedArray | pa.Array, f: DataField) -> pa.ChunkedArray | pa.Array:
+    target = arrow_field(f).type
+    if col.type == target:
+        return col
+    try:
+        return pc.cast(col, target, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        reason = str(e).strip().splitlines()[0]
+        raise InvalidDataError(f"column {f.name}: values of type {col.type} do not fit {f.type.root_text()}: {reason}") \
+            from e
+
+
+def _check_lengths(col: pa.ChunkedArray | pa.Array, f: DataField) -> None:
+    limit = f.type.length
+    if limit is None or limit >= 2147483647:
+        return
+    lengths = pc.utf8_length(col) if f.type.is_string else pc.binary_length(col)
+    longest = pc.max(lengths).as_py()
+    if longest is not None and longest > limit:
+        raise InvalidDataError(f"column {f.name}: a value of length {longest} does not fit {f.type.root_text()}")
+
+
+def prepare_rows(data: pa.Table, schema: TableSchema, row_kind_column: str | None = None) -> pa.Table:
+    """Match input columns by name, cast to the table types, and check nulls.
+
+    Returns the table columns in schema order, plus ``_VALUE_KIND`` (int8) for primary-key tables.
+
+    Raises:
+        InvalidDataError: unknown or missing columns, uncastable values, null keys.
+    """
+    names = schema.field_names
+    # Paimon's `rowkind.field` option names a table column that carries the row kind.
+    row_kind_column = row_kind_column or schema.options.get("rowkind.field")
+    extra = [c for c in data.column_names if c not in names and c != row_kind_column]
+    if extra:
+        raise InvalidDataError(f"input column {extra[0]!r} is not in table; columns are: {', '.join(names)}")
+    kinds = _row_kinds(data, row_kind_column, schema.has_primary_key) if row_kind_column else None
+    n = data.num_rows
+    is_retract = pc.is_in(kinds, pa.array([UPDATE_BEFORE, DELETE], pa.int8())) if kinds is not None else None
+    columns = []
+    for f in schema.fields:
+        if f.name in data.column_names:
+            col = _cast_column(data.column(f.name), f)
+        elif f.type.nullable:
+            col = pa.nulls(n, arrow_field(f).type)
+        else:
+            raise InvalidDataError(f"input lacks column {f.name!r}, which is NOT NULL")
+        _check_lengths(col, f)
+        if not f.type.nullable and col.null_count:
+            # Key columns may never be null; other NOT NULL columns may be null on -U/-D rows,
+            # which only carry a key.
+            nulls = pc.is_null(col)
+            if f.name not in schema.primary_keys and f.name not in schema.partition_keys and is_retract is not None:
+                nulls = pc.and_(nulls, pc.invert(is_retract))
+            if pc.any(nulls).as_py():
+                row = int(pc.index(nulls, True).as_py())
+                what = "primary key" if f.name in schema.primary_keys else "NOT NULL"
+                raise InvalidDataError(f"null in {what} column {f.name!r} (input row {row + 1})")
+        columns.append(col)
+    fields = [arrow_field(f) for f in schema.fields]
+    out = pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in fields]))
+    if schema.has_primary_key:
+        out = out.append_column(VALUE_KIND, kinds if kinds is not None else pa.array(np.zeros(n, np.int8)))
+    return out
+
+
+def bucket_column(rows: pa.Table, schema: TableSchema) -> np.ndarray:
+    total = schema.num_buckets
+    if total < 1:
+        return np.zeros(rows.num_rows, dtype=np.int32)
+    keys = schema.bucket_keys
+    return assign_buckets([rows.column(k) for k in keys], [schema.field(k).type for k in keys], total)
+
+
+def group_rows(rows: pa.Table, schema: TableSchema) -> list[tuple[tuple[Any, ...], int, pa.Table]]:
+    """Split rows into (partition values, bucket, rows in input order) groups."""
+    if rows.num_rows == 0:
+        return []
+    buckets = bucket_column(rows, schema)
+    keys = list(schema.partition_keys) + [_GROUP_BUCKET]
+    index = pa.table([rows.column(k) for k in schema.partition_keys] + [pa.array(buckets),
+                      pa.array(np.arange(rows.num_rows, dtype=np.int64))],
+                     names=keys + [_GROUP_ROW])
+    grouped = index.group_by(keys, use_threads=False).aggregate([(_GROUP_ROW, "list")])
+    out = []
+    parts = [grouped.column(k).to_pylist() for k in schema.partition_keys]
+    bucket_ids = grouped.column(_GROUP_BUCKET).to_pylist()
+    row_lists = grouped.column(_GROUP_ROW + "_list")
+    for g in range(grouped.num_rows):
+        # Row numbers sorted = input order, which decides sequence numbers.
+        idx = np.sort(row_lists[g].values.to_numpy())
+        values = tuple(p[g] for p in parts)
+        out.append((values, int(bucket_ids[g]), rows.take(pa.array(idx))))
+    return out
