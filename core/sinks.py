@@ -42,3 +42,10 @@ def write_output(data: pa.Table, path: str, json_value=None) -> int:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return os.path.getsize(path)
+
+
+def directory_size(path: str) -> int:
+    """Bytes under a directory (Spark writes a directory of part files), or of one file."""
+    if os.path.isfile(path):
+        return os.path.getsize(path)
+    return sum(os.path.getsize(os.path.join(root, f)) for root, _, files in os.walk(path) for f in files)

@@ -26,6 +26,8 @@ from core.warehouse import TableLocation, Warehouse
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from core.engines import EngineSettings
+    from core.ops.compact import CompactResult
     from core.ops.describe import SnapshotInfo, TableDescription
     from core.ops.write import WriteResult
 
@@ -92,17 +94,35 @@ class Table:
         return self.snapshots.latest()
 
     # ---- operations ----------------------------------------------------------------
-    def write(self, data: "pa.Table", *, mode: str = "append", row_kind_column: str | None = None) -> "WriteResult":
+    def write(self, data: Any, *, mode: str = "append", row_kind_column: str | None = None,
+              engine_settings: "EngineSettings | None" = None) -> "WriteResult":
+        """Write an Arrow table (local engine unless large) or a Spark DataFrame (Spark) as one snapshot."""
         from core.ops.write import write
 
-        return write(self, data, mode=mode, row_kind_column=row_kind_column)
+        return write(self, data, mode=mode, row_kind_column=row_kind_column, engine_settings=engine_settings)
 
     def scan(self, *, snapshot_id: int | None = None, timestamp: str | None = None, tag: str | None = None,
-             select: Sequence[str] | None = None, where: str | None = None, limit: int | None = None) -> "pa.Table":
+             select: Sequence[str] | None = None, where: str | None = None, limit: int | None = None,
+             engine_settings: "EngineSettings | None" = None) -> "pa.Table":
         from core.ops.scan import scan
 
         return scan(self, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where,
-                    limit=limit)
+                    limit=limit, engine_settings=engine_settings)
+
+    def to_spark(self, *, snapshot_id: int | None = None, timestamp: str | None = None, tag: str | None = None,
+                 select: Sequence[str] | None = None, where: str | None = None,
+                 engine_settings: "EngineSettings | None" = None) -> Any:
+        """A Spark DataFrame of the table (uses the active SparkSession if there is one)."""
+        from core.ops.scan import to_spark
+
+        return to_spark(self, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where,
+                        engine_settings=engine_settings)
+
+    def compact(self, *, full: bool = True, partitions: Sequence[dict[str, str]] | None = None,
+                dry_run: bool = False) -> "CompactResult":
+        from core.ops.compact import compact
+
+        return compact(self, full=full, partitions=partitions, dry_run=dry_run)
 
     def history(self, limit: int | None = None) -> list["SnapshotInfo"]:
         from core.ops.describe import history

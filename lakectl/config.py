@@ -1,7 +1,9 @@
 """Settings: command-line flags > LAKECTL_* environment > TOML config file > defaults.
 
 The config file is the first of: ``--config PATH``, ``$LAKECTL_CONFIG``, ``./lakectl.toml``,
-``~/.config/lakectl/config.toml``. Keys at the top level: ``warehouse``, ``format``.
+``~/.config/lakectl/config.toml``. Keys at the top level: ``warehouse``, ``format``,
+``engine``; under ``[spark]``: ``master``, ``threshold`` (e.g. "256mb") and a ``[spark.conf]``
+table of Spark settings.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from core.engines import DEFAULT_SPARK_THRESHOLD, EngineSettings, ProgressCallback
 from core.errors import UsageError
+from core.options import parse_size
 
 DEFAULT_WAREHOUSE = "./warehouse"
 FORMATS = ("table", "json", "jsonl", "csv")
@@ -48,6 +52,16 @@ def load_config(path: Path | None) -> dict[str, Any]:
         raise UsageError(f"cannot read config file {path}: {e.strerror}") from e
 
 
+def _spark_conf_pairs(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--spark-conf {pair!r} must be KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
 @dataclass(slots=True)
 class Settings:
     """What the root callback gathered; commands read it through ``resolve``."""
@@ -56,6 +70,9 @@ class Settings:
     format: str | None = None
     verbose: int = 0
     config_file: str | None = None
+    engine: str | None = None
+    master: str | None = None
+    spark_conf: list[str] = field(default_factory=list)
     _config: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
@@ -73,3 +90,20 @@ class Settings:
         if fmt not in FORMATS:
             raise UsageError(f"--format {fmt!r} must be one of {', '.join(FORMATS)}")
         return fmt
+
+    def engine_settings(self, progress: ProgressCallback | None = None) -> EngineSettings:
+        """--engine/--master/--spark-conf > LAKECTL_ENGINE/LAKECTL_SPARK_MASTER > config [spark]."""
+        spark = self.config.get("spark") or {}
+        if not isinstance(spark, dict):
+            raise UsageError("config key 'spark' must be a table ([spark])")
+        conf = {str(k): str(v) for k, v in (spark.get("conf") or {}).items()}
+        conf.update(_spark_conf_pairs(self.spark_conf))
+        threshold = spark.get("threshold", os.environ.get("LAKECTL_SPARK_THRESHOLD"))
+        return EngineSettings(
+            engine=self.engine or os.environ.get("LAKECTL_ENGINE") or self.config.get("engine") or "auto",
+            master=self.master or os.environ.get("LAKECTL_SPARK_MASTER") or spark.get("master"),
+            spark_conf=conf,
+            spark_threshold=parse_size(str(threshold), "spark threshold") if threshold is not None
+            else DEFAULT_SPARK_THRESHOLD,
+            progress=progress,
+        )

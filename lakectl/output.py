@@ -14,10 +14,12 @@ import datetime as dt
 import decimal
 import json
 import sys
-from typing import Any, Sequence
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 
 
@@ -102,6 +104,21 @@ class Output:
             for k, v in obj.items():
                 table.add_row(k, _cell(v))
             self.console.print(table)
+
+    @contextmanager
+    def progress(self) -> Iterator[Callable[[int, int, str], None] | None]:
+        """A progress callback drawing a rich bar on a terminal; None (silent) on a pipe."""
+        if not self.err.is_terminal:
+            yield None
+            return
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=self.err, transient=True) as bar:
+            task = bar.add_task("working", total=None)
+
+            def update(done: int, total: int, what: str) -> None:
+                bar.update(task, completed=done, total=total, description=what)
+
+            yield update
 
     def info(self, text: str) -> None:
         """A human note; on stderr so that stdout stays machine-readable."""

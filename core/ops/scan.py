@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from dataclasses import dataclass
-from typing import Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 
 from core import binary_row, stats
+from core.engines import EngineSettings, choose_engine
 from core.engines.local import LocalEngine
 from core.errors import UsageError
 from core.fileio import join
@@ -24,6 +25,7 @@ from core.manifest import ManifestEntry, merge_entries, read_entries
 from core.partition import partition_path
 from core.predicate import ColumnRange, Predicate, parse_where
 from core.schema import TableSchema
+from core.sinks import directory_size, output_format, write_output
 from core.snapshot import Snapshot
 from core.table import Table
 from core.types import arrow_field
@@ -39,6 +41,10 @@ class ScanPlan:
     splits: tuple[ReadSplit, ...]
     files_total: int
     files_pruned: int
+
+    @property
+    def data_bytes(self) -> int:
+        return sum(f.file_size for split in self.splits for f in split.files)
 
 
 def parse_timestamp(text: str) -> int:
@@ -143,7 +149,7 @@ def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None
 
 def read_batches(table: Table, scan_plan: ScanPlan, *, predicate: Predicate | None = None,
                  select: Sequence[str] | None = None, limit: int | None = None,
-                 engine: LocalEngine | None = None) -> Iterator[pa.Table]:
+                 engine: Any = None) -> Iterator[pa.Table]:
     """Merged, filtered, projected rows split by split; stops once ``limit`` rows came out."""
     engine = engine or LocalEngine()
     remaining = limit
@@ -174,18 +180,88 @@ def check_select(read_schema: TableSchema, select: Sequence[str] | None) -> None
         read_schema.field(name)  # raises UsageError naming the columns
 
 
-def scan(table: Table, *, snapshot_id: int | None = None, timestamp: str | None = None, tag: str | None = None,
-         select: Sequence[str] | None = None, where: str | None = None, limit: int | None = None) -> pa.Table:
-    """The rows of the table at a snapshot, merged, filtered and projected."""
-    if limit is not None and limit < 0:
-        raise UsageError("--limit must be 0 or more")
+@dataclass(frozen=True, slots=True)
+class PreparedScan:
+    plan: ScanPlan
+    predicate: Predicate | None
+    select: tuple[str, ...] | None
+    where: str | None
+
+
+def prepare(table: Table, *, snapshot_id: int | None = None, timestamp: str | None = None, tag: str | None = None,
+            select: Sequence[str] | None = None, where: str | None = None) -> PreparedScan:
+    """Check the arguments and plan the splits (driver side, metadata only)."""
     snapshot = choose_snapshot(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
     read_schema = table.schemas.schema(snapshot.schema_id) if snapshot else table.schema
     check_select(read_schema, select)
     predicate = parse_where(where, read_schema.fields) if where is not None else None
-    scan_plan = plan(table, snapshot, predicate=predicate)
-    parts = list(read_batches(table, scan_plan, predicate=predicate, select=select, limit=limit))
-    schema = output_schema(read_schema, select)
+    return PreparedScan(plan(table, snapshot, predicate=predicate), predicate,
+                        tuple(select) if select else None, where)
+
+
+def _engine_for(prepared: PreparedScan, settings: EngineSettings | None) -> Any:
+    engine, why = choose_engine(settings, data_bytes=prepared.plan.data_bytes)
+    log.info("engine: %s (%s)", engine.name, why)
+    return engine
+
+
+def scan(table: Table, *, snapshot_id: int | None = None, timestamp: str | None = None, tag: str | None = None,
+         select: Sequence[str] | None = None, where: str | None = None, limit: int | None = None,
+         engine_settings: EngineSettings | None = None) -> pa.Table:
+    """The rows of the table at a snapshot, merged, filtered and projected."""
+    if limit is not None and limit < 0:
+        raise UsageError("--limit must be 0 or more")
+    prepared = prepare(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where)
+    engine = _engine_for(prepared, engine_settings)
+    parts = list(read_batches(table, prepared.plan, predicate=prepared.predicate, select=prepared.select,
+                              limit=limit, engine=engine))
+    schema = output_schema(prepared.plan.read_schema, prepared.select)
     if not parts:
         return schema.empty_table()
     return pa.concat_tables([p.cast(schema) for p in parts])
+
+
+def to_spark(table: Table, *, snapshot_id: int | None = None, timestamp: str | None = None, tag: str | None = None,
+             select: Sequence[str] | None = None, where: str | None = None,
+             engine_settings: EngineSettings | None = None) -> Any:
+    """A Spark DataFrame over the table at a snapshot; executors read the splits."""
+    prepared = prepare(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where)
+    engine, _ = choose_engine(replace(engine_settings or EngineSettings(), engine="spark"))
+    return _spark_frame(engine, prepared)
+
+
+def _spark_frame(engine: Any, prepared: PreparedScan) -> Any:
+    p = prepared.plan
+    options = p.read_schema.options
+    parallelism = int(options["scan.parallelism"]) if "scan.parallelism" in options else None
+    return engine.read_dataframe(p.splits, p.read_schema, p.schemas, where=prepared.where,
+                                 select=prepared.select, parallelism=parallelism)
+
+
+@dataclass(frozen=True, slots=True)
+class ScanOutput:
+    table: str
+    output: str
+    rows: int
+    bytes: int
+    engine: str
+
+
+def scan_to_output(table: Table, output: str, *, snapshot_id: int | None = None, timestamp: str | None = None,
+                   tag: str | None = None, select: Sequence[str] | None = None, where: str | None = None,
+                   limit: int | None = None, engine_settings: EngineSettings | None = None,
+                   json_value: Any = None) -> ScanOutput:
+    """Write the scan to a file (local engine) or a directory written by Spark's writers."""
+    fmt = output_format(output)
+    prepared = prepare(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where)
+    engine = _engine_for(prepared, engine_settings)
+    if engine.name == "spark":
+        df = _spark_frame(engine, prepared)
+        if limit is not None:
+            df = df.limit(limit)
+        rows = engine.save(df, output, fmt)
+        return ScanOutput(table.name, output, rows, directory_size(output), engine.name)
+    data = scan(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where,
+                limit=limit, engine_settings=replace(engine_settings or EngineSettings(), engine="local"))
+    size = write_output(data, output, json_value)
+    return ScanOutput(table.name, output, data.num_rows, size, engine.name)

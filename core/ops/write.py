@@ -15,12 +15,14 @@ import pyarrow as pa
 
 from core.commit import FileStoreCommit, OverwriteSpec
 from core.engines import EngineSettings, choose_engine
-from core.errors import UsageError
+from core.errors import NotFoundError, UsageError
+from core.ops.create import columns_from_arrow, create
+from core.rows import prepare_rows
 from core.kernels.write import WriteJob
 from core.manifest import DELETE as DELETE_ENTRY, merge_entries, read_entries
 from core.sources import infer_format, input_size
 from core.types import arrow_field
-from core.schema import TableSchema
+from core.schema import TableSchema, new_table_schema
 from core.snapshot import OVERWRITE, Snapshot
 from core.table import Table
 
@@ -107,15 +109,45 @@ def write(table: Table, data: Any, *, mode: str = "append", row_kind_column: str
     )
 
 
+@dataclass(frozen=True, slots=True)
+class AutoCreate:
+    """How to create the table from the input's schema when it does not exist (--auto-create)."""
+
+    primary_keys: tuple[str, ...] = ()
+    partition_keys: tuple[str, ...] = ()
+    options: dict[str, str] | None = None
+
+
 def write_input(table: Table, path: str, *, input_format: str | None = None, mode: str = "append",
-                row_kind_column: str | None = None, engine_settings: EngineSettings | None = None) -> WriteResult:
-    """Write a file (or ``-`` for stdin) with the engine its size calls for."""
+                row_kind_column: str | None = None, engine_settings: EngineSettings | None = None,
+                auto_create: AutoCreate | None = None) -> WriteResult:
+    """Write a file, glob or directory (``-`` = stdin) with the engine its size calls for.
+
+    Raises:
+        NotFoundError: the table does not exist and ``auto_create`` is None.
+    """
     fmt = infer_format(path, input_format)
+    exists = table.exists()
+    if not exists and auto_create is None:
+        raise NotFoundError(f"table {table.name} does not exist (looked in {table.path}); "
+                            "pass --auto-create to create it from the input")
     engine, why = choose_engine(engine_settings, data_bytes=input_size(path))
     log.info("engine: %s (%s)", engine.name, why)
-    hint = pa.schema([arrow_field(f) for f in table.schema.fields])
+    hint = pa.schema([arrow_field(f) for f in table.schema.fields]) if exists else None
     data = engine.read_input(path, fmt, hint)
+    if not exists:
+        _create_from_input(table, engine, data, row_kind_column, auto_create)
     return write(table, data, mode=mode, row_kind_column=row_kind_column, engine=engine)
+
+
+def _create_from_input(table: Table, engine: Any, data: Any, row_kind_column: str | None,
+                       spec: AutoCreate) -> None:
+    columns = columns_from_arrow(engine.input_schema(data), row_kind_column)
+    layout = dict(primary_keys=spec.primary_keys, partition_keys=spec.partition_keys, options=spec.options)
+    if isinstance(data, pa.Table):
+        # Check the rows against the schema-to-be first: bad input must not leave an empty table.
+        prepare_rows(data, new_table_schema(columns, **layout), row_kind_column)
+    create(table, columns, **layout, if_not_exists=True)
 
 
 def _deleted_files(table: Table, snapshot: Snapshot) -> int:

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from core.ops.create import parse_key_list
-from core.sinks import write_output
+from core.ops.scan import scan_to_output
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.output import jsonable
@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
         select: Annotated[Optional[str], typer.Option("--select", help="Comma-separated columns.")] = None,
         where: Annotated[Optional[str], typer.Option("--where", help="SQL filter, e.g. \"dt = '2024-01-01' AND id > 5\".")] = None,
         limit: Annotated[Optional[int], typer.Option("--limit", help="At most this many rows.")] = None,
-        output_path: Annotated[Optional[str], typer.Option("--output", "-O", help="Write rows to a .parquet, .csv or .jsonl file.")] = None,
+        output_path: Annotated[Optional[str], typer.Option("--output", "-O", help="Write rows to a .parquet, .csv or .jsonl file (a directory of part files on Spark).")] = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -34,11 +34,19 @@ def register(app: typer.Typer) -> None:
         Example: lakectl scan shop.orders --snapshot-id 3 --where "dt = '2024-01-01'" --format json
         """
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
-        data = t.scan(snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=parse_key_list(select) or None,
-                      where=where, limit=limit)
+        s = settings(ctx)
+        t = Table.open(table, warehouse=s.resolve_warehouse(warehouse))
+        columns = parse_key_list(select) or None
+        with out.progress() as progress:
+            es = s.engine_settings(progress)
+            if output_path:
+                result = scan_to_output(t, output_path, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag,
+                                        select=columns, where=where, limit=limit, engine_settings=es,
+                                        json_value=jsonable)
+            else:
+                data = t.scan(snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=columns, where=where,
+                              limit=limit, engine_settings=es)
         if output_path:
-            size = write_output(data, output_path, jsonable)
-            out.record({"table": t.name, "output": output_path, "rows": data.num_rows, "bytes": size})
+            out.record(result)
         else:
             out.arrow(data)

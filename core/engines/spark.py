@@ -1,0 +1,466 @@
+"""The Spark engine: Spark moves the rows, our kernels do the table work on the executors.
+
+write: input rows -> ``mapInArrow`` (validate, cast, compute the Paimon bucket: ``core.rows``)
+-> shuffle by (partition, bucket) -> ``applyInArrow`` runs ``kernels.write`` per group -> the
+CommitMessages come back to the driver, which commits once.
+scan: the driver plans splits -> ``mapInArrow`` runs ``kernels.read`` per split.
+compact: the driver plans per-bucket tasks -> ``mapInArrow`` runs ``kernels.compact``.
+
+This is the only module that imports pyspark. All table file IO happens inside the Python
+tasks through ``core.fileio`` (pip's pyspark has no s3a). Rows travel between the Python
+stages in a *transport* form in which temporal values are plain integers, so nothing is lost
+to Spark's microsecond timestamps or its session time zone.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import re
+import sys
+import tempfile
+import threading
+import zipfile
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
+
+import core
+from core import errors
+from core.commit import CommitMessage
+from core.engines import ProgressCallback
+from core.errors import InvalidDataError, LakectlError, UsageError
+from core.fileio import FileIO
+from core.kernels.read import ReadSplit
+from core.kernels.write import VALUE_KIND, WriteJob
+from core.schema import TableSchema
+from core.types import DataType, arrow_field, to_arrow
+
+log = logging.getLogger(__name__)
+
+BUCKET_COLUMN = "__lakectl_bucket"
+ROW_COLUMN = "__lakectl_row"
+MESSAGE_COLUMN = "message"
+_TEMPORAL = ("DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ")
+
+# Start-up flags measured to cut a cold JVM start; the in-memory catalog avoids Hive probing.
+_DEFAULT_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.catalogImplementation": "in-memory",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.sql.adaptive.enabled": "true",
+}
+_JVM_FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+# ---- types -----------------------------------------------------------------------------
+def spark_type(dt: DataType) -> T.DataType:
+    """The Spark SQL type a user sees for a Paimon type (Table.to_spark)."""
+    simple = {"BOOLEAN": T.BooleanType(), "TINYINT": T.ByteType(), "SMALLINT": T.ShortType(),
+              "INT": T.IntegerType(), "BIGINT": T.LongType(), "FLOAT": T.FloatType(), "DOUBLE": T.DoubleType(),
+              "DATE": T.DateType(), "CHAR": T.StringType(), "VARCHAR": T.StringType(),
+              "BINARY": T.BinaryType(), "VARBINARY": T.BinaryType(),
+              "TIMESTAMP": T.TimestampNTZType(), "TIMESTAMP_LTZ": T.TimestampType()}
+    if dt.name in simple:
+        return simple[dt.name]
+    if dt.name == "DECIMAL":
+        return T.DecimalType(dt.precision, dt.scale)
+    if dt.name == "TIME":
+        return T.TimeType(6)
+    if dt.name in ("ARRAY", "MULTISET"):
+        return T.ArrayType(spark_type(dt.element), dt.element.nullable)
+    if dt.name == "MAP":
+        return T.MapType(spark_type(dt.key), spark_type(dt.value), dt.value.nullable)
+    if dt.name == "ROW":
+        return T.StructType([T.StructField(f.name, spark_type(f.type), f.type.nullable) for f in dt.fields])
+    raise UsageError(f"type {dt} has no Spark equivalent")
+
+
+def _transport_type(dt: DataType) -> T.DataType:
+    """Spark type of a column between our Python stages: temporal values as their integers."""
+    if dt.name == "DATE":
+        return T.IntegerType()
+    if dt.name in ("TIME", "TIMESTAMP", "TIMESTAMP_LTZ"):
+        return T.LongType()
+    return spark_type(dt)
+
+
+def _to_transport(col: pa.ChunkedArray | pa.Array, dt: DataType) -> pa.ChunkedArray | pa.Array:
+    if dt.name == "DATE":
+        return col.cast(pa.int32())
+    if dt.name in ("TIME", "TIMESTAMP", "TIMESTAMP_LTZ"):
+        return col.cast(pa.int64())
+    return col
+
+
+def _from_transport(col: pa.ChunkedArray | pa.Array, dt: DataType) -> pa.ChunkedArray | pa.Array:
+    if dt.name in _TEMPORAL:
+        target = to_arrow(dt)
+        if dt.name == "TIME":
+            return col.cast(pa.int32()).cast(target)
+        return col.cast(target)
+    return col
+
+
+def _spark_struct(fields: Sequence[tuple[str, T.DataType]]) -> T.StructType:
+    return T.StructType([T.StructField(name, t, True) for name, t in fields])
+
+
+def _arrow_schema(struct: T.StructType) -> pa.Schema:
+    return to_arrow_schema(struct, timezone="UTC")
+
+
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Spark requires returned batches to match the declared schema exactly (int64 vs int32 fails)."""
+    columns = [table.column(f.name).cast(f.type, safe=False) for f in schema]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _batches(table: pa.Table) -> Iterator[pa.RecordBatch]:
+    yield from table.combine_chunks().to_batches() or [pa.RecordBatch.from_pylist([], schema=table.schema)]
+
+
+# ---- errors from tasks ----------------------------------------------------------------------
+_TASK_ERROR = re.compile(r"core\.errors\.(\w+): (.+)")
+
+
+def _rethrow(exc: Exception) -> None:
+    """Raise the core error a Python task raised, with its own message, instead of Spark's wrapper."""
+    match = _TASK_ERROR.search(str(exc))
+    if match:
+        cls = getattr(errors, match.group(1), None)
+        if isinstance(cls, type) and issubclass(cls, LakectlError):
+            raise cls(match.group(2).strip()) from None
+    raise exc
+
+
+# ---- shipping core to executors -------------------------------------------------------------
+_core_zip_lock = threading.Lock()
+_core_zip: str | None = None
+
+
+def core_archive() -> str:
+    """A zip of the ``core`` package, added to every job so executors of a real cluster can
+    import it without lakectl installed there."""
+    global _core_zip
+    with _core_zip_lock:
+        if _core_zip is None or not os.path.exists(_core_zip):
+            root = Path(core.__file__).parent
+            fd, path = tempfile.mkstemp(prefix="lakectl-core-", suffix=".zip")
+            os.close(fd)
+            with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+                for file in root.rglob("*.py"):
+                    zf.write(file, Path("core") / file.relative_to(root))
+            _core_zip = path
+        return _core_zip
+
+
+# ---- the session ---------------------------------------------------------------------------
+def _conf_dir() -> str:
+    """A SPARK_CONF_DIR holding a log4j2 config that keeps the JVM quiet (errors only)."""
+    path = os.path.join(tempfile.gettempdir(), f"lakectl-spark-conf-{os.getuid()}")
+    os.makedirs(path, exist_ok=True)
+    target = os.path.join(path, "log4j2.properties")
+    if not os.path.exists(target):
+        with open(target, "w", encoding="ascii") as f:
+            f.write(_LOG4J)
+    return path
+
+
+@contextmanager
+def _jvm_stderr_to_log() -> Iterator[None]:
+    """The JVM inherits fd 2 when it starts; point it at a log file so Spark's start-up
+    banner and warnings stay out of the CLI's output (kept on stderr with -v)."""
+    if log.isEnabledFor(logging.INFO):
+        yield
+        return
+    log_path = os.path.join(_conf_dir(), f"spark-{os.getpid()}.log")
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(log_path, "ab") as target:
+        os.dup2(target.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _loopback_master(master: str) -> bool:
+    return bool(re.match(r"spark://(127\.|localhost[:/]|\[::1\])", master))
+
+
+def get_session(master: str, conf: Mapping[str, str]) -> SparkSession:
+    """The active SparkSession if lakectl runs inside a Spark application, else a new one."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        log.info("reusing the active SparkSession (master %s)", active.sparkContext.master)
+        _ship_core(active)
+        return active
+    # Executors start the interpreter named here; the default `python3` on PATH may lack core.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    settings = dict(_DEFAULT_CONF)
+    os.environ.setdefault("SPARK_CONF_DIR", _conf_dir())
+    settings["spark.driver.extraJavaOptions"] = _JVM_FLAGS
+    settings["spark.executor.extraJavaOptions"] = _JVM_FLAGS
+    settings["spark.pyspark.python"] = os.environ["PYSPARK_PYTHON"]
+    if _loopback_master(master):
+        settings.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
+    settings.update(conf)
+    builder = SparkSession.builder.master(master).appName("lakectl")
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    log.info("starting a SparkSession on %s", master)
+    with _jvm_stderr_to_log():
+        session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    _ship_core(session)
+    return session
+
+
+def _ship_core(session: SparkSession) -> None:
+    archive = core_archive()
+    shipped = session.sparkContext._conf.get("spark.lakectl.core", "")  # noqa: SLF001 - one conf lookup
+    if shipped != archive:
+        session.sparkContext.addPyFile(archive)
+        session.sparkContext._conf.set("spark.lakectl.core", archive)  # noqa: SLF001
+
+
+# ---- progress ----------------------------------------------------------------------------------
+class _JobProgress:
+    """Polls Spark's status tracker and reports finished/total tasks of the running stages."""
+
+    def __init__(self, session: SparkSession, progress: ProgressCallback | None, what: str) -> None:
+        self.session, self.progress, self.what = session, progress, what
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> "_JobProgress":
+        if self.progress is not None:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join(timeout=2)
+
+    def _run(self) -> None:
+        tracker = self.session.sparkContext.statusTracker()
+        while not self.stop.wait(0.25):
+            done = total = 0
+            for stage_id in tracker.getActiveStageIds():
+                info = tracker.getStageInfo(stage_id)
+                if info is not None:
+                    done += info.numCompletedTasks
+                    total += info.numTasks
+            if total:
+                self.progress(done, total, self.what)
+
+
+# ---- the engine ----------------------------------------------------------------------------------
+@dataclass
+class SparkEngine:
+    master: str = "local[*]"
+    conf: dict[str, str] = field(default_factory=dict)
+    progress: ProgressCallback | None = None
+    name: str = "spark"
+    _session: SparkSession | None = None
+
+    @property
+    def session(self) -> SparkSession:
+        if self._session is None:
+            self._session = get_session(self.master, self.conf)
+        return self._session
+
+    def _run(self, what: str, action: Callable[[], Any]) -> Any:
+        with _JobProgress(self.session, self.progress, what):
+            try:
+                return action()
+            except LakectlError:
+                raise
+            except Exception as exc:  # Spark wraps task failures; surface the task's own error
+                _rethrow(exc)
+                raise
+
+    # ---- input ---------------------------------------------------------------------------------
+    def read_input(self, path: str, fmt: str, hint: pa.Schema | None) -> DataFrame:
+        """Spark's own readers; CSV is read as text so that casting and its errors match local."""
+        if path == "-":
+            raise UsageError("the Spark engine reads files, not stdin; use --engine local for '-'")
+        reader = self.session.read
+        try:
+            if fmt == "csv":
+                return reader.option("header", "true").option("mode", "FAILFAST").csv(path)
+            if fmt in ("json", "jsonl"):
+                return reader.option("mode", "FAILFAST").option("multiLine", str(fmt == "json").lower()).json(path)
+            return reader.format(fmt).load(path)
+        except Exception as exc:  # AnalysisException for missing paths, etc.
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise InvalidDataError(f"cannot read {fmt} input {path}: {first}") from None
+
+    def input_schema(self, data: DataFrame) -> pa.Schema:
+        return _arrow_schema(data.schema)
+
+    # ---- write ---------------------------------------------------------------------------------
+    def write(self, job: WriteJob, data: DataFrame, file_io: FileIO) -> tuple[list[CommitMessage], int]:
+        schema = job.schema
+        row_kind = job.row_kind_column
+        fields = list(schema.fields)
+        routed = [(f.name, _transport_type(f.type)) for f in fields]
+        if schema.has_primary_key:
+            routed.append((VALUE_KIND, T.ByteType()))
+        routed += [(BUCKET_COLUMN, T.IntegerType()), (ROW_COLUMN, T.LongType())]
+        routed_struct = _spark_struct(routed)
+        routed_arrow = _arrow_schema(routed_struct)
+
+        def route(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            from core.rows import bucket_column, prepare_rows
+
+            for batch in batches:
+                table = pa.Table.from_batches([batch])
+                row_ids = table.column(ROW_COLUMN)
+                rows = prepare_rows(table.drop_columns([ROW_COLUMN]), schema, row_kind)
+                columns = [_to_transport(rows.column(f.name), f.type) for f in fields]
+                if schema.has_primary_key:
+                    columns.append(rows.column(VALUE_KIND))
+                columns += [pa.array(bucket_column(rows, schema)), row_ids]
+                out = pa.Table.from_arrays(columns, names=[n for n, _ in routed])
+                yield from _batches(_conform(out, routed_arrow))
+
+        def write_group(group: pa.Table) -> pa.Table:
+            from core.kernels.write import write_bucket
+
+            group = group.take(pc.sort_indices(group, [(ROW_COLUMN, "ascending")]))  # input order
+            columns = [_from_transport(group.column(f.name), f.type) for f in fields]
+            names = [f.name for f in fields]
+            if schema.has_primary_key:
+                columns.append(group.column(VALUE_KIND).cast(pa.int8()))
+                names.append(VALUE_KIND)
+            rows = pa.Table.from_arrays(columns, names=names)
+            values = tuple(rows.column(k)[0].as_py() for k in schema.partition_keys)
+            bucket = group.column(BUCKET_COLUMN)[0].as_py()
+            message = write_bucket(job.task_for(values, bucket), rows, FileIO.for_uri(job.table_path))
+            return pa.table({MESSAGE_COLUMN: pa.array([pickle.dumps(message)], pa.binary()),
+                             "rows": pa.array([group.num_rows], pa.int64())})
+
+        counted = data.withColumn(ROW_COLUMN, _monotonic_id())
+        routed_df = counted.mapInArrow(route, routed_struct)
+        parallelism = schema.options.get("sink.parallelism")
+        if parallelism:
+            routed_df = routed_df.repartition(int(parallelism), *schema.partition_keys, BUCKET_COLUMN)
+        keys = list(schema.partition_keys) + [BUCKET_COLUMN]
+        result_struct = _spark_struct([(MESSAGE_COLUMN, T.BinaryType()), ("rows", T.LongType())])
+        written = routed_df.groupBy(*keys).applyInArrow(write_group, result_struct)
+        rows = self._run("writing", written.collect)
+        messages = [pickle.loads(r[MESSAGE_COLUMN]) for r in rows]
+        return messages, sum(r["rows"] for r in rows)
+
+    # ---- read ----------------------------------------------------------------------------------
+    def output_struct(self, read_schema: TableSchema, select: Sequence[str] | None) -> T.StructType:
+        fields = [read_schema.field(n) for n in select] if select else list(read_schema.fields)
+        return T.StructType([T.StructField(f.name, spark_type(f.type), True) for f in fields])
+
+    def read_dataframe(self, splits: Sequence[ReadSplit], read_schema: TableSchema,
+                       schemas: Mapping[int, TableSchema], *, where: str | None = None,
+                       select: Sequence[str] | None = None, parallelism: int | None = None) -> DataFrame:
+        """A DataFrame over the splits, read by ``kernels.read`` on the executors."""
+        struct = self.output_struct(read_schema, select)
+        arrow_out = _arrow_schema(struct)
+
+        def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            from core.kernels.read import read_split
+            from core.predicate import parse_where
+
+            predicate = parse_where(where, read_schema.fields) if where else None
+            for batch in batches:
+                for blob in batch.column(0).to_pylist():
+                    split = pickle.loads(blob)
+                    part = read_split(split, read_schema, schemas, FileIO.for_uri(split.bucket_dir))
+                    if predicate is not None:
+                        part = part.filter(predicate.to_arrow())
+                    if select:
+                        part = part.select(list(select))
+                    if part.num_rows:
+                        yield from _batches(_conform(part, arrow_out))
+
+        blobs = [(pickle.dumps(s),) for s in splits]
+        n = max(1, parallelism or len(blobs) or 1)
+        splits_df = self.session.createDataFrame(blobs, "split binary").repartition(min(n, max(1, len(blobs))))
+        return splits_df.mapInArrow(read, struct)
+
+    def read(self, splits: Sequence[ReadSplit], read_schema: TableSchema, schemas: Mapping[int, TableSchema],
+             file_io: FileIO) -> Iterator[pa.Table]:
+        """Rows back on the driver, in the lakectl Arrow types (for printing and files)."""
+        if not splits:
+            return iter(())
+        df = self.read_dataframe(splits, read_schema, schemas)
+        table = self._run("reading", df.toArrow)
+        fields = list(read_schema.fields)
+        target = pa.schema([arrow_field(f).with_nullable(True) for f in fields])
+        return iter([pa.Table.from_arrays([table.column(f.name).cast(t.type, safe=False)
+                                           for f, t in zip(fields, target)], schema=target)])
+
+    def save(self, df: DataFrame, path: str, fmt: str) -> int:
+        """Write a DataFrame with Spark's writers as a directory of part files; returns rows."""
+        if os.path.exists(path):
+            raise UsageError(f"--output {path} exists; Spark writes a new directory")
+        df = df.cache()
+        try:
+            rows = self._run("counting", df.count)
+            writer = df.write.mode("errorifexists")
+            if fmt == "csv":
+                writer = writer.option("header", "true")
+            self._run("writing output", lambda: writer.format("json" if fmt == "jsonl" else fmt).save(path))
+        finally:
+            df.unpersist()
+        return rows
+
+    # ---- compact -------------------------------------------------------------------------------
+    def compact(self, tasks: Sequence[Any], file_io: FileIO) -> list[CommitMessage]:
+        """Run ``kernels.compact`` per bucket task on the executors."""
+        if not tasks:
+            return []
+
+        def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            from core.kernels.compact import compact_bucket
+
+            for batch in batches:
+                out = []
+                for blob in batch.column(0).to_pylist():
+                    task = pickle.loads(blob)
+                    out.append(pickle.dumps(compact_bucket(task, FileIO.for_uri(task.table_path))))
+                yield pa.RecordBatch.from_arrays([pa.array(out, pa.binary())], names=[MESSAGE_COLUMN])
+
+        blobs = [(pickle.dumps(t),) for t in tasks]
+        df = self.session.createDataFrame(blobs, "task binary").repartition(len(blobs))
+        rows = self._run("compacting", df.mapInArrow(run, _spark_struct([(MESSAGE_COLUMN, T.BinaryType())])).collect)
+        return [pickle.loads(r[MESSAGE_COLUMN]) for r in rows]
+
+
+def _monotonic_id() -> Any:
+    from pyspark.sql import functions as F
+
+    return F.monotonically_increasing_id()
