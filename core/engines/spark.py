@@ -108,7 +108,9 @@ def _transport_type(dt: DataType) -> T.DataType:
 def _to_transport(col: pa.ChunkedArray | pa.Array, dt: DataType) -> pa.ChunkedArray | pa.Array:
     if dt.name == "DATE":
         return col.cast(pa.int32())
-    if dt.name in ("TIME", "TIMESTAMP", "TIMESTAMP_LTZ"):
+    if dt.name == "TIME":
+        return col.cast(pa.int32()).cast(pa.int64())  # Arrow casts time32 only to int32
+    if dt.name in ("TIMESTAMP", "TIMESTAMP_LTZ"):
         return col.cast(pa.int64())
     return col
 

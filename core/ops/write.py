@@ -79,7 +79,8 @@ def write(table: Table, data: Any, *, mode: str = "append", row_kind_column: str
     if engine is None:
         if _is_spark_dataframe(data):
             settings = engine_settings or EngineSettings()
-            engine, why = choose_engine(replace(settings, engine="spark")), "the input is a Spark DataFrame"
+            engine, _ = choose_engine(replace(settings, engine="spark"))
+            why = "the input is a Spark DataFrame"
         else:
             engine, why = choose_engine(engine_settings, data_bytes=data.nbytes)
         log.info("engine: %s (%s)", engine.name, why)

@@ -1,0 +1,209 @@
+"""The Spark engine in local mode: same tables as the local engine, Spark DataFrames in and out,
+errors surfaced as core errors, nothing committed on failure.
+
+One SparkSession (local[2]) serves the whole module; SparkEngine reuses the active session.
+"""
+
+import datetime as dt
+import decimal
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from core.engines import EngineSettings
+from core.engines.local import LocalEngine
+from core.engines.spark import SparkEngine, _JobProgress
+from core.errors import InvalidDataError
+from core.manifest import merge_entries, read_entries
+from core.ops.create import create
+from core.ops.scan import scan_to_output
+from core.ops.write import write, write_input
+from core.table import Table
+
+pytestmark = pytest.mark.spark
+
+SPARK = EngineSettings(engine="spark", master="local[2]")
+LOCAL = EngineSettings(engine="local")
+
+
+@pytest.fixture(scope="module")
+def engine():
+    e = SparkEngine(master="local[2]")
+    yield e
+    e.session.stop()
+
+
+def _table(tmp_path, name, schema="id BIGINT, v STRING, n INT, dt STRING", **kw):
+    t = Table.locate(f"db.{name}", warehouse=str(tmp_path))
+    kw.setdefault("primary_keys", ["id", "dt"])
+    kw.setdefault("partition_keys", ["dt"])
+    kw.setdefault("options", {"bucket": "3"})
+    create(t, schema, **kw)
+    return t
+
+
+def _batches():
+    base = pa.table({"id": pa.array(range(40), pa.int64()), "v": [f"v{i}" for i in range(40)],
+                     "n": pa.array(range(40), pa.int32()), "dt": [f"d{i % 3}" for i in range(40)],
+                     "op": ["+I"] * 40})
+    # Updates (one key twice in the batch: the later row wins), deletes, inserts.
+    changes = pa.table({"id": pa.array([1, 2, 2, 5, 7, 100], pa.int64()), "v": ["u1", "u2", "u2b", None, None, "new"],
+                        "n": pa.array([1, 2, 3, None, None, 9], pa.int32()),
+                        "dt": ["d1", "d2", "d2", "d2", "d1", "d0"], "op": ["+U", "+U", "+U", "-D", "-D", "+I"]})
+    return [base, changes]
+
+
+def _layout(t):
+    """Per snapshot: the live files' (partition, bucket, level, rows, seq range, key range)."""
+    out = []
+    for snap in t.snapshots.snapshots():
+        entries = merge_entries(read_entries(t.manifests(), [snap.base_manifest_list, snap.delta_manifest_list]))
+        files = sorted((e.partition, e.bucket, e.file.level, e.file.row_count, e.file.min_sequence_number,
+                        e.file.max_sequence_number, e.file.min_key, e.file.max_key, e.file.delete_row_count)
+                       for e in entries)
+        out.append((snap.commit_kind, snap.total_record_count, snap.delta_record_count, files))
+    return out
+
+
+def _rows(table):
+    return sorted(table.to_pylist(), key=lambda r: (r["dt"], r["id"]))
+
+
+def test_both_engines_build_the_same_table(tmp_path, engine):
+    local, spark = _table(tmp_path, "local"), _table(tmp_path, "spark")
+    for batch in _batches():
+        write(local, batch, row_kind_column="op", engine=LocalEngine())
+        write(spark, engine.session.createDataFrame(batch.to_pandas()), row_kind_column="op", engine=engine)
+    assert _layout(local) == _layout(spark)
+    for sid in (1, 2):
+        assert _rows(local.scan(snapshot_id=sid)) == _rows(spark.scan(snapshot_id=sid, engine_settings=SPARK))
+    # The model: key 2 takes its last update, 5 and 7 are gone, 100 is new.
+    latest = {(r["dt"], r["id"]): r["v"] for r in spark.scan().to_pylist()}
+    assert latest[("d2", 2)] == "u2b" and ("d2", 5) not in latest and ("d1", 7) not in latest
+    assert latest[("d0", 100)] == "new" and len(latest) == 39
+
+
+ALL_TYPES = ("b BOOLEAN, i8 TINYINT, i16 SMALLINT, i32 INT, i64 BIGINT NOT NULL, f FLOAT, d DOUBLE, "
+             "dec DECIMAL(10, 2), big DECIMAL(38, 10), s STRING, c CHAR(3), bin BYTES, day DATE, t TIME, "
+             "ts0 TIMESTAMP(0), ts3 TIMESTAMP(3), ts6 TIMESTAMP(6), ts9 TIMESTAMP(9), "
+             "ltz TIMESTAMP(3) WITH LOCAL TIME ZONE")
+
+
+def _all_types_rows():
+    return pa.table({
+        "b": [True, None, False], "i8": pa.array([1, None, -128], pa.int8()),
+        "i16": pa.array([2, None, 300], pa.int16()), "i32": pa.array([3, None, -5], pa.int32()),
+        "i64": pa.array([10, 11, 12], pa.int64()), "f": pa.array([1.5, None, -2.0], pa.float32()),
+        "d": [2.25, None, 1e300], "dec": pa.array([decimal.Decimal("1.25"), None, decimal.Decimal("-3.00")],
+                                                  pa.decimal128(10, 2)),
+        "big": pa.array([decimal.Decimal("12345678901234567890.0123456789"), None, decimal.Decimal("0")],
+                        pa.decimal128(38, 10)),
+        "s": ["x", None, "a long string value"], "c": ["abc", None, "z"], "bin": [b"\x00\x01", None, b""],
+        "day": [dt.date(2024, 1, 2), None, dt.date(1969, 12, 31)],
+        "t": pa.array([3_600_000, None, 123], pa.time32("ms")),
+        "ts0": pa.array([dt.datetime(2024, 1, 1, 1, 2, 3), None, dt.datetime(1970, 1, 1)], pa.timestamp("ms")),
+        "ts3": pa.array([dt.datetime(2024, 1, 1, 1, 2, 3, 456000), None, dt.datetime(2000, 1, 1)], pa.timestamp("ms")),
+        "ts6": pa.array([dt.datetime(2024, 1, 1, 1, 2, 3, 456789), None, dt.datetime(2000, 1, 1)], pa.timestamp("us")),
+        # Spark holds microseconds, so a Spark input carries whole microseconds even for TIMESTAMP(9).
+        "ts9": pa.array([1_700_000_000_123_456_000, None, 5_000], pa.timestamp("ns")),
+        "ltz": pa.array([dt.datetime(2024, 1, 1, 1, 2, 3, 456000, tzinfo=dt.timezone.utc), None,
+                         dt.datetime(2001, 1, 1, tzinfo=dt.timezone.utc)], pa.timestamp("ms", tz="UTC")),
+    })
+
+
+def test_every_type_survives_the_spark_pipeline_exactly(tmp_path, engine):
+    rows = _all_types_rows()
+    local = _table(tmp_path, "types_local", ALL_TYPES, primary_keys=["i64"], partition_keys=[],
+                   options={"bucket": "2"})
+    spark = _table(tmp_path, "types_spark", ALL_TYPES, primary_keys=["i64"], partition_keys=[],
+                   options={"bucket": "2"})
+    write(local, rows, engine=LocalEngine())
+    # Spark's TIME is time64; everything else goes in as the local engine got it.
+    spark_rows = rows.set_column(rows.schema.get_field_index("t"), "t", rows.column("t").cast(pa.time64("ns")))
+    write(spark, engine.session.createDataFrame(spark_rows), engine=engine)
+    # Values come through the Spark pipeline unchanged (temporal values travel as integers).
+    assert spark.scan().sort_by("i64").equals(local.scan().sort_by("i64"))
+    assert spark.scan(engine_settings=SPARK).sort_by("i64").equals(local.scan().sort_by("i64"))
+
+
+def test_csv_and_json_inputs_are_cast_like_the_local_engine(tmp_path, engine):
+    csv = tmp_path / "in.csv"
+    csv.write_text("id,v,n,dt\n1,a,10,d1\n2,b,,d2\n")
+    jsonl = tmp_path / "in.jsonl"
+    jsonl.write_text('{"id": 3, "v": "c", "n": 30, "dt": "d1"}\n')
+    a, b = _table(tmp_path, "csv_local"), _table(tmp_path, "csv_spark")
+    for path, fmt in ((csv, "csv"), (jsonl, "jsonl")):
+        write_input(a, str(path), input_format=fmt, engine_settings=LOCAL)
+        write_input(b, str(path), input_format=fmt, engine_settings=SPARK)
+    assert _rows(a.scan()) == _rows(b.scan()) == [
+        {"id": 1, "v": "a", "n": 10, "dt": "d1"}, {"id": 3, "v": "c", "n": 30, "dt": "d1"},
+        {"id": 2, "v": "b", "n": None, "dt": "d2"}]
+
+
+def test_bad_input_on_spark_is_the_same_error_and_commits_nothing(tmp_path, engine):
+    t = _table(tmp_path, "bad")
+    t.write(pa.table({"id": pa.array([1], pa.int64()), "v": ["x"], "n": pa.array([1], pa.int32()), "dt": ["d"]}))
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,v,n,dt\n1,a,10,d1\n,b,2,d2\n")
+    with pytest.raises(InvalidDataError, match="null in primary key column 'id'"):
+        write_input(t, str(bad), engine_settings=SPARK)
+    overflow = tmp_path / "overflow.csv"
+    overflow.write_text("id,v,n,dt\n1,a,99999999999,d1\n")
+    with pytest.raises(InvalidDataError, match="column n"):
+        write_input(t, str(overflow), engine_settings=SPARK)
+    assert t.snapshots.list_ids() == [1]
+    assert t.scan().num_rows == 1
+
+
+def test_table_write_takes_a_dataframe_from_the_active_session(tmp_path, engine):
+    t = _table(tmp_path, "df")
+    df = engine.session.createDataFrame([(1, "a", 1, "x"), (2, "b", 2, "y")], "id long, v string, n int, dt string")
+    result = t.write(df)
+    assert result.engine == "spark" and result.rows_written == 2
+    assert _rows(t.scan()) == [{"id": 1, "v": "a", "n": 1, "dt": "x"}, {"id": 2, "v": "b", "n": 2, "dt": "y"}]
+
+
+def test_to_spark_returns_a_filtered_dataframe_with_spark_types(tmp_path, engine):
+    t = _table(tmp_path, "to_spark")
+    for batch in _batches():
+        t.write(batch, row_kind_column="op")
+    df = t.to_spark(where="n >= 30 OR dt = 'd0'", select=["id", "n", "dt"])
+    assert [f.dataType.simpleString() for f in df.schema.fields] == ["bigint", "int", "string"]
+    expected = sorted((r["id"], r["n"], r["dt"]) for r in t.scan().to_pylist() if (r["n"] or 0) >= 30 or r["dt"] == "d0")
+    assert sorted(tuple(r) for r in df.collect()) == expected
+    old = t.to_spark(snapshot_id=1)
+    assert old.count() == 40
+
+
+def test_scan_output_is_a_directory_written_by_spark(tmp_path, engine):
+    t = _table(tmp_path, "out")
+    t.write(_batches()[0].drop_columns(["op"]))
+    target = tmp_path / "result.parquet"
+    result = scan_to_output(t, str(target), where="dt = 'd1'", engine_settings=SPARK)
+    assert target.is_dir() and result.engine == "spark"
+    back = pq.read_table(target)
+    assert sorted(back.column("id").to_pylist()) == [i for i in range(40) if i % 3 == 1] and result.rows == 13
+
+
+def test_sink_parallelism_still_writes_every_bucket(tmp_path, engine):
+    t = _table(tmp_path, "par", options={"bucket": "4", "sink.parallelism": "3"})
+    t.write(engine.session.createDataFrame(_batches()[0].drop_columns(["op"]).to_pandas()))
+    local = _table(tmp_path, "par_local", options={"bucket": "4"})
+    local.write(_batches()[0].drop_columns(["op"]), engine_settings=LOCAL)
+    assert _layout(t) == _layout(local)
+
+
+def test_progress_reports_tasks_of_a_running_job(engine):
+    calls = []
+
+    def slow(batches):
+        for b in batches:
+            time.sleep(0.6)
+            yield b
+
+    df = engine.session.range(0, 8, numPartitions=4).mapInArrow(slow, "id long")
+    with _JobProgress(engine.session, lambda d, t, w: calls.append((d, t, w)), "testing"):
+        df.collect()
+    assert calls and all(total == 4 and 0 <= done <= 4 for done, total, _ in calls)
