@@ -16,13 +16,14 @@ from typing import BinaryIO
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.json as pajson
+import pyarrow.orc as paorc
 import pyarrow.parquet as pq
 
 from core.errors import InvalidDataError, UsageError
 
-FORMATS = ("parquet", "csv", "json", "jsonl")
+FORMATS = ("parquet", "csv", "json", "jsonl", "orc")
 _EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json",
-               ".jsonl": "jsonl", ".ndjson": "jsonl"}
+               ".jsonl": "jsonl", ".ndjson": "jsonl", ".orc": "orc"}
 
 
 def infer_format(path: str, explicit: str | None) -> str:
@@ -70,6 +71,8 @@ def read_input(path: str, fmt: str, hint: pa.Schema | None = None) -> pa.Table:
         try:
             if fmt == "parquet":
                 return pq.read_table(fh)
+            if fmt == "orc":
+                return paorc.read_table(fh)
             if fmt == "csv":
                 return _read_csv(fh, hint)
             if fmt == "jsonl":

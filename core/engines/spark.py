@@ -37,7 +37,7 @@ import core
 from core import errors
 from core.commit import CommitMessage
 from core.engines import ProgressCallback
-from core.errors import InvalidDataError, LakectlError, UsageError
+from core.errors import InvalidDataError, LakectlError, NotFoundError, UsageError
 from core.fileio import FileIO
 from core.kernels.read import ReadSplit
 from core.kernels.write import VALUE_KIND, WriteJob
@@ -322,6 +322,14 @@ class SparkEngine:
         except Exception as exc:  # AnalysisException for missing paths, etc.
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise InvalidDataError(f"cannot read {fmt} input {path}: {first}") from None
+
+    def read_table(self, name: str) -> DataFrame:
+        """A table (or view) of the Spark session's catalog."""
+        try:
+            return self.session.table(name)
+        except Exception as exc:  # AnalysisException: no such table
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise NotFoundError(f"Spark table {name} not found: {first}") from None
 
     def input_schema(self, data: DataFrame) -> pa.Schema:
         return _arrow_schema(data.schema)

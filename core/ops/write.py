@@ -119,23 +119,30 @@ class AutoCreate:
     options: dict[str, str] | None = None
 
 
-def write_input(table: Table, path: str, *, input_format: str | None = None, mode: str = "append",
+def write_input(table: Table, path: str | None, *, input_format: str | None = None, mode: str = "append",
                 row_kind_column: str | None = None, engine_settings: EngineSettings | None = None,
-                auto_create: AutoCreate | None = None) -> WriteResult:
-    """Write a file, glob or directory (``-`` = stdin) with the engine its size calls for.
+                auto_create: AutoCreate | None = None, input_table: str | None = None) -> WriteResult:
+    """Write a file, glob or directory (``-`` = stdin) with the engine its size calls for, or
+    a table of the Spark catalog (``input_table``, always on Spark).
 
     Raises:
         NotFoundError: the table does not exist and ``auto_create`` is None.
     """
-    fmt = infer_format(path, input_format)
+    if (path is None) == (input_table is None):
+        raise UsageError("give exactly one of --input and --input-table")
     exists = table.exists()
     if not exists and auto_create is None:
         raise NotFoundError(f"table {table.name} does not exist (looked in {table.path}); "
                             "pass --auto-create to create it from the input")
-    engine, why = choose_engine(engine_settings, data_bytes=input_size(path))
+    if input_table is not None:
+        engine, why = choose_engine(replace(engine_settings or EngineSettings(), engine="spark"))
+        data = engine.read_table(input_table)
+    else:
+        fmt = infer_format(path, input_format)
+        engine, why = choose_engine(engine_settings, data_bytes=input_size(path))
+        hint = pa.schema([arrow_field(f) for f in table.schema.fields]) if exists else None
+        data = engine.read_input(path, fmt, hint)
     log.info("engine: %s (%s)", engine.name, why)
-    hint = pa.schema([arrow_field(f) for f in table.schema.fields]) if exists else None
-    data = engine.read_input(path, fmt, hint)
     if not exists:
         _create_from_input(table, engine, data, row_kind_column, auto_create)
     return write(table, data, mode=mode, row_kind_column=row_kind_column, engine=engine)

@@ -19,7 +19,8 @@ def register(app: typer.Typer) -> None:
     def write_cmd(
         ctx: typer.Context,
         table: TableArg,
-        input: Annotated[str, typer.Option("--input", "-i", help="Input file, glob or directory; - for stdin.")],
+        input: Annotated[Optional[str], typer.Option("--input", "-i", help="Input file, glob or directory; - for stdin.")] = None,
+        input_table: Annotated[Optional[str], typer.Option("--input-table", help="A table of the Spark catalog (runs on Spark).")] = None,
         input_format: Annotated[Optional[str], typer.Option("--input-format", help="parquet, csv, json, jsonl (or orc on Spark); default: from the extension.")] = None,
         mode: Annotated[str, typer.Option("--mode", help="append, or overwrite the partitions the input touches.")] = "append",
         row_kind_column: Annotated[Optional[str], typer.Option("--row-kind-column", help="CDC column holding +I, -U, +U, -D.")] = None,
@@ -41,5 +42,6 @@ def register(app: typer.Typer) -> None:
                             parse_options(option)) if auto_create else None
         with out.progress() as progress:
             result = write_input(t, input, input_format=input_format, mode=mode, row_kind_column=row_kind_column,
-                                 engine_settings=s.engine_settings(progress), auto_create=create)
+                                 engine_settings=s.engine_settings(progress), auto_create=create,
+                                 input_table=input_table)
         out.record(result)

@@ -207,3 +207,19 @@ def test_progress_reports_tasks_of_a_running_job(engine):
     with _JobProgress(engine.session, lambda d, t, w: calls.append((d, t, w)), "testing"):
         df.collect()
     assert calls and all(total == 4 and 0 <= done <= 4 for done, total, _ in calls)
+
+
+def test_input_table_and_orc_files_are_read_by_spark(tmp_path, engine):
+    import pyarrow.orc as paorc
+
+    t = _table(tmp_path, "inputs")
+    engine.session.createDataFrame([(1, "a", 1, "x")], "id long, v string, n int, dt string") \
+        .createOrReplaceTempView("staging_rows")
+    write_input(t, None, input_table="staging_rows", engine_settings=SPARK)
+    orc = tmp_path / "more.orc"
+    paorc.write_table(pa.table({"id": pa.array([2], pa.int64()), "v": ["b"], "n": pa.array([2], pa.int32()),
+                                "dt": ["y"]}), str(orc))
+    write_input(t, str(orc), engine_settings=SPARK)
+    write_input(t, str(orc), engine_settings=LOCAL)  # same file, local engine: an update of key 2
+    assert _rows(t.scan()) == [{"id": 1, "v": "a", "n": 1, "dt": "x"}, {"id": 2, "v": "b", "n": 2, "dt": "y"}]
+    assert [s.commit_kind for s in t.snapshots.snapshots()] == ["APPEND"] * 3
