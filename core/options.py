@@ -111,6 +111,17 @@ class CoreOptions:
         return parse_int(self.raw.get("commit.max-retries", "10"), "commit.max-retries")
 
     @property
+    def num_sorted_run_compaction_trigger(self) -> int:
+        return parse_int(self.raw.get("num-sorted-run.compaction-trigger", "5"), "num-sorted-run.compaction-trigger")
+
+    @property
+    def num_levels(self) -> int:
+        """LSM levels of primary-key buckets; full compaction writes the top one (num-levels - 1)."""
+        if "num-levels" in self.raw:
+            return parse_int(self.raw["num-levels"], "num-levels")
+        return self.num_sorted_run_compaction_trigger + 1
+
+    @property
     def partition_legacy_name(self) -> bool:
         return parse_bool(self.raw.get("partition.legacy-name", "true"), "partition.legacy-name")
 
@@ -138,6 +149,9 @@ def validate(options: Mapping[str, str], *, has_primary_key: bool) -> None:
     for key in ("target-file-size",):
         if key in options:
             parse_size(options[key], key)
+    for key in ("num-sorted-run.compaction-trigger", "num-levels"):
+        if key in options and parse_int(options[key], key) < (2 if key == "num-levels" else 1):
+            raise UsageError(f"option {key}={options[key]} is too small (num-levels >= 2, trigger >= 1)")
     for key in ("scan.plan-sort-partition", "partition.legacy-name"):
         if key in options:
             parse_bool(options[key], key)

@@ -119,10 +119,11 @@ class Table:
                         engine_settings=engine_settings)
 
     def compact(self, *, full: bool = True, partitions: Sequence[dict[str, str]] | None = None,
-                dry_run: bool = False) -> "CompactResult":
+                dry_run: bool = False, engine_settings: "EngineSettings | None" = None) -> "CompactResult":
+        """Compact the table's buckets (those of ``partitions`` only, if given) as one COMPACT snapshot."""
         from core.ops.compact import compact
 
-        return compact(self, full=full, partitions=partitions, dry_run=dry_run)
+        return compact(self, full=full, partitions=partitions, dry_run=dry_run, engine_settings=engine_settings)
 
     def history(self, limit: int | None = None) -> list["SnapshotInfo"]:
         from core.ops.describe import history

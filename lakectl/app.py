@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from lakectl.commands import create, describe, listing, scan, snapshots, write
+from lakectl.commands import compact, create, describe, listing, scan, snapshots, write
 from lakectl.config import Settings
 from lakectl.errors import EXIT_CODES_HELP, LakectlGroup
 
@@ -48,7 +48,7 @@ def root(
     ctx.obj = Settings(warehouse=warehouse, format=fmt, verbose=verbose, config_file=config)
 
 
-for module in (create, write, scan, snapshots, describe, listing):
+for module in (create, write, scan, compact, snapshots, describe, listing):
     module.register(app)
 
 

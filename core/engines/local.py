@@ -14,6 +14,7 @@ import pyarrow as pa
 from core.commit import CommitMessage
 from core.engines import ProgressCallback
 from core.fileio import FileIO
+from core.kernels.compact import CompactTask, compact_bucket
 from core.kernels.read import ReadSplit, read_split
 from core.kernels.write import WriteJob, write_bucket
 from core.rows import group_rows, prepare_rows
@@ -51,3 +52,11 @@ class LocalEngine:
         for i, split in enumerate(splits):
             yield read_split(split, read_schema, schemas, file_io)
             self._report(i + 1, len(splits), "reading splits")
+
+    def compact(self, tasks: Sequence[CompactTask], file_io: FileIO) -> list[CommitMessage]:
+        """Run the compaction kernel bucket by bucket."""
+        messages = []
+        for i, task in enumerate(tasks):
+            messages.append(compact_bucket(task, file_io))
+            self._report(i + 1, len(tasks), "compacting buckets")
+        return messages

@@ -35,6 +35,7 @@ VALUE_KIND = "_VALUE_KIND"
 KEY_PREFIX = "_KEY_"
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
 ROW_KINDS = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE}
+_SIZE_SAMPLE_ROWS = 65536  # rows encoded to measure bytes per row when rolling on the Parquet size
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,27 +116,47 @@ def write_bucket(task: WriteTask, rows: pa.Table, file_io: FileIO) -> CommitMess
         keys = schema.trimmed_primary_keys
         work = data.append_column(SEQUENCE_NUMBER, seq).append_column(VALUE_KIND, kinds)
         merged = last_of_each_key(key_columns_sorted(work, keys, SEQUENCE_NUMBER), keys)
-        files = _roll(merged, schema, task, file_io, primary_key=True)
+        files = write_files(merged, schema, task.bucket_dir, file_io)
     else:
         data = rows.select(schema.field_names).append_column(SEQUENCE_NUMBER, seq)
-        files = _roll(data, schema, task, file_io, primary_key=False)
+        files = write_files(data, schema, task.bucket_dir, file_io)
     return CommitMessage(task.partition, task.bucket, task.total_buckets, new_files=tuple(files))
 
 
-def _roll(table: pa.Table, schema: TableSchema, task: WriteTask, file_io: FileIO,
-          *, primary_key: bool) -> list[DataFileMeta]:
-    """Split sorted rows into files of about target-file-size and write each."""
+def write_files(table: pa.Table, schema: TableSchema, bucket_dir: str, file_io: FileIO, *, level: int = 0,
+                file_source: int = FILE_SOURCE_APPEND, measure_size: bool = False) -> list[DataFileMeta]:
+    """Write rows as data files of about target-file-size in ``bucket_dir``; return their metadata.
+
+    Used by the write kernel (new files, level 0) and the compaction kernel (rewritten files).
+
+    Args:
+        table: the table columns by name plus ``_SEQUENCE_NUMBER`` (and ``_VALUE_KIND`` for
+            primary-key tables), already in file order: for primary-key tables sorted by key
+            with each key once, so consecutive slices are files with disjoint key ranges.
+        level: the LSM level the files are recorded at.
+        file_source: ``_FILE_SOURCE`` (APPEND for new data, COMPACT for rewritten data).
+        measure_size: roll on the Parquet size of the rows, measured by encoding a sample
+            (files land near the target); False rolls on the Arrow in-memory size, which
+            keeps files at or below it without encoding anything twice.
+    """
     if table.num_rows == 0:
         return []
+    primary_key = schema.has_primary_key
     target = schema.core_options.file_size_for(primary_key)
-    # Parquet with zstd is typically several times smaller than Arrow in memory; rolling on the
-    # in-memory size keeps files at or below the target.
-    rows_per_file = max(1, int(table.num_rows * target / max(1, table.nbytes)))
+    if measure_size:
+        sample = table.slice(0, _SIZE_SAMPLE_ROWS)
+        bytes_per_row = len(_encode(_file_table(sample, schema, primary_key), schema)) / sample.num_rows
+        rows_per_file = max(1, int(target / bytes_per_row))
+    else:
+        # Parquet with zstd is typically several times smaller than Arrow in memory; rolling on the
+        # in-memory size keeps files at or below the target.
+        rows_per_file = max(1, int(table.num_rows * target / max(1, table.nbytes)))
     prefix = f"{schema.core_options.data_file_prefix}{uuid.uuid4()}"
     files = []
     for i, start in enumerate(range(0, table.num_rows, rows_per_file)):
         chunk = table.slice(start, rows_per_file)
-        files.append(_write_file(chunk, schema, task, file_io, f"{prefix}-{i}.parquet", primary_key=primary_key))
+        files.append(_write_file(chunk, schema, bucket_dir, file_io, f"{prefix}-{i}.parquet",
+                                 primary_key=primary_key, level=level, file_source=file_source))
     return files
 
 
@@ -158,15 +179,32 @@ def _key_value(column: pa.ChunkedArray, index: int) -> object:
     return scalar.as_py()
 
 
-def _write_file(chunk: pa.Table, schema: TableSchema, task: WriteTask, file_io: FileIO, name: str,
-                *, primary_key: bool) -> DataFileMeta:
-    seq = chunk.column(SEQUENCE_NUMBER)
-    opts = schema.core_options
+def _file_table(chunk: pa.Table, schema: TableSchema, primary_key: bool) -> pa.Table:
+    """The columns a data file stores, in file order and types."""
     if primary_key:
         key_names = schema.trimmed_primary_keys
-        columns = [chunk.column(k) for k in key_names] + [seq, chunk.column(VALUE_KIND)] \
+        columns = [chunk.column(k) for k in key_names] + [chunk.column(SEQUENCE_NUMBER), chunk.column(VALUE_KIND)] \
             + [chunk.column(f.name) for f in schema.fields]
-        out = pa.Table.from_arrays(columns, schema=physical_schema(schema))
+        return pa.Table.from_arrays(columns, schema=physical_schema(schema))
+    return chunk.select(schema.field_names).cast(pa.schema([arrow_field(f) for f in schema.fields]))
+
+
+def _encode(out: pa.Table, schema: TableSchema) -> bytes:
+    opts = schema.core_options
+    buf = io.BytesIO()
+    pq.write_table(out, buf, compression=opts.file_compression,
+                   compression_level=opts.zstd_level if opts.file_compression == "zstd" else None,
+                   store_decimal_as_integer=True)
+    return buf.getvalue()
+
+
+def _write_file(chunk: pa.Table, schema: TableSchema, bucket_dir: str, file_io: FileIO, name: str,
+                *, primary_key: bool, level: int, file_source: int) -> DataFileMeta:
+    seq = chunk.column(SEQUENCE_NUMBER)
+    opts = schema.core_options
+    out = _file_table(chunk, schema, primary_key)
+    if primary_key:
+        key_names = schema.trimmed_primary_keys
         key_types = [f.type for f in schema.key_fields]
         first = [_key_value(chunk.column(k), 0) for k in key_names]
         last = [_key_value(chunk.column(k), chunk.num_rows - 1) for k in key_names]
@@ -175,7 +213,6 @@ def _write_file(chunk: pa.Table, schema: TableSchema, task: WriteTask, file_io: 
         kinds = chunk.column(VALUE_KIND)
         delete_rows = int(pc.sum(pc.is_in(kinds, pa.array([UPDATE_BEFORE, DELETE], pa.int8()))).as_py() or 0)
     else:
-        out = chunk.select(schema.field_names).cast(pa.schema([arrow_field(f) for f in schema.fields]))
         min_key = max_key = binary_row.EMPTY_ROW
         key_stats = stats.EMPTY_STATS
         delete_rows = 0
@@ -183,12 +220,8 @@ def _write_file(chunk: pa.Table, schema: TableSchema, task: WriteTask, file_io: 
         value_stats, value_stats_cols = stats.EMPTY_STATS, ()
     else:
         value_stats, value_stats_cols = stats.compute(chunk, schema.fields, opts.stats_mode), None
-    buf = io.BytesIO()
-    pq.write_table(out, buf, compression=opts.file_compression,
-                   compression_level=opts.zstd_level if opts.file_compression == "zstd" else None,
-                   store_decimal_as_integer=True)
-    data = buf.getvalue()
-    file_io.write_bytes(join(task.bucket_dir, name), data)
+    data = _encode(out, schema)
+    file_io.write_bytes(join(bucket_dir, name), data)
     return DataFileMeta(
         file_name=name,
         file_size=len(data),
@@ -200,10 +233,10 @@ def _write_file(chunk: pa.Table, schema: TableSchema, task: WriteTask, file_io: 
         min_sequence_number=int(pc.min(seq).as_py()),
         max_sequence_number=int(pc.max(seq).as_py()),
         schema_id=schema.id,
-        level=0,
+        level=level,
         extra_files=(),
         creation_time=local_wall_clock_millis(),
         delete_row_count=delete_rows,
-        file_source=FILE_SOURCE_APPEND,
+        file_source=file_source,
         value_stats_cols=value_stats_cols,
     )

@@ -1,0 +1,172 @@
+"""Compaction kernel: rewrite the files of one (partition, bucket) -> CommitMessage.
+
+Pure function of a small picklable ``CompactTask`` and a FileIO, so the local engine runs it
+in-process and the Spark engine on executors, with the same files as the result.
+
+Primary-key buckets (full compaction): every live file is read in the latest schema (old
+files mapped by field id), rows are merged by key keeping the highest sequence number, and
+keys whose winner is -U/-D are dropped: the output sits at the top level
+(``num-levels - 1``), below which nothing older can exist, so there is nothing left for a
+delete to hide. Survivors keep their ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``; the output is
+one sorted run (files with disjoint key ranges, no delete rows), which Paimon readers,
+pypaimon included, may read without merging.
+
+Append buckets: Java's full compaction of bucketed append files. In sequence order, leading
+files that are already full-size stay; the rest are concatenated, rows and order kept, and
+rewritten into files of about target-file-size (level 0, where Paimon keeps append files),
+if that merges at least two files and small files outnumber big ones.
+
+A bucket that needs nothing (already one sorted run at the top level without deletes, or no
+small append files to merge) gives an empty CommitMessage, so compaction is idempotent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from core.commit import CommitMessage
+from core.errors import CorruptMetadataError
+from core.fileio import FileIO, join
+from core.kernels.read import read_file
+from core.kernels.write import (DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, key_columns_sorted,
+                                last_of_each_key, write_files)
+from core.manifest import FILE_SOURCE_COMPACT, DataFileMeta
+from core.schema import TableSchema
+
+# lakectl rolls files on the Parquet size of a sample of rows, so a rewritten file lands near
+# target-file-size rather than at or above it as Java's (which measures while writing).
+# An append file of at least this share of the target counts as full and is left alone;
+# without the margin a file that came out a little small would be rewritten every time.
+FULL_APPEND_FILE_RATIO = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class CompactTask:
+    """One (partition, bucket) to compact; small and picklable (it ships to Spark executors).
+
+    ``files`` are the bucket's live files (all of them, or those the planner picked); the
+    kernel picks again with ``pick_files`` and rewrites only what still needs it.
+    """
+
+    table_path: str
+    schema: TableSchema  # the latest schema: files are read in it and written with it
+    schemas: dict[int, TableSchema] = field(hash=False)  # schema id -> schema, for every file's _SCHEMA_ID
+    partition: bytes
+    partition_dir: str  # "dt=2024-01-01" or "" for unpartitioned tables
+    bucket: int
+    total_buckets: int
+    files: tuple[DataFileMeta, ...]
+    output_level: int  # output_level(schema): num-levels - 1 (5 by default); 0 for append tables
+
+    @property
+    def bucket_dir(self) -> str:
+        return join(self.table_path, self.partition_dir, f"bucket-{self.bucket}")
+
+
+def output_level(schema: TableSchema) -> int:
+    """Where full compaction writes: the top LSM level for primary-key tables, 0 for append tables."""
+    return schema.core_options.num_levels - 1 if schema.has_primary_key else 0
+
+
+def in_sequence_order(files: Sequence[DataFileMeta]) -> tuple[DataFileMeta, ...]:
+    """Files by minimum sequence number; ties keep their given (commit) order."""
+    return tuple(sorted(files, key=lambda f: f.min_sequence_number))
+
+
+def sorted_runs(files: Sequence[DataFileMeta]) -> int:
+    """Sorted runs of a primary-key bucket: each level-0 file, and each level above 0."""
+    return sum(1 for f in files if f.level == 0) + len({f.level for f in files if f.level > 0})
+
+
+def pick_files(schema: TableSchema, files: Sequence[DataFileMeta], level: int, *,
+               full: bool = True) -> tuple[DataFileMeta, ...]:
+    """The files of one bucket that compaction rewrites; empty when the bucket needs nothing.
+
+    Args:
+        schema: the table schema (primary-key or append rules, target-file-size).
+        files: the bucket's live files.
+        level: the output level (``output_level(schema)``).
+        full: False picks a primary-key bucket only when it holds more than one sorted run,
+            so a bucket that is a single file or already one run keeps its files.
+    """
+    ordered = in_sequence_order(files)
+    if not ordered:
+        return ()
+    if schema.has_primary_key:
+        settled = all(f.level == level and f.delete_row_count == 0 for f in ordered)
+        if settled or (not full and sorted_runs(ordered) < 2):
+            return ()
+        return ordered
+    full_size = schema.core_options.file_size_for(False) * FULL_APPEND_FILE_RATIO
+    start = 0
+    while start < len(ordered) and ordered[start].file_size >= full_size:
+        start += 1
+    rest = ordered[start:]
+    small = sum(1 for f in rest if f.file_size < full_size)
+    if len(rest) < 2 or small <= len(rest) - small:
+        return ()
+    return rest
+
+
+def compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
+    """Rewrite one bucket's files; ``compact_before`` = the inputs, ``compact_after`` = the new files.
+
+    Raises:
+        CorruptMetadataError: a data file is missing or unreadable, or its schema is unknown.
+    """
+    schema = task.schema
+    empty = CommitMessage(task.partition, task.bucket, task.total_buckets)
+    files = pick_files(schema, task.files, task.output_level)
+    if not files:
+        return empty
+    if schema.has_primary_key:
+        rows = _merged_rows(task, files, file_io)
+    else:
+        rows = _concatenated_rows(task, files, file_io)
+    after = write_files(rows, schema, task.bucket_dir, file_io, level=task.output_level,
+                        file_source=FILE_SOURCE_COMPACT, measure_size=True)
+    return CommitMessage(task.partition, task.bucket, task.total_buckets,
+                         compact_before=files, compact_after=tuple(after))
+
+
+def _read(task: CompactTask, meta: DataFileMeta, file_io: FileIO, *, system_columns: bool) -> pa.Table:
+    file_schema = task.schemas.get(meta.schema_id)
+    if file_schema is None:
+        raise CorruptMetadataError(f"data file {meta.file_name} was written with schema {meta.schema_id}, "
+                                   "which the compaction task does not carry")
+    path = meta.external_path or join(task.bucket_dir, meta.file_name)
+    return read_file(path, meta, file_schema, list(task.schema.fields), file_io, system_columns=system_columns)
+
+
+def _merged_rows(task: CompactTask, files: Sequence[DataFileMeta], file_io: FileIO) -> pa.Table:
+    """The winner of each key (highest sequence number), deletes dropped, sorted by key."""
+    parts = [_read(task, meta, file_io, system_columns=True) for meta in files]
+    table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    keys = task.schema.trimmed_primary_keys
+    merged = last_of_each_key(key_columns_sorted(table, keys, SEQUENCE_NUMBER), keys)
+    alive = pc.invert(pc.is_in(merged.column(VALUE_KIND), pa.array([UPDATE_BEFORE, DELETE], pa.int8())))
+    return merged.filter(alive)
+
+
+def _concatenated_rows(task: CompactTask, files: Sequence[DataFileMeta], file_io: FileIO) -> pa.Table:
+    """Append rows file after file, each with a sequence number inside its file's range.
+
+    Row ``j`` of a file gets ``min(min_seq + j, max_seq)``: its own number for files written
+    one number per row (lakectl, Java), and the file's range for files that carry less
+    (pypaimon writes [0, 0]); either way the rewrite keeps the inputs' sequence range.
+    """
+    parts = []
+    for meta in files:
+        part = _read(task, meta, file_io, system_columns=False)
+        seq = np.minimum(np.arange(part.num_rows, dtype=np.int64) + meta.min_sequence_number,
+                         meta.max_sequence_number)
+        parts.append(part.append_column(SEQUENCE_NUMBER, pa.array(seq, pa.int64())))
+    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+
+__all__ = ["CompactTask", "compact_bucket", "output_level", "pick_files", "sorted_runs"]

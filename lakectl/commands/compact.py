@@ -1,0 +1,52 @@
+"""lakectl compact DB.TABLE [--full] [--partition COL=VALUE[,COL=VALUE...] ...] [--dry-run]"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from core.errors import UsageError
+from core.ops.compact import compact
+from core.table import Table
+from lakectl.commands import output, settings
+from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+
+
+def parse_partition(text: str) -> dict[str, str]:
+    """``dt=2024-01-01,hr=10`` -> {"dt": "2024-01-01", "hr": "10"} (values cannot hold commas)."""
+    spec = {}
+    for pair in text.split(","):
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--partition {text!r} must be COLUMN=VALUE[,COLUMN=VALUE...]")
+        spec[key.strip()] = value
+    return spec
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("compact")
+    def compact_cmd(
+        ctx: typer.Context,
+        table: TableArg,
+        full: Annotated[bool, typer.Option(
+            "--full", help="Rewrite every bucket into one sorted run at the top level (drops deleted keys); "
+                           "without it only buckets holding several sorted runs are compacted.")] = False,
+        partition: Annotated[Optional[list[str]], typer.Option(
+            "--partition", "-p", help="Only this partition, COLUMN=VALUE[,COLUMN=VALUE...] (repeatable).")] = None,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be rewritten; write nothing.")] = False,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """Compact data files: merge each bucket's files, commit a COMPACT snapshot.
+
+        Example: lakectl compact shop.orders --full --partition dt=2024-01-01
+        """
+        out = output(ctx, fmt)
+        s = settings(ctx)
+        t = Table.open(table, warehouse=s.resolve_warehouse(warehouse))
+        specs = [parse_partition(p) for p in partition] if partition else None
+        with out.progress() as progress:
+            result = compact(t, full=full, partitions=specs, dry_run=dry_run,
+                             engine_settings=s.engine_settings(progress))
+        out.record(result)
