@@ -39,13 +39,17 @@ def root(
     warehouse: Annotated[Optional[str], typer.Option("--warehouse", "-w", help="Warehouse URI.")] = None,
     fmt: Annotated[Optional[str], typer.Option("--format", "-f", help="table, json, jsonl or csv.")] = None,
     config: Annotated[Optional[str], typer.Option("--config", help="TOML config file.")] = None,
+    engine: Annotated[Optional[str], typer.Option("--engine", help="auto, local or spark (auto: Spark for a master or large data).")] = None,
+    master: Annotated[Optional[str], typer.Option("--master", help="Spark master, e.g. spark://host:7077 (default local[*]).")] = None,
+    spark_conf: Annotated[Optional[list[str]], typer.Option("--spark-conf", help="Spark setting KEY=VALUE (repeatable).")] = None,
     verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="More detail; tracebacks.")] = 0,
     _: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
 ) -> None:
     """Create, write, scan and manage Apache Paimon tables."""
     logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    ctx.obj = Settings(warehouse=warehouse, format=fmt, verbose=verbose, config_file=config)
+    ctx.obj = Settings(warehouse=warehouse, format=fmt, verbose=verbose, config_file=config, engine=engine,
+                       master=master, spark_conf=list(spark_conf or []))
 
 
 for module in (create, write, scan, compact, snapshots, describe, listing):
