@@ -36,5 +36,10 @@ test: venv oracle
 test-quick: venv
 	$(BIN)/python -m pytest -q -m "not slow and not interop and not spark and not cluster and not s3"
 
+# Benchmarks are not tests: they measure, and report ratios against a floor from the same run.
+BENCH_ROWS ?= 5000000
+bench: venv
+	$(BIN)/python bench/spark_write.py --rows $(BENCH_ROWS) --repeat 3 --out bench/results-spark.md
+
 clean:
 	rm -rf $(VENV) $(ORACLE_VENV) warehouse .pytest_cache .hypothesis

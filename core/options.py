@@ -121,6 +121,15 @@ class CoreOptions:
             return parse_int(self.raw["num-levels"], "num-levels")
         return self.num_sorted_run_compaction_trigger + 1
 
+    def scan_parallelism(self, splits: int) -> int | None:
+        """Spark scan tasks: `scan.parallelism` if set; else one per split when
+        `scan.infer-parallelism` (default true), else None (Spark's default parallelism)."""
+        if "scan.parallelism" in self.raw:
+            return max(1, parse_int(self.raw["scan.parallelism"], "scan.parallelism"))
+        if parse_bool(self.raw.get("scan.infer-parallelism", "true"), "scan.infer-parallelism"):
+            return max(1, splits)
+        return None
+
     @property
     def partition_legacy_name(self) -> bool:
         return parse_bool(self.raw.get("partition.legacy-name", "true"), "partition.legacy-name")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Optional
 
@@ -33,6 +34,31 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever sys.stderr is at the time (the test runner swaps it per call)."""
+
+    @property
+    def stream(self):  # type: ignore[override]
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
+def _configure_logging(verbose: int) -> None:
+    """core and lakectl log to stderr: warnings always, INFO (engine choice...) with -v, DEBUG with -vv."""
+    level = logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING
+    for name in ("core", "lakectl"):
+        logger = logging.getLogger(name)
+        logger.handlers = [h for h in logger.handlers if not isinstance(h, _StderrHandler)]
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = False
+
+
 @app.callback()
 def root(
     ctx: typer.Context,
@@ -46,8 +72,7 @@ def root(
     _: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
 ) -> None:
     """Create, write, scan and manage Apache Paimon tables."""
-    logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    _configure_logging(verbose)
     ctx.obj = Settings(warehouse=warehouse, format=fmt, verbose=verbose, config_file=config, engine=engine,
                        master=master, spark_conf=list(spark_conf or []))
 

@@ -89,20 +89,25 @@ def key_columns_sorted(table: pa.Table, keys: list[str], seq_column: str) -> pa.
     return table.take(pc.sort_indices(table, sort_keys=order))
 
 
-def last_of_each_key(table: pa.Table, keys: list[str]) -> pa.Table:
-    """Of rows sorted by key, keep the last row of each run of equal keys."""
+def key_changes(table: pa.Table, keys: list[str]) -> np.ndarray:
+    """For rows sorted by ``keys``: element i is True where row i+1's key differs from row i's
+    (nulls equal each other)."""
     n = table.num_rows
-    if n <= 1 or not keys:
-        return table
-    differs = np.zeros(n - 1, dtype=bool)
+    differs = np.zeros(max(n - 1, 0), dtype=bool)
     for k in keys:
         col = table.column(k)
         a, b = col.slice(0, n - 1), col.slice(1)
         neq = pc.fill_null(pc.not_equal(a, b), True)
         both_null = pc.and_(pc.is_null(a), pc.is_null(b))
         differs |= np.asarray(pc.and_not(neq, both_null).to_numpy(zero_copy_only=False), dtype=bool)
-    keep = np.append(differs, True)
-    return table.filter(pa.array(keep))
+    return differs
+
+
+def last_of_each_key(table: pa.Table, keys: list[str]) -> pa.Table:
+    """Of rows sorted by key, keep the last row of each run of equal keys."""
+    if table.num_rows <= 1 or not keys:
+        return table
+    return table.filter(pa.array(np.append(key_changes(table, keys), True)))
 
 
 def write_bucket(task: WriteTask, rows: pa.Table, file_io: FileIO) -> CommitMessage:

@@ -232,8 +232,8 @@ def to_spark(table: Table, *, snapshot_id: int | None = None, timestamp: str | N
 
 def _spark_frame(engine: Any, prepared: PreparedScan) -> Any:
     p = prepared.plan
-    options = p.read_schema.options
-    parallelism = int(options["scan.parallelism"]) if "scan.parallelism" in options else None
+    opts = p.read_schema.core_options
+    parallelism = opts.scan_parallelism(len(p.splits))
     return engine.read_dataframe(p.splits, p.read_schema, p.schemas, where=prepared.where,
                                  select=prepared.select, parallelism=parallelism)
 

@@ -18,7 +18,7 @@ import pytest
 
 BIN_DIR = Path(sys.executable).parent
 SCRIPT = shutil.which("lakectl", path=str(BIN_DIR)) or shutil.which("lakectl")
-COMMANDS = ("create", "write", "scan", "snapshots", "describe", "list")
+COMMANDS = ("create", "write", "scan", "compact", "snapshots", "describe", "list")
 
 
 def entry_point(kind: str) -> list[str]:

@@ -223,3 +223,33 @@ def test_input_table_and_orc_files_are_read_by_spark(tmp_path, engine):
     write_input(t, str(orc), engine_settings=LOCAL)  # same file, local engine: an update of key 2
     assert _rows(t.scan()) == [{"id": 1, "v": "a", "n": 1, "dt": "x"}, {"id": 2, "v": "b", "n": 2, "dt": "y"}]
     assert [s.commit_kind for s in t.snapshots.snapshots()] == ["APPEND"] * 3
+
+
+def test_compaction_on_spark_matches_local_compaction(tmp_path, engine):
+    from core.ops.compact import compact
+
+    local, spark = _table(tmp_path, "cmp_local"), _table(tmp_path, "cmp_spark")
+    for t in (local, spark):
+        for batch in _batches():
+            t.write(batch, row_kind_column="op", engine_settings=LOCAL)
+    compact(local, full=True, engine=LocalEngine())
+    result = compact(spark, full=True, engine=engine)
+    assert result.snapshot_id == 3
+    assert _layout(local)[-1][:3] == _layout(spark)[-1][:3]
+    assert [f[:3] + f[3:4] for f in _layout(local)[-1][3]] == [f[:3] + f[3:4] for f in _layout(spark)[-1][3]]
+    assert _rows(spark.scan()) == _rows(local.scan()) == _rows(spark.scan(snapshot_id=2))
+    levels = {f[2] for f in _layout(spark)[-1][3]}
+    assert levels == {5}
+
+
+def test_scan_parallelism_options_set_the_number_of_scan_tasks(tmp_path, engine):
+    t = _table(tmp_path, "scanpar", options={"bucket": "4"})
+    t.write(_batches()[0].drop_columns(["op"]))
+    from core.ops.scan import prepare
+
+    splits = len(prepare(t).plan.splits)
+    assert splits > 2
+    assert t.to_spark().rdd.getNumPartitions() == splits  # scan.infer-parallelism defaults to true
+    t2 = _table(tmp_path, "scanpar2", options={"bucket": "4", "scan.parallelism": "2"})
+    t2.write(_batches()[0].drop_columns(["op"]))
+    assert t2.to_spark().rdd.getNumPartitions() == 2

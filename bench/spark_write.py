@@ -1,0 +1,137 @@
+"""Benchmark: lakectl writing a primary-key table on Spark local[2] against the bare-Spark floor
+of writing the same DataFrame to Parquet, in the same run and the same SparkSession.
+
+    python bench/spark_write.py --rows 5000000 --repeat 3 --out bench/results.md
+
+Rows: id BIGINT key, dt partition with 8 values, 6 value columns (INT, DOUBLE, ~20-char STRING,
+TIMESTAMP, BOOLEAN, DECIMAL(18,4)); table: primary key (id, dt), bucket=4, partitioned by dt.
+Cases alternate within each repetition; each figure is also given as a ratio to the floor
+measured in the same repetition (the machines are shared and noisy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from core.engines.spark import SparkEngine  # noqa: E402
+from core.ops.create import create  # noqa: E402
+from core.ops.write import write  # noqa: E402
+from core.table import Table  # noqa: E402
+
+SCHEMA = ("id BIGINT, dt STRING, c_int INT, c_double DOUBLE, c_str STRING, c_ts TIMESTAMP(6), "
+          "c_bool BOOLEAN, c_dec DECIMAL(18, 4)")
+
+
+def make_rows(n: int, seed: int = 7) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    ids = rng.permutation(n).astype(np.int64)
+    days = [f"2024-01-0{d + 1}" for d in range(8)]
+    words = np.array([f"customer-{i:011d}" for i in range(1000)])
+    base = np.datetime64("2024-01-01T00:00:00", "us")
+    return pa.table({
+        "id": ids,
+        "dt": pa.array(np.array(days)[ids % 8]),
+        "c_int": rng.integers(-1_000_000, 1_000_000, n, dtype=np.int32),
+        "c_double": rng.random(n),
+        "c_str": pa.array(words[rng.integers(0, 1000, n)]),
+        "c_ts": pa.array(base + rng.integers(0, 10**12, n).astype("timedelta64[us]")),
+        "c_bool": rng.random(n) < 0.5,
+        "c_dec": pa.array(rng.integers(-10**9, 10**9, n), pa.int64()).cast(pa.decimal128(19, 0))
+        .cast(pa.decimal128(18, 4)),
+    })
+
+
+def timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--out", default="bench/results-spark.md")
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="lakectl-bench-"))
+    try:
+        source = work / "input.parquet"
+        pq.write_table(make_rows(args.rows), source, compression="zstd")
+        engine = SparkEngine(master=args.master)
+        spark = engine.session  # started once, outside the timings
+        read = lambda: spark.read.parquet(str(source))  # noqa: E731
+        read().write.parquet(str(work / "warm-up"))  # JIT warm-up, not counted
+        floor_times, transfer_times, lakectl_times = [], [], []
+        for rep in range(args.repeat):
+            out = work / f"floor-{rep}"
+            floor_times.append(timed(lambda: read().write.parquet(str(out))))
+            transfer_times.append(timed(lambda: read().mapInArrow(_count_rows, "n long").collect()))
+            table = Table.locate(f"bench.t{rep}", warehouse=str(work / "wh"))
+            create(table, SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "4"})
+            lakectl_times.append(timed(lambda: write(table, spark.read.parquet(str(source)), engine=engine)))
+            assert table.latest_snapshot().total_record_count == args.rows
+            print(f"rep {rep + 1}: floor {floor_times[-1]:.2f}s, transfer {transfer_times[-1]:.2f}s, "
+                  f"lakectl {lakectl_times[-1]:.2f}s ({lakectl_times[-1] / floor_times[-1]:.2f}x)", flush=True)
+        report(args, floor_times, transfer_times, lakectl_times)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _count_rows(batches):
+    """Receives every row in Python as Arrow and does nothing with it: the transfer's cost."""
+    for batch in batches:
+        yield pa.RecordBatch.from_pydict({"n": [batch.num_rows]}, schema=pa.schema([("n", pa.int64())]))
+
+
+def report(args: argparse.Namespace, floor: list[float], transfer: list[float], lakectl: list[float]) -> None:
+    import pyspark
+
+    ratios = [lk / fl for lk, fl in zip(lakectl, floor)]
+    transfer_ratios = [tr / fl for tr, fl in zip(transfer, floor)]
+
+    lines = [
+        "# Spark write benchmark",
+        "",
+        f"{dt.datetime.now().isoformat(timespec='seconds')} on {platform.node()}: {os.cpu_count()} cores, "
+        f"{platform.platform()}, Python {platform.python_version()}, pyspark {pyspark.__version__}, "
+        f"pyarrow {pa.__version__}.",
+        "",
+        f"{args.rows:,} rows (id BIGINT key, dt with 8 values, 6 value columns); primary key (id, dt), bucket=4, "
+        f"partitioned by dt; Spark {args.master}; {args.repeat} repetitions, cases interleaved.",
+        "",
+        "| case | median seconds | median ratio to the floor |",
+        "|---|---|---|",
+        f"| bare Spark: DataFrame -> Parquet (floor) | {statistics.median(floor):.2f} | 1.00 |",
+        f"| Spark -> Python Arrow transfer alone (mapInArrow doing nothing) | {statistics.median(transfer):.2f} | "
+        f"{statistics.median(transfer_ratios):.2f} |",
+        f"| lakectl write on Spark (PK table, 4 buckets, 8 partitions) | {statistics.median(lakectl):.2f} | "
+        f"{statistics.median(ratios):.2f} |",
+        "",
+        "Per repetition (floor s, transfer s, lakectl s, lakectl ratio): "
+        + "; ".join(f"{f:.2f}, {t:.2f}, {lk:.2f}, {r:.2f}" for f, t, lk, r in zip(floor, transfer, lakectl, ratios)),
+        "",
+    ]
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""Engine choice from the command line: flags, environment, config; -v says which and why."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from lakectl.app import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def table(tmp_path):
+    wh = str(tmp_path / "wh")
+    r = runner.invoke(app, ["-w", wh, "create", "db.t", "--schema", "id BIGINT, v STRING", "--primary-key", "id"])
+    assert r.exit_code == 0, r.stderr
+    (tmp_path / "rows.csv").write_text("id,v\n1,a\n2,b\n")
+    return wh, str(tmp_path / "rows.csv")
+
+
+def test_verbose_names_the_engine_and_the_reason(table):
+    wh, rows = table
+    r = runner.invoke(app, ["-v", "-w", wh, "--engine", "local", "write", "db.t", "--input", rows])
+    assert r.exit_code == 0 and "engine: local (--engine local)" in r.stderr
+    r = runner.invoke(app, ["-v", "-w", wh, "write", "db.t", "--input", rows])
+    assert r.exit_code == 0 and "engine: local (" in r.stderr and "below the Spark threshold" in r.stderr
+    r = runner.invoke(app, ["-v", "-w", wh, "scan", "db.t", "-f", "json"])
+    assert r.exit_code == 0 and "engine: local (" in r.stderr
+    assert sorted(row["id"] for row in json.loads(r.stdout)) == [1, 2]
+
+
+def test_bad_engine_is_a_usage_error(table):
+    wh, rows = table
+    r = runner.invoke(app, ["-w", wh, "--engine", "flink", "write", "db.t", "--input", rows])
+    assert r.exit_code == 2 and "--engine 'flink'" in r.stderr
+    r = runner.invoke(app, ["-w", wh, "--spark-conf", "novalue", "--engine", "local", "write", "db.t", "--input", rows])
+    assert r.exit_code == 2 and "KEY=VALUE" in r.stderr
+
+
+def test_threshold_from_config_sends_small_work_to_spark_only_when_exceeded(table, tmp_path, monkeypatch):
+    wh, rows = table
+    config = tmp_path / "lakectl.toml"
+    config.write_text('engine = "auto"\n[spark]\nthreshold = "1mb"\n[spark.conf]\n"spark.executor.memory" = "512m"\n')
+    r = runner.invoke(app, ["-v", "-w", wh, "--config", str(config), "write", "db.t", "--input", rows])
+    assert r.exit_code == 0 and "below the Spark threshold of 1048576" in r.stderr
+    monkeypatch.setenv("LAKECTL_ENGINE", "local")
+    config.write_text('engine = "spark"\n')
+    r = runner.invoke(app, ["-v", "-w", wh, "--config", str(config), "write", "db.t", "--input", rows])
+    assert r.exit_code == 0 and "engine: local (--engine local)" in r.stderr  # env beats config
+
+
+@pytest.mark.spark
+def test_spark_engine_from_the_command_line(table):
+    wh, rows = table
+    r = runner.invoke(app, ["-v", "-w", wh, "--master", "local[2]", "write", "db.t", "--input", rows, "-f", "json"])
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["engine"] == "spark" and "a Spark master was given (local[2])" in r.stderr
+    r = runner.invoke(app, ["-w", wh, "--engine", "spark", "scan", "db.t", "-f", "json", "--where", "id > 1"])
+    assert r.exit_code == 0 and json.loads(r.stdout) == [{"id": 2, "v": "b"}]
