@@ -58,3 +58,23 @@ def test_spark_engine_from_the_command_line(table):
     assert json.loads(r.stdout)["engine"] == "spark" and "a Spark master was given (local[2])" in r.stderr
     r = runner.invoke(app, ["-w", wh, "--engine", "spark", "scan", "db.t", "-f", "json", "--where", "id > 1"])
     assert r.exit_code == 0 and json.loads(r.stdout) == [{"id": 2, "v": "b"}]
+
+
+@pytest.mark.spark
+def test_bad_input_on_spark_exits_5_with_the_local_message(table, tmp_path):
+    wh, _ = table
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,v\n,a\n")
+    for engine in ("local", "spark"):
+        r = runner.invoke(app, ["-w", wh, "--engine", engine, "write", "db.t", "--input", str(bad)])
+        assert r.exit_code == 5, (engine, r.stderr)
+        assert r.stderr.strip().splitlines() == ["error: null in primary key column 'id' (input row 1)"]
+    r = runner.invoke(app, ["-w", wh, "snapshots", "db.t", "-f", "json"])
+    assert json.loads(r.stdout) == []
+
+
+def test_no_progress_bar_off_a_terminal():
+    from lakectl.output import Output
+
+    with Output("json").progress() as progress:
+        assert progress is None  # CliRunner's stderr is not a terminal
