@@ -22,6 +22,7 @@ else:  # pragma: no cover
 from core.engines import DEFAULT_SPARK_THRESHOLD, EngineSettings, ProgressCallback
 from core.errors import UsageError
 from core.options import parse_size
+from lakectl.params import parse_pairs
 
 DEFAULT_WAREHOUSE = "./warehouse"
 FORMATS = ("table", "json", "jsonl", "csv")
@@ -50,16 +51,6 @@ def load_config(path: Path | None) -> dict[str, Any]:
         raise UsageError(f"config file {path}: {e}") from e
     except OSError as e:
         raise UsageError(f"cannot read config file {path}: {e.strerror}") from e
-
-
-def _spark_conf_pairs(pairs: list[str]) -> dict[str, str]:
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--spark-conf {pair!r} must be KEY=VALUE")
-        out[key.strip()] = value.strip()
-    return out
 
 
 @dataclass(slots=True)
@@ -97,7 +88,7 @@ class Settings:
         if not isinstance(spark, dict):
             raise UsageError("config key 'spark' must be a table ([spark])")
         conf = {str(k): str(v) for k, v in (spark.get("conf") or {}).items()}
-        conf.update(_spark_conf_pairs(self.spark_conf))
+        conf.update(parse_pairs(self.spark_conf, flag="--spark-conf"))
         threshold = spark.get("threshold", os.environ.get("LAKECTL_SPARK_THRESHOLD"))
         return EngineSettings(
             engine=self.engine or os.environ.get("LAKECTL_ENGINE") or self.config.get("engine") or "auto",

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, Iterable, Optional
 
 import typer
+
+from core.errors import UsageError
 
 TableArg = Annotated[str, typer.Argument(help="Table as DB.TABLE inside the warehouse, or a path/URI.",
                                          show_default=False)]
@@ -17,3 +19,15 @@ PrimaryKeyOpt = Annotated[Optional[str], typer.Option("--primary-key", help="Com
 PartitionByOpt = Annotated[Optional[str], typer.Option("--partition-by", help="Comma-separated partition columns.")]
 TableOptionOpt = Annotated[Optional[list[str]], typer.Option(
     "--option", "-o", help="Table option KEY=VALUE (repeatable).")]
+
+
+def parse_pairs(items: Iterable[str], *, flag: str, shape: str = "KEY=VALUE",
+                shown: str | None = None) -> dict[str, str]:
+    """``["k=v", ...]`` -> {"k": "v"}; a malformed item is a usage error naming the flag."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"{flag} {shown or item!r} must be {shape}")
+        out[key.strip()] = value.strip()
+    return out

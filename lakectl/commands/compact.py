@@ -6,22 +6,16 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.errors import UsageError
 from core.ops.compact import compact
 from core.table import Table
 from lakectl.commands import output, settings
-from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+from lakectl.params import FormatOpt, TableArg, WarehouseOpt, parse_pairs
 
 
 def parse_partition(text: str) -> dict[str, str]:
     """``dt=2024-01-01,hr=10`` -> {"dt": "2024-01-01", "hr": "10"} (values cannot hold commas)."""
-    spec = {}
-    for pair in text.split(","):
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--partition {text!r} must be COLUMN=VALUE[,COLUMN=VALUE...]")
-        spec[key.strip()] = value
-    return spec
+    return parse_pairs(text.split(","), flag="--partition", shape="COLUMN=VALUE[,COLUMN=VALUE...]",
+                       shown=text)
 
 
 def register(app: typer.Typer) -> None:

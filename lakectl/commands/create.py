@@ -6,21 +6,15 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.errors import UsageError
 from core.ops.create import create, parse_key_list
 from core.table import Table
 from lakectl.commands import output, settings
-from lakectl.params import FormatOpt, PartitionByOpt, PrimaryKeyOpt, TableArg, TableOptionOpt, WarehouseOpt
+from lakectl.params import (FormatOpt, PartitionByOpt, PrimaryKeyOpt, TableArg, TableOptionOpt, WarehouseOpt,
+                            parse_pairs)
 
 
 def parse_options(pairs: list[str] | None) -> dict[str, str]:
-    out = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--option {pair!r} must be KEY=VALUE")
-        out[key.strip()] = value.strip()
-    return out
+    return parse_pairs(pairs or [], flag="--option")
 
 
 def register(app: typer.Typer) -> None:
