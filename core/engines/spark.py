@@ -230,12 +230,14 @@ def get_session(master: str, conf: Mapping[str, str]) -> SparkSession:
     return session
 
 
+_shipped_to: set[str] = set()  # application ids whose executors already have the archive
+
+
 def _ship_core(session: SparkSession) -> None:
-    archive = core_archive()
-    shipped = session.sparkContext._conf.get("spark.lakectl.core", "")  # noqa: SLF001 - one conf lookup
-    if shipped != archive:
-        session.sparkContext.addPyFile(archive)
-        session.sparkContext._conf.set("spark.lakectl.core", archive)  # noqa: SLF001
+    app_id = session.sparkContext.applicationId
+    if app_id not in _shipped_to:
+        session.sparkContext.addPyFile(core_archive())
+        _shipped_to.add(app_id)
 
 
 # ---- progress ----------------------------------------------------------------------------------
