@@ -19,6 +19,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import signal
 import uuid
 from dataclasses import dataclass
 from typing import IO, Any
@@ -28,6 +29,20 @@ import fsspec
 from core.errors import CorruptMetadataError, UsageError
 
 log = logging.getLogger(__name__)
+
+# Crash testing: with LAKECTL_KILL_AFTER_WRITES=N in the environment, the process SIGKILLs
+# itself right before its N-th mutating file operation (write, create, hint, delete), so
+# tests can stop a command at every point of its work and check what survives.
+_KILL_AFTER = int(os.environ.get("LAKECTL_KILL_AFTER_WRITES", "0") or 0)
+_mutations = 0
+
+
+def _before_mutation() -> None:
+    global _mutations
+    if _KILL_AFTER:
+        _mutations += 1
+        if _mutations >= _KILL_AFTER:
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,17 +145,20 @@ class FileIO:
 
     def write_bytes(self, path: str, data: bytes) -> None:
         """Write a new file (data, manifests). Names are unique, so no overwrite race exists."""
+        _before_mutation()
         if self.local:
             os.makedirs(os.path.dirname(path), exist_ok=True)
         self.fs.pipe_file(path, data)
 
     def open_output(self, path: str) -> IO[bytes]:
+        _before_mutation()
         if self.local:
             os.makedirs(os.path.dirname(path), exist_ok=True)
         return self.fs.open(path, "wb")
 
     def overwrite_hint(self, path: str, text: str) -> None:
         """Replace a small hint file (LATEST/EARLIEST). Best effort by design: hints are not truth."""
+        _before_mutation()
         if self.local:
             tmp = f"{os.path.dirname(path)}/.{os.path.basename(path)}.{uuid.uuid4().hex}.tmp"
             with open(tmp, "w", encoding="ascii") as f:
@@ -151,12 +169,14 @@ class FileIO:
 
     def try_create(self, path: str, data: bytes) -> bool:
         """Create ``path`` with ``data`` only if it does not exist. True if this call created it."""
+        _before_mutation()
         if self.local:
             return _local_create_if_absent(path, data)
         raise UsageError(
             f"atomic create-if-absent is not available for {path.split('://')[0]}:// yet; refusing to commit")
 
     def delete(self, path: str) -> None:
+        _before_mutation()
         try:
             self.fs.rm_file(path)
         except FileNotFoundError:

@@ -95,8 +95,7 @@ class Output:
         elif self.format == "jsonl":
             self._write(json.dumps(jsonable(obj)) + "\n")
         elif self.format == "csv":
-            flat = {k: v for k, v in obj.items() if not isinstance(v, (list, tuple, dict))}
-            self.rows([flat], list(flat))
+            self.rows([obj], list(obj))  # lists and objects become JSON text in their cell
         else:
             table = RichTable(title=title, show_header=False)
             table.add_column("field", style="bold")

@@ -17,6 +17,7 @@ from core.commit import FileStoreCommit, OverwriteSpec
 from core.engines import EngineSettings, choose_engine
 from core.errors import NotFoundError, UsageError
 from core.ops.create import columns_from_arrow, create
+from core.ops.maintenance import after_commit
 from core.rows import prepare_rows
 from core.kernels.write import WriteJob
 from core.manifest import DELETE as DELETE_ENTRY, merge_entries, read_entries
@@ -43,6 +44,7 @@ class WriteResult:
     partitions: int
     buckets: int
     engine: str
+    maintenance: tuple[str, ...] = ()  # post-commit steps that did work (compact, expire, ...)
 
 
 def next_sequences(table: Table, schema: TableSchema) -> dict[tuple[bytes, int], int]:
@@ -95,6 +97,7 @@ def write(table: Table, data: Any, *, mode: str = "append", row_kind_column: str
         # No input rows touch any partition of a partitioned table: nothing to replace.
         overwrite = OverwriteSpec(frozenset(partitions) if schema.partition_keys else None)
     snapshot = FileStoreCommit(table.file_io, table.path, schema).commit(messages, overwrite=overwrite)
+    maintenance = after_commit(table, engine) if snapshot else []
     files = [f for m in messages for f in m.new_files]
     return WriteResult(
         table=table.name,
@@ -107,6 +110,7 @@ def write(table: Table, data: Any, *, mode: str = "append", row_kind_column: str
         partitions=len(partitions),
         buckets=len(messages),
         engine=engine.name,
+        maintenance=tuple(name for name, _ in maintenance),
     )
 
 

