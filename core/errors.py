@@ -23,6 +23,10 @@ class TableExistsError(LakectlError):
     """create of a table that already exists without --if-not-exists (exit 1)."""
 
 
+class TagExistsError(LakectlError):
+    """create of a tag whose name is taken (exit 1)."""
+
+
 class CommitConflictError(LakectlError):
     """The commit could not land after its retries, or its base vanished (exit 4)."""
 

@@ -125,6 +125,23 @@ class FileIO:
                                   e.get("mtime") or e.get("LastModified") and e["LastModified"].timestamp()))
         return out
 
+    def walk(self, path: str) -> list[FileStatus]:
+        """Every file (not directory) below ``path``, recursively; an absent directory is empty."""
+        try:
+            entries = self.fs.find(path, withdirs=False, detail=True)
+        except FileNotFoundError:
+            return []
+        return [self._status(e, path) for e in entries.values() if e.get("type") != "directory"]
+
+    def _status(self, e: dict[str, Any], base: str) -> FileStatus:
+        name = e["name"]
+        if not self.local and "://" in base and "://" not in name:
+            name = base.split("://", 1)[0] + "://" + name
+        mtime = e.get("mtime")
+        if mtime is None and e.get("LastModified") is not None:
+            mtime = e["LastModified"].timestamp()
+        return FileStatus(name, int(e.get("size") or 0), e.get("type") == "directory", mtime)
+
     def list_names(self, path: str) -> list[str]:
         return [s.path.rstrip("/").rsplit("/", 1)[-1] for s in self.list_dir(path)]
 
@@ -181,6 +198,18 @@ class FileIO:
             self.fs.rm_file(path)
         except FileNotFoundError:
             pass
+
+    def remove_empty_dir(self, path: str) -> bool:
+        """Remove ``path`` if it is an empty directory; False if it is not empty or absent.
+        Object stores have no directories, so there it is a no-op."""
+        if not self.local:
+            return False
+        _before_mutation()
+        try:
+            os.rmdir(path)
+            return True
+        except OSError:
+            return False
 
     def delete_quietly(self, path: str) -> None:
         """Best-effort cleanup of files nobody references; failure only leaves an orphan."""

@@ -7,6 +7,7 @@ at create time so a table never silently behaves differently from Paimon.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass
 from typing import Mapping
@@ -35,6 +36,27 @@ def parse_size(text: str, key: str) -> int:
     if not m or m.group(2).lower() not in _SIZE_UNITS:
         raise UsageError(f"option {key}={text!r} is not a size such as 128mb")
     return int(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+
+
+_DURATION_UNITS = {
+    "ms": 0.001, "milli": 0.001, "millis": 0.001, "millisecond": 0.001, "milliseconds": 0.001,
+    "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
+    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
+    "h": 3600, "hour": 3600, "hours": 3600,
+    "d": 86400, "day": 86400, "days": 86400,
+    "w": 604800, "week": 604800, "weeks": 604800,
+}
+
+
+def parse_duration(text: str, key: str = "duration") -> dt.timedelta:
+    """A Paimon duration (``1 h``, ``7d``, ``30 min``, ``500 ms``; a bare number is milliseconds,
+    as Java's TimeUtils reads it) -> timedelta. ``key`` names the option or flag in the error."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    unit = m.group(2).lower() if m else ""
+    if not m or (unit and unit not in _DURATION_UNITS):
+        raise UsageError(f"{key} {text!r} is not a duration such as 1d, 12h, 30min or 10s")
+    seconds = float(m.group(1)) * (_DURATION_UNITS[unit] if unit else 0.001)
+    return dt.timedelta(seconds=seconds)
 
 
 def parse_bool(text: str, key: str) -> bool:

@@ -28,7 +28,9 @@ if TYPE_CHECKING:
 
     from core.engines import EngineSettings
     from core.ops.compact import CompactResult
-    from core.ops.describe import SnapshotInfo, TableDescription
+    from core.ops.describe import FileInfo, SnapshotInfo, TableDescription
+    from core.ops.orphans import OrphanResult
+    from core.ops.rollback import RollbackResult
     from core.ops.write import WriteResult
 
 DEFAULT_WAREHOUSE = "./warehouse"
@@ -124,6 +126,25 @@ class Table:
         from core.ops.compact import compact
 
         return compact(self, full=full, partitions=partitions, dry_run=dry_run, engine_settings=engine_settings)
+
+    def rollback(self, *, snapshot_id: int | None = None, tag: str | None = None, if_latest: int | None = None,
+                 dry_run: bool = True) -> "RollbackResult":
+        """Make ``snapshot_id`` (or ``tag``'s snapshot) the latest; dry run unless ``dry_run=False``."""
+        from core.ops.rollback import rollback
+
+        return rollback(self, snapshot_id=snapshot_id, tag=tag, if_latest=if_latest, dry_run=dry_run)
+
+    def remove_orphan_files(self, *, older_than: str = "1d", dry_run: bool = True) -> "OrphanResult":
+        """Delete unreferenced files older than ``older_than``; dry run unless ``dry_run=False``."""
+        from core.ops.orphans import remove_orphan_files
+
+        return remove_orphan_files(self, older_than=older_than, dry_run=dry_run)
+
+    def files(self, *, snapshot_id: int | None = None) -> list["FileInfo"]:
+        """Live data files of a snapshot (the latest by default)."""
+        from core.ops.describe import live_files
+
+        return live_files(self, snapshot_id)
 
     def history(self, limit: int | None = None) -> list["SnapshotInfo"]:
         from core.ops.describe import history

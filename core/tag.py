@@ -1,12 +1,76 @@
-"""Tags: ``tag/tag-<name>`` files, each a snapshot JSON kept verbatim (plus optional TTL fields)."""
+"""Tags: ``tag/tag-<name>`` files, each a snapshot JSON kept verbatim (plus optional TTL fields).
+
+A tag file is the snapshot's JSON plus ``tagCreateTime`` (Java ``LocalDateTime`` as Jackson
+writes it: ``[y, mo, d, h, mi, s, nanos]``, local time) and, with a TTL, ``tagTimeRetained``
+(Java ``Duration`` as seconds, e.g. ``86400.0``) (spec §9.1). Tags are created with the same
+create-if-absent primitive as snapshots, so of two creators of one name exactly one wins.
+"""
 
 from __future__ import annotations
 
-from core.errors import NotFoundError
+import datetime as dt
+import json
+from dataclasses import dataclass, replace
+from typing import Any
+
+from core.errors import CorruptMetadataError, NotFoundError, TagExistsError, UsageError
 from core.fileio import FileIO, join
 from core.snapshot import Snapshot
 
 TAG_PREFIX = "tag-"
+TAG_CREATE_TIME = "tagCreateTime"
+TAG_TIME_RETAINED = "tagTimeRetained"
+
+
+@dataclass(frozen=True, slots=True)
+class Tag:
+    name: str
+    snapshot: Snapshot  # without the tag fields: what snapshot-N held
+    create_time: dt.datetime | None = None  # local time, naive (as Java's LocalDateTime)
+    time_retained: dt.timedelta | None = None
+
+    def to_json(self) -> str:
+        obj: dict[str, Any] = self.snapshot.to_dict()
+        if self.create_time is not None:
+            t = self.create_time
+            obj[TAG_CREATE_TIME] = [t.year, t.month, t.day, t.hour, t.minute, t.second, t.microsecond * 1000]
+        if self.time_retained is not None:
+            obj[TAG_TIME_RETAINED] = float(self.time_retained.total_seconds())
+        return json.dumps(obj, indent=2)
+
+    @classmethod
+    def from_json(cls, name: str, text: str, path: str) -> "Tag":
+        snapshot = Snapshot.from_json(text, path)
+        extra = dict(snapshot.extra)
+        raw_time = extra.pop(TAG_CREATE_TIME, None)
+        raw_ttl = extra.pop(TAG_TIME_RETAINED, None)
+        try:
+            create_time = _local_date_time(raw_time)
+            ttl = None if raw_ttl is None else dt.timedelta(seconds=float(raw_ttl))
+        except (TypeError, ValueError) as e:
+            raise CorruptMetadataError(f"cannot decode the tag fields of {path}: {e}") from e
+        return cls(name, replace(snapshot, extra=extra), create_time, ttl)
+
+
+def _local_date_time(raw: Any) -> dt.datetime | None:
+    """Jackson writes LocalDateTime as an array (trailing zero fields may be dropped) or as ISO text."""
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        return dt.datetime.fromisoformat(raw)
+    parts = [int(x) for x in raw] + [0] * (7 - len(raw))
+    return dt.datetime(*parts[:6], microsecond=parts[6] // 1000)
+
+
+def validate_tag_name(name: str) -> None:
+    """Paimon's rules: not blank, not a pure number (it would read as a snapshot id), and a
+    plain file name (no path separators)."""
+    if not name or not name.strip():
+        raise UsageError("tag name must not be empty")
+    if name.isdigit():
+        raise UsageError(f"tag name {name!r} must not be a number (it would read as a snapshot id)")
+    if "/" in name or "\\" in name or name in (".", "..") or name != name.strip():
+        raise UsageError(f"tag name {name!r} must be a plain name: no '/', no '\\\\', no surrounding spaces")
 
 
 class TagManager:
@@ -18,10 +82,42 @@ class TagManager:
         return join(self.dir, TAG_PREFIX + name)
 
     def names(self) -> list[str]:
-        return sorted(n[len(TAG_PREFIX):] for n in self.file_io.list_names(self.dir) if n.startswith(TAG_PREFIX))
+        return sorted(n[len(TAG_PREFIX):] for n in self.file_io.list_names(self.dir)
+                      if n.startswith(TAG_PREFIX) and not n.startswith("."))
 
-    def snapshot(self, name: str) -> Snapshot:
+    def exists(self, name: str) -> bool:
+        return self.file_io.exists(self.path(name))
+
+    def tag(self, name: str) -> Tag:
         path = self.path(name)
         if not self.file_io.exists(path):
             raise NotFoundError(f"tag {name} does not exist")
-        return Snapshot.from_json(self.file_io.read_text(path), path)
+        return Tag.from_json(name, self.file_io.read_text(path), path)
+
+    def snapshot(self, name: str) -> Snapshot:
+        return self.tag(name).snapshot
+
+    def tags(self) -> list[Tag]:
+        """Every tag, by name; a tag deleted while listing is skipped."""
+        out = []
+        for name in self.names():
+            try:
+                out.append(self.tag(name))
+            except NotFoundError:
+                continue
+        return out
+
+    def create(self, name: str, snapshot: Snapshot, *, time_retained: dt.timedelta | None = None,
+               create_time: dt.datetime | None = None) -> Tag:
+        """Write ``tag-<name>``; TagExistsError if the name is taken (also by a racing creator)."""
+        validate_tag_name(name)
+        tag = Tag(name, snapshot, create_time or dt.datetime.now(), time_retained)
+        if not self.file_io.try_create(self.path(name), tag.to_json().encode("utf-8")):
+            raise TagExistsError(f"tag {name} already exists")
+        return tag
+
+    def delete(self, name: str) -> None:
+        validate_tag_name(name)
+        if not self.exists(name):
+            raise NotFoundError(f"tag {name} does not exist")
+        self.file_io.delete(self.path(name))

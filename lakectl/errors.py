@@ -15,7 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from core.errors import (CommitConflictError, CorruptMetadataError, InvalidDataError, LakectlError,
-                         NotFoundError, TableExistsError, UsageError)
+                         NotFoundError, TableExistsError, TagExistsError, UsageError)
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_INVALID_DATA = 0, 1, 2, 3, 4, 5
 
@@ -25,6 +25,7 @@ EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (CommitConflictError, EXIT_CONFLICT),
     (InvalidDataError, EXIT_INVALID_DATA),
     (TableExistsError, EXIT_FAILURE),
+    (TagExistsError, EXIT_FAILURE),
     (CorruptMetadataError, EXIT_FAILURE),
     (LakectlError, EXIT_FAILURE),
 ]

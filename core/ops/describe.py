@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Any
 
+from core import binary_row
 from core.manifest import merge_entries, read_entries
+from core.partition import partition_spec_text
 from core.table import Table
 from core.warehouse import Warehouse
 
@@ -108,3 +111,40 @@ def list_catalog(warehouse: Warehouse, database: str | None = None) -> list[Cata
     if database is None:
         return [CatalogEntry(db, None) for db in warehouse.databases()]
     return [CatalogEntry(database, t) for t in warehouse.tables(database)]
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    partition: dict[str, Any]
+    bucket: int
+    level: int
+    row_count: int
+    file_size: int
+    min_sequence_number: int
+    max_sequence_number: int
+    schema_id: int
+    file_name: str
+
+
+def live_files(table: Table, snapshot_id: int | None = None) -> list[FileInfo]:
+    """The live data files of a snapshot (the latest by default), by partition, bucket, level, name.
+
+    Raises:
+        NotFoundError: the snapshot does not exist.
+    """
+    snap = table.snapshots.snapshot(snapshot_id) if snapshot_id is not None else table.latest_snapshot()
+    if snap is None:
+        return []
+    schema = table.schemas.schema(snap.schema_id)
+    fields = schema.partition_fields
+    types = [f.type for f in fields]
+    decoded: dict[bytes, dict[str, Any]] = {}
+    out = []
+    for e in merge_entries(read_entries(table.manifests(), [snap.base_manifest_list, snap.delta_manifest_list])):
+        if e.partition not in decoded:
+            decoded[e.partition] = partition_spec_text(binary_row.decode(e.partition, types), fields)
+        f = e.file
+        out.append(FileInfo(decoded[e.partition], e.bucket, f.level, f.row_count, f.file_size,
+                            f.min_sequence_number, f.max_sequence_number, f.schema_id, f.file_name))
+    out.sort(key=lambda i: (tuple(str(v) for v in i.partition.values()), i.bucket, i.level, i.file_name))
+    return out

@@ -1,0 +1,167 @@
+"""remove-orphan-files: delete files under the table directory that no metadata references.
+
+What counts as referenced (read first, from every ``snapshot-N`` present and every tag):
+their manifest lists, the manifests those name, the data files of each one's live set (ADD
+minus DELETE, spec §4.3; a file only a DELETE entry names is read by no snapshot) with their
+extra files, every changelog file, the index manifest and the index files it lists, and the
+statistics file. Files are matched by name:
+data and manifest names carry a UUID.
+
+Never touched: ``schema/``, ``tag/``, ``consumer/``, ``branch/``, ``changelog/`` and the
+snapshot files and hints in ``snapshot/`` (only stale ``.snapshot-N.*.tmp``-style temp files
+there are candidates). A candidate is deleted only when its modification time is older than
+``older_than``: a concurrent writer's fresh files are not yet referenced by any snapshot.
+A crash part-way is harmless: every deleted file was unreferenced, and a rerun finishes.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import posixpath
+import time
+from dataclasses import dataclass
+
+import fastavro
+
+from core.errors import CorruptMetadataError, NotFoundError
+from core.fileio import FileStatus, join
+from core.manifest import ManifestEntry, ManifestIO, merge_entries
+from core.options import parse_duration
+from core.snapshot import Snapshot
+from core.table import Table
+
+log = logging.getLogger(__name__)
+
+# Metadata directories whose files are never candidates.
+_PROTECTED_DIRS = frozenset({"schema", "tag", "consumer", "branch", "changelog"})
+
+
+@dataclass(frozen=True, slots=True)
+class OrphanResult:
+    table: str
+    files: int
+    bytes: int
+    dry_run: bool
+    older_than: str
+    paths: tuple[str, ...]
+
+
+def referenced_files(table: Table) -> set[str]:
+    """Names of every file some snapshot or tag of ``table`` references (see module doc)."""
+    mio = table.manifests()
+    roots: list[Snapshot] = []
+    for sid in table.snapshots.list_ids():
+        try:
+            roots.append(table.snapshots.snapshot(sid))
+        except NotFoundError:
+            continue  # expired (or rolled back) while we listed: its files are not ours to keep
+    roots.extend(t.snapshot for t in table.tags.tags())
+
+    names: set[str] = set()
+    list_cache: dict[str, list[str]] = {}
+    manifest_cache: dict[str, list[ManifestEntry]] = {}
+
+    def manifests_of(list_name: str) -> list[str]:
+        if list_name not in list_cache:
+            list_cache[list_name] = [m.file_name for m in mio.read_manifest_list(list_name)]
+            names.add(list_name)
+            names.update(list_cache[list_name])
+        return list_cache[list_name]
+
+    def entries_of(manifest: str) -> list[ManifestEntry]:
+        if manifest not in manifest_cache:
+            manifest_cache[manifest] = mio.read_manifest(manifest)
+        return manifest_cache[manifest]
+
+    for snap in roots:
+        data_manifests = [m for name in (snap.base_manifest_list, snap.delta_manifest_list) if name
+                          for m in manifests_of(name)]
+        for entry in merge_entries(e for m in data_manifests for e in entries_of(m)):
+            names.add(entry.file.file_name)
+            names.update(entry.file.extra_files)
+        if snap.changelog_manifest_list:
+            for m in manifests_of(snap.changelog_manifest_list):
+                for entry in entries_of(m):
+                    names.add(entry.file.file_name)
+                    names.update(entry.file.extra_files)
+        if snap.index_manifest and snap.index_manifest not in names:
+            names.add(snap.index_manifest)
+            names.update(_index_files(mio, snap.index_manifest))
+        if snap.statistics:
+            names.add(snap.statistics)
+    return names
+
+
+def _index_files(mio: ManifestIO, name: str) -> list[str]:
+    """File names in an index manifest (HASH / deletion-vector files under ``index/``)."""
+    path = join(mio.dir, name)
+    try:
+        return [r["_FILE_NAME"] for r in fastavro.reader(io.BytesIO(mio.file_io.read_bytes(path)))]
+    except (ValueError, KeyError, TypeError) as e:
+        raise CorruptMetadataError(f"cannot decode index manifest {path}: {e}") from e
+
+
+def _is_candidate(table_path: str, status: FileStatus) -> bool:
+    rel = posixpath.relpath(status.path, table_path)
+    top, _, rest = rel.partition("/")
+    if not rest or top in _PROTECTED_DIRS:
+        return False  # files directly in the table dir are not Paimon's; leave them alone
+    if top == "snapshot":
+        base = posixpath.basename(rel)
+        return "/" not in rest and base.startswith(".") and base.endswith(".tmp")
+    return True
+
+
+def remove_orphan_files(table: Table, *, older_than: str = "1d", dry_run: bool = False) -> OrphanResult:
+    """Delete unreferenced files older than ``older_than`` under the table directory.
+
+    Args:
+        table: the table.
+        older_than: a duration (``1d``, ``12h``); files modified more recently are kept.
+        dry_run: list what would be deleted; delete nothing.
+
+    Returns:
+        Count, bytes and paths of the files deleted (or that would be).
+
+    Raises:
+        UsageError: a bad duration.
+        CorruptMetadataError: a manifest cannot be read; nothing is deleted then.
+    """
+    threshold = time.time() - parse_duration(older_than, "--older-than").total_seconds()
+    table_path = table.path
+    keep = referenced_files(table)  # before listing: a file committed later is fresh anyway
+    orphans = []
+    for status in table.file_io.walk(table_path):
+        if not _is_candidate(table_path, status):
+            continue
+        if posixpath.basename(status.path) in keep:
+            continue
+        if status.mtime is None or status.mtime >= threshold:
+            continue  # unknown or recent: may belong to a commit in progress
+        orphans.append(status)
+    orphans.sort(key=lambda s: s.path)
+    if not dry_run:
+        dirs: set[str] = set()
+        for status in orphans:
+            table.file_io.delete(status.path)
+            dirs.add(posixpath.dirname(status.path))
+        _remove_empty_dirs(table, dirs)
+    log.info("%s %d orphan files (%d bytes) older than %s", "would remove" if dry_run else "removed",
+             len(orphans), sum(s.size for s in orphans), older_than)
+    return OrphanResult(table.name, len(orphans), sum(s.size for s in orphans), dry_run, older_than,
+                        tuple(s.path for s in orphans))
+
+
+def _remove_empty_dirs(table: Table, dirs: set[str]) -> None:
+    """Remove emptied bucket/partition directories, walking up, never the table dir or metadata dirs."""
+    root = table.path.rstrip("/")
+    for d in sorted(dirs, key=lambda p: -p.count("/")):
+        while d.startswith(root + "/"):
+            top = posixpath.relpath(d, root).split("/", 1)[0]
+            if top in _PROTECTED_DIRS or top in ("snapshot", "manifest", "index", "statistics"):
+                break
+            if not table.file_io.remove_empty_dir(d):
+                break
+            d = posixpath.dirname(d)
+

@@ -1,0 +1,86 @@
+"""rollback: make an earlier snapshot (or a tag) the latest again, metadata only.
+
+Paimon's order (spec §9.1): if the target is a tag whose snapshot was expired, write the
+tag back as ``snapshot-S`` and set ``EARLIEST=S``; remove ``snapshot-n`` for n > S from the
+highest id down, so that a crash part-way leaves a contiguous prefix whose latest is a real
+snapshot; remove the tags that point past S; set ``LATEST=S``. Data files and manifests only
+the removed snapshots referenced stay behind as orphans for ``remove-orphan-files`` (newer
+Java and pypaimon do the same): deleting them here could race a reader of a removed snapshot.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from core.errors import CommitConflictError, NotFoundError, UsageError
+from core.fileio import join
+from core.table import Table
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RollbackResult:
+    table: str
+    target_snapshot_id: int
+    snapshots_removed: tuple[int, ...]
+    tags_removed: tuple[str, ...]
+    dry_run: bool
+
+
+def rollback(table: Table, *, snapshot_id: int | None = None, tag: str | None = None,
+             if_latest: int | None = None, dry_run: bool = False) -> RollbackResult:
+    """Roll the table back to ``snapshot_id`` or to the snapshot of ``tag``.
+
+    Args:
+        table: the table.
+        snapshot_id: target snapshot (exclusive with ``tag``).
+        tag: target tag; works even when its snapshot was expired.
+        if_latest: refuse unless the latest snapshot is this one (guards against a commit
+            that landed after the caller looked).
+        dry_run: report what would be removed; change nothing.
+
+    Returns:
+        The target and what was (or would be) removed.
+
+    Raises:
+        UsageError: neither or both targets, or a target newer than the latest snapshot.
+        NotFoundError: the snapshot or tag does not exist (an expired snapshot without a tag).
+        CommitConflictError: the latest snapshot is not ``if_latest``.
+    """
+    if (snapshot_id is None) == (tag is None):
+        raise UsageError("give exactly one of --snapshot-id or --tag")
+    snapshots = table.snapshots
+    latest = snapshots.latest_id()
+    if latest is None:
+        raise NotFoundError(f"table {table.name} has no snapshots to roll back")
+    if if_latest is not None and latest != if_latest:
+        raise CommitConflictError(f"the latest snapshot is {latest}, not {if_latest}; nothing was rolled back")
+    tagged = table.tags.snapshot(tag) if tag is not None else None
+    target = tagged.id if tagged is not None else snapshot_id
+    assert target is not None
+    if target > latest:
+        raise UsageError(f"cannot roll back to snapshot {target}: the latest snapshot is {latest}")
+    restore = not snapshots.exists(target)
+    if restore and tagged is None:
+        raise NotFoundError(f"snapshot {target} does not exist (expired?); roll back to a tag instead")
+
+    removed = tuple(n for n in reversed(snapshots.list_ids()) if n > target)
+    tags_removed = tuple(t.name for t in table.tags.tags() if t.snapshot.id > target)
+    if dry_run:
+        return RollbackResult(table.name, target, removed, tags_removed, True)
+
+    if restore:
+        assert tagged is not None
+        # Written before anything is removed: from here on the table's latest snapshot is
+        # always a real one, whatever point a crash stops us at.
+        if snapshots.try_publish(tagged):
+            log.info("restored snapshot-%d from tag %s", target, tag)
+        table.file_io.overwrite_hint(join(snapshots.dir, "EARLIEST"), str(target))
+    for n in removed:  # highest first
+        table.file_io.delete(snapshots.path(n))
+    for name in tags_removed:
+        table.file_io.delete(table.tags.path(name))
+    snapshots.write_latest_hint(target)
+    return RollbackResult(table.name, target, removed, tags_removed, False)

@@ -1,0 +1,30 @@
+"""lakectl files DB.TABLE [--snapshot-id N]: the live data files of a snapshot."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from core.ops.describe import FileInfo, live_files
+from core.table import Table
+from lakectl.commands import output, settings
+from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("files")
+    def files_cmd(
+        ctx: typer.Context,
+        table: TableArg,
+        snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", help="Snapshot (default: latest).")] = None,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """List live data files: partition, bucket, level, rows, size, sequence range, schema, name.
+
+        Example: lakectl files shop.orders --snapshot-id 3 --format csv
+        """
+        out = output(ctx, fmt)
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        out.records(live_files(t, snapshot_id), FileInfo, title=f"files of {t.name}")

@@ -1,0 +1,31 @@
+"""lakectl remove-orphan-files DB.TABLE [--older-than 1d] [--dry-run]"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from core.ops.orphans import remove_orphan_files
+from core.table import Table
+from lakectl.commands import output, settings
+from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("remove-orphan-files")
+    def remove_orphan_files_cmd(
+        ctx: typer.Context,
+        table: TableArg,
+        older_than: Annotated[str, typer.Option("--older-than", help="Only files last modified longer ago than this (e.g. 1d, 12h); younger files may belong to a running write.")] = "1d",
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="List the files; delete nothing.")] = False,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """Delete files under the table that no snapshot or tag references (failed writes, rollbacks).
+
+        Example: lakectl remove-orphan-files shop.orders --older-than 3d --dry-run
+        """
+        out = output(ctx, fmt)
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        out.record(remove_orphan_files(t, older_than=older_than, dry_run=dry_run))

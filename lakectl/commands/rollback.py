@@ -1,0 +1,35 @@
+"""lakectl rollback DB.TABLE (--snapshot-id N | --tag NAME) [--if-latest M] [--dry-run]"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from core.ops.rollback import rollback
+from core.table import Table
+from lakectl.commands import output, settings
+from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("rollback")
+    def rollback_cmd(
+        ctx: typer.Context,
+        table: TableArg,
+        snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", help="Snapshot to roll back to.")] = None,
+        tag: Annotated[Optional[str], typer.Option("--tag", help="Tag to roll back to (works after its snapshot expired).")] = None,
+        if_latest: Annotated[Optional[int], typer.Option("--if-latest", help="Refuse (exit 4) unless the latest snapshot is this id.")] = None,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be removed; change nothing.")] = False,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """Make an earlier snapshot the latest: removes newer snapshots and the tags on them.
+
+        Data files of the removed snapshots stay until remove-orphan-files.
+
+        Example: lakectl rollback shop.orders --snapshot-id 12 --if-latest 15
+        """
+        out = output(ctx, fmt)
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        out.record(rollback(t, snapshot_id=snapshot_id, tag=tag, if_latest=if_latest, dry_run=dry_run))

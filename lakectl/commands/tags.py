@@ -1,0 +1,69 @@
+"""lakectl tag create|delete|list DB.TABLE: named, long-lived references to snapshots."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from core.ops.tags import TagInfo, create_tag, delete_tag, list_tags
+from core.table import Table
+from lakectl.commands import output, settings
+from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+
+TagNameArg = Annotated[str, typer.Argument(help="Tag name.", show_default=False)]
+
+
+def register(app: typer.Typer) -> None:
+    tag_app = typer.Typer(help="Create, delete and list tags.", no_args_is_help=True)
+
+    @tag_app.command("create")
+    def create_cmd(
+        ctx: typer.Context,
+        table: TableArg,
+        name: TagNameArg,
+        snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", help="Snapshot to tag (default: latest).")] = None,
+        time_retained: Annotated[Optional[str], typer.Option("--time-retained", help="Keep the tag this long, e.g. 7d (stored as the tag's TTL).")] = None,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """Tag a snapshot; an existing name is an error.
+
+        Example: lakectl tag create shop.orders eod-2024-01-01 --time-retained 30d
+        """
+        out = output(ctx, fmt)
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        out.record(create_tag(t, name, snapshot_id=snapshot_id, time_retained=time_retained))
+
+    @tag_app.command("delete")
+    def delete_cmd(
+        ctx: typer.Context,
+        table: TableArg,
+        name: TagNameArg,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """Delete a tag (its files become collectable by expire / remove-orphan-files).
+
+        Example: lakectl tag delete shop.orders eod-2024-01-01
+        """
+        out = output(ctx, fmt)
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        out.record(delete_tag(t, name))
+
+    @tag_app.command("list")
+    def list_cmd(
+        ctx: typer.Context,
+        table: TableArg,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """List tags: name, snapshot, schema, commit and create time, TTL, record count.
+
+        Example: lakectl tag list shop.orders --format json
+        """
+        out = output(ctx, fmt)
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        out.records(list_tags(t), TagInfo, title=f"tags of {t.name}")
+
+    app.add_typer(tag_app, name="tag")
