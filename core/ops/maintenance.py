@@ -13,6 +13,8 @@ import logging
 from typing import Any, Callable
 
 from core.errors import LakectlError
+from core.ops.compact import compact_after_commit
+from core.ops.partitions import expire_partitions_after_commit
 from core.options import parse_bool
 from core.table import Table
 
@@ -25,6 +27,8 @@ def _steps() -> list[tuple[str, Step]]:
     """The maintenance steps in Paimon's order: compaction, snapshot expiration, partition
     expiration. Each returns a result when it did work, else None."""
     steps: list[tuple[str, Step]] = []
+    steps.append(("compact", compact_after_commit))
+    steps.append(("expire-partitions", expire_partitions_after_commit))
     return steps
 
 
