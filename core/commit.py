@@ -75,8 +75,12 @@ class FileStoreCommit:
 
     # ---- public --------------------------------------------------------------------
     def commit(self, messages: Sequence[CommitMessage], *, kind: str = APPEND,
-               overwrite: OverwriteSpec | None = None) -> Snapshot | None:
-        """Commit the messages as one snapshot. Returns None when there is nothing to commit."""
+               overwrite: OverwriteSpec | None = None,
+               properties: dict[str, str] | None = None) -> Snapshot | None:
+        """Commit the messages as one snapshot. Returns None when there is nothing to commit.
+
+        ``properties`` go into the snapshot's ``properties`` map (e.g. marking a full compaction).
+        """
         if overwrite is not None:
             kind = OVERWRITE
         has_changes = any(m.new_files or m.compact_before or m.compact_after for m in messages)
@@ -90,7 +94,7 @@ class FileStoreCommit:
                 if landed is not None:
                     return landed
                 self._wait(attempt)
-            result = self._try_commit_once(messages, kind, overwrite)
+            result = self._try_commit_once(messages, kind, overwrite, properties)
             if isinstance(result, Success):
                 self.snapshots.write_latest_hint(result.snapshot.id)
                 return result.snapshot
@@ -99,7 +103,8 @@ class FileStoreCommit:
 
     # ---- one attempt ---------------------------------------------------------------
     def _try_commit_once(self, messages: Sequence[CommitMessage], kind: str,
-                         overwrite: OverwriteSpec | None) -> Success | Retry:
+                         overwrite: OverwriteSpec | None,
+                         properties: dict[str, str] | None = None) -> Success | Retry:
         latest = self.snapshots.latest()
         self._check_schema(latest)
         live: list[ManifestEntry] | None = None
@@ -146,6 +151,7 @@ class FileStoreCommit:
             delta_record_count=delta_count,
             index_manifest=latest.index_manifest if latest else None,
             watermark=latest.watermark if latest else None,
+            properties=dict(properties) if properties else None,
         )
         try:
             published = self.snapshots.try_publish(snapshot)

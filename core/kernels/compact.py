@@ -18,6 +18,11 @@ if that merges at least two files and small files outnumber big ones.
 
 A bucket that needs nothing (already one sorted run at the top level without deletes, or no
 small append files to merge) gives an empty CommitMessage, so compaction is idempotent.
+
+Universal compaction (``pick_universal``, Paimon's UniversalCompaction rules) picks the newest
+sorted runs of a primary-key bucket and writes them to a level that the remaining runs leave
+free. Only when the pick reaches the oldest run (nothing older below the output) may deletes
+be dropped; otherwise -U/-D winners are kept so they still hide older versions of their keys.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from core.kernels.read import read_file
 from core.kernels.write import (DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, key_columns_sorted,
                                 last_of_each_key, write_files)
 from core.manifest import FILE_SOURCE_COMPACT, DataFileMeta
+from core.options import parse_int
 from core.schema import TableSchema
 
 # lakectl rolls files on the Parquet size of a sample of rows, so a rewritten file lands near
@@ -62,6 +68,10 @@ class CompactTask:
     total_buckets: int
     files: tuple[DataFileMeta, ...]
     output_level: int  # output_level(schema): num-levels - 1 (5 by default); 0 for append tables
+    # Universal compaction: ``files`` are exactly the picked runs, written to ``output_level``;
+    # the kernel rewrites them as given instead of picking again.
+    picked: bool = False
+    drop_deletes: bool = True  # only when nothing older than the inputs lies below the output
 
     @property
     def bucket_dir(self) -> str:
@@ -113,6 +123,110 @@ def pick_files(schema: TableSchema, files: Sequence[DataFileMeta], level: int, *
     return rest
 
 
+# ---- universal compaction ------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class UniversalOptions:
+    """Paimon's UniversalCompaction settings, with its defaults."""
+
+    max_size_amplification_percent: int = 200  # compaction.max-size-amplification-percent
+    size_ratio: int = 1  # compaction.size-ratio (percent)
+    compaction_trigger: int = 5  # num-sorted-run.compaction-trigger
+    num_levels: int = 6  # num-levels (trigger + 1 unless set)
+
+    @classmethod
+    def of(cls, schema: TableSchema) -> "UniversalOptions":
+        opts = schema.core_options
+        amp = parse_int(opts.get("compaction.max-size-amplification-percent", "200") or "200",
+                        "compaction.max-size-amplification-percent")
+        ratio = parse_int(opts.get("compaction.size-ratio", "1") or "1", "compaction.size-ratio")
+        return cls(amp, ratio, opts.num_sorted_run_compaction_trigger, opts.num_levels)
+
+
+@dataclass(frozen=True, slots=True)
+class SortedRun:
+    """One sorted run of a primary-key bucket: a level-0 file, or all files of a level >= 1."""
+
+    level: int
+    files: tuple[DataFileMeta, ...]
+
+    @property
+    def size(self) -> int:
+        return sum(f.file_size for f in self.files)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactUnit:
+    """What universal compaction rewrites: whole runs, to one level."""
+
+    files: tuple[DataFileMeta, ...]
+    output_level: int
+    drop_deletes: bool
+
+
+def level_sorted_runs(files: Sequence[DataFileMeta]) -> list[SortedRun]:
+    """Runs newest first: level-0 files by descending max sequence number, then levels 1, 2, ..."""
+    level0 = sorted((f for f in files if f.level == 0),
+                    key=lambda f: (-f.max_sequence_number, -f.min_sequence_number, f.file_name))
+    runs = [SortedRun(0, (f,)) for f in level0]
+    for level in sorted({f.level for f in files if f.level > 0}):
+        runs.append(SortedRun(level, tuple(f for f in files if f.level == level)))
+    return runs
+
+
+def pick_universal(files: Sequence[DataFileMeta], options: UniversalOptions) -> CompactUnit | None:
+    """Paimon's universal picking for one primary-key bucket; None when it needs nothing.
+
+    In order: size amplification (the runs above the oldest total more than
+    max-size-amplification-percent of the oldest: compact everything), size ratio (from
+    the newest run, take the next run while it is at most (100 + size-ratio)% of what is
+    taken; compact when that is more than one run), both only once the bucket holds
+    num-sorted-run.compaction-trigger runs; then file number (more runs than the trigger:
+    start with the newest runs - trigger + 1 and extend by size ratio).
+    """
+    runs = level_sorted_runs(files)
+    max_level = options.num_levels - 1
+    trigger = options.compaction_trigger
+    if len(runs) >= trigger:
+        newer = sum(r.size for r in runs[:-1])
+        if newer * 100 > options.max_size_amplification_percent * runs[-1].size:
+            return _unit(runs, len(runs), max_level)
+        unit = _pick_for_size_ratio(runs, 1, options.size_ratio, max_level)
+        if unit is not None:
+            return unit
+    if len(runs) > trigger:
+        return _pick_for_size_ratio(runs, len(runs) - trigger + 1, options.size_ratio, max_level)
+    return None
+
+
+def _pick_for_size_ratio(runs: list[SortedRun], count: int, size_ratio: int, max_level: int) -> CompactUnit | None:
+    taken = sum(r.size for r in runs[:count])
+    for run in runs[count:]:
+        if taken * (100.0 + size_ratio) / 100.0 < run.size:
+            break
+        taken += run.size
+        count += 1
+    return _unit(runs, count, max_level) if count > 1 else None
+
+
+def _unit(runs: list[SortedRun], count: int, max_level: int) -> CompactUnit:
+    """The first ``count`` runs, written just below the next run kept (never to level 0)."""
+    level = max_level if count == len(runs) else max(0, runs[count].level - 1)
+    if level == 0:
+        # Output never goes to level 0: take the following level-0 runs and the first run
+        # above level 0 too, and write to that run's level.
+        for run in runs[count:]:
+            count += 1
+            if run.level != 0:
+                level = run.level
+                break
+    if count == len(runs):
+        level = max_level
+    picked = tuple(f for r in runs[:count] for f in r.files)
+    # Paimon: deletes go only when the output is the highest non-empty level.
+    drop = level >= max(r.level for r in runs)
+    return CompactUnit(in_sequence_order(picked), level, drop)
+
+
 def compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
     """Rewrite one bucket's files; ``compact_before`` = the inputs, ``compact_after`` = the new files.
 
@@ -121,11 +235,11 @@ def compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
     """
     schema = task.schema
     empty = CommitMessage(task.partition, task.bucket, task.total_buckets)
-    files = pick_files(schema, task.files, task.output_level)
+    files = in_sequence_order(task.files) if task.picked else pick_files(schema, task.files, task.output_level)
     if not files:
         return empty
     if schema.has_primary_key:
-        rows = _merged_rows(task, files, file_io)
+        rows = _merged_rows(task, files, file_io, drop_deletes=task.drop_deletes)
     else:
         rows = _concatenated_rows(task, files, file_io)
     after = write_files(rows, schema, task.bucket_dir, file_io, level=task.output_level,
@@ -143,12 +257,16 @@ def _read(task: CompactTask, meta: DataFileMeta, file_io: FileIO, *, system_colu
     return read_file(path, meta, file_schema, list(task.schema.fields), file_io, system_columns=system_columns)
 
 
-def _merged_rows(task: CompactTask, files: Sequence[DataFileMeta], file_io: FileIO) -> pa.Table:
-    """The winner of each key (highest sequence number), deletes dropped, sorted by key."""
+def _merged_rows(task: CompactTask, files: Sequence[DataFileMeta], file_io: FileIO, *,
+                 drop_deletes: bool = True) -> pa.Table:
+    """The winner of each key (highest sequence number), sorted by key; -U/-D winners are
+    dropped only with ``drop_deletes`` (they must keep hiding older versions below)."""
     parts = [_read(task, meta, file_io, system_columns=True) for meta in files]
     table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     keys = task.schema.trimmed_primary_keys
     merged = last_of_each_key(key_columns_sorted(table, keys, SEQUENCE_NUMBER), keys)
+    if not drop_deletes:
+        return merged
     alive = pc.invert(pc.is_in(merged.column(VALUE_KIND), pa.array([UPDATE_BEFORE, DELETE], pa.int8())))
     return merged.filter(alive)
 
@@ -169,4 +287,5 @@ def _concatenated_rows(task: CompactTask, files: Sequence[DataFileMeta], file_io
     return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
 
-__all__ = ["CompactTask", "compact_bucket", "output_level", "pick_files", "sorted_runs"]
+__all__ = ["CompactTask", "CompactUnit", "SortedRun", "UniversalOptions", "compact_bucket", "level_sorted_runs",
+           "output_level", "pick_files", "pick_universal", "sorted_runs"]

@@ -3,9 +3,13 @@ an engine, and commit the rewritten files as one COMPACT snapshot.
 
 Full compaction (the default) rewrites every primary-key bucket that is not already one
 sorted run at the top level without deletes, and merges the small files of append buckets.
-Without ``full`` only primary-key buckets holding more than one sorted run are compacted (a
-bucket that is a single file, or already one run, keeps its files); append buckets follow
-the same rule either way. Universal compaction's size-ratio picking may refine this later.
+Without ``full`` primary-key buckets follow Paimon's universal compaction
+(``kernels.compact.pick_universal``: size amplification, size ratio, sorted-run count against
+num-sorted-run.compaction-trigger), which may write below the top level and then keeps
+deletes; append buckets merge their small files either way.
+
+A full compaction's snapshot carries the property ``lakectl.compaction=full``, so that
+``full-compaction.delta-commits`` can count the data commits since the last one.
 
 The commit DELETEs the input files and ADDs the new ones; it fails with CommitConflictError
 if another commit removed an input file in the meantime (an overwrite, another
@@ -24,8 +28,9 @@ from core import binary_row
 from core.commit import CommitMessage, FileStoreCommit
 from core.engines import EngineSettings, choose_engine
 from core.errors import CommitConflictError, UsageError
+from core.options import parse_int
 from core.fileio import join
-from core.kernels.compact import CompactTask, output_level, pick_files
+from core.kernels.compact import CompactTask, UniversalOptions, output_level, pick_files, pick_universal
 from core.manifest import ManifestEntry, merge_entries, read_entries
 from core.partition import partition_path, render_value
 from core.schema import TableSchema
@@ -34,6 +39,8 @@ from core.table import Table
 from core.types import DataField, arrow_field
 
 log = logging.getLogger(__name__)
+
+FULL_COMPACTION_PROPERTY = "lakectl.compaction"  # value "full" on snapshots of full compactions
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,9 +139,17 @@ def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, s
         if selected(values_of[e.partition]):
             groups.setdefault((e.partition, e.bucket), []).append(e)
     loaded: dict[int, TableSchema] = {schema.id: schema}
+    universal = UniversalOptions.of(schema) if schema.has_primary_key and not full else None
     tasks = []
     for (part, bucket), group in groups.items():
-        files = pick_files(schema, [e.file for e in group], level, full=full)
+        task_level, picked, drop_deletes = level, False, True
+        if universal is not None:
+            unit = pick_universal([e.file for e in group], universal)
+            if unit is None:
+                continue
+            files, task_level, picked, drop_deletes = unit.files, unit.output_level, True, unit.drop_deletes
+        else:
+            files = pick_files(schema, [e.file for e in group], level, full=full)
         if not files:
             continue
         for f in files:
@@ -144,7 +159,8 @@ def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, s
         tasks.append(CompactTask(
             table_path=table.path, schema=schema, schemas={i: loaded[i] for i in sorted(needed)}, partition=part,
             partition_dir=partition_path(values_of[part], part_fields, default_name), bucket=bucket,
-            total_buckets=group[0].total_buckets, files=files, output_level=level))
+            total_buckets=group[0].total_buckets, files=files, output_level=task_level, picked=picked,
+            drop_deletes=drop_deletes))
     return CompactPlan(snapshot, schema, tuple(tasks))
 
 
@@ -156,8 +172,9 @@ def compact(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str
 
     Args:
         table: an existing table.
-        full: full compaction (every bucket not yet compacted); False compacts only
-            primary-key buckets with more than one sorted run.
+        full: full compaction (every bucket not yet compacted); False compacts primary-key
+            buckets by Paimon's universal rules (nothing below num-sorted-run.compaction-trigger
+            sorted runs).
         partitions: only these partitions, each ``{column: value as text}``; None = all.
         dry_run: plan only; report what would be rewritten, write nothing.
         engine: an engine object with ``compact(tasks, file_io)``; None picks one by data size.
@@ -185,7 +202,8 @@ def compact(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str
                                      if m.compact_before or m.compact_after]
     committer = FileStoreCommit(table.file_io, table.path, compaction.schema)
     try:
-        snapshot = committer.commit(messages, kind=COMPACT)
+        snapshot = committer.commit(messages, kind=COMPACT,
+                                    properties={FULL_COMPACTION_PROPERTY: "full"} if full else None)
     except CommitConflictError:
         _discard_if_unreferenced(table, committer.commit_user, compaction.snapshot, messages)
         raise
@@ -201,6 +219,45 @@ def compact(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str
         bytes_after=sum(f.file_size for f in after),
         dry_run=False,
     )
+
+
+# ---- after a write -----------------------------------------------------------------------
+def full_compaction_due(table: Table) -> bool:
+    """``full-compaction.delta-commits=N``: has the table had N data commits (APPEND or
+    OVERWRITE) since its last full compaction? Counted over the retained snapshots."""
+    text = table.schema.options.get("full-compaction.delta-commits")
+    if text is None:
+        return False
+    every = parse_int(text, "full-compaction.delta-commits")
+    if every < 1:
+        raise UsageError(f"option full-compaction.delta-commits={text} must be at least 1")
+    latest = table.snapshots.latest_id()
+    earliest = table.snapshots.earliest_id()
+    if latest is None or earliest is None:
+        return False
+    commits = 0
+    for sid in range(latest, earliest - 1, -1):
+        if not table.snapshots.exists(sid):
+            continue
+        snap = table.snapshots.snapshot(sid)
+        if snap.commit_kind == COMPACT and (snap.properties or {}).get(FULL_COMPACTION_PROPERTY) == "full":
+            break
+        if snap.commit_kind != COMPACT:
+            commits += 1
+            if commits >= every:
+                return True
+    return False
+
+
+def compact_after_commit(table: Table, engine: Any) -> CompactResult | None:
+    """The post-commit compaction step of a Paimon writer: a full compaction when
+    ``full-compaction.delta-commits`` says so, else universal (minor) compaction of the
+    primary-key buckets that reached num-sorted-run.compaction-trigger. None if nothing ran."""
+    full = full_compaction_due(table)
+    if not full and not table.schema.has_primary_key:
+        return None  # append buckets are merged by `lakectl compact`, not after every write
+    result = compact(table, full=full, engine=engine)
+    return result if result.snapshot_id is not None else None
 
 
 def _discard_if_unreferenced(table: Table, commit_user: str, planned: Snapshot | None,

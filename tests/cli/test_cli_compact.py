@@ -122,7 +122,8 @@ def test_partition_option(wh: str, sales: str) -> None:
 
 
 def test_without_full_only_buckets_with_several_runs(wh: str, tmp_path: Path) -> None:
-    ok("--warehouse", wh, "create", "db.one", "--schema", "id BIGINT, v STRING", "--primary-key", "id")
+    ok("--warehouse", wh, "create", "db.one", "--schema", "id BIGINT, v STRING", "--primary-key", "id",
+       "--option", "num-sorted-run.compaction-trigger=1", "--option", "write-only=true")
     with (tmp_path / "one.csv").open("w") as f:
         f.write("id,v\n1,a\n2,b\n")
     ok("--warehouse", wh, "write", "db.one", "--input", tmp_path / "one.csv")

@@ -162,7 +162,8 @@ def _append_ops(worker: int, writes: int, rows: int, dts: list[str]) -> list[dic
 # ---- tests ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("primary_keys", [["id"], []], ids=["pk", "append"])
 def test_two_writers_ten_commits_each(tmp_path: Path, primary_keys: list[str]) -> None:
-    options = {"bucket": "2"} if primary_keys else {}
+    # write-only: every snapshot must be one of the workers' writes (no COMPACT after commit)
+    options = {"bucket": "2", "write-only": "true"} if primary_keys else {}
     t = _table(tmp_path, primary_keys=primary_keys, partition_keys=[], options=options)
     writers = {f"w{w}": _writer(t, _append_ops(w, 10, 3, ["a", "b"])) for w in range(2)}
     results, _ = race(tmp_path / "barrier", writers)
@@ -178,7 +179,7 @@ def test_many_writers_with_overwrites_and_a_reader(tmp_path: Path) -> None:
     others append to. Every snapshot must equal the writes replayed in snapshot order, and a
     reader scanning throughout only ever sees those states."""
     t = _table(tmp_path, primary_keys=["id", "dt"], partition_keys=["dt"],
-               options={"bucket": "2", "commit.max-retries": "50"})
+               options={"bucket": "2", "commit.max-retries": "50", "write-only": "true"})
     writers = {}
     for w in range(4):
         ops = _append_ops(w, 12, 4, ["a", "b", "c"])

@@ -68,10 +68,13 @@ class Kind:
 
 KINDS = {
     k.name: k for k in (
-        Kind("pk_partitioned", ("id", "dt"), ("dt",), {"bucket": "3"}),
-        Kind("pk_unpartitioned", ("id",), (), {"bucket": "1"}),
+        # write-only: the model counts one snapshot per write; compaction after a commit would
+        # add COMPACT snapshots (tests/unit/test_universal_compaction.py covers those).
+        Kind("pk_partitioned", ("id", "dt"), ("dt",), {"bucket": "3", "write-only": "true"}),
+        Kind("pk_unpartitioned", ("id",), (), {"bucket": "1", "write-only": "true"}),
         # One row per file: merging across many files of one write and of one bucket.
-        Kind("pk_partitioned_tiny_files", ("id", "dt"), ("dt",), {"bucket": "2", "target-file-size": "1b"}),
+        Kind("pk_partitioned_tiny_files", ("id", "dt"), ("dt",),
+             {"bucket": "2", "target-file-size": "1b", "write-only": "true"}),
         Kind("append_partitioned", (), ("dt",)),
         Kind("append_unpartitioned", (), ()),
         Kind("append_bucketed", (), ("dt",), {"bucket": "2", "bucket-key": "id"}),

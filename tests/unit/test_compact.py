@@ -82,7 +82,7 @@ def sales(ids: range | list[int], dt: str, tag: str, kind: str | None = None) ->
 def sales_table(tmp_path: Path) -> Table:
     """A partitioned 3-bucket primary-key table with inserts, updates, -U and -D over 4 commits."""
     t = make_table(tmp_path, "dt STRING, id BIGINT, v STRING", primary_keys=("dt", "id"), partition_keys=("dt",),
-                   options={"bucket": "3"})
+                   options={"bucket": "3", "write-only": "true"})  # no compaction after writes: tests call it
     t.write(pa.concat_tables([sales(range(40), "d1", "a"), sales(range(20), "d2", "a")]))
     t.write(pa.concat_tables([sales(range(10, 30), "d1", "b", "+U"), sales(range(5), "d2", "b", "+U")]),
             row_kind_column="op")
@@ -432,7 +432,11 @@ def test_dry_run_writes_nothing(sales_table: Table) -> None:
 
 
 def test_non_full_compacts_only_buckets_with_several_sorted_runs(tmp_path: Path) -> None:
-    t = make_table(tmp_path, "id BIGINT", primary_keys=("id",), options={"bucket": "2"})
+    # Universal compaction with a trigger of 1 compacts any bucket of more than one run;
+    # write-only keeps the writes from compacting on their own.
+    t = make_table(tmp_path, "id BIGINT", primary_keys=("id",),
+                   options={"bucket": "2", "num-sorted-run.compaction-trigger": "1", "num-levels": "6",
+                            "write-only": "true"})
     t.write(pa.table({"id": pa.array([0, 1, 2, 3, 4, 5], pa.int64())}))  # one file per bucket
     assert compact(t, full=False).snapshot_id is None
     bucket_of = {r: e.bucket for e in live(t) for r in read_raw(t, e).column("id").to_pylist()}

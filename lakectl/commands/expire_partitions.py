@@ -1,0 +1,38 @@
+"""lakectl expire-partitions DB.TABLE [--expiration-time 7d] [--max-expires N] [--dry-run]"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from core.ops.partitions import expire_partitions
+from core.table import Table
+from lakectl.commands import output, settings
+from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("expire-partitions")
+    def expire_partitions_cmd(
+        ctx: typer.Context,
+        table: TableArg,
+        expiration_time: Annotated[Optional[str], typer.Option(
+            "--expiration-time", help="Drop partitions older than this, e.g. 7d or 12h "
+                                      "(default: option partition.expiration-time).")] = None,
+        max_expires: Annotated[Optional[int], typer.Option(
+            "--max-expires", min=1, help="Expire at most N partitions, the oldest first.")] = None,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would expire; commit nothing.")] = False,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """Drop partitions whose time (partition.timestamp-pattern / -formatter) has expired,
+        as one OVERWRITE snapshot; data files go when that snapshot's predecessors expire.
+
+        Example: lakectl expire-partitions shop.orders --expiration-time 30d --dry-run
+        """
+        out = output(ctx, fmt)
+        s = settings(ctx)
+        t = Table.open(table, warehouse=s.resolve_warehouse(warehouse))
+        result = expire_partitions(t, expiration_time=expiration_time, max_expires=max_expires, dry_run=dry_run)
+        out.record(result)
