@@ -77,7 +77,7 @@ def build(tmp_path: Path) -> tuple[Table, set[str]]:
     warehouse = tmp_path / "wh"
     t = Table.locate("db.t", warehouse=str(warehouse))
     create(t, "id INT NOT NULL, v STRING, dt STRING NOT NULL", primary_keys=["id", "dt"], partition_keys=["dt"],
-           options={"bucket": "2"})
+           options={"bucket": "2", "write-only": "true"})
     t.write(batch(1))
     t.write(batch(2))
     create_tag(t, "first", snapshot_id=1)

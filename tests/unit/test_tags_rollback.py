@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import shutil
+import subprocess
 import threading
 from pathlib import Path
 from typing import Any
@@ -30,7 +33,7 @@ def make_table(tmp_path: Path, snapshots: int = 4) -> tuple[Table, list[list[Row
     """A partitioned PK table with ``snapshots`` commits; returns it and the rows of snapshot i+1."""
     t = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
     create(t, "id INT NOT NULL, v STRING, dt STRING NOT NULL", primary_keys=["id", "dt"], partition_keys=["dt"],
-           options={"bucket": "2"})
+           options={"bucket": "2", "write-only": "true"})
     model: dict[tuple, Row] = {}
     states = []
     for i in range(snapshots):
@@ -230,3 +233,61 @@ def test_live_files(tmp_path: Path) -> None:
         assert (f.level, f.schema_id) == (0, 0) and f.min_sequence_number <= f.max_sequence_number
     with pytest.raises(NotFoundError):
         live_files(t, 7)
+
+
+# ---- crashes -------------------------------------------------------------------------------
+LAKECTL = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "lakectl"
+
+
+def run_cli(*args: str, kill_after: int | None, home: Path) -> "subprocess.CompletedProcess[str]":
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_")}
+    env["HOME"] = str(home)
+    if kill_after is not None:
+        env["LAKECTL_KILL_AFTER_WRITES"] = str(kill_after)
+    return subprocess.run([str(LAKECTL), *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+def check_consistent(t: Table, states: list[list[Row]], tag_ids: dict[str, int]) -> None:
+    """The latest snapshot and every remaining snapshot and tag scan as they were committed."""
+    latest = t.snapshots.latest_id()
+    assert latest is not None
+    assert rows(t.scan()) == states[latest - 1]
+    for sid in t.snapshots.list_ids():
+        assert rows(t.scan(snapshot_id=sid)) == states[sid - 1]
+    for name in t.tags.names():
+        assert rows(t.scan(tag=name)) == states[tag_ids[name] - 1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["snapshot", "expired-tag"])
+def test_rollback_killed_at_every_step(tmp_path: Path, target: str) -> None:
+    src, states = make_table(tmp_path / "src", 5)
+    tag_ids = {"two": 2, "four": 4, "five": 5}
+    for name, sid in tag_ids.items():
+        create_tag(src, name, snapshot_id=sid)
+    if target == "expired-tag":
+        for sid in (1, 2):
+            Path(src.snapshots.path(sid)).unlink()
+        args = ["--tag", "two"]
+    else:
+        args = ["--snapshot-id", "2"]
+    k = 1
+    while True:
+        work = tmp_path / f"k{k}"
+        shutil.copytree(tmp_path / "src" / "wh", work / "wh")
+        t = Table.open("db.t", warehouse=str(work / "wh"))
+        proc = run_cli("-w", str(work / "wh"), "rollback", "db.t", *args, kill_after=k, home=tmp_path)
+        assert proc.returncode in (0, -9), proc.stderr
+        check_consistent(t, states, tag_ids)
+        if proc.returncode == 0:
+            break
+        rerun = run_cli("-w", str(work / "wh"), "rollback", "db.t", *args, kill_after=None, home=tmp_path)
+        assert rerun.returncode == 0, rerun.stderr
+        assert t.snapshots.latest_id() == 2 and t.tags.names() == ["two"]
+        check_consistent(t, states, tag_ids)
+        t.write(pa.table({"id": pa.array([50], pa.int32()), "v": ["n"], "dt": ["a"]}))
+        assert t.snapshots.latest_id() == 3
+        shutil.rmtree(work)
+        k += 1
+    assert k >= 5  # three snapshots and two tags to remove: every one was a kill point
+    assert t.snapshots.list_ids() == ([1, 2] if target == "snapshot" else [2])
