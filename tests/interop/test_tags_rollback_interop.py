@@ -1,0 +1,120 @@
+"""Tags, rollback and orphan removal across lakectl and pypaimon (the official reader/writer).
+
+pypaimon reads lakectl's tags, and the table after a lakectl rollback and after
+remove-orphan-files; lakectl reads the tags pypaimon creates and rolls back to them.
+Expected rows are the batches each test wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from oracle import official_read, official_write
+
+from core.ops.create import create
+from core.ops.orphans import remove_orphan_files
+from core.ops.rollback import rollback
+from core.ops.tags import create_tag, list_tags
+from core.table import Table
+
+pytestmark = pytest.mark.interop
+
+SCHEMA = pa.schema([("id", pa.int32()), ("v", pa.string()), ("dt", pa.string())])
+
+
+def batch(i: int) -> pa.Table:
+    return pa.Table.from_pylist([{"id": i, "v": f"v{i}", "dt": "a"}, {"id": 1, "v": f"u{i}", "dt": "b"}],
+                                schema=SCHEMA)
+
+
+def canon(data: pa.Table) -> list[tuple[Any, ...]]:
+    return sorted((r["id"], r["v"], r["dt"]) for r in data.select(["id", "v", "dt"]).to_pylist())
+
+
+def lakectl_table(tmp_path: Path, writes: int) -> tuple[Table, list[list[tuple[Any, ...]]]]:
+    """A PK table written by lakectl; returns it and the expected rows of snapshot i+1."""
+    t = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    create(t, "id INT NOT NULL, v STRING, dt STRING NOT NULL", primary_keys=["id", "dt"], partition_keys=["dt"],
+           options={"bucket": "2", "write-only": "true"})
+    model: dict[tuple[int, str], tuple[Any, ...]] = {}
+    states = []
+    for i in range(1, writes + 1):
+        data = batch(i)
+        t.write(data)
+        for r in data.to_pylist():
+            model[(r["id"], r["dt"])] = (r["id"], r["v"], r["dt"])
+        states.append(sorted(model.values()))
+    return t, states
+
+
+def test_pypaimon_reads_lakectl_tags(tmp_path: Path) -> None:
+    t, states = lakectl_table(tmp_path, 3)
+    create_tag(t, "first", snapshot_id=1, time_retained="1d")
+    create_tag(t, "second", snapshot_id=2)
+    for name, sid in (("first", 1), ("second", 2)):
+        data, meta = official_read(t.path, tmp_path, tag=name)
+        assert canon(data) == states[sid - 1], name
+    latest, _ = official_read(t.path, tmp_path)
+    assert canon(latest) == states[2]
+
+
+def test_pypaimon_reads_after_rollback_and_orphan_removal(tmp_path: Path) -> None:
+    t, states = lakectl_table(tmp_path, 4)
+    create_tag(t, "one", snapshot_id=1)
+    create_tag(t, "three", snapshot_id=3)
+    result = rollback(t, snapshot_id=2)
+    assert result.snapshots_removed == (4, 3) and result.tags_removed == ("three",)
+    data, meta = official_read(t.path, tmp_path)
+    assert canon(data) == states[1] and meta["latest_snapshot"] == 2
+    old = time.time() - 2 * 86400
+    for p in Path(t.path).rglob("*"):
+        if p.is_file():
+            os.utime(p, (old, old))
+    removed = remove_orphan_files(t, older_than="1d")
+    assert removed.files > 0
+    data, _ = official_read(t.path, tmp_path)
+    assert canon(data) == states[1]
+    data, _ = official_read(t.path, tmp_path, snapshot=1)
+    assert canon(data) == states[0]
+    data, _ = official_read(t.path, tmp_path, tag="one")
+    assert canon(data) == states[0]
+    # a lakectl write after the rollback continues at snapshot 3, and pypaimon sees it
+    t.write(batch(9))
+    data, meta = official_read(t.path, tmp_path)
+    assert meta["latest_snapshot"] == 3
+    assert canon(data) == sorted(set(states[1]) - {(1, "u2", "b")} | {(9, "v9", "a"), (1, "u9", "b")})
+
+
+def test_lakectl_reads_and_rolls_back_to_pypaimon_tags(tmp_path: Path) -> None:
+    job: dict[str, Any] = {
+        "warehouse": str(tmp_path / "wh"), "table": "db.p",
+        "schema": {"fields": [["id", "INT NOT NULL"], ["v", "STRING"], ["dt", "STRING NOT NULL"]],
+                   "primary_keys": ["id", "dt"], "partition_keys": ["dt"], "options": {"bucket": "2"},
+                   "comment": None},
+        "steps": [{"op": "write", "overwrite": False, "overwrite_partition": None},
+                  {"op": "tag", "name": "t1", "snapshot": None},
+                  {"op": "write", "overwrite": False, "overwrite_partition": None},
+                  {"op": "tag", "name": "t2", "snapshot": None},
+                  {"op": "write", "overwrite": False, "overwrite_partition": None}],
+    }
+    official_write(job, [batch(1), batch(2), batch(3)], tmp_path)
+    t = Table.open("db.p", warehouse=str(tmp_path / "wh"))
+    expected_t1, _ = official_read(t.path, tmp_path, tag="t1")
+    expected_t2, _ = official_read(t.path, tmp_path, tag="t2")
+    tags = {i.name: i for i in list_tags(t)}
+    assert sorted(tags) == ["t1", "t2"] and tags["t1"].snapshot_id < tags["t2"].snapshot_id
+    assert tags["t1"].time_retained is None  # pypaimon 2.1 writes no tag fields without a TTL
+    raw = json.loads(Path(t.tags.path("t1")).read_text())
+    assert t.tags.snapshot("t1").to_dict() == {k: v for k, v in raw.items() if not k.startswith("tag")}
+    assert canon(t.scan(tag="t1")) == canon(expected_t1)
+    assert canon(t.scan(tag="t2")) == canon(expected_t2)
+    result = rollback(t, tag="t1")
+    assert result.tags_removed == ("t2",)
+    data, meta = official_read(t.path, tmp_path)
+    assert canon(data) == canon(expected_t1) and meta["latest_snapshot"] == tags["t1"].snapshot_id
