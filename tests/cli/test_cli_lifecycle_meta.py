@@ -149,3 +149,14 @@ def test_remove_orphan_files(tmp_path: Path, table: Table) -> None:
     assert ok_json(cli(tmp_path, "remove-orphan-files", "db.t", "--older-than", "1h", "-f", "json"))["files"] == 0
     error(cli(tmp_path, "remove-orphan-files", "db.t", "--older-than", "old"), 2, "--older-than")
     error(cli(tmp_path, "remove-orphan-files", "db.nope"), 3, "does not exist")
+
+
+def test_help(tmp_path: Path) -> None:
+    top = runner.invoke(app, ["--help"])
+    assert top.exit_code == 0
+    for command in ("tag", "rollback", "files", "remove-orphan-files"):
+        assert command in top.stdout
+    for args in (["tag", "create"], ["tag", "delete"], ["tag", "list"], ["rollback"], ["files"],
+                 ["remove-orphan-files"]):
+        sub = runner.invoke(app, [*args, "--help"])
+        assert sub.exit_code == 0 and "--warehouse" in sub.stdout and "--format" in sub.stdout, args
