@@ -40,6 +40,7 @@ test-quick: venv
 BENCH_ROWS ?= 5000000
 bench: venv
 	$(BIN)/python bench/spark_write.py --rows $(BENCH_ROWS) --repeat 3 --out bench/results-spark.md
+	$(BIN)/python bench/expire.py --snapshots 5000 --out bench/results-expire.md
 
 clean:
 	rm -rf $(VENV) $(ORACLE_VENV) warehouse .pytest_cache .hypothesis

@@ -150,7 +150,13 @@ class SnapshotManager:
         ids = self.list_ids()
         return ids[-1] if ids else None
 
+    def earliest_hint(self) -> int | None:
+        """The EARLIEST hint as written (None if absent or garbled); unchecked."""
+        return self._hint("EARLIEST")
+
     def earliest_id(self) -> int | None:
+        """Trust EARLIEST only if snapshot-e exists and snapshot-(e-1) does not: two existence
+        checks when the hint is right, a listing only when it is stale or missing."""
         e = self._hint("EARLIEST")
         if e is not None and self.exists(e) and not self.exists(e - 1):
             return e
@@ -181,6 +187,11 @@ class SnapshotManager:
     def try_publish(self, snapshot: Snapshot) -> bool:
         """Create ``snapshot-<id>`` if absent; False if another committer took the id."""
         return self.file_io.try_create(self.path(snapshot.id), snapshot.to_json().encode("utf-8"))
+
+    def write_earliest_hint(self, snapshot_id: int) -> None:
+        """Written by expiration (Java does the same); unlike LATEST a failure is raised, so a
+        crash-interrupted expire that never wrote it is finished by the next run."""
+        self.file_io.overwrite_hint(join(self.dir, "EARLIEST"), str(snapshot_id))
 
     def write_latest_hint(self, snapshot_id: int) -> None:
         try:

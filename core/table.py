@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from core.ops.describe import FileInfo, SnapshotInfo, TableDescription
     from core.ops.orphans import OrphanResult
     from core.ops.rollback import RollbackResult
+    from core.ops.expire import ExpireResult
     from core.ops.write import WriteResult
 
 DEFAULT_WAREHOUSE = "./warehouse"
@@ -126,6 +127,17 @@ class Table:
         from core.ops.compact import compact
 
         return compact(self, full=full, partitions=partitions, dry_run=dry_run, engine_settings=engine_settings)
+
+    def expire(self, *, retain_min: int | None = None, retain_max: int | None = None,
+               older_than: str | None = None, max_deletes: int | None = None,
+               dry_run: bool = True) -> "ExpireResult":
+        """Expire old snapshots and the files only they reference. A dry run (the default) only
+        reports what would go; pass ``dry_run=False`` to delete. Unset options come from the
+        table's ``snapshot.*`` retention options."""
+        from core.ops.expire import expire_snapshots
+
+        return expire_snapshots(self, retain_min=retain_min, retain_max=retain_max, older_than=older_than,
+                                max_deletes=max_deletes, dry_run=dry_run)
 
     def rollback(self, *, snapshot_id: int | None = None, tag: str | None = None, if_latest: int | None = None,
                  dry_run: bool = True) -> "RollbackResult":

@@ -15,6 +15,7 @@ from typing import Any, Callable
 from core.errors import LakectlError
 from core.ops.compact import compact_after_commit
 from core.ops.partitions import expire_partitions_after_commit
+from core.ops.expire import expire_snapshots
 from core.options import parse_bool
 from core.table import Table
 
@@ -29,7 +30,14 @@ def _steps() -> list[tuple[str, Step]]:
     steps: list[tuple[str, Step]] = []
     steps.append(("compact", compact_after_commit))
     steps.append(("expire-partitions", expire_partitions_after_commit))
+    steps.append(("expire", _expire))
     return steps
+
+
+def _expire(table: Table, engine: Any) -> Any:
+    """Snapshot expiration with the table's retention options, as a Paimon writer does after each commit."""
+    result = expire_snapshots(table, dry_run=False)
+    return result if result.snapshots_expired else None
 
 
 def after_commit(table: Table, engine: Any) -> list[tuple[str, Any]]:

@@ -1,0 +1,353 @@
+"""expire: remove old snapshots and the files only they reference (spec §9.1).
+
+Which snapshots expire follows Paimon's ``ExpireSnapshotsImpl`` exactly: with latest L and
+earliest E, ``lowest_kept_by_max = max(L - max + 1, E)``, ``end = L - min + 1`` capped by the
+consumers' ``nextSnapshot`` and by ``E + limit``; walking from ``lowest_kept_by_max`` towards
+``end``, the first snapshot not older than the cutoff becomes ``end``. Snapshots ``[E, end)``
+expire and ``end`` becomes the earliest.
+
+Order of deletion, chosen so that a kill at any point leaves the table readable at every
+snapshot from ``end`` on and a rerun finishes the job:
+(a) data files DELETEd by the delta lists of ``(E, end]`` that are not live at ``end`` (not
+    re-ADDed later in that range) and not live in any tag;
+(b) changelog files of ``[E, end)`` not in any tag's changelog;
+(c) manifest lists and manifests of ``[E, end)`` not referenced by ``end`` or any tag;
+(d) the snapshot files, oldest first; then ``EARLIEST = end``.
+Files go before the snapshots that describe them, so a rerun still finds the snapshots that
+name what is left; metadata an interrupted run already removed reads as empty, and deleting
+a missing file is a no-op.
+
+Cost: only snapshots ``[E, end]``, their manifest lists and delta manifests, and the tags
+are read, never the rest of the history. ``end``'s live set is not materialised: a file a
+delta of ``(E, end]`` DELETEs is live at ``end`` exactly when a later delta of that range
+ADDs it back (a level upgrade), which the replay of those deltas sees.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import re
+import time
+from dataclasses import dataclass
+from typing import Iterable
+
+from core import binary_row
+from core.errors import CorruptMetadataError, NotFoundError, UsageError
+from core.fileio import join
+from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO
+from core.options import parse_int
+from core.partition import partition_path
+from core.snapshot import Snapshot
+from core.table import Table
+
+log = logging.getLogger(__name__)
+
+INTEGER_MAX = 2**31 - 1
+DEFAULT_RETAIN_MIN = 10
+DEFAULT_RETAIN_MAX = INTEGER_MAX
+DEFAULT_TIME_RETAINED = "1h"
+DEFAULT_EXPIRE_LIMIT = 10
+
+_UNITS_MS = {
+    "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
+    "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
+    "min": 60_000, "m": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
+    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
+    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ExpireResult:
+    table: str
+    snapshots_expired: list[int]
+    earliest_before: int | None
+    earliest_after: int | None
+    data_files_deleted: int
+    manifest_files_deleted: int  # manifests and manifest lists
+    bytes_deleted: int
+    dry_run: bool
+
+
+def parse_duration(text: str, what: str = "duration") -> int:
+    """Paimon duration text (``1h``, ``30 min``, ``7d``, ``500ms``; no unit = ms) -> milliseconds."""
+    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
+    if not m or m.group(2).lower() not in {**_UNITS_MS, "": 1}:
+        raise UsageError(f"{what} {text!r} is not a duration such as 1h, 30min, 7d or 0s")
+    return int(m.group(1)) * {**_UNITS_MS, "": 1}[m.group(2).lower()]
+
+
+def older_than_cutoff(text: str, now_ms: int) -> int:
+    """``--older-than``: a duration back from now, or an ISO 8601 time -> epoch millis."""
+    try:
+        return now_ms - parse_duration(text)
+    except UsageError:
+        pass
+    try:
+        moment = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"--older-than {text!r} is neither a duration (1h, 7d, 0s) nor an ISO 8601 time") from None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # naive = local time, as Paimon's
+    return int(moment.timestamp() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    earliest: int
+    end: int  # first retained snapshot; [earliest, end) expire
+
+
+def _consumer_min_next(table: Table) -> int | None:
+    """Smallest ``nextSnapshot`` of ``consumer/consumer-*`` files (a streaming reader's position)."""
+    directory = join(table.path, "consumer")
+    best = None
+    for name in table.file_io.list_names(directory):
+        if not name.startswith("consumer-"):
+            continue
+        path = join(directory, name)
+        try:
+            value = int(json.loads(table.file_io.read_text(path))["nextSnapshot"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise CorruptMetadataError(f"cannot decode consumer file {path}: {e}") from e
+        except CorruptMetadataError:
+            continue  # removed while we listed
+        best = value if best is None else min(best, value)
+    return best
+
+
+def _plan(table: Table, retain_min: int, retain_max: int, cutoff_ms: int, limit: int) -> _Plan | None:
+    snapshots = table.snapshots
+    latest = snapshots.latest_id()
+    earliest = snapshots.earliest_id()
+    if latest is None or earliest is None:
+        return None
+    lowest_kept_by_max = max(latest - retain_max + 1, earliest)
+    end = latest - retain_min + 1
+    consumer = _consumer_min_next(table)
+    if consumer is not None:
+        end = min(end, consumer)
+    end = min(end, earliest + limit)
+    for sid in range(lowest_kept_by_max, end):
+        if not snapshots.exists(sid):
+            continue
+        try:
+            snap = snapshots.snapshot(sid)
+        except NotFoundError:
+            continue  # expired by a concurrent run
+        if cutoff_ms <= snap.time_millis:
+            end = sid
+            break
+    if end <= earliest:
+        return None
+    return _Plan(earliest, end)
+
+
+# ---- tolerant metadata reads ----------------------------------------------------------
+def _read_list(mio: ManifestIO, name: str | None) -> list[ManifestFileMeta]:
+    """A manifest list of an expiring snapshot; one an interrupted run deleted reads as empty."""
+    if not name:
+        return []
+    try:
+        return mio.read_manifest_list(name)
+    except CorruptMetadataError:
+        if mio.file_io.exists(join(mio.dir, name)):
+            raise
+        return []
+
+
+def _read_manifest(mio: ManifestIO, name: str, cache: dict[str, list[ManifestEntry]]) -> list[ManifestEntry]:
+    if name not in cache:
+        try:
+            cache[name] = mio.read_manifest(name)
+        except CorruptMetadataError:
+            if mio.file_io.exists(join(mio.dir, name)):
+                raise
+            cache[name] = []
+    return cache[name]
+
+
+def _file_key(e: ManifestEntry) -> tuple:
+    """Where a data file lives: its directory (partition, bucket) and name, or its external path."""
+    return (e.partition, e.bucket, e.file.file_name, e.file.external_path)
+
+
+def _live_keys(mio: ManifestIO, lists: Iterable[str | None], cache: dict[str, list[ManifestEntry]]) -> set[tuple]:
+    live: dict[tuple, tuple] = {}
+    for list_name in lists:
+        for meta in _read_list(mio, list_name):
+            for e in _read_manifest(mio, meta.file_name, cache):
+                if e.kind == ADD:
+                    live[e.identifier] = _file_key(e)
+                else:
+                    live.pop(e.identifier, None)
+    return set(live.values())
+
+
+def _list_names(snap: Snapshot) -> list[str]:
+    return [n for n in (snap.base_manifest_list, snap.delta_manifest_list, snap.changelog_manifest_list) if n]
+
+
+def expire_snapshots(table: Table, *, retain_min: int | None = None, retain_max: int | None = None,
+                     older_than: str | None = None, max_deletes: int | None = None,
+                     dry_run: bool = False) -> ExpireResult:
+    """Expire old snapshots and delete the files only they reference.
+
+    Args:
+        table: the table.
+        retain_min: keep at least this many newest snapshots (option ``snapshot.num-retained.min``, 10).
+        retain_max: keep at most this many (``snapshot.num-retained.max``, Integer.MAX); older ones
+            expire whatever their age.
+        older_than: a duration back from now (``1h``, ``7d``, ``0s``) or an ISO 8601 time; only
+            snapshots committed before it expire (``snapshot.time-retained``, 1h).
+        max_deletes: at most this many snapshots in this run (``snapshot.expire.limit``, 10).
+        dry_run: plan and report, delete nothing.
+
+    Returns:
+        An ExpireResult; ``snapshots_expired`` is empty when nothing was due.
+
+    Raises:
+        UsageError: retain_min < 1, retain_max < retain_min, max_deletes < 0, a bad duration.
+    """
+    opts = table.schema.options
+    if retain_min is None:
+        retain_min = parse_int(opts.get("snapshot.num-retained.min", str(DEFAULT_RETAIN_MIN)),
+                               "snapshot.num-retained.min")
+    if retain_max is None:
+        retain_max = parse_int(opts.get("snapshot.num-retained.max", str(DEFAULT_RETAIN_MAX)),
+                               "snapshot.num-retained.max")
+    if max_deletes is None:
+        max_deletes = parse_int(opts.get("snapshot.expire.limit", str(DEFAULT_EXPIRE_LIMIT)), "snapshot.expire.limit")
+    if retain_min < 1:
+        raise UsageError(f"retain-min must be at least 1 (got {retain_min}): the latest snapshot is always kept")
+    if retain_max < retain_min:
+        raise UsageError(f"retain-max ({retain_max}) must not be smaller than retain-min ({retain_min})")
+    if max_deletes < 0:
+        raise UsageError(f"max-deletes must not be negative (got {max_deletes})")
+    now_ms = int(time.time() * 1000)
+    if older_than is None:
+        cutoff = now_ms - parse_duration(opts.get("snapshot.time-retained", DEFAULT_TIME_RETAINED),
+                                         "option snapshot.time-retained")
+    else:
+        cutoff = older_than_cutoff(older_than, now_ms)
+
+    plan = _plan(table, retain_min, retain_max, cutoff, max_deletes)
+    if plan is None:
+        earliest = table.snapshots.earliest_id()
+        hint = table.snapshots.earliest_hint()
+        if not dry_run and earliest is not None and hint != earliest and (hint is not None or earliest > 1):
+            # Nothing due, but the hint is stale or missing after an expiration (a run killed
+            # before writing it): repair it so earliest_id stays two existence checks. A table
+            # that never expired anything keeps having no hint (Java would write one here).
+            table.snapshots.write_earliest_hint(earliest)
+        return ExpireResult(table.name, [], earliest, earliest, 0, 0, 0, dry_run)
+    return _expire(table, plan, dry_run)
+
+
+def _expire(table: Table, plan: _Plan, dry_run: bool) -> ExpireResult:
+    fio = table.file_io
+    sm = table.snapshots
+    mio = table.manifests()
+    cache: dict[str, list[ManifestEntry]] = {}
+    E, end = plan.earliest, plan.end
+    end_snap = sm.snapshot(end)  # retained: must exist (NotFoundError if a concurrent run went further)
+    expiring: dict[int, Snapshot] = {}
+    for sid in range(E, end):
+        try:
+            expiring[sid] = sm.snapshot(sid)
+        except NotFoundError:
+            pass  # deleted by an interrupted or concurrent run
+
+    # What tags pin: their live data and changelog files, their lists and manifests.
+    tag_data: set[tuple] = set()
+    tag_changelog: set[tuple] = set()
+    protected_meta: set[str] = set(_list_names(end_snap))
+    for meta_list in _list_names(end_snap):
+        protected_meta.update(m.file_name for m in _read_list(mio, meta_list))
+    for name in table.tags.names():
+        try:
+            tag = table.tags.snapshot(name)
+        except NotFoundError:
+            continue
+        tag_data |= _live_keys(mio, [tag.base_manifest_list, tag.delta_manifest_list], cache)
+        if tag.changelog_manifest_list:
+            tag_changelog |= _live_keys(mio, [tag.changelog_manifest_list], cache)
+        for meta_list in _list_names(tag):
+            protected_meta.add(meta_list)
+            protected_meta.update(m.file_name for m in _read_list(mio, meta_list))
+
+    schema = table.schema
+    part_fields = schema.partition_fields
+    part_types = [f.type for f in part_fields]
+    default_name = schema.core_options.partition_default_name
+    dirs: dict[tuple[bytes, int], str] = {}
+
+    def data_path(key: tuple) -> str:
+        partition, bucket, file_name, external = key
+        if external:
+            return external
+        if (partition, bucket) not in dirs:
+            values = binary_row.decode(partition, part_types)
+            dirs[(partition, bucket)] = join(table.path, partition_path(values, part_fields, default_name),
+                                             f"bucket-{bucket}")
+        return join(dirs[(partition, bucket)], file_name)
+
+    # (a) data files the deltas of (E, end] DELETE and nothing retained re-ADDs.
+    doomed: dict[tuple, DataFileMeta] = {}
+    delta_snaps = [expiring[s] for s in range(E + 1, end) if s in expiring] + [end_snap]
+    for snap in delta_snaps:
+        for meta in _read_list(mio, snap.delta_manifest_list):
+            for e in _read_manifest(mio, meta.file_name, cache):
+                key = _file_key(e)
+                if e.kind == DELETE:
+                    doomed[key] = e.file
+                else:
+                    doomed.pop(key, None)  # re-ADDed (a level upgrade): live at end
+    data_files = [(data_path(k), f.file_size) for k, f in doomed.items() if k not in tag_data]
+
+    # (b) changelog files of [E, end) that no tag's changelog holds.
+    changelog_files = []
+    for sid in sorted(expiring):
+        snap = expiring[sid]
+        for meta in _read_list(mio, snap.changelog_manifest_list):
+            for e in _read_manifest(mio, meta.file_name, cache):
+                if e.kind == ADD and _file_key(e) not in tag_changelog:
+                    changelog_files.append((data_path(_file_key(e)), e.file.file_size))
+
+    # (c) manifest lists and manifests of [E, end) that end and the tags do not reference.
+    meta_files: dict[str, int | None] = {}
+    for sid in sorted(expiring):
+        snap = expiring[sid]
+        sizes = {snap.base_manifest_list: snap.base_manifest_list_size,
+                 snap.delta_manifest_list: snap.delta_manifest_list_size,
+                 snap.changelog_manifest_list: snap.changelog_manifest_list_size}
+        for list_name in _list_names(snap):
+            for m in _read_list(mio, list_name):
+                if m.file_name not in protected_meta:
+                    meta_files[m.file_name] = m.file_size
+            if list_name not in protected_meta:
+                meta_files[list_name] = sizes.get(list_name)
+
+    expired_ids = sorted(expiring)
+    bytes_deleted = sum(s for _, s in data_files) + sum(s for _, s in changelog_files) \
+        + sum(s or 0 for s in meta_files.values())
+    result = ExpireResult(table.name, expired_ids, E, end, len(data_files) + len(changelog_files),
+                          len(meta_files), bytes_deleted, dry_run)
+    if dry_run:
+        return result
+
+    log.info("expiring snapshots %d..%d of %s (%d data, %d metadata files)", E, end - 1, table.name,
+             len(data_files) + len(changelog_files), len(meta_files))
+    for path, _ in data_files:
+        fio.delete(path)
+    for path, _ in changelog_files:
+        fio.delete(path)
+    for name in meta_files:
+        fio.delete(join(mio.dir, name))
+    # (d) oldest first: whatever survives a kill is a contiguous, still-describable tail.
+    for sid in expired_ids:
+        fio.delete(sm.path(sid))
+    sm.write_earliest_hint(end)
+    return result

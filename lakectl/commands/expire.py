@@ -1,0 +1,47 @@
+"""lakectl expire DB.TABLE [--retain-max N] [--retain-min N] [--older-than 1h|ISO8601] [--max-deletes N] [--dry-run]"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from core.table import Table
+from lakectl.commands import output, settings
+from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("expire")
+    def expire_cmd(
+        ctx: typer.Context,
+        table: TableArg,
+        retain_max: Annotated[Optional[int], typer.Option(
+            "--retain-max", help="Keep at most N snapshots [option snapshot.num-retained.max].",
+            show_default=False)] = None,
+        retain_min: Annotated[Optional[int], typer.Option(
+            "--retain-min", help="Keep at least N snapshots, however old [option snapshot.num-retained.min, 10].",
+            show_default=False)] = None,
+        older_than: Annotated[Optional[str], typer.Option(
+            "--older-than", help="Expire only snapshots older than this: a duration (1h, 7d, 0s) or an ISO 8601 "
+                                 "time [option snapshot.time-retained, 1h].", show_default=False)] = None,
+        max_deletes: Annotated[Optional[int], typer.Option(
+            "--max-deletes", help="Expire at most N snapshots in this run [option snapshot.expire.limit, 10].",
+            show_default=False)] = None,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would be deleted; delete nothing.")]
+        = False,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """Expire old snapshots and delete the files only they reference (tags are kept).
+
+        Safe to run from cron next to writers: a killed run leaves the table readable and the
+        next run finishes it.
+
+        Example: lakectl expire shop.orders --retain-max 50 --older-than 7d
+        """
+        out = output(ctx, fmt)
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        result = t.expire(retain_min=retain_min, retain_max=retain_max, older_than=older_than,
+                          max_deletes=max_deletes, dry_run=dry_run)
+        out.record(result, title=f"expire {t.name}")

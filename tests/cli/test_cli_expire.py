@@ -1,0 +1,75 @@
+"""``lakectl expire`` through CliRunner on real tables: JSON output, effects, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from typer.testing import CliRunner, Result
+
+from core.ops.create import create
+from core.table import Table
+from lakectl.app import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("LAKECTL_WAREHOUSE", "LAKECTL_FORMAT", "LAKECTL_CONFIG"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+
+
+def invoke(*args: Any) -> Result:
+    return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+def table_with(tmp_path: Path, n: int) -> Table:
+    t = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    create(t, "id BIGINT NOT NULL, v STRING", primary_keys=["id"], options={"bucket": "1", "write-only": "true"})
+    for i in range(n):
+        t.write(pa.table({"id": pa.array([i], pa.int64()), "v": [f"v{i}"]}))
+    return t
+
+
+def test_expire_dry_run_then_real(tmp_path: Path) -> None:
+    t = table_with(tmp_path, 5)
+    wh = str(tmp_path / "wh")
+    args = ["expire", "db.t", "-w", wh, "--retain-min", "2", "--older-than", "0s", "--format", "json"]
+    dry = invoke(*args, "--dry-run")
+    assert dry.exit_code == 0, dry.stderr
+    out = json.loads(dry.stdout)
+    assert out["snapshots_expired"] == [1, 2, 3] and out["dry_run"] is True
+    assert t.snapshots.list_ids() == [1, 2, 3, 4, 5]
+    real = invoke(*args)
+    assert real.exit_code == 0, real.stderr
+    assert json.loads(real.stdout) == {**out, "dry_run": False}
+    assert t.snapshots.list_ids() == [4, 5]
+    assert sorted(r["id"] for r in t.scan().to_pylist()) == [0, 1, 2, 3, 4]
+    limited = table_with(tmp_path / "x", 5)
+    res = invoke("expire", "db.t", "-w", str(tmp_path / "x" / "wh"), "--retain-max", "3", "--retain-min", "1", "--max-deletes", "1",
+                 "--format", "json")
+    assert json.loads(res.stdout)["snapshots_expired"] == [1]
+    assert limited.snapshots.list_ids() == [2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    (["--retain-min", "0"], "retain-min must be at least 1"),
+    (["--retain-min", "3", "--retain-max", "2"], "must not be smaller than retain-min"),
+    (["--older-than", "soon"], "neither a duration"),
+])
+def test_expire_refusals_exit_2(tmp_path: Path, flags: list[str], fragment: str) -> None:
+    t = table_with(tmp_path, 3)
+    res = invoke("expire", "db.t", "-w", str(tmp_path / "wh"), *flags)
+    assert res.exit_code == 2 and fragment in res.stderr
+    assert t.snapshots.list_ids() == [1, 2, 3]
+
+
+def test_expire_missing_table_exit_3(tmp_path: Path) -> None:
+    res = invoke("expire", "db.nope", "-w", str(tmp_path / "wh"))
+    assert res.exit_code == 3
