@@ -37,7 +37,7 @@ from core import binary_row
 from core.errors import CorruptMetadataError, NotFoundError, UsageError
 from core.fileio import join
 from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO
-from core.options import parse_int
+from core.options import parse_duration, parse_int
 from core.partition import partition_path
 from core.snapshot import Snapshot
 from core.table import Table
@@ -50,13 +50,6 @@ DEFAULT_RETAIN_MAX = INTEGER_MAX
 DEFAULT_TIME_RETAINED = "1h"
 DEFAULT_EXPIRE_LIMIT = 10
 
-_UNITS_MS = {
-    "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
-    "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
-    "min": 60_000, "m": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
-    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
-    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,18 +64,15 @@ class ExpireResult:
     dry_run: bool
 
 
-def parse_duration(text: str, what: str = "duration") -> int:
+def duration_millis(text: str, what: str = "duration") -> int:
     """Paimon duration text (``1h``, ``30 min``, ``7d``, ``500ms``; no unit = ms) -> milliseconds."""
-    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
-    if not m or m.group(2).lower() not in {**_UNITS_MS, "": 1}:
-        raise UsageError(f"{what} {text!r} is not a duration such as 1h, 30min, 7d or 0s")
-    return int(m.group(1)) * {**_UNITS_MS, "": 1}[m.group(2).lower()]
+    return round(parse_duration(text, what).total_seconds() * 1000)
 
 
 def older_than_cutoff(text: str, now_ms: int) -> int:
     """``--older-than``: a duration back from now, or an ISO 8601 time -> epoch millis."""
     try:
-        return now_ms - parse_duration(text)
+        return now_ms - duration_millis(text)
     except UsageError:
         pass
     try:
@@ -228,7 +218,7 @@ def expire_snapshots(table: Table, *, retain_min: int | None = None, retain_max:
         raise UsageError(f"max-deletes must not be negative (got {max_deletes})")
     now_ms = int(time.time() * 1000)
     if older_than is None:
-        cutoff = now_ms - parse_duration(opts.get("snapshot.time-retained", DEFAULT_TIME_RETAINED),
+        cutoff = now_ms - duration_millis(opts.get("snapshot.time-retained", DEFAULT_TIME_RETAINED),
                                          "option snapshot.time-retained")
     else:
         cutoff = older_than_cutoff(older_than, now_ms)

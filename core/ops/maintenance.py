@@ -29,8 +29,8 @@ def _steps() -> list[tuple[str, Step]]:
     expiration. Each returns a result when it did work, else None."""
     steps: list[tuple[str, Step]] = []
     steps.append(("compact", compact_after_commit))
-    steps.append(("expire-partitions", expire_partitions_after_commit))
     steps.append(("expire", _expire))
+    steps.append(("expire-partitions", expire_partitions_after_commit))
     return steps
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from core import binary_row
 from core.commit import FileStoreCommit, OverwriteSpec
+from core.options import parse_duration
 from core.errors import UsageError
 from core.fileio import join
 from core.manifest import merge_entries, read_entries
@@ -37,15 +38,6 @@ log = logging.getLogger(__name__)
 CHECK_HINT = "partition-expire-check"  # <table>/partition-expire-check: epoch millis of the last check
 DEFAULT_CHECK_INTERVAL = "1h"
 
-_DURATION_UNITS = {
-    "ms": 0.001, "milli": 0.001, "millis": 0.001, "millisecond": 0.001, "milliseconds": 0.001,
-    "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
-    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
-    "h": 3600, "hour": 3600, "hours": 3600,
-    "d": 86400, "day": 86400, "days": 86400,
-}
-
-
 @dataclass(frozen=True, slots=True)
 class PartitionExpireResult:
     table: str
@@ -55,15 +47,6 @@ class PartitionExpireResult:
     files_deleted: int
     records_deleted: int
     dry_run: bool
-
-
-def parse_duration(text: str, key: str) -> timedelta:
-    """Paimon/Flink durations: ``7d``, ``1 h``, ``30min``, ``100ms`` (a bare number is millis)."""
-    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
-    unit = m.group(2).lower() if m else ""
-    if not m or (unit and unit not in _DURATION_UNITS):
-        raise UsageError(f"{key}={text!r} is not a duration such as 7d, 12h or 30min")
-    return timedelta(seconds=int(m.group(1)) * _DURATION_UNITS[unit or "ms"])
 
 
 _JAVA_TOKENS = re.compile(r"'[^']*'|yyyy|uuuu|yy|MM|dd|HH|hh|mm|ss|S+|a|[A-Za-z]|.", re.S)

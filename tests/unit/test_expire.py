@@ -28,7 +28,7 @@ from core.fileio import join
 from core.manifest import merge_entries, read_entries
 from core.ops.compact import compact
 from core.ops.create import create
-from core.ops.expire import ExpireResult, expire_snapshots, parse_duration
+from core.ops.expire import ExpireResult, duration_millis, expire_snapshots
 from core.partition import partition_path
 from core.snapshot import Snapshot
 from core.table import Table
@@ -169,15 +169,15 @@ def test_refusals(tmp_path: Path) -> None:
     assert tree(t) == before
 
 
-def test_parse_duration() -> None:
-    assert parse_duration("1h") == 3_600_000
-    assert parse_duration("1 h") == 3_600_000
-    assert parse_duration("30 min") == 1_800_000
-    assert parse_duration("7d") == 7 * 86_400_000
-    assert parse_duration("0s") == 0
-    assert parse_duration("250ms") == 250
+def test_duration_millis() -> None:
+    assert duration_millis("1h") == 3_600_000
+    assert duration_millis("1 h") == 3_600_000
+    assert duration_millis("30 min") == 1_800_000
+    assert duration_millis("7d") == 7 * 86_400_000
+    assert duration_millis("0s") == 0
+    assert duration_millis("250ms") == 250
     with pytest.raises(UsageError):
-        parse_duration("1 fortnight")
+        duration_millis("1 fortnight")
 
 
 def test_empty_table_and_facade_defaults_to_dry_run(tmp_path: Path) -> None:
