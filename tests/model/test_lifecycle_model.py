@@ -7,7 +7,9 @@ exists, and remove-orphan-files (with no age threshold) never removes a referenc
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -77,7 +79,8 @@ def _check(table: Table, states: dict[int, dict], tags: dict[str, int]) -> None:
         assert os.path.exists(path), f"{path} is referenced but gone"
 
 
-def run(ops: list) -> None:
+def run(ops: list, after_step=None) -> None:
+    """Apply ``ops`` and check after each; ``after_step(table, model)`` may check more."""
     with tempfile.TemporaryDirectory() as wh:
         table = Table.locate("db.t", warehouse=wh)
         # Retention and compaction happen only when the model asks for them.
@@ -123,16 +126,38 @@ def run(ops: list) -> None:
             # Orphan removal with no age threshold must never break a retained snapshot or tag.
             remove_orphan_files(table, older_than="0s")
             _check(table, states, tags)
+            if after_step is not None:
+                after_step(table, model)
         assert _rows(table) == model
 
 
-@pytest.mark.parametrize("ops", [
+SCENARIOS = [
     [("write", [(1, "a", "+I"), (2, "a", "+I")]), ("tag", 0), ("write", [(1, "b", "-D")]),
      ("compact", True), ("expire", 1, 0), ("rollback", 1), ("write", [(3, "a", "+I")])],
-    [("write", [(k, "a", "+I")]) for k in range(5)] + [("compact", False), ("expire", 2, 1), ("rollback", 0)],
-])
+    [("write", [(k, "a", "+I")]) for k in range(5)] + [("compact", False), ("expire", 2, 1), ("rollback", 0),
+                                                        ("write", [(6, "b", "+U")]), ("compact", True)],
+]
+
+
+@pytest.mark.parametrize("ops", SCENARIOS)
 def test_lifecycle_scenarios(ops):
     run(ops)
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("ops", SCENARIOS)
+def test_pypaimon_reads_the_table_after_every_step(ops, tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "interop"))
+    from oracle import official_read
+
+    def pypaimon_agrees(table: Table, model: dict) -> None:
+        if table.snapshots.latest_id() is None:
+            return
+        data, meta = official_read(table.path, tmp_path)
+        assert meta["latest_snapshot"] == table.snapshots.latest_id()
+        assert {(r["dt"], r["id"]): r["v"] for r in data.to_pylist()} == model
+
+    run(ops, after_step=pypaimon_agrees)
 
 
 @pytest.mark.slow
