@@ -362,11 +362,16 @@ def test_kill_at_every_mutation_then_rerun(tmp_path: Path) -> None:
 
 
 WRITER = textwrap.dedent("""
-    import sys
+    import pathlib, sys, time
     import pyarrow as pa
     from core.table import Table
     t = Table.open("db.t", warehouse=sys.argv[1])
+    progress = pathlib.Path(sys.argv[3])
     for i in range(int(sys.argv[2])):
+        # Interleave for sure: before every 10th commit, wait (bounded) for one more expire run.
+        deadline = time.time() + 60
+        while i and i % 10 == 0 and int(progress.read_text() or 0) < i // 10 and time.time() < deadline:
+            time.sleep(0.05)
         t.write(pa.table({"dt": ["2024-01-01"], "id": pa.array([i], pa.int64()), "v": [f"c{i}"]}))
     """)
 
@@ -375,19 +380,22 @@ WRITER = textwrap.dedent("""
 def test_cron_expire_next_to_a_writer(tmp_path: Path) -> None:
     t = make_table(tmp_path)
     n = 40
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path / "wh"), str(n)],
+    progress = tmp_path / "expire-runs"
+    progress.write_text("0")
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path / "wh"), str(n), str(progress)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               cwd=str(Path(__file__).resolve().parents[2]))
     runs = []
     while writer.poll() is None:
         proc = run_expire(t, "--retain-max", "3", "--retain-min", "1", "--older-than", "0s")
         runs.append(proc)
+        progress.write_text(str(len(runs)))
         assert proc.returncode == 0, proc.stderr
     out, err = writer.communicate()
     assert writer.returncode == 0, err
     final = run_expire(t, "--retain-max", "3", "--retain-min", "1", "--older-than", "0s", "--max-deletes", "1000")
     assert final.returncode == 0, final.stderr
-    assert len(runs) >= 2
+    assert len(runs) >= 3  # the writer waited for expire runs between its commits
     assert any(json.loads(p.stdout)["snapshots_expired"] for p in runs + [final])
     assert [r["id"] for r in scan_rows(t)] == list(range(n))
     assert t.snapshots.list_ids() == [n]  # 0s: all but retain-min (1) are old enough; max only caps
