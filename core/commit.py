@@ -19,7 +19,7 @@ from typing import Sequence
 
 from core.errors import CommitConflictError
 from core.fileio import FileIO
-from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestIO, merge_entries, read_entries
+from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestIO, live_entries
 from core.options import BATCH_COMMIT_IDENTIFIER
 from core.schema import SchemaManager, TableSchema
 from core.snapshot import APPEND, COMPACT, OVERWRITE, Snapshot, SnapshotManager
@@ -110,7 +110,7 @@ class FileStoreCommit:
         live: list[ManifestEntry] | None = None
         needs_live = overwrite is not None or any(m.compact_before for m in messages)
         if needs_live and latest is not None:
-            live = merge_entries(read_entries(self.manifests, [latest.base_manifest_list, latest.delta_manifest_list]))
+            live = live_entries(self.manifests, latest)
         entries = self._delta_entries(messages, overwrite, live or [])
         if overwrite is None and not entries:
             return Success(latest) if latest else Retry("nothing to commit")

@@ -353,3 +353,8 @@ def read_entries(mio: ManifestIO, manifest_lists: Sequence[str | None]) -> list[
         for meta in mio.read_manifest_list(list_name):
             out.extend(mio.read_manifest(meta.file_name))
     return out
+
+
+def live_entries(mio: ManifestIO, snapshot: Any) -> list[ManifestEntry]:
+    """The live data files (ADD entries) of a snapshot: its base and delta lists merged."""
+    return merge_entries(read_entries(mio, [snapshot.base_manifest_list, snapshot.delta_manifest_list]))

@@ -12,10 +12,12 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
+from core import binary_row
 from core import types as T
 from core.errors import CorruptMetadataError, NotFoundError, UsageError
 from core.fileio import FileIO, join
 from core.options import CoreOptions, validate
+from core.partition import partition_path
 from core.types import DataField, DataType
 
 SCHEMA_VERSION = 3
@@ -67,6 +69,18 @@ class TableSchema:
     @property
     def partition_fields(self) -> list[DataField]:
         return self.fields_named(self.partition_keys)
+
+    def partition_values(self, partition: bytes) -> tuple:
+        """The values of a partition's BinaryRow."""
+        return binary_row.decode(partition, [f.type for f in self.partition_fields])
+
+    def partition_dir(self, values: Sequence[Any]) -> str:
+        """``k=v/...`` directory of a partition ('' when unpartitioned), as Java names it."""
+        return partition_path(values, self.partition_fields, self.core_options.partition_default_name)
+
+    def bucket_dir(self, table_path: str, partition: bytes, bucket: int) -> str:
+        """Where the data files of one (partition, bucket) live."""
+        return join(table_path, self.partition_dir(self.partition_values(partition)), f"bucket-{bucket}")
 
     @property
     def num_buckets(self) -> int:

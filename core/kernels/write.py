@@ -26,7 +26,6 @@ from core import binary_row, stats
 from core.commit import CommitMessage
 from core.fileio import FileIO, join
 from core.manifest import FILE_SOURCE_APPEND, DataFileMeta
-from core.partition import partition_path
 from core.schema import TableSchema
 from core.types import arrow_field
 
@@ -66,11 +65,9 @@ class WriteJob:
 
     def task_for(self, partition_values: tuple, bucket: int) -> WriteTask:
         """The WriteTask of one (partition, bucket) group."""
-        fields = self.schema.partition_fields
-        part = binary_row.encode(list(partition_values), [f.type for f in fields])
+        part = binary_row.encode(list(partition_values), [f.type for f in self.schema.partition_fields])
         return WriteTask(table_path=self.table_path, schema=self.schema, partition=part,
-                         partition_dir=partition_path(partition_values, fields,
-                                                      self.schema.core_options.partition_default_name),
+                         partition_dir=self.schema.partition_dir(partition_values),
                          bucket=bucket, total_buckets=self.schema.num_buckets,
                          start_sequence=self.start_sequences.get((part, bucket), 0))
 

@@ -24,15 +24,14 @@ from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
 
-from core import binary_row
 from core.commit import CommitMessage, FileStoreCommit
 from core.engines import EngineSettings, choose_engine
 from core.errors import CommitConflictError, UsageError
 from core.options import parse_int
 from core.fileio import join
 from core.kernels.compact import CompactTask, UniversalOptions, output_level, pick_files, pick_universal
-from core.manifest import ManifestEntry, merge_entries, read_entries
-from core.partition import partition_path, render_value
+from core.manifest import ManifestEntry, live_entries
+from core.partition import render_value
 from core.schema import TableSchema
 from core.snapshot import COMPACT, Snapshot
 from core.table import Table
@@ -126,16 +125,12 @@ def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, s
     level = output_level(schema)
     if schema.has_primary_key and level < 1:
         raise UsageError(f"option num-levels={schema.core_options.num_levels} leaves no level above 0 to compact to")
-    entries = merge_entries(read_entries(table.manifests(), [snapshot.base_manifest_list,
-                                                             snapshot.delta_manifest_list]))
-    part_fields = schema.partition_fields
-    part_types = [f.type for f in part_fields]
-    default_name = schema.core_options.partition_default_name
+    entries = live_entries(table.manifests(), snapshot)
     groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
     values_of: dict[bytes, tuple[Any, ...]] = {}
     for e in entries:  # manifest order: files of equal sequence numbers stay in commit order
         if e.partition not in values_of:
-            values_of[e.partition] = binary_row.decode(e.partition, part_types)
+            values_of[e.partition] = schema.partition_values(e.partition)
         if selected(values_of[e.partition]):
             groups.setdefault((e.partition, e.bucket), []).append(e)
     loaded: dict[int, TableSchema] = {schema.id: schema}
@@ -158,7 +153,7 @@ def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, s
         needed = {schema.id} | {f.schema_id for f in files}
         tasks.append(CompactTask(
             table_path=table.path, schema=schema, schemas={i: loaded[i] for i in sorted(needed)}, partition=part,
-            partition_dir=partition_path(values_of[part], part_fields, default_name), bucket=bucket,
+            partition_dir=schema.partition_dir(values_of[part]), bucket=bucket,
             total_buckets=group[0].total_buckets, files=files, output_level=task_level, picked=picked,
             drop_deletes=drop_deletes))
     return CompactPlan(snapshot, schema, tuple(tasks))
@@ -280,8 +275,4 @@ def _discard_if_unreferenced(table: Table, commit_user: str, planned: Snapshot |
 
 
 def _bucket_dir(table: Table, m: CommitMessage) -> str:
-    schema = table.schema
-    fields = schema.partition_fields
-    values = binary_row.decode(m.partition, [f.type for f in fields])
-    return join(table.path, partition_path(values, fields, schema.core_options.partition_default_name),
-                f"bucket-{m.bucket}")
+    return table.schema.bucket_dir(table.path, m.partition, m.bucket)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core import binary_row
-from core.manifest import merge_entries, read_entries
+from core.manifest import live_entries
 from core.partition import partition_spec_text
 from core.table import Table
 from core.warehouse import Warehouse
@@ -82,8 +82,7 @@ def describe(table: Table) -> TableDescription:
     latest = table.latest_snapshot()
     files = []
     if latest is not None:
-        files = merge_entries(read_entries(table.manifests(), [latest.base_manifest_list,
-                                                               latest.delta_manifest_list]))
+        files = live_entries(table.manifests(), latest)
     columns = tuple(
         ColumnInfo(f.id, f.name, f.type.root_text(), f.type.nullable, f.name in schema.primary_keys,
                    f.name in schema.partition_keys, f.description)
@@ -140,7 +139,7 @@ def live_files(table: Table, snapshot_id: int | None = None) -> list[FileInfo]:
     types = [f.type for f in fields]
     decoded: dict[bytes, dict[str, Any]] = {}
     out = []
-    for e in merge_entries(read_entries(table.manifests(), [snap.base_manifest_list, snap.delta_manifest_list])):
+    for e in live_entries(table.manifests(), snap):
         if e.partition not in decoded:
             decoded[e.partition] = partition_spec_text(binary_row.decode(e.partition, types), fields)
         f = e.file

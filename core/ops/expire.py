@@ -28,17 +28,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import re
 import time
 from dataclasses import dataclass
 from typing import Iterable
 
-from core import binary_row
 from core.errors import CorruptMetadataError, NotFoundError, UsageError
 from core.fileio import join
 from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO
 from core.options import parse_duration, parse_int
-from core.partition import partition_path
 from core.snapshot import Snapshot
 from core.table import Table
 
@@ -269,9 +266,6 @@ def _expire(table: Table, plan: _Plan, dry_run: bool) -> ExpireResult:
             protected_meta.update(m.file_name for m in _read_list(mio, meta_list))
 
     schema = table.schema
-    part_fields = schema.partition_fields
-    part_types = [f.type for f in part_fields]
-    default_name = schema.core_options.partition_default_name
     dirs: dict[tuple[bytes, int], str] = {}
 
     def data_path(key: tuple) -> str:
@@ -279,9 +273,7 @@ def _expire(table: Table, plan: _Plan, dry_run: bool) -> ExpireResult:
         if external:
             return external
         if (partition, bucket) not in dirs:
-            values = binary_row.decode(partition, part_types)
-            dirs[(partition, bucket)] = join(table.path, partition_path(values, part_fields, default_name),
-                                             f"bucket-{bucket}")
+            dirs[(partition, bucket)] = schema.bucket_dir(table.path, partition, bucket)
         return join(dirs[(partition, bucket)], file_name)
 
     # (a) data files the deltas of (E, end] DELETE and nothing retained re-ADDs.

@@ -15,14 +15,13 @@ from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 
-from core import binary_row, stats
+from core import stats
 from core.engines import EngineSettings, choose_engine
 from core.engines.local import LocalEngine
 from core.errors import UsageError
 from core.fileio import join
 from core.kernels.read import ReadSplit
-from core.manifest import ManifestEntry, merge_entries, read_entries
-from core.partition import partition_path
+from core.manifest import ManifestEntry, live_entries
 from core.predicate import ColumnRange, Predicate, parse_where
 from core.schema import TableSchema
 from core.sinks import directory_size, output_format, write_output
@@ -111,16 +110,14 @@ def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None
     schemas: dict[int, TableSchema] = {read_schema.id: read_schema}
     if snapshot is None:
         return ScanPlan(None, read_schema, schemas, (), 0, 0)
-    entries = merge_entries(read_entries(table.manifests(), [snapshot.base_manifest_list,
-                                                             snapshot.delta_manifest_list]))
-    part_types = [f.type for f in read_schema.partition_fields]
+    entries = live_entries(table.manifests(), snapshot)
     key_only = predicate is not None and predicate.columns <= set(read_schema.primary_keys)
     groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
     partition_values: dict[bytes, tuple] = {}
     pruned = 0
     for e in entries:
         if e.partition not in partition_values:
-            partition_values[e.partition] = binary_row.decode(e.partition, part_types)
+            partition_values[e.partition] = read_schema.partition_values(e.partition)
         values = partition_values[e.partition]
         if predicate is not None and not predicate.may_match(_partition_ranges(values, read_schema)):
             pruned += 1
@@ -137,12 +134,10 @@ def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None
     if read_schema.core_options.plan_sort_partition:
         order.sort(key=lambda p: tuple((v is not None, v) for v in partition_values[p]))
     rank = {p: i for i, p in enumerate(order)}
-    default_name = read_schema.core_options.partition_default_name
     splits = []
     for (part, bucket) in sorted(groups, key=lambda pb: (rank[pb[0]], pb[1])):
         files = sorted(groups[(part, bucket)], key=lambda e: (e.file.min_sequence_number, e.file.file_name))
-        directory = join(table.path, partition_path(partition_values[part], read_schema.partition_fields,
-                                                    default_name), f"bucket-{bucket}")
+        directory = join(table.path, read_schema.partition_dir(partition_values[part]), f"bucket-{bucket}")
         splits.append(ReadSplit(part, bucket, directory, tuple(e.file for e in files)))
     return ScanPlan(snapshot, read_schema, schemas, tuple(splits), len(entries), pruned)
 

@@ -20,7 +20,7 @@ from core.ops.create import columns_from_arrow, create
 from core.ops.maintenance import after_commit
 from core.rows import prepare_rows
 from core.kernels.write import WriteJob
-from core.manifest import DELETE as DELETE_ENTRY, merge_entries, read_entries
+from core.manifest import DELETE as DELETE_ENTRY, live_entries, read_entries
 from core.sources import infer_format, input_size
 from core.types import arrow_field
 from core.schema import TableSchema, new_table_schema
@@ -52,7 +52,7 @@ def next_sequences(table: Table, schema: TableSchema) -> dict[tuple[bytes, int],
     latest = table.latest_snapshot()
     if latest is None:
         return {}
-    entries = merge_entries(read_entries(table.manifests(), [latest.base_manifest_list, latest.delta_manifest_list]))
+    entries = live_entries(table.manifests(), latest)
     out: dict[tuple[bytes, int], int] = {}
     for e in entries:
         key = (e.partition, e.bucket)
