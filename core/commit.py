@@ -106,7 +106,7 @@ class FileStoreCommit:
                          overwrite: OverwriteSpec | None,
                          properties: dict[str, str] | None = None) -> Success | Retry:
         latest = self.snapshots.latest()
-        self._check_schema(latest)
+        self._check_schema()
         live: list[ManifestEntry] | None = None
         needs_live = overwrite is not None or any(m.compact_before for m in messages)
         if needs_live and latest is not None:
@@ -178,7 +178,7 @@ class FileStoreCommit:
                 entries.append(ManifestEntry(ADD, m.partition, m.bucket, m.total_buckets, f))
         return entries
 
-    def _check_schema(self, latest: Snapshot | None) -> None:
+    def _check_schema(self) -> None:
         current = SchemaManager(self.file_io, self.table_path).list_ids()
         if current and current[-1] != self.schema.id:
             raise CommitConflictError(

@@ -119,10 +119,6 @@ class Output:
 
             yield update
 
-    def info(self, text: str) -> None:
-        """A human note; on stderr so that stdout stays machine-readable."""
-        self.err.print(text)
-
     def _write(self, text: str) -> None:
         self.stdout.write(text)
         self.stdout.flush()

@@ -24,20 +24,19 @@ log = logging.getLogger(__name__)
 Step = Callable[[Table, Any], Any]
 
 
-def _steps() -> list[tuple[str, Step]]:
-    """The maintenance steps in Paimon's order: compaction, snapshot expiration, partition
-    expiration. Each returns a result when it did work, else None."""
-    steps: list[tuple[str, Step]] = []
-    steps.append(("compact", compact_after_commit))
-    steps.append(("expire", _expire))
-    steps.append(("expire-partitions", expire_partitions_after_commit))
-    return steps
-
-
 def _expire(table: Table, engine: Any) -> Any:
     """Snapshot expiration with the table's retention options, as a Paimon writer does after each commit."""
     result = expire_snapshots(table, dry_run=False)
     return result if result.snapshots_expired else None
+
+
+# Paimon's order: compaction, snapshot expiration, partition expiration. Each step returns a
+# result when it did work, else None.
+STEPS: tuple[tuple[str, Step], ...] = (
+    ("compact", compact_after_commit),
+    ("expire", _expire),
+    ("expire-partitions", expire_partitions_after_commit),
+)
 
 
 def after_commit(table: Table, engine: Any) -> list[tuple[str, Any]]:
@@ -45,7 +44,7 @@ def after_commit(table: Table, engine: Any) -> list[tuple[str, Any]]:
     if parse_bool(table.schema.options.get("write-only", "false"), "write-only"):
         return []
     done = []
-    for name, step in _steps():
+    for name, step in STEPS:
         try:
             result = step(table, engine)
         except LakectlError as e:
