@@ -83,7 +83,7 @@ class FileStoreCommit:
         """
         if overwrite is not None:
             kind = OVERWRITE
-        has_changes = any(m.new_files or m.compact_before or m.compact_after for m in messages)
+        has_changes = any(m.new_files or m.compact_before or m.compact_after or m.changelog_files for m in messages)
         if not has_changes and overwrite is None:
             return None
         retries = self.schema.core_options.commit_max_retries
@@ -112,7 +112,9 @@ class FileStoreCommit:
         if needs_live and latest is not None:
             live = live_entries(self.manifests, latest)
         entries = self._delta_entries(messages, overwrite, live or [])
-        if overwrite is None and not entries:
+        changelog = [ManifestEntry(ADD, m.partition, m.bucket, m.total_buckets, f)
+                     for m in messages for f in m.changelog_files]
+        if overwrite is None and not entries and not changelog:
             return Success(latest) if latest else Retry("nothing to commit")
         self._check_conflicts(entries, live or [], latest)
 
@@ -130,6 +132,12 @@ class FileStoreCommit:
             written.append(base_name)
             delta_name, delta_size = self.manifests.write_manifest_list([delta_meta] if delta_meta else [])
             written.append(delta_name)
+            changelog_name = changelog_size = None
+            if changelog:
+                changelog_meta = self.manifests.write_manifest(changelog, self.schema.id, partition_types)
+                written.append(changelog_meta.file_name)
+                changelog_name, changelog_size = self.manifests.write_manifest_list([changelog_meta])
+                written.append(changelog_name)
         except Exception:
             self._clean(written)  # nothing references these yet
             raise
@@ -143,6 +151,9 @@ class FileStoreCommit:
             base_manifest_list_size=base_size,
             delta_manifest_list=delta_name,
             delta_manifest_list_size=delta_size,
+            changelog_manifest_list=changelog_name,
+            changelog_manifest_list_size=changelog_size,
+            changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
             commit_user=self.commit_user,
             commit_identifier=self.identifier,
             commit_kind=kind,

@@ -19,8 +19,8 @@ BATCH_COMMIT_IDENTIFIER = 9223372036854775807  # Long.MAX: what Paimon batch wri
 
 # Values lakectl supports for options that change how data is stored or merged.
 SUPPORTED_VALUES = {
-    "merge-engine": {"deduplicate"},
-    "changelog-producer": {"none"},
+    "merge-engine": {"deduplicate", "partial-update", "aggregation", "first-row"},
+    "changelog-producer": {"none", "input", "lookup", "full-compaction"},
     "file.format": {"parquet"},
     "bucket-function.type": {"default"},
     "deletion-vectors.enabled": {"false"},
@@ -153,6 +153,29 @@ class CoreOptions:
         return None
 
     @property
+    def changelog_producer(self) -> str:
+        return (self.raw.get("changelog-producer") or "none").strip().lower()
+
+    @property
+    def changelog_row_deduplicate(self) -> bool:
+        """changelog-producer.row-deduplicate: no -U/+U pair when a key's value did not change."""
+        return parse_bool(self.raw.get("changelog-producer.row-deduplicate", "false"),
+                          "changelog-producer.row-deduplicate")
+
+    @property
+    def lookup_cache_bytes(self) -> int:
+        return parse_size(self.raw.get("lookup.cache-max-memory-size", "256 mb"), "lookup.cache-max-memory-size")
+
+    @property
+    def full_compaction_delta_commits(self) -> int | None:
+        key = "full-compaction.delta-commits"
+        return parse_int(self.raw[key], key) if key in self.raw else None
+
+    @property
+    def changelog_file_prefix(self) -> str:
+        return self.raw.get("changelog-file.prefix", "changelog-")
+
+    @property
     def partition_legacy_name(self) -> bool:
         return parse_bool(self.raw.get("partition.legacy-name", "true"), "partition.legacy-name")
 
@@ -177,7 +200,15 @@ def validate(options: Mapping[str, str], *, has_primary_key: bool) -> None:
         raise UsageError("an append table with bucket >= 1 needs option bucket-key")
     if options.get("write-mode", "").lower() == "append-only" and has_primary_key:
         raise UsageError("option write-mode=append-only cannot be combined with a primary key")
-    for key in ("target-file-size",):
+    if not has_primary_key and opts.changelog_producer != "none":
+        raise UsageError(f"option changelog-producer={opts.changelog_producer} needs a primary key")
+    if not has_primary_key and "merge-engine" in options:
+        raise UsageError("option merge-engine needs a primary key")
+    delta = opts.full_compaction_delta_commits
+    if delta is not None and delta < 1:
+        raise UsageError(f"option full-compaction.delta-commits={delta} must be 1 or more")
+    parse_bool(options.get("changelog-producer.row-deduplicate", "false"), "changelog-producer.row-deduplicate")
+    for key in ("target-file-size", "lookup.cache-max-memory-size"):
         if key in options:
             parse_size(options[key], key)
     for key in ("num-sorted-run.compaction-trigger", "num-levels"):

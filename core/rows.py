@@ -16,7 +16,8 @@ import pyarrow.compute as pc
 
 from core.bucket import assign_buckets
 from core.errors import InvalidDataError
-from core.kernels.write import DELETE, ROW_KINDS, UPDATE_BEFORE, VALUE_KIND
+from core.kernels.merge import MergeEngine
+from core.kernels.records import DELETE, ROW_KINDS, UPDATE_BEFORE, VALUE_KIND
 from core.schema import TableSchema
 from core.types import DataField, arrow_field
 
@@ -75,6 +76,8 @@ def prepare_rows(data: pa.Table, schema: TableSchema, row_kind_column: str | Non
     if extra:
         raise InvalidDataError(f"input column {extra[0]!r} is not in table; columns are: {', '.join(names)}")
     kinds = _row_kinds(data, row_kind_column, schema.has_primary_key) if row_kind_column else None
+    if kinds is not None and schema.has_primary_key:
+        MergeEngine.of(schema).check_input(kinds)  # e.g. first-row refuses -D rows
     n = data.num_rows
     is_retract = pc.is_in(kinds, pa.array([UPDATE_BEFORE, DELETE], pa.int8())) if kinds is not None else None
     columns = []

@@ -180,7 +180,7 @@ def new_table_schema(
     for f in top:
         dt, counter = _renumber_nested(f.type, counter)
         renumbered.append(DataField(f.id, f.name, dt, f.description))
-    return TableSchema(
+    schema = TableSchema(
         id=0,
         fields=tuple(renumbered),
         highest_field_id=counter,
@@ -190,6 +190,10 @@ def new_table_schema(
         comment=comment,
         time_millis=int(time.time() * 1000),
     )
+    if primary_keys:
+        from core.kernels.merge import MergeEngine  # the kernels import this module
+        MergeEngine.of(schema)  # refuses merge options lakectl cannot honour, naming the option
+    return schema
 
 
 def _renumber_nested(dt: DataType, counter: int) -> tuple[DataType, int]:

@@ -4,12 +4,15 @@ Pure function of a small picklable ``CompactTask`` and a FileIO, so the local en
 in-process and the Spark engine on executors, with the same files as the result.
 
 Primary-key buckets (full compaction): every live file is read in the latest schema (old
-files mapped by field id), rows are merged by key keeping the highest sequence number, and
-keys whose winner is -U/-D are dropped: the output sits at the top level
+files mapped by field id), rows are merged by key with the table's merge engine, and keys
+whose merged record is -U/-D are dropped: the output sits at the top level
 (``num-levels - 1``), below which nothing older can exist, so there is nothing left for a
 delete to hide. Survivors keep their ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``; the output is
 one sorted run (files with disjoint key ranges, no delete rows), which Paimon readers,
 pypaimon included, may read without merging.
+
+With ``changelog-producer=full-compaction`` a compaction that writes the top level also
+writes changelog files: the new top level compared with the old one (``core.kernels.changelog``).
 
 Append buckets: Java's full compaction of bucketed append files. In sequence order, leading
 files that are already full-size stay; the rest are concatenated, rows and order kept, and
@@ -32,14 +35,15 @@ from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from core.commit import CommitMessage
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
 from core.kernels.read import read_file
-from core.kernels.write import (DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, key_columns_sorted,
-                                last_of_each_key, write_files)
+from core.kernels.changelog import changes, tagged_sort
+from core.kernels.merge import MergeEngine
+from core.kernels.records import SEQUENCE_NUMBER, alive
+from core.kernels.write import write_changelog_files, write_files
 from core.manifest import FILE_SOURCE_COMPACT, DataFileMeta
 from core.options import parse_int
 from core.schema import TableSchema
@@ -238,14 +242,17 @@ def compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
     files = in_sequence_order(task.files) if task.picked else pick_files(schema, task.files, task.output_level)
     if not files:
         return empty
+    changelog: list[DataFileMeta] = []
     if schema.has_primary_key:
-        rows = _merged_rows(task, files, file_io, drop_deletes=task.drop_deletes)
+        rows, log = _merged_rows(task, files, file_io, drop_deletes=task.drop_deletes)
+        if log is not None:
+            changelog = write_changelog_files(log, schema, task.bucket_dir, file_io)
     else:
         rows = _concatenated_rows(task, files, file_io)
     after = write_files(rows, schema, task.bucket_dir, file_io, level=task.output_level,
                         file_source=FILE_SOURCE_COMPACT, measure_size=True)
     return CommitMessage(task.partition, task.bucket, task.total_buckets,
-                         compact_before=files, compact_after=tuple(after))
+                         compact_before=files, compact_after=tuple(after), changelog_files=tuple(changelog))
 
 
 def _read(task: CompactTask, meta: DataFileMeta, file_io: FileIO, *, system_columns: bool) -> pa.Table:
@@ -258,17 +265,31 @@ def _read(task: CompactTask, meta: DataFileMeta, file_io: FileIO, *, system_colu
 
 
 def _merged_rows(task: CompactTask, files: Sequence[DataFileMeta], file_io: FileIO, *,
-                 drop_deletes: bool = True) -> pa.Table:
-    """The winner of each key (highest sequence number), sorted by key; -U/-D winners are
-    dropped only with ``drop_deletes`` (they must keep hiding older versions below)."""
-    parts = [_read(task, meta, file_io, system_columns=True) for meta in files]
-    table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-    keys = task.schema.trimmed_primary_keys
-    merged = last_of_each_key(key_columns_sorted(table, keys, SEQUENCE_NUMBER), keys)
-    if not drop_deletes:
-        return merged
-    alive = pc.invert(pc.is_in(merged.column(VALUE_KIND), pa.array([UPDATE_BEFORE, DELETE], pa.int8())))
-    return merged.filter(alive)
+                 drop_deletes: bool = True) -> tuple[pa.Table, pa.Table | None]:
+    """The merged record of each key, sorted by key; -U/-D results are dropped only with
+    ``drop_deletes`` (they must keep hiding older versions below).
+
+    Also returns the changelog when the table's producer is ``full-compaction`` and this
+    compaction writes the top level: the new top level against the old one (else None).
+    """
+    schema = task.schema
+    engine = MergeEngine.of(schema)
+    keys = schema.trimmed_primary_keys
+    top = schema.core_options.num_levels - 1
+    full_changelog = schema.core_options.changelog_producer == "full-compaction" and task.output_level == top
+    old_parts, new_parts = [], []
+    for meta in files:
+        part = engine.drop_ignored(_read(task, meta, file_io, system_columns=True))
+        (old_parts if full_changelog and meta.level == top else new_parts).append(part)
+    empty = (old_parts or new_parts)[0].slice(0, 0)
+    old = pa.concat_tables(old_parts) if old_parts else empty
+    new = pa.concat_tables(new_parts) if new_parts else empty
+    rows, is_old = tagged_sort(old, new, keys)
+    merged = engine.merge(rows)
+    log = None
+    if full_changelog:
+        log = changes(rows, is_old, engine, row_deduplicate=schema.core_options.changelog_row_deduplicate)
+    return (alive(merged) if drop_deletes else merged), log
 
 
 def _concatenated_rows(task: CompactTask, files: Sequence[DataFileMeta], file_io: FileIO) -> pa.Table:

@@ -2,8 +2,8 @@
 
 Each data file is read in the schema it was written with (``_SCHEMA_ID``) and mapped to the
 read schema by field id: renamed columns are found under their old names, added columns
-read as null, widened types are cast. Primary-key splits are then merged: the record with
-the highest sequence number wins per key and keys whose winner is -U/-D disappear.
+read as null, widened types are cast. Primary-key splits are then merged by the table's
+merge engine (``core.kernels.merge``), and keys whose merged record is -U/-D disappear.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import pyarrow.parquet as pq
 
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
-from core.kernels.write import DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, key_columns_sorted, last_of_each_key
+from core.kernels.records import SEQUENCE_NUMBER, VALUE_KIND, alive, key_columns_sorted
+from core.kernels.merge import MergeEngine
 from core.manifest import DataFileMeta
 from core.schema import TableSchema
 from core.types import DataField, arrow_field, to_arrow
@@ -94,10 +95,9 @@ def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int,
     table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     if not primary_key:
         return table
-    keys = read_schema.trimmed_primary_keys
-    merged = last_of_each_key(key_columns_sorted(table, keys, SEQUENCE_NUMBER), keys)
-    alive = pc.invert(pc.is_in(merged.column(VALUE_KIND), pa.array([UPDATE_BEFORE, DELETE], pa.int8())))
-    return merged.filter(alive).select([f.name for f in read_fields])
+    engine = MergeEngine.of(read_schema)
+    merged = engine.merge(key_columns_sorted(table, read_schema.trimmed_primary_keys, SEQUENCE_NUMBER))
+    return alive(merged).select([f.name for f in read_fields])
 
 
 __all__ = ["ReadSplit", "read_split", "read_file", "to_arrow"]

@@ -4,9 +4,12 @@ Pure function of its inputs (a ``WriteTask``, an Arrow table, a FileIO): the loc
 calls it in-process and the Spark engine on executors, so both produce the same files.
 
 Primary-key tables: each row gets a sequence number in input order, rows are sorted by
-key, and rows with one key are folded by the merge engine (deduplicate: the last one wins,
-a delete stays as a -D record so older files' versions of the key are hidden on read).
-Files hold ``_KEY_*``, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND`` and then the full row.
+key, and rows with one key are folded by the merge engine (``core.kernels.merge``; with
+deduplicate the last one wins, and a delete stays as a -D record so older files' versions
+of the key are hidden on read). Files hold ``_KEY_*``, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``
+and then the full row. With a changelog producer the kernel also writes the write's
+changelog files: its input records (``input``) or the exact changes found by looking the
+written keys up in the bucket's files (``lookup``).
 Append tables: rows are written as they come, with no system columns.
 """
 
@@ -15,7 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -25,15 +28,13 @@ import pyarrow.parquet as pq
 from core import binary_row, stats
 from core.commit import CommitMessage
 from core.fileio import FileIO, join
+from core.kernels.records import DELETE, KEY_PREFIX, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, key_columns_sorted
+from core.kernels.changelog import lookup_changelog
+from core.kernels.merge import MergeEngine
 from core.manifest import FILE_SOURCE_APPEND, DataFileMeta
 from core.schema import TableSchema
 from core.types import arrow_field
 
-SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
-VALUE_KIND = "_VALUE_KIND"
-KEY_PREFIX = "_KEY_"
-INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
-ROW_KINDS = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE}
 _SIZE_SAMPLE_ROWS = 65536  # rows encoded to measure bytes per row when rolling on the Parquet size
 
 
@@ -48,6 +49,10 @@ class WriteTask:
     bucket: int
     total_buckets: int
     start_sequence: int
+    # changelog-producer=lookup: the bucket's live files before this write, and the schemas
+    # they were written with, to look up what each written key was before.
+    lookup_files: tuple[DataFileMeta, ...] = ()
+    schemas: dict[int, TableSchema] | None = field(default=None, hash=False)
 
     @property
     def bucket_dir(self) -> str:
@@ -62,6 +67,8 @@ class WriteJob:
     schema: TableSchema
     row_kind_column: str | None
     start_sequences: dict[tuple[bytes, int], int]  # (partition, bucket) -> next sequence number
+    lookup_files: dict[tuple[bytes, int], tuple[DataFileMeta, ...]] = field(default_factory=dict)
+    schemas: dict[int, TableSchema] | None = None
 
     def task_for(self, partition_values: tuple, bucket: int) -> WriteTask:
         """The WriteTask of one (partition, bucket) group."""
@@ -69,7 +76,8 @@ class WriteJob:
         return WriteTask(table_path=self.table_path, schema=self.schema, partition=part,
                          partition_dir=self.schema.partition_dir(partition_values),
                          bucket=bucket, total_buckets=self.schema.num_buckets,
-                         start_sequence=self.start_sequences.get((part, bucket), 0))
+                         start_sequence=self.start_sequences.get((part, bucket), 0),
+                         lookup_files=self.lookup_files.get((part, bucket), ()), schemas=self.schemas)
 
 
 def local_wall_clock_millis() -> int:
@@ -78,55 +86,42 @@ def local_wall_clock_millis() -> int:
     return int(now.replace(tzinfo=dt.timezone.utc).timestamp() * 1000)
 
 
-def key_columns_sorted(table: pa.Table, keys: list[str], seq_column: str) -> pa.Table:
-    """Sort by key ascending, then sequence ascending (so the newest version of a key is last).
-
-    Key columns are NOT NULL, so null placement does not matter here."""
-    order = [(k, "ascending") for k in keys] + [(seq_column, "ascending")]
-    return table.take(pc.sort_indices(table, sort_keys=order))
-
-
-def key_changes(table: pa.Table, keys: list[str]) -> np.ndarray:
-    """For rows sorted by ``keys``: element i is True where row i+1's key differs from row i's
-    (nulls equal each other)."""
-    n = table.num_rows
-    differs = np.zeros(max(n - 1, 0), dtype=bool)
-    for k in keys:
-        col = table.column(k)
-        a, b = col.slice(0, n - 1), col.slice(1)
-        neq = pc.fill_null(pc.not_equal(a, b), True)
-        both_null = pc.and_(pc.is_null(a), pc.is_null(b))
-        differs |= np.asarray(pc.and_not(neq, both_null).to_numpy(zero_copy_only=False), dtype=bool)
-    return differs
-
-
-def last_of_each_key(table: pa.Table, keys: list[str]) -> pa.Table:
-    """Of rows sorted by key, keep the last row of each run of equal keys."""
-    if table.num_rows <= 1 or not keys:
-        return table
-    return table.filter(pa.array(np.append(key_changes(table, keys), True)))
-
-
 def write_bucket(task: WriteTask, rows: pa.Table, file_io: FileIO) -> CommitMessage:
     """Write one bucket's rows (table columns, plus ``_VALUE_KIND`` for primary-key tables)."""
     schema = task.schema
     n = rows.num_rows
     seq = pa.array(np.arange(task.start_sequence, task.start_sequence + n, dtype=np.int64))
-    if schema.has_primary_key:
-        kinds = rows.column(VALUE_KIND) if VALUE_KIND in rows.column_names else pa.array(np.zeros(n, np.int8))
-        data = rows.select(schema.field_names)
-        keys = schema.trimmed_primary_keys
-        work = data.append_column(SEQUENCE_NUMBER, seq).append_column(VALUE_KIND, kinds)
-        merged = last_of_each_key(key_columns_sorted(work, keys, SEQUENCE_NUMBER), keys)
-        files = write_files(merged, schema, task.bucket_dir, file_io)
-    else:
+    if not schema.has_primary_key:
         data = rows.select(schema.field_names).append_column(SEQUENCE_NUMBER, seq)
         files = write_files(data, schema, task.bucket_dir, file_io)
-    return CommitMessage(task.partition, task.bucket, task.total_buckets, new_files=tuple(files))
+        return CommitMessage(task.partition, task.bucket, task.total_buckets, new_files=tuple(files))
+    kinds = rows.column(VALUE_KIND) if VALUE_KIND in rows.column_names else pa.array(np.zeros(n, np.int8))
+    engine = MergeEngine.of(schema)
+    work = rows.select(schema.field_names).append_column(SEQUENCE_NUMBER, seq).append_column(VALUE_KIND, kinds)
+    # Paimon's write buffer: records sorted by key and sequence, each key folded by the engine.
+    ordered = key_columns_sorted(engine.drop_ignored(work), schema.trimmed_primary_keys, SEQUENCE_NUMBER)
+    merged = engine.merge(ordered)
+    files = write_files(merged, schema, task.bucket_dir, file_io)
+    producer = schema.core_options.changelog_producer
+    if producer == "input":
+        log = ordered  # the input records themselves, as Paimon's input producer stores them
+    elif producer == "lookup":
+        log = lookup_changelog(task, merged, engine, file_io)
+    else:
+        log = None
+    changelog = write_changelog_files(log, schema, task.bucket_dir, file_io) if log is not None else []
+    return CommitMessage(task.partition, task.bucket, task.total_buckets, new_files=tuple(files),
+                         changelog_files=tuple(changelog))
+
+
+def write_changelog_files(log: pa.Table, schema: TableSchema, bucket_dir: str, file_io: FileIO) -> list[DataFileMeta]:
+    """Changelog records as ``changelog-*`` files next to the data files (same layout, level 0)."""
+    return write_files(log, schema, bucket_dir, file_io, prefix=schema.core_options.changelog_file_prefix)
 
 
 def write_files(table: pa.Table, schema: TableSchema, bucket_dir: str, file_io: FileIO, *, level: int = 0,
-                file_source: int = FILE_SOURCE_APPEND, measure_size: bool = False) -> list[DataFileMeta]:
+                file_source: int = FILE_SOURCE_APPEND, measure_size: bool = False,
+                prefix: str | None = None) -> list[DataFileMeta]:
     """Write rows as data files of about target-file-size in ``bucket_dir``; return their metadata.
 
     Used by the write kernel (new files, level 0) and the compaction kernel (rewritten files).
@@ -140,6 +135,7 @@ def write_files(table: pa.Table, schema: TableSchema, bucket_dir: str, file_io: 
         measure_size: roll on the Parquet size of the rows, measured by encoding a sample
             (files land near the target); False rolls on the Arrow in-memory size, which
             keeps files at or below it without encoding anything twice.
+        prefix: the file name prefix (``data-file.prefix`` unless given, e.g. for changelog files).
     """
     if table.num_rows == 0:
         return []
@@ -153,7 +149,7 @@ def write_files(table: pa.Table, schema: TableSchema, bucket_dir: str, file_io: 
         # Parquet with zstd is typically several times smaller than Arrow in memory; rolling on the
         # in-memory size keeps files at or below the target.
         rows_per_file = max(1, int(table.num_rows * target / max(1, table.nbytes)))
-    prefix = f"{schema.core_options.data_file_prefix}{uuid.uuid4()}"
+    prefix = f"{prefix if prefix is not None else schema.core_options.data_file_prefix}{uuid.uuid4()}"
     files = []
     for i, start in enumerate(range(0, table.num_rows, rows_per_file)):
         chunk = table.slice(start, rows_per_file)

@@ -47,17 +47,23 @@ class WriteResult:
     maintenance: tuple[str, ...] = ()  # post-commit steps that did work (compact, expire, ...)
 
 
-def next_sequences(table: Table, schema: TableSchema) -> dict[tuple[bytes, int], int]:
-    """(partition, bucket) -> the first sequence number a new write there must use."""
+def plan_job(table: Table, schema: TableSchema, row_kind_column: str | None) -> WriteJob:
+    """The write's shared context: where each bucket's sequence numbers continue and, for
+    ``changelog-producer=lookup``, each bucket's live files for the kernels to look up."""
     latest = table.latest_snapshot()
-    if latest is None:
-        return {}
-    entries = live_entries(table.manifests(), latest)
-    out: dict[tuple[bytes, int], int] = {}
+    entries = live_entries(table.manifests(), latest) if latest is not None else []
+    starts: dict[tuple[bytes, int], int] = {}
+    files: dict[tuple[bytes, int], list] = {}
     for e in entries:
         key = (e.partition, e.bucket)
-        out[key] = max(out.get(key, 0), e.file.max_sequence_number + 1)
-    return out
+        starts[key] = max(starts.get(key, 0), e.file.max_sequence_number + 1)
+        files.setdefault(key, []).append(e.file)
+    lookup = schema.has_primary_key and schema.core_options.changelog_producer == "lookup"
+    if not lookup:
+        return WriteJob(table.path, schema, row_kind_column, starts)
+    schemas = {sid: table.schemas.schema(sid) for sid in {f.file.schema_id for f in entries} | {schema.id}}
+    return WriteJob(table.path, schema, row_kind_column, starts,
+                    lookup_files={k: tuple(v) for k, v in files.items()}, schemas=schemas)
 
 
 def _is_spark_dataframe(data: Any) -> bool:
@@ -88,8 +94,7 @@ def write(table: Table, data: Any, *, mode: str = "append", row_kind_column: str
         log.info("engine: %s (%s)", engine.name, why)
     schema = table.schema
     # Paimon's `rowkind.field` option names a table column that carries the row kind.
-    job = WriteJob(table.path, schema, row_kind_column or schema.options.get("rowkind.field"),
-                   next_sequences(table, schema))
+    job = plan_job(table, schema, row_kind_column or schema.options.get("rowkind.field"))
     messages, rows_in = engine.write(job, data, table.file_io)
     partitions = {m.partition for m in messages}
     overwrite = None

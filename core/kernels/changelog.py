@@ -1,0 +1,179 @@
+"""Changelog: the -U/+U/-D/+I records that turn a bucket's state before into its state after.
+
+Two producers compute it from the same function, ``changes``:
+- ``lookup`` (write kernel): the state before is the bucket's files, looked up for the keys
+  the write touches; the state after is that merged with the written records.
+- ``full-compaction`` (compaction kernel): the state before is the top level, the result of
+  the previous full compaction; the state after is the new full compaction.
+
+Per touched key: absent before and alive after gives +I(after); alive before and gone after
+gives -D(before); alive on both sides gives -U(before), +U(after), unless
+``changelog-producer.row-deduplicate`` is set and the values are equal. first-row tables
+only ever gain keys, so they yield +I records only. Records keep their sequence numbers; the
+output is sorted by key, -U before +U.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from core.fileio import FileIO, join
+from core.kernels.read import read_file
+from core.kernels.records import (INSERT, RETRACT_KINDS, SEQUENCE_NUMBER, UPDATE_AFTER, UPDATE_BEFORE, VALUE_KIND,
+                                  DELETE, key_columns_sorted)
+from core.kernels.merge import MergeEngine, segment_starts
+
+if TYPE_CHECKING:
+    from core.kernels.write import WriteTask
+
+_OLD = "_LAKECTL_OLD"  # marks the records of the state before while they are sorted together
+
+
+def changes(rows: pa.Table, is_old: np.ndarray, engine: MergeEngine, *, row_deduplicate: bool = False) -> pa.Table:
+    """Changelog records for the keys that records not in the old state touch.
+
+    Args:
+        rows: records of one bucket, sorted by key then sequence number, ignored deletes dropped.
+        is_old: marks the records that make up the state before.
+        engine: the table's merge engine.
+        row_deduplicate: no -U/+U pair for a key whose value did not change.
+    """
+    if rows.num_rows == 0:
+        return rows
+    starts = segment_starts(rows, engine.keys)
+    has_old = np.maximum.reduceat(is_old.astype(np.int8), starts).astype(bool)
+    touched = np.maximum.reduceat((~is_old).astype(np.int8), starts).astype(bool)
+    after = engine.merge(rows)
+    before_part = engine.merge(rows.filter(pa.array(is_old)))
+    # before_part has one record per key that has old records, in key order.
+    before_index = np.cumsum(has_old) - 1
+    after_alive = _alive_mask(after)
+    before_alive = np.zeros(len(starts), bool)
+    before_alive[has_old] = _alive_mask(before_part)
+    before_at = np.where(has_old, before_index, 0)
+    if engine.kind == "first-row":
+        insert = touched & ~before_alive & after_alive
+        delete = update = np.zeros(len(starts), bool)
+    else:
+        insert = touched & ~before_alive & after_alive
+        delete = touched & before_alive & ~after_alive
+        update = touched & before_alive & after_alive
+        if row_deduplicate and update.any():
+            same = _equal_rows(before_part.take(pa.array(before_at)), after, engine)
+            update &= ~same
+    pieces = []  # (segment, order within segment, table of one record per segment)
+    if insert.any():
+        pieces.append((np.flatnonzero(insert), 1, _with_kind(after.filter(pa.array(insert)), INSERT)))
+    if update.any():
+        seg = np.flatnonzero(update)
+        pieces.append((seg, 0, _with_kind(before_part.take(pa.array(before_at[update])), UPDATE_BEFORE)))
+        pieces.append((seg, 1, _with_kind(after.filter(pa.array(update)), UPDATE_AFTER)))
+    if delete.any():
+        pieces.append((np.flatnonzero(delete), 0, _with_kind(before_part.take(pa.array(before_at[delete])), DELETE)))
+    if not pieces:
+        return rows.slice(0, 0)
+    table = pa.concat_tables([p[2] for p in pieces])
+    order = np.lexsort((np.concatenate([np.full(len(p[0]), p[1]) for p in pieces]),
+                        np.concatenate([p[0] for p in pieces])))
+    return table.take(pa.array(order))
+
+
+def _alive_mask(table: pa.Table) -> np.ndarray:
+    retract = pc.is_in(table.column(VALUE_KIND), RETRACT_KINDS)
+    return ~np.asarray(retract.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _with_kind(table: pa.Table, kind: int) -> pa.Table:
+    i = table.column_names.index(VALUE_KIND)
+    return table.set_column(i, VALUE_KIND, pa.array(np.full(table.num_rows, kind, np.int8)))
+
+
+def _equal_rows(a: pa.Table, b: pa.Table, engine: MergeEngine) -> np.ndarray:
+    """Row-wise equality of the table columns of two aligned tables (nulls equal nulls)."""
+    same = np.ones(a.num_rows, bool)
+    for name in a.column_names:
+        if name in (SEQUENCE_NUMBER, VALUE_KIND):
+            continue
+        x, y = a.column(name), b.column(name)
+        eq = pc.fill_null(pc.equal(x, y), False)
+        both_null = pc.and_(pc.is_null(x), pc.is_null(y))
+        same &= np.asarray(pc.or_(eq, both_null).to_numpy(zero_copy_only=False), dtype=bool)
+    return same
+
+
+def tagged_sort(old: pa.Table, new: pa.Table, keys: list[str]) -> tuple[pa.Table, np.ndarray]:
+    """Old and new records sorted together by key and sequence, and the mask of old ones."""
+    both = pa.concat_tables([
+        old.append_column(_OLD, pa.array(np.ones(old.num_rows, bool))),
+        new.append_column(_OLD, pa.array(np.zeros(new.num_rows, bool))),
+    ])
+    ordered = key_columns_sorted(both, keys, SEQUENCE_NUMBER)
+    mask = np.asarray(ordered.column(_OLD).to_numpy(zero_copy_only=False), dtype=bool)
+    return ordered.drop_columns([_OLD]), mask
+
+
+# ---- lookup --------------------------------------------------------------------------------
+class FileCache:
+    """Files read for lookups, least recently used first out, within a byte budget
+    (``lookup.cache-max-memory-size``). Data files never change, so entries never go stale;
+    a streaming writer that commits many times in one process reads each file once."""
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[tuple[str, int], pa.Table] = OrderedDict()
+        self._bytes = 0
+
+    def get(self, key: tuple[str, int], load, budget: int) -> pa.Table:
+        hit = self._entries.get(key)
+        if hit is not None:
+            self._entries.move_to_end(key)
+            return hit
+        table = load()
+        if table.nbytes <= budget:
+            self._entries[key] = table
+            self._bytes += table.nbytes
+            while self._bytes > budget:
+                _, dropped = self._entries.popitem(last=False)
+                self._bytes -= dropped.nbytes
+        return table
+
+    @property
+    def bytes(self) -> int:
+        return self._bytes
+
+
+LOOKUP_CACHE = FileCache()
+
+
+def lookup_changelog(task: "WriteTask", written: pa.Table, engine: MergeEngine, file_io: FileIO) -> pa.Table:
+    """The changelog of a write: ``written`` (the folded new records of one bucket) against
+    what the bucket's files held for those keys."""
+    schema = task.schema
+    keys = list(engine.keys)
+    budget = schema.core_options.lookup_cache_bytes
+    old_parts = []
+    for meta in task.lookup_files:
+        path = meta.external_path or join(task.bucket_dir, meta.file_name)
+        file_schema = (task.schemas or {}).get(meta.schema_id, schema)
+        table = LOOKUP_CACHE.get((path, schema.id), lambda: read_file(
+            path, meta, file_schema, list(schema.fields), file_io, system_columns=True), budget)
+        old_parts.append(_restrict(table, written, keys))
+    old = pa.concat_tables(old_parts) if old_parts else written.slice(0, 0)
+    old = engine.drop_ignored(old.cast(written.schema))
+    rows, is_old = tagged_sort(old, written, keys)
+    return changes(rows, is_old, engine, row_deduplicate=schema.core_options.changelog_row_deduplicate)
+
+
+def _restrict(old: pa.Table, written: pa.Table, keys: list[str]) -> pa.Table:
+    """The records of ``old`` whose key was written (all of them where Arrow cannot join the key types)."""
+    try:
+        return old.join(written.select(keys), keys, join_type="left semi")
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+        return old
+
+
+__all__ = ["FileCache", "LOOKUP_CACHE", "changes", "lookup_changelog", "tagged_sort"]

@@ -1,0 +1,437 @@
+"""Merge engines: how the records of one primary key fold into one (Paimon's ``merge-engine``).
+
+Every kernel that meets several records of a key calls ``MergeEngine.merge``: the write
+kernel on its input (Paimon's write buffer), the read kernel across a bucket's files and the
+compaction kernel on the files it rewrites. Folding is associative for every engine, so
+folding a commit's rows first and the files later gives the same result as folding all
+rows at once, which is what lets Paimon store partial folds in files.
+
+Input of ``merge``: the table columns plus ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``, sorted
+by the trimmed primary key and then by sequence number. Output: one record per key (after
+ignored deletes are dropped), sorted by key, in the same columns. Its ``_VALUE_KIND`` tells
+whether the key is alive (+I, +U) or deleted (-U, -D), and its sequence number is the last
+record's, as Paimon's merge functions return them.
+
+- ``deduplicate``: the newest record.
+- ``first-row``: the oldest record.
+- ``partial-update``: per column the newest non-null value.
+- ``aggregation``: per column ``fields.<name>.aggregate-function`` (default
+  ``fields.default-aggregate-function``, else ``last_non_null_value``); the result is +I.
+
+Retractions (-U/-D): ``ignore-delete`` drops them. Otherwise partial-update and first-row
+refuse them, aggregation retracts with the functions that can (sum, product, last_value,
+last_non_null_value) and refuses others unless ``fields.<name>.ignore-retract``; and
+``partial-update.remove-record-on-delete`` / ``aggregation.remove-record-on-delete`` make a
+-D restart the key from that record (the result is -D if nothing follows it). Refusals are
+checked on the input (``check_input``) so bad rows fail a write before any file exists.
+
+The per-key folds are vectorised: rows of one key form a segment, and each column's result
+is chosen with numpy ``reduceat`` over segment starts or Arrow's ordered hash aggregates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from core.errors import InvalidDataError, UsageError
+from core.kernels.records import DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, key_changes
+from core.options import parse_bool
+from core.schema import TableSchema
+from core.types import DataField
+
+ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
+
+_NUMERIC = {"TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL"}
+_ORDERED = _NUMERIC | {"BOOLEAN", "CHAR", "VARCHAR", "STRING", "BINARY", "VARBINARY", "BYTES", "DATE", "TIME",
+                       "TIMESTAMP", "TIMESTAMP_LTZ"}
+_STRINGS = {"CHAR", "VARCHAR", "STRING"}
+# Aggregate function -> the type roots it takes (None: any type).
+AGGREGATE_TYPES: dict[str, set[str] | None] = {
+    "sum": _NUMERIC, "product": _NUMERIC, "max": _ORDERED, "min": _ORDERED,
+    "last_value": None, "last_non_null_value": None, "first_value": None, "first_non_null_value": None,
+    "listagg": _STRINGS, "bool_and": {"BOOLEAN"}, "bool_or": {"BOOLEAN"},
+}
+RETRACTABLE = {"sum", "product", "last_value", "last_non_null_value"}
+# Paimon functions lakectl does not implement (nested types, sketches, bitmaps).
+_NOT_IMPLEMENTED = {"collect", "merge_map", "merge_map_with_keytime", "nested_update", "nested_partial_update",
+                    "theta_sketch", "hll_sketch", "rbm32", "rbm64"}
+
+
+def _type_root(field: DataField) -> str:
+    root = field.type.root_text().split("(")[0].strip().upper()
+    if root.startswith("TIMESTAMP") and "LOCAL TIME ZONE" in field.type.root_text().upper():
+        return "TIMESTAMP_LTZ"
+    return root.split()[0]
+
+
+@dataclass(frozen=True, slots=True)
+class FieldAggregate:
+    """How one non-key column aggregates (aggregation engine)."""
+
+    name: str
+    function: str
+    ignore_retract: bool = False
+    delimiter: str = ","
+    distinct: bool = False
+
+    @property
+    def retracts(self) -> bool:
+        return self.function in RETRACTABLE and not self.ignore_retract
+
+
+def _option(options: dict[str, str], *keys: str) -> str | None:
+    """The first of ``keys`` that is set: Paimon's option key and its fallback keys."""
+    for key in keys:
+        if key in options:
+            return options[key]
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class MergeEngine:
+    """The merge engine of a primary-key table, read from its options."""
+
+    kind: str
+    keys: tuple[str, ...]  # trimmed primary key: the columns files are sorted and merged by
+    ignore_delete: bool = False
+    remove_record_on_delete: bool = False
+    aggregates: tuple[FieldAggregate, ...] = ()  # aggregation only: one per non-key column
+
+    @classmethod
+    def of(cls, schema: TableSchema) -> "MergeEngine":
+        """The engine of ``schema``; raises UsageError for options lakectl cannot honour."""
+        opts = dict(schema.options)
+        kind = (opts.get("merge-engine") or "deduplicate").strip().lower()
+        if kind not in ENGINES:
+            raise UsageError(f"option merge-engine={kind} is not supported (supported: {', '.join(ENGINES)})")
+        ignore_key = next((k for k in ("ignore-delete", f"{kind}.ignore-delete") if k in opts), None)
+        ignore = parse_bool(opts[ignore_key], ignore_key) if ignore_key else False
+        remove_key = f"{kind}.remove-record-on-delete"
+        remove = parse_bool(opts[remove_key], remove_key) if remove_key in opts else False
+        for key in opts:
+            if key.endswith(".sequence-group"):
+                raise UsageError(f"option {key}: partial-update sequence groups are not supported by lakectl yet")
+            if key.endswith(".aggregate-function") and kind != "aggregation":
+                raise UsageError(f"option {key} needs merge-engine=aggregation (this table uses {kind})")
+        if "sequence.field" in opts:
+            raise UsageError("option sequence.field is not supported by lakectl yet")
+        aggregates = _aggregates(schema, opts) if kind == "aggregation" else ()
+        return cls(kind, tuple(schema.trimmed_primary_keys), ignore, remove, aggregates)
+
+    # ---- input checks ------------------------------------------------------------------
+    def check_input(self, kinds: pa.Array | pa.ChunkedArray) -> None:
+        """Refuse -U/-D input rows the engine cannot take (InvalidDataError, exit 5)."""
+        if self.ignore_delete or self.kind == "deduplicate":
+            return
+        retract = pc.is_in(kinds, pa.array([UPDATE_BEFORE, DELETE], pa.int8()))
+        if not pc.any(retract).as_py():
+            return
+        if self.kind == "first-row":
+            raise InvalidDataError("the first-row merge engine cannot take -U/-D rows; "
+                                   "set option ignore-delete=true to drop them")
+        if self.kind == "partial-update":
+            if self.remove_record_on_delete:
+                return
+            raise InvalidDataError("the partial-update merge engine cannot take -U/-D rows; set option "
+                                   "ignore-delete=true or partial-update.remove-record-on-delete=true")
+        if self.remove_record_on_delete and not pc.any(pc.equal(kinds, UPDATE_BEFORE)).as_py():
+            return
+        for agg in self.aggregates:
+            if not agg.retracts and not agg.ignore_retract:
+                raise InvalidDataError(
+                    f"aggregate function {agg.function} of column {agg.name} cannot retract -U/-D rows; "
+                    f"set option fields.{agg.name}.ignore-retract=true to ignore them")
+
+    def drop_ignored(self, rows: pa.Table) -> pa.Table:
+        """Without the -U/-D rows ``ignore-delete`` drops."""
+        if not self.ignore_delete or rows.num_rows == 0:
+            return rows
+        return rows.filter(pc.invert(_is_retract(rows)))
+
+    # ---- merging -----------------------------------------------------------------------
+    def merge(self, rows: pa.Table) -> pa.Table:
+        """One record per key of ``rows`` (sorted by key, then sequence number)."""
+        rows = self.drop_ignored(rows)
+        if rows.num_rows <= 1:
+            return rows
+        starts = segment_starts(rows, self.keys)
+        if len(starts) == rows.num_rows:
+            return rows  # every key once: nothing to fold
+        if self.kind == "deduplicate":
+            return rows.take(segment_ends(starts, rows.num_rows))
+        if self.kind == "first-row":
+            return rows.take(starts)
+        if self.remove_record_on_delete:
+            rows = _from_last_delete(rows, starts)
+            starts = segment_starts(rows, self.keys)
+        if self.kind == "partial-update":
+            return _partial_update(rows, starts, self.keys)
+        return _aggregate(rows, starts, {a.name: a for a in self.aggregates}, self.remove_record_on_delete)
+
+
+def _aggregates(schema: TableSchema, opts: dict[str, str]) -> tuple[FieldAggregate, ...]:
+    names = set(schema.field_names)
+    for key in opts:
+        if key.startswith("fields.") and key.endswith(".aggregate-function"):
+            column = key[len("fields."):-len(".aggregate-function")]
+            if column not in names:
+                raise UsageError(f"option {key} names column {column!r}, which the table does not have")
+            if column in schema.primary_keys:
+                raise UsageError(f"option {key}: {column!r} is a primary key column, which is not aggregated")
+    default = opts.get("fields.default-aggregate-function", "last_non_null_value").strip().lower()
+    out = []
+    for field in schema.fields:
+        if field.name in schema.primary_keys:
+            continue
+        fn = (opts.get(f"fields.{field.name}.aggregate-function") or default).strip().lower()
+        key = f"fields.{field.name}.aggregate-function"
+        if fn in _NOT_IMPLEMENTED:
+            raise UsageError(f"option {key}={fn} is a Paimon function lakectl does not support yet")
+        if fn not in AGGREGATE_TYPES:
+            hint = " (Paimon has no count; use sum over a 0/1 column)" if fn == "count" else ""
+            raise UsageError(f"option {key}={fn} is not an aggregate function{hint}; supported: "
+                             f"{', '.join(sorted(AGGREGATE_TYPES))}")
+        allowed = AGGREGATE_TYPES[fn]
+        if allowed is not None and _type_root(field) not in allowed:
+            raise UsageError(f"option {key}={fn} does not take column {field.name} of type {field.type.root_text()}")
+        ignore_key = f"fields.{field.name}.ignore-retract"
+        ignore = parse_bool(opts[ignore_key], ignore_key) if ignore_key in opts else False
+        distinct_key = f"fields.{field.name}.distinct"
+        distinct = parse_bool(opts[distinct_key], distinct_key) if distinct_key in opts else False
+        delimiter = opts.get(f"fields.{field.name}.list-agg-delimiter", ",")
+        out.append(FieldAggregate(field.name, fn, ignore, delimiter, distinct))
+    return tuple(out)
+
+
+# ---- segments ------------------------------------------------------------------------------
+def segment_starts(rows: pa.Table, keys: Sequence[str]) -> np.ndarray:
+    """Index of the first row of each run of equal keys (rows sorted by key)."""
+    if rows.num_rows == 0:
+        return np.zeros(0, np.int64)
+    if not keys:
+        return np.zeros(1, np.int64)
+    return np.flatnonzero(np.append(True, key_changes(rows, list(keys)))).astype(np.int64)
+
+
+def segment_ends(starts: np.ndarray, n: int) -> np.ndarray:
+    """Index of the last row of each segment."""
+    return np.append(starts[1:] - 1, n - 1).astype(np.int64)
+
+
+def _is_retract(rows: pa.Table) -> pa.ChunkedArray:
+    return pc.is_in(rows.column(VALUE_KIND), pa.array([UPDATE_BEFORE, DELETE], pa.int8()))
+
+
+def _kinds(rows: pa.Table) -> np.ndarray:
+    return np.asarray(rows.column(VALUE_KIND).to_numpy(), dtype=np.int8)
+
+
+def _last_where(mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per segment, the index of the last row where ``mask`` holds, or -1."""
+    idx = np.where(mask, np.arange(len(mask)), -1)
+    return np.maximum.reduceat(idx, starts) if len(starts) else idx[:0]
+
+
+def _first_where(mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per segment, the index of the first row where ``mask`` holds, or -1."""
+    n = len(mask)
+    idx = np.where(mask, np.arange(n), n)
+    first = np.minimum.reduceat(idx, starts) if len(starts) else idx[:0]
+    return np.where(first == n, -1, first)
+
+
+def _take_or_null(column: pa.ChunkedArray, picks: np.ndarray) -> pa.Array:
+    """``column[picks]`` with null where the pick is -1."""
+    indices = pa.array(picks, pa.int64(), mask=picks < 0)
+    return pc.take(column, indices)
+
+
+def _valid(column: pa.ChunkedArray) -> np.ndarray:
+    return np.asarray(pc.is_valid(column).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _from_last_delete(rows: pa.Table, starts: np.ndarray) -> pa.Table:
+    """remove-record-on-delete: per key, only the last -D and what follows it count, -U rows
+    never do; the -D restarts the record from its own values."""
+    kinds = _kinds(rows)
+    n = rows.num_rows
+    last_delete = _last_where(kinds == DELETE, starts)
+    seg_of_row = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n)))
+    keep = (np.arange(n) >= last_delete[seg_of_row]) & (kinds != UPDATE_BEFORE)
+    # A key whose only rows are -U keeps its last one, so it still yields a (deleted) record.
+    ends = segment_ends(starts, n)
+    none_left = np.add.reduceat(keep.astype(np.int64), starts) == 0
+    keep[ends[none_left]] = True
+    return rows.filter(pa.array(keep))
+
+
+def _result_kinds(rows: pa.Table, starts: np.ndarray, delete_on_last_delete: bool) -> pa.Array:
+    """+I per key, or -D where the key's last record is a -D that restarts it."""
+    kinds = _kinds(rows)
+    ends = segment_ends(starts, rows.num_rows)
+    out = np.full(len(starts), INSERT, np.int8)
+    if delete_on_last_delete:
+        out[np.isin(kinds[ends], (DELETE, UPDATE_BEFORE))] = DELETE
+    return pa.array(out, pa.int8())
+
+
+def _assemble(rows: pa.Table, columns: dict[str, pa.Array], starts: np.ndarray, kinds: pa.Array) -> pa.Table:
+    """The merged table: given columns, key columns from each key's first row, the last sequence."""
+    n = rows.num_rows
+    ends = pa.array(segment_ends(starts, n))
+    arrays = []
+    for name in rows.column_names:
+        if name == VALUE_KIND:
+            arrays.append(kinds)
+        elif name == SEQUENCE_NUMBER:
+            arrays.append(pc.take(rows.column(name), ends))
+        elif name in columns:
+            col = columns[name]
+            arrays.append(col if col.type == rows.schema.field(name).type else pc.cast(col, rows.schema.field(name).type))
+        else:
+            arrays.append(pc.take(rows.column(name), ends))
+    return pa.Table.from_arrays(arrays, schema=rows.schema)
+
+
+def _partial_update(rows: pa.Table, starts: np.ndarray, keys: Sequence[str]) -> pa.Table:
+    """Per column the newest non-null value of the key's insert records (and a restarting -D)."""
+    kinds = _kinds(rows)
+    counts = kinds != UPDATE_BEFORE
+    columns = {}
+    for name in rows.column_names:
+        if name in (SEQUENCE_NUMBER, VALUE_KIND) or name in keys:
+            continue
+        col = rows.column(name)
+        columns[name] = _take_or_null(col, _last_where(counts & _valid(col), starts))
+    return _assemble(rows, columns, starts, _result_kinds(rows, starts, True))
+
+
+def _aggregate(rows: pa.Table, starts: np.ndarray, aggregates: dict[str, FieldAggregate],
+               remove_record_on_delete: bool) -> pa.Table:
+    kinds = _kinds(rows)
+    retract = np.isin(kinds, (UPDATE_BEFORE, DELETE))
+    restart = np.zeros(len(kinds), bool)
+    if remove_record_on_delete:
+        # The leading -D of a key (what _from_last_delete left) restarts it: it counts as an insert.
+        restart[starts] = kinds[starts] == DELETE
+    adds = ~retract | restart
+    retract = retract & ~restart
+    seg = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, rows.num_rows)))
+    columns = {}
+    for name, agg in aggregates.items():
+        col = rows.column(name)
+        columns[name] = _aggregate_column(col, agg, adds, retract & agg.retracts, starts, seg)
+    return _assemble(rows, columns, starts, _result_kinds(rows, starts, remove_record_on_delete))
+
+
+def _aggregate_column(col: pa.ChunkedArray, agg: FieldAggregate, adds: np.ndarray, retracts: np.ndarray,
+                      starts: np.ndarray, seg: np.ndarray) -> pa.Array:
+    """One column's aggregate per key. ``adds``/``retracts``: the rows that add or retract
+    (rows of neither kind, such as ignored retractions, take no part)."""
+    fn = agg.function
+    valid = _valid(col)
+    if fn == "last_value":
+        # A retraction sets the value to null; the last record that takes part decides.
+        last = _last_where(adds | retracts, starts)
+        picked = _take_or_null(col, last)
+        was_retract = np.where(last >= 0, retracts[np.maximum(last, 0)], False)
+        return pc.if_else(pa.array(was_retract), pa.nulls(len(last), col.type), picked)
+    if fn == "last_non_null_value":
+        # The last non-null input decides: an insert's value, or null after a retraction.
+        last = _last_where((adds | retracts) & valid, starts)
+        picked = _take_or_null(col, last)
+        was_retract = np.where(last >= 0, retracts[np.maximum(last, 0)], False)
+        return pc.if_else(pa.array(was_retract), pa.nulls(len(last), col.type), picked)
+    if fn == "first_value":
+        return _take_or_null(col, _first_where(adds, starts))
+    if fn == "first_non_null_value":
+        return _take_or_null(col, _first_where(adds & valid, starts))
+    if fn == "listagg":
+        return _listagg(col, agg, adds & valid, starts)
+    if fn == "product" and retracts.any():
+        return _sequential_product(col, adds, retracts, starts)
+    values = col
+    if fn == "sum" and retracts.any():
+        values = pc.if_else(pa.array(retracts), pc.negate(col), col)
+    taking = adds | (retracts if fn == "sum" else False)
+    values = pc.if_else(pa.array(taking), values, pa.nulls(len(values), col.type))
+    hash_fn = {"sum": "sum", "product": "product", "max": "max", "min": "min",
+               "bool_and": "all", "bool_or": "any"}[fn]
+    grouped = pa.table({"seg": pa.array(seg), "v": values}).group_by("seg", use_threads=False).aggregate(
+        [("v", hash_fn, pc.ScalarAggregateOptions(skip_nulls=True, min_count=1))])
+    grouped = grouped.sort_by("seg")
+    out = grouped.column(f"v_{hash_fn}")
+    if out.type != col.type:
+        try:
+            out = pc.cast(out, col.type, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise InvalidDataError(f"column {agg.name}: {fn} does not fit {col.type}: "
+                                   f"{str(e).splitlines()[0]}") from e
+    return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
+
+
+def _listagg(col: pa.ChunkedArray, agg: FieldAggregate, taking: np.ndarray, starts: np.ndarray) -> pa.Array:
+    """Non-blank strings of each key joined by the delimiter, in record order."""
+    text = pc.cast(col, pa.string())
+    blank = np.asarray(pc.fill_null(pc.equal(pc.utf8_trim_whitespace(text), ""), True).to_numpy(zero_copy_only=False),
+                       dtype=bool)
+    keep = taking & ~blank
+    kept = pc.filter(text, pa.array(keep))
+    counts = np.add.reduceat(keep.astype(np.int64), starts) if len(starts) else np.zeros(0, np.int64)
+    offsets = np.append(0, np.cumsum(counts)).astype(np.int32)
+    kept = kept.combine_chunks() if isinstance(kept, pa.ChunkedArray) else kept
+    lists = pa.ListArray.from_arrays(pa.array(offsets), kept)
+    if agg.distinct:
+        joined = pa.array([_join_distinct(v, agg.delimiter) for v in lists.to_pylist()], pa.string())
+    else:
+        joined = pc.binary_join(lists, agg.delimiter)
+    out = pc.if_else(pa.array(counts > 0), joined, pa.nulls(len(counts), pa.string()))
+    return pc.cast(out, col.type)
+
+
+def _join_distinct(values: list[str], delimiter: str) -> str | None:
+    """listagg with ``distinct``: tokens (values split by the delimiter) once each, first seen first."""
+    seen: list[str] = []
+    for value in values:
+        for token in value.split(delimiter) if delimiter else [value]:
+            if token.strip() and token not in seen:
+                seen.append(token)
+    return delimiter.join(seen) if seen else None
+
+
+def _sequential_product(col: pa.ChunkedArray, adds: np.ndarray, retracts: np.ndarray,
+                        starts: np.ndarray) -> pa.Array:
+    """product with retractions, record by record as Paimon applies them: a retraction divides,
+    and leaves a null accumulator null."""
+    values = col.to_pylist()
+    integral = pa.types.is_integer(col.type)
+    out = []
+    bounds = list(starts) + [len(values)]
+    for s, e in zip(bounds[:-1], bounds[1:]):
+        acc = None
+        for i in range(s, e):
+            v = values[i]
+            if v is None or not (adds[i] or retracts[i]):
+                continue
+            if adds[i]:
+                acc = v if acc is None else acc * v
+            elif acc is not None:
+                if v == 0:
+                    raise InvalidDataError("product: a retraction divides by zero")
+                acc = int(acc / v) if integral else acc / v
+        out.append(acc)
+    return pa.array(out, col.type)
+
+
+def engine_of(schema: TableSchema) -> MergeEngine:
+    """The merge engine of a primary-key table (deduplicate for tables that set none)."""
+    return MergeEngine.of(schema)
+
+
+__all__ = ["AGGREGATE_TYPES", "ENGINES", "FieldAggregate", "MergeEngine", "RETRACTABLE", "engine_of",
+           "segment_ends", "segment_starts"]

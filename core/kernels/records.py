@@ -1,0 +1,43 @@
+"""Key-value records as the kernels hold them: the table columns plus ``_SEQUENCE_NUMBER``
+and ``_VALUE_KIND``, and the sorting every merge starts from."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
+VALUE_KIND = "_VALUE_KIND"
+KEY_PREFIX = "_KEY_"
+INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
+ROW_KINDS = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE}
+KIND_NAMES = {code: name for name, code in ROW_KINDS.items()}
+RETRACT_KINDS = pa.array([UPDATE_BEFORE, DELETE], pa.int8())
+
+
+def key_columns_sorted(table: pa.Table, keys: list[str], seq_column: str) -> pa.Table:
+    """Sort by key ascending, then sequence ascending (so the newest version of a key is last).
+
+    Key columns are NOT NULL, so null placement does not matter here."""
+    order = [(k, "ascending") for k in keys] + [(seq_column, "ascending")]
+    return table.take(pc.sort_indices(table, sort_keys=order))
+
+
+def key_changes(table: pa.Table, keys: list[str]) -> np.ndarray:
+    """For rows sorted by ``keys``: element i is True where row i+1's key differs from row i's
+    (nulls equal each other)."""
+    n = table.num_rows
+    differs = np.zeros(max(n - 1, 0), dtype=bool)
+    for k in keys:
+        col = table.column(k)
+        a, b = col.slice(0, n - 1), col.slice(1)
+        neq = pc.fill_null(pc.not_equal(a, b), True)
+        both_null = pc.and_(pc.is_null(a), pc.is_null(b))
+        differs |= np.asarray(pc.and_not(neq, both_null).to_numpy(zero_copy_only=False), dtype=bool)
+    return differs
+
+
+def alive(table: pa.Table) -> pa.Table:
+    """Records that are not retractions (-U/-D): what a reader shows of merged records."""
+    return table.filter(pc.invert(pc.is_in(table.column(VALUE_KIND), RETRACT_KINDS)))
