@@ -112,6 +112,14 @@ class Table:
         return scan(self, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where,
                     limit=limit, engine_settings=engine_settings)
 
+    def changes(self, start: int, end: int, *, select: Sequence[str] | None = None, where: str | None = None,
+                limit: int | None = None, engine_settings: "EngineSettings | None" = None) -> "pa.Table":
+        """What changed in snapshots ``start+1 .. end``: a ``_row_kind`` column (+I, -U, +U, -D)
+        and the table's columns, from changelog files where the table produces them."""
+        from core.ops.changes import changes
+
+        return changes(self, start, end, select=select, where=where, limit=limit, engine_settings=engine_settings)
+
     def to_spark(self, *, snapshot_id: int | None = None, timestamp: str | None = None, tag: str | None = None,
                  select: Sequence[str] | None = None, where: str | None = None,
                  engine_settings: "EngineSettings | None" = None) -> Any:

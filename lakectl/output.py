@@ -75,7 +75,7 @@ class Output:
             table = RichTable(title=title, show_lines=False)
             for c in columns:
                 # Spaces let rich wrap long headers at word boundaries on narrow terminals.
-                table.add_column(c.replace("_", " "), overflow="fold")
+                table.add_column(c.strip("_").replace("_", " "), overflow="fold")
             for r in rows:
                 table.add_row(*[_cell(r.get(c)) for c in columns])
             self.console.print(table)

@@ -39,7 +39,7 @@ from core.commit import CommitMessage
 from core.engines import ProgressCallback
 from core.errors import InvalidDataError, LakectlError, NotFoundError, UsageError
 from core.fileio import FileIO
-from core.kernels.read import ReadSplit
+from core.kernels.read import ROW_KIND_COLUMN, ReadSplit, changes_schema
 from core.kernels.write import WriteJob
 from core.schema import TableSchema
 from core.types import DataType, arrow_field
@@ -375,15 +375,22 @@ class SparkEngine:
         return messages, sum(r["rows"] for r in rows)
 
     # ---- read ----------------------------------------------------------------------------------
-    def output_struct(self, read_schema: TableSchema, select: Sequence[str] | None) -> T.StructType:
+    def output_struct(self, read_schema: TableSchema, select: Sequence[str] | None,
+                      changes: bool = False) -> T.StructType:
         fields = [read_schema.field(n) for n in select] if select else list(read_schema.fields)
-        return T.StructType([T.StructField(f.name, spark_type(f.type), True) for f in fields])
+        struct = [T.StructField(f.name, spark_type(f.type), True) for f in fields]
+        if changes:
+            struct.insert(0, T.StructField(ROW_KIND_COLUMN, T.StringType(), False))
+        return T.StructType(struct)
 
     def read_dataframe(self, splits: Sequence[ReadSplit], read_schema: TableSchema,
                        schemas: Mapping[int, TableSchema], *, where: str | None = None,
-                       select: Sequence[str] | None = None, parallelism: int | None = None) -> DataFrame:
-        """A DataFrame over the splits, read by ``kernels.read`` on the executors."""
-        struct = self.output_struct(read_schema, select)
+                       select: Sequence[str] | None = None, parallelism: int | None = None,
+                       changes: bool = False) -> DataFrame:
+        """A DataFrame over the splits, read by ``kernels.read`` on the executors (with a
+        leading ``_row_kind`` column for the splits of an incremental read)."""
+        struct = self.output_struct(read_schema, select, changes)
+        keep = ([ROW_KIND_COLUMN] if changes else []) + list(select or ())
         arrow_out = _arrow_schema(struct)
 
         def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -398,7 +405,7 @@ class SparkEngine:
                     if predicate is not None:
                         part = part.filter(predicate.to_arrow())
                     if select:
-                        part = part.select(list(select))
+                        part = part.select(keep)
                     if part.num_rows:
                         yield from _batches(_conform(part, arrow_out))
 
@@ -412,12 +419,15 @@ class SparkEngine:
         """Rows back on the driver, in the lakectl Arrow types (for printing and files)."""
         if not splits:
             return iter(())
-        df = self.read_dataframe(splits, read_schema, schemas)
+        changes = any(s.changes for s in splits)
+        df = self.read_dataframe(splits, read_schema, schemas, changes=changes)
         table = self._run("reading", df.toArrow)
-        fields = list(read_schema.fields)
-        target = pa.schema([arrow_field(f).with_nullable(True) for f in fields])
-        return iter([pa.Table.from_arrays([table.column(f.name).cast(t.type, safe=False)
-                                           for f, t in zip(fields, target)], schema=target)])
+        if changes:
+            target = changes_schema(read_schema)
+        else:
+            target = pa.schema([arrow_field(f).with_nullable(True) for f in read_schema.fields])
+        return iter([pa.Table.from_arrays([table.column(t.name).cast(t.type, safe=False) for t in target],
+                                          schema=target)])
 
     def save(self, df: DataFrame, path: str, fmt: str) -> int:
         """Write a DataFrame with Spark's writers as a directory of part files; returns rows."""

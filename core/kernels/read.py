@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
-from core.kernels.records import SEQUENCE_NUMBER, VALUE_KIND, alive, key_columns_sorted
+from core.kernels.records import KIND_NAMES, SEQUENCE_NUMBER, VALUE_KIND, alive, key_columns_sorted
 from core.kernels.merge import MergeEngine
 from core.manifest import DataFileMeta
 from core.schema import TableSchema
@@ -33,6 +33,9 @@ class ReadSplit:
     bucket: int
     bucket_dir: str
     files: tuple[DataFileMeta, ...]
+    # An incremental read: the files' records as they are (no merge), each with its row kind
+    # in a leading ``_row_kind`` column (+I, -U, +U, -D).
+    changes: bool = False
 
     @property
     def row_count(self) -> int:
@@ -82,6 +85,8 @@ def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fiel
 def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
                file_io: FileIO, *, merge: bool = True) -> pa.Table:
     """All rows of a split in the read schema; merged by key for primary-key tables."""
+    if split.changes:
+        return read_changes(split, read_schema, schemas, file_io)
     read_fields = list(read_schema.fields)
     primary_key = read_schema.has_primary_key and merge
     parts = []
@@ -100,4 +105,35 @@ def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int,
     return alive(merged).select([f.name for f in read_fields])
 
 
-__all__ = ["ReadSplit", "read_split", "read_file", "to_arrow"]
+ROW_KIND_COLUMN = "_row_kind"
+
+
+def changes_schema(read_schema: TableSchema) -> pa.Schema:
+    """Columns of an incremental read: ``_row_kind`` and then the table's."""
+    return pa.schema([pa.field(ROW_KIND_COLUMN, pa.string(), False)]
+                     + [arrow_field(f).with_nullable(True) for f in read_schema.fields])
+
+
+def read_changes(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
+                 file_io: FileIO) -> pa.Table:
+    """The records of a split's (changelog or delta) files in file order, with their row kinds."""
+    read_fields = list(read_schema.fields)
+    primary_key = read_schema.has_primary_key
+    parts = []
+    for meta in split.files:
+        path = meta.external_path or join(split.bucket_dir, meta.file_name)
+        part = read_file(path, meta, schemas[meta.schema_id], read_fields, file_io, system_columns=primary_key)
+        if primary_key:
+            codes = pc.cast(part.column(VALUE_KIND), pa.int64())
+            kinds = pc.take(pa.array([KIND_NAMES[k] for k in sorted(KIND_NAMES)]), codes)
+            part = part.drop_columns([SEQUENCE_NUMBER, VALUE_KIND])
+        else:
+            kinds = pa.array(["+I"] * part.num_rows, pa.string())
+        parts.append(part.add_column(0, ROW_KIND_COLUMN, kinds))
+    schema = changes_schema(read_schema)
+    if not parts:
+        return schema.empty_table()
+    return pa.concat_tables(parts).cast(schema)
+
+
+__all__ = ["ROW_KIND_COLUMN", "ReadSplit", "changes_schema", "read_changes", "read_split", "read_file", "to_arrow"]
