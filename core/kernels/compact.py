@@ -136,6 +136,9 @@ class UniversalOptions:
     size_ratio: int = 1  # compaction.size-ratio (percent)
     compaction_trigger: int = 5  # num-sorted-run.compaction-trigger
     num_levels: int = 6  # num-levels (trigger + 1 unless set)
+    # Paimon's ForceUpLevel0Compaction: level-0 files always move up. Java does this for
+    # first-row tables, whose batch readers skip level 0 altogether.
+    force_level0: bool = False
 
     @classmethod
     def of(cls, schema: TableSchema) -> "UniversalOptions":
@@ -143,7 +146,8 @@ class UniversalOptions:
         amp = parse_int(opts.get("compaction.max-size-amplification-percent", "200") or "200",
                         "compaction.max-size-amplification-percent")
         ratio = parse_int(opts.get("compaction.size-ratio", "1") or "1", "compaction.size-ratio")
-        return cls(amp, ratio, opts.num_sorted_run_compaction_trigger, opts.num_levels)
+        first_row = (opts.get("merge-engine") or "").strip().lower() == "first-row"
+        return cls(amp, ratio, opts.num_sorted_run_compaction_trigger, opts.num_levels, first_row)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +189,8 @@ def pick_universal(files: Sequence[DataFileMeta], options: UniversalOptions) -> 
     the newest run, take the next run while it is at most (100 + size-ratio)% of what is
     taken; compact when that is more than one run), both only once the bucket holds
     num-sorted-run.compaction-trigger runs; then file number (more runs than the trigger:
-    start with the newest runs - trigger + 1 and extend by size ratio).
+    start with the newest runs - trigger + 1 and extend by size ratio); finally, with
+    ``force_level0``, all level-0 runs (extended by size ratio) even if that is one file.
     """
     runs = level_sorted_runs(files)
     max_level = options.num_levels - 1
@@ -199,17 +204,21 @@ def pick_universal(files: Sequence[DataFileMeta], options: UniversalOptions) -> 
             return unit
     if len(runs) > trigger:
         return _pick_for_size_ratio(runs, len(runs) - trigger + 1, options.size_ratio, max_level)
+    level0 = sum(1 for r in runs if r.level == 0)
+    if options.force_level0 and level0:
+        return _pick_for_size_ratio(runs, level0, options.size_ratio, max_level, force=True)
     return None
 
 
-def _pick_for_size_ratio(runs: list[SortedRun], count: int, size_ratio: int, max_level: int) -> CompactUnit | None:
+def _pick_for_size_ratio(runs: list[SortedRun], count: int, size_ratio: int, max_level: int,
+                         force: bool = False) -> CompactUnit | None:
     taken = sum(r.size for r in runs[:count])
     for run in runs[count:]:
         if taken * (100.0 + size_ratio) / 100.0 < run.size:
             break
         taken += run.size
         count += 1
-    return _unit(runs, count, max_level) if count > 1 else None
+    return _unit(runs, count, max_level) if count > 1 or force else None
 
 
 def _unit(runs: list[SortedRun], count: int, max_level: int) -> CompactUnit:
