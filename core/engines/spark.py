@@ -329,7 +329,10 @@ class SparkEngine:
         """Route, shuffle and write. Rows cross the shuffle as Arrow IPC chunks, one per
         (input task, partition, bucket): Spark moves a few large binary values instead of
         converting every row to its own format and back, and the values keep their exact
-        Arrow types (nanoseconds, TIME, time zones)."""
+        Arrow types (nanoseconds, TIME, time zones). An Arrow table given through the Python
+        API becomes a DataFrame first."""
+        if isinstance(data, pa.Table):
+            data = self.session.createDataFrame(data)
         schema = job.schema
         routed_struct = _spark_struct([(PARTITION_COLUMN, T.BinaryType()), (BUCKET_COLUMN, T.IntegerType()),
                                        (ROW_COLUMN, T.LongType()), ("rows", T.LongType()),
