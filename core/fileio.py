@@ -10,19 +10,31 @@ Backends, picked by URI scheme:
   ``os.link``-ed to the target. ``link`` fails with EEXIST if the target exists, so of two
   racing processes exactly one wins, and a reader never sees a half-written file (an
   ``O_EXCL`` write would expose the short file while it is being written).
-- anything else fsspec knows: reads and plain writes work; ``try_create`` needs a
-  conditional put and is refused until that backend is wired in.
+- ``s3://`` (s3fs): ``try_create`` is a conditional PUT (``If-None-Match: *``): the store
+  refuses the second of two racing creates with 412, which counts as "lost". Directory
+  listings are never cached, since a stale listing could hide a new snapshot.
+- a store that cannot do conditional puts (``conditional_put=False``, or a scheme without
+  them): ``try_create`` checks and writes under an exclusive lock on ``lock_file``, a local
+  file every committer shares; without one it refuses to commit rather than risk two
+  writers both taking snapshot-N.
+
+Fault injection for tests: ``LAKECTL_FAULT="kill|fail:OP:N"`` SIGKILLs the process, or raises
+OSError, right before its N-th operation of kind OP (read, write, delete, list, create, any);
+``LAKECTL_KILL_AFTER_WRITES=N`` kills before the N-th mutating operation. ``inject_fault``
+does the same in-process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import logging
 import os
 import signal
 import uuid
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, Iterator
 
 import fsspec
 
@@ -30,19 +42,59 @@ from core.errors import CorruptMetadataError, UsageError
 
 log = logging.getLogger(__name__)
 
-# Crash testing: with LAKECTL_KILL_AFTER_WRITES=N in the environment, the process SIGKILLs
-# itself right before its N-th mutating file operation (write, create, hint, delete), so
-# tests can stop a command at every point of its work and check what survives.
-_KILL_AFTER = int(os.environ.get("LAKECTL_KILL_AFTER_WRITES", "0") or 0)
-_mutations = 0
+OPERATIONS = ("read", "write", "create", "delete", "list")
+_MUTATIONS = ("write", "create", "delete")
 
 
-def _before_mutation() -> None:
-    global _mutations
-    if _KILL_AFTER:
-        _mutations += 1
-        if _mutations >= _KILL_AFTER:
+@dataclass(slots=True)
+class _Fault:
+    action: str  # "kill" or "fail"
+    operation: str  # one of OPERATIONS, "mutation" or "any"
+    at: int  # the N-th matching operation faults
+    seen: int = 0
+
+    def check(self, operation: str) -> None:
+        matches = self.operation in (operation, "any") or (self.operation == "mutation" and operation in _MUTATIONS)
+        if not matches:
+            return
+        self.seen += 1
+        if self.seen < self.at:
+            return
+        if self.action == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
+        if self.seen == self.at:
+            raise OSError(errno.EIO, f"injected fault before {operation} #{self.at}")
+
+
+def _fault_from_env() -> _Fault | None:
+    spec = os.environ.get("LAKECTL_FAULT", "")
+    if spec:
+        action, operation, at = spec.split(":")
+        if action not in ("kill", "fail") or operation not in (*OPERATIONS, "any", "mutation") or not at.isdigit():
+            raise UsageError(f"LAKECTL_FAULT={spec!r} must be kill|fail:OPERATION:N")
+        return _Fault(action, operation, int(at))
+    kill_after = int(os.environ.get("LAKECTL_KILL_AFTER_WRITES", "0") or 0)
+    return _Fault("kill", "mutation", kill_after) if kill_after else None
+
+
+_fault: _Fault | None = _fault_from_env()
+
+
+def _before(operation: str) -> None:
+    if _fault is not None:
+        _fault.check(operation)
+
+
+@contextlib.contextmanager
+def inject_fault(action: str, operation: str, at: int) -> Iterator[_Fault]:
+    """Within the block, fault (``fail``: raise OSError once; ``kill``: SIGKILL) right before
+    the ``at``-th operation of kind ``operation``; yields the fault to read ``seen`` from."""
+    global _fault
+    previous, _fault = _fault, _Fault(action, operation, at)
+    try:
+        yield _fault
+    finally:
+        _fault = previous
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,21 +118,47 @@ def join(*parts: str) -> str:
 class FileIO:
     """Reads and writes files under one warehouse, local or remote."""
 
-    def __init__(self, fs: fsspec.AbstractFileSystem, *, local: bool) -> None:
+    def __init__(self, fs: fsspec.AbstractFileSystem, *, local: bool, scheme: str = "file",
+                 storage_options: dict[str, Any] | None = None) -> None:
         self.fs = fs
         self.local = local
+        self.scheme = scheme
+        options = dict(storage_options or {})
+        # lakectl's own keys ride along with the fsspec options (they travel together to
+        # Spark executors); the filesystem never sees them.
+        self.conditional_put = bool(options.pop(CONDITIONAL_PUT, scheme in _CONDITIONAL_PUT_SCHEMES))
+        self.lock_file = options.pop(LOCK_FILE, None)
+        self._options = options
 
     @classmethod
     def for_uri(cls, uri: str, storage_options: dict[str, Any] | None = None) -> "FileIO":
-        """Pick the backend for ``uri`` by its scheme (no scheme = local path)."""
+        """Pick the backend for ``uri`` by its scheme (no scheme = local path).
+
+        ``storage_options``: fsspec options of the scheme (for s3: key, secret, client_kwargs,
+        ...), merged over the defaults set with ``configure``, plus lakectl's
+        ``CONDITIONAL_PUT`` and ``LOCK_FILE``."""
         scheme = uri.split("://", 1)[0] if "://" in uri else "file"
         if scheme in ("file", "local"):
             return cls(fsspec.filesystem("file"), local=True)
+        options = {**_DEFAULT_OPTIONS.get(scheme, {}), **(storage_options or {})}
+        fs_options = {k: v for k, v in options.items() if k not in (CONDITIONAL_PUT, LOCK_FILE)}
+        if scheme in ("s3", "s3a"):
+            # A cached listing could miss a snapshot another writer just committed.
+            fs_options.setdefault("use_listings_cache", False)
+            fs_options.setdefault("skip_instance_cache", True)
         try:
-            fs = fsspec.filesystem(scheme, **(storage_options or {}))
-        except (ImportError, ValueError) as e:
+            fs = fsspec.filesystem("s3" if scheme == "s3a" else scheme, **fs_options)
+        except (ImportError, ValueError, TypeError) as e:
             raise UsageError(f"no filesystem for {scheme}:// ({e})") from e
-        return cls(fs, local=False)
+        return cls(fs, local=False, scheme=scheme, storage_options=options)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickles as (scheme, options), so Spark tasks rebuild the same store with the same
+        settings instead of shipping a live client."""
+        options = {**self._options, CONDITIONAL_PUT: self.conditional_put}
+        if self.lock_file:
+            options[LOCK_FILE] = self.lock_file
+        return (FileIO.for_uri, (f"{self.scheme}://" if not self.local else "file://", options))
 
     def normalize(self, path: str) -> str:
         """A path in the form this FileIO uses: absolute local paths, or the URI as given."""
@@ -92,9 +170,11 @@ class FileIO:
 
     # ---- reads ---------------------------------------------------------------------
     def exists(self, path: str) -> bool:
+        _before("read")
         return self.fs.exists(path)
 
     def read_bytes(self, path: str) -> bytes:
+        _before("read")
         try:
             return self.fs.cat_file(path)
         except FileNotFoundError as e:
@@ -108,10 +188,12 @@ class FileIO:
             raise CorruptMetadataError(f"{path} is not UTF-8 text") from e
 
     def open_input(self, path: str) -> IO[bytes]:
+        _before("read")
         return self.fs.open(path, "rb")
 
     def list_dir(self, path: str) -> list[FileStatus]:
         """Direct children of ``path``; an absent directory lists as empty."""
+        _before("list")
         try:
             entries = self.fs.ls(path, detail=True)
         except FileNotFoundError:
@@ -127,6 +209,7 @@ class FileIO:
 
     def walk(self, path: str) -> list[FileStatus]:
         """Every file (not directory) below ``path``, recursively; an absent directory is empty."""
+        _before("list")
         try:
             entries = self.fs.find(path, withdirs=False, detail=True)
         except FileNotFoundError:
@@ -154,6 +237,7 @@ class FileIO:
         return sorted(ids)
 
     def size(self, path: str) -> int:
+        _before("read")
         return int(self.fs.size(path))
 
     # ---- writes --------------------------------------------------------------------
@@ -162,20 +246,20 @@ class FileIO:
 
     def write_bytes(self, path: str, data: bytes) -> None:
         """Write a new file (data, manifests). Names are unique, so no overwrite race exists."""
-        _before_mutation()
+        _before("write")
         if self.local:
             os.makedirs(os.path.dirname(path), exist_ok=True)
         self.fs.pipe_file(path, data)
 
     def open_output(self, path: str) -> IO[bytes]:
-        _before_mutation()
+        _before("write")
         if self.local:
             os.makedirs(os.path.dirname(path), exist_ok=True)
         return self.fs.open(path, "wb")
 
     def overwrite_hint(self, path: str, text: str) -> None:
         """Replace a small hint file (LATEST/EARLIEST). Best effort by design: hints are not truth."""
-        _before_mutation()
+        _before("write")
         if self.local:
             tmp = f"{os.path.dirname(path)}/.{os.path.basename(path)}.{uuid.uuid4().hex}.tmp"
             with open(tmp, "w", encoding="ascii") as f:
@@ -186,14 +270,35 @@ class FileIO:
 
     def try_create(self, path: str, data: bytes) -> bool:
         """Create ``path`` with ``data`` only if it does not exist. True if this call created it."""
-        _before_mutation()
+        _before("create")
         if self.local:
             return _local_create_if_absent(path, data)
+        if self.conditional_put:
+            return self._conditional_put(path, data)
+        if self.lock_file:
+            with _exclusive_lock(self.lock_file):
+                if self.fs.exists(path):
+                    return False
+                self.fs.pipe_file(path, data)
+                return True
         raise UsageError(
-            f"atomic create-if-absent is not available for {path.split('://')[0]}:// yet; refusing to commit")
+            f"{self.scheme}:// cannot create {path.rsplit('/', 1)[-1]} atomically here (no conditional put); "
+            "refusing to commit. Configure a commit lock file shared by all writers (lock-file) "
+            "or a store with conditional puts")
+
+    def _conditional_put(self, path: str, data: bytes) -> bool:
+        try:
+            self.fs.pipe_file(path, data, mode="create")
+            return True
+        except FileExistsError:
+            return False
+        except OSError as e:
+            if _precondition_failed(e):
+                return False
+            raise
 
     def delete(self, path: str) -> None:
-        _before_mutation()
+        _before("delete")
         try:
             self.fs.rm_file(path)
         except FileNotFoundError:
@@ -204,7 +309,7 @@ class FileIO:
         Object stores have no directories, so there it is a no-op."""
         if not self.local:
             return False
-        _before_mutation()
+        _before("delete")
         try:
             os.rmdir(path)
             return True
@@ -217,6 +322,73 @@ class FileIO:
             self.delete(path)
         except OSError:
             log.warning("could not delete %s", path, exc_info=True)
+
+
+def _precondition_failed(error: OSError) -> bool:
+    """Did the store refuse a conditional put because the object exists? s3fs turns the 412
+    (PreconditionFailed) of some stores into OSError(EINVAL); AWS may also answer 409
+    (ConditionalRequestConflict) while another conditional write of the key is in flight,
+    which is a lost race as well."""
+    cause = error.__cause__ or error.__context__
+    response = getattr(cause, "response", None) or {}
+    code = str(response.get("Error", {}).get("Code", ""))
+    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    if code in ("PreconditionFailed", "ConditionalRequestConflict") or status in (409, 412):
+        return True
+    return "pre-condition" in str(error).lower() or "precondition" in str(error).lower()
+
+
+@contextlib.contextmanager
+def _exclusive_lock(lock_file: str) -> Iterator[None]:
+    """An exclusive flock on a local file: serialises committers that share it."""
+    os.makedirs(os.path.dirname(os.path.abspath(lock_file)), exist_ok=True)
+    with open(lock_file, "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+# Defaults per scheme set once by the CLI from its config (``configure``); explicit options win.
+_DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {}
+CONDITIONAL_PUT = "lakectl.conditional-put"
+LOCK_FILE = "lakectl.lock-file"
+_CONDITIONAL_PUT_SCHEMES = frozenset({"s3", "s3a"})
+
+
+def configure(scheme: str, options: dict[str, Any]) -> None:
+    """Default storage options for ``scheme`` (e.g. the S3 endpoint and credentials of the config)."""
+    _DEFAULT_OPTIONS[scheme] = dict(options)
+
+
+def s3_options(*, endpoint: str | None = None, region: str | None = None, access_key_id: str | None = None,
+               secret_access_key: str | None = None, session_token: str | None = None,
+               path_style: bool | None = None, conditional_put: bool | None = None,
+               lock_file: str | None = None) -> dict[str, Any]:
+    """s3fs options from lakectl's S3 settings; unset ones are left to botocore, which reads
+    the standard AWS variables and files."""
+    out: dict[str, Any] = {}
+    client: dict[str, Any] = {}
+    if endpoint:
+        client["endpoint_url"] = endpoint
+    if region:
+        client["region_name"] = region
+    if client:
+        out["client_kwargs"] = client
+    if access_key_id:
+        out["key"] = access_key_id
+    if secret_access_key:
+        out["secret"] = secret_access_key
+    if session_token:
+        out["token"] = session_token
+    if path_style:
+        out["config_kwargs"] = {"s3": {"addressing_style": "path"}}
+    if conditional_put is not None:
+        out[CONDITIONAL_PUT] = conditional_put
+    if lock_file:
+        out[LOCK_FILE] = lock_file
+    return out
 
 
 def _local_create_if_absent(path: str, data: bytes) -> bool:

@@ -3,7 +3,10 @@
 The config file is the first of: ``--config PATH``, ``$LAKECTL_CONFIG``, ``./lakectl.toml``,
 ``~/.config/lakectl/config.toml``. Keys at the top level: ``warehouse``, ``format``,
 ``engine``; under ``[spark]``: ``master``, ``threshold`` (e.g. "256mb") and a ``[spark.conf]``
-table of Spark settings.
+table of Spark settings; under ``[s3]``: ``endpoint``, ``region``, ``access-key-id``,
+``secret-access-key``, ``session-token``, ``path-style``, ``conditional-put``, ``lock-file``
+(each also ``LAKECTL_S3_<KEY>`` in the environment, which wins; unset credentials fall back to
+the standard AWS variables and files).
 """
 
 from __future__ import annotations
@@ -21,11 +24,14 @@ else:  # pragma: no cover
 
 from core.engines import DEFAULT_SPARK_THRESHOLD, EngineSettings, ProgressCallback
 from core.errors import UsageError
-from core.options import parse_size
+from core.fileio import configure as configure_storage, s3_options
+from core.options import parse_bool, parse_size
 from lakectl.params import parse_pairs
 
 DEFAULT_WAREHOUSE = "./warehouse"
 FORMATS = ("table", "json", "jsonl", "csv")
+S3_KEYS = ("endpoint", "region", "access-key-id", "secret-access-key", "session-token", "path-style",
+           "conditional-put", "lock-file")
 
 
 def config_path(explicit: str | None) -> Path | None:
@@ -73,8 +79,35 @@ class Settings:
         return self._config
 
     def resolve_warehouse(self, flag: str | None) -> str:
+        """The warehouse URI; also sets the storage defaults (S3 endpoint, credentials) that
+        every FileIO of this process starts from."""
+        configure_storage("s3", self.s3_options())
         return (flag or self.warehouse or os.environ.get("LAKECTL_WAREHOUSE")
                 or self.config.get("warehouse") or DEFAULT_WAREHOUSE)
+
+    def s3_settings(self) -> dict[str, str]:
+        """``[s3]`` keys of the config file, overridden by ``LAKECTL_S3_*`` variables."""
+        section = self.config.get("s3") or {}
+        if not isinstance(section, dict):
+            raise UsageError("config key 's3' must be a table ([s3])")
+        unknown = sorted(set(section) - set(S3_KEYS))
+        if unknown:
+            raise UsageError(f"config [s3] has unknown key {unknown[0]!r}; known: {', '.join(S3_KEYS)}")
+        out = {k: str(v) for k, v in section.items()}
+        for key in S3_KEYS:
+            env = os.environ.get("LAKECTL_S3_" + key.upper().replace("-", "_"))
+            if env is not None:
+                out[key] = env
+        return out
+
+    def s3_options(self) -> dict[str, Any]:
+        """s3fs options from ``s3_settings``."""
+        conf = self.s3_settings()
+        flag = {k: parse_bool(conf[k], f"s3 {k}") for k in ("path-style", "conditional-put") if k in conf}
+        return s3_options(endpoint=conf.get("endpoint"), region=conf.get("region"),
+                          access_key_id=conf.get("access-key-id"), secret_access_key=conf.get("secret-access-key"),
+                          session_token=conf.get("session-token"), path_style=flag.get("path-style"),
+                          conditional_put=flag.get("conditional-put"), lock_file=conf.get("lock-file"))
 
     def resolve_format(self, flag: str | None) -> str:
         fmt = flag or self.format or os.environ.get("LAKECTL_FORMAT") or self.config.get("format") or "table"

@@ -363,7 +363,7 @@ class SparkEngine:
             partition = group.column(PARTITION_COLUMN)[0].as_py()
             values = binary_row.decode(partition, [f.type for f in schema.partition_fields])
             bucket = group.column(BUCKET_COLUMN)[0].as_py()
-            message = write_bucket(job.task_for(values, bucket), rows, FileIO.for_uri(job.table_path))
+            message = write_bucket(job.task_for(values, bucket), rows, file_io)
             return pa.table({MESSAGE_COLUMN: pa.array([pickle.dumps(message)], pa.binary()),
                              "rows": pa.array([rows.num_rows], pa.int64())})
 
@@ -389,7 +389,7 @@ class SparkEngine:
     def read_dataframe(self, splits: Sequence[ReadSplit], read_schema: TableSchema,
                        schemas: Mapping[int, TableSchema], *, where: str | None = None,
                        select: Sequence[str] | None = None, parallelism: int | None = None,
-                       changes: bool = False) -> DataFrame:
+                       changes: bool = False, file_io: FileIO | None = None) -> DataFrame:
         """A DataFrame over the splits, read by ``kernels.read`` on the executors (with a
         leading ``_row_kind`` column for the splits of an incremental read)."""
         struct = self.output_struct(read_schema, select, changes)
@@ -404,7 +404,7 @@ class SparkEngine:
             for batch in batches:
                 for blob in batch.column(0).to_pylist():
                     split = pickle.loads(blob)
-                    part = read_split(split, read_schema, schemas, FileIO.for_uri(split.bucket_dir))
+                    part = read_split(split, read_schema, schemas, file_io or FileIO.for_uri(split.bucket_dir))
                     if predicate is not None:
                         part = part.filter(predicate.to_arrow())
                     if select:
@@ -423,7 +423,7 @@ class SparkEngine:
         if not splits:
             return iter(())
         changes = any(s.changes for s in splits)
-        df = self.read_dataframe(splits, read_schema, schemas, changes=changes)
+        df = self.read_dataframe(splits, read_schema, schemas, changes=changes, file_io=file_io)
         table = self._run("reading", df.toArrow)
         if changes:
             target = changes_schema(read_schema)
@@ -460,7 +460,7 @@ class SparkEngine:
                 out = []
                 for blob in batch.column(0).to_pylist():
                     task = pickle.loads(blob)
-                    out.append(pickle.dumps(compact_bucket(task, FileIO.for_uri(task.table_path))))
+                    out.append(pickle.dumps(compact_bucket(task, file_io)))
                 yield pa.RecordBatch.from_arrays([pa.array(out, pa.binary())], names=[MESSAGE_COLUMN])
 
         blobs = [(pickle.dumps(t),) for t in tasks]

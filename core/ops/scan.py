@@ -222,15 +222,15 @@ def to_spark(table: Table, *, snapshot_id: int | None = None, timestamp: str | N
     """A Spark DataFrame over the table at a snapshot; executors read the splits."""
     prepared = prepare(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where)
     engine, _ = choose_engine(replace(engine_settings or EngineSettings(), engine="spark"))
-    return _spark_frame(engine, prepared)
+    return _spark_frame(engine, prepared, table)
 
 
-def _spark_frame(engine: Any, prepared: PreparedScan) -> Any:
+def _spark_frame(engine: Any, prepared: PreparedScan, table: Table) -> Any:
     p = prepared.plan
     opts = p.read_schema.core_options
     parallelism = opts.scan_parallelism(len(p.splits))
     return engine.read_dataframe(p.splits, p.read_schema, p.schemas, where=prepared.where,
-                                 select=prepared.select, parallelism=parallelism)
+                                 select=prepared.select, parallelism=parallelism, file_io=table.file_io)
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,7 +251,7 @@ def scan_to_output(table: Table, output: str, *, snapshot_id: int | None = None,
     prepared = prepare(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where)
     engine = _engine_for(prepared, engine_settings)
     if engine.name == "spark":
-        df = _spark_frame(engine, prepared)
+        df = _spark_frame(engine, prepared, table)
         if limit is not None:
             df = df.limit(limit)
         rows = engine.save(df, output, fmt)
