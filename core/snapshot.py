@@ -150,6 +150,10 @@ class SnapshotManager:
         ids = self.list_ids()
         return ids[-1] if ids else None
 
+    def latest_hint(self) -> int | None:
+        """The LATEST hint as written (None if absent or garbled); unchecked."""
+        return self._hint("LATEST")
+
     def earliest_hint(self) -> int | None:
         """The EARLIEST hint as written (None if absent or garbled); unchecked."""
         return self._hint("EARLIEST")

@@ -1,0 +1,172 @@
+"""check: verify a table end to end without changing anything.
+
+Looks at every schema file, every snapshot and tag (its JSON, its schema, its manifest lists
+and manifests) and every file they reference (data files of each snapshot's live set, changelog
+files, with their recorded sizes), plus the LATEST/EARLIEST hints. Problems are collected, not
+raised, so one run reports all of them; each names the file it is about.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core.errors import CorruptMetadataError, LakectlError
+from core.fileio import join
+from core.manifest import ADD, DataFileMeta, ManifestEntry, merge_entries
+from core.schema import TableSchema
+from core.snapshot import Snapshot
+from core.table import Table
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    kind: str  # schema, snapshot, tag, manifest-list, manifest, data-file, changelog-file, hint
+    path: str
+    detail: str
+
+
+@dataclass(slots=True)
+class CheckResult:
+    table: str
+    schemas: int = 0
+    snapshots: int = 0
+    tags: int = 0
+    manifests: int = 0
+    files_checked: int = 0
+    problems: list[Problem] = field(default_factory=list)
+
+    ok: bool = True
+
+
+def check(table: Table) -> CheckResult:
+    """Verify ``table``; never writes."""
+    result = CheckResult(table.name)
+    schemas = _check_schemas(table, result)
+    checked_files: dict[str, int] = {}  # path -> size already verified
+    manifest_cache: dict[str, list | None] = {}  # manifest name, or "list:" + list name -> contents
+    for sid in table.snapshots.list_ids():
+        path = table.snapshots.path(sid)
+        try:
+            snap = table.snapshots.snapshot(sid)
+        except LakectlError as e:
+            result.problems.append(Problem("snapshot", path, str(e)))
+            continue
+        result.snapshots += 1
+        if snap.id != sid:
+            result.problems.append(Problem("snapshot", path, f"holds id {snap.id}"))
+        _check_snapshot(table, snap, path, schemas, result, checked_files, manifest_cache)
+    for name in table.tags.names():
+        path = table.tags.path(name)
+        try:
+            tag = table.tags.tag(name)
+        except LakectlError as e:
+            result.problems.append(Problem("tag", path, str(e)))
+            continue
+        result.tags += 1
+        _check_snapshot(table, tag.snapshot, path, schemas, result, checked_files, manifest_cache)
+    _check_hints(table, result)
+    result.manifests = sum(1 for k, v in manifest_cache.items() if v is not None and not k.startswith("list:"))
+    result.files_checked = len(checked_files)
+    result.ok = not result.problems
+    return result
+
+
+def _check_schemas(table: Table, result: CheckResult) -> dict[int, TableSchema]:
+    out = {}
+    for sid in table.schemas.list_ids():
+        try:
+            out[sid] = table.schemas.schema(sid)
+            result.schemas += 1
+        except LakectlError as e:
+            result.problems.append(Problem("schema", join(table.path, "schema", f"schema-{sid}"), str(e)))
+    return out
+
+
+def _check_snapshot(table: Table, snap: Snapshot, path: str, schemas: dict[int, TableSchema], result: CheckResult,
+                    checked: dict[str, int], cache: dict[str, list | None]) -> None:
+    if snap.schema_id not in schemas:
+        result.problems.append(Problem("snapshot", path, f"refers to schema {snap.schema_id}, which is missing"))
+        return
+    schema = schemas[snap.schema_id]
+    data = _entries(table, [snap.base_manifest_list, snap.delta_manifest_list], result, cache)
+    if data is not None:
+        for e in merge_entries(data):
+            _check_file(table, schema, e, "data-file", result, checked)
+    if snap.changelog_manifest_list:
+        changelog = _entries(table, [snap.changelog_manifest_list], result, cache)
+        for e in changelog or ():
+            if e.kind == ADD:
+                _check_file(table, schema, e, "changelog-file", result, checked)
+
+
+def _entries(table: Table, lists: list[str | None], result: CheckResult,
+             cache: dict[str, list | None]) -> list[ManifestEntry] | None:
+    """The entries of the manifest lists, or None if a list or one of its manifests is
+    unreadable (recorded once, as a problem naming that file)."""
+    mio = table.manifests()
+    out: list[ManifestEntry] = []
+    for list_name in lists:
+        if not list_name:
+            continue
+        key = f"list:{list_name}"
+        if key not in cache:
+            try:
+                cache[key] = [m.file_name for m in mio.read_manifest_list(list_name)]
+            except (LakectlError, OSError) as e:
+                cache[key] = None
+                result.problems.append(Problem("manifest-list", join(mio.dir, list_name), str(e)))
+        names = cache[key]
+        if names is None:
+            return None
+        for name in names:
+            if name not in cache:
+                try:
+                    cache[name] = mio.read_manifest(name)
+                except (LakectlError, OSError) as e:
+                    cache[name] = None
+                    result.problems.append(Problem("manifest", join(mio.dir, name), str(e)))
+            if cache[name] is None:
+                return None
+            out.extend(cache[name])
+    return out
+
+
+def _check_file(table: Table, schema: TableSchema, entry: ManifestEntry, kind: str, result: CheckResult,
+                checked: dict[str, int]) -> None:
+    meta: DataFileMeta = entry.file
+    path = meta.external_path or join(schema.bucket_dir(table.path, entry.partition, entry.bucket), meta.file_name)
+    if path in checked:
+        return
+    try:
+        size = table.file_io.size(path)
+    except FileNotFoundError:
+        checked[path] = -1
+        result.problems.append(Problem(kind, path, "is missing"))
+        return
+    except (OSError, CorruptMetadataError) as e:
+        checked[path] = -1
+        result.problems.append(Problem(kind, path, f"cannot be read: {e}"))
+        return
+    checked[path] = size
+    if size != meta.file_size:
+        result.problems.append(Problem(kind, path, f"has {size} bytes, the manifest records {meta.file_size}"))
+
+
+def _check_hints(table: Table, result: CheckResult) -> None:
+    ids = table.snapshots.list_ids()
+    hint_dir = table.snapshots.dir
+    latest = table.snapshots.latest_hint()
+    if latest is not None and ids and latest > ids[-1]:
+        result.problems.append(Problem("hint", join(hint_dir, "LATEST"),
+                                       f"points to snapshot {latest}, past the last one ({ids[-1]}); "
+                                       "readers fall back to listing"))
+    earliest = table.snapshots.earliest_hint()
+    if earliest is not None and ids and earliest not in ids:
+        result.problems.append(Problem("hint", join(hint_dir, "EARLIEST"),
+                                       f"points to snapshot {earliest}, which does not exist"))
+    if ids and ids != list(range(ids[0], ids[-1] + 1)):
+        missing = sorted(set(range(ids[0], ids[-1] + 1)) - set(ids))
+        result.problems.append(Problem("snapshot", hint_dir, f"snapshot ids have gaps: {missing[:10]} missing"))
+
+
+__all__ = ["CheckResult", "Problem", "check"]
