@@ -196,6 +196,12 @@ def new_table_schema(
     return schema
 
 
+def assign_nested_ids(dt: DataType, highest_field_id: int) -> tuple[DataType, int]:
+    """Give a new column's nested ROW fields ids after ``highest_field_id`` (one counter for
+    every level, spec §2.1). Returns the type and the new highest id."""
+    return _renumber_nested(dt, highest_field_id)
+
+
 def _renumber_nested(dt: DataType, counter: int) -> tuple[DataType, int]:
     """Give nested ROW fields ids from the shared counter, depth first."""
     if dt.name == "ROW":

@@ -27,10 +27,13 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from core.engines import EngineSettings
+    from core.evolution import SchemaChange
+    from core.ops.alter import AlterResult
     from core.ops.compact import CompactResult
     from core.ops.describe import FileInfo, SnapshotInfo, TableDescription
     from core.ops.orphans import OrphanResult
     from core.ops.rollback import RollbackResult
+    from core.ops.schemas import SchemaInfo
     from core.ops.expire import ExpireResult
     from core.ops.write import WriteResult
 
@@ -175,3 +178,16 @@ class Table:
         from core.ops.describe import describe
 
         return describe(self)
+
+    def alter(self, changes: Sequence["SchemaChange"], *, dry_run: bool = False) -> "AlterResult":
+        """Apply schema changes (``core.evolution``: AddColumn, RenameColumn, ...) in order as one
+        new schema; data files are never rewritten. ``dry_run`` only checks and reports."""
+        from core.ops.alter import alter
+
+        return alter(self, changes, dry_run=dry_run)
+
+    def schema_history(self, limit: int | None = None) -> list["SchemaInfo"]:
+        """Schema versions newest first, each with what it changed."""
+        from core.ops.schemas import schema_history
+
+        return schema_history(self, limit=limit)

@@ -104,9 +104,12 @@ def _file_ranges(entry: ManifestEntry, file_schema: TableSchema, read_schema: Ta
     return out
 
 
-def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None = None) -> ScanPlan:
-    """Live files of ``snapshot`` grouped into splits, pruned by ``predicate``."""
-    read_schema = table.schemas.schema(snapshot.schema_id) if snapshot else table.schema
+def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None = None,
+         read_schema: TableSchema | None = None) -> ScanPlan:
+    """Live files of ``snapshot`` grouped into splits, pruned by ``predicate``, to be read in
+    ``read_schema`` (by default the schema the snapshot was committed with)."""
+    if read_schema is None:
+        read_schema = table.schemas.schema(snapshot.schema_id) if snapshot else table.schema
     schemas: dict[int, TableSchema] = {read_schema.id: read_schema}
     if snapshot is None:
         return ScanPlan(None, read_schema, schemas, (), 0, 0)
@@ -187,10 +190,15 @@ def prepare(table: Table, *, snapshot_id: int | None = None, timestamp: str | No
             select: Sequence[str] | None = None, where: str | None = None) -> PreparedScan:
     """Check the arguments and plan the splits (driver side, metadata only)."""
     snapshot = choose_snapshot(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
-    read_schema = table.schemas.schema(snapshot.schema_id) if snapshot else table.schema
+    # Time travel reads a snapshot in the schema it was committed with; the latest is read in
+    # the table's current schema, so an alter-schema shows before the next write (as in Java).
+    # Loading the snapshot's schema either way reports a snapshot that names a missing one.
+    snapshot_schema = table.schemas.schema(snapshot.schema_id) if snapshot is not None else None
+    travel = snapshot_id is not None or timestamp is not None or tag is not None
+    read_schema = snapshot_schema if travel and snapshot_schema is not None else table.schema
     check_select(read_schema, select)
     predicate = parse_where(where, read_schema.fields) if where is not None else None
-    return PreparedScan(plan(table, snapshot, predicate=predicate), predicate,
+    return PreparedScan(plan(table, snapshot, predicate=predicate, read_schema=read_schema), predicate,
                         tuple(select) if select else None, where)
 
 
