@@ -9,8 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from lakectl.commands import (compact, create, describe, expire, expire_partitions, files, listing, orphans, rollback, scan, snapshots, tags,
-                              write)
+from lakectl.commands import (alter_schema, check, compact, create, describe, expire, expire_partitions, files, listing, orphans, rollback, scan, schemas,
+                              snapshots, tags, write)
 from lakectl.config import Settings
 from lakectl.errors import EXIT_CODES_HELP, LakectlGroup
 
@@ -78,7 +78,8 @@ def root(
                        master=master, spark_conf=list(spark_conf or []))
 
 
-for module in (create, write, scan, compact, expire, expire_partitions, snapshots, tags, rollback, orphans, files, describe, listing):
+for module in (create, write, scan, compact, expire, expire_partitions, snapshots, tags, rollback, orphans, files, describe, listing,
+               alter_schema, schemas, check):
     module.register(app)
 
 

@@ -176,7 +176,8 @@ for args in (["create", "db.fresh", "--schema", "id INT, v STRING", "--primary-k
              ["snapshots", "db.t"], ["describe", "db.t"], ["list"], ["list", "db"],
              ["tag", "create", "db.t", "t1"], ["tag", "list", "db.t"], ["files", "db.t"],
              ["expire", "db.t", "--retain-min", "1", "--dry-run"], ["rollback", "db.t", "--snapshot-id", "1"],
-             ["remove-orphan-files", "db.t", "--dry-run"], ["tag", "delete", "db.t", "t1"]):
+             ["remove-orphan-files", "db.t", "--dry-run"], ["tag", "delete", "db.t", "t1"],
+             ["alter-schema", "db.t", "--add-column", "n INT", "--set-not-null", "v"], ["schemas", "db.t"]):
     result = runner.invoke(app, ["--warehouse", wh, "--format", "json", *args])
     codes[" ".join(args[:2])] = [result.exit_code, result.stderr]
 print(json.dumps({

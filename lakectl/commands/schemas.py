@@ -1,0 +1,36 @@
+"""lakectl schemas DB.TABLE: the schema history, newest first, with what each version changed."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, Optional
+
+import typer
+
+from core.ops.schemas import SchemaInfo
+from core.table import Table
+from lakectl.commands import output, settings
+from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("schemas")
+    def schemas_cmd(
+        ctx: typer.Context,
+        table: TableArg,
+        limit: Annotated[Optional[int], typer.Option("--limit", help="Only the newest N schemas.")] = None,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """List schema versions: id, time, column count and what each changed (columns paired by field id).
+
+        Example: lakectl schemas shop.orders --format json
+        """
+        out = output(ctx, fmt)
+        history = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse)).schema_history(limit=limit)
+        if out.format == "table":  # one change per line; the epoch millis only in the script formats
+            rows = [{**dataclasses.asdict(s), "changes": "\n".join(s.changes)} for s in history]
+            columns = [f.name for f in dataclasses.fields(SchemaInfo) if f.name != "time_millis"]
+            out.rows(rows, columns, title=f"schemas of {table}")
+        else:
+            out.records(history, SchemaInfo)
