@@ -24,8 +24,9 @@ import pyarrow.compute as pc
 
 from core.fileio import FileIO, join
 from core.kernels.read import read_file
-from core.kernels.records import (INSERT, RETRACT_KINDS, SEQUENCE_NUMBER, UPDATE_AFTER, UPDATE_BEFORE, VALUE_KIND,
-                                  DELETE, key_columns_sorted)
+from core.kernels.records import (DELETE, INSERT, RETRACT_KINDS, SEQUENCE_NUMBER, UPDATE_AFTER, UPDATE_BEFORE,
+                                  VALUE_KIND, alive, key_columns_sorted)
+from core.types import arrow_field
 from core.kernels.merge import MergeEngine, segment_starts
 
 if TYPE_CHECKING:
@@ -149,23 +150,76 @@ class FileCache:
 LOOKUP_CACHE = FileCache()
 
 
-def lookup_changelog(task: "WriteTask", written: pa.Table, engine: MergeEngine, file_io: FileIO) -> pa.Table:
-    """The changelog of a write: ``written`` (the folded new records of one bucket) against
-    what the bucket's files held for those keys."""
+def old_records(task: "WriteTask", file_io: FileIO, *, keys_of: pa.Table | None = None,
+                level: int | None = None) -> pa.Table:
+    """The records of the bucket's files before this write (``task.lookup_files``, read through
+    the lookup cache), those of one ``level`` only if given, restricted to the keys of
+    ``keys_of`` if given; ignored deletes dropped."""
     schema = task.schema
-    keys = list(engine.keys)
+    keys = schema.trimmed_primary_keys
     budget = schema.core_options.lookup_cache_bytes
-    old_parts = []
+    parts = []
     for meta in task.lookup_files:
+        if level is not None and meta.level != level:
+            continue
         path = meta.external_path or join(task.bucket_dir, meta.file_name)
         file_schema = (task.schemas or {}).get(meta.schema_id, schema)
         table = LOOKUP_CACHE.get((path, schema.id), lambda: read_file(
             path, meta, file_schema, list(schema.fields), file_io, system_columns=True), budget)
-        old_parts.append(_restrict(table, written, keys))
-    old = pa.concat_tables(old_parts) if old_parts else written.slice(0, 0)
-    old = engine.drop_ignored(old.cast(written.schema))
-    rows, is_old = tagged_sort(old, written, keys)
-    return changes(rows, is_old, engine, row_deduplicate=schema.core_options.changelog_row_deduplicate)
+        parts.append(_restrict(table, keys_of, keys) if keys_of is not None else table)
+    empty = physical_records(schema).empty_table()
+    old = pa.concat_tables([p.cast(empty.schema) for p in parts]) if parts else empty
+    return MergeEngine.of(schema).drop_ignored(old)
+
+
+def physical_records(schema) -> pa.Schema:
+    """Columns of records in the kernels: the table columns, _SEQUENCE_NUMBER, _VALUE_KIND."""
+    return pa.schema([arrow_field(f).with_nullable(True) for f in schema.fields]
+                     + [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
+
+
+def lookup_changelog(task: "WriteTask", written: pa.Table, engine: MergeEngine, file_io: FileIO) -> pa.Table:
+    """The changelog of a write: ``written`` (the folded new records of one bucket) against
+    what the bucket's files held for those keys."""
+    old = old_records(task, file_io, keys_of=written).cast(written.schema)
+    rows, is_old = tagged_sort(old, written, list(engine.keys))
+    return changes(rows, is_old, engine, row_deduplicate=task.schema.core_options.changelog_row_deduplicate)
+
+
+def overwrite_changelog(old: pa.Table, written: pa.Table, engine: MergeEngine, *,
+                        row_deduplicate: bool = False) -> pa.Table:
+    """The changelog of replacing a bucket's records ``old`` by ``written`` (an overwrite): the
+    diff of the two states, with -D for every key the overwrite removes."""
+    keys = list(engine.keys)
+    before = alive(engine.merge(key_columns_sorted(old, keys, SEQUENCE_NUMBER))).cast(written.schema)
+    # The new records replace the old ones whatever the engine: compare as "newest wins".
+    replace = MergeEngine("deduplicate", engine.keys)
+    rows, is_old = tagged_sort(before, written, keys)
+    touched = changes(rows, is_old, replace, row_deduplicate=row_deduplicate)
+    removed = _without_keys(before, written, keys)
+    removed = removed.set_column(removed.column_names.index(VALUE_KIND), VALUE_KIND,
+                                 pa.array(np.full(removed.num_rows, DELETE, np.int8)))
+    return key_columns_sorted(pa.concat_tables([touched, removed]), keys, SEQUENCE_NUMBER)
+
+
+def without_existing_keys(written: pa.Table, old: pa.Table, keys: list[str]) -> pa.Table:
+    """``written`` minus the keys ``old`` holds (first-row: a key's first record is already stored)."""
+    return _without_keys(written, old, keys)
+
+
+def _without_keys(table: pa.Table, other: pa.Table, keys: list[str]) -> pa.Table:
+    """Rows of ``table`` whose key is not in ``other``, in ``table``'s order."""
+    if table.num_rows == 0 or other.num_rows == 0:
+        return table
+    try:
+        marked = table.append_column("_LAKECTL_ROW", pa.array(np.arange(table.num_rows)))
+        kept = marked.join(other.select(keys), keys, join_type="left anti")
+        order = pc.sort_indices(kept.column("_LAKECTL_ROW"))
+        return table.take(pc.take(kept.column("_LAKECTL_ROW"), order))
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+        seen = set(zip(*(other.column(k).to_pylist() for k in keys)))
+        mask = [key not in seen for key in zip(*(table.column(k).to_pylist() for k in keys))]
+        return table.filter(pa.array(mask, pa.bool_()))
 
 
 def _restrict(old: pa.Table, written: pa.Table, keys: list[str]) -> pa.Table:
@@ -176,4 +230,5 @@ def _restrict(old: pa.Table, written: pa.Table, keys: list[str]) -> pa.Table:
         return old
 
 
-__all__ = ["FileCache", "LOOKUP_CACHE", "changes", "lookup_changelog", "tagged_sort"]
+__all__ = ["FileCache", "LOOKUP_CACHE", "changes", "lookup_changelog", "old_records", "overwrite_changelog",
+           "physical_records", "tagged_sort", "without_existing_keys"]

@@ -29,7 +29,7 @@ from core import binary_row, stats
 from core.commit import CommitMessage
 from core.fileio import FileIO, join
 from core.kernels.records import DELETE, KEY_PREFIX, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, key_columns_sorted
-from core.kernels.changelog import lookup_changelog
+from core.kernels.changelog import lookup_changelog, old_records, overwrite_changelog, without_existing_keys
 from core.kernels.merge import MergeEngine
 from core.manifest import FILE_SOURCE_APPEND, DataFileMeta
 from core.schema import TableSchema
@@ -53,6 +53,7 @@ class WriteTask:
     # they were written with, to look up what each written key was before.
     lookup_files: tuple[DataFileMeta, ...] = ()
     schemas: dict[int, TableSchema] | None = field(default=None, hash=False)
+    overwrite: bool = False  # the write replaces the bucket's records (INSERT OVERWRITE)
 
     @property
     def bucket_dir(self) -> str:
@@ -69,15 +70,22 @@ class WriteJob:
     start_sequences: dict[tuple[bytes, int], int]  # (partition, bucket) -> next sequence number
     lookup_files: dict[tuple[bytes, int], tuple[DataFileMeta, ...]] = field(default_factory=dict)
     schemas: dict[int, TableSchema] | None = None
+    overwrite: bool = False
 
     def task_for(self, partition_values: tuple, bucket: int) -> WriteTask:
         """The WriteTask of one (partition, bucket) group."""
         part = binary_row.encode(list(partition_values), [f.type for f in self.schema.partition_fields])
+        return self.task_at(part, bucket, partition_values)
+
+    def task_at(self, part: bytes, bucket: int, partition_values: tuple | None = None) -> WriteTask:
+        """The WriteTask of a (partition BinaryRow, bucket)."""
+        values = partition_values if partition_values is not None else self.schema.partition_values(part)
         return WriteTask(table_path=self.table_path, schema=self.schema, partition=part,
-                         partition_dir=self.schema.partition_dir(partition_values),
+                         partition_dir=self.schema.partition_dir(values),
                          bucket=bucket, total_buckets=self.schema.num_buckets,
                          start_sequence=self.start_sequences.get((part, bucket), 0),
-                         lookup_files=self.lookup_files.get((part, bucket), ()), schemas=self.schemas)
+                         lookup_files=self.lookup_files.get((part, bucket), ()), schemas=self.schemas,
+                         overwrite=self.overwrite)
 
 
 def local_wall_clock_millis() -> int:
@@ -101,10 +109,18 @@ def write_bucket(task: WriteTask, rows: pa.Table, file_io: FileIO) -> CommitMess
     # Paimon's write buffer: records sorted by key and sequence, each key folded by the engine.
     ordered = key_columns_sorted(engine.drop_ignored(work), schema.trimmed_primary_keys, SEQUENCE_NUMBER)
     merged = engine.merge(ordered)
+    if engine.kind == "first-row" and task.lookup_files and not task.overwrite:
+        # A key already stored keeps its first record: drop it here, so no key ever sits in
+        # two files (Java's first-row writer does the same through lookups).
+        keys = schema.trimmed_primary_keys
+        merged = without_existing_keys(merged, old_records(task, file_io, keys_of=merged), keys)
     files = write_files(merged, schema, task.bucket_dir, file_io)
     producer = schema.core_options.changelog_producer
     if producer == "input":
         log = ordered  # the input records themselves, as Paimon's input producer stores them
+    elif producer == "lookup" and task.overwrite:
+        log = overwrite_changelog(old_records(task, file_io), merged, engine,
+                                  row_deduplicate=schema.core_options.changelog_row_deduplicate)
     elif producer == "lookup":
         log = lookup_changelog(task, merged, engine, file_io)
     else:
@@ -238,3 +254,15 @@ def _write_file(chunk: pa.Table, schema: TableSchema, bucket_dir: str, file_io: 
         file_source=file_source,
         value_stats_cols=value_stats_cols,
     )
+
+
+def removal_changelog(task: WriteTask, file_io: FileIO) -> CommitMessage:
+    """Changelog of an overwrite for a bucket it empties or whose full-compaction state it
+    replaces: a -D for every key the bucket's files (``task.lookup_files``) hold alive."""
+    schema = task.schema
+    engine = MergeEngine.of(schema)
+    old = old_records(task, file_io)
+    empty = old.slice(0, 0)
+    log = overwrite_changelog(old, empty, engine)
+    files = write_changelog_files(log, schema, task.bucket_dir, file_io) if log.num_rows else []
+    return CommitMessage(task.partition, task.bucket, task.total_buckets, changelog_files=tuple(files))

@@ -13,13 +13,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from core.commit import FileStoreCommit, OverwriteSpec
+from core.commit import CommitMessage, FileStoreCommit, OverwriteSpec
 from core.engines import EngineSettings, choose_engine
 from core.errors import NotFoundError, UsageError
 from core.ops.create import columns_from_arrow, create
 from core.ops.maintenance import after_commit
 from core.rows import prepare_rows
-from core.kernels.write import WriteJob
+from core.kernels.write import WriteJob, removal_changelog
 from core.manifest import DELETE as DELETE_ENTRY, live_entries, read_entries
 from core.sources import infer_format, input_size
 from core.types import arrow_field
@@ -47,9 +47,10 @@ class WriteResult:
     maintenance: tuple[str, ...] = ()  # post-commit steps that did work (compact, expire, ...)
 
 
-def plan_job(table: Table, schema: TableSchema, row_kind_column: str | None) -> WriteJob:
-    """The write's shared context: where each bucket's sequence numbers continue and, for
-    ``changelog-producer=lookup``, each bucket's live files for the kernels to look up."""
+def plan_job(table: Table, schema: TableSchema, row_kind_column: str | None, *, overwrite: bool = False) -> WriteJob:
+    """The write's shared context: where each bucket's sequence numbers continue and, where
+    the kernels look records up (``changelog-producer=lookup``, first-row tables, the
+    changelog of an overwrite), each bucket's live files."""
     latest = table.latest_snapshot()
     entries = live_entries(table.manifests(), latest) if latest is not None else []
     starts: dict[tuple[bytes, int], int] = {}
@@ -58,12 +59,50 @@ def plan_job(table: Table, schema: TableSchema, row_kind_column: str | None) -> 
         key = (e.partition, e.bucket)
         starts[key] = max(starts.get(key, 0), e.file.max_sequence_number + 1)
         files.setdefault(key, []).append(e.file)
-    lookup = schema.has_primary_key and schema.core_options.changelog_producer == "lookup"
-    if not lookup:
-        return WriteJob(table.path, schema, row_kind_column, starts)
+    if not needs_lookup(schema, overwrite):
+        return WriteJob(table.path, schema, row_kind_column, starts, overwrite=overwrite)
     schemas = {sid: table.schemas.schema(sid) for sid in {f.file.schema_id for f in entries} | {schema.id}}
     return WriteJob(table.path, schema, row_kind_column, starts,
-                    lookup_files={k: tuple(v) for k, v in files.items()}, schemas=schemas)
+                    lookup_files={k: tuple(v) for k, v in files.items()}, schemas=schemas, overwrite=overwrite)
+
+
+def needs_lookup(schema: TableSchema, overwrite: bool) -> bool:
+    if not schema.has_primary_key:
+        return False
+    producer = schema.core_options.changelog_producer
+    first_row = (schema.options.get("merge-engine") or "").strip().lower() == "first-row"
+    return producer == "lookup" or first_row or (overwrite and producer == "full-compaction")
+
+
+def removal_messages(job: WriteJob, messages: list[CommitMessage], overwritten: frozenset[bytes] | None,
+                     file_io: Any) -> list[CommitMessage]:
+    """The changelog an overwrite owes for what it removes, beyond what the write kernels
+    produced: with ``lookup``, -D for the keys of overwritten buckets that got no new rows;
+    with ``full-compaction``, -D for the keys of the top level (the state the last full
+    compaction reported), since the overwrite deletes those files before any compaction
+    could compare against them. Runs on the driver."""
+    schema = job.schema
+    producer = schema.core_options.changelog_producer
+    if not schema.has_primary_key or producer not in ("lookup", "full-compaction"):
+        return []
+    written = {(m.partition, m.bucket) for m in messages}
+    top = schema.core_options.num_levels - 1
+    out = []
+    for (part, bucket), files in job.lookup_files.items():
+        if overwritten is not None and part not in overwritten:
+            continue
+        task = job.task_at(part, bucket)
+        if producer == "lookup":
+            if (part, bucket) in written:
+                continue
+        else:
+            files = tuple(f for f in files if f.level == top)
+            if not files:
+                continue
+        message = removal_changelog(replace(task, lookup_files=files), file_io)
+        if message.changelog_files:
+            out.append(message)
+    return out
 
 
 def _is_spark_dataframe(data: Any) -> bool:
@@ -94,13 +133,14 @@ def write(table: Table, data: Any, *, mode: str = "append", row_kind_column: str
         log.info("engine: %s (%s)", engine.name, why)
     schema = table.schema
     # Paimon's `rowkind.field` option names a table column that carries the row kind.
-    job = plan_job(table, schema, row_kind_column or schema.options.get("rowkind.field"))
+    job = plan_job(table, schema, row_kind_column or schema.options.get("rowkind.field"), overwrite=mode == "overwrite")
     messages, rows_in = engine.write(job, data, table.file_io)
     partitions = {m.partition for m in messages}
     overwrite = None
     if mode == "overwrite" and (messages or not schema.partition_keys):
         # No input rows touch any partition of a partitioned table: nothing to replace.
         overwrite = OverwriteSpec(frozenset(partitions) if schema.partition_keys else None)
+        messages = messages + removal_messages(job, messages, overwrite.partitions, table.file_io)
     snapshot = FileStoreCommit(table.file_io, table.path, schema).commit(messages, overwrite=overwrite)
     maintenance = after_commit(table, engine) if snapshot else []
     files = [f for m in messages for f in m.new_files]
@@ -113,7 +153,7 @@ def write(table: Table, data: Any, *, mode: str = "append", row_kind_column: str
         bytes_added=sum(f.file_size for f in files),
         files_deleted=_deleted_files(table, snapshot) if snapshot and snapshot.commit_kind == OVERWRITE else 0,
         partitions=len(partitions),
-        buckets=len(messages),
+        buckets=sum(1 for m in messages if m.new_files),
         engine=engine.name,
         maintenance=tuple(name for name, _ in maintenance),
     )

@@ -272,10 +272,6 @@ def test_first_row_new_keys_per_commit(tmp_path: Path) -> None:
         agree(table, tmp_path, ["dt", "id"], f"after commit {c + 1}")
 
 
-@pytest.mark.xfail(strict=True, reason="lakectl bug: compacting a first-row table's level-0 file into a level below "
-                   "a level that already holds the key keeps the newer record (Java's FirstRowMergeTreeCompactRewriter "
-                   "drops keys contained in higher levels), so one bucket holds the key in two levels; Java and "
-                   "pypaimon read first-row buckets of levels > 0 raw, without merging, and return the key twice")
 def test_first_row_key_written_again_after_it_moved_up(tmp_path: Path) -> None:
     table = new_table(tmp_path, "fr", FIRST_ROW_SCHEMA, ["dt", "id"], {"bucket": "1", "merge-engine": "first-row"},
                       ["dt"])

@@ -543,11 +543,6 @@ def test_expire_keeps_changelog_files_a_tag_references(tmp_path: Path) -> None:
     assert all(p.is_file() for p in tagged), "remove-orphan-files deleted a tag's changelog files"
 
 
-@pytest.mark.xfail(strict=True, reason="changes() across an OVERWRITE snapshot: lookup compares the new rows with "
-                   "the files the overwrite replaces and emits no -D for the keys it removes; full-compaction "
-                   "loses the old top level with the overwritten files, so kept keys come back as +I and removed "
-                   "ones never get a -D. Replaying the changelog keeps keys the table no longer has (Java's "
-                   "streaming reads skip OVERWRITE snapshots unless streaming-read-overwrite=true)")
 @pytest.mark.parametrize("producer", ["lookup", "full-compaction"])
 def test_replay_across_an_overwrite(tmp_path: Path, producer: str) -> None:
     table = new_table(str(tmp_path), producer, "deduplicate")

@@ -118,3 +118,24 @@ def test_lookup_writes_cache_files_within_the_table_budget(tmp_path, budget, cac
     assert (grew > 0) is cached  # a file larger than the budget is read, used and not kept
     log = t.changes(0, 3)
     assert log.num_rows == 100 + 2 * 200  # +I, then -U/+U per key twice
+
+
+@pytest.mark.parametrize("producer", ["lookup", "full-compaction"])
+def test_overwrite_of_a_whole_table_emits_deletes_for_buckets_it_empties(tmp_path, producer):
+    from core.ops.create import create
+    from core.table import Table
+
+    t = Table.locate("db.t", warehouse=str(tmp_path))
+    create(t, "id BIGINT NOT NULL, v INT", primary_keys=["id"],
+           options={"bucket": "4", "changelog-producer": producer, "write-only": "true"})
+    t.write(pa.table({"id": pa.array(range(20), pa.int64()), "v": pa.array(range(20), pa.int32())}))
+    t.compact(full=True)
+    t.write(pa.table({"id": pa.array([3], pa.int64()), "v": pa.array([33], pa.int32())}), mode="overwrite")
+    t.compact(full=True)
+    state = {}
+    for r in t.changes(0, t.latest_snapshot().id).to_pylist():
+        if r["_row_kind"] in ("+I", "+U"):
+            state[r["id"]] = r["v"]
+        else:
+            state.pop(r["id"], None)
+    assert state == {3: 33} == {r["id"]: r["v"] for r in t.scan().to_pylist()}
