@@ -2,15 +2,19 @@
 
 Every kernel that meets several records of a key calls ``MergeEngine.merge``: the write
 kernel on its input (Paimon's write buffer), the read kernel across a bucket's files and the
-compaction kernel on the files it rewrites. Folding is associative for every engine, so
-folding a commit's rows first and the files later gives the same result as folding all
-rows at once, which is what lets Paimon store partial folds in files.
+compaction kernel on the files it rewrites, the same stages at which Paimon folds. Without
+retractions folding is associative, so storing partial folds in files changes nothing; with
+retractions or remove-record-on-delete the result can depend on how records were grouped
+into folds (a commit [-D, +I] folds to one +I that no longer resets older records), in
+lakectl as in Paimon.
 
 Input of ``merge``: the table columns plus ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``, sorted
 by the trimmed primary key and then by sequence number. Output: one record per key (after
 ignored deletes are dropped), sorted by key, in the same columns. Its ``_VALUE_KIND`` tells
 whether the key is alive (+I, +U) or deleted (-U, -D), and its sequence number is the last
-record's, as Paimon's merge functions return them.
+record's, as Paimon's merge functions return them. A key with a single record keeps it
+unchanged, kind included (Paimon's ReducerMergeFunctionWrapper calls the merge function only
+for two or more records).
 
 - ``deduplicate``: the newest record.
 - ``first-row``: the oldest record.
@@ -22,7 +26,8 @@ Retractions (-U/-D): ``ignore-delete`` drops them. Otherwise partial-update and 
 refuse them, aggregation retracts with the functions that can (sum, product, last_value,
 last_non_null_value) and refuses others unless ``fields.<name>.ignore-retract``; and
 ``partial-update.remove-record-on-delete`` / ``aggregation.remove-record-on-delete`` make a
--D restart the key from that record (the result is -D if nothing follows it). Refusals are
+-D restart the key from that record (the result is -D if nothing follows it); partial-update
+then ignores -U rows, aggregation still retracts them. Refusals are
 checked on the input (``check_input``) so bad rows fail a write before any file exists.
 
 The per-key folds are vectorised: rows of one key form a segment, and each column's result
@@ -166,12 +171,16 @@ class MergeEngine:
             return rows.take(segment_ends(starts, rows.num_rows))
         if self.kind == "first-row":
             return rows.take(starts)
+        folding = rows
         if self.remove_record_on_delete:
-            rows = _from_last_delete(rows, starts)
-            starts = segment_starts(rows, self.keys)
+            folding = _from_last_delete(rows, starts, drop_update_before=self.kind == "partial-update")
+        fold_starts = starts if folding is rows else segment_starts(folding, self.keys)
         if self.kind == "partial-update":
-            return _partial_update(rows, starts, self.keys)
-        return _aggregate(rows, starts, {a.name: a for a in self.aggregates}, self.remove_record_on_delete)
+            folded = _partial_update(folding, fold_starts, self.keys)
+        else:
+            folded = _aggregate(folding, fold_starts, {a.name: a for a in self.aggregates},
+                                self.remove_record_on_delete)
+        return _single_records_as_they_are(rows, starts, folded)
 
 
 def _aggregates(schema: TableSchema, opts: dict[str, str]) -> tuple[FieldAggregate, ...]:
@@ -255,14 +264,30 @@ def _valid(column: pa.ChunkedArray) -> np.ndarray:
     return np.asarray(pc.is_valid(column).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _from_last_delete(rows: pa.Table, starts: np.ndarray) -> pa.Table:
-    """remove-record-on-delete: per key, only the last -D and what follows it count, -U rows
-    never do; the -D restarts the record from its own values."""
+def _single_records_as_they_are(rows: pa.Table, starts: np.ndarray, folded: pa.Table) -> pa.Table:
+    """``folded`` (one record per key) with the keys that have a single record in ``rows`` taken
+    from ``rows`` unchanged, kind included: Paimon's ReducerMergeFunctionWrapper calls the merge
+    function only for two or more records, so a lone -U/-D stays a retraction and a lone value
+    is not normalised (a blank listagg string stays, a -D is not aggregated into a +I)."""
+    single = np.diff(np.append(starts, rows.num_rows)) == 1
+    if not single.any():
+        return folded
+    picks = np.where(single, folded.num_rows + starts, np.arange(len(starts)))
+    return pa.concat_tables([folded, rows]).take(pa.array(picks, pa.int64()))
+
+
+def _from_last_delete(rows: pa.Table, starts: np.ndarray, *, drop_update_before: bool) -> pa.Table:
+    """remove-record-on-delete: per key, only the last -D and what follows it count; the -D
+    restarts the record from its own values. Partial-update ignores -U rows
+    (``drop_update_before``); aggregation still retracts them."""
     kinds = _kinds(rows)
     n = rows.num_rows
     last_delete = _last_where(kinds == DELETE, starts)
     seg_of_row = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n)))
-    keep = (np.arange(n) >= last_delete[seg_of_row]) & (kinds != UPDATE_BEFORE)
+    keep = np.arange(n) >= last_delete[seg_of_row]
+    if not drop_update_before:
+        return rows.filter(pa.array(keep))
+    keep &= kinds != UPDATE_BEFORE
     # A key whose only rows are -U keeps its last one, so it still yields a (deleted) record.
     ends = segment_ends(starts, n)
     none_left = np.add.reduceat(keep.astype(np.int64), starts) == 0
@@ -270,13 +295,13 @@ def _from_last_delete(rows: pa.Table, starts: np.ndarray) -> pa.Table:
     return rows.filter(pa.array(keep))
 
 
-def _result_kinds(rows: pa.Table, starts: np.ndarray, delete_on_last_delete: bool) -> pa.Array:
-    """+I per key, or -D where the key's last record is a -D that restarts it."""
+def _result_kinds(rows: pa.Table, starts: np.ndarray, deleting: tuple[int, ...]) -> pa.Array:
+    """+I per key, or -D where the key's last record is of a kind in ``deleting``."""
     kinds = _kinds(rows)
     ends = segment_ends(starts, rows.num_rows)
     out = np.full(len(starts), INSERT, np.int8)
-    if delete_on_last_delete:
-        out[np.isin(kinds[ends], (DELETE, UPDATE_BEFORE))] = DELETE
+    if deleting:
+        out[np.isin(kinds[ends], deleting)] = DELETE
     return pa.array(out, pa.int8())
 
 
@@ -308,7 +333,7 @@ def _partial_update(rows: pa.Table, starts: np.ndarray, keys: Sequence[str]) -> 
             continue
         col = rows.column(name)
         columns[name] = _take_or_null(col, _last_where(counts & _valid(col), starts))
-    return _assemble(rows, columns, starts, _result_kinds(rows, starts, True))
+    return _assemble(rows, columns, starts, _result_kinds(rows, starts, (DELETE, UPDATE_BEFORE)))
 
 
 def _aggregate(rows: pa.Table, starts: np.ndarray, aggregates: dict[str, FieldAggregate],
@@ -325,12 +350,14 @@ def _aggregate(rows: pa.Table, starts: np.ndarray, aggregates: dict[str, FieldAg
     columns = {}
     for name, agg in aggregates.items():
         col = rows.column(name)
-        columns[name] = _aggregate_column(col, agg, adds, retract & agg.retracts, starts, seg)
-    return _assemble(rows, columns, starts, _result_kinds(rows, starts, remove_record_on_delete))
+        columns[name] = _aggregate_column(col, agg, adds, retract & agg.retracts, starts, seg, restart)
+    # Only a -D restarts (and, if last, deletes) a key; a -U retracts like without the option.
+    deleting = (DELETE,) if remove_record_on_delete else ()
+    return _assemble(rows, columns, starts, _result_kinds(rows, starts, deleting))
 
 
 def _aggregate_column(col: pa.ChunkedArray, agg: FieldAggregate, adds: np.ndarray, retracts: np.ndarray,
-                      starts: np.ndarray, seg: np.ndarray) -> pa.Array:
+                      starts: np.ndarray, seg: np.ndarray, restart: np.ndarray) -> pa.Array:
     """One column's aggregate per key. ``adds``/``retracts``: the rows that add or retract
     (rows of neither kind, such as ignored retractions, take no part)."""
     fn = agg.function
@@ -352,7 +379,7 @@ def _aggregate_column(col: pa.ChunkedArray, agg: FieldAggregate, adds: np.ndarra
     if fn == "first_non_null_value":
         return _take_or_null(col, _first_where(adds & valid, starts))
     if fn == "listagg":
-        return _listagg(col, agg, adds & valid, starts)
+        return _listagg(col, agg, adds & valid, starts, restart)
     if fn == "product" and retracts.any():
         return _sequential_product(col, adds, retracts, starts)
     values = col
@@ -375,8 +402,11 @@ def _aggregate_column(col: pa.ChunkedArray, agg: FieldAggregate, adds: np.ndarra
     return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
 
 
-def _listagg(col: pa.ChunkedArray, agg: FieldAggregate, taking: np.ndarray, starts: np.ndarray) -> pa.Array:
-    """Non-blank strings of each key joined by the delimiter, in record order."""
+def _listagg(col: pa.ChunkedArray, agg: FieldAggregate, taking: np.ndarray, starts: np.ndarray,
+             restart: np.ndarray) -> pa.Array:
+    """Non-blank strings of each key joined by the delimiter, in record order. A restarting -D
+    (``restart``) sets the result to its own value, which stays (even if blank) when no
+    non-blank value follows."""
     text = pc.cast(col, pa.string())
     blank = np.asarray(pc.fill_null(pc.equal(pc.utf8_trim_whitespace(text), ""), True).to_numpy(zero_copy_only=False),
                        dtype=bool)
@@ -391,17 +421,28 @@ def _listagg(col: pa.ChunkedArray, agg: FieldAggregate, taking: np.ndarray, star
     else:
         joined = pc.binary_join(lists, agg.delimiter)
     out = pc.if_else(pa.array(counts > 0), joined, pa.nulls(len(counts), pa.string()))
+    if len(starts) and restart[starts].any():
+        own = _take_or_null(text, np.where(restart[starts] & (counts == 0), starts, -1))
+        out = pc.if_else(pa.array(counts > 0), out, own)
     return pc.cast(out, col.type)
 
 
 def _join_distinct(values: list[str], delimiter: str) -> str | None:
-    """listagg with ``distinct``: tokens (values split by the delimiter) once each, first seen first."""
-    seen: list[str] = []
+    """listagg with ``distinct`` over non-blank values, as Paimon's FieldListaggAgg folds them:
+    the first value as it is, then each later value's non-blank tokens (split by the
+    delimiter, or by a space if it is empty) that the result does not hold yet."""
+    separator = delimiter or " "
+    acc: str | None = None
     for value in values:
-        for token in value.split(delimiter) if delimiter else [value]:
-            if token.strip() and token not in seen:
-                seen.append(token)
-    return delimiter.join(seen) if seen else None
+        if acc is None:
+            acc = value
+            continue
+        existing = set(acc.split(separator))
+        for token in value.split(separator):
+            if token.strip() and token not in existing:
+                existing.add(token)
+                acc += delimiter + token
+    return acc
 
 
 def _sequential_product(col: pa.ChunkedArray, adds: np.ndarray, retracts: np.ndarray,
