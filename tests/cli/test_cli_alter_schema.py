@@ -151,8 +151,8 @@ def test_missing_table_exits_3(tmp_path: Path):
 def test_a_write_that_planned_against_the_old_schema_exits_4(tmp_path: Path, table: Table, monkeypatch):
     real_plan = write_op.plan_job
 
-    def plan_then_alter(t, schema, row_kind_column):
-        job = real_plan(t, schema, row_kind_column)
+    def plan_then_alter(t, schema, row_kind_column, **kw):
+        job = real_plan(t, schema, row_kind_column, **kw)
         alter(t, [AddColumn("late", parse_type("INT"))])
         return job
 

@@ -412,8 +412,8 @@ def test_history_skips_gaps_left_by_a_schema_rollback(table: Table):
 def test_a_writer_planned_against_the_old_schema_fails_cleanly(table: Table, monkeypatch):
     real_plan = write_op.plan_job
 
-    def plan_then_alter(t, schema, row_kind_column):
-        job = real_plan(t, schema, row_kind_column)
+    def plan_then_alter(t, schema, row_kind_column, **kw):
+        job = real_plan(t, schema, row_kind_column, **kw)
         alter(t, [AddColumn("n", t_("INT"))])  # lands while the write is under way
         return job
 
