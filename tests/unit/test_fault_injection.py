@@ -1,0 +1,157 @@
+"""Faults injected into FileIO across write, overwrite, compact, expire, rollback and
+alter-schema on local files: after every fault the table scans to its last committed
+snapshot, a rerun completes, and nothing committed is lost (``fault_lab`` has the loops).
+
+Also: the ``LAKECTL_FAULT`` / ``LAKECTL_KILL_AFTER_WRITES`` variables of a real ``lakectl``
+process, and the operation counting of ``inject_fault`` itself.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from core.errors import UsageError
+from core.fileio import FileIO, OPERATIONS, inject_fault
+from core.ops.create import create
+from core.table import Table
+from fault_lab import OPS, Clone, Lab, Tally, batch, fail_loop, kill_loop, seed
+
+REPO = Path(__file__).resolve().parents[2]
+KINDS = OPERATIONS  # read, write, create, delete, list
+FIGURES = Tally()
+
+
+def local_template(root: Path, *, write_only: bool = True) -> Lab:
+    warehouse = str(root / "template")
+    t = Table.locate("db.t", warehouse=warehouse)
+    options = {"bucket": "2"}
+    if write_only:
+        options["write-only"] = "true"
+    create(t, "id BIGINT, v STRING, dt STRING", primary_keys=["id", "dt"], partition_keys=["dt"], options=options)
+    lab = Lab(lambda: Table.open("db.t", warehouse=warehouse))
+    seed(lab)
+    return lab
+
+
+def local_clone(root: Path) -> Clone:
+    def clone(template: Lab, name: str) -> Lab:
+        warehouse = root / name
+        shutil.copytree(Path(template.t.path).parents[1], warehouse)
+        return template.copy_to(lambda: Table.open("db.t", warehouse=str(warehouse)))
+    return clone
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("op_name", list(OPS))
+def test_fail_at_every_operation(tmp_path: Path, op_name: str, kind: str) -> None:
+    lab = local_template(tmp_path)
+    reached = fail_loop(lab, OPS[op_name](), kind, local_clone(tmp_path))
+    tally = lab.tally
+    FIGURES.add(tally)
+    assert tally.runs == reached + 1
+    print(f"\n{op_name} fail:{kind}: {tally.runs} runs, {reached} faults reached, {tally.errors} raised, "
+          f"{tally.retries} reruns, {len(tally.late_errors)} raised after landing")
+
+
+@pytest.mark.parametrize("op_name", list(OPS))
+def test_kill_before_every_mutation(tmp_path: Path, op_name: str) -> None:
+    lab = local_template(tmp_path)
+    kills = kill_loop(lab, OPS[op_name](), "mutation", local_clone(tmp_path))
+    FIGURES.add(lab.tally)
+    assert kills >= 1
+    print(f"\n{op_name} kill:mutation: {lab.tally.runs} runs, {kills} kills, {lab.tally.retries} reruns")
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG, reported: an OSError after the snapshot landed still fails the write: "
+    "core/ops/maintenance.after_commit reads the schema (write-only) outside its try and its steps "
+    "catch only LakectlError, and core/ops/write._deleted_files re-reads the overwrite's manifest. "
+    "A user who reruns the failed append writes its rows twice."))
+@pytest.mark.parametrize("write_only", [True, False], ids=["write-only", "with-maintenance"])
+def test_a_write_that_raised_did_not_land(tmp_path: Path, write_only: bool) -> None:
+    """Whenever write raises, nothing was committed (so rerunning it is always right)."""
+    for op_name in ("write", "overwrite"):
+        for kind in KINDS:
+            root = tmp_path / f"{op_name}-{kind}"
+            lab = local_template(root, write_only=write_only)
+            fail_loop(lab, OPS[op_name](), kind, local_clone(root))
+            late = lab.tally.late_errors
+            assert not late, f"{len(late)} runs raised after their snapshot landed, e.g.:\n" + "\n".join(late[:5])
+
+
+def test_totals() -> None:
+    """The figures of the loops above (run in this module's order)."""
+    if not FIGURES.runs:
+        pytest.skip("run together with the loops above")
+    print(f"\nlocal fault injection: {FIGURES.runs} faulted runs, {FIGURES.faults} faults reached, "
+          f"{FIGURES.errors} runs raised, {FIGURES.retries} reruns, 0 rows lost")
+
+
+# ---- the fault switch itself ---------------------------------------------------------------
+def test_inject_fault_counts_by_kind(tmp_path: Path) -> None:
+    io = FileIO.for_uri(str(tmp_path))
+    path = str(tmp_path / "f")
+    with inject_fault("fail", "read", 2) as fault:
+        io.write_bytes(path, b"x")  # not a read
+        assert io.read_bytes(path) == b"x"
+        with pytest.raises(OSError, match="injected fault before read #2"):
+            io.exists(path)
+        assert io.read_bytes(path) == b"x"  # a fail fires once
+    assert fault.seen == 3
+    with inject_fault("fail", "mutation", 3) as fault:
+        io.write_bytes(path + "1", b"1")
+        io.read_bytes(path)  # not a mutation
+        assert io.try_create(path + "2", b"2")
+        with pytest.raises(OSError):
+            io.delete(path + "1")
+    assert fault.seen == 3 and os.path.exists(path + "1")
+    with inject_fault("fail", "any", 1):
+        with pytest.raises(OSError):
+            io.list_dir(str(tmp_path))
+        with inject_fault("fail", "create", 1):  # nested: the inner fault replaces the outer one
+            with pytest.raises(OSError):
+                io.try_create(path + "3", b"3")
+        assert io.try_create(path + "3", b"3")  # the outer fault fired already
+    assert io.list_dir(str(tmp_path))  # no fault outside the blocks
+
+
+def _lakectl(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith("LAKECTL_") and k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, "-m", "lakectl", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120, env={**clean, "PYTHONPATH": str(REPO), "HOME": str(cwd), **env})
+
+
+def test_fault_variables_of_a_lakectl_process(tmp_path: Path) -> None:
+    """LAKECTL_FAULT and LAKECTL_KILL_AFTER_WRITES reach a real lakectl process: a kill leaves the
+    table at its last snapshot, a fail exits 1 with the injected error, a rerun lands."""
+    wh = str(tmp_path / "wh")
+    data = tmp_path / "rows.jsonl"
+    data.write_text('{"id": 1, "v": "a"}\n{"id": 2, "v": "b"}\n')
+    assert _lakectl(["-w", wh, "create", "db.t", "-s", "id BIGINT, v STRING", "--primary-key", "id",
+                     "-o", "write-only=true"], tmp_path).returncode == 0
+    t = Table.open("db.t", warehouse=wh)
+
+    killed = _lakectl(["-w", wh, "write", "db.t", "-i", str(data)], tmp_path, LAKECTL_FAULT="kill:create:1")
+    assert killed.returncode == -9, killed.stderr
+    assert t.snapshots.list_ids() == []
+    killed = _lakectl(["-w", wh, "write", "db.t", "-i", str(data)], tmp_path, LAKECTL_KILL_AFTER_WRITES="2")
+    assert killed.returncode == -9, killed.stderr
+    assert t.snapshots.list_ids() == []
+    failed = _lakectl(["-w", wh, "write", "db.t", "-i", str(data)], tmp_path, LAKECTL_FAULT="fail:write:1")
+    assert failed.returncode == 1 and "injected fault before write #1" in failed.stderr
+    assert t.snapshots.list_ids() == []
+    absorbed = _lakectl(["-w", wh, "write", "db.t", "-i", str(data)], tmp_path, LAKECTL_FAULT="fail:create:1")
+    assert absorbed.returncode == 0, absorbed.stderr  # the commit retried the failed publish
+    assert t.snapshots.list_ids() == [1]
+    assert sorted(t.scan().column("id").to_pylist()) == [1, 2]
+
+    bad = _lakectl(["-w", wh, "scan", "db.t"], tmp_path, LAKECTL_FAULT="explode:now:1")
+    assert bad.returncode != 0 and "LAKECTL_FAULT" in bad.stderr
