@@ -32,7 +32,7 @@ from typing import Sequence, Union
 
 from core import types as T
 from core.errors import UsageError
-from core.kernels.merge import MergeEngine
+from core.merge_options import merge_options
 from core.options import CoreOptions, parse_bool, validate
 from core.schema import TableSchema, assign_nested_ids
 from core.types import DataField, DataType
@@ -350,7 +350,7 @@ def _(change: RenameColumn, draft: _Draft) -> None:
                          "cannot change")
     _check_new_name(draft, change.new_name)
     draft.replace_field(change.name, name=change.new_name)
-    draft.primary_keys = [change.new_name if k == change.name else k for k in draft.primary_keys]
+    pass
     draft.options = _rename_in_options(draft.options, change.name, change.new_name)
 
 
@@ -464,7 +464,7 @@ def _check_supported(schema: TableSchema) -> None:
     """Options lakectl can honour, checked exactly as at create."""
     validate(schema.options, has_primary_key=schema.has_primary_key)
     if schema.has_primary_key:
-        MergeEngine.of(schema)  # e.g. an aggregate function that does not take a column's new type
+        merge_options(schema)  # e.g. an aggregate function that does not take a column's new type
 
 
 def _supported(schema: TableSchema) -> bool:

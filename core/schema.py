@@ -191,8 +191,8 @@ def new_table_schema(
         time_millis=int(time.time() * 1000),
     )
     if primary_keys:
-        from core.kernels.merge import MergeEngine  # the kernels import this module
-        MergeEngine.of(schema)  # refuses merge options lakectl cannot honour, naming the option
+        from core.merge_options import merge_options  # it reads TableSchema, defined here
+        merge_options(schema)  # refuses merge options lakectl cannot honour, naming the option
     return schema
 
 

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from core.fileio import FileIO, join
 from core.kernels.read import read_file
-from core.kernels.records import (DELETE, INSERT, RETRACT_KINDS, SEQUENCE_NUMBER, UPDATE_AFTER, UPDATE_BEFORE,
+from core.kernels.records import (DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_AFTER, UPDATE_BEFORE, retract_kinds,
                                   VALUE_KIND, alive, key_columns_sorted)
 from core.types import arrow_field
 from core.kernels.merge import MergeEngine, segment_starts
@@ -85,7 +85,7 @@ def changes(rows: pa.Table, is_old: np.ndarray, engine: MergeEngine, *, row_dedu
 
 
 def _alive_mask(table: pa.Table) -> np.ndarray:
-    retract = pc.is_in(table.column(VALUE_KIND), RETRACT_KINDS)
+    retract = pc.is_in(table.column(VALUE_KIND), retract_kinds())
     return ~np.asarray(retract.to_numpy(zero_copy_only=False), dtype=bool)
 
 

@@ -13,7 +13,12 @@ KEY_PREFIX = "_KEY_"
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
 ROW_KINDS = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE}
 KIND_NAMES = {code: name for name, code in ROW_KINDS.items()}
-RETRACT_KINDS = pa.array([UPDATE_BEFORE, DELETE], pa.int8())
+
+
+def retract_kinds() -> pa.Array:
+    """The -U/-D kind codes as an Arrow array (built on use: pa.array at import time would
+    import pandas, which metadata commands never need)."""
+    return pa.array(np.array([UPDATE_BEFORE, DELETE], np.int8))
 
 
 def key_columns_sorted(table: pa.Table, keys: list[str], seq_column: str) -> pa.Table:
@@ -40,4 +45,4 @@ def key_changes(table: pa.Table, keys: list[str]) -> np.ndarray:
 
 def alive(table: pa.Table) -> pa.Table:
     """Records that are not retractions (-U/-D): what a reader shows of merged records."""
-    return table.filter(pc.invert(pc.is_in(table.column(VALUE_KIND), RETRACT_KINDS)))
+    return table.filter(pc.invert(pc.is_in(table.column(VALUE_KIND), retract_kinds())))
