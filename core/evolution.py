@@ -350,7 +350,7 @@ def _(change: RenameColumn, draft: _Draft) -> None:
                          "cannot change")
     _check_new_name(draft, change.new_name)
     draft.replace_field(change.name, name=change.new_name)
-    pass
+    draft.primary_keys = [change.new_name if k == change.name else k for k in draft.primary_keys]
     draft.options = _rename_in_options(draft.options, change.name, change.new_name)
 
 
