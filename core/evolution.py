@@ -189,15 +189,11 @@ IMMUTABLE_OPTIONS = frozenset({
 # Options that are schema fields or the table's identity, never changeable by an option.
 _NEVER = {"type": "the table type cannot change", "path": "the table path cannot change",
           "primary-key": "primary keys are fixed at creation", "partition": "partition keys are fixed at creation"}
-# Once true, turning these off would resurrect what was dropped (Java: "from true to false").
-_ONE_WAY = {"ignore-delete": ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
-                              "partial-update.ignore-delete"),
-            "ignore-update-before": ("ignore-update-before",)}
+# Once true, turning these off would resurrect what was dropped (Java: "from true to false");
+# ignore-delete with the fallback keys Paimon reads it from.
+_ONE_WAY = frozenset({"ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
+                      "partial-update.ignore-delete", "ignore-update-before"})
 SYSTEM_FIELD_NAMES = frozenset({"_SEQUENCE_NUMBER", "_VALUE_KIND", "_LEVEL", "rowkind", "_ROW_ID"})
-
-
-def _one_way_group(key: str) -> str | None:
-    return next((group for group, keys in _ONE_WAY.items() if key in keys), None)
 
 
 def _check_option_change(options: dict[str, str], key: str, new: str | None, has_data: bool) -> None:
@@ -211,8 +207,7 @@ def _check_option_change(options: dict[str, str], key: str, new: str | None, has
         raise UsageError(f"option {key} cannot change once the table has data (Paimon treats it as immutable)")
     if key == "bucket":
         _check_bucket_change(CoreOptions(options).bucket, new)
-    group = _one_way_group(key)
-    if group is not None and old is not None and parse_bool(old, key) and not parse_bool(new or "false", key):
+    if key in _ONE_WAY and old is not None and parse_bool(old, key) and not parse_bool(new or "false", key):
         raise UsageError(f"option {key} cannot go from true to false: records it dropped would come back")
     if key == "partition.default-name":
         raise UsageError("option partition.default-name cannot change once the table has data: "
@@ -231,7 +226,7 @@ def _check_bucket_change(old: int, new: str | None) -> None:
         raise UsageError("option bucket cannot change to -1 (Paimon)")
     raise UsageError(f"option bucket: going from {old} to {target} buckets is a rescale, which needs every data "
                      f"file rewritten into the new buckets; lakectl does not rewrite data in alter-schema. Create a "
-                     f"table with bucket={target} and copy the rows into it (lakectl scan -o FILE, lakectl write -i FILE)")
+                     f"table with bucket={target} and copy the rows into it (lakectl scan --output F, lakectl write --input F)")
 
 
 def _rename_in_options(options: dict[str, str], old: str, new: str) -> dict[str, str]:
