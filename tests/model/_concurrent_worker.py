@@ -18,7 +18,8 @@ Roles:
   as ``{"snapshot_id", "rows": [[id, v], ...]}``; any error ends the process non-zero.
 
 ``retries`` counts the commit's lost attempts from core.commit's INFO log lines
-("commit attempt N: <reason>"), the figure the tests report.
+("commit attempt N: <reason>"), the figure the tests report; a writer's ``conflicts`` counts
+its post-commit compactions that failed (core.ops.maintenance's warnings).
 """
 
 from __future__ import annotations
@@ -44,12 +45,16 @@ class AttemptCounter(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.INFO)
         self.count = 0
+        self.conflicts = 0  # post-commit compactions that failed (core.ops.maintenance warnings)
         self.reasons: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
         if message.startswith("commit attempt"):
             self.count += 1
+            self.reasons.append(message)
+        elif message.startswith("maintenance step compact"):
+            self.conflicts += 1
             self.reasons.append(message)
 
 
@@ -109,10 +114,11 @@ def write(spec: dict, counter: AttemptCounter) -> None:
                          "v": pa.array([r[1] for r in rows], pa.string()),
                          "dt": pa.array([r[2] for r in rows], pa.string())})
         hold["round"] = i
-        before = counter.count
+        before, conflicts, reasons = counter.count, counter.conflicts, len(counter.reasons)
         result = t.write(data, mode=op["mode"])
         emit({"op": i, "snapshot_id": result.snapshot_id, "commit_kind": result.commit_kind,
-              "retries": counter.count - before, "reasons": counter.reasons[before:]})
+              "retries": counter.count - before, "conflicts": counter.conflicts - conflicts,
+              "reasons": counter.reasons[reasons:]})
 
 
 def compact(spec: dict, counter: AttemptCounter) -> None:
@@ -153,6 +159,7 @@ def read(spec: dict, counter: AttemptCounter) -> None:
 if __name__ == "__main__":
     job = json.loads(sys.argv[1])
     counter = AttemptCounter()
-    logging.getLogger("core.commit").addHandler(counter)
-    logging.getLogger("core.commit").setLevel(logging.INFO)
+    for logger in ("core.commit", "core.ops.maintenance"):
+        logging.getLogger(logger).addHandler(counter)
+        logging.getLogger(logger).setLevel(logging.INFO)
     {"write": write, "compact": compact, "read": read}[job["role"]](job, counter)

@@ -29,11 +29,11 @@ from core.table import Table
 N, M, ROWS = 4, 8, 3
 
 
-def _table(root: Path, *, buckets: int | None, partitioned: bool = False) -> Table:
+def _table(root: Path, *, buckets: int | None, partitioned: bool = False, **extra: str) -> Table:
     """A primary-key table with ``buckets`` fixed buckets, or (None) an append table."""
     t = Table.locate("db.t", warehouse=str(root / "wh"))
     keys = (["id", "dt"] if partitioned else ["id"]) if buckets else []
-    options = {"write-only": "true", "commit.max-retries": "30"}
+    options = {"write-only": "true", "commit.max-retries": "30", **extra}
     if buckets:
         options["bucket"] = str(buckets)
     create(t, "id BIGINT, v STRING, dt STRING", primary_keys=keys, partition_keys=["dt"] if partitioned else [],
@@ -68,6 +68,20 @@ def test_writers_on_one_bucket_with_compactors_and_a_reader(tmp_path: Path, buck
     assert figures.retries >= M * (N - 1), figures.reasons
     assert figures.compactions >= 1 and figures.reads >= 1
     print("\n" + figures.line(f"local {'pk' if buckets else 'append'} table, one bucket + 2 compactors + reader"))
+
+
+def test_writers_that_compact_after_their_commits(tmp_path: Path) -> None:
+    """Without write-only each writer runs Paimon's post-commit (universal) compaction of the
+    bucket they all share, so compactions race compactions and writes: every write still lands,
+    a compaction that lost its inputs only logs a warning, and every level above 0 stays one
+    sorted run."""
+    t = _table(tmp_path, buckets=1, **{"write-only": "false", "num-sorted-run.compaction-trigger": "3"})
+    writers = {f"w{w}": writer_commits(w, M, ROWS) for w in range(N)}
+    figures = Figures()
+    results = race(tmp_path / "barrier", t, writers=writers, rounds=True, readers=1)
+    check_table(t, writers, results, figures, writers_compact=True)
+    assert figures.compactions >= 1
+    print("\n" + figures.line("local, writers compacting after commit"))
 
 
 # ---- Paimon's conflict rules, interleaved deterministically ------------------------------------
