@@ -1,67 +1,246 @@
-"""Settings: command-line flags > LAKECTL_* environment > TOML config file > defaults.
+"""Settings: command-line flags > LAKECTL_* environment > profile > TOML config file > defaults.
 
 The config file is the first of: ``--config PATH``, ``$LAKECTL_CONFIG``, ``./lakectl.toml``,
 ``~/.config/lakectl/config.toml``. Keys at the top level: ``warehouse``, ``format``,
-``engine``; under ``[spark]``: ``master``, ``threshold`` (e.g. "256mb") and a ``[spark.conf]``
+``engine``, ``profile`` (the profile used when neither ``--profile`` nor ``$LAKECTL_PROFILE``
+names one); under ``[spark]``: ``master``, ``threshold`` (e.g. "256mb") and a ``[spark.conf]``
 table of Spark settings; under ``[s3]``: ``endpoint``, ``region``, ``access-key-id``,
 ``secret-access-key``, ``session-token``, ``path-style``, ``conditional-put``, ``lock-file``
-(each also ``LAKECTL_S3_<KEY>`` in the environment, which wins; unset credentials fall back to
-the standard AWS variables and files).
+(each also ``LAKECTL_S3_<KEY>`` in the environment; unset credentials fall back to the
+standard AWS variables and files). A ``[profiles.NAME]`` table holds the same keys (with
+``[profiles.NAME.spark]``, ``[profiles.NAME.s3]``); the selected profile's values win over the
+top-level ones. ``lakectl config show`` prints every effective value with where it came from.
+
+A config file that does not parse, or holds an unknown key or a value of the wrong type, is a
+usage error naming the file, the line and the key. Secrets (the S3 credentials) are masked
+wherever settings are shown and never logged.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-from core.engines import DEFAULT_SPARK_THRESHOLD, EngineSettings, ProgressCallback
+from core.engines import ENGINES, EngineSettings, ProgressCallback
 from core.errors import UsageError
 from core.fileio import configure as configure_storage, s3_options
 from core.options import parse_bool, parse_size
-from lakectl.params import parse_pairs
 
 DEFAULT_WAREHOUSE = "./warehouse"
 FORMATS = ("table", "json", "jsonl", "csv")
 S3_KEYS = ("endpoint", "region", "access-key-id", "secret-access-key", "session-token", "path-style",
            "conditional-put", "lock-file")
+SECRET_KEYS = frozenset({"s3.access-key-id", "s3.secret-access-key", "s3.session-token"})
+MASK = "****"
+USER_CONFIG = "~/.config/lakectl/config.toml"
+
+# What a config table may hold: key -> accepted Python types (after TOML parsing).
+_SCALAR = (str, int, float, bool)
+_SPARK_SCHEMA: dict[str, tuple[type, ...]] = {"master": (str,), "threshold": (str, int), "conf": (dict,)}
+_S3_SCHEMA: dict[str, tuple[type, ...]] = {k: (str, bool) if k in ("path-style", "conditional-put") else (str,)
+                                           for k in S3_KEYS}
+_SETTINGS_SCHEMA: dict[str, tuple[type, ...]] = {"warehouse": (str,), "format": (str,), "engine": (str,),
+                                                 "spark": (dict,), "s3": (dict,)}
+_TOP_SCHEMA: dict[str, tuple[type, ...]] = {**_SETTINGS_SCHEMA, "profile": (str,), "profiles": (dict,)}
+_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false", dict: "a table"}
 
 
-def config_path(explicit: str | None) -> Path | None:
-    for candidate in (explicit, os.environ.get("LAKECTL_CONFIG")):
+@dataclass(frozen=True, slots=True)
+class Key:
+    """One setting: its dotted name in the config file, its variable, its flag, its default."""
+
+    name: str
+    env: str | None
+    flag: str | None = None
+    default: Any = None
+
+    @property
+    def secret(self) -> bool:
+        return self.name in SECRET_KEYS
+
+
+KEYS: tuple[Key, ...] = (
+    Key("warehouse", "LAKECTL_WAREHOUSE", "--warehouse", DEFAULT_WAREHOUSE),
+    Key("format", "LAKECTL_FORMAT", "--format", "table"),
+    Key("engine", "LAKECTL_ENGINE", "--engine", "auto"),
+    Key("spark.master", "LAKECTL_SPARK_MASTER", "--master", None),
+    Key("spark.threshold", "LAKECTL_SPARK_THRESHOLD", None, "256mb"),
+    *(Key(f"s3.{k}", "LAKECTL_S3_" + k.upper().replace("-", "_")) for k in S3_KEYS),
+)
+_KEY = {k.name: k for k in KEYS}
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """A setting's effective value and where it came from (``flag --warehouse``, ``env
+    LAKECTL_WAREHOUSE``, ``profile prod``, ``config file``, ``default``)."""
+
+    value: Any
+    source: str
+
+
+def parse_pairs(items: Iterable[str], *, flag: str, shape: str = "KEY=VALUE",
+                shown: str | None = None) -> dict[str, str]:
+    """``["k=v", ...]`` -> {"k": "v"}; a malformed item is a usage error naming the flag."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"{flag} {shown or item!r} must be {shape}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+# ---- the config file -----------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ConfigFile:
+    path: Path
+    data: dict[str, Any]
+    text: str
+    source: str  # how it was found: flag --config, env LAKECTL_CONFIG, working directory, user config
+
+    def line_of(self, keys: tuple[str, ...]) -> int | None:
+        """The line defining the dotted key ``keys`` (or its table header), if a plain scan finds it."""
+        return _line_of(self.text, keys)
+
+    def error(self, keys: tuple[str, ...], message: str) -> UsageError:
+        line = self.line_of(keys)
+        where = f"config file {self.path}" + (f", line {line}" if line else "")
+        return UsageError(f"{where}: {message}")
+
+
+def config_path(explicit: str | None) -> tuple[Path, str] | None:
+    """The config file to read and how it was found, or None."""
+    for candidate, source in ((explicit, "flag --config"), (os.environ.get("LAKECTL_CONFIG"), "env LAKECTL_CONFIG")):
         if candidate:
             path = Path(candidate).expanduser()
             if not path.is_file():
                 raise UsageError(f"config file {path} does not exist")
-            return path
-    for path in (Path("lakectl.toml"), Path("~/.config/lakectl/config.toml").expanduser()):
+            return path, source
+    for path, source in ((Path("lakectl.toml"), "working directory"), (Path(USER_CONFIG).expanduser(), "user config")):
         if path.is_file():
-            return path
+            return path.absolute(), source
     return None
 
 
-def load_config(path: Path | None) -> dict[str, Any]:
-    if path is None:
-        return {}
+_TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
+
+
+def load_config_file(path: Path, source: str = "flag --config") -> ConfigFile:
+    """Read, parse and check a config file."""
     try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"config file {path}: {e}") from e
+        text = path.read_bytes().decode("utf-8")
     except OSError as e:
         raise UsageError(f"cannot read config file {path}: {e.strerror}") from e
+    except UnicodeDecodeError as e:
+        raise UsageError(f"config file {path} is not UTF-8 text: {e.reason} at byte {e.start}") from e
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        message = str(e)
+        m = _TOML_POSITION.search(message)
+        if m:  # Python < 3.14 keeps the position only in the message
+            raise UsageError(f"config file {path}, line {m.group(1)}, column {m.group(2)}: "
+                             f"{message[:m.start()]}") from e
+        raise UsageError(f"config file {path}: {message}") from e
+    cf = ConfigFile(path, data, text, source)
+    _check_settings(cf, data, (), top=True)
+    return cf
 
 
+def load_config(path: Path | None) -> dict[str, Any]:
+    """The parsed, checked config file (empty without one)."""
+    return {} if path is None else load_config_file(path).data
+
+
+def _check_table(cf: ConfigFile, table: dict[str, Any], prefix: tuple[str, ...],
+                 schema: dict[str, tuple[type, ...]]) -> None:
+    where = f"in [{'.'.join(prefix)}]" if prefix else "at the top level"
+    for key, value in table.items():
+        keys = (*prefix, key)
+        if key not in schema:
+            raise cf.error(keys, f"unknown key {'.'.join(keys)!r} {where}; known: {', '.join(schema)}")
+        types = schema[key]
+        # TOML booleans are not integers here, whatever Python's bool subclassing says.
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            wanted = " or ".join(_TYPE_NAMES[t] for t in types)
+            secret = ".".join(keys[-2:]) in SECRET_KEYS  # a credential's value is never printed
+            got = f"a value of type {type(value).__name__}" if secret else _describe(value)
+            raise cf.error(keys, f"key {'.'.join(keys)!r} must be {wanted}, not {got}")
+
+
+def _check_settings(cf: ConfigFile, table: dict[str, Any], prefix: tuple[str, ...], *, top: bool) -> None:
+    _check_table(cf, table, prefix, _TOP_SCHEMA if top else _SETTINGS_SCHEMA)
+    for key, allowed in (("format", FORMATS), ("engine", ENGINES)):
+        if key in table and table[key] not in allowed:
+            keys = (*prefix, key)
+            raise cf.error(keys, f"key {'.'.join(keys)!r} is {table[key]!r}; must be one of {', '.join(allowed)}")
+    spark = table.get("spark", {})
+    _check_table(cf, spark, (*prefix, "spark"), _SPARK_SCHEMA)
+    for name, value in spark.get("conf", {}).items():
+        if not isinstance(value, _SCALAR):
+            keys = (*prefix, "spark", "conf", name)
+            raise cf.error(keys, f"key {'.'.join(keys)!r} must be a string, number or boolean, not {_describe(value)}")
+    _check_table(cf, table.get("s3", {}), (*prefix, "s3"), _S3_SCHEMA)
+    if top:
+        for name, profile in table.get("profiles", {}).items():
+            if not isinstance(profile, dict):
+                raise cf.error(("profiles", name), f"key 'profiles.{name}' must be a table ([profiles.{name}]), "
+                                                   f"not {_describe(profile)}")
+            _check_settings(cf, profile, ("profiles", name), top=False)
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    return f"the {'integer' if isinstance(value, int) else 'number'} {value!r}"
+
+
+_HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
+_ASSIGN = re.compile(r"""^\s*((?:"[^"]*"|'[^']*'|[A-Za-z0-9_\-]+)(?:\s*\.\s*(?:"[^"]*"|'[^']*'|[A-Za-z0-9_\-]+))*)\s*=""")
+_KEY_PART = re.compile(r"""\s*("[^"]*"|'[^']*'|[A-Za-z0-9_\-]+)\s*(?:\.|$)""")
+
+
+def _split_key(text: str) -> tuple[str, ...]:
+    return tuple(p.strip("\"'") for p in _KEY_PART.findall(text))
+
+
+def _line_of(text: str, keys: tuple[str, ...]) -> int | None:
+    """Line number (1-based) where the dotted key is assigned, else where its table starts."""
+    table: tuple[str, ...] = ()
+    header_line = None
+    for number, line in enumerate(text.splitlines(), 1):
+        header = _HEADER.match(line)
+        if header:
+            table = _split_key(header.group(1))
+            if table == keys and header_line is None:
+                header_line = number
+            continue
+        assign = _ASSIGN.match(line)
+        if assign and (*table, *_split_key(assign.group(1))) == keys:
+            return number
+    return header_line
+
+
+# ---- settings --------------------------------------------------------------------------------
 @dataclass(slots=True)
 class Settings:
-    """What the root callback gathered; commands read it through ``resolve``."""
+    """What the root callback gathered; commands read it through the ``resolve_*`` methods."""
 
     warehouse: str | None = None
     format: str | None = None
@@ -70,34 +249,95 @@ class Settings:
     engine: str | None = None
     master: str | None = None
     spark_conf: list[str] = field(default_factory=list)
-    _config: dict[str, Any] | None = field(default=None, repr=False)
+    profile: str | None = None
+    quiet: bool = False
+    _file: ConfigFile | None = field(default=None, repr=False)
+    _loaded: bool = field(default=False, repr=False)
+
+    # ---- sources ------------------------------------------------------------------------------
+    @property
+    def file(self) -> ConfigFile | None:
+        if not self._loaded:
+            found = config_path(self.config_file)
+            self._file = load_config_file(*found) if found else None
+            self._loaded = True
+        return self._file
 
     @property
     def config(self) -> dict[str, Any]:
-        if self._config is None:
-            self._config = load_config(config_path(self.config_file))
-        return self._config
+        """The parsed config file (empty without one)."""
+        return self.file.data if self.file else {}
 
+    def selected_profile(self) -> Resolved:
+        if self.profile:
+            return Resolved(self.profile, "flag --profile")
+        if os.environ.get("LAKECTL_PROFILE"):
+            return Resolved(os.environ["LAKECTL_PROFILE"], "env LAKECTL_PROFILE")
+        if self.config.get("profile"):
+            return Resolved(self.config["profile"], "config file")
+        return Resolved(None, "default")
+
+    def profile_table(self) -> dict[str, Any]:
+        name = self.selected_profile().value
+        if name is None:
+            return {}
+        if self.file is None:
+            raise UsageError(f"profile {name!r}: no config file (give --config or LAKECTL_CONFIG, or write "
+                             f"./lakectl.toml or {USER_CONFIG})")
+        profiles = self.config.get("profiles", {})
+        if name not in profiles:
+            known = ", ".join(sorted(profiles)) or "none"
+            raise UsageError(f"profile {name!r} is not in config file {self.file.path} (profiles: {known})")
+        return profiles[name]
+
+    def _layers(self) -> list[tuple[str, dict[str, Any]]]:
+        name = self.selected_profile().value
+        layers = [(f"profile {name}", self.profile_table())] if name else []
+        return layers + [("config file", self.config)]
+
+    def _flags(self) -> dict[str, Any]:
+        return {"warehouse": self.warehouse, "format": self.format, "engine": self.engine, "spark.master": self.master}
+
+    def resolve(self, name: str, flag: Any = None) -> Resolved:
+        """The value of setting ``name``: a command's own flag > the global flag > environment
+        > profile > config file > default."""
+        key = _KEY[name]
+        for value in (flag, self._flags().get(name)):
+            if value is not None and value != "":
+                return Resolved(value, f"flag {key.flag}")
+        if key.env and os.environ.get(key.env):
+            return Resolved(os.environ[key.env], f"env {key.env}")
+        path = name.split(".")
+        for source, table in self._layers():
+            value = _dig(table, path)
+            if value is not None:
+                return Resolved(value, source)
+        return Resolved(key.default, "default")
+
+    def spark_conf_settings(self) -> dict[str, Resolved]:
+        """Spark settings: config file < profile < --spark-conf."""
+        out: dict[str, Resolved] = {}
+        for source, table in reversed(self._layers()):
+            for k, v in (_dig(table, ["spark", "conf"]) or {}).items():
+                out[str(k)] = Resolved(_text(v), source)
+        for k, v in parse_pairs(self.spark_conf, flag="--spark-conf").items():
+            out[k] = Resolved(v, "flag --spark-conf")
+        return out
+
+    # ---- what commands use ------------------------------------------------------------------
     def resolve_warehouse(self, flag: str | None) -> str:
         """The warehouse URI; also sets the storage defaults (S3 endpoint, credentials) that
         every FileIO of this process starts from."""
         configure_storage("s3", self.s3_options())
-        return (flag or self.warehouse or os.environ.get("LAKECTL_WAREHOUSE")
-                or self.config.get("warehouse") or DEFAULT_WAREHOUSE)
+        return str(self.resolve("warehouse", flag).value)
 
     def s3_settings(self) -> dict[str, str]:
-        """``[s3]`` keys of the config file, overridden by ``LAKECTL_S3_*`` variables."""
-        section = self.config.get("s3") or {}
-        if not isinstance(section, dict):
-            raise UsageError("config key 's3' must be a table ([s3])")
-        unknown = sorted(set(section) - set(S3_KEYS))
-        if unknown:
-            raise UsageError(f"config [s3] has unknown key {unknown[0]!r}; known: {', '.join(S3_KEYS)}")
-        out = {k: str(v) for k, v in section.items()}
+        """The ``s3.*`` settings that are set, by key (``endpoint``, ``access-key-id``, ...)."""
+        out = {}
         for key in S3_KEYS:
-            env = os.environ.get("LAKECTL_S3_" + key.upper().replace("-", "_"))
-            if env is not None:
-                out[key] = env
+            value = self.resolve(f"s3.{key}").value
+            if value is not None:
+                out[key] = _text(value)
         return out
 
     def s3_options(self) -> dict[str, Any]:
@@ -110,24 +350,49 @@ class Settings:
                           conditional_put=flag.get("conditional-put"), lock_file=conf.get("lock-file"))
 
     def resolve_format(self, flag: str | None) -> str:
-        fmt = flag or self.format or os.environ.get("LAKECTL_FORMAT") or self.config.get("format") or "table"
+        fmt = self.resolve("format", flag).value
         if fmt not in FORMATS:
             raise UsageError(f"--format {fmt!r} must be one of {', '.join(FORMATS)}")
-        return fmt
+        return str(fmt)
 
     def engine_settings(self, progress: ProgressCallback | None = None) -> EngineSettings:
-        """--engine/--master/--spark-conf > LAKECTL_ENGINE/LAKECTL_SPARK_MASTER > config [spark]."""
-        spark = self.config.get("spark") or {}
-        if not isinstance(spark, dict):
-            raise UsageError("config key 'spark' must be a table ([spark])")
-        conf = {str(k): str(v) for k, v in (spark.get("conf") or {}).items()}
-        conf.update(parse_pairs(self.spark_conf, flag="--spark-conf"))
-        threshold = spark.get("threshold", os.environ.get("LAKECTL_SPARK_THRESHOLD"))
+        """--engine/--master/--spark-conf > LAKECTL_ENGINE/LAKECTL_SPARK_MASTER/_THRESHOLD >
+        profile > config [spark]."""
+        threshold = self.resolve("spark.threshold")
         return EngineSettings(
-            engine=self.engine or os.environ.get("LAKECTL_ENGINE") or self.config.get("engine") or "auto",
-            master=self.master or os.environ.get("LAKECTL_SPARK_MASTER") or spark.get("master"),
-            spark_conf=conf,
-            spark_threshold=parse_size(str(threshold), "spark threshold") if threshold is not None
-            else DEFAULT_SPARK_THRESHOLD,
+            engine=str(self.resolve("engine").value),
+            master=self.resolve("spark.master").value,
+            spark_conf={k: str(r.value) for k, r in self.spark_conf_settings().items()},
+            spark_threshold=parse_size(str(threshold.value), "spark threshold"),
             progress=progress,
         )
+
+    def shown(self) -> list[dict[str, Any]]:
+        """Every effective setting with its source, secrets masked (``lakectl config show``)."""
+        cf = self.file
+        rows = [{"key": "config-file", "value": str(cf.path) if cf else None, "source": cf.source if cf else "none"}]
+        profile = self.selected_profile()
+        self.profile_table()  # a profile that does not exist is an error here too
+        rows.append({"key": "profile", "value": profile.value, "source": profile.source})
+        for key in KEYS:
+            r = self.resolve(key.name)
+            value = MASK if key.secret and r.value not in (None, "") else r.value
+            rows.append({"key": key.name, "value": None if value is None else _text(value), "source": r.source})
+            if key.name == "spark.threshold":
+                for name, conf in sorted(self.spark_conf_settings().items()):
+                    rows.append({"key": f"spark.conf.{name}", "value": conf.value, "source": conf.source})
+        return rows
+
+
+def _dig(table: dict[str, Any], path: list[str]) -> Any:
+    value: Any = table
+    for part in path:
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def _text(value: Any) -> str:
+    """A config value as the text the environment would hold (TOML true -> "true")."""
+    return str(value).lower() if isinstance(value, bool) else str(value)

@@ -1,7 +1,7 @@
 """Core exceptions -> one line on stderr and a stable exit code, in one place.
 
-Exit codes (also in ``lakectl --help``): 0 ok, 1 failure, 2 usage, 3 not found,
-4 commit conflict after retries, 5 invalid input data.
+Exit codes (also in ``lakectl --help`` and the man pages): 0 ok, 1 failure, 2 usage,
+3 not found, 4 commit conflict after retries, 5 invalid input data, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -30,8 +30,19 @@ EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (LakectlError, EXIT_FAILURE),
 ]
 
-EXIT_CODES_HELP = ("Exit codes: 0 ok, 1 failure, 2 usage error, 3 not found (table, snapshot, tag), "
-                   "4 commit conflict after retries, 5 invalid input data.")
+EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report a SIGINT death
+
+# (code, meaning): the --help epilog and the man pages' EXIT STATUS.
+EXIT_CODE_MEANINGS: tuple[tuple[int, str], ...] = (
+    (EXIT_OK, "ok"),
+    (EXIT_FAILURE, "failure"),
+    (EXIT_USAGE, "usage error"),
+    (EXIT_NOT_FOUND, "not found (table, snapshot, tag)"),
+    (EXIT_CONFLICT, "commit conflict after retries"),
+    (EXIT_INVALID_DATA, "invalid input data"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
+)
+EXIT_CODES_HELP = "Exit codes: " + ", ".join(f"{code} {meaning}" for code, meaning in EXIT_CODE_MEANINGS) + "."
 
 
 def exit_code_for(exc: BaseException) -> int:
@@ -69,8 +80,10 @@ class LakectlGroup(TyperGroup):
         except (typer.Exit, typer.Abort, SystemExit):
             raise
         except KeyboardInterrupt:
+            # Every write is new files made visible by one atomic snapshot create: an interrupt
+            # before it leaves the table at its last snapshot (and orphans for remove-orphan-files).
             print("error: interrupted", file=sys.stderr)
-            raise typer.Exit(130)
+            raise typer.Exit(EXIT_INTERRUPTED) from None
         except Exception as exc:  # the CLI boundary: every failure becomes one line + exit code
             if type(exc).__module__.startswith("typer"):
                 raise  # Click/Typer usage errors print their own message and exit 2

@@ -1,8 +1,16 @@
-"""Output: rich tables on a terminal, JSON / JSON lines / CSV for scripts.
+"""Output: tables for people, JSON / JSON lines / CSV for scripts, progress bars on a terminal.
 
 Field names are the same in every format. Single results (create, write, describe) print
 one object; listings (scan, snapshots, list) print an array in ``json`` and one object per
 line in ``jsonl``.
+
+The ``table`` format is for people: on a terminal a rich table that wraps to the terminal's
+width (short cells such as ids, counts and times stay on one line, long ones such as paths
+fold); on a pipe, or with ``NO_COLOR`` set, no colour or other escape codes, and on a pipe
+plain columns separated by two spaces with the field names as the header. In lakectl's own
+records (not in the rows of a table scan) sizes show in binary units (``1.2 MiB``), times as
+local ``2026-11-22 02:28:47`` and retention periods as ``7d``; the script formats keep the
+exact numbers and ISO 8601 times. ``--quiet`` prints nothing at all: errors alone reach stderr.
 """
 
 from __future__ import annotations
@@ -13,14 +21,23 @@ import dataclasses
 import datetime as dt
 import decimal
 import json
+import os
 import sys
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
+from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
+
+ProgressFn = Callable[[int, int, str], None]
+
+# A column whose cells are at most this wide never wraps; wider ones fold to fit the terminal.
+_SHORT_CELL = 24
+# Narrowest a folding column may get before a listing switches to one block per row.
+_MIN_LONG = 12
 
 
 def jsonable(value: Any) -> Any:
@@ -43,6 +60,7 @@ def jsonable(value: Any) -> Any:
 
 
 def _cell(value: Any) -> str:
+    """A cell of a data row (scan) or a CSV field: exact, as in JSON."""
     if value is None:
         return "null"
     v = jsonable(value)
@@ -51,16 +69,109 @@ def _cell(value: Any) -> str:
     return str(v)
 
 
+# ---- human units (table format, lakectl's own records only) ---------------------------------
+def human_size(n: int) -> str:
+    """Bytes in binary units: 512 B, 1.2 KiB, 3.4 MiB."""
+    if abs(n) < 1024:
+        return f"{n} B"
+    value = float(n)
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
+        value /= 1024
+        if abs(value) < 1024 or unit == "PiB":
+            return f"{value:.1f} {unit}"
+    raise AssertionError("unreachable")
+
+
+def human_time(value: Any) -> str:
+    """An ISO 8601 time or epoch milliseconds as local ``YYYY-MM-DD HH:MM:SS``."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        moment = dt.datetime.fromtimestamp(value / 1000)
+    else:
+        try:
+            moment = dt.datetime.fromisoformat(str(value))
+        except ValueError:
+            return str(value)
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def human_duration(seconds: float) -> str:
+    """Seconds as ``7d``, ``1d 12h``, ``90s``."""
+    left = round(seconds)
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if left >= size:
+            parts.append(f"{left // size}{unit}")
+            left %= size
+    return " ".join(parts) or "0s"
+
+
+def _is_size(name: str) -> bool:
+    return name in ("bytes", "size") or name.startswith("bytes_") or name.endswith(("_bytes", "file_size"))
+
+
+def _is_time(name: str) -> bool:
+    return name == "time" or name.endswith(("_time", "_millis"))
+
+
+def _human(name: str, value: Any) -> str:
+    """A cell of one of lakectl's records, for people."""
+    if value is None or value == [] or value == () or value == {}:
+        return "-"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int) and _is_size(name):
+        return human_size(value)
+    if _is_time(name) and isinstance(value, (str, int)):
+        return human_time(value)
+    if name == "time_retained" and isinstance(value, (int, float)):
+        return human_duration(value)
+    if isinstance(value, dict):
+        return "\n".join(f"{k}={_cell(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)) and all(not isinstance(v, (dict, list, tuple)) for v in value):
+        return "\n".join(_cell(v) for v in value)
+    return _cell(value)
+
+
+def _hidden_in_tables(columns: Sequence[str]) -> set[str]:
+    """``commit_time_millis`` repeats ``commit_time`` in a table for people: show only one."""
+    return {c for c in columns if c.endswith("_millis") and c[: -len("_millis")] in columns}
+
+
 class Output:
-    def __init__(self, fmt: str, *, stdout: Any = None) -> None:
+    """Where a command's result goes.
+
+    Args:
+        fmt: table, json, jsonl or csv.
+        stdout: the stream for results (default: sys.stdout at construction).
+        quiet: print nothing (errors are not printed through here).
+        terminal: force (or deny) terminal rendering of tables; default: rich's detection
+            (a tty, or ``TTY_COMPATIBLE=1`` / ``FORCE_COLOR``).
+        width: columns of the terminal (default: detected, or ``COLUMNS``).
+    """
+
+    def __init__(self, fmt: str, *, stdout: Any = None, quiet: bool = False, terminal: bool | None = None,
+                 width: int | None = None) -> None:
         self.format = fmt
+        self.quiet = quiet
         self.stdout = stdout or sys.stdout
-        self.console = Console(file=self.stdout, soft_wrap=False)
-        self.err = Console(stderr=True)
+        plain = os.environ.get("NO_COLOR", "") != ""
+        self.console = Console(file=self.stdout, soft_wrap=False, width=width, force_terminal=terminal,
+                               color_system=None if plain else "auto", highlight=False, emoji=False,
+                               markup=False)
+        self.err = Console(stderr=True, color_system=None if plain else "auto", highlight=False)
+        self._printed = False
+
+    @property
+    def terminal(self) -> bool:
+        return self.console.is_terminal
 
     # ---- listings ------------------------------------------------------------------
     def rows(self, rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
-             title: str | None = None) -> None:
+             title: str | None = None, *, human: bool = True) -> None:
+        """A listing. ``human``: the rows are lakectl's records (sizes, times in human units in
+        the table format); False for the rows of a table."""
+        if self.quiet:
+            return
         columns = list(columns or (rows[0].keys() if rows else []))
         if self.format == "json":
             self._write(json.dumps([{c: jsonable(r.get(c)) for c in columns} for r in rows], indent=2) + "\n")
@@ -72,16 +183,16 @@ class Output:
             for r in rows:
                 writer.writerow(["" if r.get(c) is None else _cell(r.get(c)) for c in columns])
         else:
-            table = RichTable(title=title, show_lines=False)
-            for c in columns:
-                # Spaces let rich wrap long headers at word boundaries on narrow terminals.
-                table.add_column(c.strip("_").replace("_", " "), overflow="fold")
-            for r in rows:
-                table.add_row(*[_cell(r.get(c)) for c in columns])
-            self.console.print(table)
+            if human:
+                hidden = _hidden_in_tables(columns)
+                columns = [c for c in columns if c not in hidden]
+            render = (lambda c, v: _human(c, v)) if human else (lambda c, v: _cell(v))
+            cells = [[render(c, r.get(c)) for c in columns] for r in rows]
+            self._table(columns, cells, title, header=True)
 
     def arrow(self, data: pa.Table, title: str | None = None) -> None:
-        self.rows(data.to_pylist(), data.column_names, title)
+        """Rows of a table: values exactly as stored, whatever the column names."""
+        self.rows(data.to_pylist(), data.column_names, title, human=False)
 
     def records(self, items: Sequence[Any], item_type: type, title: str | None = None) -> None:
         """A listing of dataclass records; columns are the dataclass fields even when empty."""
@@ -89,6 +200,8 @@ class Output:
 
     # ---- single results ------------------------------------------------------------
     def record(self, item: Any, title: str | None = None) -> None:
+        if self.quiet:
+            return
         obj = dataclasses.asdict(item) if dataclasses.is_dataclass(item) else dict(item)
         if self.format == "json":
             self._write(json.dumps(jsonable(obj), indent=2) + "\n")
@@ -97,25 +210,83 @@ class Output:
         elif self.format == "csv":
             self.rows([obj], list(obj))  # lists and objects become JSON text in their cell
         else:
-            table = RichTable(title=title, show_header=False)
-            table.add_column("field", style="bold")
-            table.add_column("value", overflow="fold")
-            for k, v in obj.items():
-                table.add_row(k, _cell(v))
-            self.console.print(table)
+            hidden = _hidden_in_tables(list(obj))
+            cells = [[k, _human(k, v)] for k, v in obj.items() if k not in hidden]
+            self._table(["field", "value"], cells, title, header=False)
 
+    # ---- the table format --------------------------------------------------------------
+    def _table(self, columns: list[str], cells: list[list[str]], title: str | None, *, header: bool) -> None:
+        if self._printed:
+            self._write("\n")
+        self._printed = True
+        if not self.terminal:
+            self._plain(columns, cells, title, header)
+            return
+        # Short columns (ids, counts, kinds, times) get their full width and never break
+        # mid-value; long ones (paths, file names, ids) fold into what is left. Until the
+        # table fits, in this order: headers wrap at word boundaries, the borders go, and at
+        # last each row shows as a list of fields (psql's expanded mode).
+        widest = [max((len(line) for row in cells for line in row[i].splitlines() or [""]), default=0)
+                  for i in range(len(columns))]
+        short = [i for i, w in enumerate(widest) if w <= _SHORT_CELL]
+        n, width, folding = len(columns), self.console.width, (len(columns) - len(short)) * _MIN_LONG
+        layouts = [(True, False), (True, True), (False, True)] if header else [(True, False)]
+        for boxed, wrapped in layouts:
+            fixed = {i: max(widest[i], 1, (max(len(w) for w in columns[i].split("_")) if wrapped else
+                                           len(columns[i])) if header else 0) for i in short}
+            if sum(fixed.values()) + folding + (3 * n + 1 if boxed else 2 * (n - 1)) <= width or not header:
+                break
+        else:
+            self._expanded(columns, cells, title)
+            return
+        if boxed:
+            table = RichTable(title=title, show_header=header, header_style="bold", title_style="bold")
+        else:
+            table = RichTable(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                              collapse_padding=True, header_style="bold", title_style="bold")
+        for i, c in enumerate(columns):
+            name = c.replace("_", " ") if wrapped else c
+            style = "bold" if not header and i == 0 else None
+            if i in fixed:
+                table.add_column(name, width=fixed[i], style=style)
+            else:
+                table.add_column(name, overflow="fold", ratio=1, style=style)
+        for row in cells:
+            table.add_row(*row)
+        self.console.print(table)
+
+    def _expanded(self, columns: list[str], cells: list[list[str]], title: str | None) -> None:
+        table = RichTable(title=title, show_header=False, title_style="bold")
+        table.add_column("field", style="bold", width=max(len(c) for c in columns))
+        table.add_column("value", overflow="fold")
+        for row in cells:
+            for i, (c, v) in enumerate(zip(columns, row)):
+                table.add_row(c, v, end_section=i == len(columns) - 1)
+        self.console.print(table)
+
+    def _plain(self, columns: list[str], cells: list[list[str]], title: str | None, header: bool) -> None:
+        """Columns separated by two spaces, field names as the header, the title above: for
+        grep and awk (scripts are better served by --format csv or jsonl)."""
+        lines = ([columns] if header else []) + [[c.replace("\n", "; ") for c in row] for row in cells]
+        widths = [max(len(line[i]) for line in lines) for i in range(len(columns))] if lines else []
+        text = "".join("  ".join(v.ljust(w) for v, w in zip(line, widths)).rstrip() + "\n" for line in lines)
+        self._write((f"{title}\n" if title else "") + text)
+
+    # ---- progress ----------------------------------------------------------------------
     @contextmanager
-    def progress(self) -> Iterator[Callable[[int, int, str], None] | None]:
-        """A progress callback drawing a rich bar on a terminal; None (silent) on a pipe."""
-        if not self.err.is_terminal:
+    def progress(self) -> Iterator[ProgressFn | None]:
+        """A progress callback ``(done, total, what)`` drawing a bar on stderr when stderr is an
+        interactive terminal; None (silent) on a pipe, with --quiet or ``TTY_INTERACTIVE=0``.
+        ``total`` 0 means not known yet (the bar pulses)."""
+        if self.quiet or not (self.err.is_terminal and self.err.is_interactive):
             yield None
             return
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=self.err, transient=True) as bar:
-            task = bar.add_task("working", total=None)
+            task = bar.add_task("starting", total=None)
 
             def update(done: int, total: int, what: str) -> None:
-                bar.update(task, completed=done, total=total, description=what)
+                bar.update(task, completed=done, total=total if total > 0 else None, description=what)
 
             yield update
 

@@ -16,4 +16,5 @@ def settings(ctx: typer.Context) -> Settings:
 
 
 def output(ctx: typer.Context, fmt: str | None) -> Output:
-    return Output(settings(ctx).resolve_format(fmt))
+    s = settings(ctx)
+    return Output(s.resolve_format(fmt), quiet=s.quiet)

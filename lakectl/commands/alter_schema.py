@@ -17,7 +17,8 @@ from core.ops.alter import AlterResult, ColumnPair
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.output import Output
-from lakectl.params import FormatOpt, TableArg, WarehouseOpt, parse_pairs
+from lakectl.config import parse_pairs
+from lakectl.params import FormatOpt, TableArg, WarehouseOpt
 
 Many = Optional[list[str]]
 
@@ -120,7 +121,12 @@ def register(app: typer.Typer) -> None:
         schema and are read by field id: dropped columns disappear, added ones read as null,
         renamed ones appear under the new name, widened ones are cast.
 
-        Example: lakectl alter-schema shop.orders --add-column "note STRING AFTER qty" --rename-column qty:quantity
+        Examples:
+
+        \b
+          lakectl alter-schema shop.orders --add-column "note STRING AFTER qty" \
+              --rename-column qty:quantity --dry-run
+          lakectl alter-schema shop.orders --alter-type qty:BIGINT --set-option snapshot.num-retained.max=100
         """
         out = output(ctx, fmt)
         changes = changes_from_flags(

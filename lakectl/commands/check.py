@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import sys
+
 import typer
 
 from core.ops.check import Problem, check
@@ -20,25 +23,23 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Verify every schema, snapshot, tag, manifest and referenced file (present, with its
         recorded size) and the LATEST/EARLIEST hints. Changes nothing. Exit 0 when the table is
-        sound, 1 when problems were found (each names its file).
+        sound, 1 when problems were found (each names its file; a one-line summary goes to stderr).
 
-        Example: lakectl check shop.orders --format json
+        Example:
+
+        \b
+          lakectl check shop.orders --format json
         """
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
         result = check(t)
-        if out.format in ("json", "jsonl"):
+        if out.format != "table":
             out.record(result)
         elif result.problems:
             out.records(result.problems, Problem, title=f"problems in {t.name}")
         else:
-            summary = {k: v for k, v in vars_of(result).items() if k != "problems"}
+            summary = {k: v for k, v in dataclasses.asdict(result).items() if k != "problems"}
             out.record(summary, title=f"{t.name} is sound")
         if result.problems:
+            print(f"error: {len(result.problems)} problem(s) in {t.name}", file=sys.stderr)
             raise typer.Exit(1)
-
-
-def vars_of(result: object) -> dict:
-    import dataclasses
-
-    return dataclasses.asdict(result)

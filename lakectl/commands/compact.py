@@ -9,7 +9,8 @@ import typer
 from core.ops.compact import compact
 from core.table import Table
 from lakectl.commands import output, settings
-from lakectl.params import FormatOpt, TableArg, WarehouseOpt, parse_pairs
+from lakectl.config import parse_pairs
+from lakectl.params import FormatOpt, TableArg, WarehouseOpt
 
 
 def parse_partition(text: str) -> dict[str, str]:
@@ -34,7 +35,11 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Compact data files: merge each bucket's files, commit a COMPACT snapshot.
 
-        Example: lakectl compact shop.orders --full --partition dt=2024-01-01
+        Examples:
+
+        \b
+          lakectl compact shop.orders
+          lakectl compact shop.orders --full --partition dt=2024-01-01 --dry-run
         """
         out = output(ctx, fmt)
         s = settings(ctx)

@@ -9,8 +9,8 @@ import typer
 from core.ops.create import create, parse_key_list
 from core.table import Table
 from lakectl.commands import output, settings
-from lakectl.params import (FormatOpt, PartitionByOpt, PrimaryKeyOpt, TableArg, TableOptionOpt, WarehouseOpt,
-                            parse_pairs)
+from lakectl.config import parse_pairs
+from lakectl.params import FormatOpt, PartitionByOpt, PrimaryKeyOpt, TableArg, TableOptionOpt, WarehouseOpt
 
 
 def parse_options(pairs: list[str] | None) -> dict[str, str]:
@@ -33,8 +33,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Create a table (and its database).
 
-        Example: lakectl create shop.orders --schema "id BIGINT, amount DECIMAL(10, 2), dt STRING"
-        --primary-key id,dt --partition-by dt --option bucket=4
+        Examples:
+
+        \b
+          lakectl create shop.orders --schema "id BIGINT, amount DECIMAL(10, 2), dt STRING" \
+              --primary-key id,dt --partition-by dt --option bucket=4
+          lakectl create logs.events --schema "ts TIMESTAMP(3), msg STRING" --if-not-exists
         """
         out = output(ctx, fmt)
         t = Table.locate(table, warehouse=settings(ctx).resolve_warehouse(warehouse))

@@ -17,7 +17,10 @@ def register(app: typer.Typer) -> None:
     def describe_cmd(ctx: typer.Context, table: TableArg, warehouse: WarehouseOpt = None, fmt: FormatOpt = None) -> None:
         """Show a table's schema (with field ids), keys, partitioning, buckets, options and size.
 
-        Example: lakectl describe shop.orders
+        Example:
+
+        \b
+          lakectl describe shop.orders
         """
         out = output(ctx, fmt)
         d = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse)).describe()

@@ -38,7 +38,11 @@ def register(app: typer.Typer) -> None:
         Safe to run from cron next to writers: a killed run leaves the table readable and the
         next run finishes it.
 
-        Example: lakectl expire shop.orders --retain-max 50 --older-than 7d
+        Examples:
+
+        \b
+          lakectl expire shop.orders --retain-max 50 --older-than 7d --dry-run
+          lakectl expire shop.orders --format json >> /var/log/lakectl-expire.log
         """
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))

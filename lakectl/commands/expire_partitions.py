@@ -29,7 +29,10 @@ def register(app: typer.Typer) -> None:
         """Drop partitions whose time (partition.timestamp-pattern / -formatter) has expired,
         as one OVERWRITE snapshot; data files go when that snapshot's predecessors expire.
 
-        Example: lakectl expire-partitions shop.orders --expiration-time 30d --dry-run
+        Example:
+
+        \b
+          lakectl expire-partitions shop.orders --expiration-time 30d --dry-run
         """
         out = output(ctx, fmt)
         s = settings(ctx)

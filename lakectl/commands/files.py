@@ -9,6 +9,7 @@ import typer
 from core.ops.describe import FileInfo, live_files
 from core.table import Table
 from lakectl.commands import output, settings
+from lakectl.completion import complete_snapshot_id
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
 
 
@@ -17,13 +18,16 @@ def register(app: typer.Typer) -> None:
     def files_cmd(
         ctx: typer.Context,
         table: TableArg,
-        snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", help="Snapshot (default: latest).")] = None,
+        snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", help="Snapshot (default: latest).", autocompletion=complete_snapshot_id)] = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
         """List live data files: partition, bucket, level, rows, size, sequence range, schema, name.
 
-        Example: lakectl files shop.orders --snapshot-id 3 --format csv
+        Example:
+
+        \b
+          lakectl files shop.orders --snapshot-id 3 --format csv
         """
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))

@@ -9,6 +9,7 @@ import typer
 from core.ops.describe import CatalogEntry, list_catalog
 from core.warehouse import Warehouse
 from lakectl.commands import output, settings
+from lakectl.completion import complete_database
 from lakectl.params import FormatOpt, WarehouseOpt
 
 
@@ -16,13 +17,17 @@ def register(app: typer.Typer) -> None:
     @app.command("list")
     def list_cmd(
         ctx: typer.Context,
-        database: Annotated[Optional[str], typer.Argument(help="List this database's tables.")] = None,
+        database: Annotated[Optional[str], typer.Argument(help="List this database's tables.", metavar="DATABASE",
+                                                                 autocompletion=complete_database)] = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
         """List databases, or the tables of DATABASE.
 
-        Example: lakectl list shop
+        Example:
+
+        \b
+          lakectl list shop
         """
         out = output(ctx, fmt)
         wh = Warehouse.open(settings(ctx).resolve_warehouse(warehouse))

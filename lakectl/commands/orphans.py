@@ -24,7 +24,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Delete files under the table that no snapshot or tag references (failed writes, rollbacks).
 
-        Example: lakectl remove-orphan-files shop.orders --older-than 3d --dry-run
+        Example:
+
+        \b
+          lakectl remove-orphan-files shop.orders --older-than 3d --dry-run
         """
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))

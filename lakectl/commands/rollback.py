@@ -9,6 +9,7 @@ import typer
 from core.ops.rollback import rollback
 from core.table import Table
 from lakectl.commands import output, settings
+from lakectl.completion import complete_snapshot_id, complete_tag
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
 
 
@@ -17,9 +18,9 @@ def register(app: typer.Typer) -> None:
     def rollback_cmd(
         ctx: typer.Context,
         table: TableArg,
-        snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", help="Snapshot to roll back to.")] = None,
-        tag: Annotated[Optional[str], typer.Option("--tag", help="Tag to roll back to (works after its snapshot expired).")] = None,
-        if_latest: Annotated[Optional[int], typer.Option("--if-latest", help="Refuse (exit 4) unless the latest snapshot is this id.")] = None,
+        snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", help="Snapshot to roll back to.", autocompletion=complete_snapshot_id)] = None,
+        tag: Annotated[Optional[str], typer.Option("--tag", help="Tag to roll back to (works after its snapshot expired).", autocompletion=complete_tag)] = None,
+        if_latest: Annotated[Optional[int], typer.Option("--if-latest", help="Refuse (exit 4) unless the latest snapshot is this id.", autocompletion=complete_snapshot_id)] = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be removed; change nothing.")] = False,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
@@ -28,7 +29,10 @@ def register(app: typer.Typer) -> None:
 
         Data files of the removed snapshots stay until remove-orphan-files.
 
-        Example: lakectl rollback shop.orders --snapshot-id 12 --if-latest 15
+        Example:
+
+        \b
+          lakectl rollback shop.orders --snapshot-id 12 --if-latest 15
         """
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))

@@ -14,6 +14,7 @@ from core.ops.scan import ScanOutput, scan_to_output
 from core.sinks import write_output
 from core.table import Table
 from lakectl.commands import output, settings
+from lakectl.completion import complete_snapshot_id, complete_tag
 from lakectl.output import jsonable
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
 
@@ -23,16 +24,16 @@ def register(app: typer.Typer) -> None:
     def scan_cmd(
         ctx: typer.Context,
         table: TableArg,
-        snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", help="Read as of this snapshot.")] = None,
+        snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", help="Read as of this snapshot.", autocompletion=complete_snapshot_id)] = None,
         timestamp: Annotated[Optional[str], typer.Option("--timestamp", help="Read as of this time (ISO 8601 or epoch ms).")] = None,
-        tag: Annotated[Optional[str], typer.Option("--tag", help="Read the snapshot of this tag.")] = None,
+        tag: Annotated[Optional[str], typer.Option("--tag", help="Read the snapshot of this tag.", autocompletion=complete_tag)] = None,
         select: Annotated[Optional[str], typer.Option("--select", help="Comma-separated columns.")] = None,
         where: Annotated[Optional[str], typer.Option("--where", help="SQL filter, e.g. \"dt = '2024-01-01' AND id > 5\".")] = None,
         limit: Annotated[Optional[int], typer.Option("--limit", help="At most this many rows.")] = None,
         output_path: Annotated[Optional[str], typer.Option("--output", "-O", help="Write rows to a .parquet, .csv or .jsonl file (a directory of part files on Spark).")] = None,
         between: Annotated[Optional[str], typer.Option("--incremental-between", help="Read the changes of snapshots after A up to B (A,B), with a _row_kind column.")] = None,
-        from_snapshot: Annotated[Optional[int], typer.Option("--from-snapshot", help="Changes after this snapshot (exclusive); with --to-snapshot, default the latest.")] = None,
-        to_snapshot: Annotated[Optional[int], typer.Option("--to-snapshot", help="Changes up to this snapshot (inclusive).")] = None,
+        from_snapshot: Annotated[Optional[int], typer.Option("--from-snapshot", help="Changes after this snapshot (exclusive); with --to-snapshot, default the latest.", autocompletion=complete_snapshot_id)] = None,
+        to_snapshot: Annotated[Optional[int], typer.Option("--to-snapshot", help="Changes up to this snapshot (inclusive).", autocompletion=complete_snapshot_id)] = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -43,9 +44,13 @@ def register(app: typer.Typer) -> None:
         -D), from the changelog files when the table has a changelog-producer, otherwise from
         the data files those snapshots added.
 
-        Example: lakectl scan shop.orders --snapshot-id 3 --where "dt = '2024-01-01'" --format json
+        Examples:
 
-        Example: lakectl scan shop.orders --incremental-between 3,7 --format jsonl
+        \b
+          lakectl scan shop.orders --where "dt = '2024-01-01' AND amount > 10" --limit 20
+          lakectl scan shop.orders --snapshot-id 3 --select id,amount --format json
+          lakectl scan shop.orders --tag eod-2024-01-01 --output orders.parquet
+          lakectl scan shop.orders --incremental-between 3,7 --format jsonl
         """
         out = output(ctx, fmt)
         s = settings(ctx)

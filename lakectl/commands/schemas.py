@@ -24,7 +24,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """List schema versions: id, time, column count and what each changed (columns paired by field id).
 
-        Example: lakectl schemas shop.orders --format json
+        Example:
+
+        \b
+          lakectl schemas shop.orders --format json
         """
         out = output(ctx, fmt)
         history = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse)).schema_history(limit=limit)

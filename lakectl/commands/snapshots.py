@@ -23,7 +23,11 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """List snapshots: id, schema id, commit kind, commit time, delta and total record counts.
 
-        Example: lakectl snapshots shop.orders --format json
+        Examples:
+
+        \b
+          lakectl snapshots shop.orders --limit 10
+          lakectl snapshots shop.orders --format jsonl
         """
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))

@@ -9,27 +9,35 @@ import typer
 from core.ops.tags import TagInfo, create_tag, delete_tag, list_tags
 from core.table import Table
 from lakectl.commands import output, settings
+from lakectl.completion import complete_snapshot_id, complete_tag
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
 
-TagNameArg = Annotated[str, typer.Argument(help="Tag name.", show_default=False)]
+TagNameArg = Annotated[str, typer.Argument(help="Tag name.", metavar="NAME", show_default=False)]
+ExistingTagArg = Annotated[str, typer.Argument(help="Tag name.", metavar="NAME", show_default=False,
+                                              autocompletion=complete_tag)]
 
 
 def register(app: typer.Typer) -> None:
-    tag_app = typer.Typer(help="Create, delete and list tags.", no_args_is_help=True)
+    tag_app = typer.Typer(help="Create, delete and list tags: named snapshots that expire leaves alone.\n\n"
+                               "Example:\n\n\b\n  lakectl tag create shop.orders eod-2024-01-01 --time-retained 30d",
+                          no_args_is_help=True)
 
     @tag_app.command("create")
     def create_cmd(
         ctx: typer.Context,
         table: TableArg,
         name: TagNameArg,
-        snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", help="Snapshot to tag (default: latest).")] = None,
+        snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", help="Snapshot to tag (default: latest).", autocompletion=complete_snapshot_id)] = None,
         time_retained: Annotated[Optional[str], typer.Option("--time-retained", help="Keep the tag this long, e.g. 7d (stored as the tag's TTL).")] = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
         """Tag a snapshot; an existing name is an error.
 
-        Example: lakectl tag create shop.orders eod-2024-01-01 --time-retained 30d
+        Example:
+
+        \b
+          lakectl tag create shop.orders eod-2024-01-01 --time-retained 30d
         """
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
@@ -39,13 +47,16 @@ def register(app: typer.Typer) -> None:
     def delete_cmd(
         ctx: typer.Context,
         table: TableArg,
-        name: TagNameArg,
+        name: ExistingTagArg,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
         """Delete a tag (its files become collectable by expire / remove-orphan-files).
 
-        Example: lakectl tag delete shop.orders eod-2024-01-01
+        Example:
+
+        \b
+          lakectl tag delete shop.orders eod-2024-01-01
         """
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
@@ -60,7 +71,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """List tags: name, snapshot, schema, commit and create time, TTL, record count.
 
-        Example: lakectl tag list shop.orders --format json
+        Example:
+
+        \b
+          lakectl tag list shop.orders --format json
         """
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))

@@ -1,0 +1,31 @@
+"""lakectl config show: every effective setting, its value (secrets masked) and where it came from."""
+
+from __future__ import annotations
+
+import typer
+
+from lakectl.commands import output, settings
+from lakectl.params import FormatOpt
+
+
+def register(app: typer.Typer) -> None:
+    config_app = typer.Typer(help="Show the settings lakectl runs with.\n\nExample:\n\n\b\n  lakectl config show",
+                             no_args_is_help=True)
+
+    @config_app.command("show")
+    def show_cmd(ctx: typer.Context, fmt: FormatOpt = None) -> None:
+        """Show each setting (warehouse, format, engine, Spark, S3), its effective value and its
+        source: a flag, a LAKECTL_* variable, the selected profile, the config file, or the
+        default. Precedence: flag > environment > profile > config file > default. S3
+        credentials show as ****.
+
+        Examples:
+
+        \b
+          lakectl config show
+          lakectl --profile prod config show --format json
+        """
+        out = output(ctx, fmt)
+        out.rows(settings(ctx).shown(), ["key", "value", "source"], title="settings")
+
+    app.add_typer(config_app, name="config")

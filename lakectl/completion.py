@@ -1,0 +1,84 @@
+"""Shell completion of names from the warehouse: tables, databases, snapshot ids and tags.
+
+When TAB is pressed the shell runs ``lakectl`` with ``_LAKECTL_COMPLETE=complete_bash`` (or
+``_zsh``, ``_fish``) and the words typed so far; Typer parses them leniently and asks these
+callbacks for candidates. The warehouse is the one the command would use: ``--warehouse`` of
+the command or of ``lakectl``, else ``$LAKECTL_WAREHOUSE``, the profile, the config file.
+Completion reads metadata only (directory listings, snapshot files) and never fails: any
+error means no candidates, so a half-typed command line cannot print a traceback into the
+shell. The scripts in ``completions/`` are generated from the app (``make completions``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from core.table import Table
+from core.warehouse import Warehouse
+from lakectl.config import Settings
+
+log = logging.getLogger(__name__)
+
+MAX_CANDIDATES = 500  # a shell menu longer than this helps nobody
+
+Candidates = list[tuple[str, str]]
+
+
+def _quietly(fn: Callable[..., Candidates]) -> Callable[..., Candidates]:
+    def wrapper(ctx: Any, incomplete: str) -> Candidates:
+        try:
+            return fn(ctx, incomplete)[:MAX_CANDIDATES]
+        except Exception:  # noqa: BLE001 - completion must never break the shell (see module doc)
+            log.debug("completion failed", exc_info=True)
+            return []
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+def _warehouse_uri(ctx: Any) -> str:
+    root = ctx.find_root().params
+    settings = Settings(warehouse=root.get("warehouse"), config_file=root.get("config"), profile=root.get("profile"))
+    return settings.resolve_warehouse(ctx.params.get("warehouse"))
+
+
+def _table(ctx: Any) -> Table:
+    # Completing an option's value, the lenient parse stops at that option before it assigns
+    # the positional arguments: the table is then the first of the leftover words.
+    name = ctx.params.get("table") or next(a for a in ctx.args if not a.startswith("-"))
+    return Table.open(name, warehouse=_warehouse_uri(ctx))
+
+
+def _complete_table(ctx: Any, incomplete: str) -> Candidates:
+    """``DB.TABLE`` names of the warehouse."""
+    wh = Warehouse.open(_warehouse_uri(ctx))
+    db_part, dot, _ = incomplete.partition(".")
+    databases = [db_part] if dot else [d for d in wh.databases() if d.startswith(db_part)]
+    out = []
+    for db in databases:
+        out += [(f"{db}.{t}", "table") for t in wh.tables(db) if f"{db}.{t}".startswith(incomplete)]
+    return out
+
+
+def _complete_database(ctx: Any, incomplete: str) -> Candidates:
+    """Database names of the warehouse."""
+    return [(db, "database") for db in Warehouse.open(_warehouse_uri(ctx)).databases() if db.startswith(incomplete)]
+
+
+def _complete_snapshot_id(ctx: Any, incomplete: str) -> Candidates:
+    """Snapshot ids of the table named earlier on the line, newest first, with kind and time."""
+    return [(str(s.snapshot_id), f"{s.commit_kind} {s.commit_time[:19].replace('T', ' ')}")
+            for s in _table(ctx).history() if str(s.snapshot_id).startswith(incomplete)]
+
+
+def _complete_tag(ctx: Any, incomplete: str) -> Candidates:
+    """Tag names of the table named earlier on the line."""
+    return [(name, "tag") for name in _table(ctx).tags.names() if name.startswith(incomplete)]
+
+
+complete_table = _quietly(_complete_table)
+complete_database = _quietly(_complete_database)
+complete_snapshot_id = _quietly(_complete_snapshot_id)
+complete_tag = _quietly(_complete_tag)
