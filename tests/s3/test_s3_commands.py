@@ -232,3 +232,27 @@ def test_path_style_setting_reaches_the_s3_client(monkeypatch: pytest.MonkeyPatc
     expected = ("https://s3.eu-west-1.amazonaws.com/lakectl/wh/" if path_style == "true"
                 else "https://lakectl.s3.eu-west-1.amazonaws.com/wh/")
     assert urls and urls[0].startswith(expected), urls
+
+
+def test_a_table_named_by_its_s3_uri(s3, tmp_path: Path) -> None:
+    """`lakectl scan s3://bucket/wh/db.db/t` uses the configured S3 settings too."""
+    flags, env = _sources(s3, tmp_path)["lakectl-env"]
+    cli = Cli(flags, env, s3.warehouse())
+    cli.ok("create", "db.t", "-s", "id BIGINT")
+    uri = f"{cli.warehouse}/db.db/t"
+    assert cli.json("snapshots", uri) == []
+    assert cli.invoke("write", uri, "-i", "-", "--input-format", "jsonl", input='{"id": 7}\n').exit_code == 0
+    assert cli.json("scan", uri) == [{"id": 7}]
+
+
+@pytest.mark.xfail(strict=True, raises=Exception, reason=(
+    "BUG, reported: core/warehouse.Warehouse.locate opens a table given by s3:// URI with "
+    "FileIO.for_uri(name) and drops the storage_options passed to Table.open/locate"))
+def test_the_api_opens_a_table_by_uri_with_its_storage_options(s3) -> None:
+    options = s3.storage_options()
+    t = Table.locate("db.t", warehouse=s3.warehouse(), storage_options=options)
+    from core.ops.create import create
+
+    create(t, "id BIGINT")
+    by_uri = Table.open(t.path, storage_options=options)
+    assert by_uri.snapshots.list_ids() == []
