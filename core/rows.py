@@ -124,12 +124,13 @@ def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, int]:
     return codes + 1, len(encoded.dictionary) + 1
 
 
-def group_rows(rows: pa.Table, schema: TableSchema) -> list[tuple[tuple[Any, ...], int, pa.Table]]:
-    """Split rows into (partition values, bucket, rows in input order) groups.
+def group_indices(rows: pa.Table, schema: TableSchema) -> list[tuple[tuple[Any, ...], int, np.ndarray | None]]:
+    """(partition values, bucket, row indices in input order) per group; indices None when
+    every row is in the one group.
 
     Each row gets one integer group id from its partition values' dictionary codes and its
-    bucket; a stable argsort of the ids, one take and zero-copy slices then give the groups
-    with rows in input order (sorting the partition values themselves is far slower).
+    bucket; a stable argsort of the ids gives each group's rows in input order (sorting the
+    partition values themselves is far slower).
     """
     n = rows.num_rows
     if n == 0:
@@ -141,15 +142,21 @@ def group_rows(rows: pa.Table, schema: TableSchema) -> list[tuple[tuple[Any, ...
         group_id = group_id * cardinality + codes
     group_id = group_id * max(schema.num_buckets, 1) + buckets
     if group_id.min() == group_id.max():
-        starts = np.array([0])
-    else:
-        order = np.argsort(group_id, kind="stable")
-        group_id, buckets = group_id[order], buckets[order]
-        rows = rows.take(pa.array(order))
-        starts = np.concatenate([[0], np.flatnonzero(np.diff(group_id)) + 1])
+        values = tuple(rows.column(k)[0].as_py() for k in schema.partition_keys)
+        return [(values, int(buckets[0]), None)]
+    order = np.argsort(group_id, kind="stable")
+    sorted_ids = group_id[order]
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(sorted_ids)) + 1])
     ends = np.append(starts[1:], n)
     out = []
     for start, end in zip(starts.tolist(), ends.tolist()):
-        values = tuple(rows.column(k)[start].as_py() for k in schema.partition_keys)
-        out.append((values, int(buckets[start]), rows.slice(start, end - start)))
+        first = int(order[start])
+        values = tuple(rows.column(k)[first].as_py() for k in schema.partition_keys)
+        out.append((values, int(buckets[first]), order[start:end]))
     return out
+
+
+def group_rows(rows: pa.Table, schema: TableSchema) -> list[tuple[tuple[Any, ...], int, pa.Table]]:
+    """Split rows into (partition values, bucket, rows in input order) groups."""
+    return [(values, bucket, rows if indices is None else rows.take(pa.array(indices)))
+            for values, bucket, indices in group_indices(rows, schema)]

@@ -15,6 +15,7 @@ output is sorted by key, -U before +U.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
@@ -127,19 +128,23 @@ class FileCache:
     def __init__(self) -> None:
         self._entries: OrderedDict[tuple[str, int], pa.Table] = OrderedDict()
         self._bytes = 0
+        self._lock = threading.Lock()  # the local engine writes buckets on several threads
 
     def get(self, key: tuple[str, int], load, budget: int) -> pa.Table:
-        hit = self._entries.get(key)
-        if hit is not None:
-            self._entries.move_to_end(key)
-            return hit
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None:
+                self._entries.move_to_end(key)
+                return hit
         table = load()
         if table.nbytes <= budget:
-            self._entries[key] = table
-            self._bytes += table.nbytes
-            while self._bytes > budget:
-                _, dropped = self._entries.popitem(last=False)
-                self._bytes -= dropped.nbytes
+            with self._lock:
+                if key not in self._entries:
+                    self._entries[key] = table
+                    self._bytes += table.nbytes
+                while self._bytes > budget:
+                    _, dropped = self._entries.popitem(last=False)
+                    self._bytes -= dropped.nbytes
         return table
 
     @property
