@@ -86,6 +86,7 @@ class FileStoreCommit:
         has_changes = any(m.new_files or m.compact_before or m.compact_after or m.changelog_files for m in messages)
         if not has_changes and overwrite is None:
             return None
+        self.file_io.check_atomic_create()  # refuse before writing manifests nobody would reference
         retries = self.schema.core_options.commit_max_retries
         first_latest = self.snapshots.latest_id()
         for attempt in range(retries + 1):

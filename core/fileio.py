@@ -32,8 +32,9 @@ import fcntl
 import logging
 import os
 import signal
+import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any, Iterator
 
 import fsspec
@@ -52,17 +53,22 @@ class _Fault:
     operation: str  # one of OPERATIONS, "mutation" or "any"
     at: int  # the N-th matching operation faults
     seen: int = 0
+    # Engines run FileIO calls on thread pools: counting must not lose an increment, or the
+    # N-th operation could go unfaulted.
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def check(self, operation: str) -> None:
         matches = self.operation in (operation, "any") or (self.operation == "mutation" and operation in _MUTATIONS)
         if not matches:
             return
-        self.seen += 1
-        if self.seen < self.at:
+        with self.lock:
+            self.seen += 1
+            seen = self.seen
+        if seen < self.at:
             return
         if self.action == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
-        if self.seen == self.at:
+        if seen == self.at:
             raise OSError(errno.EIO, f"injected fault before {operation} #{self.at}")
 
 
@@ -268,23 +274,29 @@ class FileIO:
         else:
             self.fs.pipe_file(path, text.encode("ascii"))
 
+    def check_atomic_create(self) -> None:
+        """Raise UsageError unless ``try_create`` is atomic here; committers call it before
+        they write anything, so a refused commit leaves no manifests behind."""
+        if self.local or self.conditional_put or self.lock_file:
+            return
+        raise UsageError(
+            f"{self.scheme}:// cannot create snapshot or schema files atomically here (no conditional put); "
+            "refusing to commit. Configure a commit lock file shared by all writers (lock-file) "
+            "or a store with conditional puts")
+
     def try_create(self, path: str, data: bytes) -> bool:
         """Create ``path`` with ``data`` only if it does not exist. True if this call created it."""
+        self.check_atomic_create()
         _before("create")
         if self.local:
             return _local_create_if_absent(path, data)
         if self.conditional_put:
             return self._conditional_put(path, data)
-        if self.lock_file:
-            with _exclusive_lock(self.lock_file):
-                if self.fs.exists(path):
-                    return False
-                self.fs.pipe_file(path, data)
-                return True
-        raise UsageError(
-            f"{self.scheme}:// cannot create {path.rsplit('/', 1)[-1]} atomically here (no conditional put); "
-            "refusing to commit. Configure a commit lock file shared by all writers (lock-file) "
-            "or a store with conditional puts")
+        with _exclusive_lock(self.lock_file):
+            if self.fs.exists(path):
+                return False
+            self.fs.pipe_file(path, data)
+            return True
 
     def _conditional_put(self, path: str, data: bytes) -> bool:
         try:

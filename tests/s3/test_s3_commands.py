@@ -194,6 +194,8 @@ def test_errors_never_print_credentials(s3, tmp_path: Path) -> None:
     unsafe = Cli(flags, {**env, "LAKECTL_S3_CONDITIONAL_PUT": "false"}, warehouse)
     refused = unsafe.invoke("write", "db.t", "-i", "-", "--input-format", "jsonl", input='{"id": 1}\n')
     assert refused.exit_code == 2 and "lock" in refused.stderr and "no conditional put" in refused.stderr
+    stored = _stored_bytes(s3, warehouse)
+    assert not [p for p in stored if "/snapshot/" in p or "/manifest/" in p], "a refused commit wrote metadata"
     cli.printed += unsafe.printed
     locked = Cli(flags, {**env, "LAKECTL_S3_CONDITIONAL_PUT": "false",
                          "LAKECTL_S3_LOCK_FILE": str(tmp_path / "commit.lock")}, warehouse)
