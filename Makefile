@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PYPAIMON_VERSION := 2.1.0
 export LAKECTL_ORACLE_PYTHON := $(CURDIR)/$(ORACLE_VENV)/bin/python
 
-.PHONY: all venv oracle demo test test-quick bench clean
+.PHONY: all venv oracle demo test test-quick bench bench-quick bench-venvs clean
 
 all: venv
 
@@ -36,11 +36,44 @@ test: venv oracle
 test-quick: venv
 	$(BIN)/python -m pytest -q -m "not slow and not interop and not spark and not cluster and not s3"
 
+# Generated from the app's help and checked in; tests/cli fail when they are stale.
+man: venv
+	$(BIN)/python scripts/gen_man.py man
+
+completions: venv
+	$(BIN)/python scripts/gen_completions.py completions
+
+docs: man completions
+
 # Benchmarks are not tests: they measure, and report ratios against a floor from the same run.
+# The suite (bench/suite.py, issue 10) runs each runner in its own virtualenv: lakectl, pyspark
+# and the pyarrow floor in .venv, pypaimon in .venv-oracle, delta-rs in .venv-bench-delta.
+# BENCH_REV=HEAD benchmarks a byte-compiled snapshot of that commit instead of the working tree.
+DELTA_VENV := .venv-bench-delta
+DELTALAKE_VERSION := 1.6.6
 BENCH_ROWS ?= 5000000
-bench: venv
+BENCH_SIZES ?= 200000,1000000,5000000
+BENCH_REPEAT ?= 3
+BENCH_REV ?=
+BENCH_FLAGS ?=
+BENCH_REV_FLAG := $(if $(BENCH_REV),--rev $(BENCH_REV))
+
+$(DELTA_VENV)/bin/python:
+	$(PYTHON) -m venv $(DELTA_VENV)
+	$(DELTA_VENV)/bin/pip install --quiet --upgrade pip
+	$(DELTA_VENV)/bin/pip install --quiet 'deltalake==$(DELTALAKE_VERSION)' pyarrow
+
+bench-venvs: venv oracle $(DELTA_VENV)/bin/python
+
+bench: bench-venvs
+	$(BIN)/python bench/suite.py --sizes $(BENCH_SIZES) --repeat $(BENCH_REPEAT) $(BENCH_REV_FLAG) $(BENCH_FLAGS) --out bench/results.md
+	$(BIN)/python bench/profile_lakectl.py --rows 1000000 $(BENCH_REV_FLAG) --out bench/results-profile.md
 	$(BIN)/python bench/spark_write.py --rows $(BENCH_ROWS) --repeat 3 --out bench/results-spark.md
 	$(BIN)/python bench/expire.py --snapshots 5000 --out bench/results-expire.md
 
+# For development: N=200k, one repetition, into bench/out/ (not committed).
+bench-quick: bench-venvs
+	$(BIN)/python bench/suite.py --sizes 200000 --repeat 1 $(BENCH_REV_FLAG) $(BENCH_FLAGS) --out bench/out/results-quick.md
+
 clean:
-	rm -rf $(VENV) $(ORACLE_VENV) warehouse .pytest_cache .hypothesis
+	rm -rf $(VENV) $(ORACLE_VENV) $(DELTA_VENV) warehouse .pytest_cache .hypothesis

@@ -23,7 +23,8 @@ people or --format json, jsonl or csv for scripts, with the same field names.
 Examples:
 
 \b
-  lakectl create shop.orders --schema "id BIGINT, amount DECIMAL(10, 2)" --primary-key id
+  lakectl create shop.orders --schema "id BIGINT, amount DOUBLE" \\
+      --primary-key id
   lakectl write shop.orders --input orders.csv
   lakectl scan shop.orders --format json
   lakectl --profile prod expire shop.orders --retain-max 50

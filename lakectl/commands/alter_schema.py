@@ -124,9 +124,10 @@ def register(app: typer.Typer) -> None:
         Examples:
 
         \b
-          lakectl alter-schema shop.orders --add-column "note STRING AFTER qty" \
+          lakectl alter-schema shop.orders --add-column "note STRING AFTER qty" \\
               --rename-column qty:quantity --dry-run
-          lakectl alter-schema shop.orders --alter-type qty:BIGINT --set-option snapshot.num-retained.max=100
+          lakectl alter-schema shop.orders --alter-type qty:BIGINT \\
+              --set-option snapshot.num-retained.max=100
         """
         out = output(ctx, fmt)
         changes = changes_from_flags(

@@ -36,9 +36,11 @@ def register(app: typer.Typer) -> None:
         Examples:
 
         \b
-          lakectl create shop.orders --schema "id BIGINT, amount DECIMAL(10, 2), dt STRING" \
+          lakectl create shop.orders \\
+              --schema "id BIGINT, amount DECIMAL(10, 2), dt STRING" \\
               --primary-key id,dt --partition-by dt --option bucket=4
-          lakectl create logs.events --schema "ts TIMESTAMP(3), msg STRING" --if-not-exists
+          lakectl create logs.events --schema "ts TIMESTAMP(3), msg STRING" \\
+              --if-not-exists
         """
         out = output(ctx, fmt)
         t = Table.locate(table, warehouse=settings(ctx).resolve_warehouse(warehouse))

@@ -47,8 +47,8 @@ def register(app: typer.Typer) -> None:
         Examples:
 
         \b
-          lakectl scan shop.orders --where "dt = '2024-01-01' AND amount > 10" --limit 20
-          lakectl scan shop.orders --snapshot-id 3 --select id,amount --format json
+          lakectl scan shop.orders --where "dt = '2024-01-01' AND amount > 10"
+          lakectl scan shop.orders --snapshot-id 3 --select id,amount -f json
           lakectl scan shop.orders --tag eod-2024-01-01 --output orders.parquet
           lakectl scan shop.orders --incremental-between 3,7 --format jsonl
         """

@@ -38,8 +38,9 @@ def register(app: typer.Typer) -> None:
         \b
           lakectl write shop.orders --input orders.csv
           lakectl write shop.orders --input changes.csv --row-kind-column op
-          lakectl write shop.orders --input 'day=2024-01-01/*.parquet' --mode overwrite
-          cat rows.jsonl | lakectl write shop.orders --input - --input-format jsonl
+          lakectl write shop.orders --input 'day=2024-01-01/*.parquet' \\
+              --mode overwrite
+          cat rows.jsonl | lakectl write shop.orders -i - --input-format jsonl
         """
         out = output(ctx, fmt)
         s = settings(ctx)

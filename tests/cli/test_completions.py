@@ -1,0 +1,154 @@
+"""Shell completion: table and database names, snapshot ids and tags come from the warehouse
+the command line (or environment, profile, config) names; the checked-in bash script
+completes in a real bash; ``lakectl --install-completion`` installs it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from lakectl.app import app
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("LAKECTL_WAREHOUSE", "LAKECTL_FORMAT", "LAKECTL_CONFIG", "LAKECTL_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def wh(tmp_path: Path) -> Path:
+    """shop.orders (3 snapshots, tag t1), shop.items, logs.events."""
+    wh = tmp_path / "wh"
+    rows = tmp_path / "rows.csv"
+    rows.write_text("id\n1\n")
+    for args in (["create", "shop.orders", "--schema", "id INT"], ["create", "shop.items", "--schema", "id INT"],
+                 ["create", "logs.events", "--schema", "id INT"], ["write", "shop.orders", "-i", rows],
+                 ["write", "shop.orders", "-i", rows], ["write", "shop.orders", "-i", rows],
+                 ["tag", "create", "shop.orders", "t1", "--snapshot-id", "2"]):
+        result = runner.invoke(app, ["-q", "-w", str(wh), *map(str, args)])
+        assert result.exit_code == 0, result.stderr
+    return wh
+
+
+def complete(line: str, shell: str = "bash", env: dict[str, str] | None = None) -> list[str]:
+    """What lakectl offers for the last word of ``line`` (empty after a trailing space)."""
+    words = line.split(" ")
+    variables = {"_LAKECTL_COMPLETE": f"complete_{shell}", **(env or {})}
+    if shell == "bash":
+        variables.update(COMP_WORDS=line, COMP_CWORD=str(len(words) - 1))
+    else:
+        variables.update(_TYPER_COMPLETE_ARGS=line, _TYPER_COMPLETE_FISH_ACTION="get-args")
+    result = runner.invoke(app, [], prog_name="lakectl", env=variables)
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    return [line for line in result.stdout.splitlines() if line]
+
+
+def test_table_names(wh: Path) -> None:
+    assert complete(f"lakectl -w {wh} scan ") == ["logs.events", "shop.items", "shop.orders"]
+    assert complete(f"lakectl -w {wh} describe sh") == ["shop.items", "shop.orders"]
+    assert complete(f"lakectl -w {wh} write shop.o") == ["shop.orders"]
+    assert complete(f"lakectl expire --warehouse {wh} logs.") == ["logs.events"]  # the command's own flag
+    assert complete(f"lakectl -w {wh} tag list ") == ["logs.events", "shop.items", "shop.orders"]
+
+
+def test_warehouse_from_env_profile_and_config(wh: Path, tmp_path: Path) -> None:
+    assert complete("lakectl snapshots lo", env={"LAKECTL_WAREHOUSE": str(wh)}) == ["logs.events"]
+    (tmp_path / "lakectl.toml").write_text(f'[profiles.prod]\nwarehouse = "{wh}"\n')
+    assert complete("lakectl --profile prod snapshots lo") == ["logs.events"]
+    (tmp_path / "lakectl.toml").write_text(f'warehouse = "{wh}"\n')
+    assert complete("lakectl snapshots lo") == ["logs.events"]
+
+
+def test_databases_snapshot_ids_and_tags(wh: Path) -> None:
+    assert complete(f"lakectl -w {wh} list ") == ["logs", "shop"]
+    assert complete(f"lakectl -w {wh} scan shop.orders --snapshot-id ") == ["3", "2", "1"]  # newest first
+    assert complete(f"lakectl -w {wh} files shop.orders --snapshot-id 2") == ["2"]
+    assert complete(f"lakectl -w {wh} rollback shop.orders --if-latest ") == ["3", "2", "1"]
+    assert complete(f"lakectl -w {wh} scan shop.orders --where 'id > 0' --tag ") == ["t1"]
+    assert complete(f"lakectl -w {wh} tag delete shop.orders ") == ["t1"]
+    assert complete(f"lakectl -w {wh} tag create shop.orders t2 --snapshot-id ") == ["3", "2", "1"]
+
+
+def test_help_text_of_candidates_in_zsh_and_fish(wh: Path) -> None:
+    zsh = "\n".join(complete(f"lakectl -w {wh} scan shop.orders --snapshot-id ", shell="zsh"))
+    assert '"3":"APPEND ' in zsh and '"1":"APPEND ' in zsh
+    fish = complete(f"lakectl -w {wh} scan shop.orders --snapshot-id ", shell="fish")
+    assert [line.split("\t")[0] for line in fish] == ["3", "2", "1"]
+    assert all(line.split("\t")[1].startswith("APPEND ") for line in fish)
+
+
+def test_no_candidates_and_no_noise_when_the_warehouse_or_table_is_missing(tmp_path: Path) -> None:
+    assert complete(f"lakectl -w {tmp_path / 'nowhere'} scan ") == []
+    assert complete(f"lakectl -w {tmp_path / 'nowhere'} scan db.t --snapshot-id ") == []
+    (tmp_path / "lakectl.toml").write_text("warehouse = \n")  # a broken config: still no traceback
+    assert complete("lakectl scan ") == []
+
+
+def test_subcommands_and_options_complete_too() -> None:
+    assert "remove-orphan-files" in complete("lakectl re")
+    assert complete("lakectl expire x --retain-m") == ["--retain-max", "--retain-min"]
+
+
+# ---- the installed scripts, in a real shell --------------------------------------------------------
+def shell_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_")}
+    env.update(HOME=str(tmp_path / "home"), PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}", **extra)
+    return env
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+def test_the_checked_in_bash_script_completes_in_bash(wh: Path, tmp_path: Path) -> None:
+    script = f"""
+source {ROOT / 'completions' / 'lakectl.bash'}
+complete -p lakectl
+COMP_WORDS=(lakectl -w {wh} scan shop.orders --snapshot-id "")
+COMP_CWORD=6
+_lakectl_completion lakectl
+printf 'candidate %s\\n' "${{COMPREPLY[@]}}"
+"""
+    proc = subprocess.run(["bash", "--norc", "--noprofile", "-c", script], capture_output=True, text=True,
+                          env=shell_env(tmp_path), cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "complete -o default -F _lakectl_completion lakectl" in proc.stdout
+    assert [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("candidate")] == ["3", "2", "1"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+def test_install_completion_in_bash(tmp_path: Path) -> None:
+    # `; exit` keeps bash from exec'ing lakectl, so lakectl sees bash as its parent shell.
+    proc = subprocess.run(["bash", "--norc", "--noprofile", "-c", "lakectl --install-completion; exit $?"],
+                          capture_output=True, text=True, env=shell_env(tmp_path), cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "bash completion installed" in proc.stdout
+    installed = tmp_path / "home" / ".bash_completions" / "lakectl.sh"
+    checked_in = (ROOT / "completions" / "lakectl.bash").read_text()
+    assert installed.read_text().strip() == "\n".join(checked_in.strip().splitlines()[1:])  # minus the note
+    assert f"source '{installed}'" in (tmp_path / "home" / ".bashrc").read_text()
+    # And a new interactive bash completes with it.
+    check = subprocess.run(["bash", "-i", "-c", "complete -p lakectl"], capture_output=True, text=True,
+                           env=shell_env(tmp_path), cwd=tmp_path, timeout=120)
+    assert "_lakectl_completion" in check.stdout, check.stderr
+
+
+def test_show_completion_prints_the_checked_in_script(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION", "1")
+    result: Any = runner.invoke(app, ["--show-completion", "zsh"], prog_name="lakectl")
+    checked_in = (ROOT / "completions" / "_lakectl").read_text().splitlines()
+    assert result.stdout.strip().splitlines() == [checked_in[0], *checked_in[2:]]
