@@ -11,8 +11,10 @@ Backends, picked by URI scheme:
   racing processes exactly one wins, and a reader never sees a half-written file (an
   ``O_EXCL`` write would expose the short file while it is being written).
 - ``s3://`` (s3fs): ``try_create`` is a conditional PUT (``If-None-Match: *``): the store
-  refuses the second of two racing creates with 412, which counts as "lost". Directory
-  listings are never cached, since a stale listing could hide a new snapshot.
+  refuses the second of two racing creates with 412, which counts as "lost" unless the object
+  holds exactly our bytes (our own PUT landed, its response was lost and the client's retry
+  got the 412). A 409 (a conditional write of the key in flight) is an unknown outcome.
+  Directory listings are never cached, since a stale listing could hide a new snapshot.
 - a store that cannot do conditional puts (``conditional_put=False``, or a scheme without
   them): ``try_create`` checks and writes under an exclusive lock on ``lock_file``, a local
   file every committer shares; without one it refuses to commit rather than risk two
@@ -303,11 +305,23 @@ class FileIO:
             self.fs.pipe_file(path, data, mode="create")
             return True
         except FileExistsError:
-            return False
+            pass
         except OSError as e:
-            if _precondition_failed(e):
-                return False
-            raise
+            refusal = _refusal(e)
+            if refusal is None:
+                raise
+            if refusal == "busy":
+                # Another conditional write of the key is in flight, and it may be our own
+                # earlier try (the client retries a PUT whose response was lost): unknown.
+                raise OSError(errno.EAGAIN, f"conditional put of {path} conflicted with one in flight; "
+                                            "outcome unknown") from e
+        # The key exists. It is ours if it holds exactly our bytes: the client retried a PUT
+        # whose first try landed but whose response was lost, and the retry got 412. (Snapshot
+        # and schema files carry a commit user or a timestamp, so no other writer's match.)
+        try:
+            return self.fs.cat_file(path) == data
+        except FileNotFoundError:
+            return False
 
     def delete(self, path: str) -> None:
         _before("delete")
@@ -336,18 +350,20 @@ class FileIO:
             log.warning("could not delete %s", path, exc_info=True)
 
 
-def _precondition_failed(error: OSError) -> bool:
-    """Did the store refuse a conditional put because the object exists? s3fs turns the 412
-    (PreconditionFailed) of some stores into OSError(EINVAL); AWS may also answer 409
-    (ConditionalRequestConflict) while another conditional write of the key is in flight,
-    which is a lost race as well."""
+def _refusal(error: OSError) -> str | None:
+    """Why the store refused a conditional put: "exists" for 412 (PreconditionFailed; s3fs turns
+    it into OSError(EINVAL) on some stores), "busy" for AWS's 409 (ConditionalRequestConflict:
+    another conditional write of the key is in flight); None for any other error."""
     cause = error.__cause__ or error.__context__
     response = getattr(cause, "response", None) or {}
     code = str(response.get("Error", {}).get("Code", ""))
     status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    if code in ("PreconditionFailed", "ConditionalRequestConflict") or status in (409, 412):
-        return True
-    return "pre-condition" in str(error).lower() or "precondition" in str(error).lower()
+    if code == "ConditionalRequestConflict" or status == 409:
+        return "busy"
+    if code == "PreconditionFailed" or status == 412:
+        return "exists"
+    text = str(error).lower()
+    return "exists" if "pre-condition" in text or "precondition" in text else None
 
 
 @contextlib.contextmanager
