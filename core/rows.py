@@ -124,9 +124,12 @@ def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, int]:
     return codes + 1, len(encoded.dictionary) + 1
 
 
-def group_indices(rows: pa.Table, schema: TableSchema) -> list[tuple[tuple[Any, ...], int, np.ndarray | None]]:
+def group_indices(rows: pa.Table, schema: TableSchema, *,
+                  by_key: bool = False) -> list[tuple[tuple[Any, ...], int, np.ndarray | None]]:
     """(partition values, bucket, row indices in input order) per group; indices None when
-    every row is in the one group.
+    every row is in the one group. With ``by_key`` each group's indices are sorted by the
+    trimmed primary key (input order among equal keys), the order the write kernel sorts
+    into anyway: one take then serves both the grouping and the kernel's sort.
 
     Each row gets one integer group id from its partition values' dictionary codes and its
     bucket; a stable argsort of the ids gives each group's rows in input order (sorting the
@@ -141,10 +144,18 @@ def group_indices(rows: pa.Table, schema: TableSchema) -> list[tuple[tuple[Any, 
         codes, cardinality = _codes(rows.column(k))
         group_id = group_id * cardinality + codes
     group_id = group_id * max(schema.num_buckets, 1) + buckets
-    if group_id.min() == group_id.max():
+    keys = schema.trimmed_primary_keys if by_key and schema.has_primary_key else []
+    if group_id.min() == group_id.max() and not keys:
         values = tuple(rows.column(k)[0].as_py() for k in schema.partition_keys)
         return [(values, int(buckets[0]), None)]
-    order = np.argsort(group_id, kind="stable")
+    # Few groups: a stable sort of small integers is a radix sort in numpy, ~7x faster than int64.
+    compact_ids = np.unique(group_id, return_inverse=True)[1] if group_id.max() >= 1 << 15 else group_id
+    small = compact_ids.astype(np.int16 if compact_ids.max() < 1 << 15 else np.int64)
+    if keys:
+        by = pa.table([pa.array(small), *(rows.column(k) for k in keys)], names=["_group", *keys])
+        order = pc.sort_indices(by, sort_keys=[(c, "ascending") for c in by.column_names]).to_numpy()
+    else:
+        order = np.argsort(small, kind="stable")
     sorted_ids = group_id[order]
     starts = np.concatenate([[0], np.flatnonzero(np.diff(sorted_ids)) + 1])
     ends = np.append(starts[1:], n)

@@ -53,7 +53,7 @@ class LocalEngine:
     def write(self, job: WriteJob, data: pa.Table, file_io: FileIO) -> tuple[list[CommitMessage], int]:
         """Validate every row first (nothing is written for bad input), then write per group."""
         rows = prepare_rows(data, job.schema, job.row_kind_column)
-        groups = group_indices(rows, job.schema)
+        groups = group_indices(rows, job.schema, by_key=True)
 
         def write_group(group: tuple) -> CommitMessage:
             values, bucket, indices = group

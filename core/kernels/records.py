@@ -26,7 +26,15 @@ def key_columns_sorted(table: pa.Table, keys: list[str], seq_column: str) -> pa.
 
     Key columns are NOT NULL, so null placement does not matter here."""
     order = [(k, "ascending") for k in keys] + [(seq_column, "ascending")]
-    return table.take(pc.sort_indices(table, sort_keys=order))
+    indices = pc.sort_indices(table, sort_keys=order)
+    if _is_identity(indices):
+        return table  # already in order (the local engine hands over key-sorted groups)
+    return table.take(indices)
+
+
+def _is_identity(indices: pa.Array) -> bool:
+    values = indices.to_numpy(zero_copy_only=False)
+    return bool(np.array_equal(values, np.arange(len(values), dtype=values.dtype)))
 
 
 def key_changes(table: pa.Table, keys: list[str]) -> np.ndarray:
