@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterable
 
+from core.engines import ProgressCallback
 from core.errors import CorruptMetadataError, NotFoundError, UsageError
 from core.fileio import join
 from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO
@@ -179,7 +180,7 @@ def _list_names(snap: Snapshot) -> list[str]:
 
 def expire_snapshots(table: Table, *, retain_min: int | None = None, retain_max: int | None = None,
                      older_than: str | None = None, max_deletes: int | None = None,
-                     dry_run: bool = False) -> ExpireResult:
+                     dry_run: bool = False, progress: ProgressCallback | None = None) -> ExpireResult:
     """Expire old snapshots and delete the files only they reference.
 
     Args:
@@ -191,6 +192,7 @@ def expire_snapshots(table: Table, *, retain_min: int | None = None, retain_max:
             snapshots committed before it expire (``snapshot.time-retained``, 1h).
         max_deletes: at most this many snapshots in this run (``snapshot.expire.limit``, 10).
         dry_run: plan and report, delete nothing.
+        progress: called as ``progress(done, total, what)`` while planning and deleting.
 
     Returns:
         An ExpireResult; ``snapshots_expired`` is empty when nothing was due.
@@ -220,6 +222,8 @@ def expire_snapshots(table: Table, *, retain_min: int | None = None, retain_max:
     else:
         cutoff = older_than_cutoff(older_than, now_ms)
 
+    if progress is not None:
+        progress(0, 0, "planning expiration")
     plan = _plan(table, retain_min, retain_max, cutoff, max_deletes)
     if plan is None:
         earliest = table.snapshots.earliest_id()
@@ -230,10 +234,11 @@ def expire_snapshots(table: Table, *, retain_min: int | None = None, retain_max:
             # that never expired anything keeps having no hint (Java would write one here).
             table.snapshots.write_earliest_hint(earliest)
         return ExpireResult(table.name, [], earliest, earliest, 0, 0, 0, dry_run)
-    return _expire(table, plan, dry_run)
+    return _expire(table, plan, dry_run, progress)
 
 
-def _expire(table: Table, plan: _Plan, dry_run: bool) -> ExpireResult:
+def _expire(table: Table, plan: _Plan, dry_run: bool,
+            progress: ProgressCallback | None = None) -> ExpireResult:
     fio = table.file_io
     sm = table.snapshots
     mio = table.manifests()
@@ -322,14 +327,13 @@ def _expire(table: Table, plan: _Plan, dry_run: bool) -> ExpireResult:
 
     log.info("expiring snapshots %d..%d of %s (%d data, %d metadata files)", E, end - 1, table.name,
              len(data_files) + len(changelog_files), len(meta_files))
-    for path, _ in data_files:
+    doomed_paths = [p for p, _ in data_files] + [p for p, _ in changelog_files] \
+        + [join(mio.dir, n) for n in meta_files]
+    # (d) snapshots last, oldest first: whatever survives a kill is a contiguous, still-describable tail.
+    doomed_paths += [sm.path(sid) for sid in expired_ids]
+    for done, path in enumerate(doomed_paths, 1):
         fio.delete(path)
-    for path, _ in changelog_files:
-        fio.delete(path)
-    for name in meta_files:
-        fio.delete(join(mio.dir, name))
-    # (d) oldest first: whatever survives a kill is a contiguous, still-describable tail.
-    for sid in expired_ids:
-        fio.delete(sm.path(sid))
+        if progress is not None:
+            progress(done, len(doomed_paths), "deleting expired files")
     sm.write_earliest_hint(end)
     return result

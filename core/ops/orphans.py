@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import fastavro
 
+from core.engines import ProgressCallback
 from core.errors import CorruptMetadataError, NotFoundError
 from core.fileio import FileStatus, join
 from core.manifest import ManifestEntry, ManifestIO, merge_entries
@@ -113,13 +114,15 @@ def _is_candidate(table_path: str, status: FileStatus) -> bool:
     return True
 
 
-def remove_orphan_files(table: Table, *, older_than: str = "1d", dry_run: bool = False) -> OrphanResult:
+def remove_orphan_files(table: Table, *, older_than: str = "1d", dry_run: bool = False,
+                        progress: ProgressCallback | None = None) -> OrphanResult:
     """Delete unreferenced files older than ``older_than`` under the table directory.
 
     Args:
         table: the table.
         older_than: a duration (``1d``, ``12h``); files modified more recently are kept.
         dry_run: list what would be deleted; delete nothing.
+        progress: called as ``progress(done, total, what)`` while reading, listing and deleting.
 
     Returns:
         Count, bytes and paths of the files deleted (or that would be).
@@ -130,7 +133,10 @@ def remove_orphan_files(table: Table, *, older_than: str = "1d", dry_run: bool =
     """
     threshold = time.time() - parse_duration(older_than, "--older-than").total_seconds()
     table_path = table.path
+    report = progress or (lambda done, total, what: None)
+    report(0, 0, "reading snapshots and manifests")
     keep = referenced_files(table)  # before listing: a file committed later is fresh anyway
+    report(0, 0, "listing files")
     orphans = []
     for status in table.file_io.walk(table_path):
         if not _is_candidate(table_path, status):
@@ -143,9 +149,10 @@ def remove_orphan_files(table: Table, *, older_than: str = "1d", dry_run: bool =
     orphans.sort(key=lambda s: s.path)
     if not dry_run:
         dirs: set[str] = set()
-        for status in orphans:
+        for done, status in enumerate(orphans, 1):
             table.file_io.delete(status.path)
             dirs.add(posixpath.dirname(status.path))
+            report(done, len(orphans), "deleting orphan files")
         _remove_empty_dirs(table, dirs)
     log.info("%s %d orphan files (%d bytes) older than %s", "would remove" if dry_run else "removed",
              len(orphans), sum(s.size for s in orphans), older_than)

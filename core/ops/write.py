@@ -141,6 +141,8 @@ def write(table: Table, data: Any, *, mode: str = "append", row_kind_column: str
         # No input rows touch any partition of a partitioned table: nothing to replace.
         overwrite = OverwriteSpec(frozenset(partitions) if schema.partition_keys else None)
         messages = messages + removal_messages(job, messages, overwrite.partitions, table.file_io)
+    if engine_settings is not None and engine_settings.progress is not None:
+        engine_settings.progress(0, 0, "committing")
     snapshot = FileStoreCommit(table.file_io, table.path, schema).commit(messages, overwrite=overwrite)
     maintenance = after_commit(table, engine) if snapshot else []
     files = [f for m in messages for f in m.new_files]
@@ -189,12 +191,15 @@ def write_input(table: Table, path: str | None, *, input_format: str | None = No
     else:
         fmt = infer_format(path, input_format)
         engine, why = choose_engine(engine_settings, data_bytes=input_size(path))
+        if engine_settings is not None and engine_settings.progress is not None:
+            engine_settings.progress(0, 0, "reading input")
         hint = pa.schema([arrow_field(f) for f in table.schema.fields]) if exists else None
         data = engine.read_input(path, fmt, hint)
     log.info("engine: %s (%s)", engine.name, why)
     if not exists:
         _create_from_input(table, engine, data, row_kind_column, auto_create)
-    return write(table, data, mode=mode, row_kind_column=row_kind_column, engine=engine)
+    return write(table, data, mode=mode, row_kind_column=row_kind_column, engine=engine,
+                 engine_settings=engine_settings)
 
 
 def _create_from_input(table: Table, engine: Any, data: Any, row_kind_column: str | None,

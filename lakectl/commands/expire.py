@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from core.ops.expire import expire_snapshots
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
@@ -46,6 +47,7 @@ def register(app: typer.Typer) -> None:
         """
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
-        result = t.expire(retain_min=retain_min, retain_max=retain_max, older_than=older_than,
-                          max_deletes=max_deletes, dry_run=dry_run)
+        with out.progress() as progress:
+            result = expire_snapshots(t, retain_min=retain_min, retain_max=retain_max, older_than=older_than,
+                                      max_deletes=max_deletes, dry_run=dry_run, progress=progress)
         out.record(result, title=f"expire {t.name}")

@@ -31,4 +31,6 @@ def register(app: typer.Typer) -> None:
         """
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
-        out.record(remove_orphan_files(t, older_than=older_than, dry_run=dry_run))
+        with out.progress() as progress:
+            result = remove_orphan_files(t, older_than=older_than, dry_run=dry_run, progress=progress)
+        out.record(result)

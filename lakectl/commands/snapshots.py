@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Optional
 
 import typer
@@ -21,7 +22,8 @@ def register(app: typer.Typer) -> None:
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
-        """List snapshots: id, schema id, commit kind, commit time, delta and total record counts.
+        """List snapshots: id, schema id, commit kind, commit time, delta and total record counts
+        (and commit_time_millis and commit_user in the json, jsonl and csv formats).
 
         Examples:
 
@@ -31,4 +33,9 @@ def register(app: typer.Typer) -> None:
         """
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
-        out.records(t.history(limit=limit), SnapshotInfo, title=f"snapshots of {t.name}")
+        history = t.history(limit=limit)
+        if out.format == "table":  # for people: the commit user (a UUID per writer) is noise
+            columns = [f.name for f in dataclasses.fields(SnapshotInfo) if f.name != "commit_user"]
+            out.rows([dataclasses.asdict(s) for s in history], columns, title=f"snapshots of {t.name}")
+        else:
+            out.records(history, SnapshotInfo)
