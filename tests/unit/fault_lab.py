@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -432,7 +433,11 @@ def _child(lab: Lab, op: Op, kind: str, n: int) -> None:
 
 
 def _run_forked(body: Callable[[], None], timeout: float, context: str) -> int:
-    pid = os.fork()
+    with warnings.catch_warnings():
+        # Python 3.12+ warns about forking a process with threads (s3fs's IO loop): the child
+        # only runs lakectl code on clients it creates itself, and exits with os._exit.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
     if pid == 0:  # the child: never return into pytest
         code = 0
         try:
