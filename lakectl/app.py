@@ -12,7 +12,7 @@ import typer
 from lakectl.commands import (alter_schema, check, compact, config, create, describe, expire, expire_partitions, files, listing, orphans, rollback, scan, schemas,
                               snapshots, tags, write)
 from lakectl.config import Settings
-from lakectl.errors import EXIT_CODES_HELP, LakectlGroup
+from lakectl.errors import EXIT_CODES_HELP, EXIT_INTERRUPTED, LakectlGroup
 
 HELP = """Create, write, scan and manage Apache Paimon tables.
 
@@ -116,4 +116,8 @@ for module in (create, write, scan, compact, expire, expire_partitions, snapshot
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except KeyboardInterrupt:  # outside a command (parsing, completion): same message and code
+        print("error: interrupted", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
