@@ -350,10 +350,11 @@ class Settings:
                           conditional_put=flag.get("conditional-put"), lock_file=conf.get("lock-file"))
 
     def resolve_format(self, flag: str | None) -> str:
-        fmt = self.resolve("format", flag).value
-        if fmt not in FORMATS:
-            raise UsageError(f"--format {fmt!r} must be one of {', '.join(FORMATS)}")
-        return str(fmt)
+        fmt = self.resolve("format", flag)
+        if fmt.value not in FORMATS:
+            origin = "" if fmt.source.startswith("flag") else f" (from {fmt.source.removeprefix('env ')})"
+            raise UsageError(f"--format {fmt.value!r}{origin} must be one of {', '.join(FORMATS)}")
+        return str(fmt.value)
 
     def engine_settings(self, progress: ProgressCallback | None = None) -> EngineSettings:
         """--engine/--master/--spark-conf > LAKECTL_ENGINE/LAKECTL_SPARK_MASTER/_THRESHOLD >

@@ -132,6 +132,11 @@ def _human(name: str, value: Any) -> str:
     return _cell(value)
 
 
+def _header_width(name: str, wrapped: bool) -> int:
+    """Columns a header needs: whole, or its longest word when it may wrap (``snapshot id``)."""
+    return max(len(w) for w in name.split("_")) if wrapped else max(len(name), 1)
+
+
 def _hidden_in_tables(columns: Sequence[str]) -> set[str]:
     """``commit_time_millis`` repeats ``commit_time`` in a table for people: show only one."""
     return {c for c in columns if c.endswith("_millis") and c[: -len("_millis")] in columns}
@@ -222,23 +227,11 @@ class Output:
         if not self.terminal:
             self._plain(columns, cells, title, header)
             return
-        # Short columns (ids, counts, kinds, times) get their full width and never break
-        # mid-value; long ones (paths, file names, ids) fold into what is left. Until the
-        # table fits, in this order: headers wrap at word boundaries, the borders go, and at
-        # last each row shows as a list of fields (psql's expanded mode).
-        widest = [max((len(line) for row in cells for line in row[i].splitlines() or [""]), default=0)
-                  for i in range(len(columns))]
-        short = [i for i, w in enumerate(widest) if w <= _SHORT_CELL]
-        n, width, folding = len(columns), self.console.width, (len(columns) - len(short)) * _MIN_LONG
-        layouts = [(True, False), (True, True), (False, True)] if header else [(True, False)]
-        for boxed, wrapped in layouts:
-            fixed = {i: max(widest[i], 1, (max(len(w) for w in columns[i].split("_")) if wrapped else
-                                           len(columns[i])) if header else 0) for i in short}
-            if sum(fixed.values()) + folding + (3 * n + 1 if boxed else 2 * (n - 1)) <= width or not header:
-                break
-        else:
+        layout = self._layout(columns, cells, header)
+        if layout is None:
             self._expanded(columns, cells, title)
             return
+        boxed, wrapped, fixed = layout
         if boxed:
             table = RichTable(title=title, show_header=header, header_style="bold", title_style="bold")
         else:
@@ -254,6 +247,23 @@ class Output:
         for row in cells:
             table.add_row(*row)
         self.console.print(table)
+
+    def _layout(self, columns: list[str], cells: list[list[str]],
+                header: bool) -> tuple[bool, bool, dict[int, int]] | None:
+        """(with borders, headers wrapped at words, widths of the short columns) of the first
+        layout that fits the terminal; None: show each row as a block of fields (psql's
+        expanded mode). Short columns (ids, counts, kinds, times) get their full width and
+        never break mid-value; long ones (paths, file names) fold into what is left."""
+        widest = [max((len(line) for row in cells for line in row[i].splitlines() or [""]), default=0)
+                  for i in range(len(columns))]
+        short = [i for i, w in enumerate(widest) if w <= _SHORT_CELL]
+        n, folding = len(columns), (len(columns) - len(short)) * _MIN_LONG
+        for boxed, wrapped in ((True, False), (True, True), (False, True)):
+            fixed = {i: max(widest[i], _header_width(columns[i], wrapped) if header else 1) for i in short}
+            borders = 3 * n + 1 if boxed else 2 * (n - 1)
+            if not header or sum(fixed.values()) + folding + borders <= self.console.width:
+                return boxed, wrapped, fixed
+        return None
 
     def _expanded(self, columns: list[str], cells: list[list[str]], title: str | None) -> None:
         table = RichTable(title=title, show_header=False, title_style="bold")
