@@ -51,46 +51,51 @@ def terminal_env(home: Path) -> dict[str, str]:
     return env
 
 
+# The child makes the pseudo-terminal its controlling terminal (a new session, TIOCSCTTY), so
+# Ctrl-C typed on it reaches lakectl as SIGINT; then it becomes lakectl. (subprocess rather
+# than pty.fork: no fork of a threaded test process.)
+_CONTROLLING_TTY = ("import fcntl, os, sys, termios; os.setsid(); fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+                    "os.execv(sys.argv[1], sys.argv[1:])")
+
+
 def in_terminal(args: list[str], cwd: Path, *, on_output: Callable[[bytes, int], bool] | None = None,
                 timeout: float = 120) -> Session:
-    """Run lakectl on a new 80x24 pseudo-terminal (its controlling terminal, so Ctrl-C typed on
-    it interrupts lakectl). ``on_output(everything so far, master fd)`` may type keys; once
-    it returns True it is not called again."""
+    """Run lakectl on a new 80x24 pseudo-terminal, its controlling terminal. ``on_output(everything
+    so far, master fd)`` may type keys; once it returns True it is not called again."""
     if LAKECTL is None:
         pytest.skip("the lakectl console script is not installed")
-    env = terminal_env(cwd / "home")
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: size the terminal, then become lakectl
-        try:
-            fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-            os.chdir(cwd)
-            os.execve(LAKECTL, [LAKECTL, *args], env)
-        finally:
-            os._exit(127)
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    proc = subprocess.Popen([sys.executable, "-c", _CONTROLLING_TTY, LAKECTL, *args], stdin=slave, stdout=slave,
+                            stderr=slave, cwd=cwd, env=terminal_env(cwd / "home"), close_fds=True)
+    os.close(slave)
     output = b""
     deadline = time.monotonic() + timeout
     watching = on_output is not None
     try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([fd], [], [], 0.5)
+        while True:
+            if time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"lakectl {' '.join(args)} did not finish in {timeout}s: {output[-2000:]!r}")
+            ready, _, _ = select.select([master], [], [], 0.5)
             if not ready:
                 continue
             try:
-                chunk = os.read(fd, 65536)
-            except OSError:  # EIO: the child is gone and the terminal closed
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: lakectl is gone and the terminal closed
                 break
             if not chunk:
                 break
             output += chunk
-            if watching and on_output(output, fd):  # type: ignore[misc]
+            if watching and on_output(output, master):  # type: ignore[misc]
                 watching = False
-        else:
-            os.kill(pid, 9)
-            pytest.fail(f"lakectl {' '.join(args)} did not finish in {timeout}s: {output[-2000:]!r}")
+        code = proc.wait(timeout=timeout)
     finally:
-        _, status = os.waitpid(pid, 0)
-        os.close(fd)
-    return Session(output, os.waitstatus_to_exitcode(status))
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return Session(output, code)
 
 
 def lakectl(cwd: Path, *args: Any) -> Any:
