@@ -41,7 +41,7 @@ from core.table import Table
 from core.types import parse_type
 
 Rows = dict[int, tuple[int, str, str]]
-DTS = ("a", "b", "c")
+DTS = ("a", "b")  # two partitions x two buckets: every op touches several files
 LOOP_LIMIT = 400  # no op of these small tables takes this many operations of one kind
 
 
