@@ -172,6 +172,8 @@ def test_every_command_on_s3(s3, tmp_path: Path, source: str) -> None:
     warehouse = s3.warehouse()
     cli = Cli(flags, env, warehouse)
     (every_command if source == "lakectl-env" else a_few_commands)(cli, tmp_path)
+    for fmt in ("table", "json"):  # the settings report names the secret's source, never its value
+        assert "secret-access-key" in cli.ok("config", "show", "--format", fmt).stdout
     files = _stored_bytes(s3, warehouse)
     assert any("/snapshot/snapshot-" in p for p in files) and any("/data-" in p for p in files)
     _assert_no_credentials(s3, cli.printed, files)
