@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from core import binary_row
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
 from core.kernels.records import KIND_NAMES, SEQUENCE_NUMBER, VALUE_KIND, alive, key_columns_sorted
@@ -89,6 +90,8 @@ def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int,
         return read_changes(split, read_schema, schemas, file_io)
     read_fields = list(read_schema.fields)
     primary_key = read_schema.has_primary_key and merge
+    if primary_key and _one_sorted_run(split.files):
+        return _read_sorted_run(split, read_schema, schemas, file_io)
     parts = []
     for meta in split.files:
         path = meta.external_path or join(split.bucket_dir, meta.file_name)
@@ -103,6 +106,37 @@ def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int,
     engine = MergeEngine.of(read_schema)
     merged = engine.merge(key_columns_sorted(table, read_schema.trimmed_primary_keys, SEQUENCE_NUMBER))
     return alive(merged).select([f.name for f in read_fields])
+
+
+def _one_sorted_run(files: Sequence[DataFileMeta]) -> bool:
+    """One file, or files all in one level >= 1 (disjoint key ranges): every key is there once."""
+    if len(files) == 1:
+        return True
+    levels = {f.level for f in files}
+    return len(levels) == 1 and next(iter(levels)) >= 1
+
+
+def _read_sorted_run(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
+                     file_io: FileIO) -> pa.Table:
+    """A split that is one sorted run needs no merge (each key once, and a lone record passes
+    unmerged); only its -U/-D records are dropped, and files without any skip even that.
+    Files are read in key order, so the output is sorted by key like a merged split."""
+    read_fields = list(read_schema.fields)
+    key_types = [f.type for f in read_schema.key_fields]
+    files = sorted(split.files, key=lambda f: _sort_key(binary_row.decode(f.min_key, key_types)))
+    parts = []
+    for meta in files:
+        path = meta.external_path or join(split.bucket_dir, meta.file_name)
+        deletes = meta.delete_row_count is None or meta.delete_row_count > 0
+        part = read_file(path, meta, schemas[meta.schema_id], read_fields, file_io, system_columns=deletes)
+        if deletes:
+            part = alive(part).select([f.name for f in read_fields])
+        parts.append(part)
+    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+
+def _sort_key(values: tuple) -> tuple:
+    return tuple((v is not None, v) for v in values)
 
 
 ROW_KIND_COLUMN = "_row_kind"
