@@ -68,6 +68,7 @@ class FileStoreCommit:
     max_retry_wait: float = 10.0
     snapshots: SnapshotManager = field(init=False)
     manifests: ManifestIO = field(init=False)
+    files_deleted: int = field(init=False, default=0)  # DELETE entries of the commit that landed
 
     def __post_init__(self) -> None:
         self.snapshots = SnapshotManager(self.file_io, self.table_path)
@@ -174,6 +175,7 @@ class FileStoreCommit:
         if not published:
             self._clean(written)  # another committer owns snapshot-{new_id}; ours are unreferenced
             return Retry(f"snapshot-{new_id} was taken by another writer")
+        self.files_deleted = sum(1 for e in entries if e.kind == DELETE)
         return Success(snapshot)
 
     def _delta_entries(self, messages: Sequence[CommitMessage], overwrite: OverwriteSpec | None,

@@ -32,16 +32,17 @@ def looks_like_path(name: str) -> bool:
 class Warehouse:
     uri: str
     file_io: FileIO
+    storage_options: dict[str, Any] | None = None
 
     @classmethod
     def open(cls, uri: str, storage_options: dict[str, Any] | None = None) -> "Warehouse":
         file_io = FileIO.for_uri(uri, storage_options)
-        return cls(file_io.normalize(uri), file_io)
+        return cls(file_io.normalize(uri), file_io, storage_options)
 
     def locate(self, name: str) -> TableLocation:
         """Resolve ``db.table``, ``table`` or a path to the table's directory."""
         if looks_like_path(name):
-            file_io = self.file_io if "://" not in name else FileIO.for_uri(name)
+            file_io = self.file_io if "://" not in name else FileIO.for_uri(name, self.storage_options)
             return TableLocation(name, file_io.normalize(name), file_io)
         parts = name.split(".")
         if len(parts) == 1:

@@ -40,14 +40,20 @@ STEPS: tuple[tuple[str, Step], ...] = (
 
 
 def after_commit(table: Table, engine: Any) -> list[tuple[str, Any]]:
-    """Run the maintenance steps; returns (step name, its result) for the ones that did work."""
-    if parse_bool(table.schema.options.get("write-only", "false"), "write-only"):
+    """Run the maintenance steps; returns (step name, its result) for the ones that did work.
+
+    Never raises: the write is committed, and a caller that saw an error would rerun it."""
+    try:
+        if parse_bool(table.schema.options.get("write-only", "false"), "write-only"):
+            return []
+    except (LakectlError, OSError) as e:
+        log.warning("maintenance after commit skipped: %s", e)
         return []
     done = []
     for name, step in STEPS:
         try:
             result = step(table, engine)
-        except LakectlError as e:
+        except (LakectlError, OSError) as e:
             # The write is committed and durable; a maintenance step that loses a race or
             # hits bad metadata is reported and retried by the next commit or by cron.
             log.warning("maintenance step %s after commit failed: %s", name, e)

@@ -20,11 +20,10 @@ from core.ops.create import columns_from_arrow, create
 from core.ops.maintenance import after_commit
 from core.rows import prepare_rows
 from core.kernels.write import WriteJob, removal_changelog
-from core.manifest import DELETE as DELETE_ENTRY, live_entries, read_entries
+from core.manifest import live_entries
 from core.sources import infer_format, input_size
 from core.types import arrow_field
 from core.schema import TableSchema, new_table_schema
-from core.snapshot import OVERWRITE, Snapshot
 from core.table import Table
 
 log = logging.getLogger(__name__)
@@ -143,7 +142,8 @@ def write(table: Table, data: Any, *, mode: str = "append", row_kind_column: str
         messages = messages + removal_messages(job, messages, overwrite.partitions, table.file_io)
     if engine_settings is not None and engine_settings.progress is not None:
         engine_settings.progress(0, 0, "committing")
-    snapshot = FileStoreCommit(table.file_io, table.path, schema).commit(messages, overwrite=overwrite)
+    committer = FileStoreCommit(table.file_io, table.path, schema)
+    snapshot = committer.commit(messages, overwrite=overwrite)
     maintenance = after_commit(table, engine) if snapshot else []
     files = [f for m in messages for f in m.new_files]
     return WriteResult(
@@ -153,7 +153,7 @@ def write(table: Table, data: Any, *, mode: str = "append", row_kind_column: str
         rows_written=rows_in,
         files_added=len(files),
         bytes_added=sum(f.file_size for f in files),
-        files_deleted=_deleted_files(table, snapshot) if snapshot and snapshot.commit_kind == OVERWRITE else 0,
+        files_deleted=committer.files_deleted,
         partitions=len(partitions),
         buckets=sum(1 for m in messages if m.new_files),
         engine=engine.name,
@@ -210,8 +210,3 @@ def _create_from_input(table: Table, engine: Any, data: Any, row_kind_column: st
         # Check the rows against the schema-to-be first: bad input must not leave an empty table.
         prepare_rows(data, new_table_schema(columns, **layout), row_kind_column)
     create(table, columns, **layout, if_not_exists=True)
-
-
-def _deleted_files(table: Table, snapshot: Snapshot) -> int:
-    entries = read_entries(table.manifests(), [snapshot.delta_manifest_list])
-    return sum(1 for e in entries if e.kind == DELETE_ENTRY)

@@ -260,9 +260,6 @@ def test_a_table_named_by_its_s3_uri(s3, tmp_path: Path) -> None:
     assert cli.json("scan", uri) == [{"id": 7}]
 
 
-@pytest.mark.xfail(strict=True, raises=Exception, reason=(
-    "BUG, reported: core/warehouse.Warehouse.locate opens a table given by s3:// URI with "
-    "FileIO.for_uri(name) and drops the storage_options passed to Table.open/locate"))
 def test_the_api_opens_a_table_by_uri_with_its_storage_options(s3) -> None:
     options = s3.storage_options()
     t = Table.locate("db.t", warehouse=s3.warehouse(), storage_options=options)

@@ -69,11 +69,6 @@ def test_kill_before_every_mutation(tmp_path: Path, op_name: str) -> None:
     print(f"\n{op_name} kill:mutation: {lab.tally.runs} runs, {kills} kills, {lab.tally.retries} reruns")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG, reported: an OSError after the snapshot landed still fails the write: "
-    "core/ops/maintenance.after_commit reads the schema (write-only) outside its try and its steps "
-    "catch only LakectlError, and core/ops/write._deleted_files re-reads the overwrite's manifest. "
-    "A user who reruns the failed append writes its rows twice."))
 @pytest.mark.parametrize("write_only", [True, False], ids=["write-only", "with-maintenance"])
 def test_a_write_that_raised_did_not_land(tmp_path: Path, write_only: bool) -> None:
     """Whenever write raises, nothing was committed (so rerunning it is always right)."""
