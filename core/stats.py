@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from core import binary_row as br
 from core.errors import InvalidDataError, UsageError
@@ -113,6 +112,8 @@ _UNORDERED = {"ARRAY", "MAP", "MULTISET", "ROW"}
 
 def _min_max(column: pa.ChunkedArray | pa.Array, t: DataType) -> tuple[Any, Any]:
     """Column min and max as ``core.binary_row`` values; (None, None) when not meaningful."""
+    import pyarrow.compute as pc  # here, not at import: metadata commands decode stats only
+
     if t.name in _UNORDERED or column.null_count == len(column):
         return None, None
     if t.name in ("FLOAT", "DOUBLE") and pc.any(pc.is_nan(column)).as_py():

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -13,12 +13,14 @@ from core.errors import UsageError
 from core.evolution import (AddColumn, DropColumn, RemoveOption, RenameColumn, SchemaChange, SetOption,
                             UpdateColumnComment, UpdateColumnNullability, parse_add_column, parse_type_change,
                             split_pair)
-from core.ops.alter import AlterResult, ColumnPair
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.output import Output
 from lakectl.config import parse_pairs
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+
+if TYPE_CHECKING:
+    from core.ops.alter import AlterResult
 
 Many = Optional[list[str]]
 
@@ -60,6 +62,8 @@ def changes_from_flags(*, add: list[str], first: bool, after: str | None, drop: 
 
 
 def render(out: Output, result: AlterResult) -> None:
+    from core.ops.alter import ColumnPair
+
     if out.format != "table":
         out.record(result)
         return

@@ -7,7 +7,6 @@ import sys
 
 import typer
 
-from core.ops.check import Problem, check
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
@@ -30,6 +29,8 @@ def register(app: typer.Typer) -> None:
         \b
           lakectl check shop.orders --format json
         """
+        from core.ops.check import Problem, check
+
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
         result = check(t)

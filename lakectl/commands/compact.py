@@ -6,7 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.ops.compact import compact
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.config import parse_pairs
@@ -41,6 +40,8 @@ def register(app: typer.Typer) -> None:
           lakectl compact shop.orders
           lakectl compact shop.orders --full --partition dt=2024-01-01 --dry-run
         """
+        from core.ops.compact import compact
+
         out = output(ctx, fmt)
         s = settings(ctx)
         t = Table.open(table, warehouse=s.resolve_warehouse(warehouse))

@@ -6,7 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.ops.create import create, parse_key_list
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.config import parse_pairs
@@ -42,6 +41,8 @@ def register(app: typer.Typer) -> None:
           lakectl create logs.events --schema "ts TIMESTAMP(3), msg STRING" \\
               --if-not-exists
         """
+        from core.ops.create import create, parse_key_list
+
         out = output(ctx, fmt)
         t = Table.locate(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
         new, created = create(t, schema, primary_keys=parse_key_list(primary_key),

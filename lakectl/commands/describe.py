@@ -6,7 +6,6 @@ import dataclasses
 
 import typer
 
-from core.ops.describe import ColumnInfo
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
@@ -22,6 +21,8 @@ def register(app: typer.Typer) -> None:
         \b
           lakectl describe shop.orders
         """
+        from core.ops.describe import ColumnInfo
+
         out = output(ctx, fmt)
         d = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse)).describe()
         if out.format == "table":

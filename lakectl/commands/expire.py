@@ -6,7 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.ops.expire import expire_snapshots
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
@@ -45,6 +44,8 @@ def register(app: typer.Typer) -> None:
           lakectl expire shop.orders --retain-max 50 --older-than 7d --dry-run
           lakectl expire shop.orders --format json >> /var/log/lakectl-expire.log
         """
+        from core.ops.expire import expire_snapshots
+
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
         with out.progress() as progress:

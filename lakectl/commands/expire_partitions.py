@@ -6,7 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.ops.partitions import expire_partitions
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
@@ -34,6 +33,8 @@ def register(app: typer.Typer) -> None:
         \b
           lakectl expire-partitions shop.orders --expiration-time 30d --dry-run
         """
+        from core.ops.partitions import expire_partitions
+
         out = output(ctx, fmt)
         s = settings(ctx)
         t = Table.open(table, warehouse=s.resolve_warehouse(warehouse))

@@ -6,7 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.ops.describe import FileInfo, live_files
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.completion import complete_snapshot_id
@@ -29,6 +28,8 @@ def register(app: typer.Typer) -> None:
         \b
           lakectl files shop.orders --snapshot-id 3 --format csv
         """
+        from core.ops.describe import FileInfo, live_files
+
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
         out.records(live_files(t, snapshot_id), FileInfo, title=f"files of {t.name}")

@@ -6,7 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.ops.describe import CatalogEntry, list_catalog
 from core.warehouse import Warehouse
 from lakectl.commands import output, settings
 from lakectl.completion import complete_database
@@ -29,6 +28,8 @@ def register(app: typer.Typer) -> None:
         \b
           lakectl list shop
         """
+        from core.ops.describe import CatalogEntry, list_catalog
+
         out = output(ctx, fmt)
         wh = Warehouse.open(settings(ctx).resolve_warehouse(warehouse))
         out.records(list_catalog(wh, database), CatalogEntry)

@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from core.ops.orphans import remove_orphan_files
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
@@ -29,6 +28,8 @@ def register(app: typer.Typer) -> None:
         \b
           lakectl remove-orphan-files shop.orders --older-than 3d --dry-run
         """
+        from core.ops.orphans import remove_orphan_files
+
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
         with out.progress() as progress:

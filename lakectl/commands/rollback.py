@@ -6,7 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.ops.rollback import rollback
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.completion import complete_snapshot_id, complete_tag
@@ -34,6 +33,8 @@ def register(app: typer.Typer) -> None:
         \b
           lakectl rollback shop.orders --snapshot-id 12 --if-latest 15
         """
+        from core.ops.rollback import rollback
+
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
         out.record(rollback(t, snapshot_id=snapshot_id, tag=tag, if_latest=if_latest, dry_run=dry_run))

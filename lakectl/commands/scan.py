@@ -7,11 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.ops.create import parse_key_list
 from core.errors import UsageError
-from core.ops.changes import parse_between
-from core.ops.scan import ScanOutput, scan_to_output
-from core.sinks import write_output
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.completion import complete_snapshot_id, complete_tag
@@ -52,6 +48,10 @@ def register(app: typer.Typer) -> None:
           lakectl scan shop.orders --tag eod-2024-01-01 --output orders.parquet
           lakectl scan shop.orders --incremental-between 3,7 --format jsonl
         """
+        from core.ops.create import parse_key_list
+        from core.ops.scan import ScanOutput, scan_to_output
+        from core.sinks import write_output
+
         out = output(ctx, fmt)
         s = settings(ctx)
         t = Table.open(table, warehouse=s.resolve_warehouse(warehouse))
@@ -89,6 +89,8 @@ def _incremental_range(table: Table, between: str | None, start: int | None, end
     if between is not None:
         if start is not None or end is not None:
             raise UsageError("give --incremental-between or --from-snapshot/--to-snapshot, not both")
+        from core.ops.changes import parse_between
+
         return parse_between(between)
     if start is None and end is None:
         return None

@@ -7,7 +7,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.ops.schemas import SchemaInfo
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
@@ -29,6 +28,8 @@ def register(app: typer.Typer) -> None:
         \b
           lakectl schemas shop.orders --format json
         """
+        from core.ops.schemas import SchemaInfo
+
         out = output(ctx, fmt)
         history = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse)).schema_history(limit=limit)
         if out.format == "table":  # one change per line; the epoch millis only in the script formats

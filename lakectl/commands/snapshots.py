@@ -7,7 +7,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.ops.describe import SnapshotInfo
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
@@ -31,6 +30,8 @@ def register(app: typer.Typer) -> None:
           lakectl snapshots shop.orders --limit 10
           lakectl snapshots shop.orders --format jsonl
         """
+        from core.ops.describe import SnapshotInfo
+
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
         history = t.history(limit=limit)

@@ -6,7 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.ops.tags import TagInfo, create_tag, delete_tag, list_tags
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.completion import complete_snapshot_id, complete_tag
@@ -39,6 +38,8 @@ def register(app: typer.Typer) -> None:
         \b
           lakectl tag create shop.orders eod-2024-01-01 --time-retained 30d
         """
+        from core.ops.tags import create_tag
+
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
         out.record(create_tag(t, name, snapshot_id=snapshot_id, time_retained=time_retained))
@@ -58,6 +59,8 @@ def register(app: typer.Typer) -> None:
         \b
           lakectl tag delete shop.orders eod-2024-01-01
         """
+        from core.ops.tags import delete_tag
+
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
         out.record(delete_tag(t, name))
@@ -76,6 +79,8 @@ def register(app: typer.Typer) -> None:
         \b
           lakectl tag list shop.orders --format json
         """
+        from core.ops.tags import TagInfo, list_tags
+
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
         out.records(list_tags(t), TagInfo, title=f"tags of {t.name}")

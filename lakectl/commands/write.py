@@ -6,8 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.ops.create import parse_key_list
-from core.ops.write import AutoCreate, write_input
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.commands.create import parse_options
@@ -42,6 +40,9 @@ def register(app: typer.Typer) -> None:
               --mode overwrite
           cat rows.jsonl | lakectl write shop.orders -i - --input-format jsonl
         """
+        from core.ops.create import parse_key_list
+        from core.ops.write import AutoCreate, write_input
+
         out = output(ctx, fmt)
         s = settings(ctx)
         t = Table.locate(table, warehouse=s.resolve_warehouse(warehouse))

@@ -1,0 +1,36 @@
+"""Metadata commands load no data libraries: no pyspark, no pyarrow.compute, no pandas, no
+sqlglot. (Their speed is measured by `make bench`, never asserted here.)"""
+
+import json
+import subprocess
+import sys
+
+import pyarrow as pa
+
+from core.ops.create import create
+from core.table import Table
+
+PROBE = r"""
+import json, sys
+from typer.testing import CliRunner
+from lakectl.app import app
+codes = []
+for args in (["snapshots", "db.t"], ["describe", "db.t"], ["expire", "db.t", "--dry-run"], ["files", "db.t"],
+             ["schemas", "db.t"], ["tag", "list", "db.t"], ["check", "db.t"], ["list", "db"]):
+    codes.append(CliRunner().invoke(app, ["-w", sys.argv[1], "-f", "json", *args]).exit_code)
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("pyspark", "py4j", "pandas", "sqlglot")
+               or m == "pyarrow.compute")
+print(json.dumps([codes, heavy]))
+"""
+
+
+def test_metadata_commands_import_no_data_libraries(tmp_path):
+    t = Table.locate("db.t", warehouse=str(tmp_path))
+    create(t, "id BIGINT, v STRING", primary_keys=["id"])
+    t.write(pa.table({"id": [1, 2], "v": ["a", "b"]}))
+    t.tags.create("t1", t.latest_snapshot())
+    out = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path)], capture_output=True, text=True,
+                         timeout=120, check=True)
+    codes, heavy = json.loads(out.stdout.strip().splitlines()[-1])
+    assert codes == [0] * 8
+    assert heavy == []
