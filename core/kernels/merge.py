@@ -45,18 +45,13 @@ import pyarrow.compute as pc
 
 from core.errors import InvalidDataError
 from core.kernels.records import DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, key_changes
-from core.merge_options import AGGREGATE_TYPES, ENGINES, RETRACTABLE, FieldAggregate, merge_options
+from core.merge_options import AGGREGATE_TYPES, ENGINES, RETRACTABLE, FieldAggregate, MergeOptions, merge_options
 from core.schema import TableSchema
 
-@dataclass(frozen=True, slots=True)
-class MergeEngine:
-    """The merge engine of a primary-key table, read from its options."""
 
-    kind: str
-    keys: tuple[str, ...]  # trimmed primary key: the columns files are sorted and merged by
-    ignore_delete: bool = False
-    remove_record_on_delete: bool = False
-    aggregates: tuple[FieldAggregate, ...] = ()  # aggregation only: one per non-key column
+@dataclass(frozen=True, slots=True)
+class MergeEngine(MergeOptions):
+    """The merge engine of a primary-key table: its options (``MergeOptions``) and the folds."""
 
     @classmethod
     def of(cls, schema: TableSchema) -> "MergeEngine":

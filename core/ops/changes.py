@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import pyarrow as pa
 
@@ -24,7 +24,8 @@ from core.engines import EngineSettings, choose_engine
 from core.errors import NotFoundError, UsageError
 from core.kernels.read import ROW_KIND_COLUMN, ReadSplit, changes_schema
 from core.manifest import ADD, ManifestEntry, read_entries
-from core.predicate import Predicate, parse_where
+from core.ops.scan import filtered
+from core.predicate import parse_where
 from core.schema import TableSchema
 from core.snapshot import COMPACT
 from core.table import Table
@@ -117,8 +118,9 @@ def changes(table: Table, start: int, end: int, *, select: Sequence[str] | None 
     log.info("engine: %s (%s); %d files of %s", engine.name, why, sum(len(s.files) for s in plan.splits),
              plan.source)
     schema = _output_schema(plan.read_schema, select)
-    parts = list(_filtered(engine.read(plan.splits, plan.read_schema, plan.schemas, table.file_io),
-                           predicate, select, limit))
+    columns = [ROW_KIND_COLUMN, *select] if select else None
+    parts = list(filtered(engine.read(plan.splits, plan.read_schema, plan.schemas, table.file_io),
+                          predicate, columns, limit))
     if not parts:
         return schema.empty_table()
     return pa.concat_tables([p.cast(schema) for p in parts])
@@ -129,22 +131,6 @@ def _output_schema(read_schema: TableSchema, select: Sequence[str] | None) -> pa
     if not select:
         return full
     return pa.schema([full.field(ROW_KIND_COLUMN)] + [full.field(n) for n in select])
-
-
-def _filtered(parts: Any, predicate: Predicate | None, select: Sequence[str] | None, limit: int | None):
-    remaining = limit
-    for part in parts:
-        if predicate is not None:
-            part = part.filter(predicate.to_arrow())
-        if select:
-            part = part.select([ROW_KIND_COLUMN, *select])
-        if remaining is not None:
-            part = part.slice(0, remaining)
-            remaining -= part.num_rows
-        if part.num_rows:
-            yield part
-        if remaining is not None and remaining <= 0:
-            return
 
 
 __all__ = ["ChangesPlan", "changes", "parse_between", "plan_changes"]

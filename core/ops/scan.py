@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from dataclasses import dataclass, replace
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -150,12 +150,20 @@ def read_batches(table: Table, scan_plan: ScanPlan, *, predicate: Predicate | No
                  engine: Any = None) -> Iterator[pa.Table]:
     """Merged, filtered, projected rows split by split; stops once ``limit`` rows came out."""
     engine = engine or LocalEngine()
+    parts = engine.read(scan_plan.splits, scan_plan.read_schema, scan_plan.schemas, table.file_io)
+    return filtered(parts, predicate, list(select) if select else None, limit)
+
+
+def filtered(parts: Iterable[pa.Table], predicate: Predicate | None, columns: list[str] | None,
+             limit: int | None) -> Iterator[pa.Table]:
+    """``parts`` filtered by ``predicate``, projected to ``columns``, and cut after ``limit`` rows
+    (reading stops there); empty parts are dropped."""
     remaining = limit
-    for part in engine.read(scan_plan.splits, scan_plan.read_schema, scan_plan.schemas, table.file_io):
+    for part in parts:
         if predicate is not None:
             part = part.filter(predicate.to_arrow())
-        if select:
-            part = part.select(list(select))
+        if columns:
+            part = part.select(columns)
         if remaining is not None:
             part = part.slice(0, remaining)
             remaining -= part.num_rows
