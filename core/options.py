@@ -221,5 +221,27 @@ def validate(options: Mapping[str, str], *, has_primary_key: bool) -> None:
         mode = opts.stats_mode
         if mode not in ("none", "counts", "full") and not re.fullmatch(r"truncate\(\d+\)", mode):
             raise UsageError(f"option metadata.stats-mode={mode} must be none, counts, full or truncate(N)")
+    _validate_scan_options(options)
     if not opts.partition_legacy_name:
         raise UsageError("option partition.legacy-name=false is not supported yet")
+
+
+SCAN_MODE_VALUES = {"default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full",
+                    "from-timestamp", "compacted-full"}
+
+
+def _validate_scan_options(options: Mapping[str, str]) -> None:
+    """The streaming-read options lakectl acts on (``scan --follow`` defaults, consumers)."""
+    mode = options.get("scan.mode")
+    if mode is not None and mode.strip().lower() not in SCAN_MODE_VALUES:
+        raise UsageError(f"option scan.mode={mode} is not supported by lakectl "
+                         f"(supported: {', '.join(sorted(SCAN_MODE_VALUES))})")
+    for key in ("scan.snapshot-id", "scan.timestamp-millis", "scan.bounded.watermark"):
+        if key in options:
+            parse_int(options[key], key)
+    for key in ("consumer.expiration-time", "continuous.discovery-interval"):
+        if key in options:
+            parse_duration(options[key], f"option {key}")
+    for key in ("consumer.ignore-progress", "streaming-read-overwrite"):
+        if key in options:
+            parse_bool(options[key], key)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import io
 import dataclasses
 import datetime as dt
 import decimal
@@ -70,6 +71,17 @@ def _cell(value: Any) -> str:
 
 
 # ---- human units (table format, lakectl's own records only) ---------------------------------
+def csv_text(rows: Sequence[dict[str, Any]], columns: Sequence[str], *, header: bool) -> str:
+    """Rows as CSV lines, cells written as in ``--format csv`` listings."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    if header:
+        writer.writerow(columns)
+    for r in rows:
+        writer.writerow(["" if r.get(c) is None else _cell(r.get(c)) for c in columns])
+    return buffer.getvalue()
+
+
 def human_size(n: int) -> str:
     """Bytes in binary units: 512 B, 1.2 KiB, 3.4 MiB."""
     if abs(n) < 1024:
@@ -299,6 +311,11 @@ class Output:
                 bar.update(task, completed=done, total=total if total > 0 else None, description=what)
 
             yield update
+
+    def raw(self, text: str) -> None:
+        """Text exactly as given (streamed output such as ``scan --follow``'s), flushed at once."""
+        if not self.quiet:
+            self._write(text)
 
     def _write(self, text: str) -> None:
         self.stdout.write(text)

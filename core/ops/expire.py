@@ -26,12 +26,12 @@ ADDs it back (a level upgrade), which the replay of those deltas sees.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Iterable
 
+from core.consumer import ConsumerManager
 from core.engines import ProgressCallback
 from core.errors import CorruptMetadataError, NotFoundError, UsageError
 from core.fileio import join
@@ -60,6 +60,7 @@ class ExpireResult:
     manifest_files_deleted: int  # manifests and manifest lists
     bytes_deleted: int
     dry_run: bool
+    consumers_expired: list[str] = field(default_factory=list)  # by consumer.expiration-time
 
 
 def duration_millis(text: str, what: str = "duration") -> int:
@@ -88,25 +89,26 @@ class _Plan:
     end: int  # first retained snapshot; [earliest, end) expire
 
 
-def _consumer_min_next(table: Table) -> int | None:
-    """Smallest ``nextSnapshot`` of ``consumer/consumer-*`` files (a streaming reader's position)."""
-    directory = join(table.path, "consumer")
-    best = None
-    for name in table.file_io.list_names(directory):
-        if not name.startswith("consumer-"):
-            continue
-        path = join(directory, name)
-        try:
-            value = int(json.loads(table.file_io.read_text(path))["nextSnapshot"])
-        except (ValueError, KeyError, TypeError) as e:
-            raise CorruptMetadataError(f"cannot decode consumer file {path}: {e}") from e
-        except CorruptMetadataError:
-            continue  # removed while we listed
-        best = value if best is None else min(best, value)
-    return best
+def _consumers(table: Table, now_ms: int, dry_run: bool) -> tuple[int | None, list[str]]:
+    """(smallest ``nextSnapshot`` of the live consumers, ids of the consumers that expire now).
+
+    With ``consumer.expiration-time`` set, a consumer not updated within it is removed first
+    (not in a dry run) and no longer holds snapshots back, as in Paimon."""
+    manager = ConsumerManager(table.file_io, table.path)
+    consumers = manager.consumers()
+    text = table.schema.options.get("consumer.expiration-time")
+    stale = manager.stale(duration_millis(text, "option consumer.expiration-time"), now_ms) if text else []
+    stale_ids = {c.consumer_id for c in stale}
+    if not dry_run:
+        for consumer in stale:
+            manager.delete(consumer.consumer_id)
+            log.info("consumer %s expired (not updated within %s)", consumer.consumer_id, text)
+    live = [c for c in consumers if c.consumer_id not in stale_ids]
+    return manager.min_next_snapshot(live), sorted(stale_ids)
 
 
-def _plan(table: Table, retain_min: int, retain_max: int, cutoff_ms: int, limit: int) -> _Plan | None:
+def _plan(table: Table, retain_min: int, retain_max: int, cutoff_ms: int, limit: int,
+          consumer: int | None) -> _Plan | None:
     snapshots = table.snapshots
     latest = snapshots.latest_id()
     earliest = snapshots.earliest_id()
@@ -114,7 +116,6 @@ def _plan(table: Table, retain_min: int, retain_max: int, cutoff_ms: int, limit:
         return None
     lowest_kept_by_max = max(latest - retain_max + 1, earliest)
     end = latest - retain_min + 1
-    consumer = _consumer_min_next(table)
     if consumer is not None:
         end = min(end, consumer)
     end = min(end, earliest + limit)
@@ -224,7 +225,8 @@ def expire_snapshots(table: Table, *, retain_min: int | None = None, retain_max:
 
     if progress is not None:
         progress(0, 0, "planning expiration")
-    plan = _plan(table, retain_min, retain_max, cutoff, max_deletes)
+    consumer_min, consumers_expired = _consumers(table, now_ms, dry_run)
+    plan = _plan(table, retain_min, retain_max, cutoff, max_deletes, consumer_min)
     if plan is None:
         earliest = table.snapshots.earliest_id()
         hint = table.snapshots.earliest_hint()
@@ -233,8 +235,8 @@ def expire_snapshots(table: Table, *, retain_min: int | None = None, retain_max:
             # before writing it): repair it so earliest_id stays two existence checks. A table
             # that never expired anything keeps having no hint (Java would write one here).
             table.snapshots.write_earliest_hint(earliest)
-        return ExpireResult(table.name, [], earliest, earliest, 0, 0, 0, dry_run)
-    return _expire(table, plan, dry_run, progress)
+        return ExpireResult(table.name, [], earliest, earliest, 0, 0, 0, dry_run, consumers_expired)
+    return replace(_expire(table, plan, dry_run, progress), consumers_expired=consumers_expired)
 
 
 def _expire(table: Table, plan: _Plan, dry_run: bool,

@@ -25,7 +25,8 @@ from core.manifest import ManifestEntry, live_entries
 from core.predicate import ColumnRange, Predicate, parse_where
 from core.schema import TableSchema
 from core.sinks import directory_size, output_format, write_output
-from core.snapshot import Snapshot
+from core.options import parse_int
+from core.snapshot import COMPACT, Snapshot
 from core.table import Table
 from core.types import arrow_field
 
@@ -72,6 +73,29 @@ def choose_snapshot(table: Table, *, snapshot_id: int | None = None, timestamp: 
         return table.snapshots.at_or_before(parse_timestamp(timestamp))
     if tag is not None:
         return table.tags.snapshot(tag)
+    return _snapshot_of_options(table)
+
+
+def _snapshot_of_options(table: Table) -> Snapshot | None:
+    """A batch read with no snapshot flag reads what the table's ``scan.*`` options name, as
+    in Paimon: ``scan.snapshot-id``, ``scan.timestamp-millis`` or ``scan.tag-name``, or the
+    latest COMPACT snapshot for ``scan.mode=compacted-full``; else the latest snapshot."""
+    opts = table.schema.options
+    mode = (opts.get("scan.mode") or "default").strip().lower()
+    if mode in ("latest", "latest-full", "full"):
+        return table.latest_snapshot()
+    if mode == "compacted-full":
+        for sid in reversed(table.snapshots.list_ids()):
+            snap = table.snapshots.snapshot(sid)
+            if snap.commit_kind == COMPACT:
+                return snap
+        return table.latest_snapshot()
+    if "scan.snapshot-id" in opts and mode in ("default", "from-snapshot", "from-snapshot-full"):
+        return table.snapshots.snapshot(parse_int(opts["scan.snapshot-id"], "scan.snapshot-id"))
+    if "scan.timestamp-millis" in opts and mode in ("default", "from-timestamp"):
+        return table.snapshots.at_or_before(parse_int(opts["scan.timestamp-millis"], "scan.timestamp-millis"))
+    if "scan.tag-name" in opts and mode == "default":
+        return table.tags.snapshot(opts["scan.tag-name"])
     return table.latest_snapshot()
 
 

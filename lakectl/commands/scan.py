@@ -1,9 +1,10 @@
-"""lakectl scan DB.TABLE [--snapshot-id N | --timestamp T | --tag NAME | --incremental-between A,B]
+"""lakectl scan DB.TABLE [--snapshot-id N | --timestamp T | --tag NAME | --incremental-between A,B | --follow]
 [--select] [--where] [--limit] [--output]"""
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+import time
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -11,7 +12,7 @@ from core.errors import UsageError
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.completion import complete_snapshot_id, complete_tag
-from lakectl.output import jsonable
+from lakectl.output import csv_text, jsonable
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
 
 
@@ -30,6 +31,12 @@ def register(app: typer.Typer) -> None:
         between: Annotated[Optional[str], typer.Option("--incremental-between", help="Read the changes of snapshots after A up to B (A,B), with a _row_kind column.")] = None,
         from_snapshot: Annotated[Optional[int], typer.Option("--from-snapshot", help="Changes after this snapshot (exclusive); with --to-snapshot, default the latest.", autocompletion=complete_snapshot_id)] = None,
         to_snapshot: Annotated[Optional[int], typer.Option("--to-snapshot", help="Changes up to this snapshot (inclusive).", autocompletion=complete_snapshot_id)] = None,
+        follow: Annotated[bool, typer.Option("--follow", help="Streaming mode: print each new snapshot's changes as it commits, until interrupted.")] = False,
+        scan_mode: Annotated[Optional[str], typer.Option("--scan-mode", help="With --follow: latest-full (default), latest, from-snapshot, from-snapshot-full, from-timestamp or compacted-full [option scan.mode].", metavar="MODE")] = None,
+        consumer_id: Annotated[Optional[str], typer.Option("--consumer-id", help="With --follow: keep the position in consumer/consumer-ID, resume there, and hold back expiration [option consumer-id].", metavar="ID")] = None,
+        bounded_watermark: Annotated[Optional[int], typer.Option("--bounded-watermark", help="With --follow: stop at the first snapshot whose watermark is past this [option scan.bounded.watermark].", metavar="MILLIS")] = None,
+        max_snapshots: Annotated[Optional[int], typer.Option("--max-snapshots", help="With --follow: stop after reading this many snapshots.", metavar="N")] = None,
+        poll_interval: Annotated[Optional[str], typer.Option("--poll-interval", help="With --follow: how often to look for new snapshots, e.g. 500ms [option continuous.discovery-interval; default 1s].", metavar="DURATION")] = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -40,6 +47,12 @@ def register(app: typer.Typer) -> None:
         -D), from the changelog files when the table has a changelog-producer, otherwise from
         the data files those snapshots added.
 
+        With --follow it keeps reading: each snapshot's changes as it commits, with
+        _row_kind and _snapshot_id columns, one JSON object per row with --format jsonl (one
+        per snapshot with json), until Ctrl-C, SIGTERM (exit 0), --max-snapshots or
+        --bounded-watermark. --snapshot-id and --timestamp give the start of from-snapshot
+        and from-timestamp.
+
         Examples:
 
         \b
@@ -47,6 +60,7 @@ def register(app: typer.Typer) -> None:
           lakectl scan shop.orders --snapshot-id 3 --select id,amount -f json
           lakectl scan shop.orders --tag eod-2024-01-01 --output orders.parquet
           lakectl scan shop.orders --incremental-between 3,7 --format jsonl
+          lakectl scan shop.orders --follow --consumer-id billing -f jsonl
         """
         from core.ops.create import parse_key_list
         from core.ops.scan import ScanOutput, scan_to_output
@@ -56,6 +70,17 @@ def register(app: typer.Typer) -> None:
         s = settings(ctx)
         t = Table.open(table, warehouse=s.resolve_warehouse(warehouse))
         columns = parse_key_list(select) or None
+        if follow:
+            _follow(out, s, t, columns, where, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, limit=limit,
+                    output_path=output_path, incremental=(between, from_snapshot, to_snapshot), mode=scan_mode,
+                    consumer_id=consumer_id, bounded_watermark=bounded_watermark, max_snapshots=max_snapshots,
+                    poll_interval=poll_interval)
+            return
+        given = [n for n, v in (("--scan-mode", scan_mode), ("--consumer-id", consumer_id),
+                                ("--bounded-watermark", bounded_watermark), ("--max-snapshots", max_snapshots),
+                                ("--poll-interval", poll_interval)) if v is not None]
+        if given:
+            raise UsageError(f"{given[0]} needs --follow")
         span = _incremental_range(t, between, from_snapshot, to_snapshot)
         if span is not None:
             if any(x is not None for x in (snapshot_id, timestamp, tag)):
@@ -99,3 +124,85 @@ def _incremental_range(table: Table, between: str | None, start: int | None, end
     if end is None:
         end = table.snapshots.latest_id() or 0
     return start, end
+
+
+def _follow(out: Any, s: Any, table: Table, columns: list[str] | None, where: str | None, *,
+            snapshot_id: int | None, timestamp: str | None, tag: str | None, limit: int | None,
+            output_path: str | None, incremental: tuple, mode: str | None, consumer_id: str | None,
+            bounded_watermark: int | None, max_snapshots: int | None, poll_interval: str | None) -> None:
+    """scan --follow: print each snapshot's rows as they come; SIGTERM ends it cleanly."""
+    import signal
+
+    from core.ops.follow import follow, resolve_settings
+    from core.ops.scan import parse_timestamp
+    from core.options import parse_duration
+
+    if tag is not None or limit is not None or output_path or any(x is not None for x in incremental):
+        raise UsageError("--follow takes no --tag, --limit, --output or incremental range "
+                         "(start with --scan-mode and --snapshot-id / --timestamp)")
+    settings = resolve_settings(
+        table.schema.options, mode=scan_mode_of(mode), snapshot_id=snapshot_id,
+        timestamp_millis=parse_timestamp(timestamp) if timestamp is not None else None,
+        bounded_watermark=bounded_watermark, consumer_id=consumer_id,
+        poll_seconds=parse_duration(poll_interval, "--poll-interval").total_seconds() if poll_interval else None)
+    stop = {"requested": False}
+
+    def on_term(_signum: int, _frame: Any) -> None:
+        stop["requested"] = True
+
+    def sleep(seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not stop["requested"] and time.monotonic() < deadline:
+            time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    printer = _BatchPrinter(out)
+    try:
+        for batch in follow(table, settings, max_snapshots=max_snapshots, select=columns, where=where,
+                            engine_settings=s.engine_settings(None), should_stop=lambda: stop["requested"],
+                            sleep=sleep):
+            printer.batch(batch)
+            if stop["requested"]:
+                break
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def scan_mode_of(mode: str | None) -> str | None:
+    return mode.strip().lower() if mode is not None else None
+
+
+class _BatchPrinter:
+    """One snapshot's rows at a time, flushed at once so a pipe sees them as they commit."""
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+        self.csv_header = False
+
+    def batch(self, batch: Any) -> None:
+        import json
+
+        import pyarrow as pa
+
+        from core.ops.follow import SNAPSHOT_ID_COLUMN
+
+        out = self.out
+        ids = pa.array([batch.snapshot_id] * batch.rows.num_rows, pa.int64())
+        rows = batch.rows.add_column(1, SNAPSHOT_ID_COLUMN, ids)
+        if out.quiet:
+            return
+        if out.format == "json":
+            doc = {"snapshot_id": batch.snapshot_id, "commit_kind": batch.commit_kind, "full": batch.full,
+                   "watermark": batch.watermark, "rows": jsonable(rows.drop_columns([SNAPSHOT_ID_COLUMN]).to_pylist())}
+            out.raw(json.dumps(doc) + "\n")
+        elif out.format == "csv":
+            out.raw(csv_text(rows.to_pylist(), rows.column_names, header=not self.csv_header))
+            self.csv_header = True
+        elif out.format == "jsonl":
+            if rows.num_rows:
+                out.arrow(rows)
+        else:
+            what = "full" if batch.full else "changes"
+            out.arrow(rows, title=f"snapshot {batch.snapshot_id} ({batch.commit_kind}, {what}): "
+                                  f"{rows.num_rows} rows")
+

@@ -112,3 +112,17 @@ def official_write(job: dict[str, Any], batches: list[pa.Table], tmp_path: Path)
     job_path = workdir / "job.json"
     job_path.write_text(json.dumps(job), encoding="utf-8")
     return _run("paimon_write.py", [str(job_path)])
+
+
+def official_stream(table_path: str | os.PathLike[str], tmp_path: Path, plans: int,
+                    consumer_id: str | None = None) -> tuple[pa.Table, dict[str, Any]]:
+    """Follow a table with pypaimon's streaming reader for ``plans`` plans (see
+    ``tests/oracle/paimon_stream.py``); rows carry ``_row_kind`` and ``_snapshot_id``."""
+    out = Path(tmp_path) / f"oracle-stream-{len(list(Path(tmp_path).glob('oracle-stream-*')))}.arrow"
+    args = [str(table_path), str(out), "--plans", str(plans)]
+    if consumer_id is not None:
+        args += ["--consumer-id", consumer_id]
+    meta = _run("paimon_stream.py", args)
+    with pa.OSFile(str(out), "rb") as source:
+        table = pa.ipc.open_file(source).read_all()
+    return table, meta
