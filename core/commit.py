@@ -77,10 +77,13 @@ class FileStoreCommit:
     # ---- public --------------------------------------------------------------------
     def commit(self, messages: Sequence[CommitMessage], *, kind: str = APPEND,
                overwrite: OverwriteSpec | None = None,
-               properties: dict[str, str] | None = None) -> Snapshot | None:
+               properties: dict[str, str] | None = None, watermark: int | None = None) -> Snapshot | None:
         """Commit the messages as one snapshot. Returns None when there is nothing to commit.
 
         ``properties`` go into the snapshot's ``properties`` map (e.g. marking a full compaction).
+        ``watermark`` (epoch millis, from a streaming writer): the snapshot's watermark is the
+        larger of it and the latest snapshot's, as in Paimon, so it never goes back; without
+        one the latest snapshot's is carried forward.
         """
         if overwrite is not None:
             kind = OVERWRITE
@@ -96,7 +99,7 @@ class FileStoreCommit:
                 if landed is not None:
                     return landed
                 self._wait(attempt)
-            result = self._try_commit_once(messages, kind, overwrite, properties)
+            result = self._try_commit_once(messages, kind, overwrite, properties, watermark)
             if isinstance(result, Success):
                 self.snapshots.write_latest_hint(result.snapshot.id)
                 return result.snapshot
@@ -106,7 +109,8 @@ class FileStoreCommit:
     # ---- one attempt ---------------------------------------------------------------
     def _try_commit_once(self, messages: Sequence[CommitMessage], kind: str,
                          overwrite: OverwriteSpec | None,
-                         properties: dict[str, str] | None = None) -> Success | Retry:
+                         properties: dict[str, str] | None = None,
+                         watermark: int | None = None) -> Success | Retry:
         latest = self.snapshots.latest()
         self._check_schema()
         live: list[ManifestEntry] | None = None
@@ -163,7 +167,7 @@ class FileStoreCommit:
             total_record_count=(latest.total_record_count if latest else 0) + delta_count,
             delta_record_count=delta_count,
             index_manifest=latest.index_manifest if latest else None,
-            watermark=latest.watermark if latest else None,
+            watermark=next_watermark(watermark, latest.watermark if latest else None),
             properties=dict(properties) if properties else None,
         )
         try:
@@ -235,6 +239,14 @@ class FileStoreCommit:
     def _clean(self, names: list[str]) -> None:
         for name in names:
             self.file_io.delete_quietly(f"{self.manifests.dir}/{name}")
+
+
+def next_watermark(new: int | None, latest: int | None) -> int | None:
+    """Paimon's rule for a snapshot's watermark: the max of the commit's and the latest
+    snapshot's when both exist, else whichever exists."""
+    if new is None or latest is None:
+        return latest if new is None else new
+    return max(new, latest)
 
 
 __all__ = ["CommitMessage", "FileStoreCommit", "OverwriteSpec", "APPEND", "COMPACT", "OVERWRITE"]

@@ -21,6 +21,8 @@ from core.ops.maintenance import after_commit
 from core.rows import prepare_rows
 from core.kernels.write import WriteJob, removal_changelog
 from core.manifest import live_entries
+from core.options import BATCH_COMMIT_IDENTIFIER
+from core.snapshot import Snapshot
 from core.sources import infer_format, input_size
 from core.types import arrow_field
 from core.schema import TableSchema, new_table_schema
@@ -108,6 +110,57 @@ def _is_spark_dataframe(data: Any) -> bool:
     return type(data).__module__.startswith("pyspark")
 
 
+def pick_engine(data: Any, engine_settings: EngineSettings | None) -> Any:
+    """The engine for ``data``: Spark for a Spark DataFrame, else the ``--engine auto`` rule on its size."""
+    if _is_spark_dataframe(data):
+        settings = engine_settings or EngineSettings()
+        engine, _ = choose_engine(replace(settings, engine="spark"))
+        why = "the input is a Spark DataFrame"
+    else:
+        engine, why = choose_engine(engine_settings, data_bytes=data.nbytes)
+    log.info("engine: %s (%s)", engine.name, why)
+    return engine
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """What ``write_and_commit`` did: the snapshot (None: nothing to commit) and its messages."""
+
+    snapshot: Snapshot | None
+    messages: list[CommitMessage]
+    rows_in: int
+    partitions: int  # partitions the input rows went to
+    files_deleted: int
+    maintenance: tuple[str, ...]
+
+
+def write_and_commit(table: Table, data: Any, engine: Any, *, overwrite: bool = False,
+                     row_kind_column: str | None = None, commit_user: str | None = None,
+                     identifier: int = BATCH_COMMIT_IDENTIFIER, watermark: int | None = None,
+                     engine_settings: EngineSettings | None = None) -> Written:
+    """Plan, write the data files with ``engine``, commit them as one snapshot under
+    (``commit_user``, ``identifier``; a fresh user and Long.MAX for a batch write), then run
+    the post-commit maintenance. Shared by batch and streaming writes."""
+    schema = table.schema
+    # Paimon's `rowkind.field` option names a table column that carries the row kind.
+    job = plan_job(table, schema, row_kind_column or schema.options.get("rowkind.field"), overwrite=overwrite)
+    messages, rows_in = engine.write(job, data, table.file_io)
+    partitions = {m.partition for m in messages}
+    spec = None
+    if overwrite and (messages or not schema.partition_keys):
+        # No input rows touch any partition of a partitioned table: nothing to replace.
+        spec = OverwriteSpec(frozenset(partitions) if schema.partition_keys else None)
+        messages = messages + removal_messages(job, messages, spec.partitions, table.file_io)
+    if engine_settings is not None and engine_settings.progress is not None:
+        engine_settings.progress(0, 0, "committing")
+    user = {"commit_user": commit_user} if commit_user is not None else {}
+    committer = FileStoreCommit(table.file_io, table.path, schema, identifier=identifier, **user)
+    snapshot = committer.commit(messages, overwrite=spec, watermark=watermark)
+    maintenance = after_commit(table, engine) if snapshot else []
+    return Written(snapshot, messages, rows_in, len(partitions), committer.files_deleted,
+                   tuple(name for name, _ in maintenance))
+
+
 def write(table: Table, data: Any, *, mode: str = "append", row_kind_column: str | None = None,
           engine: Any = None, engine_settings: EngineSettings | None = None) -> WriteResult:
     """Write ``data`` (an Arrow table, or a Spark DataFrame) as one snapshot: APPEND, or
@@ -123,41 +176,23 @@ def write(table: Table, data: Any, *, mode: str = "append", row_kind_column: str
     if mode == "overwrite" and row_kind_column:
         raise UsageError("--mode overwrite cannot be combined with --row-kind-column")
     if engine is None:
-        if _is_spark_dataframe(data):
-            settings = engine_settings or EngineSettings()
-            engine, _ = choose_engine(replace(settings, engine="spark"))
-            why = "the input is a Spark DataFrame"
-        else:
-            engine, why = choose_engine(engine_settings, data_bytes=data.nbytes)
-        log.info("engine: %s (%s)", engine.name, why)
-    schema = table.schema
-    # Paimon's `rowkind.field` option names a table column that carries the row kind.
-    job = plan_job(table, schema, row_kind_column or schema.options.get("rowkind.field"), overwrite=mode == "overwrite")
-    messages, rows_in = engine.write(job, data, table.file_io)
-    partitions = {m.partition for m in messages}
-    overwrite = None
-    if mode == "overwrite" and (messages or not schema.partition_keys):
-        # No input rows touch any partition of a partitioned table: nothing to replace.
-        overwrite = OverwriteSpec(frozenset(partitions) if schema.partition_keys else None)
-        messages = messages + removal_messages(job, messages, overwrite.partitions, table.file_io)
-    if engine_settings is not None and engine_settings.progress is not None:
-        engine_settings.progress(0, 0, "committing")
-    committer = FileStoreCommit(table.file_io, table.path, schema)
-    snapshot = committer.commit(messages, overwrite=overwrite)
-    maintenance = after_commit(table, engine) if snapshot else []
+        engine = pick_engine(data, engine_settings)
+    done = write_and_commit(table, data, engine, overwrite=mode == "overwrite", row_kind_column=row_kind_column,
+                            engine_settings=engine_settings)
+    snapshot, messages = done.snapshot, done.messages
     files = [f for m in messages for f in m.new_files]
     return WriteResult(
         table=table.name,
         snapshot_id=snapshot.id if snapshot else None,
         commit_kind=snapshot.commit_kind if snapshot else None,
-        rows_written=rows_in,
+        rows_written=done.rows_in,
         files_added=len(files),
         bytes_added=sum(f.file_size for f in files),
-        files_deleted=committer.files_deleted,
-        partitions=len(partitions),
+        files_deleted=done.files_deleted,
+        partitions=done.partitions,
         buckets=sum(1 for m in messages if m.new_files),
         engine=engine.name,
-        maintenance=tuple(name for name, _ in maintenance),
+        maintenance=done.maintenance,
     )
 
 

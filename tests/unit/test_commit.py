@@ -4,11 +4,13 @@ ambiguous publish."""
 import pyarrow as pa
 import pytest
 
-from core.commit import CommitMessage, FileStoreCommit
+from core.commit import CommitMessage, FileStoreCommit, next_watermark
+from core.engines.local import LocalEngine
 from core.errors import CommitConflictError
 from core.fileio import FileIO
 from core.manifest import merge_entries, read_entries
 from core.ops.create import create
+from core.ops.write import plan_job
 from core.table import Table
 
 
@@ -95,3 +97,21 @@ def test_rowkind_field_option_takes_row_kinds_from_a_table_column(tmp_path):
     t.write(pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["a", "b"], "rk": ["+I", "+I"]}))
     t.write(pa.table({"id": pa.array([1], pa.int64()), "v": [None], "rk": ["-D"]}))
     assert t.scan().to_pylist() == [{"id": 2, "v": "b", "rk": "+I"}]
+
+
+def test_snapshot_watermark_is_the_max_of_the_commit_and_the_latest(table):
+    """Paimon's rule: max(new, latest) when both exist, else whichever exists; a commit
+    without a watermark carries the latest one forward."""
+
+    def commit(ids, watermark):
+        job = plan_job(table, table.schema, None)
+        messages, _ = LocalEngine().write(job, _rows(ids), table.file_io)
+        return FileStoreCommit(table.file_io, table.path, table.schema).commit(messages, watermark=watermark)
+
+    steps = [(None, None), (1_000, 1_000), (400, 1_000), (None, 1_000), (2_500, 2_500), (-5, 2_500)]
+    for i, (given, expected) in enumerate(steps):
+        snapshot = commit([i], given)
+        assert snapshot.watermark == expected, f"step {i}: watermark {given}"
+        assert table.snapshots.snapshot(snapshot.id).watermark == expected  # as stored in snapshot-N
+    assert [next_watermark(a, b) for a, b in [(None, None), (3, None), (None, 3), (3, 7), (7, 3)]] == \
+        [None, 3, 3, 7, 7]
