@@ -122,3 +122,19 @@ def _read_json_array(fh: BinaryIO) -> pa.Table:
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise ValueError("a .json input must hold an array of objects (use jsonl for one object per line)")
     return pa.Table.from_pylist(rows)
+
+
+def read_records(data: bytes, fmt: str, hint: pa.Schema | None = None, source: str = "stdin") -> pa.Table:
+    """Parse one batch of a record stream held in memory (CSV with its header line, or JSON
+    lines) as ``read_input`` parses a whole file; ``source`` names the input in errors.
+
+    Raises:
+        InvalidDataError: the bytes are not valid in the format.
+    """
+    if fmt not in ("csv", "jsonl"):
+        raise UsageError(f"a record stream is csv or jsonl, not {fmt}")
+    try:
+        return _read_csv(io.BytesIO(data), hint) if fmt == "csv" else _read_jsonl(io.BytesIO(data), hint)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise InvalidDataError(f"cannot read {fmt} input {source}: {first}") from e
