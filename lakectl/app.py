@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from lakectl.commands import (alter_schema, check, compact, config, create, describe, expire, expire_partitions, files, listing, orphans, rollback, scan, schemas,
+from lakectl.commands import (alter_schema, check, compact, config, consumers, create, describe, expire, expire_partitions, files, listing, lookup, orphans, rollback, scan, schemas,
                               snapshots, tags, write)
 from lakectl.config import Settings
 from lakectl.errors import EXIT_CODES_HELP, EXIT_INTERRUPTED, LakectlGroup
@@ -110,8 +110,8 @@ def root(
                        master=master, spark_conf=list(spark_conf or []), profile=profile, quiet=quiet)
 
 
-for module in (create, write, scan, compact, expire, expire_partitions, snapshots, tags, rollback, orphans, files, describe, listing,
-               alter_schema, schemas, check, config):
+for module in (create, write, scan, lookup, compact, expire, expire_partitions, snapshots, tags, consumers, rollback, orphans, files, describe,
+               listing, alter_schema, schemas, check, config):
     module.register(app)
 
 

@@ -148,3 +148,32 @@ def test_bad_follow_flags(env: dict[str, str], tmp_path: Path, args: list[str], 
                           timeout=60)
     lines = proc.stderr.splitlines()
     assert proc.returncode == code and len(lines) == 1 and fragment in lines[0], proc.stderr
+
+
+def test_consumer_list_reset_delete(env: dict[str, str], tmp_path: Path) -> None:
+    lakectl(env, "create", "db.t", "--schema", "id BIGINT NOT NULL, v STRING", "--primary-key", "id", cwd=tmp_path)
+    for n in range(3):
+        write_batch(env, tmp_path, [("+I", n, f"v{n}")], n)
+    lakectl(env, "scan", "db.t", "--follow", "--scan-mode", "from-snapshot", "--snapshot-id", 1,
+            "--consumer-id", "c", "--max-snapshots", 1, cwd=tmp_path)
+    listed = json.loads(lakectl(env, "consumer", "list", "db.t", "-f", "json", cwd=tmp_path).stdout)
+    assert [(c["consumer_id"], c["next_snapshot"], c["pending_snapshots"]) for c in listed] == [("c", 2, 2)]
+    assert listed[0]["modified_millis"] > 0
+
+    dry = json.loads(lakectl(env, "consumer", "reset", "db.t", "c", "--next-snapshot", 3, "--dry-run", "-f", "json",
+                             cwd=tmp_path).stdout)
+    assert (dry["next_snapshot_before"], dry["next_snapshot_after"], dry["dry_run"]) == (2, 3, True)
+    lakectl(env, "consumer", "reset", "db.t", "c", "--next-snapshot", 3, cwd=tmp_path)
+    out = lakectl(env, "scan", "db.t", "--follow", "--consumer-id", "c", "--max-snapshots", 1, "-f", "jsonl",
+                  cwd=tmp_path)
+    assert [json.loads(line)["_snapshot_id"] for line in out.stdout.splitlines()] == [3]
+
+    lakectl(env, "consumer", "delete", "db.t", "c", "--dry-run", cwd=tmp_path)
+    assert len(json.loads(lakectl(env, "consumer", "list", "db.t", "-f", "json", cwd=tmp_path).stdout)) == 1
+    lakectl(env, "consumer", "delete", "db.t", "c", cwd=tmp_path)
+    assert json.loads(lakectl(env, "consumer", "list", "db.t", "-f", "json", cwd=tmp_path).stdout) == []
+    for args, code in ((["delete", "db.t", "c"], 3), (["reset", "db.t", "c", "--next-snapshot", 9], 2),
+                       (["reset", "db.t", "a/b", "--next-snapshot", 1], 2)):
+        proc = subprocess.run([BIN, "consumer", *map(str, args)], capture_output=True, text=True, env=env, cwd=tmp_path,
+                              timeout=60)
+        assert proc.returncode == code and proc.stderr.startswith("error: "), proc.stderr

@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 from lakectl.app import app
 codes = []
 for args in (["snapshots", "db.t"], ["describe", "db.t"], ["expire", "db.t", "--dry-run"], ["files", "db.t"],
-             ["schemas", "db.t"], ["tag", "list", "db.t"], ["check", "db.t"], ["list", "db"]):
+             ["schemas", "db.t"], ["tag", "list", "db.t"], ["check", "db.t"], ["list", "db"],
+             ["consumer", "list", "db.t"]):
     codes.append(CliRunner().invoke(app, ["-w", sys.argv[1], "-f", "json", *args]).exit_code)
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("pyspark", "py4j", "pandas", "sqlglot")
                or m == "pyarrow.compute")

@@ -1,0 +1,77 @@
+"""Consumers of a table: list them, move one, delete one (metadata only).
+
+A consumer's position holds back expiration (``core.ops.expire``), so an abandoned consumer
+keeps every snapshot from its position on until ``consumer.expiration-time`` passes or it is
+deleted here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.consumer import ConsumerManager
+from core.errors import NotFoundError, UsageError
+from core.table import Table
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerInfo:
+    consumer_id: str
+    next_snapshot: int
+    pending_snapshots: int  # snapshots committed that the consumer has not read yet
+    modified_millis: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerChange:
+    table: str
+    consumer_id: str
+    action: str  # reset or delete
+    next_snapshot_before: int | None
+    next_snapshot_after: int | None
+    dry_run: bool
+
+
+def list_consumers(table: Table) -> list[ConsumerInfo]:
+    latest = table.snapshots.latest_id() or 0
+    return [ConsumerInfo(c.consumer_id, c.next_snapshot, max(0, latest - c.next_snapshot + 1), c.modified_millis)
+            for c in ConsumerManager(table.file_io, table.path).consumers()]
+
+
+def reset_consumer(table: Table, consumer_id: str, next_snapshot: int, *, dry_run: bool = False) -> ConsumerChange:
+    """Set where a consumer resumes (created if absent), as Paimon's reset_consumer.
+
+    Raises:
+        UsageError: a position below 1 or past the next snapshot to be committed.
+        NotFoundError: the position's snapshot has expired.
+    """
+    latest = table.snapshots.latest_id() or 0
+    if not 1 <= next_snapshot <= latest + 1:
+        raise UsageError(f"--next-snapshot {next_snapshot} must be between 1 and {latest + 1} "
+                         f"(the snapshot after the latest)")
+    earliest = table.snapshots.earliest_id()
+    if earliest is not None and next_snapshot < earliest:
+        raise NotFoundError(f"snapshot {next_snapshot} of table {table.name} has expired (earliest: {earliest})")
+    manager = ConsumerManager(table.file_io, table.path)
+    before = manager.next_snapshot(consumer_id)
+    if not dry_run:
+        manager.record(consumer_id, next_snapshot)
+    return ConsumerChange(table.name, consumer_id, "reset", before, next_snapshot, dry_run)
+
+
+def delete_consumer(table: Table, consumer_id: str, *, dry_run: bool = False) -> ConsumerChange:
+    """Remove a consumer so it no longer holds back expiration.
+
+    Raises:
+        NotFoundError: no such consumer.
+    """
+    manager = ConsumerManager(table.file_io, table.path)
+    before = manager.next_snapshot(consumer_id)
+    if before is None:
+        raise NotFoundError(f"consumer {consumer_id} does not exist in table {table.name}")
+    if not dry_run:
+        manager.delete(consumer_id)
+    return ConsumerChange(table.name, consumer_id, "delete", before, None, dry_run)
+
+
+__all__ = ["ConsumerChange", "ConsumerInfo", "delete_consumer", "list_consumers", "reset_consumer"]
