@@ -306,3 +306,26 @@ def test_consumer_ignore_progress(tmp_path: Path) -> None:
     ConsumerManager(table.file_io, table.path).record("c", 2)
     got = next(consume(table, "c", 1))
     assert got.full and got.snapshot_id == 3
+
+
+# ---- bounded watermark ------------------------------------------------------------------
+def test_bounded_watermark_stops_at_the_first_snapshot_past_it(tmp_path: Path) -> None:
+    from core.ops.stream_write import StreamWriter
+
+    table = make_table(tmp_path, **{"write-only": "true"})
+    writer = StreamWriter(table, "stream-1", row_kind_column="op")
+    watermarks = [1000, 2000, 1500, 3000, 4000]  # a late batch cannot move the watermark back
+    batches = random_batches(random.Random(19), len(watermarks))
+    for n, (b, w) in enumerate(zip(batches, watermarks), start=1):
+        writer.write_batch(to_arrow(b), identifier=n, watermark=w)
+    assert [s.watermark for s in table.snapshots.snapshots()] == [1000, 2000, 2000, 3000, 4000]
+    for bound, readable in ((2000, 3), (2999, 3), (3000, 4), (999, 0)):
+        settings = resolve_settings(table.schema.options, mode="from-snapshot", snapshot_id=1,
+                                    bounded_watermark=bound, poll_seconds=0.01)
+        got = list(follow(table, settings, sleep=lambda _s: pytest.fail("a bounded follow must not wait")))
+        assert [b.snapshot_id for b in got] == list(range(1, readable + 1))
+        assert [rows(b) for b in got] == [stored_records(b) for b in batches[:readable]]
+    # The table option is the default bound, as Paimon's scan.bounded.watermark.
+    table.alter([SetOption("scan.bounded.watermark", "2500")])
+    settings = resolve_settings(table.schema.options, mode="from-snapshot", snapshot_id=1, poll_seconds=0.01)
+    assert [b.snapshot_id for b in follow(table, settings)] == [1, 2, 3]
