@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from core.errors import NotFoundError
 from core.fileio import FileIO
@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from core.ops.rollback import RollbackResult
     from core.ops.schemas import SchemaInfo
     from core.ops.expire import ExpireResult
+    from core.ops.follow import ChangeBatch
+    from core.ops.lookup import LookupResult
     from core.ops.write import WriteResult
 
 DEFAULT_WAREHOUSE = "./warehouse"
@@ -123,6 +125,21 @@ class Table:
 
         return changes(self, start, end, select=select, where=where, limit=limit, engine_settings=engine_settings)
 
+    def follow(self, *, mode: str | None = None, snapshot_id: int | None = None, timestamp_millis: int | None = None,
+               consumer_id: str | None = None, bounded_watermark: int | None = None,
+               max_snapshots: int | None = None, poll_seconds: float | None = None,
+               select: Sequence[str] | None = None, where: str | None = None) -> Iterator["ChangeBatch"]:
+        """Streaming read: yield each snapshot's rows (``ChangeBatch``) as it commits, starting
+        as Paimon's ``scan.mode`` says; the table's ``scan.*`` options are the defaults. With
+        ``consumer_id`` the position is kept in ``consumer/consumer-<id>``. Runs until
+        ``max_snapshots`` or ``bounded_watermark``, or for as long as the caller iterates."""
+        from core.ops.follow import follow, resolve_settings
+
+        settings = resolve_settings(self.schema.options, mode=mode, snapshot_id=snapshot_id,
+                                    timestamp_millis=timestamp_millis, bounded_watermark=bounded_watermark,
+                                    consumer_id=consumer_id, poll_seconds=poll_seconds)
+        return follow(self, settings, max_snapshots=max_snapshots, select=select, where=where)
+
     def to_spark(self, *, snapshot_id: int | None = None, timestamp: str | None = None, tag: str | None = None,
                  select: Sequence[str] | None = None, where: str | None = None,
                  engine_settings: "EngineSettings | None" = None) -> Any:
@@ -191,3 +208,20 @@ class Table:
         from core.ops.schemas import schema_history
 
         return schema_history(self, limit=limit)
+
+    def lookup(self, keys: Sequence[Any], *, snapshot_id: int | None = None,
+               select: Sequence[str] | None = None) -> "LookupResult":
+        """Rows by primary key (``"id=42"``, ``"id=42,dt=2024-01-01"`` or ``{"id": 42}`` per
+        key), reading only the files whose key range can hold a key."""
+        from core.ops.lookup import lookup
+
+        return lookup(self, keys, snapshot_id=snapshot_id, select=select)
+
+    def write_stream(self, streaming_df: Any, *, checkpoint: str, trigger: dict[str, Any] | None = None,
+                     query_name: str | None = None, engine_settings: "EngineSettings | None" = None) -> Any:
+        """Start a Spark Structured Streaming query committing one snapshot per micro-batch,
+        exactly once across restarts from the same ``checkpoint``; returns the StreamingQuery."""
+        from core.ops.stream_write import write_stream
+
+        return write_stream(self, streaming_df, checkpoint=checkpoint, trigger=trigger, query_name=query_name,
+                            engine_settings=engine_settings)

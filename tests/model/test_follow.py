@@ -329,3 +329,13 @@ def test_bounded_watermark_stops_at_the_first_snapshot_past_it(tmp_path: Path) -
     table.alter([SetOption("scan.bounded.watermark", "2500")])
     settings = resolve_settings(table.schema.options, mode="from-snapshot", snapshot_id=1, poll_seconds=0.01)
     assert [b.snapshot_id for b in follow(table, settings)] == [1, 2, 3]
+
+
+def test_table_follow_is_the_python_api(tmp_path: Path) -> None:
+    table = make_table(tmp_path)
+    batches = random_batches(random.Random(20), 3)
+    for b in batches:
+        write(table, b)
+    got = list(table.follow(mode="from-snapshot", snapshot_id=2, max_snapshots=2, consumer_id="py"))
+    assert [rows(b) for b in got] == [stored_records(b) for b in batches[1:]]
+    assert ConsumerManager(table.file_io, table.path).next_snapshot("py") == 4
