@@ -627,6 +627,23 @@ def _temporal(lit: _Lit, bad: Callable[[str], UsageError]) -> date | datetime:
     raise bad("")
 
 
+def text_value(text: str, f: DataField) -> Any:
+    """The value of column ``f``'s type that ``text`` spells, read as ``--where f = 'text'``
+    reads a string literal (``42``, ``2024-01-01``, ``true``, ``1.50``).
+
+    Raises:
+        UsageError: ``text`` spells no value of the type (``abc`` or ``4.5`` for an INT).
+    """
+    bad = UsageError(f"{text!r} is not a value of column {f.name!r} ({f.type.root_text()})")
+    try:
+        fit = _fit(_Lit(text, "string", repr(text)), f)
+    except UsageError:
+        raise bad from None
+    if fit.kind != "exact":
+        raise bad
+    return fit.value
+
+
 def _literal_text_value(kind: str, text: str) -> Any:
     """The value of ``DATE '...'``, ``TIMESTAMP '...'`` or ``TIME '...'``."""
     parse: Callable[[str], Any] = {"date": date.fromisoformat, "timestamp": datetime.fromisoformat,
