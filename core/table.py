@@ -140,6 +140,24 @@ class Table:
                                     consumer_id=consumer_id, poll_seconds=poll_seconds)
         return follow(self, settings, max_snapshots=max_snapshots, select=select, where=where)
 
+    def read_stream(self, *, mode: str | None = None, snapshot_id: int | None = None,
+                    timestamp_millis: int | None = None, consumer_id: str | None = None,
+                    bounded_watermark: int | None = None, engine_settings: "EngineSettings | None" = None) -> Any:
+        """``follow`` for Spark Structured Streaming: a streaming DataFrame (``_row_kind`` first)
+        whose micro-batches read the snapshots committed since the last one; Spark's checkpoint
+        keeps the position, and a consumer id also records it for expiration."""
+        from dataclasses import replace
+
+        from core.engines import EngineSettings, choose_engine
+        from core.engines.spark_stream import read_stream
+        from core.ops.follow import resolve_settings
+
+        settings = resolve_settings(self.schema.options, mode=mode, snapshot_id=snapshot_id,
+                                    timestamp_millis=timestamp_millis, bounded_watermark=bounded_watermark,
+                                    consumer_id=consumer_id, poll_seconds=1.0)
+        engine, _ = choose_engine(replace(engine_settings or EngineSettings(), engine="spark"))
+        return read_stream(engine.session, self, settings)
+
     def to_spark(self, *, snapshot_id: int | None = None, timestamp: str | None = None, tag: str | None = None,
                  select: Sequence[str] | None = None, where: str | None = None,
                  engine_settings: "EngineSettings | None" = None) -> Any:
