@@ -39,6 +39,8 @@ ProgressFn = Callable[[int, int, str], None]
 _SHORT_CELL = 24
 # Narrowest a folding column may get before a listing switches to one block per row.
 _MIN_LONG = 12
+# Width of a column of Output.event rows (fits epoch millis).
+_EVENT_WIDTH = 13
 
 
 def jsonable(value: Any) -> Any:
@@ -230,6 +232,33 @@ class Output:
             hidden = _hidden_in_tables(list(obj))
             cells = [[k, _human(k, v)] for k, v in obj.items() if k not in hidden]
             self._table(["field", "value"], cells, title, header=False)
+
+    def event(self, item: Any, table_columns: Sequence[str] | None = None) -> None:
+        """One record of a command that keeps running (a commit of a stream), printed at once
+        so scripts can follow: a JSON line (json, jsonl), a CSV row under a header written
+        with the first one (csv), or a plain row under such a header of ``table_columns``
+        (table)."""
+        if self.quiet:
+            return
+        obj = dataclasses.asdict(item) if dataclasses.is_dataclass(item) else dict(item)
+        if self.format in ("json", "jsonl"):
+            self._write(json.dumps(jsonable(obj)) + "\n")
+            return
+        columns = list(obj) if self.format == "csv" or not table_columns else list(table_columns)
+        if self.format == "csv":
+            lines = [columns] if not self._printed else []
+            lines.append(["" if obj[c] is None else _cell(obj[c]) for c in columns])
+            writer = csv.writer(self.stdout, lineterminator="\n")
+            writer.writerows(lines)
+            self.stdout.flush()
+        else:
+            # Fixed widths: a row is printed before the next one exists.
+            widths = [max(len(c), _EVENT_WIDTH) for c in columns]
+            lines = [columns] if not self._printed else []
+            lines.append([_human(c, obj[c]) for c in columns])
+            self._write("".join("  ".join(v.ljust(w) for v, w in zip(line, widths)).rstrip() + "\n"
+                                for line in lines))
+        self._printed = True
 
     # ---- the table format --------------------------------------------------------------
     def _table(self, columns: list[str], cells: list[list[str]], title: str | None, *, header: bool) -> None:

@@ -1,15 +1,26 @@
-"""lakectl write DB.TABLE --input PATH|- [--mode append|overwrite] [--row-kind-column COL] [--auto-create]"""
+"""lakectl write DB.TABLE --input PATH|- [--mode append|overwrite] [--row-kind-column COL] [--auto-create]
+lakectl write DB.TABLE --input - --stream [--commit-interval 10s] [--commit-rows N] [--commit-user NAME]"""
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+import signal
+import sys
+import threading
+from contextlib import contextmanager
+from typing import Annotated, Iterator, Optional
 
 import typer
 
+from core.errors import UsageError
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.commands.create import parse_options
+from lakectl.output import Output
 from lakectl.params import FormatOpt, PartitionByOpt, PrimaryKeyOpt, TableArg, TableOptionOpt, WarehouseOpt
+
+DEFAULT_COMMIT_INTERVAL = "10s"
+# Columns of a commit row in the table format (the table and commit user are in the summary).
+_COMMIT_COLUMNS = ("snapshot_id", "commit_identifier", "rows", "skipped", "watermark")
 
 
 def register(app: typer.Typer) -> None:
@@ -19,17 +30,30 @@ def register(app: typer.Typer) -> None:
         table: TableArg,
         input: Annotated[Optional[str], typer.Option("--input", "-i", help="Input file, glob or directory; - for stdin.")] = None,
         input_table: Annotated[Optional[str], typer.Option("--input-table", help="A table of the Spark catalog (runs on Spark).")] = None,
-        input_format: Annotated[Optional[str], typer.Option("--input-format", help="parquet, csv, json, jsonl (or orc on Spark); default: from the extension.")] = None,
+        input_format: Annotated[Optional[str], typer.Option("--input-format", help="parquet, csv, json, jsonl (or orc on Spark); default: from the extension (jsonl with --stream).")] = None,
         mode: Annotated[str, typer.Option("--mode", help="append, or overwrite the partitions the input touches.")] = "append",
         row_kind_column: Annotated[Optional[str], typer.Option("--row-kind-column", help="CDC column holding +I, -U, +U, -D.")] = None,
         auto_create: Annotated[bool, typer.Option("--auto-create", help="Create the table from the input's schema if it does not exist.")] = False,
         primary_key: PrimaryKeyOpt = None,
         partition_by: PartitionByOpt = None,
         option: TableOptionOpt = None,
+        stream: Annotated[bool, typer.Option("--stream", help="Read records from stdin as they come (jsonl or csv) and commit a snapshot per batch.")] = False,
+        commit_interval: Annotated[Optional[str], typer.Option("--commit-interval", help=f"With --stream: commit what was read every DURATION (e.g. 10s, 500ms) [default {DEFAULT_COMMIT_INTERVAL} unless --commit-rows is given].", metavar="DURATION", show_default=False)] = None,
+        commit_rows: Annotated[Optional[int], typer.Option("--commit-rows", help="With --stream: commit every N records.", metavar="N", show_default=False)] = None,
+        commit_user: Annotated[Optional[str], typer.Option("--commit-user", help="With --stream: the stream's commit user; rerun with the same one to resume exactly once [default: a new UUID, printed].", metavar="NAME", show_default=False)] = None,
+        watermark_column: Annotated[Optional[str], typer.Option("--watermark-column", help="With --stream: a TIMESTAMP or integer column; each snapshot's watermark is its max so far.", metavar="COL", show_default=False)] = None,
+        input_offset: Annotated[Optional[int], typer.Option("--input-offset", help="With --stream: the input's first record is record N+1 of the stream (a producer re-sending from there).", metavar="N", show_default=False)] = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
-        """Write rows from a file as one snapshot.
+        """Write rows from a file as one snapshot, or stream records from stdin as a snapshot per batch.
+
+        With --stream, each batch (every --commit-rows records and/or every --commit-interval,
+        and the rest at end of input) is committed under the commit user with the input offset
+        (records read so far) as its identifier. Rerun with the same --commit-user and a batch
+        already committed is skipped: replay the input from the start, or from record N+1 with
+        --input-offset N. SIGTERM commits what was read and exits 0; Ctrl-C commits nothing
+        more and exits 130.
 
         Examples:
 
@@ -39,11 +63,23 @@ def register(app: typer.Typer) -> None:
           lakectl write shop.orders --input 'day=2024-01-01/*.parquet' \\
               --mode overwrite
           cat rows.jsonl | lakectl write shop.orders -i - --input-format jsonl
+          producer | lakectl write shop.events -i - --stream --commit-interval 10s \\
+              --commit-user events-feed --watermark-column ts
         """
+        out = output(ctx, fmt)
+        stream_flags = {"--commit-interval": commit_interval, "--commit-rows": commit_rows,
+                        "--commit-user": commit_user, "--watermark-column": watermark_column,
+                        "--input-offset": input_offset}
+        if stream:
+            _stream(ctx, out, table, input, input_table, input_format, mode, row_kind_column, auto_create,
+                    commit_interval, commit_rows, commit_user, watermark_column, input_offset, warehouse)
+            return
+        given = [flag for flag, value in stream_flags.items() if value is not None]
+        if given:
+            raise UsageError(f"{given[0]} applies to streaming writes only; add --stream")
         from core.ops.create import parse_key_list
         from core.ops.write import AutoCreate, write_input
 
-        out = output(ctx, fmt)
         s = settings(ctx)
         t = Table.locate(table, warehouse=s.resolve_warehouse(warehouse))
         create = AutoCreate(tuple(parse_key_list(primary_key)), tuple(parse_key_list(partition_by)),
@@ -53,3 +89,59 @@ def register(app: typer.Typer) -> None:
                                  engine_settings=s.engine_settings(progress), auto_create=create,
                                  input_table=input_table)
         out.record(result)
+
+
+def _stream(ctx: typer.Context, out: Output, table: str, input: str | None, input_table: str | None,
+            input_format: str | None, mode: str, row_kind_column: str | None, auto_create: bool,
+            commit_interval: str | None, commit_rows: int | None, commit_user: str | None,
+            watermark_column: str | None, input_offset: int | None, warehouse: str | None) -> None:
+    from core.ops.stream_write import write_records
+    from core.options import parse_duration
+    from core.record_stream import STREAM_FORMATS
+
+    if input != "-" or input_table is not None:
+        raise UsageError("--stream reads stdin: pass --input -")
+    if mode != "append":
+        raise UsageError(f"--stream appends; --mode {mode} is for writes of a whole input")
+    if auto_create:
+        raise UsageError("--stream cannot --auto-create (the first batch is not the whole input); create the table first")
+    fmt = (input_format or "jsonl").lower()
+    if fmt not in STREAM_FORMATS:
+        raise UsageError(f"--stream reads {' or '.join(STREAM_FORMATS)}, not --input-format {input_format}")
+    if commit_interval is None and commit_rows is None:
+        commit_interval = DEFAULT_COMMIT_INTERVAL
+    interval = parse_duration(commit_interval, "--commit-interval").total_seconds() if commit_interval else None
+    s = settings(ctx)
+    t = Table.open(table, warehouse=s.resolve_warehouse(warehouse))
+    if commit_user is None:
+        import uuid
+
+        commit_user = str(uuid.uuid4())
+        if not out.quiet:
+            print(f"commit user: {commit_user} (pass --commit-user {commit_user} to a rerun to resume exactly once)",
+                  file=sys.stderr)
+    columns = None if out.format != "table" else _COMMIT_COLUMNS
+    stop = threading.Event()
+    with _stop_on_sigterm(stop):
+        summary = write_records(t, sys.stdin.buffer, fmt=fmt, commit_user=commit_user, commit_rows=commit_rows,
+                                commit_interval=interval, input_offset=input_offset or 0,
+                                watermark_column=watermark_column, row_kind_column=row_kind_column,
+                                engine_settings=s.engine_settings(None), stop=stop,
+                                on_batch=lambda result: out.event(result, columns))
+    if out.format in ("json", "jsonl"):
+        out.event(summary)  # one more JSON line: the output stays JSON lines throughout
+    elif out.format == "table":
+        out.record(summary)
+
+
+@contextmanager
+def _stop_on_sigterm(stop: threading.Event) -> Iterator[None]:
+    """Within the block, SIGTERM sets ``stop``: the stream commits what it read and ends."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may install handlers (an embedding application's thread)
+        return
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
