@@ -33,5 +33,5 @@ def test_metadata_commands_import_no_data_libraries(tmp_path):
     out = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path)], capture_output=True, text=True,
                          timeout=120, check=True)
     codes, heavy = json.loads(out.stdout.strip().splitlines()[-1])
-    assert codes == [0] * 8
+    assert codes == [0] * 9
     assert heavy == []
