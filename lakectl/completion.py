@@ -1,4 +1,5 @@
-"""Shell completion of names from the warehouse: tables, databases, snapshot ids and tags.
+"""Shell completion of names from the warehouse: tables, databases, snapshot ids, tags
+and consumers.
 
 When TAB is pressed the shell runs ``lakectl`` with ``_LAKECTL_COMPLETE=complete_bash`` (or
 ``_zsh``, ``_fish``) and the words typed so far; Typer parses them leniently and asks these
@@ -78,7 +79,25 @@ def _complete_tag(ctx: Any, incomplete: str) -> Candidates:
     return [(name, "tag") for name in _table(ctx).tags.names() if name.startswith(incomplete)]
 
 
+def _complete_consumer(ctx: Any, incomplete: str) -> Candidates:
+    """Consumer ids of the table named earlier on the line, with their next snapshot."""
+    from core.consumer import ConsumerManager
+
+    t = _table(ctx)
+    return [(c.consumer_id, f"next snapshot {c.next_snapshot}")
+            for c in ConsumerManager(t.file_io, t.path).consumers() if c.consumer_id.startswith(incomplete)]
+
+
+def _complete_scan_mode(_ctx: Any, incomplete: str) -> Candidates:
+    """Paimon's scan modes for --follow."""
+    from core.options import SCAN_MODE_VALUES
+
+    return [(m, "scan mode") for m in sorted(SCAN_MODE_VALUES - {"full"}) if m.startswith(incomplete)]
+
+
 complete_table = _quietly(_complete_table)
 complete_database = _quietly(_complete_database)
 complete_snapshot_id = _quietly(_complete_snapshot_id)
 complete_tag = _quietly(_complete_tag)
+complete_consumer = _quietly(_complete_consumer)
+complete_scan_mode = _quietly(_complete_scan_mode)

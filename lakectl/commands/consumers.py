@@ -8,10 +8,11 @@ import typer
 
 from core.table import Table
 from lakectl.commands import output, settings
+from lakectl.completion import complete_consumer
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
 
 ConsumerArg = Annotated[str, typer.Argument(help="Consumer id (as given to scan --follow --consumer-id).",
-                                            metavar="ID", show_default=False)]
+                                            metavar="ID", show_default=False, autocompletion=complete_consumer)]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Report what would change; change nothing.")]
 
 

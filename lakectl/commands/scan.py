@@ -11,7 +11,7 @@ import typer
 from core.errors import UsageError
 from core.table import Table
 from lakectl.commands import output, settings
-from lakectl.completion import complete_snapshot_id, complete_tag
+from lakectl.completion import complete_consumer, complete_scan_mode, complete_snapshot_id, complete_tag
 from lakectl.output import csv_text, jsonable
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
 
@@ -32,8 +32,8 @@ def register(app: typer.Typer) -> None:
         from_snapshot: Annotated[Optional[int], typer.Option("--from-snapshot", help="Changes after this snapshot (exclusive); with --to-snapshot, default the latest.", autocompletion=complete_snapshot_id)] = None,
         to_snapshot: Annotated[Optional[int], typer.Option("--to-snapshot", help="Changes up to this snapshot (inclusive).", autocompletion=complete_snapshot_id)] = None,
         follow: Annotated[bool, typer.Option("--follow", help="Streaming mode: print each new snapshot's changes as it commits, until interrupted.")] = False,
-        scan_mode: Annotated[Optional[str], typer.Option("--scan-mode", help="With --follow: latest-full (default), latest, from-snapshot, from-snapshot-full, from-timestamp or compacted-full [option scan.mode].", metavar="MODE")] = None,
-        consumer_id: Annotated[Optional[str], typer.Option("--consumer-id", help="With --follow: keep the position in consumer/consumer-ID, resume there, and hold back expiration [option consumer-id].", metavar="ID")] = None,
+        scan_mode: Annotated[Optional[str], typer.Option("--scan-mode", autocompletion=complete_scan_mode, help="With --follow: latest-full (default), latest, from-snapshot, from-snapshot-full, from-timestamp or compacted-full [option scan.mode].", metavar="MODE")] = None,
+        consumer_id: Annotated[Optional[str], typer.Option("--consumer-id", autocompletion=complete_consumer, help="With --follow: keep the position in consumer/consumer-ID, resume there, and hold back expiration [option consumer-id].", metavar="ID")] = None,
         bounded_watermark: Annotated[Optional[int], typer.Option("--bounded-watermark", help="With --follow: stop at the first snapshot whose watermark is past this [option scan.bounded.watermark].", metavar="MILLIS")] = None,
         max_snapshots: Annotated[Optional[int], typer.Option("--max-snapshots", help="With --follow: stop after reading this many snapshots.", metavar="N")] = None,
         poll_interval: Annotated[Optional[str], typer.Option("--poll-interval", help="With --follow: how often to look for new snapshots, e.g. 500ms [option continuous.discovery-interval; default 1s].", metavar="DURATION")] = None,

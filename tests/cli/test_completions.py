@@ -84,6 +84,16 @@ def test_databases_snapshot_ids_and_tags(wh: Path) -> None:
     assert complete(f"lakectl -w {wh} tag create shop.orders t2 --snapshot-id ") == ["3", "2", "1"]
 
 
+def test_consumers_and_scan_modes(wh: Path) -> None:
+    for consumer in ("billing", "audit"):
+        args = ["-q", "-w", str(wh), "consumer", "reset", "shop.orders", consumer, "--next-snapshot", "2"]
+        assert runner.invoke(app, args).exit_code == 0
+    assert complete(f"lakectl -w {wh} scan shop.orders --follow --consumer-id ") == ["audit", "billing"]
+    assert complete(f"lakectl -w {wh} consumer delete shop.orders b") == ["billing"]
+    assert complete(f"lakectl -w {wh} scan shop.orders --follow --scan-mode from-s") == [
+        "from-snapshot", "from-snapshot-full"]
+
+
 def test_help_text_of_candidates_in_zsh_and_fish(wh: Path) -> None:
     zsh = "\n".join(complete(f"lakectl -w {wh} scan shop.orders --snapshot-id ", shell="zsh"))
     assert '"3":"APPEND ' in zsh and '"1":"APPEND ' in zsh
