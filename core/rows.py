@@ -61,8 +61,12 @@ def _check_lengths(col: pa.ChunkedArray | pa.Array, f: DataField) -> None:
         raise InvalidDataError(f"column {f.name}: a value of length {longest} does not fit {f.type.root_text()}")
 
 
-def prepare_rows(data: pa.Table, schema: TableSchema, row_kind_column: str | None = None) -> pa.Table:
+def prepare_rows(data: pa.Table, schema: TableSchema, row_kind_column: str | None = None, *,
+                 row_offset: int = 0) -> pa.Table:
     """Match input columns by name, cast to the table types, and check nulls.
+
+    ``row_offset`` counts the input rows before ``data`` (when the input comes batch by
+    batch), so an error names the row of the whole input.
 
     Returns the table columns in schema order, plus ``_VALUE_KIND`` (int8) for primary-key tables.
 
@@ -98,7 +102,7 @@ def prepare_rows(data: pa.Table, schema: TableSchema, row_kind_column: str | Non
             if pc.any(nulls).as_py():
                 row = int(pc.index(nulls, True).as_py())
                 what = "primary key" if f.name in schema.primary_keys else "NOT NULL"
-                raise InvalidDataError(f"null in {what} column {f.name!r} (input row {row + 1})")
+                raise InvalidDataError(f"null in {what} column {f.name!r} (input row {row_offset + row + 1})")
         columns.append(col)
     fields = [arrow_field(f) for f in schema.fields]
     out = pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in fields]))

@@ -1,15 +1,24 @@
-"""Result files for ``scan --output``: Parquet, CSV or JSON lines, by extension."""
+"""Result files for ``scan --output``: Parquet, CSV or JSON lines, by extension.
+
+``write_output_parts`` writes a result part by part (the local engine's splits), so the whole
+result is never in memory; ``write_output`` writes one table.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+from typing import Any, Callable, Iterable
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from core.errors import UsageError
+
+# Parts (splits) are gathered into row groups of about this much Arrow data: fewer, larger
+# row groups than one per split, and a bounded amount held.
+_ROW_GROUP_BYTES = 8 << 20
 
 _EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 
@@ -21,27 +30,64 @@ def output_format(path: str) -> str:
     raise UsageError(f"--output {path!r} must end in .parquet, .csv or .jsonl")
 
 
-def write_output(data: pa.Table, path: str, json_value=None) -> int:
+def write_output(data: pa.Table, path: str, json_value: Callable[[Any], Any] | None = None) -> int:
     """Write the rows to ``path`` (atomically: a temp file renamed into place). Returns bytes written."""
+    return write_output_parts([data], data.schema, path, json_value)[1]
+
+
+def write_output_parts(parts: Iterable[pa.Table], schema: pa.Schema, path: str,
+                       json_value: Callable[[Any], Any] | None = None) -> tuple[int, int]:
+    """Write the parts' rows, in order, as one file at ``path`` (atomically: a temp file renamed
+    into place); each part is written and let go before the next is asked for.
+
+    Returns:
+        (rows written, bytes of the file).
+
+    Raises:
+        UsageError: the file cannot be written.
+    """
     fmt = output_format(path)
     tmp = f"{path}.tmp-{os.getpid()}"
+    rows = 0
     try:
         if fmt == "parquet":
-            pq.write_table(data, tmp, compression="zstd")
+            with pq.ParquetWriter(tmp, schema, compression="zstd", use_dictionary=_dictionary_columns(schema)) as writer:
+                pending: list[pa.Table] = []
+                for part in parts:
+                    pending.append(part)
+                    rows += part.num_rows
+                    if sum(p.nbytes for p in pending) >= _ROW_GROUP_BYTES:
+                        writer.write_table(pa.concat_tables(pending))
+                        pending = []
+                if pending or rows == 0:
+                    writer.write_table(pa.concat_tables(pending) if pending else schema.empty_table())
         elif fmt == "csv":
-            pacsv.write_csv(data, tmp)
+            with pacsv.CSVWriter(tmp, schema) as writer:
+                for part in parts:
+                    writer.write_table(part)
+                    rows += part.num_rows
         else:
             convert = json_value or (lambda v: v)
             with open(tmp, "w", encoding="utf-8") as f:
-                for row in data.to_pylist():
-                    f.write(json.dumps({k: convert(v) for k, v in row.items()}) + "\n")
+                for part in parts:
+                    for row in part.to_pylist():
+                        f.write(json.dumps({k: convert(v) for k, v in row.items()}) + "\n")
+                    rows += part.num_rows
         os.replace(tmp, path)
     except OSError as e:
         raise UsageError(f"cannot write {path}: {e.strerror or e}") from e
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    return os.path.getsize(path)
+    return rows, os.path.getsize(path)
+
+
+def _dictionary_columns(schema: pa.Schema) -> list[str]:
+    """Dictionary-encode strings and binaries only: for mostly distinct numbers a dictionary
+    costs time until Parquet falls back to plain encoding, in every row group (as the data
+    files do, ``core.kernels.write``)."""
+    return [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+            or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
 
 
 def directory_size(path: str) -> int:

@@ -2,6 +2,9 @@
 
 When the target table is known, its column types guide the parsers (a CSV "007" meant for a
 STRING column stays "007"); casting and validation happen afterwards in ``ops.write``.
+
+``read_input`` reads a whole input; ``InputFile`` reads a Parquet or CSV file batch by batch,
+so the local engine can write an input larger than its write buffer without holding it.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ import io
 import json
 import os
 import sys
-from typing import BinaryIO
+from dataclasses import dataclass
+from typing import BinaryIO, Iterator
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -67,20 +71,93 @@ def read_input(path: str, fmt: str, hint: pa.Schema | None = None) -> pa.Table:
     Raises:
         InvalidDataError: the file is missing, unreadable, or not valid in its format.
     """
-    with _open(path) as fh:
-        try:
-            if fmt == "parquet":
-                return pq.read_table(fh)
-            if fmt == "orc":
-                return paorc.read_table(fh)
-            if fmt == "csv":
-                return _read_csv(fh, hint)
-            if fmt == "jsonl":
-                return _read_jsonl(fh, hint)
-            return _read_json_array(fh)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError) as e:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise InvalidDataError(f"cannot read {fmt} input {path}: {first}") from e
+    with _open(path) as fh, _ReadErrors(fmt, path):
+        if fmt == "parquet":
+            return pq.read_table(fh)
+        if fmt == "orc":
+            return paorc.read_table(fh)
+        if fmt == "csv":
+            return _read_csv(fh, hint)
+        if fmt == "jsonl":
+            return _read_jsonl(fh, hint)
+        return _read_json_array(fh)
+
+
+class _ReadErrors:
+    """Arrow's parse errors -> InvalidDataError naming the input (a context manager)."""
+
+    def __init__(self, fmt: str, path: str) -> None:
+        self.fmt, self.path = fmt, path
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type | None, error: BaseException | None, tb: object) -> None:
+        if isinstance(error, (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError)):
+            text = str(error).strip()
+            first = text.splitlines()[0] if text else type(error).__name__
+            raise InvalidDataError(f"cannot read {self.fmt} input {self.path}: {first}") from error
+
+
+STREAMED_FORMATS = ("parquet", "csv")
+BATCH_ROWS = 65536  # rows per batch of a streamed Parquet input
+_CSV_BLOCK = 8 << 20  # bytes per block of a streamed CSV input
+
+
+@dataclass(frozen=True, slots=True)
+class InputFile:
+    """One Parquet or CSV input file, read batch by batch.
+
+    The batches hold the same values ``read_input`` would return: a CSV file streams only
+    when the table types every column it has (``hint``), since a streaming CSV reader infers
+    types from its first block only; otherwise ``batches`` yields the whole file at once.
+    """
+
+    path: str
+    fmt: str
+    hint: pa.Schema | None = None
+
+    @staticmethod
+    def streams(path: str, fmt: str) -> bool:
+        return fmt in STREAMED_FORMATS and path != "-" and os.path.isfile(path)
+
+    def read_all(self) -> pa.Table:
+        return read_input(self.path, self.fmt, self.hint)
+
+    def schema(self) -> pa.Schema:
+        with _ReadErrors(self.fmt, self.path):
+            if self.fmt == "parquet":
+                return pq.read_schema(self.path)
+            with self._open_csv() as reader:
+                return reader.schema
+
+    def batches(self) -> Iterator[pa.Table]:
+        """The rows in input order, a batch at a time.
+
+        Raises:
+            InvalidDataError: the file is unreadable or not valid in its format.
+        """
+        with _ReadErrors(self.fmt, self.path):
+            if self.fmt == "parquet":
+                # No pre-buffering: it would cache the compressed column chunks of every row
+                # group the reader is given, i.e. the whole file.
+                with pq.ParquetFile(self.path, pre_buffer=False) as f:
+                    for batch in f.iter_batches(batch_size=BATCH_ROWS):
+                        yield pa.Table.from_batches([batch])
+                return
+            reader = self._open_csv()
+            typed = _csv_hint(self.hint)
+            if not all(name in typed for name in reader.schema.names):
+                reader.close()
+                yield self.read_all()
+                return
+            with reader:
+                for batch in reader:
+                    yield pa.Table.from_batches([batch])
+
+    def _open_csv(self) -> pacsv.CSVStreamingReader:
+        return pacsv.open_csv(self.path, read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK),
+                              convert_options=_csv_convert(self.hint))
 
 
 def _csv_hint(hint: pa.Schema | None) -> dict[str, pa.DataType]:
@@ -92,10 +169,13 @@ def _csv_hint(hint: pa.Schema | None) -> dict[str, pa.DataType]:
     return {f.name: f.type for f in hint if any(check(f.type) for check in simple)}
 
 
+def _csv_convert(hint: pa.Schema | None) -> pacsv.ConvertOptions:
+    return pacsv.ConvertOptions(column_types=_csv_hint(hint), strings_can_be_null=True,
+                                quoted_strings_can_be_null=False)
+
+
 def _read_csv(fh: BinaryIO, hint: pa.Schema | None) -> pa.Table:
-    convert = pacsv.ConvertOptions(column_types=_csv_hint(hint), strings_can_be_null=True,
-                                   quoted_strings_can_be_null=False)
-    return pacsv.read_csv(fh, convert_options=convert)
+    return pacsv.read_csv(fh, convert_options=_csv_convert(hint))
 
 
 def _read_jsonl(fh: BinaryIO, hint: pa.Schema | None) -> pa.Table:

@@ -24,7 +24,7 @@ from core.kernels.read import ReadSplit
 from core.manifest import ManifestEntry, live_entries
 from core.predicate import ColumnRange, Predicate, parse_where
 from core.schema import TableSchema
-from core.sinks import directory_size, output_format, write_output
+from core.sinks import directory_size, output_format, write_output_parts
 from core.options import parse_int
 from core.snapshot import COMPACT, Snapshot
 from core.table import Table
@@ -288,6 +288,8 @@ def scan_to_output(table: Table, output: str, *, snapshot_id: int | None = None,
                    json_value: Any = None) -> ScanOutput:
     """Write the scan to a file (local engine) or a directory written by Spark's writers."""
     fmt = output_format(output)
+    if limit is not None and limit < 0:
+        raise UsageError("--limit must be 0 or more")
     prepared = prepare(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where)
     engine = _engine_for(prepared, engine_settings)
     if engine.name == "spark":
@@ -296,7 +298,9 @@ def scan_to_output(table: Table, output: str, *, snapshot_id: int | None = None,
             df = df.limit(limit)
         rows = engine.save(df, output, fmt)
         return ScanOutput(table.name, output, rows, directory_size(output), engine.name)
-    data = scan(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where,
-                limit=limit, engine_settings=replace(engine_settings or EngineSettings(), engine="local"))
-    size = write_output(data, output, json_value)
-    return ScanOutput(table.name, output, data.num_rows, size, engine.name)
+    # Split by split into the file: the result is never whole in memory.
+    schema = output_schema(prepared.plan.read_schema, prepared.select)
+    parts = read_batches(table, prepared.plan, predicate=prepared.predicate, select=prepared.select, limit=limit,
+                         engine=engine)
+    rows, size = write_output_parts((p.cast(schema) for p in parts), schema, output, json_value)
+    return ScanOutput(table.name, output, rows, size, engine.name)

@@ -1,0 +1,116 @@
+"""The local engine's write buffer: input rows routed to their (partition, bucket) group, held
+in memory up to ``write-buffer-size`` and spilled to Arrow IPC files past it, then handed out
+one group at a time.
+
+Paimon's writers share a buffer of ``write-buffer-size`` (256 MiB by default) and, when
+``write-buffer-spillable``, spill it to local disk when it fills. Here that bounds what a
+large write holds: the buffer, one input batch and the groups being written, not the table.
+Spill files live in a local temporary directory that the caller removes; nothing here touches
+the table, so input that fails validation halfway leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from core.options import parse_bool, parse_size
+from core.rows import group_indices
+from core.schema import TableSchema
+
+DEFAULT_BUFFER_SIZE = "256 mb"
+
+GroupKey = tuple[tuple[Any, ...], int]  # (partition values, bucket)
+
+
+@dataclass(frozen=True, slots=True)
+class BufferOptions:
+    size: int  # bytes of Arrow rows held before spilling
+    spillable: bool
+
+    @classmethod
+    def of(cls, schema: TableSchema) -> BufferOptions:
+        opts = schema.core_options
+        size = parse_size(opts.get("write-buffer-size") or DEFAULT_BUFFER_SIZE, "write-buffer-size")
+        # Paimon spills by default in batch writes (its default is false only for streaming
+        # writes to a local file system).
+        spillable = parse_bool(opts.get("write-buffer-spillable") or "true", "write-buffer-spillable")
+        return cls(size, spillable)
+
+
+class WriteBuffer:
+    """Prepared rows (``core.rows.prepare_rows``) grouped by (partition, bucket), in memory up
+    to ``limit`` bytes, the rest in spill files under ``directory``.
+
+    ``groups()`` lists the groups in the order the in-memory write takes them (partition
+    values by first appearance in the input, nulls first, then bucket), and ``take(group)``
+    returns a group's rows in input order, releasing them.
+    """
+
+    def __init__(self, schema: TableSchema, limit: int, directory: str) -> None:
+        self._schema = schema
+        self._limit = limit
+        self._directory = directory
+        self._held: dict[GroupKey, list[pa.Table]] = {}
+        self._held_bytes = 0
+        self._spilled: dict[GroupKey, list[tuple[str, list[int]]]] = {}  # group -> (file, batch indices)
+        self._spill_files = 0
+        # per partition column: value -> rank of its first appearance in the input
+        self._ranks: list[dict[Any, int]] = [{} for _ in schema.partition_keys]
+        self.rows = 0
+        self.spilled_bytes = 0
+
+    def add(self, rows: pa.Table) -> None:
+        """Route one batch of prepared rows; spill everything held once over the limit."""
+        for values, bucket, indices in group_indices(rows, self._schema):
+            part = rows if indices is None else rows.take(pa.array(indices))
+            self._held.setdefault((values, bucket), []).append(part)
+            self._held_bytes += part.nbytes
+        for ranks, key in zip(self._ranks, self._schema.partition_keys):
+            for value in pc.unique(rows.column(key)).to_pylist():
+                ranks.setdefault(value, len(ranks))
+        self.rows += rows.num_rows
+        if self._held_bytes > self._limit:
+            self.spill()
+
+    def spill(self) -> None:
+        """Write every held group to one new IPC file (each group's rows as one batch)."""
+        if not self._held:
+            return
+        path = os.path.join(self._directory, f"spill-{self._spill_files}.arrow")
+        self._spill_files += 1
+        schema = next(iter(self._held.values()))[0].schema
+        index = 0
+        with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+            for key, parts in self._held.items():
+                batches = pa.concat_tables(parts).combine_chunks().to_batches()
+                for batch in batches:
+                    writer.write_batch(batch)
+                self._spilled.setdefault(key, []).append((path, list(range(index, index + len(batches)))))
+                index += len(batches)
+        self.spilled_bytes += os.path.getsize(path)
+        self._held.clear()
+        self._held_bytes = 0
+
+    def groups(self) -> list[GroupKey]:
+        def order(key: GroupKey) -> tuple:
+            values, bucket = key
+            return (*(-1 if v is None else ranks.get(v, len(ranks)) for ranks, v in zip(self._ranks, values)), bucket)
+
+        return sorted({*self._held, *self._spilled}, key=order)
+
+    def take(self, key: GroupKey) -> pa.Table:
+        """One group's rows in input order (spilled parts first: they came first)."""
+        tables = []
+        for path, indices in self._spilled.pop(key, []):
+            # Memory-mapped: the batches' buffers are the file's pages, read once by the
+            # caller's sort and released with the batches.
+            with pa.memory_map(path) as source:
+                reader = pa.ipc.open_file(source)
+                tables.append(pa.Table.from_batches([reader.get_batch(i) for i in indices]))
+        tables.extend(self._held.pop(key, []))
+        return pa.concat_tables(tables)
