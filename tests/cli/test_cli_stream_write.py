@@ -119,6 +119,17 @@ def test_commits_per_batch_as_json_lines(wh):
     assert scanned(wh) == model(rows)
 
 
+def test_a_follower_bounded_by_watermark_stops_before_the_first_snapshot_past_it(wh):
+    rows = records(1, 6)  # ts = second i: the batches of 2 get watermarks 2s, 4s, 6s
+    invoke("-w", wh, "write", "db.t", "-i", "-", "--stream", "--commit-rows", "2", "--watermark-column", "ts",
+           input=jsonl(rows), expect=0)
+    bound = 1767225600000 + 4500  # past snapshot 2's watermark, below snapshot 3's
+    out = invoke("-w", wh, "-f", "jsonl", "scan", "db.t", "--follow", "--scan-mode", "from-snapshot",
+                 "--snapshot-id", "1", "--bounded-watermark", bound, expect=0).stdout
+    got = sorted((r["_snapshot_id"], r["id"]) for r in map(json.loads, out.splitlines()))
+    assert got == [(1 + (r["id"] - 1) // 2, r["id"]) for r in rows[:4]]
+
+
 def test_a_fresh_commit_user_is_printed_and_csv_rows_follow(wh):
     result = invoke("-w", wh, "-f", "csv", "write", "db.t", "-i", "-", "--stream", "--commit-rows", "3",
                     "--input-format", "csv", input="id,v,dt\n1,a,d1\n2,b,d0\n3,c,d1\n4,d,d0\n", expect=0)
