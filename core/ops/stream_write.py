@@ -384,7 +384,7 @@ def write_stream(table: Table, streaming_df: Any, *, checkpoint: str, trigger: d
     if not getattr(streaming_df, "isStreaming", False):
         raise UsageError("write_stream needs a streaming DataFrame (spark.readStream...); use write for a batch")
     each_batch = stream_batch_function(table, checkpoint, engine_settings=engine_settings)
-    out = streaming_df.writeStream.foreachBatch(lambda df, batch_id: each_batch(df, batch_id))
+    out = streaming_df.writeStream.foreachBatch(each_batch)
     out = out.option("checkpointLocation", checkpoint)
     if trigger:
         out = out.trigger(**trigger)

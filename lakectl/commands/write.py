@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import uuid
 from contextlib import contextmanager
 from typing import Annotated, Iterator, Optional
 
@@ -114,8 +115,6 @@ def _stream(ctx: typer.Context, out: Output, table: str, input: str | None, inpu
     s = settings(ctx)
     t = Table.open(table, warehouse=s.resolve_warehouse(warehouse))
     if commit_user is None:
-        import uuid
-
         commit_user = str(uuid.uuid4())
         if not out.quiet:
             print(f"commit user: {commit_user} (pass --commit-user {commit_user} to a rerun to resume exactly once)",
