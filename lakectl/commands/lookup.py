@@ -38,7 +38,8 @@ def register(app: typer.Typer) -> None:
         \b
           lakectl lookup shop.orders --key id=42
           lakectl lookup shop.orders --key id=42,dt=2024-01-01 --key id=7 -f json
-          lakectl -v lookup shop.orders --key id=42 --select id,amount --snapshot-id 3
+          lakectl -v lookup shop.orders --key id=42 --select id,amount \\
+              --snapshot-id 3
         """
         from core.ops.create import parse_key_list
 

@@ -64,8 +64,9 @@ def register(app: typer.Typer) -> None:
           lakectl write shop.orders --input 'day=2024-01-01/*.parquet' \\
               --mode overwrite
           cat rows.jsonl | lakectl write shop.orders -i - --input-format jsonl
-          producer | lakectl write shop.events -i - --stream --commit-interval 10s \\
-              --commit-user events-feed --watermark-column ts
+          producer | lakectl write shop.events -i - --stream \\
+              --commit-interval 10s --commit-user events-feed \\
+              --watermark-column ts
         """
         out = output(ctx, fmt)
         stream_flags = {"--commit-interval": commit_interval, "--commit-rows": commit_rows,
