@@ -100,7 +100,7 @@ class _ReadErrors:
 
 
 STREAMED_FORMATS = ("parquet", "csv")
-BATCH_ROWS = 65536  # rows per batch of a streamed Parquet input
+BATCH_ROWS = 1 << 17  # rows per batch of a streamed input: few enough batches that per-group work stays small
 _CSV_BLOCK = 8 << 20  # bytes per block of a streamed CSV input
 
 
@@ -132,7 +132,7 @@ class InputFile:
                 return reader.schema
 
     def batches(self) -> Iterator[pa.Table]:
-        """The rows in input order, a batch at a time.
+        """The rows in input order, a batch at a time; an empty input is one empty batch.
 
         Raises:
             InvalidDataError: the file is unreadable or not valid in its format.
@@ -142,6 +142,8 @@ class InputFile:
                 # No pre-buffering: it would cache the compressed column chunks of every row
                 # group the reader is given, i.e. the whole file.
                 with pq.ParquetFile(self.path, pre_buffer=False) as f:
+                    if f.metadata.num_rows == 0:
+                        yield f.schema_arrow.empty_table()
                     for batch in f.iter_batches(batch_size=BATCH_ROWS):
                         yield pa.Table.from_batches([batch])
                 return
@@ -152,8 +154,12 @@ class InputFile:
                 yield self.read_all()
                 return
             with reader:
+                empty = True
                 for batch in reader:
+                    empty = False
                     yield pa.Table.from_batches([batch])
+                if empty:
+                    yield reader.schema.empty_table()
 
     def _open_csv(self) -> pacsv.CSVStreamingReader:
         return pacsv.open_csv(self.path, read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK),

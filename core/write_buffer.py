@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -44,14 +45,14 @@ class BufferOptions:
 
 class WriteBuffer:
     """Prepared rows (``core.rows.prepare_rows``) grouped by (partition, bucket), in memory up
-    to ``limit`` bytes, the rest in spill files under ``directory``.
+    to ``limit`` bytes (None: no limit), the rest in spill files under ``directory``.
 
     ``groups()`` lists the groups in the order the in-memory write takes them (partition
     values by first appearance in the input, nulls first, then bucket), and ``take(group)``
     returns a group's rows in input order, releasing them.
     """
 
-    def __init__(self, schema: TableSchema, limit: int, directory: str) -> None:
+    def __init__(self, schema: TableSchema, limit: int | None, directory: str) -> None:
         self._schema = schema
         self._limit = limit
         self._directory = directory
@@ -65,16 +66,24 @@ class WriteBuffer:
         self.spilled_bytes = 0
 
     def add(self, rows: pa.Table) -> None:
-        """Route one batch of prepared rows; spill everything held once over the limit."""
-        for values, bucket, indices in group_indices(rows, self._schema):
-            part = rows if indices is None else rows.take(pa.array(indices))
-            self._held.setdefault((values, bucket), []).append(part)
-            self._held_bytes += part.nbytes
+        """Route one batch of prepared rows; spill everything held once over the limit.
+
+        One take puts the batch in group order; each group holds a zero-copy slice of it."""
+        groups = group_indices(rows, self._schema)
+        ordered = rows
+        if groups and groups[0][2] is not None:
+            ordered = rows.take(pa.array(np.concatenate([indices for _, _, indices in groups])))
+        start = 0
+        for values, bucket, indices in groups:
+            count = rows.num_rows if indices is None else len(indices)
+            self._held.setdefault((values, bucket), []).append(ordered.slice(start, count))
+            start += count
+        self._held_bytes += ordered.nbytes
         for ranks, key in zip(self._ranks, self._schema.partition_keys):
             for value in pc.unique(rows.column(key)).to_pylist():
                 ranks.setdefault(value, len(ranks))
         self.rows += rows.num_rows
-        if self._held_bytes > self._limit:
+        if self._limit is not None and self._held_bytes > self._limit:
             self.spill()
 
     def spill(self) -> None:

@@ -8,11 +8,10 @@ the kernels spend their time in Arrow and Parquet code that releases the GIL, so
 machine's cores work in parallel. Results keep the group order, so the outcome is the same
 as one at a time. ``LAKECTL_LOCAL_THREADS`` sets the pool size (1 = sequential).
 
-A write whose input outgrows ``write-buffer-size`` streams: the input is read batch by batch
-(an ``InputFile``, or slices of an Arrow table), each batch validated and routed into a
-``WriteBuffer`` that spills to local disk, and then each group is read back and written in
-turn. Reads hand over one split at a time. Either way memory follows the buffer and the
-largest bucket, not the table.
+Writes stream: the input is read batch by batch (an ``InputFile``, or slices of an Arrow
+table), each batch validated and routed into a ``WriteBuffer`` that spills to local disk past
+``write-buffer-size``, and then each group is written in turn. Reads hand over one split at a
+time. Memory follows the buffer and the largest bucket, not the table.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import islice
-from typing import Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
+from typing import Callable, Iterator, Mapping, Sequence, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -34,10 +33,10 @@ from core.fileio import FileIO
 from core.kernels.compact import CompactTask, compact_bucket
 from core.kernels.read import ReadSplit, read_split
 from core.kernels.write import WriteJob, write_bucket
-from core.rows import group_indices, prepare_rows
+from core.rows import prepare_rows
 from core.schema import TableSchema
 from core.sources import BATCH_ROWS, InputFile, read_input
-from core.write_buffer import BufferOptions, WriteBuffer
+from core.write_buffer import BufferOptions, GroupKey, WriteBuffer
 
 
 T = TypeVar("T")
@@ -66,55 +65,28 @@ class LocalEngine:
         return data.schema() if isinstance(data, InputFile) else data.schema
 
     def write(self, job: WriteJob, data: pa.Table | InputFile, file_io: FileIO) -> tuple[list[CommitMessage], int]:
-        """Validate every row first (nothing is written for bad input), then write per group.
+        """Validate and route every row into a WriteBuffer first (a bad row stops the write
+        before any data file), then write group by group.
 
-        Input that fits ``write-buffer-size`` (or any input when ``write-buffer-spillable`` is
-        false) is written from memory; larger input streams through a spilling WriteBuffer.
-        Both write the same files.
+        The input comes a batch at a time (an ``InputFile``, or slices of an Arrow table); the
+        buffer holds the routed rows up to ``write-buffer-size`` and spills the rest to local
+        disk (unless ``write-buffer-spillable`` is false). Each group is then sorted by key
+        (input order among equal keys) on the thread pool and written by the kernel.
         """
-        options = BufferOptions.of(job.schema)
-        if isinstance(data, InputFile):
-            batches = data.batches()
-            held: deque[pa.Table] = deque()
-            size = 0
-            for batch in batches:
-                held.append(batch)
-                size += batch.nbytes
-                if options.spillable and size > options.size:
-                    return self._write_streamed(job, _drain(held, batches), options.size, file_io)
-            table = pa.concat_tables(held) if held else data.read_all()
-            held.clear()
-            return self._write_in_memory(job, table, file_io)
-        if options.spillable and data.nbytes > options.size:
-            slices = (data.slice(start, BATCH_ROWS) for start in range(0, data.num_rows, BATCH_ROWS))
-            return self._write_streamed(job, slices, options.size, file_io)
-        return self._write_in_memory(job, data, file_io)
-
-    def _write_in_memory(self, job: WriteJob, data: pa.Table, file_io: FileIO) -> tuple[list[CommitMessage], int]:
-        rows = prepare_rows(data, job.schema, job.row_kind_column)
-        groups = group_indices(rows, job.schema, by_key=True)
-
-        def write_group(group: tuple) -> CommitMessage:
-            values, bucket, indices = group
-            part = rows if indices is None else rows.take(pa.array(indices))
-            return write_bucket(job.task_for(values, bucket), part, file_io)
-
-        messages = list(self._in_order(write_group, groups, "writing buckets"))
-        return messages, data.num_rows
-
-    def _write_streamed(self, job: WriteJob, batches: Iterable[pa.Table], limit: int,
-                        file_io: FileIO) -> tuple[list[CommitMessage], int]:
-        """Route every batch into a spilling WriteBuffer (validating it: a bad row stops the
-        write before any data file), then write group by group. Each group is sorted by key
-        (input order among equal keys) as the in-memory write's grouping sorts it."""
         schema = job.schema
+        options = BufferOptions.of(schema)
+        if isinstance(data, InputFile):
+            # Decoding the next batch (Arrow, off the GIL) overlaps routing this one.
+            batches = _read_ahead(data.batches()) if local_threads() > 1 else data.batches()
+        else:
+            batches = _slices(data)
         keys = [(k, "ascending") for k in schema.trimmed_primary_keys] if schema.has_primary_key else []
         with tempfile.TemporaryDirectory(prefix="lakectl-spill-") as directory:
-            buffer = WriteBuffer(schema, limit, directory)
+            buffer = WriteBuffer(schema, options.size if options.spillable else None, directory)
             for batch in batches:
                 buffer.add(prepare_rows(batch, schema, job.row_kind_column, row_offset=buffer.rows))
 
-            def write_group(group: tuple) -> CommitMessage:
+            def write_group(group: GroupKey) -> CommitMessage:
                 values, bucket = group
                 rows = buffer.take(group)
                 if keys:
@@ -158,11 +130,29 @@ class LocalEngine:
                 yield result
 
 
-def _drain(held: deque[pa.Table], rest: Iterator[pa.Table]) -> Iterator[pa.Table]:
-    """``held`` then ``rest``, letting go of each held batch once it is handed out."""
-    while held:
-        yield held.popleft()
-    yield from rest
+_END = object()
+
+
+def _read_ahead(items: Iterator[T]) -> Iterator[T]:
+    """``items`` in order, the next one produced on a helper thread while the caller works
+    on the current one (one item ahead)."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lakectl-read") as pool:
+        ahead = pool.submit(next, items, _END)
+        while True:
+            item = ahead.result()
+            if item is _END:
+                return
+            ahead = pool.submit(next, items, _END)
+            yield item
+
+
+def _slices(data: pa.Table) -> Iterator[pa.Table]:
+    """An Arrow table as zero-copy slices of BATCH_ROWS rows (an empty table as itself, so
+    its columns are still checked)."""
+    if data.num_rows == 0:
+        yield data
+    for start in range(0, data.num_rows, BATCH_ROWS):
+        yield data.slice(start, BATCH_ROWS)
 
 
 def local_threads() -> int:

@@ -1,10 +1,11 @@
 """The local engine's streamed write and streamed ``scan --output`` on real tables under tmp_path.
 
-A write whose input outgrows ``write-buffer-size`` goes through ``core.write_buffer`` (batches
-routed and spilled to disk, then written group by group). Expectations are independent of that
-code: the files of the same write with the buffer off (``write-buffer-spillable=false``, the
-in-memory path), a last-row-per-key model computed with plain Python, and the Arrow memory
-pool's high-water mark measured in fresh processes.
+The local engine routes the input batch by batch into ``core.write_buffer`` (spilling to disk
+past ``write-buffer-size``), then writes group by group. Expectations are independent of that
+code: the files of a reference engine that writes the whole input at once (every row
+prepared, grouped by ``core.rows.group_indices`` sorted by key, one kernel call per group),
+a last-row-per-key model in plain Python, and the Arrow memory pool's high-water mark
+measured in fresh processes.
 """
 
 from __future__ import annotations
@@ -22,13 +23,17 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
+from core.commit import CommitMessage
 from core.engines import EngineSettings
+from core.engines.local import LocalEngine
 from core.errors import InvalidDataError
-from core.fileio import join
+from core.fileio import FileIO, join
+from core.kernels.write import WriteJob, write_bucket
 from core.ops.create import create
 from core.ops.scan import plan, scan, scan_to_output
 from core.ops.write import write, write_input
-from core.sources import BATCH_ROWS
+from core.rows import group_indices, prepare_rows
+from core.sources import BATCH_ROWS, read_input
 from core.table import Table
 from core.write_buffer import WriteBuffer
 
@@ -36,7 +41,29 @@ ROOT = Path(__file__).resolve().parents[2]
 LOCAL = EngineSettings(engine="local")
 SCHEMA = "id BIGINT, dt STRING, v DOUBLE, s STRING, n INT"
 SPILL = {"write-buffer-size": "64 kb"}  # far below every input here: the write streams and spills
-IN_MEMORY = {"write-buffer-spillable": "false"}
+NO_SPILL = {"write-buffer-spillable": "false"}
+
+
+class WholeInputEngine(LocalEngine):
+    """The reference: the whole input prepared and grouped at once, each group sorted by key
+    (input order among equal keys), one kernel call per group."""
+
+    def write(self, job: WriteJob, data: pa.Table, file_io: FileIO) -> tuple[list[CommitMessage], int]:
+        prepared = prepare_rows(data, job.schema, job.row_kind_column)
+        messages = []
+        for values, bucket, indices in group_indices(prepared, job.schema, by_key=True):
+            part = prepared if indices is None else prepared.take(pa.array(indices))
+            messages.append(write_bucket(job.task_for(values, bucket), part, file_io))
+        return messages, data.num_rows
+
+
+def write_reference(table: Table, data: pa.Table | str, **kwargs: Any) -> None:
+    if isinstance(data, str):
+        data = read_input(data, "csv" if data.endswith(".csv") else "parquet",
+                          pa.schema([pa.field("id", pa.int64()), pa.field("dt", pa.string()),
+                                     pa.field("v", pa.float64()), pa.field("s", pa.string()),
+                                     pa.field("n", pa.int32())]))
+    write(table, data, engine=WholeInputEngine(), **kwargs)
 
 
 # ---- helpers -------------------------------------------------------------------------------
@@ -116,17 +143,20 @@ def parquet_file(tmp_path: Path, name: str, data: pa.Table) -> str:
 def test_a_spilled_write_writes_the_files_of_the_in_memory_write(tmp_path: Path) -> None:
     data = rows(3 * BATCH_ROWS + 1234, seed=1, keys=60_000)
     path = parquet_file(tmp_path, "in", data)
-    spilled, whole = make_table(tmp_path, "spilled", SPILL), make_table(tmp_path, "whole", IN_MEMORY)
+    spilled, held = make_table(tmp_path, "spilled", SPILL), make_table(tmp_path, "held", NO_SPILL)
+    whole = make_table(tmp_path, "whole", {})
     r1 = write_input(spilled, path, engine_settings=LOCAL)
-    r2 = write_input(whole, path, engine_settings=LOCAL)
+    r2 = write_input(held, path, engine_settings=LOCAL)
+    write_reference(whole, path)
     assert r1.rows_written == r2.rows_written == data.num_rows
     assert_same_files(spilled, whole)
+    assert_same_files(held, whole)
     assert sorted_rows(scan(spilled, engine_settings=LOCAL)) == last_per_key(data)
     # a second write continues each bucket's sequence numbers the same way
     more = rows(BATCH_ROWS + 99, seed=2, keys=60_000)
     more_path = parquet_file(tmp_path, "more", more)
     write_input(spilled, more_path, engine_settings=LOCAL)
-    write_input(whole, more_path, engine_settings=LOCAL)
+    write_reference(whole, more_path)
     assert_same_files(spilled, whole)
     assert sorted_rows(scan(spilled, engine_settings=LOCAL)) == last_per_key(data, more)
 
@@ -134,10 +164,11 @@ def test_a_spilled_write_writes_the_files_of_the_in_memory_write(tmp_path: Path)
 def test_a_spilled_write_of_an_arrow_table_and_of_deletes(tmp_path: Path) -> None:
     data = rows(2 * BATCH_ROWS + 7, seed=3, keys=50_000)
     deletes = data.slice(1000, BATCH_ROWS + 5).append_column("op", pa.array(["-D"] * (BATCH_ROWS + 5)))
-    spilled, whole = make_table(tmp_path, "spilled", SPILL), make_table(tmp_path, "whole", IN_MEMORY)
-    for t in (spilled, whole):
-        write(t, data, engine_settings=LOCAL)
-        write(t, deletes, row_kind_column="op", engine_settings=LOCAL)
+    spilled, whole = make_table(tmp_path, "spilled", SPILL), make_table(tmp_path, "whole", {})
+    write(spilled, data, engine_settings=LOCAL)
+    write(spilled, deletes, row_kind_column="op", engine_settings=LOCAL)
+    write_reference(whole, data)
+    write_reference(whole, deletes, row_kind_column="op")
     assert_same_files(spilled, whole)
     assert sorted_rows(scan(spilled, engine_settings=LOCAL)) == last_per_key(data, deletes)
 
@@ -146,9 +177,9 @@ def test_a_spilled_append_table_write(tmp_path: Path) -> None:
     data = rows(2 * BATCH_ROWS + 500, seed=4)
     path = parquet_file(tmp_path, "in", data)
     spilled = make_table(tmp_path, "spilled", SPILL, primary_key=False)
-    whole = make_table(tmp_path, "whole", IN_MEMORY, primary_key=False)
+    whole = make_table(tmp_path, "whole", {}, primary_key=False)
     write_input(spilled, path, engine_settings=LOCAL)
-    write_input(whole, path, engine_settings=LOCAL)
+    write_reference(whole, path)
     assert_same_files(spilled, whole)
     assert sorted_rows(scan(spilled, engine_settings=LOCAL)) == sorted_rows(data)
 
@@ -157,9 +188,9 @@ def test_a_spilled_csv_write(tmp_path: Path) -> None:
     data = rows(BATCH_ROWS + 321, seed=5, keys=30_000)
     path = str(tmp_path / "in.csv")
     pacsv.write_csv(data, path)
-    spilled, whole = make_table(tmp_path, "spilled", SPILL), make_table(tmp_path, "whole", IN_MEMORY)
+    spilled, whole = make_table(tmp_path, "spilled", SPILL), make_table(tmp_path, "whole", {})
     write_input(spilled, path, engine_settings=LOCAL)
-    write_input(whole, path, engine_settings=LOCAL)
+    write_reference(whole, path)
     assert_same_files(spilled, whole)
     assert sorted_rows(scan(spilled, engine_settings=LOCAL)) == last_per_key(read_csv(path))
 
@@ -179,12 +210,24 @@ def test_bad_input_in_a_late_batch_leaves_nothing_behind(tmp_path: Path) -> None
     assert data_files == []
 
 
+def test_an_empty_input_file_is_still_checked_against_the_table(tmp_path: Path) -> None:
+    t = make_table(tmp_path, "t", SPILL)
+    empty = rows(10, seed=10).slice(0, 0)
+    result = write_input(t, parquet_file(tmp_path, "empty", empty), engine_settings=LOCAL)
+    assert result.rows_written == 0 and result.files_added == 0
+    extra = empty.append_column("other", pa.array([], pa.int32()))
+    with pytest.raises(InvalidDataError, match="input column 'other' is not in table"):
+        write_input(t, parquet_file(tmp_path, "extra", extra), engine_settings=LOCAL)
+    csv = tmp_path / "empty.csv"
+    csv.write_text("id,dt,v,s,n,other\n")
+    with pytest.raises(InvalidDataError, match="input column 'other' is not in table"):
+        write_input(t, str(csv), engine_settings=LOCAL)
+
+
 # ---- the buffer ------------------------------------------------------------------------------
 def test_the_buffer_hands_out_groups_in_first_appearance_order_and_rows_in_input_order(tmp_path: Path) -> None:
     t = make_table(tmp_path, "t", {})
     schema = t.schema
-    from core.rows import group_indices, prepare_rows
-
     data = rows(5000, seed=7, days=3)
     days = data.column("dt").to_pylist()
     data = data.set_column(1, "dt", pa.array(["2024-01-09" if i < 3 else d for i, d in enumerate(days)]))
@@ -229,7 +272,9 @@ def test_scan_output_written_split_by_split_holds_the_scan(tmp_path: Path, ext: 
 MEASURE = """
 import json, sys
 import pyarrow as pa
+from core.commit import CommitMessage
 from core.engines import EngineSettings
+from core.engines.local import LocalEngine
 from core.ops.create import create
 from core.ops.scan import scan_to_output
 from core.ops.write import write_input
@@ -260,7 +305,7 @@ def test_streamed_write_and_scan_memory_follows_the_buckets_not_the_input(tmp_pa
     gathers splits into row groups of a few MB, so its small case sits below that)."""
     peaks: dict[str, list[int]] = {"write": [], "scan": []}
     sizes = []
-    for n, buckets in ((200_000, 2), (800_000, 8)):
+    for n, buckets in ((400_000, 2), (1_600_000, 8)):
         data = rows(n, seed=9, keys=n)
         sizes.append(data.nbytes)
         path = parquet_file(tmp_path, f"in-{n}", data)
