@@ -100,7 +100,7 @@ class _ReadErrors:
 
 
 STREAMED_FORMATS = ("parquet", "csv")
-BATCH_ROWS = 1 << 17  # rows per batch of a streamed input: few enough batches that per-group work stays small
+BATCH_ROWS = 1 << 16  # rows per batch of a streamed input (a few MB at typical widths)
 _CSV_BLOCK = 8 << 20  # bytes per block of a streamed CSV input
 
 

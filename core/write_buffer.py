@@ -43,9 +43,40 @@ class BufferOptions:
         return cls(size, spillable)
 
 
+@dataclass(frozen=True, slots=True)
+class Routed:
+    """One batch of prepared rows split into its groups (``route``)."""
+
+    parts: list[tuple[GroupKey, pa.Table]]  # zero-copy slices of the batch put in group order
+    partition_values: list[list[Any]]  # per partition column: its values by first appearance
+    rows: int
+    nbytes: int
+
+
+def route(rows: pa.Table, schema: TableSchema) -> Routed:
+    """Split one batch of prepared rows (``core.rows.prepare_rows``) by (partition, bucket).
+
+    One take puts the batch in group order (input order within a group); each group gets a
+    zero-copy slice of it. A pure function of the batch, so batches can be routed in parallel
+    and added to the buffer in input order.
+    """
+    groups = group_indices(rows, schema)
+    ordered = rows
+    if groups and groups[0][2] is not None:
+        ordered = rows.take(pa.array(np.concatenate([indices for _, _, indices in groups])))
+    parts = []
+    start = 0
+    for values, bucket, indices in groups:
+        count = rows.num_rows if indices is None else len(indices)
+        parts.append(((values, bucket), ordered.slice(start, count)))
+        start += count
+    values = [pc.unique(rows.column(key)).to_pylist() for key in schema.partition_keys]
+    return Routed(parts, values, rows.num_rows, ordered.nbytes)
+
+
 class WriteBuffer:
-    """Prepared rows (``core.rows.prepare_rows``) grouped by (partition, bucket), in memory up
-    to ``limit`` bytes (None: no limit), the rest in spill files under ``directory``.
+    """Routed batches (``route``) grouped by (partition, bucket), in memory up to ``limit``
+    bytes (None: no limit), the rest in spill files under ``directory``.
 
     ``groups()`` lists the groups in the order the in-memory write takes them (partition
     values by first appearance in the input, nulls first, then bucket), and ``take(group)``
@@ -65,24 +96,15 @@ class WriteBuffer:
         self.rows = 0
         self.spilled_bytes = 0
 
-    def add(self, rows: pa.Table) -> None:
-        """Route one batch of prepared rows; spill everything held once over the limit.
-
-        One take puts the batch in group order; each group holds a zero-copy slice of it."""
-        groups = group_indices(rows, self._schema)
-        ordered = rows
-        if groups and groups[0][2] is not None:
-            ordered = rows.take(pa.array(np.concatenate([indices for _, _, indices in groups])))
-        start = 0
-        for values, bucket, indices in groups:
-            count = rows.num_rows if indices is None else len(indices)
-            self._held.setdefault((values, bucket), []).append(ordered.slice(start, count))
-            start += count
-        self._held_bytes += ordered.nbytes
-        for ranks, key in zip(self._ranks, self._schema.partition_keys):
-            for value in pc.unique(rows.column(key)).to_pylist():
+    def add(self, routed: Routed) -> None:
+        """Take in one routed batch (in input order); spill everything held once over the limit."""
+        for key, part in routed.parts:
+            self._held.setdefault(key, []).append(part)
+        self._held_bytes += routed.nbytes
+        for ranks, values in zip(self._ranks, routed.partition_values):
+            for value in values:
                 ranks.setdefault(value, len(ranks))
-        self.rows += rows.num_rows
+        self.rows += routed.rows
         if self._limit is not None and self._held_bytes > self._limit:
             self.spill()
 

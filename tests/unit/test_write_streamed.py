@@ -35,7 +35,7 @@ from core.ops.write import write, write_input
 from core.rows import group_indices, prepare_rows
 from core.sources import BATCH_ROWS, read_input
 from core.table import Table
-from core.write_buffer import WriteBuffer
+from core.write_buffer import WriteBuffer, route
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL = EngineSettings(engine="local")
@@ -67,10 +67,11 @@ def write_reference(table: Table, data: pa.Table | str, **kwargs: Any) -> None:
 
 
 # ---- helpers -------------------------------------------------------------------------------
-def rows(n: int, seed: int, *, keys: int | None = None, days: int = 3) -> pa.Table:
-    """n rows; ids drawn from ``keys`` values, so keys repeat (the merge engine folds them)."""
+def rows(n: int, seed: int, *, keys: int | None = None, days: int = 3, unique: bool = False) -> pa.Table:
+    """n rows; ids drawn from ``keys`` values, so keys repeat (the merge engine folds them),
+    or with ``unique`` a shuffled 0..n-1."""
     rng = np.random.default_rng(seed)
-    ids = rng.integers(0, keys or n, n)
+    ids = rng.permutation(n) if unique else rng.integers(0, keys or n, n)
     return pa.table({
         "id": pa.array(ids, pa.int64()),
         "dt": pa.array([f"2024-01-0{d + 1}" for d in (ids % days)]),
@@ -161,6 +162,17 @@ def test_a_spilled_write_writes_the_files_of_the_in_memory_write(tmp_path: Path)
     assert sorted_rows(scan(spilled, engine_settings=LOCAL)) == last_per_key(data, more)
 
 
+def test_unique_keys_in_random_order_are_written_in_key_order(tmp_path: Path) -> None:
+    data = rows(2 * BATCH_ROWS + 11, seed=11, unique=True)
+    spilled, whole = make_table(tmp_path, "spilled", SPILL), make_table(tmp_path, "whole", {})
+    write(spilled, data, engine_settings=LOCAL)
+    write_reference(whole, data)
+    assert_same_files(spilled, whole)
+    for _, _, files in bucket_files(spilled):
+        ids = files[0][-1].column("_KEY_id").to_pylist()
+        assert ids == sorted(ids)
+
+
 def test_a_spilled_write_of_an_arrow_table_and_of_deletes(tmp_path: Path) -> None:
     data = rows(2 * BATCH_ROWS + 7, seed=3, keys=50_000)
     deletes = data.slice(1000, BATCH_ROWS + 5).append_column("op", pa.array(["-D"] * (BATCH_ROWS + 5)))
@@ -233,7 +245,7 @@ def test_the_buffer_hands_out_groups_in_first_appearance_order_and_rows_in_input
     data = data.set_column(1, "dt", pa.array(["2024-01-09" if i < 3 else d for i, d in enumerate(days)]))
     buffer = WriteBuffer(schema, 20_000, str(tmp_path))
     for start in range(0, data.num_rows, 700):
-        buffer.add(prepare_rows(data.slice(start, 700), schema))
+        buffer.add(route(prepare_rows(data.slice(start, 700), schema), schema))
     assert buffer.spilled_bytes > 0
     whole = prepare_rows(data, schema)
     expected = [(values, bucket) for values, bucket, _ in group_indices(whole, schema)]
