@@ -51,7 +51,11 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--out", default="bench/results-profile.md")
     ap.add_argument("--rev", default=None, help="profile core/ as of this git revision (a snapshot)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="LAKECTL_LOCAL_THREADS while profiling (cProfile sees only the calling thread, and the "
+                         "local engine runs its groups on a thread pool)")
     args = ap.parse_args()
+    os.environ["LAKECTL_LOCAL_THREADS"] = str(args.threads)
 
     work = Path(tempfile.mkdtemp(prefix="lakectl-profile-"))
     try:
@@ -96,7 +100,8 @@ def main() -> None:
         lines = [f"# Profile of lakectl's local engine, N = {args.rows:,} (lakectl {sha})", "",
                  "`python bench/profile_lakectl.py`: cProfile around `core.ops.write.write` of the base (Arrow "
                  "table in memory, `EngineSettings(engine='local')`) and around `core.ops.scan.scan` of the latest "
-                 "snapshot after the upsert and delete commits. Same data, table and options as the suite. "
+                 "snapshot after the upsert and delete commits. Same data, table and options as the suite, "
+                 f"with LAKECTL_LOCAL_THREADS={args.threads} (cProfile sees only the thread that calls it). "
                  "cProfile slows Python-level calls; the pyarrow C++ work inside one call is not slowed.", ""]
         prefixes = [str(source) + "/", sysconfig.get_paths()["purelib"] + "/", str(ROOT) + "/",
                     os.path.dirname(os.__file__) + "/"]
