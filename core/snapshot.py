@@ -171,6 +171,19 @@ class SnapshotManager:
         sid = self.latest_id()
         return self.snapshot(sid) if sid is not None else None
 
+    def latest_compacted(self) -> Snapshot | None:
+        """The newest COMPACT snapshot (``scan.mode=compacted-full``), walking back from the
+        latest; None if there is none. A snapshot expired while we walk ends the walk."""
+        latest = self.latest_id()
+        for sid in range(latest or 0, 0, -1):
+            try:
+                snap = self.snapshot(sid)
+            except NotFoundError:
+                return None
+            if snap.commit_kind == COMPACT:
+                return snap
+        return None
+
     def snapshots(self) -> Iterator[Snapshot]:
         """All snapshots, oldest first."""
         for sid in self.list_ids():

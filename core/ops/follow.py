@@ -40,7 +40,7 @@ from core.engines import EngineSettings
 from core.errors import NotFoundError, UsageError
 from core.kernels.read import ROW_KIND_COLUMN
 from core.options import parse_bool, parse_duration, parse_int
-from core.snapshot import APPEND, COMPACT, OVERWRITE, Snapshot
+from core.snapshot import APPEND, OVERWRITE, Snapshot
 from core.table import Table
 
 log = logging.getLogger(__name__)
@@ -158,10 +158,10 @@ def plan_start(table: Table, settings: FollowSettings) -> FollowStart:
         return FollowStart(mode, settings.snapshot_id, settings.snapshot_id + 1)
     if mode == "from-timestamp":
         return FollowStart(mode, None, _first_at_or_after(table, settings.timestamp_millis))
-    compacted = _latest_compacted(table)
+    compacted = table.snapshots.latest_compacted()
     if compacted is None:
         return FollowStart(mode, None, None)
-    return FollowStart(mode, compacted, compacted + 1)
+    return FollowStart(mode, compacted.id, compacted.id + 1)
 
 
 def _first_id(table: Table) -> int:
@@ -182,14 +182,6 @@ def _first_at_or_after(table: Table, millis: int) -> int:
         if table.snapshots.snapshot(sid).time_millis < millis:
             return sid + 1
     return ids[0] if ids else 1
-
-
-def _latest_compacted(table: Table) -> int | None:
-    ids = table.snapshots.list_ids()
-    for sid in reversed(ids):
-        if table.snapshots.snapshot(sid).commit_kind == COMPACT:
-            return sid
-    return None
 
 
 def reads_changes(snapshot: Snapshot, changelog: bool, read_overwrite: bool) -> bool:
@@ -238,15 +230,14 @@ def follow(table: Table, settings: FollowSettings, *, max_snapshots: int | None 
     record_position()
     while max_snapshots is None or read < max_snapshots:
         if next_id is None:  # compacted-full, no compaction yet
-            compacted = _latest_compacted(table)
-            if compacted is not None:
-                snap = table.snapshots.snapshot(compacted)
+            snap = table.snapshots.latest_compacted()
+            if snap is not None:
                 if _past_watermark(snap, settings.bounded_watermark):
                     return
                 yield ChangeBatch(snap.id, snap.commit_kind, snap.watermark, True,
                                   _full_rows(table, snap.id, select, where, engine_settings))
                 read += 1
-                next_id = compacted + 1
+                next_id = snap.id + 1
                 record_position()
                 continue
         elif table.snapshots.exists(next_id):

@@ -26,7 +26,7 @@ from core.predicate import ColumnRange, Predicate, parse_where
 from core.schema import TableSchema
 from core.sinks import directory_size, output_format, write_output_parts
 from core.options import parse_int
-from core.snapshot import COMPACT, Snapshot
+from core.snapshot import Snapshot
 from core.table import Table
 from core.types import arrow_field
 
@@ -85,11 +85,7 @@ def _snapshot_of_options(table: Table) -> Snapshot | None:
     if mode in ("latest", "latest-full", "full"):
         return table.latest_snapshot()
     if mode == "compacted-full":
-        for sid in reversed(table.snapshots.list_ids()):
-            snap = table.snapshots.snapshot(sid)
-            if snap.commit_kind == COMPACT:
-                return snap
-        return table.latest_snapshot()
+        return table.snapshots.latest_compacted() or table.latest_snapshot()
     if "scan.snapshot-id" in opts and mode in ("default", "from-snapshot", "from-snapshot-full"):
         return table.snapshots.snapshot(parse_int(opts["scan.snapshot-id"], "scan.snapshot-id"))
     if "scan.timestamp-millis" in opts and mode in ("default", "from-timestamp"):
