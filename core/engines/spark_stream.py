@@ -92,10 +92,13 @@ class TableStreamReader(DataSourceStreamReader):
         snapshots = self.table.snapshots
         latest = snapshots.latest_id() or 0
         if start["next"] == 0:  # compacted-full: begin at the first compaction that appears
-            for sid in range(latest, 0, -1):
-                if snapshots.exists(sid) and snapshots.snapshot(sid).commit_kind == "COMPACT":
-                    return self._capped({"next": sid, "full": sid}, latest)
-            return start
+            compacted = snapshots.latest_compacted()
+            if compacted is None:
+                return start
+            first = {"next": compacted.id, "full": compacted.id}
+            end = self._capped(first, latest)
+            # "compacted" tells partitions() which snapshot to read in full from the waiting offset.
+            return start if end is first else {**end, "compacted": compacted.id}
         return self._capped(start, latest)
 
     def _capped(self, start: dict, latest: int) -> dict:
@@ -117,11 +120,12 @@ class TableStreamReader(DataSourceStreamReader):
 
         parts: list[InputPartition] = []
         first = start["next"]
-        if start.get("full"):
-            snap = self.table.snapshots.snapshot(start["full"])
+        full_id = start.get("full") or (end.get("compacted", 0) if first == 0 else 0)
+        if full_id:
+            snap = self.table.snapshots.snapshot(full_id)
             full = plan(self.table, snap, read_schema=self.read_schema)
             parts += [StreamPart(s, True, self.read_schema, full.schemas, self.table) for s in full.splits]
-            first = start["full"] + 1
+            first = full_id + 1
         for sid in range(first, end["next"]):
             snap = self.table.snapshots.snapshot(sid)
             changelog = self.table.schemas.schema(snap.schema_id).core_options.changelog_producer != "none"

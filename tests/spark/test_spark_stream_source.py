@@ -16,7 +16,7 @@ from core.ops.create import create
 from core.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "model"))
-from follow_model import full_rows, lookup_changes, random_batches, to_arrow  # noqa: E402
+from follow_model import full_rows, lookup_changes, random_batches, stored_records, to_arrow  # noqa: E402
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -89,3 +89,21 @@ def test_spark_stream_from_snapshot(tmp_path: Path, engine) -> None:
             expected += changes
     got = run_available(table, tmp_path / "ckpt", mode="from-snapshot", snapshot_id=3)
     assert [row for batch in got for row in batch] == sorted(expected)
+
+
+def test_spark_stream_compacted_full_waits_for_a_compaction(tmp_path: Path, engine) -> None:
+    table = Table.locate("db.c", warehouse=str(tmp_path / "wh"))
+    create(table, "id BIGINT NOT NULL, v STRING", primary_keys=["id"], options={"bucket": "2", "write-only": "true"})
+    batches = random_batches(random.Random(6), 3)
+    state: dict[int, str] = {}
+    for b in batches[:2]:
+        table.write(to_arrow(b), row_kind_column="op")
+        lookup_changes(state, b)
+    checkpoint = tmp_path / "ckpt"
+    assert run_available(table, checkpoint, mode="compacted-full") == []  # no compaction yet
+    table.compact(full=True)
+    expected = sorted(full_rows(state))
+    table.write(to_arrow(batches[2]), row_kind_column="op")
+    got = run_available(table, checkpoint, mode="compacted-full")
+    # The compacted state in full, then the APPEND after it (no producer: its stored records).
+    assert sorted(row for batch in got for row in batch) == sorted(expected + stored_records(batches[2]))
