@@ -1,6 +1,7 @@
-"""A Spark Structured Streaming source over a table: ``Table.read_stream()``.
+"""Spark Structured Streaming over a table: the source of ``Table.read_stream()`` and the
+DataFrame side of ``Table.write_stream()`` (event-time watermarks, the foreachBatch query).
 
-It is the ``scan --follow`` of Spark, on PySpark's Python data source API. An offset
+The source is the ``scan --follow`` of Spark, on PySpark's Python data source API. An offset
 ``{"next": N, "full": F}`` means every snapshot before N was delivered. F is a snapshot id
 to deliver in full at the start of the next batch, or 0 for none. Spark keeps offsets in
 the query's checkpoint, so a restarted query resumes where it stopped.
@@ -31,6 +32,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 
 from core.consumer import ConsumerManager
 from core.engines.spark import _arrow_schema, _batches, _conform, spark_type
+from core.errors import UsageError
 from core.kernels.read import ROW_KIND_COLUMN, ReadSplit, read_changes, read_split
 from core.ops.follow import FollowSettings, plan_start, reads_changes
 from core.schema import TableSchema
@@ -150,6 +152,49 @@ class TableStreamReader(DataSourceStreamReader):
             ConsumerManager(self.table.file_io, self.table.path).record(self.settings.consumer_id, end["next"])
 
 
+# ---- the sink side: Table.write_stream (core.ops.stream_write) ----------------------------------
+# Spark's metadata key on an event-time column (set by withWatermark): the delay in millis.
+SPARK_WATERMARK_DELAY = "spark.watermarkDelayMs"
+
+
+def spark_max_millis(df: Any, column: str) -> int | None:
+    """Max of a Spark column as epoch millis, computed by Spark."""
+    kind = df.schema[column].dataType.typeName()
+    quoted = "`" + column.replace("`", "``") + "`"
+    if kind in ("timestamp", "timestamp_ntz"):
+        expr = f"max(unix_millis(CAST({quoted} AS TIMESTAMP)))"
+    elif kind == "date":
+        expr = f"max(unix_date({quoted})) * 86400000"
+    elif kind in ("byte", "short", "integer", "long"):
+        expr = f"max({quoted})"
+    else:
+        raise UsageError(f"a watermark needs a timestamp, date or integer column; {column} is {kind}")
+    value = df.selectExpr(expr).collect()[0][0]
+    return None if value is None else int(value)
+
+
+def spark_event_time_watermark(df: Any) -> int | None:
+    """The watermark of a Spark micro-batch: max of its event-time column (the one
+    ``withWatermark`` marked with ``spark.watermarkDelayMs``) minus the delay; None without one."""
+    for f in df.schema.fields:
+        delay = (f.metadata or {}).get(SPARK_WATERMARK_DELAY)
+        if delay is not None:
+            newest = spark_max_millis(df, f.name)
+            return None if newest is None else newest - int(delay)
+    return None
+
+
+def start_foreach_batch(streaming_df: DataFrame, each_batch: Any, *, checkpoint: str,
+                        trigger: dict[str, Any] | None, query_name: str | None) -> Any:
+    """Start the streaming query that hands each micro-batch to ``each_batch(df, batch_id)``."""
+    out = streaming_df.writeStream.foreachBatch(each_batch).option("checkpointLocation", checkpoint)
+    if trigger:
+        out = out.trigger(**trigger)
+    if query_name:
+        out = out.queryName(query_name)
+    return out.start()
+
+
 def read_stream(session: SparkSession, table: Table, settings: FollowSettings) -> DataFrame:
     """A streaming DataFrame of the table's rows as they commit (``_row_kind`` first)."""
     session.dataSource.register(TableStreamSource)
@@ -160,4 +205,5 @@ def read_stream(session: SparkSession, table: Table, settings: FollowSettings) -
             .load())
 
 
-__all__ = ["SOURCE_NAME", "TableStreamSource", "read_stream", "stream_struct"]
+__all__ = ["SOURCE_NAME", "TableStreamSource", "read_stream", "spark_event_time_watermark", "spark_max_millis",
+           "start_foreach_batch", "stream_struct"]

@@ -46,8 +46,6 @@ from core.types import arrow_field
 
 log = logging.getLogger(__name__)
 
-# Spark's metadata key on an event-time column (set by withWatermark): the delay in millis.
-SPARK_WATERMARK_DELAY = "spark.watermarkDelayMs"
 # Where write_stream keeps its commit user inside a Spark checkpoint directory.
 CHECKPOINT_COMMIT_USER = "lakectl/commit-user"
 # How often an idle record stream checks for a stop request.
@@ -183,7 +181,9 @@ class StreamWriter:
 def column_watermark(data: Any, table: Table, column: str) -> int | None:
     """Max of ``column`` in a batch as epoch millis (integers as they are); None without values."""
     if type(data).__module__.startswith("pyspark"):
-        return _spark_max_millis(data, column)
+        from core.engines.spark_stream import spark_max_millis
+
+        return spark_max_millis(data, column)
     if column not in data.column_names:
         return None
     target = arrow_field(table.schema.field(column)).type
@@ -209,33 +209,6 @@ def _max_millis(values: pa.ChunkedArray | pa.Array) -> int | None:
         multiply, divide = _TO_MILLIS[t.unit]
         return raw * multiply // divide
     raise UsageError(f"a watermark needs a TIMESTAMP, DATE or integer column, not {t}")
-
-
-def _spark_max_millis(df: Any, column: str) -> int | None:
-    """Max of a Spark column as epoch millis, computed by Spark (no pyspark import here)."""
-    kind = df.schema[column].dataType.typeName()
-    quoted = "`" + column.replace("`", "``") + "`"
-    if kind in ("timestamp", "timestamp_ntz"):
-        expr = f"max(unix_millis(CAST({quoted} AS TIMESTAMP)))"
-    elif kind == "date":
-        expr = f"max(unix_date({quoted})) * 86400000"
-    elif kind in ("byte", "short", "integer", "long"):
-        expr = f"max({quoted})"
-    else:
-        raise UsageError(f"a watermark needs a timestamp, date or integer column; {column} is {kind}")
-    value = df.selectExpr(expr).collect()[0][0]
-    return None if value is None else int(value)
-
-
-def spark_event_time_watermark(df: Any) -> int | None:
-    """The watermark of a Spark micro-batch: max of its event-time column (the one
-    ``withWatermark`` marked with ``spark.watermarkDelayMs``) minus the delay; None without one."""
-    for f in df.schema.fields:
-        delay = (f.metadata or {}).get(SPARK_WATERMARK_DELAY)
-        if delay is not None:
-            newest = _spark_max_millis(df, f.name)
-            return None if newest is None else newest - int(delay)
-    return None
 
 
 # ---- a record stream (lakectl write --stream) -----------------------------------------------
@@ -350,6 +323,8 @@ def stream_batch_function(table: Table, checkpoint: str, *,
     """The ``foreachBatch`` function of ``write_stream``: commits micro-batch ``batch_id`` with
     the batch id as commit identifier (a re-delivered id is skipped) and the stream's
     event-time watermark."""
+    from core.engines.spark_stream import spark_event_time_watermark
+
     writer = StreamWriter(table, checkpoint_commit_user(checkpoint),
                           engine_settings=replace(engine_settings or EngineSettings(), engine="spark"))
 
@@ -383,11 +358,8 @@ def write_stream(table: Table, streaming_df: Any, *, checkpoint: str, trigger: d
     """
     if not getattr(streaming_df, "isStreaming", False):
         raise UsageError("write_stream needs a streaming DataFrame (spark.readStream...); use write for a batch")
+    from core.engines.spark_stream import start_foreach_batch
+
     each_batch = stream_batch_function(table, checkpoint, engine_settings=engine_settings)
-    out = streaming_df.writeStream.foreachBatch(each_batch)
-    out = out.option("checkpointLocation", checkpoint)
-    if trigger:
-        out = out.trigger(**trigger)
-    if query_name:
-        out = out.queryName(query_name)
-    return out.start()
+    return start_foreach_batch(streaming_df, each_batch, checkpoint=checkpoint, trigger=trigger,
+                               query_name=query_name)
