@@ -44,27 +44,19 @@ class ConsumerManager:
     def next_snapshot(self, consumer_id: str) -> int | None:
         """The consumer's ``nextSnapshot``, or None if it has no file."""
         path = self.path(consumer_id)
-        if not self.file_io.exists(path):
-            return None
         try:
             return _decode(self.file_io.read_text(path), path)
         except CorruptMetadataError:
             if not self.file_io.exists(path):
-                return None  # expired while we read it
+                return None  # no such consumer (or it expired while we read it)
             raise
 
     def record(self, consumer_id: str, next_snapshot: int) -> None:
         """Replace the consumer's position (whole-file replace, as Java does)."""
-        if self.file_io.local:
-            self.file_io.mkdirs(self.dir)
         self.file_io.overwrite_hint(self.path(consumer_id), json.dumps({"nextSnapshot": next_snapshot}))
 
-    def delete(self, consumer_id: str) -> bool:
-        path = self.path(consumer_id)
-        if not self.file_io.exists(path):
-            return False
-        self.file_io.delete(path)
-        return True
+    def delete(self, consumer_id: str) -> None:
+        self.file_io.delete(self.path(consumer_id))
 
     def consumers(self) -> list[Consumer]:
         """Every consumer, by id; one removed while we list is skipped."""
@@ -83,16 +75,13 @@ class ConsumerManager:
             out.append(Consumer(name[len(PREFIX):], value, mtime))
         return sorted(out, key=lambda c: c.consumer_id)
 
-    def min_next_snapshot(self, consumers: list[Consumer] | None = None) -> int | None:
-        values = [c.next_snapshot for c in (self.consumers() if consumers is None else consumers)]
-        return min(values) if values else None
 
-    def stale(self, expiration_millis: int, now_millis: int | None = None) -> list[Consumer]:
-        """Consumers not updated within ``expiration_millis`` (Java compares the file's
-        modification time). A store that reports no time never expires a consumer."""
-        now = int(time.time() * 1000) if now_millis is None else now_millis
-        return [c for c in self.consumers()
-                if c.modified_millis is not None and c.modified_millis < now - expiration_millis]
+
+def stale_consumers(consumers: list[Consumer], expiration_millis: int, now_millis: int | None = None) -> list[Consumer]:
+    """Consumers not updated within ``expiration_millis`` (Java compares the file's
+    modification time). A store that reports no time never expires a consumer."""
+    now = int(time.time() * 1000) if now_millis is None else now_millis
+    return [c for c in consumers if c.modified_millis is not None and c.modified_millis < now - expiration_millis]
 
 
 def _decode(text: str, path: str) -> int:
@@ -105,4 +94,4 @@ def _decode(text: str, path: str) -> int:
     return value
 
 
-__all__ = ["Consumer", "ConsumerManager", "check_consumer_id"]
+__all__ = ["Consumer", "ConsumerManager", "check_consumer_id", "stale_consumers"]

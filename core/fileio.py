@@ -266,9 +266,11 @@ class FileIO:
         return self.fs.open(path, "wb")
 
     def overwrite_hint(self, path: str, text: str) -> None:
-        """Replace a small hint file (LATEST/EARLIEST). Best effort by design: hints are not truth."""
+        """Replace a small whole file (the LATEST/EARLIEST hints, a consumer's position), creating
+        its directory if needed; a reader sees the old or the new content, never a mix."""
         _before("write")
         if self.local:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
             tmp = f"{os.path.dirname(path)}/.{os.path.basename(path)}.{uuid.uuid4().hex}.tmp"
             with open(tmp, "w", encoding="ascii") as f:
                 f.write(text)

@@ -157,11 +157,6 @@ def load_config_file(path: Path, source: str = "flag --config") -> ConfigFile:
     return cf
 
 
-def load_config(path: Path | None) -> dict[str, Any]:
-    """The parsed, checked config file (empty without one)."""
-    return {} if path is None else load_config_file(path).data
-
-
 def _check_table(cf: ConfigFile, table: dict[str, Any], prefix: tuple[str, ...],
                  schema: dict[str, tuple[type, ...]]) -> None:
     where = f"in [{'.'.join(prefix)}]" if prefix else "at the top level"

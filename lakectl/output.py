@@ -25,7 +25,7 @@ import json
 import os
 import sys
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 from rich import box
@@ -33,7 +33,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 
-ProgressFn = Callable[[int, int, str], None]
+from core.engines import ProgressCallback
 
 # A column whose cells are at most this wide never wraps; wider ones fold to fit the terminal.
 _SHORT_CELL = 24
@@ -197,10 +197,7 @@ class Output:
         elif self.format == "jsonl":
             self._write("".join(json.dumps({c: jsonable(r.get(c)) for c in columns}) + "\n" for r in rows))
         elif self.format == "csv":
-            writer = csv.writer(self.stdout, lineterminator="\n")
-            writer.writerow(columns)
-            for r in rows:
-                writer.writerow(["" if r.get(c) is None else _cell(r.get(c)) for c in columns])
+            self._write(csv_text(rows, columns, header=True))
         else:
             if human:
                 hidden = _hidden_in_tables(columns)
@@ -246,11 +243,7 @@ class Output:
             return
         columns = list(obj) if self.format == "csv" or not table_columns else list(table_columns)
         if self.format == "csv":
-            lines = [columns] if not self._printed else []
-            lines.append(["" if obj[c] is None else _cell(obj[c]) for c in columns])
-            writer = csv.writer(self.stdout, lineterminator="\n")
-            writer.writerows(lines)
-            self.stdout.flush()
+            self._write(csv_text([obj], columns, header=not self._printed))
         else:
             # Fixed widths: a row is printed before the next one exists.
             widths = [max(len(c), _EVENT_WIDTH) for c in columns]
@@ -325,7 +318,7 @@ class Output:
 
     # ---- progress ----------------------------------------------------------------------
     @contextmanager
-    def progress(self) -> Iterator[ProgressFn | None]:
+    def progress(self) -> Iterator[ProgressCallback | None]:
         """A progress callback ``(done, total, what)`` drawing a bar on stderr when stderr is an
         interactive terminal; None (silent) on a pipe, with --quiet or ``TTY_INTERACTIVE=0``.
         ``total`` 0 means not known yet (the bar pulses)."""

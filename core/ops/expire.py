@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Iterable
 
-from core.consumer import ConsumerManager
+from core.consumer import ConsumerManager, stale_consumers
 from core.engines import ProgressCallback
 from core.errors import CorruptMetadataError, NotFoundError, UsageError
 from core.fileio import join
@@ -97,14 +97,15 @@ def _consumers(table: Table, now_ms: int, dry_run: bool) -> tuple[int | None, li
     manager = ConsumerManager(table.file_io, table.path)
     consumers = manager.consumers()
     text = table.schema.options.get("consumer.expiration-time")
-    stale = manager.stale(duration_millis(text, "option consumer.expiration-time"), now_ms) if text else []
+    stale = stale_consumers(consumers, duration_millis(text, "option consumer.expiration-time"), now_ms) \
+        if text else []
     stale_ids = {c.consumer_id for c in stale}
     if not dry_run:
         for consumer in stale:
             manager.delete(consumer.consumer_id)
             log.info("consumer %s expired (not updated within %s)", consumer.consumer_id, text)
-    live = [c for c in consumers if c.consumer_id not in stale_ids]
-    return manager.min_next_snapshot(live), sorted(stale_ids)
+    positions = [c.next_snapshot for c in consumers if c.consumer_id not in stale_ids]
+    return (min(positions) if positions else None), sorted(stale_ids)
 
 
 def _plan(table: Table, retain_min: int, retain_max: int, cutoff_ms: int, limit: int,

@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-import time
+import threading
 from typing import Annotated, Any, Optional
 
 import typer
 
 from core.errors import UsageError
 from core.table import Table
-from lakectl.commands import output, settings
+from lakectl.commands import output, settings, stop_on_sigterm
 from lakectl.completion import complete_consumer, complete_scan_mode, complete_snapshot_id, complete_tag
 from lakectl.output import csv_text, jsonable
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
@@ -131,8 +131,6 @@ def _follow(out: Any, s: Any, table: Table, columns: list[str] | None, where: st
             output_path: str | None, incremental: tuple, mode: str | None, consumer_id: str | None,
             bounded_watermark: int | None, max_snapshots: int | None, poll_interval: str | None) -> None:
     """scan --follow: print each snapshot's rows as they come; SIGTERM ends it cleanly."""
-    import signal
-
     from core.ops.follow import follow, resolve_settings
     from core.ops.scan import parse_timestamp
     from core.options import parse_duration
@@ -141,36 +139,18 @@ def _follow(out: Any, s: Any, table: Table, columns: list[str] | None, where: st
         raise UsageError("--follow takes no --tag, --limit, --output or incremental range "
                          "(start with --scan-mode and --snapshot-id / --timestamp)")
     settings = resolve_settings(
-        table.schema.options, mode=scan_mode_of(mode), snapshot_id=snapshot_id,
+        table.schema.options, mode=mode, snapshot_id=snapshot_id,
         timestamp_millis=parse_timestamp(timestamp) if timestamp is not None else None,
         bounded_watermark=bounded_watermark, consumer_id=consumer_id,
         poll_seconds=parse_duration(poll_interval, "--poll-interval").total_seconds() if poll_interval else None)
-    stop = {"requested": False}
-
-    def on_term(_signum: int, _frame: Any) -> None:
-        stop["requested"] = True
-
-    def sleep(seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while not stop["requested"] and time.monotonic() < deadline:
-            time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
-
-    previous = signal.signal(signal.SIGTERM, on_term)
+    stop = threading.Event()
     printer = _BatchPrinter(out)
-    try:
+    with stop_on_sigterm(stop):
         for batch in follow(table, settings, max_snapshots=max_snapshots, select=columns, where=where,
-                            engine_settings=s.engine_settings(None), should_stop=lambda: stop["requested"],
-                            sleep=sleep):
+                            engine_settings=s.engine_settings(None), should_stop=stop.is_set, sleep=stop.wait):
             printer.batch(batch)
-            if stop["requested"]:
+            if stop.is_set():
                 break
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def scan_mode_of(mode: str | None) -> str | None:
-    return mode.strip().lower() if mode is not None else None
-
 
 class _BatchPrinter:
     """One snapshot's rows at a time, flushed at once so a pipe sees them as they commit."""
@@ -187,10 +167,10 @@ class _BatchPrinter:
         from core.ops.follow import SNAPSHOT_ID_COLUMN
 
         out = self.out
-        ids = pa.array([batch.snapshot_id] * batch.rows.num_rows, pa.int64())
-        rows = batch.rows.add_column(1, SNAPSHOT_ID_COLUMN, ids)
         if out.quiet:
             return
+        ids = pa.array([batch.snapshot_id] * batch.rows.num_rows, pa.int64())
+        rows = batch.rows.add_column(1, SNAPSHOT_ID_COLUMN, ids)
         if out.format == "json":
             doc = {"snapshot_id": batch.snapshot_id, "commit_kind": batch.commit_kind, "full": batch.full,
                    "watermark": batch.watermark, "rows": jsonable(rows.drop_columns([SNAPSHOT_ID_COLUMN]).to_pylist())}

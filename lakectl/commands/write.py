@@ -3,18 +3,16 @@ lakectl write DB.TABLE --input - --stream [--commit-interval 10s] [--commit-rows
 
 from __future__ import annotations
 
-import signal
 import sys
 import threading
 import uuid
-from contextlib import contextmanager
-from typing import Annotated, Iterator, Optional
+from typing import Annotated, Optional
 
 import typer
 
 from core.errors import UsageError
 from core.table import Table
-from lakectl.commands import output, settings
+from lakectl.commands import output, settings, stop_on_sigterm
 from lakectl.commands.create import parse_options
 from lakectl.output import Output
 from lakectl.params import FormatOpt, PartitionByOpt, PrimaryKeyOpt, TableArg, TableOptionOpt, WarehouseOpt
@@ -122,7 +120,7 @@ def _stream(ctx: typer.Context, out: Output, table: str, input: str | None, inpu
                   file=sys.stderr)
     columns = None if out.format != "table" else _COMMIT_COLUMNS
     stop = threading.Event()
-    with _stop_on_sigterm(stop):
+    with stop_on_sigterm(stop):
         summary = write_records(t, sys.stdin.buffer, fmt=fmt, commit_user=commit_user, commit_rows=commit_rows,
                                 commit_interval=interval, input_offset=input_offset or 0,
                                 watermark_column=watermark_column, row_kind_column=row_kind_column,
@@ -132,16 +130,3 @@ def _stream(ctx: typer.Context, out: Output, table: str, input: str | None, inpu
         out.event(summary)  # one more JSON line: the output stays JSON lines throughout
     elif out.format == "table":
         out.record(summary)
-
-
-@contextmanager
-def _stop_on_sigterm(stop: threading.Event) -> Iterator[None]:
-    """Within the block, SIGTERM sets ``stop``: the stream commits what it read and ends."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # only the main thread may install handlers (an embedding application's thread)
-        return
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
