@@ -163,6 +163,17 @@ class CoreOptions:
                           "changelog-producer.row-deduplicate")
 
     @property
+    def write_buffer_size(self) -> int:
+        """write-buffer-size: rows held in memory by a write before they spill (Paimon's 256 mb)."""
+        return parse_size(self.raw.get("write-buffer-size", "256 mb"), "write-buffer-size")
+
+    @property
+    def write_buffer_spillable(self) -> bool:
+        """write-buffer-spillable: Paimon spills by default in batch writes (false only for
+        streaming writes to a local file system)."""
+        return parse_bool(self.raw.get("write-buffer-spillable", "true"), "write-buffer-spillable")
+
+    @property
     def lookup_cache_bytes(self) -> int:
         return parse_size(self.raw.get("lookup.cache-max-memory-size", "256 mb"), "lookup.cache-max-memory-size")
 
@@ -226,16 +237,17 @@ def validate(options: Mapping[str, str], *, has_primary_key: bool) -> None:
         raise UsageError("option partition.legacy-name=false is not supported yet")
 
 
-SCAN_MODE_VALUES = {"default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full",
-                    "from-timestamp", "compacted-full"}
+# Paimon's scan.mode values lakectl follows (core.ops.follow); "full" is the old name of latest-full.
+SCAN_MODES = ("default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full",
+              "from-timestamp", "compacted-full")
 
 
 def _validate_scan_options(options: Mapping[str, str]) -> None:
     """The streaming-read options lakectl acts on (``scan --follow`` defaults, consumers)."""
     mode = options.get("scan.mode")
-    if mode is not None and mode.strip().lower() not in SCAN_MODE_VALUES:
+    if mode is not None and mode.strip().lower() not in SCAN_MODES:
         raise UsageError(f"option scan.mode={mode} is not supported by lakectl "
-                         f"(supported: {', '.join(sorted(SCAN_MODE_VALUES))})")
+                         f"(supported: {', '.join(sorted(SCAN_MODES))})")
     for key in ("scan.snapshot-id", "scan.timestamp-millis", "scan.bounded.watermark"):
         if key in options:
             parse_int(options[key], key)

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from core.bucket import assign_buckets
 from core.errors import InvalidDataError
 from core.kernels.merge import MergeEngine
-from core.kernels.records import DELETE, ROW_KINDS, UPDATE_BEFORE, VALUE_KIND
+from core.kernels.records import ROW_KINDS, VALUE_KIND, retract_kinds
 from core.schema import TableSchema
 from core.types import DataField, arrow_field
 
@@ -34,7 +34,7 @@ def _row_kinds(data: pa.Table, column: str, has_primary_key: bool) -> pa.Array:
         first = pc.filter(text, bad)[0].as_py()
         raise InvalidDataError(f"row kind {first!r} in column {column} is not one of +I, -U, +U, -D")
     values = pa.array(np.array(list(ROW_KINDS.values()), np.int8)).take(codes)
-    if not has_primary_key and pc.any(pc.is_in(values, pa.array([UPDATE_BEFORE, DELETE], pa.int8()))).as_py():
+    if not has_primary_key and pc.any(pc.is_in(values, retract_kinds())).as_py():
         raise InvalidDataError("an append table (no primary key) cannot take -U or -D rows")
     return pc.cast(values, pa.int8()).combine_chunks() if isinstance(values, pa.ChunkedArray) else values
 
@@ -83,7 +83,7 @@ def prepare_rows(data: pa.Table, schema: TableSchema, row_kind_column: str | Non
     if kinds is not None and schema.has_primary_key:
         MergeEngine.of(schema).check_input(kinds)  # e.g. first-row refuses -D rows
     n = data.num_rows
-    is_retract = pc.is_in(kinds, pa.array([UPDATE_BEFORE, DELETE], pa.int8())) if kinds is not None else None
+    is_retract = pc.is_in(kinds, retract_kinds()) if kinds is not None else None
     columns = []
     for f in schema.fields:
         if f.name in data.column_names:
@@ -128,12 +128,9 @@ def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, int]:
     return codes + 1, len(encoded.dictionary) + 1
 
 
-def group_indices(rows: pa.Table, schema: TableSchema, *,
-                  by_key: bool = False) -> list[tuple[tuple[Any, ...], int, np.ndarray | None]]:
+def group_indices(rows: pa.Table, schema: TableSchema) -> list[tuple[tuple[Any, ...], int, np.ndarray | None]]:
     """(partition values, bucket, row indices in input order) per group; indices None when
-    every row is in the one group. With ``by_key`` each group's indices are sorted by the
-    trimmed primary key (input order among equal keys), the order the write kernel sorts
-    into anyway: one take then serves both the grouping and the kernel's sort.
+    every row is in the one group.
 
     Each row gets one integer group id from its partition values' dictionary codes and its
     bucket; a stable argsort of the ids gives each group's rows in input order (sorting the
@@ -148,18 +145,13 @@ def group_indices(rows: pa.Table, schema: TableSchema, *,
         codes, cardinality = _codes(rows.column(k))
         group_id = group_id * cardinality + codes
     group_id = group_id * max(schema.num_buckets, 1) + buckets
-    keys = schema.trimmed_primary_keys if by_key and schema.has_primary_key else []
-    if group_id.min() == group_id.max() and not keys:
+    if group_id.min() == group_id.max():
         values = tuple(rows.column(k)[0].as_py() for k in schema.partition_keys)
         return [(values, int(buckets[0]), None)]
     # Few groups: a stable sort of small integers is a radix sort in numpy, ~7x faster than int64.
     compact_ids = np.unique(group_id, return_inverse=True)[1] if group_id.max() >= 1 << 15 else group_id
     small = compact_ids.astype(np.int16 if compact_ids.max() < 1 << 15 else np.int64)
-    if keys:
-        by = pa.table([pa.array(small), *(rows.column(k) for k in keys)], names=["_group", *keys])
-        order = pc.sort_indices(by, sort_keys=[(c, "ascending") for c in by.column_names]).to_numpy()
-    else:
-        order = np.argsort(small, kind="stable")
+    order = np.argsort(small, kind="stable")
     sorted_ids = group_id[order]
     starts = np.concatenate([[0], np.flatnonzero(np.diff(sorted_ids)) + 1])
     ends = np.append(starts[1:], n)

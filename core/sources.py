@@ -24,6 +24,7 @@ import pyarrow.orc as paorc
 import pyarrow.parquet as pq
 
 from core.errors import InvalidDataError, UsageError
+from core.record_stream import STREAM_FORMATS
 
 FORMATS = ("parquet", "csv", "json", "jsonl", "orc")
 _EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json",
@@ -124,13 +125,6 @@ class InputFile:
     def read_all(self) -> pa.Table:
         return read_input(self.path, self.fmt, self.hint)
 
-    def schema(self) -> pa.Schema:
-        with _ReadErrors(self.fmt, self.path):
-            if self.fmt == "parquet":
-                return pq.read_schema(self.path)
-            with self._open_csv() as reader:
-                return reader.schema
-
     def batches(self) -> Iterator[pa.Table]:
         """The rows in input order, a batch at a time; an empty input is one empty batch.
 
@@ -217,10 +211,7 @@ def read_records(data: bytes, fmt: str, hint: pa.Schema | None = None, source: s
     Raises:
         InvalidDataError: the bytes are not valid in the format.
     """
-    if fmt not in ("csv", "jsonl"):
+    if fmt not in STREAM_FORMATS:
         raise UsageError(f"a record stream is csv or jsonl, not {fmt}")
-    try:
+    with _ReadErrors(fmt, source):
         return _read_csv(io.BytesIO(data), hint) if fmt == "csv" else _read_jsonl(io.BytesIO(data), hint)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise InvalidDataError(f"cannot read {fmt} input {source}: {first}") from e

@@ -19,28 +19,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core.options import parse_bool, parse_size
 from core.rows import group_indices
 from core.schema import TableSchema
 
-DEFAULT_BUFFER_SIZE = "256 mb"
-
 GroupKey = tuple[tuple[Any, ...], int]  # (partition values, bucket)
-
-
-@dataclass(frozen=True, slots=True)
-class BufferOptions:
-    size: int  # bytes of Arrow rows held before spilling
-    spillable: bool
-
-    @classmethod
-    def of(cls, schema: TableSchema) -> BufferOptions:
-        opts = schema.core_options
-        size = parse_size(opts.get("write-buffer-size") or DEFAULT_BUFFER_SIZE, "write-buffer-size")
-        # Paimon spills by default in batch writes (its default is false only for streaming
-        # writes to a local file system).
-        spillable = parse_bool(opts.get("write-buffer-spillable") or "true", "write-buffer-spillable")
-        return cls(size, spillable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +66,6 @@ class WriteBuffer:
     """
 
     def __init__(self, schema: TableSchema, limit: int | None, directory: str) -> None:
-        self._schema = schema
         self._limit = limit
         self._directory = directory
         self._held: dict[GroupKey, list[pa.Table]] = {}

@@ -90,9 +90,9 @@ def _complete_consumer(ctx: Any, incomplete: str) -> Candidates:
 
 def _complete_scan_mode(_ctx: Any, incomplete: str) -> Candidates:
     """Paimon's scan modes for --follow."""
-    from core.options import SCAN_MODE_VALUES
+    from core.options import SCAN_MODES
 
-    return [(m, "scan mode") for m in sorted(SCAN_MODE_VALUES - {"full"}) if m.startswith(incomplete)]
+    return [(m, "scan mode") for m in sorted(set(SCAN_MODES) - {"full"}) if m.startswith(incomplete)]
 
 
 complete_table = _quietly(_complete_table)

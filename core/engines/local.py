@@ -37,7 +37,7 @@ from core.kernels.write import WriteJob, write_bucket
 from core.rows import prepare_rows
 from core.schema import TableSchema
 from core.sources import BATCH_ROWS, InputFile, read_input
-from core.write_buffer import BufferOptions, GroupKey, Routed, WriteBuffer, route
+from core.write_buffer import GroupKey, Routed, WriteBuffer, route
 
 
 T = TypeVar("T")
@@ -62,8 +62,8 @@ class LocalEngine:
             return InputFile(path, fmt, hint)
         return read_input(path, fmt, hint)
 
-    def input_schema(self, data: pa.Table | InputFile) -> pa.Schema:
-        return data.schema() if isinstance(data, InputFile) else data.schema
+    def input_schema(self, data: pa.Table) -> pa.Schema:
+        return data.schema  # the input of a table still to be created is read whole
 
     def write(self, job: WriteJob, data: pa.Table | InputFile, file_io: FileIO) -> tuple[list[CommitMessage], int]:
         """Validate and route every row into a WriteBuffer first (a bad row stops the write
@@ -75,7 +75,7 @@ class LocalEngine:
         (input order among equal keys) on the thread pool and written by the kernel.
         """
         schema = job.schema
-        options = BufferOptions.of(schema)
+        options = schema.core_options
         if isinstance(data, InputFile):
             # Decoding the next batch (Arrow, off the GIL) overlaps routing this one.
             batches = _read_ahead(data.batches()) if local_threads() > 1 else data.batches()
@@ -87,7 +87,7 @@ class LocalEngine:
             return route(prepare_rows(batch, schema, job.row_kind_column, row_offset=offset), schema)
 
         with tempfile.TemporaryDirectory(prefix="lakectl-spill-") as directory:
-            buffer = WriteBuffer(schema, options.size if options.spillable else None, directory)
+            buffer = WriteBuffer(schema, options.write_buffer_size if options.write_buffer_spillable else None, directory)
             # Batches are checked and routed on the pool, and added in input order: the first
             # bad row in input order is the one reported.
             for routed in self._in_order(route_batch, _numbered(batches), "routing input"):

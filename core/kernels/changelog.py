@@ -201,19 +201,13 @@ def overwrite_changelog(old: pa.Table, written: pa.Table, engine: MergeEngine, *
     replace = MergeEngine("deduplicate", engine.keys)
     rows, is_old = tagged_sort(before, written, keys)
     touched = changes(rows, is_old, replace, row_deduplicate=row_deduplicate)
-    removed = _without_keys(before, written, keys)
-    removed = removed.set_column(removed.column_names.index(VALUE_KIND), VALUE_KIND,
-                                 pa.array(np.full(removed.num_rows, DELETE, np.int8)))
+    removed = _with_kind(without_existing_keys(before, written, keys), DELETE)
     return key_columns_sorted(pa.concat_tables([touched, removed]), keys, SEQUENCE_NUMBER)
 
 
-def without_existing_keys(written: pa.Table, old: pa.Table, keys: list[str]) -> pa.Table:
-    """``written`` minus the keys ``old`` holds (first-row: a key's first record is already stored)."""
-    return _without_keys(written, old, keys)
-
-
-def _without_keys(table: pa.Table, other: pa.Table, keys: list[str]) -> pa.Table:
-    """Rows of ``table`` whose key is not in ``other``, in ``table``'s order."""
+def without_existing_keys(table: pa.Table, other: pa.Table, keys: list[str]) -> pa.Table:
+    """Rows of ``table`` whose key is not in ``other``, in ``table``'s order (first-row: drop
+    keys already stored; an overwrite: the keys it removes)."""
     if table.num_rows == 0 or other.num_rows == 0:
         return table
     try:

@@ -44,8 +44,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from core.errors import InvalidDataError
-from core.kernels.records import DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, key_changes
-from core.merge_options import AGGREGATE_TYPES, ENGINES, RETRACTABLE, FieldAggregate, MergeOptions, merge_options
+from core.kernels.records import DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, key_changes, retract_kinds
+from core.merge_options import FieldAggregate, MergeOptions, merge_options
 from core.schema import TableSchema
 
 
@@ -64,7 +64,7 @@ class MergeEngine(MergeOptions):
         """Refuse -U/-D input rows the engine cannot take (InvalidDataError, exit 5)."""
         if self.ignore_delete or self.kind == "deduplicate":
             return
-        retract = pc.is_in(kinds, pa.array([UPDATE_BEFORE, DELETE], pa.int8()))
+        retract = pc.is_in(kinds, retract_kinds())
         if not pc.any(retract).as_py():
             return
         if self.kind == "first-row":
@@ -130,7 +130,7 @@ def segment_ends(starts: np.ndarray, n: int) -> np.ndarray:
 
 
 def _is_retract(rows: pa.Table) -> pa.ChunkedArray:
-    return pc.is_in(rows.column(VALUE_KIND), pa.array([UPDATE_BEFORE, DELETE], pa.int8()))
+    return pc.is_in(rows.column(VALUE_KIND), retract_kinds())
 
 
 def _kinds(rows: pa.Table) -> np.ndarray:
@@ -366,10 +366,4 @@ def _sequential_product(col: pa.ChunkedArray, adds: np.ndarray, retracts: np.nda
     return pa.array(out, col.type)
 
 
-def engine_of(schema: TableSchema) -> MergeEngine:
-    """The merge engine of a primary-key table (deduplicate for tables that set none)."""
-    return MergeEngine.of(schema)
-
-
-__all__ = ["AGGREGATE_TYPES", "ENGINES", "FieldAggregate", "MergeEngine", "RETRACTABLE", "engine_of",
-           "segment_ends", "segment_starts"]
+__all__ = ["FieldAggregate", "MergeEngine", "segment_ends", "segment_starts"]

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from core import binary_row, stats
 from core.commit import CommitMessage
 from core.fileio import FileIO, join
-from core.kernels.records import DELETE, KEY_PREFIX, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, key_columns_sorted
+from core.kernels.records import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, key_columns_sorted, retract_kinds
 from core.kernels.changelog import lookup_changelog, old_records, overwrite_changelog, without_existing_keys
 from core.kernels.merge import MergeEngine
 from core.manifest import FILE_SOURCE_APPEND, DataFileMeta
@@ -234,7 +234,7 @@ def _write_file(chunk: pa.Table, schema: TableSchema, bucket_dir: str, file_io: 
         min_key, max_key = binary_row.encode(first, key_types), binary_row.encode(last, key_types)
         key_stats = stats.compute(chunk, schema.key_fields, "full")
         kinds = chunk.column(VALUE_KIND)
-        delete_rows = int(pc.sum(pc.is_in(kinds, pa.array([UPDATE_BEFORE, DELETE], pa.int8()))).as_py() or 0)
+        delete_rows = int(pc.sum(pc.is_in(kinds, retract_kinds())).as_py() or 0)
     else:
         min_key = max_key = binary_row.EMPTY_ROW
         key_stats = stats.EMPTY_STATS

@@ -39,14 +39,12 @@ from core.consumer import ConsumerManager, check_consumer_id
 from core.engines import EngineSettings
 from core.errors import NotFoundError, UsageError
 from core.kernels.read import ROW_KIND_COLUMN
-from core.options import parse_bool, parse_duration, parse_int
+from core.options import SCAN_MODES, parse_bool, parse_duration, parse_int
 from core.snapshot import APPEND, OVERWRITE, Snapshot
 from core.table import Table
 
 log = logging.getLogger(__name__)
 
-SCAN_MODES = ("default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full",
-              "from-timestamp", "compacted-full")
 DEFAULT_POLL_SECONDS = 1.0
 SNAPSHOT_ID_COLUMN = "_snapshot_id"
 

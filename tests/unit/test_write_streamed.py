@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
@@ -51,8 +52,11 @@ class WholeInputEngine(LocalEngine):
     def write(self, job: WriteJob, data: pa.Table, file_io: FileIO) -> tuple[list[CommitMessage], int]:
         prepared = prepare_rows(data, job.schema, job.row_kind_column)
         messages = []
-        for values, bucket, indices in group_indices(prepared, job.schema, by_key=True):
+        keys = job.schema.trimmed_primary_keys if job.schema.has_primary_key else []
+        for values, bucket, indices in group_indices(prepared, job.schema):
             part = prepared if indices is None else prepared.take(pa.array(indices))
+            if keys:  # Arrow's sort is stable: input order among equal keys
+                part = part.take(pc.sort_indices(part, sort_keys=[(k, "ascending") for k in keys]))
             messages.append(write_bucket(job.task_for(values, bucket), part, file_io))
         return messages, data.num_rows
 
