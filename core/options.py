@@ -113,6 +113,17 @@ class CoreOptions:
         return parse_int(self.raw.get("file.compression.zstd-level", "1"), "file.compression.zstd-level")
 
     @property
+    def parquet_block_size(self) -> int:
+        """parquet.block.size: the Parquet row group size in bytes (parquet-java's 128 mb).
+        Smaller row groups let a selective scan skip more by row-group stats."""
+        return parse_size(self.raw.get("parquet.block.size", "128 mb"), "parquet.block.size")
+
+    @property
+    def parquet_page_size(self) -> int:
+        """parquet.page.size: the target data page size in bytes (1 mb)."""
+        return parse_size(self.raw.get("parquet.page.size", "1 mb"), "parquet.page.size")
+
+    @property
     def manifest_compression(self) -> str:
         return self.raw.get("manifest.compression", "zstd")
 
@@ -222,6 +233,9 @@ def validate(options: Mapping[str, str], *, has_primary_key: bool) -> None:
     for key in ("target-file-size", "lookup.cache-max-memory-size"):
         if key in options:
             parse_size(options[key], key)
+    for key in ("parquet.block.size", "parquet.page.size"):
+        if key in options and parse_size(options[key], key) <= 0:
+            raise UsageError(f"option {key}={options[key]} must be more than 0 bytes")
     for key in ("num-sorted-run.compaction-trigger", "num-levels"):
         if key in options and parse_int(options[key], key) < (2 if key == "num-levels" else 1):
             raise UsageError(f"option {key}={options[key]} is too small (num-levels >= 2, trigger >= 1)")

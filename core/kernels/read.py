@@ -22,6 +22,7 @@ from core.fileio import FileIO, join
 from core.kernels.records import KIND_NAMES, SEQUENCE_NUMBER, VALUE_KIND, alive, key_columns_sorted
 from core.kernels.merge import MergeEngine
 from core.manifest import DataFileMeta
+from core.predicate import ColumnRange, Predicate
 from core.schema import TableSchema
 from core.types import DataField, arrow_field, to_arrow
 
@@ -37,6 +38,10 @@ class ReadSplit:
     # An incremental read: the files' records as they are (no merge), each with its row kind
     # in a leading ``_row_kind`` column (+I, -U, +U, -D).
     changes: bool = False
+    # The scan's condition: row groups whose Parquet stats prove no row satisfies it are not
+    # read, where that cannot change a key that passes (``_row_group_filter``). The caller
+    # still filters the rows exactly.
+    predicate: Predicate | None = None
 
     @property
     def row_count(self) -> int:
@@ -50,18 +55,27 @@ def _file_columns(read_fields: Sequence[DataField], file_schema: TableSchema) ->
 
 
 def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fields: Sequence[DataField],
-              file_io: FileIO, *, system_columns: bool) -> pa.Table:
-    """Read one data file and present it in ``read_fields`` (plus seq/kind if asked)."""
+              file_io: FileIO, *, system_columns: bool, row_filter: Predicate | None = None) -> pa.Table:
+    """Read one data file and present it in ``read_fields`` (plus seq/kind if asked); with a
+    ``row_filter``, only the row groups whose stats may satisfy it."""
     mapping = _file_columns(read_fields, file_schema)
     wanted = [mapping[f.id].name for f in read_fields if f.id in mapping]
     if system_columns:
         wanted += [SEQUENCE_NUMBER, VALUE_KIND]
     try:
         if file_io.local:
-            table = pq.read_table(path, columns=wanted)  # lets Arrow memory-map and read in parallel
+            parquet = pq.ParquetFile(path)
         else:
+            # One GET for the whole file: cheaper on object stores than ranged reads of each
+            # column chunk.
             with file_io.open_input(path) as fh:
-                table = pq.read_table(io.BytesIO(fh.read()), columns=wanted)
+                parquet = pq.ParquetFile(io.BytesIO(fh.read()))
+        with parquet:
+            if row_filter is None:
+                table = parquet.read(columns=wanted)
+            else:
+                groups = matching_row_groups(parquet, row_filter, read_fields, mapping)
+                table = parquet.read_row_groups(groups, columns=wanted)
     except FileNotFoundError as e:
         raise CorruptMetadataError(f"data file {path} listed in a manifest is missing") from e
     except (pa.ArrowInvalid, OSError) as e:
@@ -83,6 +97,51 @@ def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fiel
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
 
+# Types whose Parquet min/max come back from pyarrow in the form ``ColumnRange`` holds (that of
+# ``as_py()``). Floats are left out: Parquet's min/max skip NaN, which ``<>`` matches.
+def _prunable(t: pa.DataType) -> bool:
+    return (pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_binary(t)
+            or pa.types.is_fixed_size_binary(t) or pa.types.is_boolean(t) or pa.types.is_date32(t)
+            or pa.types.is_decimal(t) or pa.types.is_timestamp(t) or pa.types.is_time(t))
+
+
+def matching_row_groups(parquet: pq.ParquetFile, row_filter: Predicate, read_fields: Sequence[DataField],
+                        mapping: Mapping[int, DataField]) -> list[int]:
+    """Indices of the row groups whose column stats may satisfy ``row_filter``.
+
+    Stats are used only for a filtered column whose type in the file is the type it is read
+    in (a widened column's old stats would compare in the old type); any other column is
+    unknown to the predicate, which then keeps the row group."""
+    file_types = parquet.schema_arrow
+    metadata = parquet.metadata
+    # Top-level primitive columns are the leaves whose path is their name.
+    positions = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
+    columns: dict[str, int] = {}  # read name -> Parquet leaf column index
+    for f in read_fields:
+        if f.name not in row_filter.columns or f.id not in mapping:
+            continue
+        name = mapping[f.id].name
+        target = to_arrow(f.type)
+        if name in positions and file_types.field(name).type == target and _prunable(target):
+            columns[f.name] = positions[name]
+    if not columns:
+        return list(range(metadata.num_row_groups))
+    kept = []
+    for g in range(metadata.num_row_groups):
+        group = metadata.row_group(g)
+        ranges = {}
+        for read_name, index in columns.items():
+            st = group.column(index).statistics
+            if st is None:
+                continue
+            nulls = st.null_count if st.has_null_count else None
+            lo, hi = (st.min, st.max) if st.has_min_max else (None, None)
+            ranges[read_name] = ColumnRange(lo, hi, nulls, group.num_rows)
+        if row_filter.may_match(ranges):
+            kept.append(g)
+    return kept
+
+
 def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
                file_io: FileIO, *, merge: bool = True) -> pa.Table:
     """All rows of a split in the read schema; merged by key for primary-key tables."""
@@ -92,11 +151,12 @@ def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int,
     primary_key = read_schema.has_primary_key and merge
     if primary_key and _one_sorted_run(split.files):
         return _read_sorted_run(split, read_schema, schemas, file_io)
+    row_filter = _row_group_filter(split.predicate, read_schema if primary_key else None)
     parts = []
     for meta in split.files:
         path = meta.external_path or join(split.bucket_dir, meta.file_name)
         parts.append(read_file(path, meta, schemas[meta.schema_id], read_fields, file_io,
-                               system_columns=primary_key))
+                               system_columns=primary_key, row_filter=row_filter))
     empty = pa.schema([arrow_field(f).with_nullable(True) for f in read_fields])
     if not parts:
         return empty.empty_table()
@@ -106,6 +166,19 @@ def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int,
     engine = MergeEngine.of(read_schema)
     merged = engine.merge(key_columns_sorted(table, read_schema.trimmed_primary_keys, SEQUENCE_NUMBER))
     return alive(merged).select([f.name for f in read_fields])
+
+
+def _row_group_filter(predicate: Predicate | None, merged: TableSchema | None) -> Predicate | None:
+    """The condition row groups may be skipped by before the records are merged (``merged``:
+    the schema of a primary-key merge, None when nothing is merged).
+
+    Unmerged rows are final, so any condition will do. Before a merge only a condition on the
+    primary key is safe: all records of a key agree on it, so a skipped row group holds no
+    record of a key that passes. A value condition could skip a key's newest record and let
+    an older one through."""
+    if predicate is None or merged is None:
+        return predicate
+    return predicate if predicate.columns <= set(merged.primary_keys) else None
 
 
 def _one_sorted_run(files: Sequence[DataFileMeta]) -> bool:
@@ -120,7 +193,8 @@ def _read_sorted_run(split: ReadSplit, read_schema: TableSchema, schemas: Mappin
                      file_io: FileIO) -> pa.Table:
     """A split that is one sorted run needs no merge (each key once, and a lone record passes
     unmerged); only its -U/-D records are dropped, and files without any skip even that.
-    Files are read in key order, so the output is sorted by key like a merged split."""
+    Files are read in key order, so the output is sorted by key like a merged split. Its rows
+    are final, so the split's condition may skip row groups whatever columns it reads."""
     read_fields = list(read_schema.fields)
     key_types = [f.type for f in read_schema.key_fields]
     files = sorted(split.files, key=lambda f: _sort_key(binary_row.decode(f.min_key, key_types)))
@@ -128,7 +202,8 @@ def _read_sorted_run(split: ReadSplit, read_schema: TableSchema, schemas: Mappin
     for meta in files:
         path = meta.external_path or join(split.bucket_dir, meta.file_name)
         deletes = meta.delete_row_count is None or meta.delete_row_count > 0
-        part = read_file(path, meta, schemas[meta.schema_id], read_fields, file_io, system_columns=deletes)
+        part = read_file(path, meta, schemas[meta.schema_id], read_fields, file_io, system_columns=deletes,
+                         row_filter=split.predicate)
         if deletes:
             part = alive(part).select([f.name for f in read_fields])
         parts.append(part)

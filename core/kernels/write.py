@@ -208,8 +208,19 @@ def _encode(out: pa.Table, schema: TableSchema) -> bytes:
     buf = io.BytesIO()
     pq.write_table(out, buf, compression=opts.file_compression,
                    compression_level=opts.zstd_level if opts.file_compression == "zstd" else None,
-                   store_decimal_as_integer=True, use_dictionary=_dictionary_columns(out.schema))
+                   store_decimal_as_integer=True, use_dictionary=_dictionary_columns(out.schema),
+                   row_group_size=row_group_rows(out, opts.parquet_block_size),
+                   data_page_size=opts.parquet_page_size)
     return buf.getvalue()
+
+
+def row_group_rows(out: pa.Table, block_size: int) -> int:
+    """Rows per row group for ``parquet.block.size``. pyarrow sizes row groups in rows, so the
+    bytes are turned into rows at the table's Arrow (decoded) size per row; encoded groups
+    come out no larger than the option asks."""
+    if out.num_rows == 0 or out.nbytes <= block_size:
+        return max(out.num_rows, 1)
+    return max(1, block_size * out.num_rows // out.nbytes)
 
 
 def _dictionary_columns(schema: pa.Schema) -> list[str]:

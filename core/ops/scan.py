@@ -161,7 +161,7 @@ def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None
     for (part, bucket) in sorted(groups, key=lambda pb: (rank[pb[0]], pb[1])):
         files = sorted(groups[(part, bucket)], key=lambda e: (e.file.min_sequence_number, e.file.file_name))
         directory = join(table.path, read_schema.partition_dir(partition_values[part]), f"bucket-{bucket}")
-        splits.append(ReadSplit(part, bucket, directory, tuple(e.file for e in files)))
+        splits.append(ReadSplit(part, bucket, directory, tuple(e.file for e in files), predicate=predicate))
     return ScanPlan(snapshot, read_schema, schemas, tuple(splits), len(entries), pruned)
 
 

@@ -475,8 +475,14 @@ def test_append_write_mode_append_only_option(tmp_path: Path) -> None:
 
 
 # ---- every primitive type ----------------------------------------------------------------
-def test_all_types_as_pk_table_values(tmp_path: Path) -> None:
-    table = lakectl_table(tmp_path, "typed_pk", all_types_columns(), primary_keys=["id"], options={"bucket": "2"})
+# A 1-byte parquet.block.size gives every row its own row group.
+ROW_GROUPS = pytest.mark.parametrize("row_groups", [{}, {"parquet.block.size": "1b"}], ids=["one", "per_row"])
+
+
+@ROW_GROUPS
+def test_all_types_as_pk_table_values(tmp_path: Path, row_groups: dict[str, str]) -> None:
+    table = lakectl_table(tmp_path, "typed_pk", all_types_columns(), primary_keys=["id"],
+                          options={"bucket": "2", **row_groups})
     h = History(table, KeyedModel(["id"]))
     h.write(all_types_batch(range(20)))
     h.write(all_types_batch(range(0, 20, 2), variant=1))
@@ -489,8 +495,9 @@ def test_all_types_as_pk_table_values(tmp_path: Path) -> None:
     h.verify(tmp_path, pypaimon_micros=["c_timestamp_9"])
 
 
-def test_all_types_in_append_table(tmp_path: Path) -> None:
-    table = lakectl_table(tmp_path, "typed_append", all_types_columns())
+@ROW_GROUPS
+def test_all_types_in_append_table(tmp_path: Path, row_groups: dict[str, str]) -> None:
+    table = lakectl_table(tmp_path, "typed_append", all_types_columns(), options=row_groups)
     h = History(table, AppendModel())
     h.write(all_types_batch(range(20)))
     h.write(all_types_batch(range(10, 25), variant=1))

@@ -12,8 +12,8 @@ for append tables a multiset of rows. After every write we check:
 - ``totalRecordCount`` equals the row count of the live files (read from the manifests) and the
   model's count of written records (unmerged, retractions included); ``deltaRecordCount`` is the
   difference to the previous snapshot; ``history()`` lists the same snapshots newest first;
-- a few ``where`` filters on the latest snapshot equal the filtered model (file pruning must
-  never drop a file whose newer record of a key hides an older one).
+- a few ``where`` filters on the latest snapshot equal the filtered model (file and row-group
+  pruning must never drop a file or row group whose newer record of a key hides an older one).
 
 The slow ``test_model`` runs 30 examples of up to 10 operations per table kind; set
 LAKECTL_MODEL_EXAMPLES / LAKECTL_MODEL_OPS for a longer hunt. ``test_model_smoke`` and the fixed
@@ -75,7 +75,11 @@ KINDS = {
         # One row per file: merging across many files of one write and of one bucket.
         Kind("pk_partitioned_tiny_files", ("id", "dt"), ("dt",),
              {"bucket": "2", "target-file-size": "1b", "write-only": "true"}),
+        # One row per row group: ``where`` skips row groups by their stats, which must never
+        # drop a key's newer record and let an older one through.
+        Kind("pk_tiny_row_groups", ("id",), (), {"bucket": "1", "parquet.block.size": "1b", "write-only": "true"}),
         Kind("append_partitioned", (), ("dt",)),
+        Kind("append_tiny_row_groups", (), (), {"parquet.block.size": "1b"}),
         Kind("append_unpartitioned", (), ()),
         Kind("append_bucketed", (), ("dt",), {"bucket": "2", "bucket-key": "id"}),
     )
