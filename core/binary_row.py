@@ -400,6 +400,12 @@ def arity_of(data: bytes) -> int:
     return struct.unpack_from(">i", data)[0]
 
 
+def sort_key(values: Sequence[Any]) -> tuple:
+    """An ordering key for decoded row values (keys, partitions): field by field, nulls first,
+    as Paimon's key comparator orders them."""
+    return tuple((v is not None, v) for v in values)
+
+
 def decode(data: bytes, types: Sequence[DataType]) -> tuple[Any, ...]:
     """Values of the first ``len(types)`` fields of a serialized BinaryRow.
 

@@ -190,6 +190,12 @@ class DataFileMeta:
         )
 
 
+def sorted_runs(files: Sequence[DataFileMeta]) -> int:
+    """Sorted runs of a primary-key bucket: each level-0 file, and each level above 0 (its
+    files have disjoint key ranges). A bucket of one run holds every key once."""
+    return sum(1 for f in files if f.level == 0) + len({f.level for f in files if f.level > 0})
+
+
 @dataclass(frozen=True, slots=True)
 class ManifestEntry:
     kind: int

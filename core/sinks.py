@@ -15,6 +15,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from core.errors import UsageError
+from core.kernels.write import dictionary_columns
 
 # Parts (splits) are gathered into row groups of about this much Arrow data: fewer, larger
 # row groups than one per split, and a bounded amount held.
@@ -51,7 +52,7 @@ def write_output_parts(parts: Iterable[pa.Table], schema: pa.Schema, path: str,
     rows = 0
     try:
         if fmt == "parquet":
-            with pq.ParquetWriter(tmp, schema, compression="zstd", use_dictionary=_dictionary_columns(schema)) as writer:
+            with pq.ParquetWriter(tmp, schema, compression="zstd", use_dictionary=dictionary_columns(schema)) as writer:
                 pending: list[pa.Table] = []
                 for part in parts:
                     pending.append(part)
@@ -80,14 +81,6 @@ def write_output_parts(parts: Iterable[pa.Table], schema: pa.Schema, path: str,
         if os.path.exists(tmp):
             os.unlink(tmp)
     return rows, os.path.getsize(path)
-
-
-def _dictionary_columns(schema: pa.Schema) -> list[str]:
-    """Dictionary-encode strings and binaries only: for mostly distinct numbers a dictionary
-    costs time until Parquet falls back to plain encoding, in every row group (as the data
-    files do, ``core.kernels.write``)."""
-    return [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
-            or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
 
 
 def directory_size(path: str) -> int:

@@ -12,6 +12,7 @@ shell. The scripts in ``completions/`` are generated from the app (``make comple
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from typing import Any, Callable
 
@@ -68,10 +69,25 @@ def _complete_database(ctx: Any, incomplete: str) -> Candidates:
     return [(db, "database") for db in Warehouse.open(_warehouse_uri(ctx)).databases() if db.startswith(incomplete)]
 
 
+# Snapshot ids completed with their kind and time; older matches get the id alone, so a table
+# of thousands of snapshots costs a listing and this many small reads, not one read each.
+DESCRIBED_SNAPSHOTS = 30
+
+
 def _complete_snapshot_id(ctx: Any, incomplete: str) -> Candidates:
-    """Snapshot ids of the table named earlier on the line, newest first, with kind and time."""
-    return [(str(s.snapshot_id), f"{s.commit_kind} {s.commit_time[:19].replace('T', ' ')}")
-            for s in _table(ctx).history() if str(s.snapshot_id).startswith(incomplete)]
+    """Snapshot ids of the table named earlier on the line, newest first; the newest ones with
+    their commit kind and time."""
+    snapshots = _table(ctx).snapshots
+    ids = [sid for sid in reversed(snapshots.list_ids()) if str(sid).startswith(incomplete)]
+    out = []
+    for n, sid in enumerate(ids):
+        if n < DESCRIBED_SNAPSHOTS:
+            s = snapshots.snapshot(sid)
+            when = dt.datetime.fromtimestamp(s.time_millis / 1000).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+            out.append((str(sid), f"{s.commit_kind} {when}"))
+        else:
+            out.append((str(sid), "snapshot"))
+    return out
 
 
 def _complete_tag(ctx: Any, incomplete: str) -> Candidates:

@@ -44,7 +44,7 @@ from core.kernels.changelog import changes, tagged_sort
 from core.kernels.merge import MergeEngine
 from core.kernels.records import SEQUENCE_NUMBER, alive
 from core.kernels.write import write_changelog_files, write_files
-from core.manifest import FILE_SOURCE_COMPACT, DataFileMeta
+from core.manifest import FILE_SOURCE_COMPACT, DataFileMeta, sorted_runs
 from core.options import parse_int
 from core.schema import TableSchema
 
@@ -90,11 +90,6 @@ def output_level(schema: TableSchema) -> int:
 def in_sequence_order(files: Sequence[DataFileMeta]) -> tuple[DataFileMeta, ...]:
     """Files by minimum sequence number; ties keep their given (commit) order."""
     return tuple(sorted(files, key=lambda f: f.min_sequence_number))
-
-
-def sorted_runs(files: Sequence[DataFileMeta]) -> int:
-    """Sorted runs of a primary-key bucket: each level-0 file, and each level above 0."""
-    return sum(1 for f in files if f.level == 0) + len({f.level for f in files if f.level > 0})
 
 
 def pick_files(schema: TableSchema, files: Sequence[DataFileMeta], level: int, *,

@@ -21,7 +21,7 @@ from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
 from core.kernels.records import KIND_NAMES, SEQUENCE_NUMBER, VALUE_KIND, alive, key_columns_sorted
 from core.kernels.merge import MergeEngine
-from core.manifest import DataFileMeta
+from core.manifest import DataFileMeta, sorted_runs
 from core.predicate import ColumnRange, Predicate
 from core.schema import TableSchema
 from core.types import DataField, arrow_field, to_arrow
@@ -149,7 +149,7 @@ def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int,
         return read_changes(split, read_schema, schemas, file_io)
     read_fields = list(read_schema.fields)
     primary_key = read_schema.has_primary_key and merge
-    if primary_key and _one_sorted_run(split.files):
+    if primary_key and sorted_runs(split.files) == 1:
         return _read_sorted_run(split, read_schema, schemas, file_io)
     row_filter = _row_group_filter(split.predicate, read_schema if primary_key else None)
     parts = []
@@ -181,14 +181,6 @@ def _row_group_filter(predicate: Predicate | None, merged: TableSchema | None) -
     return predicate if predicate.columns <= set(merged.primary_keys) else None
 
 
-def _one_sorted_run(files: Sequence[DataFileMeta]) -> bool:
-    """One file, or files all in one level >= 1 (disjoint key ranges): every key is there once."""
-    if len(files) == 1:
-        return True
-    levels = {f.level for f in files}
-    return len(levels) == 1 and next(iter(levels)) >= 1
-
-
 def _read_sorted_run(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
                      file_io: FileIO) -> pa.Table:
     """A split that is one sorted run needs no merge (each key once, and a lone record passes
@@ -197,7 +189,7 @@ def _read_sorted_run(split: ReadSplit, read_schema: TableSchema, schemas: Mappin
     are final, so the split's condition may skip row groups whatever columns it reads."""
     read_fields = list(read_schema.fields)
     key_types = [f.type for f in read_schema.key_fields]
-    files = sorted(split.files, key=lambda f: _sort_key(binary_row.decode(f.min_key, key_types)))
+    files = sorted(split.files, key=lambda f: binary_row.sort_key(binary_row.decode(f.min_key, key_types)))
     parts = []
     for meta in files:
         path = meta.external_path or join(split.bucket_dir, meta.file_name)
@@ -208,10 +200,6 @@ def _read_sorted_run(split: ReadSplit, read_schema: TableSchema, schemas: Mappin
             part = alive(part).select([f.name for f in read_fields])
         parts.append(part)
     return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-
-
-def _sort_key(values: tuple) -> tuple:
-    return tuple((v is not None, v) for v in values)
 
 
 ROW_KIND_COLUMN = "_row_kind"

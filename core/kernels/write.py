@@ -208,7 +208,7 @@ def _encode(out: pa.Table, schema: TableSchema) -> bytes:
     buf = io.BytesIO()
     pq.write_table(out, buf, compression=opts.file_compression,
                    compression_level=opts.zstd_level if opts.file_compression == "zstd" else None,
-                   store_decimal_as_integer=True, use_dictionary=_dictionary_columns(out.schema),
+                   store_decimal_as_integer=True, use_dictionary=dictionary_columns(out.schema),
                    row_group_size=row_group_rows(out, opts.parquet_block_size),
                    data_page_size=opts.parquet_page_size)
     return buf.getvalue()
@@ -223,10 +223,11 @@ def row_group_rows(out: pa.Table, block_size: int) -> int:
     return max(1, block_size * out.num_rows // out.nbytes)
 
 
-def _dictionary_columns(schema: pa.Schema) -> list[str]:
+def dictionary_columns(schema: pa.Schema) -> list[str]:
     """Columns worth dictionary encoding: strings and binaries. Numbers and times of a key-
     sorted file are mostly distinct, where a dictionary only costs time before Parquet falls
-    back to plain encoding (measured: a third faster and a few percent smaller files)."""
+    back to plain encoding (measured: a third faster and a few percent smaller files). Used
+    for data files and for ``scan --output`` files alike."""
     return [f.name for f in schema
             if pa.types.is_string(f.type) or pa.types.is_large_string(f.type) or pa.types.is_binary(f.type)
             or pa.types.is_large_binary(f.type) or pa.types.is_fixed_size_binary(f.type)]

@@ -21,7 +21,7 @@ from typing import Sequence
 import pyarrow as pa
 
 from core.engines import EngineSettings, choose_engine
-from core.errors import NotFoundError, UsageError
+from core.errors import NotFoundError, UsageError, check_limit
 from core.kernels.read import ROW_KIND_COLUMN, ReadSplit, changes_schema
 from core.manifest import ADD, ManifestEntry, read_entries
 from core.ops.scan import filtered
@@ -108,8 +108,7 @@ def changes(table: Table, start: int, end: int, *, select: Sequence[str] | None 
             engine_settings: EngineSettings | None = None) -> pa.Table:
     """The changes of snapshots ``start+1 .. end``: ``_row_kind`` and the table's columns
     (or ``select``), filtered by ``where``, at most ``limit`` rows."""
-    if limit is not None and limit < 0:
-        raise UsageError("--limit must be 0 or more")
+    check_limit(limit)
     plan = plan_changes(table, start, end)
     for name in select or ():
         plan.read_schema.field(name)  # raises UsageError naming the columns

@@ -216,13 +216,13 @@ class _Planner:
             return candidates
         types = [f.type for f in file_schema.key_fields]
         try:
-            lo = _ordered(binary_row.decode(entry.file.min_key, types))
-            hi = _ordered(binary_row.decode(entry.file.max_key, types))
+            lo = binary_row.sort_key(binary_row.decode(entry.file.min_key, types))
+            hi = binary_row.sort_key(binary_row.decode(entry.file.max_key, types))
         except (ValueError, struct.error):
             return candidates  # stats we cannot read prune nothing
         out = []
         for i in candidates:
-            key = _ordered(tuple(self.keys[i].values[n] for n in names))
+            key = binary_row.sort_key(tuple(self.keys[i].values[n] for n in names))
             try:
                 inside = lo <= key <= hi
             except TypeError:
@@ -260,10 +260,6 @@ def _bucket(key: LookupKey, fields: Sequence[DataField], names: Mapping[int, str
         return bucket_from_hash(hash_bytes(binary_row.row_bytes(values, [f.type for f in fields])), total)
     except (TypeError, ValueError, OverflowError):
         return None
-
-
-def _ordered(values: tuple) -> tuple:
-    return tuple((v is not None, v) for v in values)
 
 
 def _plan(planner: _Planner, entries: Sequence[ManifestEntry]) -> list[_Split]:

@@ -15,10 +15,10 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
-from core import stats
+from core import binary_row, stats
 from core.engines import EngineSettings, choose_engine
 from core.engines.local import LocalEngine
-from core.errors import UsageError
+from core.errors import UsageError, check_limit
 from core.fileio import join
 from core.kernels.read import ReadSplit
 from core.manifest import ManifestEntry, live_entries
@@ -155,7 +155,7 @@ def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None
         groups.setdefault((e.partition, e.bucket), []).append(e)
     order = list(partition_values)  # partition creation order: first appearance in the manifests
     if read_schema.core_options.plan_sort_partition:
-        order.sort(key=lambda p: tuple((v is not None, v) for v in partition_values[p]))
+        order.sort(key=lambda p: binary_row.sort_key(partition_values[p]))
     rank = {p: i for i, p in enumerate(order)}
     splits = []
     for (part, bucket) in sorted(groups, key=lambda pb: (rank[pb[0]], pb[1])):
@@ -240,8 +240,7 @@ def scan(table: Table, *, snapshot_id: int | None = None, timestamp: str | None 
          select: Sequence[str] | None = None, where: str | None = None, limit: int | None = None,
          engine_settings: EngineSettings | None = None) -> pa.Table:
     """The rows of the table at a snapshot, merged, filtered and projected."""
-    if limit is not None and limit < 0:
-        raise UsageError("--limit must be 0 or more")
+    check_limit(limit)
     prepared = prepare(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where)
     engine = _engine_for(prepared, engine_settings)
     parts = list(read_batches(table, prepared.plan, predicate=prepared.predicate, select=prepared.select,
@@ -284,8 +283,7 @@ def scan_to_output(table: Table, output: str, *, snapshot_id: int | None = None,
                    json_value: Any = None) -> ScanOutput:
     """Write the scan to a file (local engine) or a directory written by Spark's writers."""
     fmt = output_format(output)
-    if limit is not None and limit < 0:
-        raise UsageError("--limit must be 0 or more")
+    check_limit(limit)
     prepared = prepare(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where)
     engine = _engine_for(prepared, engine_settings)
     if engine.name == "spark":

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from core.errors import UsageError
+from core.errors import check_limit
 from core.schema import TableSchema
 from core.table import Table
 from core.types import DataField
@@ -121,8 +121,7 @@ def schema_history(table: Table, *, limit: int | None = None) -> list[SchemaInfo
         UsageError: a negative ``limit``.
         CorruptMetadataError: a schema file cannot be decoded.
     """
-    if limit is not None and limit < 0:
-        raise UsageError("--limit must be 0 or more")
+    check_limit(limit)
     ids = table.schemas.list_ids()
     shown = ids[::-1][:limit] if limit is not None else ids[::-1]
     out = []

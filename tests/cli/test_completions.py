@@ -102,6 +102,27 @@ def test_help_text_of_candidates_in_zsh_and_fish(wh: Path) -> None:
     assert all(line.split("\t")[1].startswith("APPEND ") for line in fish)
 
 
+def test_many_snapshots_describe_only_the_newest(wh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Thousands of snapshots must not mean thousands of reads: past the newest
+    DESCRIBED_SNAPSHOTS matches, ids come from the listing alone."""
+    from core.snapshot import SnapshotManager
+    from lakectl import completion
+
+    monkeypatch.setattr(completion, "DESCRIBED_SNAPSHOTS", 2)
+    reads: list[int] = []
+    real = SnapshotManager.snapshot
+
+    def counted(self: SnapshotManager, snapshot_id: int) -> Any:
+        reads.append(snapshot_id)
+        return real(self, snapshot_id)
+
+    monkeypatch.setattr(SnapshotManager, "snapshot", counted)
+    fish = complete(f"lakectl -w {wh} scan shop.orders --snapshot-id ", shell="fish")
+    assert [line.split("\t") for line in fish][2] == ["1", "snapshot"]
+    assert [line.split("\t")[1].split(" ")[0] for line in fish[:2]] == ["APPEND", "APPEND"]
+    assert sorted(reads) == [2, 3]
+
+
 def test_no_candidates_and_no_noise_when_the_warehouse_or_table_is_missing(tmp_path: Path) -> None:
     assert complete(f"lakectl -w {tmp_path / 'nowhere'} scan ") == []
     assert complete(f"lakectl -w {tmp_path / 'nowhere'} scan db.t --snapshot-id ") == []
