@@ -72,7 +72,8 @@ def needs_lookup(schema: TableSchema, overwrite: bool) -> bool:
         return False
     producer = schema.core_options.changelog_producer
     first_row = (schema.options.get("merge-engine") or "").strip().lower() == "first-row"
-    return producer == "lookup" or first_row or (overwrite and producer == "full-compaction")
+    # first-row looks up stored keys to keep their first record; an overwrite replaces them.
+    return producer == "lookup" or (first_row and not overwrite) or (overwrite and producer == "full-compaction")
 
 
 def removal_messages(job: WriteJob, messages: list[CommitMessage], overwritten: frozenset[bytes] | None,

@@ -687,6 +687,21 @@ def _agg_batch(rows) -> pa.Table:
                      "sales": pa.array([r[2] for r in rows], pa.int64())})
 
 
+@pytest.mark.parametrize("producer", ["none", "lookup"])
+def test_first_row_overwrite_replaces_the_stored_first_rows(tmp_path, producer):
+    """An overwrite replaces what it covers: first-row keeps the first record among the
+    overwrite's own rows, not the ones stored before it."""
+    t = _one_table(tmp_path, "id BIGINT NOT NULL, v STRING",
+                   {"merge-engine": "first-row", "changelog-producer": producer})
+    batch = lambda rows: pa.table({"id": pa.array([r[0] for r in rows], pa.int64()),  # noqa: E731
+                                   "v": [r[1] for r in rows]})
+    t.write(batch([(1, "old1"), (2, "old2")]))
+    t.write(batch([(2, "new2"), (3, "new3"), (2, "later2")]), mode="overwrite")
+    t.write(batch([(3, "after3"), (4, "after4")]))
+    assert sorted(t.scan().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 2, "v": "new2"}, {"id": 3, "v": "new3"}, {"id": 4, "v": "after4"}]
+
+
 @pytest.mark.parametrize("commits", ["separate", "one"])
 def test_partial_update_documented_example(tmp_path, commits):
     t = _one_table(tmp_path, "id BIGINT NOT NULL, price DOUBLE, num INT, d STRING",
