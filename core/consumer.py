@@ -76,7 +76,6 @@ class ConsumerManager:
         return sorted(out, key=lambda c: c.consumer_id)
 
 
-
 def stale_consumers(consumers: list[Consumer], expiration_millis: int, now_millis: int | None = None) -> list[Consumer]:
     """Consumers not updated within ``expiration_millis`` (Java compares the file's
     modification time). A store that reports no time never expires a consumer."""

@@ -37,9 +37,3 @@ class InvalidDataError(LakectlError):
 
 class CorruptMetadataError(LakectlError):
     """A metadata file that is missing or cannot be decoded; the message names its path (exit 1)."""
-
-
-def check_limit(limit: int | None) -> None:
-    """The rule of every ``--limit``: none, or 0 or more rows."""
-    if limit is not None and limit < 0:
-        raise UsageError("--limit must be 0 or more")

@@ -38,6 +38,12 @@ def parse_size(text: str, key: str) -> int:
     return int(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
 
 
+def check_limit(limit: int | None) -> None:
+    """The rule of every ``--limit``: none, or 0 or more rows."""
+    if limit is not None and limit < 0:
+        raise UsageError("--limit must be 0 or more")
+
+
 _DURATION_UNITS = {
     "ms": 0.001, "milli": 0.001, "millis": 0.001, "millisecond": 0.001, "milliseconds": 0.001,
     "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
@@ -175,7 +181,7 @@ class CoreOptions:
 
     @property
     def write_buffer_size(self) -> int:
-        """write-buffer-size: rows held in memory by a write before they spill (Paimon's 256 mb)."""
+        """write-buffer-size: bytes of rows a write holds in memory before they spill (Paimon's 256 mb)."""
         return parse_size(self.raw.get("write-buffer-size", "256 mb"), "write-buffer-size")
 
     @property

@@ -143,12 +143,12 @@ def matching_row_groups(parquet: pq.ParquetFile, row_filter: Predicate, read_fie
 
 
 def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
-               file_io: FileIO, *, merge: bool = True) -> pa.Table:
+               file_io: FileIO) -> pa.Table:
     """All rows of a split in the read schema; merged by key for primary-key tables."""
     if split.changes:
         return read_changes(split, read_schema, schemas, file_io)
     read_fields = list(read_schema.fields)
-    primary_key = read_schema.has_primary_key and merge
+    primary_key = read_schema.has_primary_key
     if primary_key and sorted_runs(split.files) == 1:
         return _read_sorted_run(split, read_schema, schemas, file_io)
     row_filter = _row_group_filter(split.predicate, read_schema if primary_key else None)

@@ -21,10 +21,11 @@ from typing import Sequence
 import pyarrow as pa
 
 from core.engines import EngineSettings, choose_engine
-from core.errors import NotFoundError, UsageError, check_limit
+from core.errors import NotFoundError, UsageError
 from core.kernels.read import ROW_KIND_COLUMN, ReadSplit, changes_schema
 from core.manifest import ADD, ManifestEntry, read_entries
 from core.ops.scan import filtered
+from core.options import check_limit
 from core.predicate import parse_where
 from core.schema import TableSchema
 from core.snapshot import COMPACT

@@ -18,14 +18,14 @@ import pyarrow as pa
 from core import binary_row, stats
 from core.engines import EngineSettings, choose_engine
 from core.engines.local import LocalEngine
-from core.errors import UsageError, check_limit
+from core.errors import UsageError
 from core.fileio import join
 from core.kernels.read import ReadSplit
 from core.manifest import ManifestEntry, live_entries
 from core.predicate import ColumnRange, Predicate, parse_where
 from core.schema import TableSchema
 from core.sinks import directory_size, output_format, write_output_parts
-from core.options import parse_int
+from core.options import check_limit, parse_int
 from core.snapshot import Snapshot
 from core.table import Table
 from core.types import arrow_field

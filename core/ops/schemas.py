@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from core.errors import check_limit
+from core.options import check_limit
 from core.schema import TableSchema
 from core.table import Table
 from core.types import DataField

@@ -30,6 +30,22 @@ def engine():
     e.session.stop()
 
 
+def keyed_table(tmp_path: Path, name: str, **options: str) -> Table:
+    table = Table.locate(f"db.{name}", warehouse=str(tmp_path / "wh"))
+    create(table, "id BIGINT NOT NULL, v STRING", primary_keys=["id"], options={"bucket": "2", **options})
+    return table
+
+
+def write_batches(table: Table, batches: list, state: dict[int, str]) -> list[tuple]:
+    """Commit each batch; the changes a lookup producer reports for them, in order (``state``
+    follows along)."""
+    changes: list[tuple] = []
+    for b in batches:
+        table.write(to_arrow(b), row_kind_column="op")
+        changes += lookup_changes(state, b)
+    return changes
+
+
 def run_available(table: Table, checkpoint: Path, **flags) -> list[list[tuple]]:
     """Run the stream until it has read every committed snapshot; the rows of each micro-batch."""
     batches: list[list[tuple]] = []
@@ -48,14 +64,10 @@ def run_available(table: Table, checkpoint: Path, **flags) -> list[list[tuple]]:
 
 
 def test_spark_stream_reads_the_latest_in_full_then_each_commit_once(tmp_path: Path, engine) -> None:
-    table = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
-    create(table, "id BIGINT NOT NULL, v STRING", primary_keys=["id"],
-           options={"bucket": "2", "changelog-producer": "lookup"})
+    table = keyed_table(tmp_path, "t", **{"changelog-producer": "lookup"})
     batches = random_batches(random.Random(3), 6)
     state: dict[int, str] = {}
-    for b in batches[:3]:
-        table.write(to_arrow(b), row_kind_column="op")
-        lookup_changes(state, b)
+    write_batches(table, batches[:3], state)
     checkpoint = tmp_path / "checkpoint"
 
     first = run_available(table, checkpoint, consumer_id="spark-job")
@@ -65,10 +77,7 @@ def test_spark_stream_reads_the_latest_in_full_then_each_commit_once(tmp_path: P
     # trails the query by one micro-batch: it never claims what was not processed.
     assert consumers.next_snapshot("spark-job") in (None, 4)
 
-    expected = []
-    for b in batches[3:]:
-        table.write(to_arrow(b), row_kind_column="op")
-        expected += lookup_changes(state, b)
+    expected = write_batches(table, batches[3:], state)
     second = run_available(table, checkpoint, consumer_id="spark-job")  # the checkpoint resumes the query
     assert [row for batch in second for row in batch] == sorted(expected)
     assert consumers.next_snapshot("spark-job") in (4, 7)
@@ -76,29 +85,20 @@ def test_spark_stream_reads_the_latest_in_full_then_each_commit_once(tmp_path: P
 
 
 def test_spark_stream_from_snapshot(tmp_path: Path, engine) -> None:
-    table = Table.locate("db.u", warehouse=str(tmp_path / "wh"))
-    create(table, "id BIGINT NOT NULL, v STRING", primary_keys=["id"],
-           options={"bucket": "2", "changelog-producer": "lookup"})
+    table = keyed_table(tmp_path, "u", **{"changelog-producer": "lookup"})
     batches = random_batches(random.Random(4), 4)
     state: dict[int, str] = {}
-    expected = []
-    for n, b in enumerate(batches):
-        table.write(to_arrow(b), row_kind_column="op")
-        changes = lookup_changes(state, b)
-        if n >= 2:
-            expected += changes
+    write_batches(table, batches[:2], state)
+    expected = write_batches(table, batches[2:], state)  # snapshots 3 and 4
     got = run_available(table, tmp_path / "ckpt", mode="from-snapshot", snapshot_id=3)
     assert [row for batch in got for row in batch] == sorted(expected)
 
 
 def test_spark_stream_compacted_full_waits_for_a_compaction(tmp_path: Path, engine) -> None:
-    table = Table.locate("db.c", warehouse=str(tmp_path / "wh"))
-    create(table, "id BIGINT NOT NULL, v STRING", primary_keys=["id"], options={"bucket": "2", "write-only": "true"})
+    table = keyed_table(tmp_path, "c", **{"write-only": "true"})
     batches = random_batches(random.Random(6), 3)
     state: dict[int, str] = {}
-    for b in batches[:2]:
-        table.write(to_arrow(b), row_kind_column="op")
-        lookup_changes(state, b)
+    write_batches(table, batches[:2], state)
     checkpoint = tmp_path / "ckpt"
     assert run_available(table, checkpoint, mode="compacted-full") == []  # no compaction yet
     table.compact(full=True)
