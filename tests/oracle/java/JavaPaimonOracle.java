@@ -1,0 +1,457 @@
+// Test oracle: Apache Paimon 1.0 (Java), driven from the interop tests as a subprocess.
+//
+// It is our own small program, compiled by `make java-oracle` with `javac -cp <bundle jar>`
+// against the Paimon bundle that the PyPI package paimon-python-ali ships. It never runs
+// inside lakectl: tests call it and compare its answers with lakectl's.
+//
+//   read <table-path> [--snapshot N | --tag NAME] [--filter-equal COLUMN JSON-VALUE]
+//       Prints each row as a JSON array (values in the normal form below), one per line, then
+//       a last line {"meta": {...}} with the row count and the snapshot that was read.
+//   run <spec.json>
+//       Creates a table (optional "create"), then runs "steps" in order (write, compact,
+//       expire, tag, set-option). Prints {"meta": {...}} with the snapshot after each step.
+//
+// Normal form of values (the Python side, tests/interop/java_oracle.py, uses the same):
+//   strings as they are; DECIMAL as a plain string ("10.50"); BINARY/VARBINARY as base64;
+//   DATE as "YYYY-MM-DD"; TIME as milliseconds of the day; TIMESTAMP and TIMESTAMP_LTZ as
+//   "YYYY-MM-DDTHH:MM:SS.nnnnnnnnn" (UTC for LTZ); float NaN/Infinity as the strings "NaN",
+//   "Infinity", "-Infinity"; ARRAY as a list; MAP as a list of [key, value] pairs; ROW as a list.
+
+import java.math.BigDecimal;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.time.LocalDate;
+import java.time.LocalDateTime;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import org.apache.paimon.data.BinaryRow;
+import org.apache.paimon.data.BinaryString;
+import org.apache.paimon.data.Decimal;
+import org.apache.paimon.data.GenericArray;
+import org.apache.paimon.data.GenericMap;
+import org.apache.paimon.data.GenericRow;
+import org.apache.paimon.data.InternalArray;
+import org.apache.paimon.data.InternalMap;
+import org.apache.paimon.data.InternalRow;
+import org.apache.paimon.data.Timestamp;
+import org.apache.paimon.disk.IOManager;
+import org.apache.paimon.fs.Path;
+import org.apache.paimon.fs.local.LocalFileIO;
+import org.apache.paimon.index.HashBucketAssigner;
+import org.apache.paimon.manifest.ManifestEntry;
+import org.apache.paimon.options.ExpireConfig;
+import org.apache.paimon.predicate.PredicateBuilder;
+import org.apache.paimon.reader.RecordReader;
+import org.apache.paimon.schema.Schema;
+import org.apache.paimon.schema.SchemaChange;
+import org.apache.paimon.schema.SchemaManager;
+import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.JsonNode;
+import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.node.ArrayNode;
+import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.paimon.table.BucketMode;
+import org.apache.paimon.table.FileStoreTable;
+import org.apache.paimon.table.FileStoreTableFactory;
+import org.apache.paimon.table.sink.BatchTableCommit;
+import org.apache.paimon.table.sink.BatchWriteBuilder;
+import org.apache.paimon.table.sink.CommitMessage;
+import org.apache.paimon.table.sink.RowPartitionKeyExtractor;
+import org.apache.paimon.table.sink.TableWriteImpl;
+import org.apache.paimon.table.source.ReadBuilder;
+import org.apache.paimon.table.source.Split;
+import org.apache.paimon.types.ArrayType;
+import org.apache.paimon.types.DataField;
+import org.apache.paimon.types.DataType;
+import org.apache.paimon.types.DataTypeJsonParser;
+import org.apache.paimon.types.DecimalType;
+import org.apache.paimon.types.MapType;
+import org.apache.paimon.types.RowKind;
+import org.apache.paimon.types.RowType;
+
+public class JavaPaimonOracle {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
+    private static final DateTimeFormatter TS = DateTimeFormatter.ofPattern("uuuu-MM-dd'T'HH:mm:ss.SSSSSSSSS");
+
+    public static void main(String[] args) throws Exception {
+        if (args.length < 2) {
+            throw new IllegalArgumentException("usage: read <table> [...] | run <spec.json>");
+        }
+        switch (args[0]) {
+            case "read":
+                read(args);
+                break;
+            case "run":
+                run(JSON.readTree(Files.readAllBytes(Paths.get(args[1]))));
+                break;
+            default:
+                throw new IllegalArgumentException("unknown command " + args[0]);
+        }
+    }
+
+    private static FileStoreTable open(String path) {
+        return FileStoreTableFactory.create(LocalFileIO.create(), new Path(path));
+    }
+
+    // ---------------------------------------------------------------- read
+
+    private static void read(String[] args) throws Exception {
+        FileStoreTable table = open(args[1]);
+        Map<String, String> travel = new HashMap<>();
+        String filterColumn = null;
+        JsonNode filterValue = null;
+        for (int i = 2; i < args.length; i++) {
+            switch (args[i]) {
+                case "--snapshot":
+                    travel.put("scan.snapshot-id", args[++i]);
+                    break;
+                case "--tag":
+                    travel.put("scan.tag-name", args[++i]);
+                    break;
+                case "--filter-equal":
+                    filterColumn = args[++i];
+                    filterValue = JSON.readTree(args[++i]);
+                    break;
+                default:
+                    throw new IllegalArgumentException("unknown option " + args[i]);
+            }
+        }
+        if (!travel.isEmpty()) {
+            table = table.copy(travel);
+        }
+        RowType rowType = table.rowType();
+        ReadBuilder builder = table.newReadBuilder();
+        if (filterColumn != null) {
+            int index = rowType.getFieldNames().indexOf(filterColumn);
+            PredicateBuilder predicates = new PredicateBuilder(rowType);
+            builder = builder.withFilter(
+                    predicates.equal(index, toInternal(rowType.getTypeAt(index), filterValue)));
+        }
+        List<Split> splits = builder.newScan().plan().splits();
+        long rows = 0;
+        StringBuilder out = new StringBuilder();
+        try (RecordReader<InternalRow> reader = builder.newRead().executeFilter().createReader(splits)) {
+            RecordReader.RecordIterator<InternalRow> batch;
+            while ((batch = reader.readBatch()) != null) {
+                InternalRow row;
+                while ((row = batch.next()) != null) {
+                    out.append(JSON.writeValueAsString(rowToJson(row, rowType))).append('\n');
+                    rows++;
+                }
+                batch.releaseBatch();
+            }
+        }
+        System.out.print(out);
+        ObjectNode meta = NODES.objectNode();
+        meta.put("rows", rows);
+        meta.put("splits", splits.size());
+        Long snapshot = table.snapshotManager().latestSnapshotId();
+        meta.put("latest_snapshot", snapshot);
+        ArrayNode names = meta.putArray("columns");
+        rowType.getFieldNames().forEach(names::add);
+        ObjectNode wrapper = NODES.objectNode();
+        wrapper.set("meta", meta);
+        System.out.println(JSON.writeValueAsString(wrapper));
+    }
+
+    private static ArrayNode rowToJson(InternalRow row, RowType type) {
+        ArrayNode out = NODES.arrayNode();
+        for (int i = 0; i < type.getFieldCount(); i++) {
+            DataType fieldType = type.getTypeAt(i);
+            out.add(row.isNullAt(i) ? NODES.nullNode() : toJson(InternalRow.createFieldGetter(fieldType, i).getFieldOrNull(row), fieldType));
+        }
+        return out;
+    }
+
+    private static JsonNode toJson(Object value, DataType type) {
+        if (value == null) {
+            return NODES.nullNode();
+        }
+        switch (type.getTypeRoot()) {
+            case BOOLEAN:
+                return NODES.booleanNode((Boolean) value);
+            case TINYINT:
+                return NODES.numberNode((Byte) value);
+            case SMALLINT:
+                return NODES.numberNode((Short) value);
+            case INTEGER:
+                return NODES.numberNode((Integer) value);
+            case BIGINT:
+                return NODES.numberNode((Long) value);
+            case FLOAT:
+                return floating(((Float) value).doubleValue(), true);
+            case DOUBLE:
+                return floating((Double) value, false);
+            case CHAR:
+            case VARCHAR:
+                return NODES.textNode(value.toString());
+            case BINARY:
+            case VARBINARY:
+                return NODES.textNode(Base64.getEncoder().encodeToString((byte[]) value));
+            case DECIMAL:
+                return NODES.textNode(((Decimal) value).toBigDecimal().toPlainString());
+            case DATE:
+                return NODES.textNode(LocalDate.ofEpochDay((Integer) value).toString());
+            case TIME_WITHOUT_TIME_ZONE:
+                return NODES.numberNode((Integer) value);
+            case TIMESTAMP_WITHOUT_TIME_ZONE:
+            case TIMESTAMP_WITH_LOCAL_TIME_ZONE:
+                return NODES.textNode(((Timestamp) value).toLocalDateTime().format(TS));
+            case ARRAY: {
+                DataType element = ((ArrayType) type).getElementType();
+                InternalArray array = (InternalArray) value;
+                InternalArray.ElementGetter getter = InternalArray.createElementGetter(element);
+                ArrayNode out = NODES.arrayNode();
+                for (int i = 0; i < array.size(); i++) {
+                    out.add(toJson(getter.getElementOrNull(array, i), element));
+                }
+                return out;
+            }
+            case MAP:
+            case MULTISET: {
+                MapType mapType = (MapType) type;
+                InternalMap map = (InternalMap) value;
+                InternalArray.ElementGetter keys = InternalArray.createElementGetter(mapType.getKeyType());
+                InternalArray.ElementGetter values = InternalArray.createElementGetter(mapType.getValueType());
+                ArrayNode out = NODES.arrayNode();
+                for (int i = 0; i < map.size(); i++) {
+                    ArrayNode pair = NODES.arrayNode();
+                    pair.add(toJson(keys.getElementOrNull(map.keyArray(), i), mapType.getKeyType()));
+                    pair.add(toJson(values.getElementOrNull(map.valueArray(), i), mapType.getValueType()));
+                    out.add(pair);
+                }
+                return out;
+            }
+            case ROW:
+                return rowToJson((InternalRow) value, (RowType) type);
+            default:
+                throw new IllegalArgumentException("type not handled by the oracle: " + type);
+        }
+    }
+
+    private static JsonNode floating(double v, boolean single) {
+        if (Double.isNaN(v)) {
+            return NODES.textNode("NaN");
+        }
+        if (Double.isInfinite(v)) {
+            return NODES.textNode(v > 0 ? "Infinity" : "-Infinity");
+        }
+        return single ? NODES.numberNode((float) v) : NODES.numberNode(v);
+    }
+
+    // ---------------------------------------------------------------- write side
+
+    private static void run(JsonNode spec) throws Exception {
+        String path = spec.get("table").asText();
+        if (spec.has("create")) {
+            create(path, spec.get("create"));
+        }
+        ArrayNode snapshots = NODES.arrayNode();
+        for (JsonNode step : spec.path("steps")) {
+            FileStoreTable table = open(path);
+            String op = step.get("op").asText();
+            switch (op) {
+                case "write":
+                    write(table, step);
+                    break;
+                case "compact":
+                    compact(table, step.path("full").asBoolean(true));
+                    break;
+                case "expire":
+                    expire(table, step);
+                    break;
+                case "tag":
+                    table.createTag(step.get("name").asText(), step.get("snapshot").asLong());
+                    break;
+                case "set-option":
+                    new SchemaManager(table.fileIO(), table.location()).commitChanges(
+                            SchemaChange.setOption(step.get("key").asText(), step.get("value").asText()));
+                    break;
+                default:
+                    throw new IllegalArgumentException("unknown step " + op);
+            }
+            snapshots.add(open(path).snapshotManager().latestSnapshotId());
+        }
+        ObjectNode meta = NODES.objectNode();
+        meta.set("snapshots", snapshots);
+        ObjectNode wrapper = NODES.objectNode();
+        wrapper.set("meta", meta);
+        System.out.println(JSON.writeValueAsString(wrapper));
+    }
+
+    private static void create(String path, JsonNode create) throws Exception {
+        Schema.Builder builder = Schema.newBuilder();
+        for (JsonNode field : create.get("fields")) {
+            builder.column(field.get("name").asText(), DataTypeJsonParser.parseDataType(field.get("type")));
+        }
+        builder.partitionKeys(strings(create.path("partitionKeys")));
+        builder.primaryKey(strings(create.path("primaryKeys")));
+        create.path("options").fields().forEachRemaining(e -> builder.option(e.getKey(), e.getValue().asText()));
+        LocalFileIO.create().mkdirs(new Path(path));
+        new SchemaManager(LocalFileIO.create(), new Path(path)).createTable(builder.build());
+    }
+
+    private static List<String> strings(JsonNode array) {
+        List<String> out = new ArrayList<>();
+        array.forEach(n -> out.add(n.asText()));
+        return out;
+    }
+
+    // One batch commit of the step's rows ("kinds" holds +I/-U/+U/-D per row, default +I).
+    // Dynamic-bucket tables get their buckets from Java's own HashBucketAssigner, as Flink's
+    // and Spark's writers do, so the HASH index is maintained exactly as Java maintains it.
+    private static void write(FileStoreTable table, JsonNode step) throws Exception {
+        BatchWriteBuilder builder = table.newBatchWriteBuilder();
+        if (step.path("overwrite").asBoolean(false)) {
+            builder = builder.withOverwrite();
+        }
+        RowType rowType = table.rowType();
+        HashBucketAssigner assigner = null;
+        RowPartitionKeyExtractor keys = null;
+        if (table.bucketMode() == BucketMode.HASH_DYNAMIC) {
+            long target = table.coreOptions().dynamicBucketTargetRowNum();
+            assigner = new HashBucketAssigner(table.snapshotManager(), "oracle",
+                    table.store().newIndexFileHandler(), 1, 1, 0, target);
+            keys = new RowPartitionKeyExtractor(table.schema());
+        } else if (table.bucketMode() != BucketMode.HASH_FIXED && table.bucketMode() != BucketMode.BUCKET_UNAWARE) {
+            throw new IllegalArgumentException("the oracle does not write bucket mode " + table.bucketMode());
+        }
+        JsonNode kinds = step.path("kinds");
+        try (TableWriteImpl<?> write = newWrite(builder)) {
+            int i = 0;
+            for (JsonNode values : step.get("rows")) {
+                RowKind kind = kinds.isMissingNode() ? RowKind.INSERT : RowKind.fromShortString(kinds.get(i).asText());
+                GenericRow row = toRow(values, rowType, kind);
+                if (assigner != null) {
+                    BinaryRow partition = keys.partition(row);
+                    write.write(row, assigner.assign(partition, keys.trimmedPrimaryKey(row).hashCode()));
+                } else {
+                    write.write(row);
+                }
+                i++;
+            }
+            List<CommitMessage> messages = write.prepareCommit();
+            try (BatchTableCommit commit = builder.newCommit()) {
+                commit.commit(messages);
+            }
+        }
+    }
+
+    // Lookup compaction (deletion vectors, lookup changelog) spills to a local temp directory.
+    private static TableWriteImpl<?> newWrite(BatchWriteBuilder builder) {
+        TableWriteImpl<?> write = (TableWriteImpl<?>) builder.newWrite();
+        write.withIOManager(IOManager.create(System.getProperty("java.io.tmpdir")));
+        return write;
+    }
+
+    // Compacts every (partition, bucket) that has live files.
+    private static void compact(FileStoreTable table, boolean full) throws Exception {
+        Map<BinaryRow, Set<Integer>> buckets = new LinkedHashMap<>();
+        for (ManifestEntry entry : table.store().newScan().plan().files()) {
+            buckets.computeIfAbsent(entry.partition(), p -> new LinkedHashSet<>()).add(entry.bucket());
+        }
+        BatchWriteBuilder builder = table.newBatchWriteBuilder();
+        try (TableWriteImpl<?> write = newWrite(builder)) {
+            for (Map.Entry<BinaryRow, Set<Integer>> e : buckets.entrySet()) {
+                for (int bucket : e.getValue()) {
+                    write.compact(e.getKey(), bucket, full);
+                }
+            }
+            List<CommitMessage> messages = write.prepareCommit();
+            try (BatchTableCommit commit = builder.newCommit()) {
+                commit.commit(messages);
+            }
+        }
+    }
+
+    private static void expire(FileStoreTable table, JsonNode step) {
+        ExpireConfig.Builder config = ExpireConfig.builder()
+                .snapshotRetainMax(step.path("retain_max").asInt(Integer.MAX_VALUE))
+                .snapshotRetainMin(step.path("retain_min").asInt(1))
+                .snapshotTimeRetain(Duration.ofMillis(step.path("older_than_ms").asLong(0)));
+        table.newExpireSnapshots().config(config.build()).expire();
+    }
+
+    private static GenericRow toRow(JsonNode values, RowType type, RowKind kind) {
+        GenericRow row = new GenericRow(kind, type.getFieldCount());
+        for (int i = 0; i < type.getFieldCount(); i++) {
+            row.setField(i, toInternal(type.getTypeAt(i), values.get(i)));
+        }
+        return row;
+    }
+
+    private static Object toInternal(DataType type, JsonNode v) {
+        if (v == null || v.isNull()) {
+            return null;
+        }
+        switch (type.getTypeRoot()) {
+            case BOOLEAN:
+                return v.asBoolean();
+            case TINYINT:
+                return (byte) v.asInt();
+            case SMALLINT:
+                return (short) v.asInt();
+            case INTEGER:
+                return v.asInt();
+            case BIGINT:
+                return v.asLong();
+            case FLOAT:
+                return (float) parseFloating(v);
+            case DOUBLE:
+                return parseFloating(v);
+            case CHAR:
+            case VARCHAR:
+                return BinaryString.fromString(v.asText());
+            case BINARY:
+            case VARBINARY:
+                return Base64.getDecoder().decode(v.asText());
+            case DECIMAL: {
+                DecimalType d = (DecimalType) type;
+                return Decimal.fromBigDecimal(new BigDecimal(v.asText()), d.getPrecision(), d.getScale());
+            }
+            case DATE:
+                return (int) LocalDate.parse(v.asText()).toEpochDay();
+            case TIME_WITHOUT_TIME_ZONE:
+                return v.asInt();
+            case TIMESTAMP_WITHOUT_TIME_ZONE:
+            case TIMESTAMP_WITH_LOCAL_TIME_ZONE:
+                return Timestamp.fromLocalDateTime(LocalDateTime.parse(v.asText()));
+            case ARRAY: {
+                DataType element = ((ArrayType) type).getElementType();
+                Object[] out = new Object[v.size()];
+                for (int i = 0; i < v.size(); i++) {
+                    out[i] = toInternal(element, v.get(i));
+                }
+                return new GenericArray(out);
+            }
+            case MAP: {
+                MapType mapType = (MapType) type;
+                Map<Object, Object> out = new LinkedHashMap<>();
+                for (JsonNode pair : v) {
+                    out.put(toInternal(mapType.getKeyType(), pair.get(0)), toInternal(mapType.getValueType(), pair.get(1)));
+                }
+                return new GenericMap(out);
+            }
+            case ROW:
+                return toRow(v, (RowType) type, RowKind.INSERT);
+            default:
+                throw new IllegalArgumentException("type not handled by the oracle: " + type);
+        }
+    }
+
+    private static double parseFloating(JsonNode v) {
+        return v.isTextual() ? Double.parseDouble(v.asText()) : v.asDouble();
+    }
+}
