@@ -47,7 +47,8 @@ def java_classpath() -> str:
     """The bundle jar and the compiled oracle; skip (locally) or fail (in CI) without them."""
     venv = _oracle_venv()
     jars = sorted(glob.glob(str(venv / _JAR_GLOB)))
-    classes = venv / "java-oracle"
+    # LAKECTL_JAVA_ORACLE_CLASSES points at another compile of the oracle (a branch's own).
+    classes = Path(os.environ.get("LAKECTL_JAVA_ORACLE_CLASSES") or venv / "java-oracle")
     if jars and (classes / "JavaPaimonOracle.class").is_file():
         return f"{jars[0]}{os.pathsep}{classes}"
     if os.environ.get("CI"):
