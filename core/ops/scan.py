@@ -127,13 +127,21 @@ def _file_ranges(entry: ManifestEntry, file_schema: TableSchema, read_schema: Ta
 def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None = None,
          read_schema: TableSchema | None = None) -> ScanPlan:
     """Live files of ``snapshot`` grouped into splits, pruned by ``predicate``, to be read in
-    ``read_schema`` (by default the schema the snapshot was committed with)."""
+    ``read_schema`` (by default the schema the snapshot was committed with). Level-0 files
+    are left out where Java's batch scan leaves them out (``TableSchema.hides_level0``).
+
+    Java's streaming reads start from a snapshot with a stricter rule (level 0 also hidden
+    with the lookup producer; only the top level with the full-compaction producer); lakectl's
+    lookup-producer writes do not compact at every commit as Java's do, so following keeps
+    the batch rule for its starting snapshot."""
     if read_schema is None:
         read_schema = table.schemas.schema(snapshot.schema_id) if snapshot else table.schema
     schemas: dict[int, TableSchema] = {read_schema.id: read_schema}
     if snapshot is None:
         return ScanPlan(None, read_schema, schemas, (), 0, 0)
     entries = live_entries(table.manifests(), snapshot)
+    if read_schema.hides_level0:
+        entries = [e for e in entries if e.file.level > 0]
     key_only = predicate is not None and predicate.columns <= set(read_schema.primary_keys)
     groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
     partition_values: dict[bytes, tuple] = {}
