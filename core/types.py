@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Callable
 
 import pyarrow as pa
 
@@ -407,3 +407,34 @@ def from_arrow(t: pa.DataType, nullable: bool = True) -> DataType:
     if pa.types.is_null(t):
         return DataType("VARCHAR", True, length=MAX_LENGTH)
     raise UsageError(f"input type {t} has no Paimon equivalent")
+
+
+def map_timestamps(t: pa.DataType, fn: Callable[[pa.DataType], pa.DataType]) -> pa.DataType:
+    """``t`` with ``fn`` applied to every timestamp type in it, at any depth."""
+    if pa.types.is_timestamp(t):
+        return fn(t)
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(map_timestamps(f.type, fn)) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(map_timestamps(t.key_type, fn)),
+                       t.item_field.with_type(map_timestamps(t.item_type, fn)))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.list_(t.value_field.with_type(map_timestamps(t.value_type, fn)))
+    return t
+
+
+def timestamps_from_counts(file_type: pa.DataType, target: pa.DataType) -> pa.DataType:
+    """The type a data file column must be cast through to become ``target``, where the file
+    stores timestamps as plain INT64 counts (milliseconds for TIMESTAMP(0..3), microseconds
+    for TIMESTAMP(4..6); see ``core.kernels.write``): those counts read as timestamps of
+    their own unit, everything else as the file has it."""
+    if pa.types.is_int64(file_type) and pa.types.is_timestamp(target):
+        return pa.timestamp("ms" if target.unit in ("s", "ms") else "us", target.tz)
+    if pa.types.is_struct(file_type) and pa.types.is_struct(target) and file_type.num_fields == target.num_fields:
+        return pa.struct([f.with_type(timestamps_from_counts(f.type, g.type)) for f, g in zip(file_type, target)])
+    if pa.types.is_map(file_type) and pa.types.is_map(target):
+        return pa.map_(file_type.key_field.with_type(timestamps_from_counts(file_type.key_type, target.key_type)),
+                       file_type.item_field.with_type(timestamps_from_counts(file_type.item_type, target.item_type)))
+    if pa.types.is_list(file_type) and (pa.types.is_list(target) or pa.types.is_large_list(target)):
+        return pa.list_(file_type.value_field.with_type(timestamps_from_counts(file_type.value_type, target.value_type)))
+    return file_type

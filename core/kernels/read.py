@@ -24,7 +24,7 @@ from core.kernels.merge import MergeEngine
 from core.manifest import DataFileMeta, sorted_runs
 from core.predicate import ColumnRange, Predicate
 from core.schema import TableSchema
-from core.types import DataField, arrow_field, to_arrow
+from core.types import DataField, arrow_field, timestamps_from_counts, to_arrow
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +86,9 @@ def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fiel
         if f.id in mapping:
             col = table.column(mapping[f.id].name)
             if col.type != target.type:
+                counted = timestamps_from_counts(col.type, target.type)
+                if counted != col.type:
+                    col = col.cast(counted)
                 col = pc.cast(col, target.type)
         else:
             col = pa.nulls(table.num_rows, target.type)

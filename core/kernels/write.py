@@ -33,7 +33,7 @@ from core.kernels.changelog import lookup_changelog, old_records, overwrite_chan
 from core.kernels.merge import MergeEngine
 from core.manifest import FILE_SOURCE_APPEND, DataFileMeta
 from core.schema import TableSchema
-from core.types import arrow_field
+from core.types import arrow_field, map_timestamps
 
 _SIZE_SAMPLE_ROWS = 65536  # rows encoded to measure bytes per row when rolling on the Parquet size
 
@@ -203,10 +203,33 @@ def _file_table(chunk: pa.Table, schema: TableSchema, primary_key: bool) -> pa.T
     return chunk.select(schema.field_names).cast(pa.schema([arrow_field(f) for f in schema.fields]))
 
 
+def _has_nanos(t: pa.DataType) -> bool:
+    if pa.types.is_timestamp(t):
+        return t.unit == "ns"
+    return any(_has_nanos(t.field(i).type) for i in range(t.num_fields))
+
+
+def _timestamp_layout(out: pa.Table) -> tuple[pa.Table, bool]:
+    """The file's timestamps laid out as Java Paimon 1.0 reads them: TIMESTAMP(0..6) as INT64,
+    TIMESTAMP(7..9) as INT96 (its Parquet reader takes nothing else). pyarrow's INT96 switch
+    covers every timestamp column of a file, so a file with nanosecond timestamps keeps its
+    millisecond and microsecond ones as plain INT64 counts, which readers cast by the table's
+    field type. Returns the table to write and whether to write INT96."""
+    if not any(_has_nanos(f.type) for f in out.schema):
+        return out, False
+    # Parquet has no seconds: TIMESTAMP(0) is stored in milliseconds, as pyarrow does by itself.
+    millis = pa.schema([f.with_type(map_timestamps(f.type, lambda t: pa.timestamp("ms", t.tz) if t.unit == "s" else t))
+                        for f in out.schema])
+    counts = pa.schema([f.with_type(map_timestamps(f.type, lambda t: t if t.unit == "ns" else pa.int64()))
+                        for f in millis])
+    return out.cast(millis).cast(counts), True
+
+
 def _encode(out: pa.Table, schema: TableSchema) -> bytes:
     opts = schema.core_options
+    out, int96 = _timestamp_layout(out)
     buf = io.BytesIO()
-    pq.write_table(out, buf, compression=opts.file_compression,
+    pq.write_table(out, buf, compression=opts.file_compression, use_deprecated_int96_timestamps=int96,
                    compression_level=opts.zstd_level if opts.file_compression == "zstd" else None,
                    store_decimal_as_integer=True, use_dictionary=dictionary_columns(out.schema),
                    row_group_size=row_group_rows(out, opts.parquet_block_size),

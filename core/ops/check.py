@@ -71,6 +71,24 @@ def check(table: Table) -> CheckResult:
     return result
 
 
+def require_whole(table: Table, snap: Snapshot, what: str) -> None:
+    """Refuse to build on ``snap`` (the target of a rollback or tag, say) unless its schema,
+    manifest lists, manifests and data files are all there: acting on a snapshot a crash
+    or a hand broke would make the damage the table's latest state.
+
+    Raises:
+        CorruptMetadataError: naming the first missing or unreadable file.
+    """
+    result = CheckResult(table.name)
+    schemas = _check_schemas(table, result)
+    _check_snapshot(table, snap, table.snapshots.path(snap.id), schemas, result, {}, {})
+    if result.problems:
+        first = result.problems[0]
+        more = f" (and {len(result.problems) - 1} more problems)" if len(result.problems) > 1 else ""
+        raise CorruptMetadataError(f"{what}: snapshot {snap.id} cannot be read: {first.kind} {first.path} "
+                                   f"{first.detail}{more}; nothing was changed")
+
+
 def _check_schemas(table: Table, result: CheckResult) -> dict[int, TableSchema]:
     out = {}
     for sid in table.schemas.list_ids():

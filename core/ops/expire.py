@@ -6,16 +6,23 @@ consumers' ``nextSnapshot`` and by ``E + limit``; walking from ``lowest_kept_by_
 ``end``, the first snapshot not older than the cutoff becomes ``end``. Snapshots ``[E, end)``
 expire and ``end`` becomes the earliest.
 
-Order of deletion, chosen so that a kill at any point leaves the table readable at every
-snapshot from ``end`` on and a rerun finishes the job:
-(a) data files DELETEd by the delta lists of ``(E, end]`` that are not live at ``end`` (not
-    re-ADDed later in that range) and not live in any tag;
-(b) changelog files of ``[E, end)`` not in any tag's changelog;
-(c) manifest lists and manifests of ``[E, end)`` not referenced by ``end`` or any tag;
-(d) the snapshot files, oldest first; then ``EARLIEST = end``.
-Files go before the snapshots that describe them, so a rerun still finds the snapshots that
-name what is left; metadata an interrupted run already removed reads as empty, and deleting
-a missing file is a no-op.
+Order, chosen so that a kill at any point leaves every listed snapshot readable:
+(1) plan everything below from the metadata, deleting nothing, and write the plan as a
+    journal (``snapshot/.expire-<end>-<uuid>.json``: the snapshots to retire, the snapshot
+    ``end`` as it was, the files to delete);
+(2) retire the snapshots ``[E, end)``, oldest first, then write ``EARLIEST = end``: a kill
+    here leaves a contiguous tail of snapshots whose files are all still there;
+(3) only then delete what only the retired snapshots referenced: (a) data files DELETEd by
+    the delta lists of ``(E, end]`` that are not live at ``end`` (not re-ADDed later in that
+    range) and not live in any tag; (b) changelog files of ``[E, end)`` not in any tag's
+    changelog; (c) manifest lists and manifests of ``[E, end)`` not referenced by ``end`` or
+    any tag; then delete the journal.
+A kill in (2) or (3) leaves unreferenced files, never a snapshot that names a missing one.
+The next expire first finishes every journal it finds, if ``end`` is still the snapshot the
+journal recorded (a rollback past it, which could make a retired snapshot's files live
+again, voids the journal: its files are left to ``remove-orphan-files``). Paimon deletes the
+files first and the snapshot files last, so a kill there leaves listed snapshots that
+cannot be read.
 
 Cost: only snapshots ``[E, end]``, their manifest lists and delta manifests, and the tags
 are read, never the rest of the history. ``end``'s live set is not materialised: a file a
@@ -25,9 +32,12 @@ ADDs it back (a level upgrade), which the replay of those deltas sees.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import json
 import logging
 import time
+import uuid
 from dataclasses import dataclass, field, replace
 from typing import Iterable
 
@@ -226,6 +236,8 @@ def expire_snapshots(table: Table, *, retain_min: int | None = None, retain_max:
 
     if progress is not None:
         progress(0, 0, "planning expiration")
+    if not dry_run:
+        finish_interrupted(table)
     consumer_min, consumers_expired = _consumers(table, now_ms, dry_run)
     plan = _plan(table, retain_min, retain_max, cutoff, max_deletes, consumer_min)
     if plan is None:
@@ -330,13 +342,71 @@ def _expire(table: Table, plan: _Plan, dry_run: bool,
 
     log.info("expiring snapshots %d..%d of %s (%d data, %d metadata files)", E, end - 1, table.name,
              len(data_files) + len(changelog_files), len(meta_files))
-    doomed_paths = [p for p, _ in data_files] + [p for p, _ in changelog_files] \
-        + [join(mio.dir, n) for n in meta_files]
-    # (d) snapshots last, oldest first: whatever survives a kill is a contiguous, still-describable tail.
-    doomed_paths += [sm.path(sid) for sid in expired_ids]
-    for done, path in enumerate(doomed_paths, 1):
+    files = [p for p, _ in data_files] + [p for p, _ in changelog_files] + [join(mio.dir, n) for n in meta_files]
+    journal = _Journal(expired_ids, end, end_snap.commit_user, end_snap.time_millis, files)
+    journal_path = join(sm.dir, f"{JOURNAL_PREFIX}{end}-{uuid.uuid4()}.json")
+    fio.write_bytes(journal_path, json.dumps(dataclasses.asdict(journal)).encode("utf-8"))
+    _carry_out(table, journal, progress)
+    fio.delete(journal_path)
+    return result
+
+
+# ---- the journal: what a run killed in its deletions still has to do ---------------------------
+JOURNAL_PREFIX = ".expire-"
+
+
+@dataclass(frozen=True)
+class _Journal:
+    expired: list[int]  # snapshot ids to retire, oldest first
+    end: int  # the first retained snapshot, identified by its commit user and time
+    end_user: str
+    end_time_millis: int
+    files: list[str]  # data, changelog and metadata files only the expired snapshots referenced
+
+
+def _carry_out(table: Table, journal: _Journal, progress: ProgressCallback | None = None) -> None:
+    """Steps (2) and (3): retire the snapshots oldest first, then delete their files."""
+    fio, sm = table.file_io, table.snapshots
+    total = len(journal.expired) + len(journal.files)
+    for done, sid in enumerate(journal.expired, 1):
+        fio.delete(sm.path(sid))
+        if progress is not None:
+            progress(done, total, "retiring expired snapshots")
+    sm.write_earliest_hint(journal.end)
+    for done, path in enumerate(journal.files, len(journal.expired) + 1):
         fio.delete(path)
         if progress is not None:
-            progress(done, len(doomed_paths), "deleting expired files")
-    sm.write_earliest_hint(end)
-    return result
+            progress(done, total, "deleting expired files")
+
+
+def finish_interrupted(table: Table) -> int:
+    """Finish the expirations a kill interrupted (their journals); returns how many.
+
+    A journal is carried out only while its ``end`` snapshot is still the one it recorded (a
+    rollback to a snapshot the kill left before it removes ``end``); otherwise it is dropped
+    and its files stay for ``remove-orphan-files``."""
+    fio, sm = table.file_io, table.snapshots
+    try:
+        names = [n for n in fio.list_names(sm.dir) if n.startswith(JOURNAL_PREFIX)]
+    except FileNotFoundError:
+        return 0
+    finished = 0
+    for name in sorted(names):
+        path = join(sm.dir, name)
+        try:
+            journal = _Journal(**json.loads(fio.read_text(path)))
+        except (ValueError, TypeError, CorruptMetadataError, FileNotFoundError):
+            fio.delete(path)  # torn while being written: the run it belongs to deleted nothing
+            continue
+        try:
+            end = sm.snapshot(journal.end)
+            intact = end.commit_user == journal.end_user and end.time_millis == journal.end_time_millis
+        except NotFoundError:
+            intact = False
+        if intact:
+            log.info("finishing an interrupted expiration of snapshots %s of %s",
+                     journal.expired[:1] + journal.expired[-1:], table.name)
+            _carry_out(table, journal)
+            finished += 1
+        fio.delete(path)
+    return finished

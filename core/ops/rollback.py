@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from core.errors import CommitConflictError, NotFoundError, UsageError
 from core.fileio import join
+from core.ops.check import require_whole
 from core.table import Table
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ def rollback(table: Table, *, snapshot_id: int | None = None, tag: str | None = 
         UsageError: neither or both targets, or a target newer than the latest snapshot.
         NotFoundError: the snapshot or tag does not exist (an expired snapshot without a tag).
         CommitConflictError: the latest snapshot is not ``if_latest``.
+        CorruptMetadataError: the target's manifests or data files are missing.
     """
     if (snapshot_id is None) == (tag is None):
         raise UsageError("give exactly one of --snapshot-id or --tag")
@@ -66,6 +68,8 @@ def rollback(table: Table, *, snapshot_id: int | None = None, tag: str | None = 
     if restore and tagged is None:
         raise NotFoundError(f"snapshot {target} does not exist (expired?); roll back to a tag instead")
 
+    # Rolling back to a snapshot whose files are gone would delete every readable one after it.
+    require_whole(table, tagged if tagged is not None else snapshots.snapshot(target), "cannot roll back")
     removed = tuple(n for n in reversed(snapshots.list_ids()) if n > target)
     tags_removed = tuple(t.name for t in table.tags.tags() if t.snapshot.id > target)
     if dry_run:

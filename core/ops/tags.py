@@ -6,6 +6,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from core.errors import NotFoundError
+from core.ops.check import require_whole
 from core.options import parse_duration
 from core.table import Table
 from core.tag import Tag
@@ -47,6 +48,7 @@ def create_tag(table: Table, name: str, *, snapshot_id: int | None = None,
         NotFoundError: the snapshot does not exist (or the table has none).
         TagExistsError: the name is taken.
         UsageError: a bad name or duration.
+        CorruptMetadataError: the snapshot's manifests or data files are missing.
     """
     ttl = parse_duration(time_retained, "--time-retained") if time_retained is not None else None
     if snapshot_id is None:
@@ -55,6 +57,8 @@ def create_tag(table: Table, name: str, *, snapshot_id: int | None = None,
             raise NotFoundError(f"table {table.name} has no snapshot to tag")
     else:
         snapshot = table.snapshots.snapshot(snapshot_id)
+    # A tag pins its snapshot for rollback; pinning one whose files are gone pins nothing.
+    require_whole(table, snapshot, f"cannot create tag {name}")
     return _info(table.tags.create(name, snapshot, time_retained=ttl))
 
 

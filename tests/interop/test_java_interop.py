@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from java_oracle import java_read, java_run, lakectl_rows, normal, sort_rows
 from test_lakectl_to_pypaimon import all_types_batch, all_types_columns, lakectl_table
@@ -21,7 +22,7 @@ from core.evolution import AddColumn, RenameColumn
 from core.ops.create import create
 from core.ops.tags import create_tag
 from core.table import Table
-from core.types import parse_type
+from core.types import parse_type, to_arrow
 
 pytestmark = [pytest.mark.interop, pytest.mark.java]
 
@@ -223,3 +224,52 @@ def test_lakectl_create_matches_java_defaults(tmp_path: Path) -> None:
     rows, meta = java_read(table.path)
     assert meta["columns"] == ["id", "name", "dt"]
     assert rows == [[1, "a", "x"], [2, None, "y"]]
+
+
+def test_java_reads_lakectl_timestamps_of_every_precision_at_any_depth(tmp_path: Path) -> None:
+    """Java 1.0's Parquet reader takes TIMESTAMP(0..6) only as INT64 and TIMESTAMP(7..9) only
+    as INT96. A lakectl file holds both kinds, at the top level and inside ARRAY, MAP and
+    ROW; a file without nanoseconds stays plain. Java and lakectl read the values written."""
+    columns = [("id", "INT"), ("t0", "TIMESTAMP(0)"), ("t3", "TIMESTAMP(3)"), ("t6", "TIMESTAMP(6)"),
+               ("t9", "TIMESTAMP(9)"), ("arr", "ARRAY<TIMESTAMP(3)>"), ("m", "MAP<STRING, TIMESTAMP(6)>"),
+               ("r", "ROW<a TIMESTAMP(0), b TIMESTAMP(9)>")]
+    base = dt.datetime(2024, 2, 29, 12, 34, 56)
+    nanos = 1709210096123456789
+
+    def batch(ids: Sequence[int], with_nanos: bool) -> pa.Table:
+        n = len(ids)
+        fields = [(name, parse_type(t)) for name, t in columns]
+        schema = pa.schema([(name, to_arrow(t)) for name, t in fields])
+        data = {
+            "id": list(ids),
+            "t0": [base - dt.timedelta(days=400 * i) for i in ids],
+            "t3": [base + dt.timedelta(milliseconds=7 * i) for i in ids],
+            "t6": [base - dt.timedelta(microseconds=13 * i) for i in ids],
+            "t9": [nanos + i if with_nanos else None for i in ids],
+            "arr": [[base + dt.timedelta(milliseconds=i), None] for i in ids],
+            "m": [{"k": base + dt.timedelta(microseconds=i)} for i in ids],
+            "r": [{"a": base, "b": (nanos - i) if with_nanos else None} for i in ids],
+        }
+        data["t9"] = pa.array(data["t9"], pa.int64()).cast(pa.timestamp("ns"))
+        r_type = schema.field("r").type
+        data["r"] = pa.StructArray.from_arrays(
+            [pa.array([base] * n, r_type.field("a").type),
+             pa.array([v["b"] for v in data["r"]], pa.int64()).cast(r_type.field("b").type)], fields=list(r_type))
+        return pa.table({name: pa.array(data[name], schema.field(name).type) if not isinstance(data[name], pa.Array)
+                         else data[name] for name in schema.names}, schema=schema)
+
+    table = lakectl_table(tmp_path, "stamps", columns, primary_keys=["id"], options={"bucket": "1"})
+    first, second = batch(range(5), with_nanos=True), batch(range(5, 9), with_nanos=False)
+    table.write(first)
+    table.write(second)
+    expected = sort_rows(rows_of(first) + rows_of(second))
+    assert lakectl_rows(table.scan()) == expected
+    assert assert_same_at_every_snapshot(table, "timestamps") == 2
+    # The layout itself: the column type decides, so both files (the second with null
+    # nanoseconds only) store t9 and r.b as INT96 and every other timestamp as INT64.
+    for f in sorted(Path(table.path).rglob("data-*.parquet")):
+        schema = pq.ParquetFile(f).schema
+        physical = {schema.column(i).path: schema.column(i).physical_type for i in range(len(schema))}
+        stamps = {path: kind for path, kind in physical.items() if path.split(".")[0] in ("t0", "t3", "t6", "t9", "arr", "m", "r")}
+        assert {path for path, kind in stamps.items() if kind == "INT96"} == {"t9", "r.b"}, f.name
+        assert set(stamps.values()) - {"INT96"} <= {"INT64", "BYTE_ARRAY"}, f.name

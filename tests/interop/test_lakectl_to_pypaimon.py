@@ -215,22 +215,33 @@ ALL_TYPES: list[tuple[str, str, pa.DataType, list[Any]]] = [
 ]
 
 
-def all_types_batch(ids: Sequence[int], variant: int = 0, key: str = "id") -> pa.Table:
+def all_types_batch(ids: Sequence[int], variant: int = 0, key: str = "id",
+                    types: Sequence[tuple[str, str, pa.DataType, list[Any]]] | None = None) -> pa.Table:
     """Rows ``ids`` with one value of every type; ``variant`` changes values and null spots.
 
     Each column is null in about a fifth of the rows, and ids ending in 9 are null in
     every non-key column.
     """
+    types = ALL_TYPES if types is None else types
     arrays = [pa.array(list(ids), pa.int32())]
-    for j, (_, _, arrow_type, pool) in enumerate(ALL_TYPES):
+    for j, (_, _, arrow_type, pool) in enumerate(types):
         values = [None if (i * 3 + j + variant) % 5 == 0 or i % 10 == 9 else pool[(i + variant * 3 + j) % len(pool)]
                   for i in ids]
         arrays.append(pa.array(values, arrow_type))
-    return pa.table(arrays, names=[key] + [name for name, _, _, _ in ALL_TYPES])
+    return pa.table(arrays, names=[key] + [name for name, _, _, _ in types])
 
 
-def all_types_columns(key: str = "id") -> list[tuple[str, str]]:
-    return [(key, "INT")] + [(name, paimon_type) for name, paimon_type, _, _ in ALL_TYPES]
+def all_types_columns(key: str = "id", types: Sequence[tuple[str, str, pa.DataType, list[Any]]] | None = None
+                      ) -> list[tuple[str, str]]:
+    return [(key, "INT")] + [(name, paimon_type) for name, paimon_type, _, _ in (ALL_TYPES if types is None else types)]
+
+
+# A data file with a TIMESTAMP(7..9) column stores it as INT96, as Java Paimon reads it, and
+# its other timestamps as plain INT64 counts (core.kernels.write). pypaimon 2.1.0 reads such
+# counts as seconds, so it is shown the nanosecond column in a table of its own.
+NANOS_TYPES = [t for t in ALL_TYPES if t[1] == "TIMESTAMP(9)"]
+MICROS_TYPES = [t for t in ALL_TYPES if t[1] != "TIMESTAMP(9)"]
+TYPE_SPLITS = pytest.mark.parametrize("types", [MICROS_TYPES, NANOS_TYPES], ids=["to_micros", "nanos"])
 
 
 # ---- lakectl side ----------------------------------------------------------------------
@@ -480,27 +491,29 @@ ROW_GROUPS = pytest.mark.parametrize("row_groups", [{}, {"parquet.block.size": "
 
 
 @ROW_GROUPS
-def test_all_types_as_pk_table_values(tmp_path: Path, row_groups: dict[str, str]) -> None:
-    table = lakectl_table(tmp_path, "typed_pk", all_types_columns(), primary_keys=["id"],
+@TYPE_SPLITS
+def test_all_types_as_pk_table_values(tmp_path: Path, row_groups: dict[str, str], types: list) -> None:
+    table = lakectl_table(tmp_path, "typed_pk", all_types_columns(types=types), primary_keys=["id"],
                           options={"bucket": "2", **row_groups})
     h = History(table, KeyedModel(["id"]))
-    h.write(all_types_batch(range(20)))
-    h.write(all_types_batch(range(0, 20, 2), variant=1))
-    deletes = all_types_batch([1, 3, 5, 77], variant=2)
+    h.write(all_types_batch(range(20), types=types))
+    h.write(all_types_batch(range(0, 20, 2), variant=1, types=types))
+    deletes = all_types_batch([1, 3, 5, 77], variant=2, types=types)
     h.write(deletes, kinds=["-D", "-U", "-D", "-D"])
-    h.write(all_types_batch([3, 19, 20], variant=3), kinds=["+I", "+U", "+I"])
+    h.write(all_types_batch([3, 19, 20], variant=3, types=types), kinds=["+I", "+U", "+I"])
     # pypaimon 2.1.0 merges a bucket with several files through Python datetimes, which
     # floors TIMESTAMP(9) to microseconds even for tables it wrote itself; lakectl's scan is
     # still held to every nanosecond, and the append test checks pypaimon's nanoseconds.
-    h.verify(tmp_path, pypaimon_micros=["c_timestamp_9"])
+    h.verify(tmp_path, pypaimon_micros=["c_timestamp_9"] if types is NANOS_TYPES else [])
 
 
 @ROW_GROUPS
-def test_all_types_in_append_table(tmp_path: Path, row_groups: dict[str, str]) -> None:
-    table = lakectl_table(tmp_path, "typed_append", all_types_columns(), options=row_groups)
+@TYPE_SPLITS
+def test_all_types_in_append_table(tmp_path: Path, row_groups: dict[str, str], types: list) -> None:
+    table = lakectl_table(tmp_path, "typed_append", all_types_columns(types=types), options=row_groups)
     h = History(table, AppendModel())
-    h.write(all_types_batch(range(20)))
-    h.write(all_types_batch(range(10, 25), variant=1))
+    h.write(all_types_batch(range(20), types=types))
+    h.write(all_types_batch(range(10, 25), variant=1, types=types))
     h.verify(tmp_path)
 
 

@@ -336,7 +336,8 @@ def test_kill_at_every_mutation_then_rerun(tmp_path: Path) -> None:
     args = ["--retain-min", "2", "--older-than", "0s", "--max-deletes", "100"]
     latest_rows = scan_rows(src)
     plan = expire_snapshots(src, retain_min=2, older_than=NO_TIME, max_deletes=100, dry_run=True)
-    mutations = plan.data_files_deleted + plan.manifest_files_deleted + len(plan.snapshots_expired) + 1
+    # Every delete, the EARLIEST hint, and the journal's write and delete.
+    mutations = plan.data_files_deleted + plan.manifest_files_deleted + len(plan.snapshots_expired) + 3
 
     ref = Table.locate("db.t", warehouse=str(tmp_path / "ref" / "wh"))
     shutil.copytree(src.path, ref.path)
@@ -355,6 +356,8 @@ def test_kill_at_every_mutation_then_rerun(tmp_path: Path) -> None:
             assert proc.returncode == 0, proc.stderr  # one more than a run needs: it completes
         assert scan_rows(t) == latest_rows, k
         assert scan_rows(t, tag="before-overwrite") == scan_rows(src, tag="before-overwrite"), k
+        for sid in t.snapshots.list_ids():  # whatever is still listed reads as it did
+            assert scan_rows(t, snapshot_id=sid) == scan_rows(src, snapshot_id=sid), (k, sid)
         proc = run_expire(t, *args)
         assert proc.returncode == 0, (k, proc.stderr)
         assert tree(t) == want, k
