@@ -34,6 +34,9 @@ class CheckResult:
     manifests: int = 0
     files_checked: int = 0
     problems: list[Problem] = field(default_factory=list)
+    # Stale LATEST/EARLIEST hints: every reader falls back to listing and the next commit or
+    # expire rewrites them, so they are reported but do not make the table unsound.
+    warnings: list[Problem] = field(default_factory=list)
 
     ok: bool = True
 
@@ -175,12 +178,12 @@ def _check_hints(table: Table, result: CheckResult) -> None:
     hint_dir = table.snapshots.dir
     latest = table.snapshots.latest_hint()
     if latest is not None and ids and latest > ids[-1]:
-        result.problems.append(Problem("hint", join(hint_dir, "LATEST"),
+        result.warnings.append(Problem("hint", join(hint_dir, "LATEST"),
                                        f"points to snapshot {latest}, past the last one ({ids[-1]}); "
                                        "readers fall back to listing"))
     earliest = table.snapshots.earliest_hint()
     if earliest is not None and ids and earliest not in ids:
-        result.problems.append(Problem("hint", join(hint_dir, "EARLIEST"),
+        result.warnings.append(Problem("hint", join(hint_dir, "EARLIEST"),
                                        f"points to snapshot {earliest}, which does not exist"))
     if ids and ids != list(range(ids[0], ids[-1] + 1)):
         missing = sorted(set(range(ids[0], ids[-1] + 1)) - set(ids))

@@ -23,6 +23,8 @@ def register(app: typer.Typer) -> None:
         """Verify every schema, snapshot, tag, manifest and referenced file (present, with its
         recorded size) and the LATEST/EARLIEST hints. Changes nothing. Exit 0 when the table is
         sound, 1 when problems were found (each names its file; a one-line summary goes to stderr).
+        A stale hint is a warning on stderr only: readers fall back to listing, the next commit
+        rewrites it.
 
         Example:
 
@@ -39,8 +41,10 @@ def register(app: typer.Typer) -> None:
         elif result.problems:
             out.records(result.problems, Problem, title=f"problems in {t.name}")
         else:
-            summary = {k: v for k, v in dataclasses.asdict(result).items() if k != "problems"}
+            summary = {k: v for k, v in dataclasses.asdict(result).items() if k not in ("problems", "warnings")}
             out.record(summary, title=f"{t.name} is sound")
+        for w in result.warnings:
+            print(f"warning: {w.kind} {w.path} {w.detail}", file=sys.stderr)
         if result.problems:
             print(f"error: {len(result.problems)} problem(s) in {t.name}", file=sys.stderr)
             raise typer.Exit(1)

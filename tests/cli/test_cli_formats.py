@@ -145,13 +145,23 @@ def test_json_shape_matches_the_readme(name: str) -> None:
 
 
 def test_nested_lists_of_the_readme_when_not_empty(wh: Path) -> None:
-    (wh / "wh" / "shop.db" / "orders" / "snapshot" / "EARLIEST").write_text("7")  # a wrong hint: a problem
+    snapshot_dir = wh / "wh" / "shop.db" / "orders" / "snapshot"
+    (snapshot_dir / "EARLIEST").write_text("7")  # a wrong hint: a warning only
+    data = sorted((wh / "wh" / "shop.db" / "orders").rglob("data-*.parquet"))[0]
     try:
         result = runner.invoke(app, ["-w", "wh", "-f", "json", "check", "shop.orders"])
-        assert result.exit_code == 1 and result.stderr.startswith("error: ")
+        assert result.exit_code == 0 and result.stderr.startswith("warning: hint ")
+        body = json.loads(result.stdout)
+        assert body["ok"] is True and body["problems"] == []
+        assert list(body["warnings"][0]) == readme_json_table()["check"][2]["warnings"]
+        data.rename(data.with_suffix(".moved"))  # a missing data file: a problem
+        result = runner.invoke(app, ["-w", "wh", "-f", "json", "check", "shop.orders"])
+        assert result.exit_code == 1 and "error: " in result.stderr
         assert list(json.loads(result.stdout)["problems"][0]) == readme_json_table()["check"][2]["problems"]
     finally:
-        (wh / "wh" / "shop.db" / "orders" / "snapshot" / "EARLIEST").unlink()
+        (snapshot_dir / "EARLIEST").unlink()
+        if data.with_suffix(".moved").exists():
+            data.with_suffix(".moved").rename(data)
 
 
 # ---- the same fields in every format ------------------------------------------------------------
@@ -166,7 +176,7 @@ def test_same_field_names_in_every_format(name: str) -> None:
     assert header == keys
     table = run(name, "--format", "table").stdout
     hidden = {k for k in keys if k.endswith("_millis")} | ({"commit_user"} if name == "snapshots" else set())
-    hidden |= {"problems"} if name == "check" else set()  # a sound table: no problems to list
+    hidden |= {"problems", "warnings"} if name == "check" else set()  # a sound table: nothing to list
     for key in set(keys) - hidden:
         assert re.search(rf"(?<![\w]){re.escape(key)}(?![\w])", table), (name, key, table)
 
