@@ -36,7 +36,7 @@ from core.engines import ProgressCallback
 from core.errors import CorruptMetadataError, NotFoundError, UsageError
 from core.fileio import join
 from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO
-from core.options import parse_duration, parse_int
+from core.options import EXPIRE, check_options, parse_duration, parse_int
 from core.snapshot import Snapshot
 from core.table import Table
 
@@ -202,6 +202,7 @@ def expire_snapshots(table: Table, *, retain_min: int | None = None, retain_max:
     Raises:
         UsageError: retain_min < 1, retain_max < retain_min, max_deletes < 0, a bad duration.
     """
+    check_options(table.schema, table.name, EXPIRE)
     opts = table.schema.options
     if retain_min is None:
         retain_min = parse_int(opts.get("snapshot.num-retained.min", str(DEFAULT_RETAIN_MIN)),

@@ -25,7 +25,7 @@ from core.manifest import ManifestEntry, live_entries
 from core.predicate import ColumnRange, Predicate, parse_where
 from core.schema import TableSchema
 from core.sinks import directory_size, output_format, write_output_parts
-from core.options import check_limit, parse_int
+from core.options import READ, check_limit, check_options, parse_int
 from core.snapshot import Snapshot
 from core.table import Table
 from core.types import arrow_field
@@ -224,6 +224,7 @@ def prepare(table: Table, *, snapshot_id: int | None = None, timestamp: str | No
     snapshot_schema = table.schemas.schema(snapshot.schema_id) if snapshot is not None else None
     travel = snapshot_id is not None or timestamp is not None or tag is not None
     read_schema = snapshot_schema if travel and snapshot_schema is not None else table.schema
+    check_options(read_schema, table.name, READ)
     check_select(read_schema, select)
     predicate = parse_where(where, read_schema.fields) if where is not None else None
     return PreparedScan(plan(table, snapshot, predicate=predicate, read_schema=read_schema), predicate,

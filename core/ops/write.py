@@ -21,7 +21,7 @@ from core.ops.maintenance import after_commit
 from core.rows import prepare_rows
 from core.kernels.write import WriteJob, removal_changelog
 from core.manifest import live_entries
-from core.options import BATCH_COMMIT_IDENTIFIER
+from core.options import BATCH_COMMIT_IDENTIFIER, WRITE, check_options
 from core.snapshot import Snapshot
 from core.sources import infer_format, input_size
 from core.types import arrow_field
@@ -143,6 +143,7 @@ def write_and_commit(table: Table, data: Any, engine: Any, *, overwrite: bool = 
     (``commit_user``, ``identifier``; a fresh user and Long.MAX for a batch write), then run
     the post-commit maintenance. Shared by batch and streaming writes."""
     schema = table.schema
+    check_options(schema, table.name, WRITE)
     # Paimon's `rowkind.field` option names a table column that carries the row kind.
     job = plan_job(table, schema, row_kind_column or schema.options.get("rowkind.field"), overwrite=overwrite)
     messages, rows_in = engine.write(job, data, table.file_io)
