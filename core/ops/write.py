@@ -21,7 +21,7 @@ from core.ops.maintenance import after_commit
 from core.rows import prepare_rows
 from core.kernels.write import WriteJob, removal_changelog
 from core.manifest import live_entries
-from core.options import BATCH_COMMIT_IDENTIFIER, WRITE, check_options
+from core.options import BATCH_COMMIT_IDENTIFIER, WRITE, check_options, parse_bool
 from core.snapshot import Snapshot
 from core.sources import infer_format, input_size
 from core.types import arrow_field
@@ -149,7 +149,13 @@ def write_and_commit(table: Table, data: Any, engine: Any, *, overwrite: bool = 
     messages, rows_in = engine.write(job, data, table.file_io)
     partitions = {m.partition for m in messages}
     spec = None
-    if overwrite and (messages or not schema.partition_keys):
+    # Paimon's dynamic-partition-overwrite (default true): an overwrite replaces the partitions
+    # its rows touch; false: the whole table, as an overwrite without a static partition does.
+    dynamic = parse_bool(schema.options.get("dynamic-partition-overwrite", "true"), "dynamic-partition-overwrite")
+    if overwrite and schema.partition_keys and not dynamic:
+        spec = OverwriteSpec(None)
+        messages = messages + removal_messages(job, messages, None, table.file_io)
+    elif overwrite and (messages or not schema.partition_keys):
         # No input rows touch any partition of a partitioned table: nothing to replace.
         spec = OverwriteSpec(frozenset(partitions) if schema.partition_keys else None)
         messages = messages + removal_messages(job, messages, spec.partitions, table.file_io)

@@ -1,0 +1,139 @@
+"""Options Java Paimon 1.0 honours that lakectl refuses (core.options.OPTION_RULES), and the
+ones it honours, on tables Java creates and writes.
+
+A refused option must stop the lakectl command (exit code not 0, one line naming the option)
+before any row is returned or any file written; an option refused only for writes must leave
+reads equal to Java's. Honoured options are held to Java's reads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from java_oracle import java_read, java_run, lakectl_rows
+from typer.testing import CliRunner, Result
+
+from core.table import Table
+from lakectl.app import app
+
+pytestmark = [pytest.mark.interop, pytest.mark.java]
+
+runner = CliRunner()
+
+KV = [{"name": "k", "type": "INT NOT NULL"}, {"name": "v", "type": "BIGINT"}, {"name": "ts", "type": "BIGINT"}]
+
+
+def lakectl(wh: Path, *args: Any, input: str | None = None) -> Result:
+    return runner.invoke(app, ["--warehouse", str(wh), "--format", "jsonl", *map(str, args)], input=input,
+                         catch_exceptions=False)
+
+
+def java_table(tmp_path: Path, options: dict[str, str], *, fields: list[dict[str, str]] = KV,
+               primary_keys: tuple[str, ...] = ("k",), partition_keys: tuple[str, ...] = (),
+               steps: list[dict[str, Any]] | None = None) -> Path:
+    path = tmp_path / "wh" / "db.db" / "t"
+    rows = [[1, 10, 3], [2, 20, 1], [1, 11, 1], [3, None, 5]]
+    java_run(path, steps if steps is not None else [{"op": "write", "rows": rows[:2]}, {"op": "write", "rows": rows[2:]}],
+             create={"fields": fields, "primaryKeys": list(primary_keys), "partitionKeys": list(partition_keys),
+                     "options": options})
+    return path
+
+
+def assert_refused(result: Result, option: str, action: str) -> None:
+    assert result.exit_code != 0, f"lakectl accepted a table with {option}: {result.stdout}"
+    line = result.stderr.strip()
+    assert "\n" not in line and line.startswith("error: table db.t uses"), line
+    assert option in line and f"does not support for {action}" in line, line
+
+
+@pytest.mark.parametrize("options,option", [
+    ({"bucket": "1", "sequence.field": "ts"}, "sequence.field=ts"),
+    ({"bucket": "1", "merge-engine": "partial-update", "fields.ts.sequence-group": "v"},
+     "fields.ts.sequence-group=v"),
+    ({"bucket": "1", "fields.v.default-value": "7"}, "fields.v.default-value=7"),
+    ({"bucket": "1", "incremental-between": "1,2"}, "incremental-between=1,2"),
+    ({"bucket": "1", "scan.file-creation-time-millis": "4102444800000"}, "scan.file-creation-time-millis"),
+], ids=["sequence-field", "sequence-group", "default-value", "incremental-between", "file-creation-time"])
+def test_options_that_change_java_reads_are_refused_on_read(tmp_path: Path, options: dict[str, str],
+                                                            option: str) -> None:
+    path = java_table(tmp_path, options)
+    java_rows, _ = java_read(path)
+    wh = tmp_path / "wh"
+    assert_refused(lakectl(wh, "scan", "db.t"), option, "reads")
+    assert_refused(lakectl(wh, "scan", "db.t", "--incremental-between", "0,2"), option, "reads")
+    assert_refused(lakectl(wh, "lookup", "db.t", "--key", "k=1"), option, "reads")
+    if "incremental-between" not in options:  # Java's own read of it is a plain read
+        assert_refused(lakectl(wh, "write", "db.t", "--input", "-", "--input-format", "jsonl",
+                               input='{"k": 9, "v": 1, "ts": 1}\n'), option, "writes")
+    assert java_read(path)[0] == java_rows  # nothing was written
+
+
+@pytest.mark.parametrize("options,option", [
+    ({"bucket": "1", "record-level.expire-time": "1 d", "record-level.time-field": "ts"},
+     "record-level.expire-time"),
+    ({"bucket": "1", "changelog-producer": "lookup", "changelog-producer.row-deduplicate": "true",
+      "changelog-producer.row-deduplicate-ignore-fields": "ts"}, "changelog-producer.row-deduplicate-ignore-fields"),
+], ids=["record-level-expire", "row-deduplicate-ignore-fields"])
+def test_options_that_change_java_writes_are_refused_on_write(tmp_path: Path, options: dict[str, str],
+                                                              option: str) -> None:
+    fields = [{"name": "k", "type": "INT NOT NULL"}, {"name": "v", "type": "BIGINT"}, {"name": "ts", "type": "INT"}]
+    now = 2_000_000_000  # seconds: far from expiry
+    path = java_table(tmp_path, options, fields=fields,
+                      steps=[{"op": "write", "rows": [[1, 10, now], [2, 20, now]]},
+                             {"op": "write", "rows": [[1, 11, now], [3, None, now]]}])
+    wh = tmp_path / "wh"
+    table = Table.open("db.t", warehouse=str(wh))
+    java_rows, _ = java_read(path)
+    assert lakectl_rows(table.scan()) == java_rows  # reads are honoured
+    assert_refused(lakectl(wh, "write", "db.t", "--input", "-", "--input-format", "jsonl",
+                           input=f'{{"k": 9, "v": 1, "ts": {now}}}\n'), option, "writes")
+    assert_refused(lakectl(wh, "compact", "db.t"), option, "writes")
+    assert table.snapshots.latest_id() == 2
+
+
+def test_cross_partition_upsert_table_is_read_and_refused_on_write(tmp_path: Path) -> None:
+    """Java's cross-partition upsert table (dynamic bucket, primary key without the partition
+    column): lakectl reads what Java reads, and refuses to write (no global key index)."""
+    fields = [{"name": "k", "type": "INT NOT NULL"}, {"name": "v", "type": "BIGINT"},
+              {"name": "dt", "type": "STRING NOT NULL"}]
+    path = java_table(tmp_path, {}, fields=fields, partition_keys=("dt",),
+                      steps=[{"op": "write", "rows": [[1, 10, "a"], [2, 20, "a"], [3, 30, "b"]]},
+                             {"op": "write", "rows": [[1, 11, "b"], [3, 31, "a"]]}])
+    wh = tmp_path / "wh"
+    table = Table.open("db.t", warehouse=str(wh))
+    java_rows, _ = java_read(path)
+    assert lakectl_rows(table.scan()) == java_rows == [[1, 11, "b"], [2, 20, "a"], [3, 31, "a"]]
+    assert_refused(lakectl(wh, "write", "db.t", "--input", "-", "--input-format", "jsonl",
+                           input='{"k": 9, "v": 1, "dt": "a"}\n'), "primary-key=k", "writes")
+
+
+@pytest.mark.parametrize("writer", ["java", "lakectl"])
+def test_dynamic_partition_overwrite_false_replaces_the_whole_table(tmp_path: Path, writer: str) -> None:
+    fields = [{"name": "k", "type": "INT NOT NULL"}, {"name": "v", "type": "BIGINT"},
+              {"name": "dt", "type": "STRING NOT NULL"}]
+    first = [[1, 10, "a"], [2, 20, "b"], [3, 30, "c"]]
+    new = [[4, 40, "a"]]
+    steps: list[dict[str, Any]] = [{"op": "write", "rows": first}]
+    if writer == "java":
+        steps.append({"op": "write", "rows": new, "overwrite": True})
+    path = java_table(tmp_path, {"bucket": "2", "dynamic-partition-overwrite": "false"}, fields=fields,
+                      primary_keys=("k", "dt"), partition_keys=("dt",), steps=steps)
+    table = Table.open("db.t", warehouse=str(tmp_path / "wh"))
+    if writer == "lakectl":
+        table.write(pa.table({"k": pa.array([4], pa.int32()), "v": [40], "dt": ["a"]}), mode="overwrite")
+    java_rows, _ = java_read(path)
+    assert java_rows == lakectl_rows(table.scan()) == [[4, 40, "a"]]
+
+
+def test_lakectl_overwrite_replaces_only_touched_partitions_by_default(tmp_path: Path) -> None:
+    fields = [{"name": "k", "type": "INT NOT NULL"}, {"name": "v", "type": "BIGINT"},
+              {"name": "dt", "type": "STRING NOT NULL"}]
+    path = java_table(tmp_path, {"bucket": "2"}, fields=fields, primary_keys=("k", "dt"), partition_keys=("dt",),
+                      steps=[{"op": "write", "rows": [[1, 10, "a"], [2, 20, "b"]]},
+                             {"op": "write", "rows": [[4, 40, "a"]], "overwrite": True}])
+    table = Table.open("db.t", warehouse=str(tmp_path / "wh"))
+    java_rows, _ = java_read(path)
+    assert java_rows == lakectl_rows(table.scan()) == [[2, 20, "b"], [4, 40, "a"]]
