@@ -412,26 +412,25 @@ def _effective(options: Mapping[str, str], has_primary_key: bool) -> dict[str, s
 
 def unsupported(options: Mapping[str, str], action: str, *, has_primary_key: bool,
                 primary_keys: Sequence[str] = (), partition_keys: Sequence[str] = ()) -> list[tuple[str, str, str]]:
-    """(key, value, why) of each option that makes ``action`` differ from Paimon, in key order."""
+    """(key, value, why) of each option that makes ``action`` differ from Paimon: a cross-partition
+    primary key first, then options in key order, options of features in progress last."""
     opts = _effective(options, has_primary_key)
     found = []
-    for key in sorted(opts):
-        value = opts[key]
-        if not isinstance(value, str):
-            continue
-        for rule in (*OPTION_RULES, *IN_PROGRESS_RULES):
-            if action in rule.refuses and rule.matches(key) and rule.applies(value, opts, has_primary_key):
-                found.append((key, value, rule.why))
-                break
     # Paimon takes a primary key without every partition column only in dynamic bucket mode,
     # as a cross-partition upsert table (lakectl's own fixed-bucket tables of that shape keep
     # a key per partition, and Paimon refuses to create them).
     cross_partition = opts.get("bucket", "-1").strip() == "-1"
     if action == WRITE and has_primary_key and cross_partition and not set(partition_keys) <= set(primary_keys):
         missing = ", ".join(k for k in partition_keys if k not in primary_keys)
-        found.append(("primary-key", ",".join(primary_keys),
+        found.insert(0, ("primary-key", ",".join(primary_keys),
                       f"it leaves out partition column(s) {missing}: Paimon's cross-partition upsert moves a key "
                       "between partitions through a global index lakectl does not keep"))
+    for rules in (OPTION_RULES, IN_PROGRESS_RULES):  # features in progress elsewhere named last
+        for key in sorted(opts):
+            value = opts[key]
+            rule = next((r for r in rules if action in r.refuses and r.matches(key)), None)
+            if rule is not None and isinstance(value, str) and rule.applies(value, opts, has_primary_key):
+                found.append((key, value, rule.why))
     return found
 
 
