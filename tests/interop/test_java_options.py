@@ -137,3 +137,39 @@ def test_lakectl_overwrite_replaces_only_touched_partitions_by_default(tmp_path:
     table = Table.open("db.t", warehouse=str(tmp_path / "wh"))
     java_rows, _ = java_read(path)
     assert java_rows == lakectl_rows(table.scan()) == [[2, 20, "b"], [4, 40, "a"]]
+
+
+# ---- file indexes (file-index.bloom-filter.columns): Java writes them, lakectl keeps them ----
+@pytest.mark.parametrize("threshold", ["500 b", "1 b"], ids=["embedded-in-manifest", "index-files"])
+def test_java_bloom_filter_index_tables(tmp_path: Path, threshold: str) -> None:
+    """Java embeds a small file index in the manifest (``_EMBEDDED_FILE_INDEX``) or writes it
+    beside the data file (``<file>.index``, in ``_EXTRA_FILES``). lakectl reads such tables as
+    Java does, filtered or not, and its expire, remove-orphan-files, writes and compaction
+    leave Java able to read them with its index."""
+    fields = [{"name": "id", "type": "INT"}, {"name": "v", "type": "STRING"}, {"name": "n", "type": "BIGINT"}]
+    options = {"bucket": "-1", "file-index.bloom-filter.columns": "v,n", "file-index.in-manifest-threshold": threshold,
+               "file-index.bloom-filter.v.items": "100", "file-index.bloom-filter.n.items": "100"}
+    path = tmp_path / "wh" / "db.db" / "t"
+    batches = [[[i, f"v{i}", i * 7] for i in range(b * 50, b * 50 + 50)] for b in range(3)]
+    java_run(path, [{"op": "write", "rows": rows} for rows in batches],
+             create={"fields": fields, "primaryKeys": [], "partitionKeys": [], "options": options})
+    wh = tmp_path / "wh"
+    table = Table.open("db.t", warehouse=str(wh))
+    index_files = sorted(p.name for p in path.glob("bucket-0/*.index"))
+    assert (len(index_files) == 3) == (threshold == "1 b")
+    java_rows, _ = java_read(path)
+    assert lakectl_rows(table.scan()) == java_rows
+    for value in ("v42", "v120", "nope"):
+        expected, _ = java_read(path, equal=("v", value))
+        assert lakectl_rows(table.scan(where=f"v = '{value}'")) == expected
+    # lakectl writes, compacts, expires and removes orphans; Java still reads, with its index.
+    table.write(pa.table({"id": pa.array([500], pa.int32()), "v": ["v42"], "n": [1]}))
+    table.expire(retain_max=2, retain_min=1, older_than="0s", dry_run=False)
+    table.remove_orphan_files(older_than="0s", dry_run=False)
+    assert set(index_files) <= {p.name for p in path.glob("bucket-0/*.index")}  # their data files are live
+    expected, _ = java_read(path, equal=("v", "v42"))
+    assert expected == lakectl_rows(table.scan(where="v = 'v42'")) == [[42, "v42", 294], [500, "v42", 1]]
+    table.compact(full=True)
+    table.expire(retain_max=1, retain_min=1, older_than="0s", dry_run=False)
+    assert java_read(path)[0] == lakectl_rows(table.scan())
+    assert not list(path.glob("bucket-0/*.index"))  # went with the files compaction replaced
