@@ -15,7 +15,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
-from core import binary_row, stats
+from core import binary_row, file_index, stats
 from core.engines import EngineSettings, choose_engine
 from core.engines.local import LocalEngine
 from core.errors import UsageError
@@ -124,6 +124,32 @@ def _file_ranges(entry: ManifestEntry, file_schema: TableSchema, read_schema: Ta
     return out
 
 
+def _index_may_match(table: Table, entry: ManifestEntry, file_schema: TableSchema, read_schema: TableSchema,
+                     partition: tuple, equal: list) -> bool:
+    """False when the file's index (Paimon's file-index.*: embedded in the manifest or its
+    ``.index`` extra file) rules out a ``column = value`` of the filter."""
+    f = entry.file
+    blob = f.embedded_index
+    if blob is None:
+        names = [n for n in f.extra_files if n.endswith(".index")]
+        if not names:
+            return True
+        blob = table.file_io.read_bytes(join(read_schema.bucket_dir(table.path, entry.partition, entry.bucket),
+                                             names[0]))
+    indexes = file_index.parse(blob)
+    if not indexes:
+        return True
+    names_by_id = {fld.id: fld.name for fld in file_schema.fields}
+    conditions = []
+    for c in equal:
+        fld = read_schema.field(c.column)
+        name = names_by_id.get(fld.id)
+        # A retyped column's index hashes the old type's values: only trust unchanged types.
+        if name is not None and file_schema.field(name).type.root_text() == fld.type.root_text():
+            conditions.append((name, c.value, fld.type))
+    return file_index.may_match(indexes, conditions)
+
+
 def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None = None,
          read_schema: TableSchema | None = None) -> ScanPlan:
     """Live files of ``snapshot`` grouped into splits, pruned by ``predicate``, to be read in
@@ -135,6 +161,7 @@ def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None
         return ScanPlan(None, read_schema, schemas, (), 0, 0)
     entries = live_entries(table.manifests(), snapshot)
     key_only = predicate is not None and predicate.columns <= set(read_schema.primary_keys)
+    equal = [c for c in file_index.equalities(predicate) if c.column not in read_schema.partition_keys]
     groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
     partition_values: dict[bytes, tuple] = {}
     pruned = 0
@@ -150,6 +177,9 @@ def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None
         if predicate is not None and (key_only or not read_schema.has_primary_key):
             ranges = _file_ranges(e, schemas[e.file.schema_id], read_schema, read_schema.has_primary_key)
             if not predicate.may_match({**ranges, **_partition_ranges(values, read_schema)}):
+                pruned += 1
+                continue
+            if equal and not _index_may_match(table, e, schemas[e.file.schema_id], read_schema, values, equal):
                 pruned += 1
                 continue
         groups.setdefault((e.partition, e.bucket), []).append(e)

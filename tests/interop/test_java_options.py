@@ -16,6 +16,9 @@ import pytest
 from java_oracle import java_read, java_run, lakectl_rows
 from typer.testing import CliRunner, Result
 
+from core import file_index
+from core.manifest import live_entries
+from core.ops.scan import prepare
 from core.table import Table
 from lakectl.app import app
 
@@ -150,7 +153,8 @@ def test_java_bloom_filter_index_tables(tmp_path: Path, threshold: str) -> None:
     options = {"bucket": "-1", "file-index.bloom-filter.columns": "v,n", "file-index.in-manifest-threshold": threshold,
                "file-index.bloom-filter.v.items": "100", "file-index.bloom-filter.n.items": "100"}
     path = tmp_path / "wh" / "db.db" / "t"
-    batches = [[[i, f"v{i}", i * 7] for i in range(b * 50, b * 50 + 50)] for b in range(3)]
+    # n interleaves across the files (stats cannot tell them apart), v does not.
+    batches = [[[i, f"v{i}", (i % 50) * 3 + b] for i in range(b * 50, b * 50 + 50)] for b in range(3)]
     java_run(path, [{"op": "write", "rows": rows} for rows in batches],
              create={"fields": fields, "primaryKeys": [], "partitionKeys": [], "options": options})
     wh = tmp_path / "wh"
@@ -162,13 +166,31 @@ def test_java_bloom_filter_index_tables(tmp_path: Path, threshold: str) -> None:
     for value in ("v42", "v120", "nope"):
         expected, _ = java_read(path, equal=("v", value))
         assert lakectl_rows(table.scan(where=f"v = '{value}'")) == expected
+    # The bloom filters of n skip the files without the value; stats alone skip none.
+    for value in (31, 32, 1000):
+        expected, _ = java_read(path, equal=("n", value))
+        assert lakectl_rows(table.scan(where=f"n = {value}")) == expected
+        assert prepare(table, where=f"n = {value}").plan.files_pruned >= (2 if value < 1000 else 3)
+    assert prepare(table, where="n > 31").plan.files_pruned == 0
+    # Java's string filters hold every value of their file (xxHash64 of UTF-8) and few others.
+    string_type = table.schema.field("v").type
+    present = [f"v{i}" for i in range(150)]
+    covered: set[str] = set()
+    for e in live_entries(table.manifests(), table.latest_snapshot()):
+        blob = e.file.embedded_index or (path / "bucket-0" / e.file.extra_files[0]).read_bytes()
+        indexes = file_index.parse(blob)
+        assert set(indexes) == {"v", "n"}
+        hits = [v for v in present if file_index.may_match(indexes, [("v", v, string_type)])]
+        assert 50 <= len(hits) < 75, len(hits)  # its 50 values, and few false positives
+        covered.update(hits)
+    assert covered == set(present)
     # lakectl writes, compacts, expires and removes orphans; Java still reads, with its index.
     table.write(pa.table({"id": pa.array([500], pa.int32()), "v": ["v42"], "n": [1]}))
     table.expire(retain_max=2, retain_min=1, older_than="0s", dry_run=False)
     table.remove_orphan_files(older_than="0s", dry_run=False)
     assert set(index_files) <= {p.name for p in path.glob("bucket-0/*.index")}  # their data files are live
     expected, _ = java_read(path, equal=("v", "v42"))
-    assert expected == lakectl_rows(table.scan(where="v = 'v42'")) == [[42, "v42", 294], [500, "v42", 1]]
+    assert expected == lakectl_rows(table.scan(where="v = 'v42'")) == [[42, "v42", 126], [500, "v42", 1]]
     table.compact(full=True)
     table.expire(retain_max=1, retain_min=1, older_than="0s", dry_run=False)
     assert java_read(path)[0] == lakectl_rows(table.scan())
