@@ -195,3 +195,20 @@ def test_java_bloom_filter_index_tables(tmp_path: Path, threshold: str) -> None:
     table.expire(retain_max=1, retain_min=1, older_than="0s", dry_run=False)
     assert java_read(path)[0] == lakectl_rows(table.scan())
     assert not list(path.glob("bucket-0/*.index"))  # went with the files compaction replaced
+
+
+def test_java_writes_no_file_index_into_primary_key_tables(tmp_path: Path) -> None:
+    """Java Paimon 1.0 writes file indexes for append tables only: a primary-key table with
+    file-index.bloom-filter.columns gets none (so lookup has only key ranges and buckets to
+    skip by, as in Java), and lakectl reads and looks such tables up as Java reads them."""
+    fields = [{"name": "k", "type": "INT NOT NULL"}, {"name": "v", "type": "STRING"}]
+    options = {"bucket": "1", "file-index.bloom-filter.columns": "k,v", "file-index.bloom-filter.k.items": "100"}
+    path = tmp_path / "wh" / "db.db" / "t"
+    java_run(path, [{"op": "write", "rows": [[i * 3 + b, f"s{b}"] for i in range(50)]} for b in range(3)],
+             create={"fields": fields, "primaryKeys": ["k"], "options": options})
+    table = Table.open("db.t", warehouse=str(tmp_path / "wh"))
+    files = list(live_entries(table.manifests(), table.latest_snapshot()))
+    assert len(files) == 3 and all(e.file.embedded_index is None and not e.file.extra_files for e in files)
+    for key in (31, 1000):
+        expected, _ = java_read(path, equal=("k", key))
+        assert lakectl_rows(table.lookup([f"k={key}"]).rows) == lakectl_rows(table.scan(where=f"k = {key}")) == expected
