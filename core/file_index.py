@@ -190,3 +190,107 @@ def may_match(indexes: Mapping[str, Mapping[str, bytes]], conditions: list[tuple
         if h is not None and not bloom_may_contain(body, h):
             return False
     return True
+
+
+# ---- writing ---------------------------------------------------------------------------------
+DEFAULT_ITEMS = 1_000_000
+DEFAULT_FPP = 0.1
+
+
+def bloom_columns(options: Mapping[str, str]) -> list[str]:
+    text = options.get("file-index.bloom-filter.columns") or ""
+    return [c.strip() for c in text.split(",") if c.strip()]
+
+
+def _long_hashes(values: "np.ndarray") -> "np.ndarray":
+    """Thomas Wang's hash over an int64 array (numpy wraps as Java's long does)."""
+    import numpy as np
+
+    with np.errstate(over="ignore"):
+        key = values.astype(np.int64)
+        key = ~key + (key << np.int64(21))
+        key = key ^ (key >> np.int64(24))
+        key = key + (key << np.int64(3)) + (key << np.int64(8))
+        key = key ^ (key >> np.int64(14))
+        key = key + (key << np.int64(2)) + (key << np.int64(4))
+        key = key ^ (key >> np.int64(28))
+        key = key + (key << np.int64(31))
+    return key
+
+
+def _column_hashes(column: Any, type_: DataType) -> "np.ndarray | None":
+    """The 64-bit hashes of a column's distinct non-null values, or None for a type lakectl
+    does not index."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    name = type_.name.upper()
+    values = pc.unique(column.drop_null() if hasattr(column, "drop_null") else pc.drop_null(column))
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if name in _INTEGRAL:
+        return _long_hashes(values.cast(pa.int64()).to_numpy(zero_copy_only=False))
+    if name == "DATE":
+        return _long_hashes(values.cast(pa.int32()).cast(pa.int64()).to_numpy(zero_copy_only=False))
+    if name in _STRINGS:
+        return np.array([xxh64(v.encode("utf-8")) for v in values.to_pylist()], dtype=np.int64)
+    if name in _BINARY:
+        return np.array([xxh64(bytes(v)) for v in values.to_pylist()], dtype=np.int64)
+    return None
+
+
+def bloom_body(hashes: "np.ndarray", items: int, fpp: float) -> bytes:
+    """Paimon's BloomFilter64 of ``hashes``: the hash function count (big-endian int) and the bits."""
+    import math
+
+    import numpy as np
+
+    n = int(-items * math.log(fpp) / (math.log(2) * math.log(2)))
+    num_bits = n + (8 - n % 8)
+    k = max(1, int(math.floor(num_bits / items * math.log(2) + 0.5)))
+    bits = np.zeros(num_bits // 8, dtype=np.uint8)
+    h = hashes.astype(np.int64)
+    h1 = h.astype(np.int32)
+    h2 = (h >> np.int64(32)).astype(np.int32)
+    with np.errstate(over="ignore"):
+        for i in range(1, k + 1):
+            combined = (h1 + np.int32(i) * h2).astype(np.int32)
+            combined = np.where(combined < 0, ~combined, combined).astype(np.int64)
+            pos = combined % num_bits
+            np.bitwise_or.at(bits, pos >> 3, (np.int64(1) << (pos & 7)).astype(np.uint8))
+    return struct.pack(">i", k) + bits.tobytes()
+
+
+def _utf_bytes(text: str) -> bytes:
+    raw = text.encode("utf-8")
+    return struct.pack(">H", len(raw)) + raw
+
+
+def build(table: Any, fields: list, options: Mapping[str, str]) -> bytes | None:
+    """The file-index blob of a data file's rows (an Arrow table with the columns of
+    ``fields``) for the table's ``file-index.bloom-filter.columns``; None when none applies."""
+    bodies: dict[str, bytes] = {}
+    by_name = {f.name: f for f in fields}
+    for column in bloom_columns(options):
+        f = by_name.get(column)
+        if f is None:
+            continue
+        hashes = _column_hashes(table.column(column), f.type)
+        if hashes is None:
+            continue
+        items = int(options.get(f"file-index.bloom-filter.{column}.items", DEFAULT_ITEMS))
+        fpp = float(options.get(f"file-index.bloom-filter.{column}.fpp", DEFAULT_FPP))
+        bodies[column] = bloom_body(hashes, items, fpp)
+    if not bodies:
+        return None
+    names = b"".join(_utf_bytes(c) + _utf_bytes(BLOOM_FILTER) for c in bodies)
+    head_length = 8 + 4 + 4 + 4 + len(bodies) * 8 + len(bodies) * 4 + 4 + len(names)
+    head = [struct.pack(">qiii", MAGIC, 1, head_length, len(bodies))]
+    offset = head_length
+    for column, body in bodies.items():
+        head.append(_utf_bytes(column) + struct.pack(">i", 1) + _utf_bytes(BLOOM_FILTER)
+                    + struct.pack(">ii", offset, len(body)))
+        offset += len(body)
+    head.append(struct.pack(">i", 0))
+    return b"".join(head) + b"".join(bodies.values())

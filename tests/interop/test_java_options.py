@@ -18,6 +18,7 @@ from typer.testing import CliRunner, Result
 
 from core import file_index
 from core.manifest import live_entries
+from core.ops.create import create
 from core.ops.scan import prepare
 from core.table import Table
 from lakectl.app import app
@@ -212,3 +213,39 @@ def test_java_writes_no_file_index_into_primary_key_tables(tmp_path: Path) -> No
     for key in (31, 1000):
         expected, _ = java_read(path, equal=("k", key))
         assert lakectl_rows(table.lookup([f"k={key}"]).rows) == lakectl_rows(table.scan(where=f"k = {key}")) == expected
+
+
+@pytest.mark.parametrize("threshold", ["500 b", "1 b"], ids=["embedded-in-manifest", "index-files"])
+def test_java_reads_and_skips_by_lakectl_bloom_filters(tmp_path: Path, threshold: str) -> None:
+    """lakectl writes the file index Java writes for file-index.bloom-filter.columns (embedded
+    up to the threshold, else ``<file>.index``): Java's filtered reads return the same rows,
+    and with the index in the manifest Java's planner drops the files it rules out."""
+    wh = tmp_path / "wh"
+    table = Table.locate("db.t", warehouse=str(wh))
+    create(table, "id INT, v STRING, n BIGINT", options={
+        "bucket": "-1", "file-index.bloom-filter.columns": "v,n", "file-index.in-manifest-threshold": threshold,
+        "file-index.bloom-filter.v.items": "100", "file-index.bloom-filter.n.items": "100",
+        "source.split.target-size": "1 b"})  # one Java split per file
+    schema = pa.schema([("id", pa.int32()), ("v", pa.string()), ("n", pa.int64())])
+    for b in range(3):
+        ids = list(range(b * 50, b * 50 + 50))
+        table.write(pa.table([ids, [f"v{i}" for i in ids], [(i % 50) * 3 + b for i in ids]], schema=schema))
+    entries = list(live_entries(table.manifests(), table.latest_snapshot()))
+    if threshold == "1 b":
+        assert all(e.file.embedded_index is None and e.file.extra_files == (f"{e.file.file_name}.index",)
+                   and (table_dir(table) / "bucket-0" / e.file.extra_files[0]).is_file() for e in entries)
+    else:
+        assert all(e.file.embedded_index and not e.file.extra_files for e in entries)
+    everything, meta = java_read(table.path)
+    assert everything == lakectl_rows(table.scan()) and meta["splits"] == 3
+    for column, value in (("n", 31), ("n", 32), ("v", "v77"), ("n", 1000), ("v", "nope")):
+        expected, meta = java_read(table.path, equal=(column, value))
+        where = f"{column} = {value!r}" if isinstance(value, str) else f"{column} = {value}"
+        assert expected == lakectl_rows(table.scan(where=where))
+        assert len(expected) == (1 if value in (31, 32, "v77") else 0)
+        if threshold != "1 b" and column == "n":
+            assert meta["splits"] == len(expected)  # the other files skipped by their bloom filters
+
+
+def table_dir(table: Table) -> Path:
+    return Path(table.path)
