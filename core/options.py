@@ -313,6 +313,10 @@ def _not_avro(value: str, options: Mapping[str, str], has_primary_key: bool) -> 
     return value.strip().lower() != "avro"
 
 
+def _unknown_scan_mode(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
+    return value.strip().lower() not in SCAN_MODES
+
+
 def _ignore_fields_in_use(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
     producer = (options.get("changelog-producer") or "none").strip().lower()
     dedup = (options.get("changelog-producer.row-deduplicate") or "false").strip().lower() == "true"
@@ -349,6 +353,8 @@ OPTION_RULES: tuple[OptionRule, ...] = (
                "from Paimon", _on_primary_key),
     OptionRule("fields.*.default-value", frozenset({READ}), "Paimon's reader replaces nulls of the column "
                "with the default value"),
+    OptionRule("scan.mode", frozenset({READ}), "Paimon starts its reads there (e.g. incremental, "
+               "from-file-creation-time), which lakectl does not follow", _unknown_scan_mode),
     OptionRule("scan.timestamp", frozenset({READ}), "Paimon reads the snapshot at that time by default"),
     OptionRule("scan.watermark", frozenset({READ}), "Paimon reads the snapshot at that watermark by default"),
     OptionRule("scan.file-creation-time-millis", frozenset({READ}), "Paimon reads only files created after "

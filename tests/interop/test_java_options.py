@@ -249,3 +249,17 @@ def test_java_reads_and_skips_by_lakectl_bloom_filters(tmp_path: Path, threshold
 
 def table_dir(table: Table) -> Path:
     return Path(table.path)
+
+
+@pytest.mark.parametrize("options", [{"partial-update.ignore-delete": "true"}, {"first-row.ignore-delete": "true"},
+                                     {"scan.mode": "latest"}],
+                         ids=["partial-update-key", "first-row-key", "scan-mode-latest"])
+def test_honoured_options_read_as_java_reads_them(tmp_path: Path, options: dict[str, str]) -> None:
+    """ignore-delete's older per-engine keys apply to a deduplicate table too, as in Java."""
+    path = java_table(tmp_path, {"bucket": "1", **options},
+                      steps=[{"op": "write", "rows": [[1, 10, 1], [2, 20, 1]]},
+                             {"op": "write", "rows": [[1, 10, 1], [3, 30, 3]], "kinds": ["-D", "+I"]}])
+    table = Table.open("db.t", warehouse=str(tmp_path / "wh"))
+    expected, _ = java_read(path)
+    assert lakectl_rows(table.scan()) == expected
+    assert len(expected) == (3 if "ignore-delete" in str(options) else 2)

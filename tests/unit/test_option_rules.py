@@ -34,6 +34,8 @@ def refused(options: dict[str, str], **layout) -> set[str]:
     ({"fields.a,b.sequence-group": "v"}, {READ, WRITE}),
     ({"fields.v.default-value": "0"}, {READ}),
     ({"scan.timestamp": "2024-01-01 00:00:00"}, {READ}),
+    ({"scan.mode": "incremental"}, {READ}),
+    ({"scan.mode": "from-file-creation-time"}, {READ}),
     ({"scan.watermark": "10"}, {READ}),
     ({"scan.file-creation-time-millis": "10"}, {READ}),
     ({"scan.version": "3"}, {READ}),
@@ -64,7 +66,7 @@ def test_refused_options_and_their_actions(options: dict[str, str], actions: set
     {"record-level.expire-time": "1 d"},  # no effect without a time field
     {"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"},
     {"ignore-delete": "true"}, {"rowkind.field": "v"}, {"dynamic-partition-overwrite": "false"},
-    {"scan.snapshot-id": "1"}, {"scan.tag-name": "t"}, {"scan.mode": "latest"},
+    {"scan.snapshot-id": "1"}, {"scan.tag-name": "t"}, {"scan.mode": "latest"}, {"scan.mode": "From-Snapshot"},
     {"file-index.bloom-filter.columns": "v"}, {"write-buffer-size": "64 mb"},
     {"num-sorted-run.compaction-trigger": "3"}, {"sort-engine": "min-heap"}, {"write-only": "true"},
     {"snapshot.num-retained.max": "5"}, {"partition.expiration-time": "1 d"},
@@ -117,3 +119,15 @@ def test_rule_patterns_match_whole_keys() -> None:
 def test_every_rule_names_an_action_and_a_reason() -> None:
     for rule in (*OPTION_RULES, *IN_PROGRESS_RULES):
         assert rule.refuses and rule.refuses <= {READ, WRITE, EXPIRE} and rule.why
+
+
+@pytest.mark.parametrize("key", ["ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
+                                 "partial-update.ignore-delete"])
+def test_ignore_delete_and_its_fallback_keys_apply_to_every_engine_as_in_java(key: str) -> None:
+    from core.merge_options import merge_options
+
+    s = schema({key: "true"})
+    s.fields = [DataField(0, "k", parse_type("INT NOT NULL")), DataField(1, "v", parse_type("INT"))]
+    assert merge_options(s).ignore_delete
+    s.options = {"bucket": "2", "ignore-delete": "false", key: "true"} if key != "ignore-delete" else s.options
+    assert merge_options(s).ignore_delete == (key == "ignore-delete")
