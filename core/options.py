@@ -2,7 +2,9 @@
 
 Only options lakectl acts on are listed. Unknown options are kept verbatim in the schema
 (other Paimon engines may use them); options whose value lakectl cannot honour are refused
-at create time so a table never silently behaves differently from Paimon.
+at create time, and on tables other engines made by ``check_options`` (the ``OPTION_RULES``
+table at the end) when a command opens them to read, write or expire, so a table never
+silently behaves differently from Paimon.
 """
 
 from __future__ import annotations

@@ -172,7 +172,8 @@ def write_and_commit(table: Table, data: Any, engine: Any, *, overwrite: bool = 
 def write(table: Table, data: Any, *, mode: str = "append", row_kind_column: str | None = None,
           engine: Any = None, engine_settings: EngineSettings | None = None) -> WriteResult:
     """Write ``data`` (an Arrow table, or a Spark DataFrame) as one snapshot: APPEND, or
-    OVERWRITE of the partitions it touches (the whole table if unpartitioned).
+    OVERWRITE of the partitions it touches (the whole table if unpartitioned, or if the table
+    sets ``dynamic-partition-overwrite=false``).
 
     Raises:
         UsageError: unknown mode.
