@@ -134,8 +134,11 @@ def _index_may_match(table: Table, entry: ManifestEntry, file_schema: TableSchem
         names = [n for n in f.extra_files if n.endswith(".index")]
         if not names:
             return True
-        blob = table.file_io.read_bytes(join(read_schema.bucket_dir(table.path, entry.partition, entry.bucket),
-                                             names[0]))
+        try:
+            blob = table.file_io.read_bytes(join(read_schema.bucket_dir(table.path, entry.partition, entry.bucket),
+                                                 names[0]))
+        except OSError:
+            return True  # an index that cannot be read skips nothing
     indexes = file_index.parse(blob)
     if not indexes:
         return True
