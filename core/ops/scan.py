@@ -18,7 +18,7 @@ import pyarrow as pa
 from core import binary_row, file_index, stats
 from core.engines import EngineSettings, choose_engine
 from core.engines.local import LocalEngine
-from core.errors import UsageError
+from core.errors import CorruptMetadataError, UsageError
 from core.fileio import join
 from core.kernels.read import ReadSplit
 from core.manifest import ManifestEntry, live_entries
@@ -137,7 +137,7 @@ def _index_may_match(table: Table, entry: ManifestEntry, file_schema: TableSchem
         try:
             blob = table.file_io.read_bytes(join(read_schema.bucket_dir(table.path, entry.partition, entry.bucket),
                                                  names[0]))
-        except OSError:
+        except (OSError, CorruptMetadataError):
             return True  # an index that cannot be read skips nothing
     indexes = file_index.parse(blob)
     if not indexes:
