@@ -35,5 +35,9 @@ class InvalidDataError(LakectlError):
     """Input rows that do not fit the table: null key, unknown column, bad value (exit 5)."""
 
 
+class UnsupportedTableError(LakectlError):
+    """A table option lakectl cannot honour for this action; the message names it (exit 1)."""
+
+
 class CorruptMetadataError(LakectlError):
     """A metadata file that is missing or cannot be decoded; the message names its path (exit 1)."""

@@ -70,7 +70,10 @@ def merge_options(schema) -> MergeOptions:
     kind = (opts.get("merge-engine") or "deduplicate").strip().lower()
     if kind not in ENGINES:
         raise UsageError(f"option merge-engine={kind} is not supported (supported: {', '.join(ENGINES)})")
-    ignore_key = next((k for k in ("ignore-delete", f"{kind}.ignore-delete") if k in opts), None)
+    # Java's ignore-delete falls back to the older per-engine keys, in this order, whatever the engine.
+    keys = ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete", "partial-update.ignore-delete",
+            f"{kind}.ignore-delete")
+    ignore_key = next((k for k in keys if k in opts), None)
     ignore = parse_bool(opts[ignore_key], ignore_key) if ignore_key else False
     remove_key = f"{kind}.remove-record-on-delete"
     remove = parse_bool(opts[remove_key], remove_key) if remove_key in opts else False

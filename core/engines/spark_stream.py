@@ -197,6 +197,9 @@ def start_foreach_batch(streaming_df: DataFrame, each_batch: Any, *, checkpoint:
 
 def read_stream(session: SparkSession, table: Table, settings: FollowSettings) -> DataFrame:
     """A streaming DataFrame of the table's rows as they commit (``_row_kind`` first)."""
+    from core.options import READ, check_options
+
+    check_options(table.schema, table.name, READ)
     session.dataSource.register(TableStreamSource)
     return (session.readStream.format(SOURCE_NAME)
             .option("table", _encode(table))

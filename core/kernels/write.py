@@ -25,13 +25,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from core import binary_row, stats
+from core import binary_row, file_index, stats
 from core.commit import CommitMessage
 from core.fileio import FileIO, join
 from core.kernels.records import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, key_columns_sorted, retract_kinds
 from core.kernels.changelog import lookup_changelog, old_records, overwrite_changelog, without_existing_keys
 from core.kernels.merge import MergeEngine
 from core.manifest import FILE_SOURCE_APPEND, DataFileMeta
+from core.options import parse_size
 from core.schema import TableSchema
 from core.types import arrow_field, map_timestamps
 
@@ -280,6 +281,7 @@ def _write_file(chunk: pa.Table, schema: TableSchema, bucket_dir: str, file_io: 
         value_stats, value_stats_cols = stats.compute(chunk, schema.fields, opts.stats_mode), None
     data = _encode(out, schema)
     file_io.write_bytes(join(bucket_dir, name), data)
+    embedded, extra = _file_index(out, schema, bucket_dir, file_io, name, primary_key)
     return DataFileMeta(
         file_name=name,
         file_size=len(data),
@@ -292,12 +294,31 @@ def _write_file(chunk: pa.Table, schema: TableSchema, bucket_dir: str, file_io: 
         max_sequence_number=int(pc.max(seq).as_py()),
         schema_id=schema.id,
         level=level,
-        extra_files=(),
+        extra_files=extra,
         creation_time=local_wall_clock_millis(),
         delete_row_count=delete_rows,
         file_source=file_source,
         value_stats_cols=value_stats_cols,
+        embedded_index=embedded,
     )
+
+
+def _file_index(chunk: pa.Table, schema: TableSchema, bucket_dir: str, file_io: FileIO, name: str,
+                primary_key: bool) -> tuple[bytes | None, tuple[str, ...]]:
+    """The file index of an append table's data file, as Java Paimon 1.0 writes it for
+    ``file-index.bloom-filter.columns`` (it writes none into primary-key tables): embedded in
+    the manifest up to ``file-index.in-manifest-threshold`` (500 bytes), else ``<file>.index``."""
+    if primary_key or not file_index.bloom_columns(schema.options):
+        return None, ()
+    blob = file_index.build(chunk, list(schema.fields), schema.options)
+    if blob is None:
+        return None, ()
+    threshold = parse_size(schema.options.get("file-index.in-manifest-threshold", "500 b"),
+                           "file-index.in-manifest-threshold")
+    if len(blob) <= threshold:
+        return blob, ()
+    file_io.write_bytes(join(bucket_dir, f"{name}.index"), blob)
+    return None, (f"{name}.index",)
 
 
 def removal_changelog(task: WriteTask, file_io: FileIO) -> CommitMessage:

@@ -25,7 +25,7 @@ from core.errors import NotFoundError, UsageError
 from core.kernels.read import ROW_KIND_COLUMN, ReadSplit, changes_schema
 from core.manifest import ADD, ManifestEntry, read_entries
 from core.ops.scan import filtered
-from core.options import check_limit
+from core.options import READ, check_limit, check_options
 from core.predicate import parse_where
 from core.schema import TableSchema
 from core.snapshot import COMPACT
@@ -70,6 +70,7 @@ def plan_changes(table: Table, start: int, end: int) -> ChangesPlan:
         raise NotFoundError(f"snapshot {end} does not exist in table {table.name} (latest: {latest})")
     end_snapshot = table.snapshots.snapshot(end)
     read_schema = table.schemas.schema(end_snapshot.schema_id)
+    check_options(read_schema, table.name, READ)
     source = "changelog" if read_schema.core_options.changelog_producer != "none" else "delta"
     schemas: dict[int, TableSchema] = {read_schema.id: read_schema}
     mio = table.manifests()

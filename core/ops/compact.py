@@ -27,7 +27,7 @@ import pyarrow as pa
 from core.commit import CommitMessage, FileStoreCommit
 from core.engines import EngineSettings, choose_engine
 from core.errors import CommitConflictError, UsageError
-from core.options import parse_int
+from core.options import WRITE, check_options, parse_int
 from core.fileio import join
 from core.kernels.compact import CompactTask, UniversalOptions, output_level, pick_files, pick_universal
 from core.manifest import ManifestEntry, live_entries
@@ -118,6 +118,7 @@ def partition_filter(schema: TableSchema, partitions: Sequence[Mapping[str, str]
 def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, str]] | None = None) -> CompactPlan:
     """One CompactTask per (partition, bucket) of the latest snapshot that needs compaction."""
     schema = table.schema
+    check_options(schema, table.name, WRITE)
     selected = partition_filter(schema, partitions)
     snapshot = table.latest_snapshot()
     if snapshot is None:

@@ -46,7 +46,7 @@ from core.engines import ProgressCallback
 from core.errors import CorruptMetadataError, NotFoundError, UsageError
 from core.fileio import join
 from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO
-from core.options import parse_duration, parse_int
+from core.options import EXPIRE, check_options, parse_duration, parse_int
 from core.snapshot import Snapshot
 from core.table import Table
 
@@ -212,6 +212,7 @@ def expire_snapshots(table: Table, *, retain_min: int | None = None, retain_max:
     Raises:
         UsageError: retain_min < 1, retain_max < retain_min, max_deletes < 0, a bad duration.
     """
+    check_options(table.schema, table.name, EXPIRE)
     opts = table.schema.options
     if retain_min is None:
         retain_min = parse_int(opts.get("snapshot.num-retained.min", str(DEFAULT_RETAIN_MIN)),
@@ -308,6 +309,10 @@ def _expire(table: Table, plan: _Plan, dry_run: bool,
                 else:
                     doomed.pop(key, None)  # re-ADDed (a level upgrade): live at end
     data_files = [(data_path(k), f.file_size) for k, f in doomed.items() if k not in tag_data]
+    # Their extra files (Paimon's file indexes written beside a data file, `<data file>.index`)
+    # go with them; sizes are not in the manifest.
+    data_files += [(join(data_path(k).rsplit("/", 1)[0], name), 0)
+                   for k, f in doomed.items() if k not in tag_data and not k[3] for name in f.extra_files]
 
     # (b) changelog files of [E, end) that no tag's changelog holds.
     changelog_files = []

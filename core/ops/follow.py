@@ -39,7 +39,7 @@ from core.consumer import ConsumerManager, check_consumer_id
 from core.engines import EngineSettings
 from core.errors import NotFoundError, UsageError
 from core.kernels.read import ROW_KIND_COLUMN
-from core.options import SCAN_MODES, parse_bool, parse_duration, parse_int
+from core.options import READ, SCAN_MODES, check_options, parse_bool, parse_duration, parse_int
 from core.snapshot import APPEND, OVERWRITE, Snapshot
 from core.table import Table
 
@@ -206,6 +206,7 @@ def follow(table: Table, settings: FollowSettings, *, max_snapshots: int | None 
     """
     if max_snapshots is not None and max_snapshots < 1:
         raise UsageError(f"--max-snapshots must be 1 or more (got {max_snapshots})")
+    check_options(table.schema, table.name, READ)
     start = plan_start(table, settings)
     consumers = ConsumerManager(table.file_io, table.path) if settings.consumer_id else None
     log.info("following %s: mode %s, %s%s", table.name, start.mode,
@@ -243,6 +244,7 @@ def follow(table: Table, settings: FollowSettings, *, max_snapshots: int | None 
             if _past_watermark(snap, settings.bounded_watermark):
                 return
             schema = table.schemas.schema(snap.schema_id)
+            check_options(schema, table.name, READ)
             if reads_changes(snap, schema.core_options.changelog_producer != "none", settings.read_overwrite):
                 yield ChangeBatch(snap.id, snap.commit_kind, snap.watermark, False,
                                   _change_rows(table, snap.id, select, where, engine_settings))

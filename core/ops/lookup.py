@@ -32,6 +32,7 @@ from core.fileio import join
 from core.kernels.read import ReadSplit
 from core.manifest import ManifestEntry, live_entries
 from core.ops.scan import check_select, choose_snapshot, output_schema
+from core.options import READ, check_options
 from core.partition import render_value
 from core.predicate import text_value
 from core.schema import TableSchema
@@ -345,6 +346,7 @@ def lookup(table: Table, keys: Sequence[str | Mapping[str, Any]], *, snapshot_id
     read_schema = snapshot_schema if snapshot_id is not None and snapshot_schema is not None else table.schema
     if not read_schema.has_primary_key:
         raise UsageError(f"lookup needs a primary-key table; {table.name} has none (use scan --where)")
+    check_options(read_schema, table.name, READ)
     if not keys:
         raise UsageError("give at least one --key COLUMN=VALUE")
     check_select(read_schema, select)

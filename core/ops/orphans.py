@@ -28,7 +28,7 @@ from core.engines import ProgressCallback
 from core.errors import CorruptMetadataError, NotFoundError
 from core.fileio import FileStatus, join
 from core.manifest import ManifestEntry, ManifestIO, merge_entries
-from core.options import parse_duration
+from core.options import EXPIRE, check_options, parse_duration
 from core.snapshot import Snapshot
 from core.table import Table
 
@@ -131,6 +131,7 @@ def remove_orphan_files(table: Table, *, older_than: str = "1d", dry_run: bool =
         UsageError: a bad duration.
         CorruptMetadataError: a manifest cannot be read; nothing is deleted then.
     """
+    check_options(table.schema, table.name, EXPIRE)
     threshold = time.time() - parse_duration(older_than, "--older-than").total_seconds()
     table_path = table.path
     report = progress or (lambda done, total, what: None)

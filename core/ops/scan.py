@@ -15,17 +15,17 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
-from core import binary_row, stats
+from core import binary_row, file_index, stats
 from core.engines import EngineSettings, choose_engine
 from core.engines.local import LocalEngine
-from core.errors import UsageError
+from core.errors import CorruptMetadataError, UsageError
 from core.fileio import join
 from core.kernels.read import ReadSplit
 from core.manifest import ManifestEntry, live_entries
 from core.predicate import ColumnRange, Predicate, parse_where
 from core.schema import TableSchema
 from core.sinks import directory_size, output_format, write_output_parts
-from core.options import check_limit, parse_int
+from core.options import READ, check_limit, check_options, parse_int
 from core.snapshot import Snapshot
 from core.table import Table
 from core.types import arrow_field
@@ -124,6 +124,35 @@ def _file_ranges(entry: ManifestEntry, file_schema: TableSchema, read_schema: Ta
     return out
 
 
+def _index_may_match(table: Table, entry: ManifestEntry, file_schema: TableSchema, read_schema: TableSchema,
+                     partition: tuple, equal: list) -> bool:
+    """False when the file's index (Paimon's file-index.*: embedded in the manifest or its
+    ``.index`` extra file) rules out a ``column = value`` of the filter."""
+    f = entry.file
+    blob = f.embedded_index
+    if blob is None:
+        names = [n for n in f.extra_files if n.endswith(".index")]
+        if not names:
+            return True
+        try:
+            blob = table.file_io.read_bytes(join(read_schema.bucket_dir(table.path, entry.partition, entry.bucket),
+                                                 names[0]))
+        except (OSError, CorruptMetadataError):
+            return True  # an index that cannot be read skips nothing
+    indexes = file_index.parse(blob)
+    if not indexes:
+        return True
+    names_by_id = {fld.id: fld.name for fld in file_schema.fields}
+    conditions = []
+    for c in equal:
+        fld = read_schema.field(c.column)
+        name = names_by_id.get(fld.id)
+        # A retyped column's index hashes the old type's values: only trust unchanged types.
+        if name is not None and file_schema.field(name).type.root_text() == fld.type.root_text():
+            conditions.append((name, c.value, fld.type))
+    return file_index.may_match(indexes, conditions)
+
+
 def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None = None,
          read_schema: TableSchema | None = None) -> ScanPlan:
     """Live files of ``snapshot`` grouped into splits, pruned by ``predicate``, to be read in
@@ -143,6 +172,7 @@ def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None
     if read_schema.hides_level0:
         entries = [e for e in entries if e.file.level > 0]
     key_only = predicate is not None and predicate.columns <= set(read_schema.primary_keys)
+    equal = [c for c in file_index.equalities(predicate) if c.column not in read_schema.partition_keys]
     groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
     partition_values: dict[bytes, tuple] = {}
     pruned = 0
@@ -158,6 +188,9 @@ def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None
         if predicate is not None and (key_only or not read_schema.has_primary_key):
             ranges = _file_ranges(e, schemas[e.file.schema_id], read_schema, read_schema.has_primary_key)
             if not predicate.may_match({**ranges, **_partition_ranges(values, read_schema)}):
+                pruned += 1
+                continue
+            if equal and not _index_may_match(table, e, schemas[e.file.schema_id], read_schema, values, equal):
                 pruned += 1
                 continue
         groups.setdefault((e.partition, e.bucket), []).append(e)
@@ -232,6 +265,7 @@ def prepare(table: Table, *, snapshot_id: int | None = None, timestamp: str | No
     snapshot_schema = table.schemas.schema(snapshot.schema_id) if snapshot is not None else None
     travel = snapshot_id is not None or timestamp is not None or tag is not None
     read_schema = snapshot_schema if travel and snapshot_schema is not None else table.schema
+    check_options(read_schema, table.name, READ)
     check_select(read_schema, select)
     predicate = parse_where(where, read_schema.fields) if where is not None else None
     return PreparedScan(plan(table, snapshot, predicate=predicate, read_schema=read_schema), predicate,

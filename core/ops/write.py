@@ -21,7 +21,7 @@ from core.ops.maintenance import after_commit
 from core.rows import prepare_rows
 from core.kernels.write import WriteJob, removal_changelog
 from core.manifest import live_entries
-from core.options import BATCH_COMMIT_IDENTIFIER
+from core.options import BATCH_COMMIT_IDENTIFIER, WRITE, check_options, parse_bool
 from core.snapshot import Snapshot
 from core.sources import infer_format, input_size
 from core.types import arrow_field
@@ -143,12 +143,19 @@ def write_and_commit(table: Table, data: Any, engine: Any, *, overwrite: bool = 
     (``commit_user``, ``identifier``; a fresh user and Long.MAX for a batch write), then run
     the post-commit maintenance. Shared by batch and streaming writes."""
     schema = table.schema
+    check_options(schema, table.name, WRITE)
     # Paimon's `rowkind.field` option names a table column that carries the row kind.
     job = plan_job(table, schema, row_kind_column or schema.options.get("rowkind.field"), overwrite=overwrite)
     messages, rows_in = engine.write(job, data, table.file_io)
     partitions = {m.partition for m in messages}
     spec = None
-    if overwrite and (messages or not schema.partition_keys):
+    # Paimon's dynamic-partition-overwrite (default true): an overwrite replaces the partitions
+    # its rows touch; false: the whole table, as an overwrite without a static partition does.
+    dynamic = parse_bool(schema.options.get("dynamic-partition-overwrite", "true"), "dynamic-partition-overwrite")
+    if overwrite and schema.partition_keys and not dynamic:
+        spec = OverwriteSpec(None)
+        messages = messages + removal_messages(job, messages, None, table.file_io)
+    elif overwrite and (messages or not schema.partition_keys):
         # No input rows touch any partition of a partitioned table: nothing to replace.
         spec = OverwriteSpec(frozenset(partitions) if schema.partition_keys else None)
         messages = messages + removal_messages(job, messages, spec.partitions, table.file_io)
@@ -165,7 +172,8 @@ def write_and_commit(table: Table, data: Any, engine: Any, *, overwrite: bool = 
 def write(table: Table, data: Any, *, mode: str = "append", row_kind_column: str | None = None,
           engine: Any = None, engine_settings: EngineSettings | None = None) -> WriteResult:
     """Write ``data`` (an Arrow table, or a Spark DataFrame) as one snapshot: APPEND, or
-    OVERWRITE of the partitions it touches (the whole table if unpartitioned).
+    OVERWRITE of the partitions it touches (the whole table if unpartitioned, or if the table
+    sets ``dynamic-partition-overwrite=false``).
 
     Raises:
         UsageError: unknown mode.
