@@ -13,13 +13,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from core.commit import CommitMessage, FileStoreCommit, OverwriteSpec
+from core.commit import CommitMessage, FileStoreCommit, IndexChanges, OverwriteSpec
+from core.dynamic_bucket import DynamicBucketAssigner, check_writable, is_dynamic
 from core.engines import EngineSettings, choose_engine
 from core.errors import NotFoundError, UsageError
 from core.ops.create import columns_from_arrow, create
 from core.ops.maintenance import after_commit
 from core.rows import prepare_rows
 from core.kernels.write import WriteJob, removal_changelog
+from core.index_manifest import IndexManifestIO
 from core.manifest import live_entries
 from core.options import BATCH_COMMIT_IDENTIFIER
 from core.snapshot import Snapshot
@@ -54,6 +56,13 @@ def plan_job(table: Table, schema: TableSchema, row_kind_column: str | None, *, 
     changelog of an overwrite), each bucket's live files."""
     latest = table.latest_snapshot()
     entries = live_entries(table.manifests(), latest) if latest is not None else []
+    assigner = None
+    if is_dynamic(schema):
+        check_writable(schema)
+        index_name = latest.index_manifest if latest is not None else None
+        imio = IndexManifestIO(table.file_io, table.path, schema.core_options.manifest_compression)
+        assigner = DynamicBucketAssigner(table.file_io, table.path, schema, imio.read(index_name),
+                                         planned_on=index_name, overwrite=overwrite)
     starts: dict[tuple[bytes, int], int] = {}
     files: dict[tuple[bytes, int], list] = {}
     for e in entries:
@@ -61,10 +70,11 @@ def plan_job(table: Table, schema: TableSchema, row_kind_column: str | None, *, 
         starts[key] = max(starts.get(key, 0), e.file.max_sequence_number + 1)
         files.setdefault(key, []).append(e.file)
     if not needs_lookup(schema, overwrite):
-        return WriteJob(table.path, schema, row_kind_column, starts, overwrite=overwrite)
+        return WriteJob(table.path, schema, row_kind_column, starts, overwrite=overwrite, assigner=assigner)
     schemas = {sid: table.schemas.schema(sid) for sid in {f.file.schema_id for f in entries} | {schema.id}}
     return WriteJob(table.path, schema, row_kind_column, starts,
-                    lookup_files={k: tuple(v) for k, v in files.items()}, schemas=schemas, overwrite=overwrite)
+                    lookup_files={k: tuple(v) for k, v in files.items()}, schemas=schemas, overwrite=overwrite,
+                    assigner=assigner)
 
 
 def needs_lookup(schema: TableSchema, overwrite: bool) -> bool:
@@ -154,9 +164,13 @@ def write_and_commit(table: Table, data: Any, engine: Any, *, overwrite: bool = 
         messages = messages + removal_messages(job, messages, spec.partitions, table.file_io)
     if engine_settings is not None and engine_settings.progress is not None:
         engine_settings.progress(0, 0, "committing")
+    index = None
+    if job.assigner is not None:
+        # The HASH files of the buckets that got new keys, written before the commit names them.
+        index = IndexChanges(tuple(job.assigner.index_changes()), job.assigner.planned_on)
     user = {"commit_user": commit_user} if commit_user is not None else {}
     committer = FileStoreCommit(table.file_io, table.path, schema, identifier=identifier, **user)
-    snapshot = committer.commit(messages, overwrite=spec, watermark=watermark)
+    snapshot = committer.commit(messages, overwrite=spec, watermark=watermark, index=index)
     maintenance = after_commit(table, engine) if snapshot else []
     return Written(snapshot, messages, rows_in, len(partitions), committer.files_deleted,
                    tuple(name for name, _ in maintenance))
