@@ -121,16 +121,39 @@ def _is_spark_dataframe(data: Any) -> bool:
     return type(data).__module__.startswith("pyspark")
 
 
-def pick_engine(data: Any, engine_settings: EngineSettings | None) -> Any:
-    """The engine for ``data``: Spark for a Spark DataFrame, else the ``--engine auto`` rule on its size."""
+def pick_engine(data: Any, engine_settings: EngineSettings | None, schema: TableSchema | None = None) -> Any:
+    """The engine for ``data``: Spark for a Spark DataFrame, else the ``--engine auto`` rule on
+    its size; always the local engine for a dynamic-bucket table (``schema``)."""
+    dynamic = schema is not None and is_dynamic(schema)
     if _is_spark_dataframe(data):
+        if dynamic:
+            raise UsageError(DYNAMIC_NOT_ON_SPARK + "; pass the rows as an Arrow table")
         settings = engine_settings or EngineSettings()
         engine, _ = choose_engine(replace(settings, engine="spark"))
         why = "the input is a Spark DataFrame"
     else:
-        engine, why = choose_engine(engine_settings, data_bytes=data.nbytes)
+        engine, why = choose_engine(_local_if_dynamic(engine_settings, dynamic), data_bytes=data.nbytes)
     log.info("engine: %s (%s)", engine.name, why)
     return engine
+
+
+# Buckets of a dynamic-bucket table come from its hash index, which one process reads and
+# extends in input order (as Java's single assigner does); Spark executors cannot share it.
+DYNAMIC_NOT_ON_SPARK = ("a dynamic-bucket table (bucket=-1, Paimon's default for a primary-key table) is written "
+                        "by the local engine only: its buckets come from the table's hash index, assigned in "
+                        "input order in one process")
+
+
+def _local_if_dynamic(settings: EngineSettings | None, dynamic: bool) -> EngineSettings | None:
+    """``--engine auto`` becomes local for a dynamic-bucket table; ``--engine spark`` is refused."""
+    if not dynamic:
+        return settings
+    settings = settings or EngineSettings()
+    if settings.engine == "spark":
+        raise UsageError(DYNAMIC_NOT_ON_SPARK + "; use --engine local (or auto), or a table with a fixed bucket count")
+    if settings.engine == "auto":
+        log.info("engine: local, %s", DYNAMIC_NOT_ON_SPARK)
+    return replace(settings, engine="local")
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +214,7 @@ def write(table: Table, data: Any, *, mode: str = "append", row_kind_column: str
     if mode == "overwrite" and row_kind_column:
         raise UsageError("--mode overwrite cannot be combined with --row-kind-column")
     if engine is None:
-        engine = pick_engine(data, engine_settings)
+        engine = pick_engine(data, engine_settings, table.schema)
     done = write_and_commit(table, data, engine, overwrite=mode == "overwrite", row_kind_column=row_kind_column,
                             engine_settings=engine_settings)
     snapshot, messages = done.snapshot, done.messages
@@ -235,12 +258,16 @@ def write_input(table: Table, path: str | None, *, input_format: str | None = No
     if not exists and auto_create is None:
         raise NotFoundError(f"table {table.name} does not exist (looked in {table.path}); "
                             "pass --auto-create to create it from the input")
+    dynamic = is_dynamic(table.schema) if exists else _creates_dynamic(auto_create)
     if input_table is not None:
+        if dynamic:
+            raise UsageError(DYNAMIC_NOT_ON_SPARK + "; --input-table reads through Spark, so write a file "
+                             "(--input) instead")
         engine, why = choose_engine(replace(engine_settings or EngineSettings(), engine="spark"))
         data = engine.read_table(input_table)
     else:
         fmt = infer_format(path, input_format)
-        engine, why = choose_engine(engine_settings, data_bytes=input_size(path))
+        engine, why = choose_engine(_local_if_dynamic(engine_settings, dynamic), data_bytes=input_size(path))
         if engine_settings is not None and engine_settings.progress is not None:
             engine_settings.progress(0, 0, "reading input")
         hint = pa.schema([arrow_field(f) for f in table.schema.fields]) if exists else None
@@ -250,6 +277,13 @@ def write_input(table: Table, path: str | None, *, input_format: str | None = No
         _create_from_input(table, engine, data, row_kind_column, auto_create)
     return write(table, data, mode=mode, row_kind_column=row_kind_column, engine=engine,
                  engine_settings=engine_settings)
+
+
+def _creates_dynamic(spec: AutoCreate | None) -> bool:
+    """Will ``--auto-create`` make a dynamic-bucket table (a primary key, bucket unset or -1)?"""
+    if spec is None or not spec.primary_keys:
+        return False
+    return (spec.options or {}).get("bucket", "-1").strip() == "-1"
 
 
 def _create_from_input(table: Table, engine: Any, data: Any, row_kind_column: str | None,
