@@ -132,7 +132,7 @@ def pick_engine(data: Any, engine_settings: EngineSettings | None, schema: Table
         engine, _ = choose_engine(replace(settings, engine="spark"))
         why = "the input is a Spark DataFrame"
     else:
-        engine, why = choose_engine(_local_if_dynamic(engine_settings, dynamic), data_bytes=data.nbytes)
+        engine, why = choose_write_engine(engine_settings, data.nbytes, dynamic)
     log.info("engine: %s (%s)", engine.name, why)
     return engine
 
@@ -144,16 +144,16 @@ DYNAMIC_NOT_ON_SPARK = ("a dynamic-bucket table (bucket=-1, Paimon's default for
                         "input order in one process")
 
 
-def _local_if_dynamic(settings: EngineSettings | None, dynamic: bool) -> EngineSettings | None:
-    """``--engine auto`` becomes local for a dynamic-bucket table; ``--engine spark`` is refused."""
+def choose_write_engine(settings: EngineSettings | None, data_bytes: int, dynamic: bool) -> tuple[Any, str]:
+    """The ``--engine`` rule for a write, except that a dynamic-bucket table is always written
+    locally: ``--engine auto`` (even with a Spark master) picks local, ``--engine spark`` is refused."""
     if not dynamic:
-        return settings
+        return choose_engine(settings, data_bytes=data_bytes)
     settings = settings or EngineSettings()
     if settings.engine == "spark":
         raise UsageError(DYNAMIC_NOT_ON_SPARK + "; use --engine local (or auto), or a table with a fixed bucket count")
-    if settings.engine == "auto":
-        log.info("engine: local, %s", DYNAMIC_NOT_ON_SPARK)
-    return replace(settings, engine="local")
+    engine, _ = choose_engine(replace(settings, engine="local"))
+    return engine, "the table is in dynamic bucket mode, which lakectl writes locally"
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,7 +267,7 @@ def write_input(table: Table, path: str | None, *, input_format: str | None = No
         data = engine.read_table(input_table)
     else:
         fmt = infer_format(path, input_format)
-        engine, why = choose_engine(_local_if_dynamic(engine_settings, dynamic), data_bytes=input_size(path))
+        engine, why = choose_write_engine(engine_settings, input_size(path), dynamic)
         if engine_settings is not None and engine_settings.progress is not None:
             engine_settings.progress(0, 0, "reading input")
         hint = pa.schema([arrow_field(f) for f in table.schema.fields]) if exists else None
