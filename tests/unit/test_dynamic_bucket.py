@@ -157,3 +157,16 @@ def test_assigner_reads_only_the_partitions_a_write_touches(tmp_path):
     rows = batch([2, 5], dt="a")
     assert assigner.bucket_column(rows).tolist() == [0, 0]
     assert len(assigner._partitions) == 1
+
+
+def test_stream_batches_extend_the_index_batch_after_batch(tmp_path):
+    from core.ops.stream_write import StreamWriter
+
+    t = table_of(tmp_path, partitioned=True, target=2)
+    writer = StreamWriter(t, "feed")
+    for identifier, keys in enumerate([[1, 2, 3], [3, 4], [1, 5, 6]], start=1):
+        assert writer.write_batch(batch(keys, tag=f"b{identifier}-", dt="a"), identifier).snapshot_id == identifier
+    got = sorted(zip(t.scan().column("k").to_pylist(), t.scan().column("v").to_pylist()))
+    assert got == [(1, "b3-1"), (2, "b1-2"), (3, "b2-3"), (4, "b2-4"), (5, "b3-5"), (6, "b3-6")]
+    sizes = sorted(len(h) for h in index_of(t).values())
+    assert sizes == [2, 2, 2]  # six keys, target 2: three buckets, each key in one
