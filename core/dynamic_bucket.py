@@ -28,7 +28,6 @@ empty index (their old index entries are deleted by the commit, as Java's overwr
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,8 +41,6 @@ from core.index_manifest import HASH_INDEX, IndexFileMeta, IndexManifestEntry, I
 from core.manifest import ADD
 from core.options import parse_int
 from core.schema import TableSchema
-
-log = logging.getLogger(__name__)
 
 DEFAULT_TARGET_ROW_NUM = 2_000_000
 MAX_BUCKETS = 32767  # Java keeps buckets as shorts and tries ids below Short.MAX_VALUE

@@ -165,27 +165,38 @@ class IndexManifestIO:
 
 def combine(previous: Iterable[IndexManifestEntry], changes: Iterable[IndexManifestEntry],
             *, bucket_unaware: bool = False) -> list[IndexManifestEntry]:
-    """Java's index manifest merge: per (partition, bucket, index type) the commit's DELETE
-    entries remove and then its ADD entries replace; deletion-vector files of a bucket-
-    unaware table are matched by file name instead. Returns ADD entries only."""
-    def key(e: IndexManifestEntry) -> tuple:
-        if bucket_unaware and e.index_file.index_type == DELETION_VECTORS_INDEX:
-            return ("file", e.index_file.file_name)
-        return e.identifier
-
-    live: dict[tuple, IndexManifestEntry] = {}
+    """Java's index manifest merge: HASH entries first, then deletion-vector entries; per
+    (partition, bucket, index type) the commit's DELETE entries remove and then its ADD
+    entries replace. Deletion-vector files of a bucket-unaware table are instead matched by
+    file name, applied in order. Returns ADD entries only."""
+    previous, changes = list(previous), list(changes)
     for e in previous:
         if e.kind != ADD:
             raise CorruptMetadataError(f"index manifest holds a DELETE entry for {e.index_file.file_name}")
-        live[key(e)] = e
-    changes = list(changes)
-    for e in changes:
-        if e.kind == DELETE:
-            live.pop(key(e), None)
-    for e in changes:
-        if e.kind == ADD:
-            live[key(e)] = e
-    return list(live.values())
+    out: list[IndexManifestEntry] = []
+    for dv in (False, True):
+        def of_type(entries: list[IndexManifestEntry]) -> list[IndexManifestEntry]:
+            return [e for e in entries if (e.index_file.index_type == DELETION_VECTORS_INDEX) == dv]
+
+        old, new = of_type(previous), of_type(changes)
+        if dv and bucket_unaware:
+            by_name = {e.index_file.file_name: e for e in old}
+            for e in new:
+                if e.kind == ADD:
+                    by_name[e.index_file.file_name] = e
+                else:
+                    by_name.pop(e.index_file.file_name, None)
+            out.extend(by_name.values())
+            continue
+        live = {e.identifier: e for e in old}
+        for e in new:
+            if e.kind == DELETE:
+                live.pop(e.identifier, None)
+        for e in new:
+            if e.kind == ADD:
+                live[e.identifier] = e
+        out.extend(live.values())
+    return out
 
 
 def index_file_names(entries: Iterable[IndexManifestEntry]) -> list[str]:

@@ -12,6 +12,10 @@ Writes stream: the input is read batch by batch (an ``InputFile``, or slices of 
 table), each batch validated and routed into a ``WriteBuffer`` that spills to local disk past
 ``write-buffer-size``, and then each group is written in turn. Reads hand over one split at a
 time. Memory follows the buffer and the largest bucket, not the table.
+
+Dynamic-bucket tables: batches are still checked and their key hashes computed on the pool,
+but buckets are assigned on the calling thread in input order (``core.dynamic_bucket``), as
+Java's single assigner sees the records.
 """
 
 from __future__ import annotations
