@@ -483,13 +483,38 @@ def _batch(column: pa.Array | pa.ChunkedArray, start: int, size: int) -> pa.Arra
     return part
 
 
+def hash_codes(columns: Sequence[pa.Array | pa.ChunkedArray], types: Sequence[DataType]) -> np.ndarray:
+    """Java's ``BinaryRow.hashCode()`` of every row of these columns laid out as one
+    BinaryRow, vectorized: the int32 codes that fixed buckets take ``abs(h % n)`` of and
+    that dynamic-bucket tables store in their HASH index (``core.dynamic_bucket``).
+
+    Agrees with ``hash_bytes(binary_row.row_bytes(...))`` row by row. Columns may use any
+    Arrow type that casts to the field's type; TIMESTAMP columns may be timestamps of any
+    unit or int64 epoch nanoseconds.
+
+    Raises:
+        ValueError: no columns, mismatched lengths, a type that cannot be hashed, or values
+            that do not fit their type.
+    """
+    if not columns or len(columns) != len(types):
+        raise ValueError(f"{len(columns)} columns for {len(types)} key types")
+    rows = len(columns[0])
+    if any(len(c) != rows for c in columns):
+        raise ValueError("key columns differ in length")
+    out = np.empty(rows, dtype=np.int32)
+    for start in range(0, rows, _BATCH_ROWS):
+        size = min(_BATCH_ROWS, rows - start)
+        laid = [_lay(_batch(c, start, size), t) for c, t in zip(columns, types)]
+        words, var = _layout_rows(laid, size)
+        out[start:start + size] = _hash_rows(words, var, size).view(np.int32)
+    return out
+
+
 def assign_buckets(columns: Sequence[pa.Array | pa.ChunkedArray], types: Sequence[DataType],
                    num_buckets: int) -> np.ndarray:
     """The bucket of every row of the bucket-key columns, vectorized.
 
-    Agrees with ``bucket_of`` row by row. Columns may use any Arrow type that casts to
-    the field's type; TIMESTAMP columns may be timestamps of any unit or int64 epoch
-    nanoseconds.
+    Agrees with ``bucket_of`` row by row (see ``hash_codes`` for the accepted columns).
 
     Args:
         columns: the bucket-key columns, in bucket-key order, all the same length.
@@ -504,16 +529,5 @@ def assign_buckets(columns: Sequence[pa.Array | pa.ChunkedArray], types: Sequenc
             or values that do not fit their type.
     """
     _check_buckets(num_buckets)
-    if not columns or len(columns) != len(types):
-        raise ValueError(f"{len(columns)} columns for {len(types)} bucket-key types")
-    rows = len(columns[0])
-    if any(len(c) != rows for c in columns):
-        raise ValueError("bucket-key columns differ in length")
-    out = np.empty(rows, dtype=np.int32)
-    for start in range(0, rows, _BATCH_ROWS):
-        size = min(_BATCH_ROWS, rows - start)
-        laid = [_lay(_batch(c, start, size), t) for c, t in zip(columns, types)]
-        words, var = _layout_rows(laid, size)
-        hashes = _hash_rows(words, var, size).view(np.int32).astype(np.int64)
-        out[start:start + size] = np.abs(hashes) % num_buckets
-    return out
+    hashes = hash_codes(columns, types).astype(np.int64)
+    return (np.abs(hashes) % num_buckets).astype(np.int32)

@@ -19,6 +19,7 @@ from typing import Sequence
 
 from core.errors import CommitConflictError
 from core.fileio import FileIO
+from core.index_manifest import IndexManifestEntry, IndexManifestIO
 from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestIO, live_entries
 from core.options import BATCH_COMMIT_IDENTIFIER
 from core.schema import SchemaManager, TableSchema
@@ -51,6 +52,17 @@ class Retry:
 
 
 @dataclass(frozen=True, slots=True)
+class IndexChanges:
+    """Index files a commit adds or deletes (``core.index_manifest``), and the index manifest
+    the writer planned against (``planned_on``). A dynamic-bucket write assigned its buckets
+    from that manifest's hash index: landing on top of another index manifest (a concurrent
+    writer that placed new keys) could put one key in two buckets, so that is a conflict."""
+
+    entries: tuple[IndexManifestEntry, ...] = ()
+    planned_on: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class OverwriteSpec:
     """Which live files an OVERWRITE replaces: whole table, or these partitions (BinaryRow bytes)."""
 
@@ -68,17 +80,24 @@ class FileStoreCommit:
     max_retry_wait: float = 10.0
     snapshots: SnapshotManager = field(init=False)
     manifests: ManifestIO = field(init=False)
+    index_manifests: IndexManifestIO = field(init=False)
     files_deleted: int = field(init=False, default=0)  # DELETE entries of the commit that landed
 
     def __post_init__(self) -> None:
         self.snapshots = SnapshotManager(self.file_io, self.table_path)
         self.manifests = ManifestIO(self.file_io, self.table_path, self.schema.core_options.manifest_compression)
+        self.index_manifests = IndexManifestIO(self.file_io, self.table_path,
+                                               self.schema.core_options.manifest_compression)
 
     # ---- public --------------------------------------------------------------------
     def commit(self, messages: Sequence[CommitMessage], *, kind: str = APPEND,
                overwrite: OverwriteSpec | None = None,
-               properties: dict[str, str] | None = None, watermark: int | None = None) -> Snapshot | None:
+               properties: dict[str, str] | None = None, watermark: int | None = None,
+               index: IndexChanges | None = None) -> Snapshot | None:
         """Commit the messages as one snapshot. Returns None when there is nothing to commit.
+
+        ``index``: index files the commit adds (a dynamic-bucket write's HASH files); an
+        overwrite also drops the index entries of the partitions it replaces, as Java does.
 
         ``properties`` go into the snapshot's ``properties`` map (e.g. marking a full compaction).
         ``watermark`` (epoch millis, from a streaming writer): the snapshot's watermark is the
@@ -99,7 +118,7 @@ class FileStoreCommit:
                 if landed is not None:
                     return landed
                 self._wait(attempt)
-            result = self._try_commit_once(messages, kind, overwrite, properties, watermark)
+            result = self._try_commit_once(messages, kind, overwrite, properties, watermark, index)
             if isinstance(result, Success):
                 self.snapshots.write_latest_hint(result.snapshot.id)
                 return result.snapshot
@@ -110,9 +129,14 @@ class FileStoreCommit:
     def _try_commit_once(self, messages: Sequence[CommitMessage], kind: str,
                          overwrite: OverwriteSpec | None,
                          properties: dict[str, str] | None = None,
-                         watermark: int | None = None) -> Success | Retry:
+                         watermark: int | None = None, index: IndexChanges | None = None) -> Success | Retry:
         latest = self.snapshots.latest()
         self._check_schema()
+        old_index = latest.index_manifest if latest else None
+        if index is not None and overwrite is None and index.planned_on != old_index:
+            raise CommitConflictError(
+                "another writer changed the table's bucket index while this write assigned buckets "
+                "(dynamic bucket mode); nothing was committed, re-run the write")
         live: list[ManifestEntry] | None = None
         needs_live = overwrite is not None or any(m.compact_before for m in messages)
         if needs_live and latest is not None:
@@ -138,6 +162,9 @@ class FileStoreCommit:
             written.append(base_name)
             delta_name, delta_size = self.manifests.write_manifest_list([delta_meta] if delta_meta else [])
             written.append(delta_name)
+            index_manifest = self.index_manifests.write_changes(old_index, self._index_entries(index, overwrite, old_index))
+            if index_manifest != old_index:
+                written.append(index_manifest)
             changelog_name = changelog_size = None
             if changelog:
                 changelog_meta = self.manifests.write_manifest(changelog, self.schema.id, partition_types)
@@ -166,7 +193,7 @@ class FileStoreCommit:
             time_millis=int(time.time() * 1000),
             total_record_count=(latest.total_record_count if latest else 0) + delta_count,
             delta_record_count=delta_count,
-            index_manifest=latest.index_manifest if latest else None,
+            index_manifest=index_manifest,
             watermark=next_watermark(watermark, latest.watermark if latest else None),
             properties=dict(properties) if properties else None,
         )
@@ -195,6 +222,16 @@ class FileStoreCommit:
             for f in (*m.new_files, *m.compact_after):
                 entries.append(ManifestEntry(ADD, m.partition, m.bucket, m.total_buckets, f))
         return entries
+
+    def _index_entries(self, index: IndexChanges | None, overwrite: OverwriteSpec | None,
+                       old_index: str | None) -> list[IndexManifestEntry]:
+        """The commit's index changes: an overwrite first DELETEs every index entry of the
+        partitions it replaces (Java's tryOverwrite), then the writer's own entries."""
+        out = []
+        if overwrite is not None and old_index:
+            out = [e.to_delete() for e in self.index_manifests.read(old_index)
+                   if overwrite.partitions is None or e.partition in overwrite.partitions]
+        return out + list(index.entries if index else ())
 
     def _check_schema(self) -> None:
         current = SchemaManager(self.file_io, self.table_path).list_ids()
@@ -249,4 +286,4 @@ def next_watermark(new: int | None, latest: int | None) -> int | None:
     return max(new, latest)
 
 
-__all__ = ["CommitMessage", "FileStoreCommit", "OverwriteSpec", "APPEND", "COMPACT", "OVERWRITE"]
+__all__ = ["CommitMessage", "FileStoreCommit", "IndexChanges", "OverwriteSpec", "APPEND", "COMPACT", "OVERWRITE"]

@@ -237,11 +237,18 @@ def validate(options: Mapping[str, str], *, has_primary_key: bool) -> None:
                              f"(supported: {', '.join(sorted(allowed))})")
     opts = CoreOptions(options)
     bucket = opts.bucket
-    if has_primary_key and bucket < 1:
-        raise UsageError(f"option bucket={bucket}: primary-key tables need a fixed bucket count >= 1 "
-                         "(dynamic and postpone bucket modes are not supported yet)")
+    if has_primary_key and bucket < 1 and bucket != -1:
+        raise UsageError(f"option bucket={bucket}: primary-key tables need -1 (dynamic bucket mode) or a fixed "
+                         "bucket count >= 1 (postpone bucket mode is not supported yet)")
     if not has_primary_key and bucket == 0 or bucket < -1:
         raise UsageError(f"option bucket={bucket} is not valid here (use -1 or a count >= 1)")
+    if bucket == -1 and opts.bucket_key:
+        raise UsageError("option bucket-key needs a bucket count >= 1; with bucket=-1 (Paimon's default) "
+                         "it is refused, as Java Paimon refuses it")
+    if bucket == -1 and has_primary_key and "dynamic-bucket.target-row-num" in options \
+            and parse_int(options["dynamic-bucket.target-row-num"], "dynamic-bucket.target-row-num") < 1:
+        raise UsageError(f"option dynamic-bucket.target-row-num={options['dynamic-bucket.target-row-num']} "
+                         "must be 1 or more")
     if not has_primary_key and bucket >= 1 and not opts.bucket_key:
         raise UsageError("an append table with bucket >= 1 needs option bucket-key")
     if options.get("write-mode", "").lower() == "append-only" and has_primary_key:

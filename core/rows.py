@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from core.bucket import assign_buckets
-from core.errors import InvalidDataError
+from core.errors import InvalidDataError, UsageError
 from core.kernels.merge import MergeEngine
 from core.kernels.records import ROW_KINDS, VALUE_KIND, retract_kinds
 from core.schema import TableSchema
@@ -112,8 +112,13 @@ def prepare_rows(data: pa.Table, schema: TableSchema, row_kind_column: str | Non
 
 
 def bucket_column(rows: pa.Table, schema: TableSchema) -> np.ndarray:
+    """Each row's fixed bucket (bucket 0 for bucket-unaware append tables)."""
     total = schema.num_buckets
     if total < 1:
+        if schema.has_primary_key:
+            # Dynamic bucket mode: buckets come from the table's hash index, never a hash mod n.
+            raise UsageError("a dynamic-bucket table (bucket=-1) gets its buckets from its hash index "
+                             "(core.dynamic_bucket), not from a fixed bucket count")
         return np.zeros(rows.num_rows, dtype=np.int32)
     keys = schema.bucket_keys
     return assign_buckets([rows.column(k) for k in keys], [schema.field(k).type for k in keys], total)
@@ -128,9 +133,11 @@ def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, int]:
     return codes + 1, len(encoded.dictionary) + 1
 
 
-def group_indices(rows: pa.Table, schema: TableSchema) -> list[tuple[tuple[Any, ...], int, np.ndarray | None]]:
+def group_indices(rows: pa.Table, schema: TableSchema,
+                  buckets: np.ndarray | None = None) -> list[tuple[tuple[Any, ...], int, np.ndarray | None]]:
     """(partition values, bucket, row indices in input order) per group; indices None when
-    every row is in the one group.
+    every row is in the one group. ``buckets``: each row's bucket when already assigned
+    (dynamic bucket mode, ``core.dynamic_bucket``), else the fixed-bucket hash decides.
 
     Each row gets one integer group id from its partition values' dictionary codes and its
     bucket; a stable argsort of the ids gives each group's rows in input order (sorting the
@@ -139,12 +146,12 @@ def group_indices(rows: pa.Table, schema: TableSchema) -> list[tuple[tuple[Any, 
     n = rows.num_rows
     if n == 0:
         return []
-    buckets = bucket_column(rows, schema).astype(np.int64)
+    buckets = (bucket_column(rows, schema) if buckets is None else buckets).astype(np.int64)
     group_id = np.zeros(n, dtype=np.int64)
     for k in schema.partition_keys:
         codes, cardinality = _codes(rows.column(k))
         group_id = group_id * cardinality + codes
-    group_id = group_id * max(schema.num_buckets, 1) + buckets
+    group_id = group_id * (int(buckets.max()) + 1) + buckets
     if group_id.min() == group_id.max():
         values = tuple(rows.column(k)[0].as_py() for k in schema.partition_keys)
         return [(values, int(buckets[0]), None)]

@@ -162,10 +162,8 @@ def new_table_schema(
             raise UsageError(f"{label} columns repeat a name: {', '.join(keys)}")
     if primary_keys and set(primary_keys) <= set(partition_keys):
         raise UsageError("the primary key must contain a column that is not a partition key")
-    if primary_keys and options.get("bucket") is None:
-        # Paimon's own default (-1) is dynamic bucket mode, which lakectl does not write yet;
-        # one fixed bucket is what a user expects from a plain primary-key table.
-        options["bucket"] = "1"
+    # Without a bucket option a primary-key table is in Paimon's default dynamic bucket mode
+    # (bucket=-1, core.dynamic_bucket), as Java creates it; the option stays unset, as Java leaves it.
     validate(options, has_primary_key=bool(primary_keys))
     for k in CoreOptions(options).bucket_key:
         if k not in names:

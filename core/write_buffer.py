@@ -35,14 +35,15 @@ class Routed:
     nbytes: int
 
 
-def route(rows: pa.Table, schema: TableSchema) -> Routed:
-    """Split one batch of prepared rows (``core.rows.prepare_rows``) by (partition, bucket).
+def route(rows: pa.Table, schema: TableSchema, buckets: np.ndarray | None = None) -> Routed:
+    """Split one batch of prepared rows (``core.rows.prepare_rows``) by (partition, bucket);
+    ``buckets`` gives each row's bucket when a dynamic-bucket assigner chose them.
 
     One take puts the batch in group order (input order within a group); each group gets a
     zero-copy slice of it. A pure function of the batch, so batches can be routed in parallel
     and added to the buffer in input order.
     """
-    groups = group_indices(rows, schema)
+    groups = group_indices(rows, schema, buckets)
     ordered = rows
     if groups and groups[0][2] is not None:
         ordered = rows.take(pa.array(np.concatenate([indices for _, _, indices in groups])))

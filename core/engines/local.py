@@ -12,6 +12,10 @@ Writes stream: the input is read batch by batch (an ``InputFile``, or slices of 
 table), each batch validated and routed into a ``WriteBuffer`` that spills to local disk past
 ``write-buffer-size``, and then each group is written in turn. Reads hand over one split at a
 time. Memory follows the buffer and the largest bucket, not the table.
+
+Dynamic-bucket tables: batches are still checked and their key hashes computed on the pool,
+but buckets are assigned on the calling thread in input order (``core.dynamic_bucket``), as
+Java's single assigner sees the records.
 """
 
 from __future__ import annotations
@@ -82,15 +86,23 @@ class LocalEngine:
         else:
             batches = _slices(data)
         keys = schema.trimmed_primary_keys if schema.has_primary_key else []
-        def route_batch(item: tuple[int, pa.Table]) -> Routed:
+        assigner = job.assigner
+
+        def route_batch(item: tuple[int, pa.Table]) -> Routed | tuple[pa.Table, np.ndarray]:
             offset, batch = item
-            return route(prepare_rows(batch, schema, job.row_kind_column, row_offset=offset), schema)
+            rows = prepare_rows(batch, schema, job.row_kind_column, row_offset=offset)
+            if assigner is not None:
+                return rows, assigner.hashes(rows)  # buckets are assigned below, in input order
+            return route(rows, schema)
 
         with tempfile.TemporaryDirectory(prefix="lakectl-spill-") as directory:
             buffer = WriteBuffer(schema, options.write_buffer_size if options.write_buffer_spillable else None, directory)
             # Batches are checked and routed on the pool, and added in input order: the first
             # bad row in input order is the one reported.
             for routed in self._in_order(route_batch, _numbered(batches), "routing input"):
+                if assigner is not None:
+                    rows, hashes = routed
+                    routed = route(rows, schema, assigner.bucket_column(rows, hashes))
                 buffer.add(routed)
 
             def write_group(group: GroupKey) -> CommitMessage:

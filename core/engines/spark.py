@@ -331,6 +331,10 @@ class SparkEngine:
         converting every row to its own format and back, and the values keep their exact
         Arrow types (nanoseconds, TIME, time zones). An Arrow table given through the Python
         API becomes a DataFrame first."""
+        if job.assigner is not None:
+            from core.ops.write import DYNAMIC_NOT_ON_SPARK
+
+            raise UsageError(DYNAMIC_NOT_ON_SPARK)
         if isinstance(data, pa.Table):
             data = self.session.createDataFrame(data)
         schema = job.schema

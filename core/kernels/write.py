@@ -19,6 +19,7 @@ import datetime as dt
 import io
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -72,6 +73,9 @@ class WriteJob:
     lookup_files: dict[tuple[bytes, int], tuple[DataFileMeta, ...]] = field(default_factory=dict)
     schemas: dict[int, TableSchema] | None = None
     overwrite: bool = False
+    # Dynamic bucket mode: the driver's DynamicBucketAssigner (core.dynamic_bucket); the
+    # local engine routes rows with it, in input order. None for fixed buckets.
+    assigner: Any = field(default=None, compare=False, hash=False)
 
     def task_for(self, partition_values: tuple, bucket: int) -> WriteTask:
         """The WriteTask of one (partition, bucket) group."""

@@ -16,7 +16,9 @@ Order, chosen so that a kill at any point leaves every listed snapshot readable:
     the delta lists of ``(E, end]`` that are not live at ``end`` (not re-ADDed later in that
     range) and not live in any tag; (b) changelog files of ``[E, end)`` not in any tag's
     changelog; (c) manifest lists and manifests of ``[E, end)`` not referenced by ``end`` or
-    any tag; then delete the journal.
+    any tag, then the index files (``index/``: HASH and deletion-vector files) of their index
+    manifests that the index manifests of ``end`` and the tags do not list, then those index
+    manifests (Java's ``cleanUnusedIndexManifests``); then delete the journal.
 A kill in (2) or (3) leaves unreferenced files, never a snapshot that names a missing one.
 The next expire first finishes every journal it finds, if ``end`` is still the snapshot the
 journal recorded (a rollback past it, which could make a retired snapshot's files live
@@ -45,6 +47,7 @@ from core.consumer import ConsumerManager, stale_consumers
 from core.engines import ProgressCallback
 from core.errors import CorruptMetadataError, NotFoundError, UsageError
 from core.fileio import join
+from core.index_manifest import IndexManifestEntry, IndexManifestIO
 from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO
 from core.options import EXPIRE, check_options, parse_duration, parse_int
 from core.snapshot import Snapshot
@@ -186,6 +189,18 @@ def _live_keys(mio: ManifestIO, lists: Iterable[str | None], cache: dict[str, li
     return set(live.values())
 
 
+def _read_index(imio: IndexManifestIO, name: str | None) -> list[IndexManifestEntry]:
+    """An index manifest; one an interrupted run deleted reads as empty."""
+    if not name:
+        return []
+    try:
+        return imio.read(name)
+    except CorruptMetadataError:
+        if imio.file_io.exists(join(imio.dir, name)):
+            raise
+        return []
+
+
 def _list_names(snap: Snapshot) -> list[str]:
     return [n for n in (snap.base_manifest_list, snap.delta_manifest_list, snap.changelog_manifest_list) if n]
 
@@ -271,6 +286,7 @@ def _expire(table: Table, plan: _Plan, dry_run: bool,
     # What tags pin: their live data and changelog files, their lists and manifests.
     tag_data: set[tuple] = set()
     tag_changelog: set[tuple] = set()
+    tag_snaps: list[Snapshot] = []
     protected_meta: set[str] = set(_list_names(end_snap))
     for meta_list in _list_names(end_snap):
         protected_meta.update(m.file_name for m in _read_list(mio, meta_list))
@@ -279,12 +295,21 @@ def _expire(table: Table, plan: _Plan, dry_run: bool,
             tag = table.tags.snapshot(name)
         except NotFoundError:
             continue
+        tag_snaps.append(tag)
         tag_data |= _live_keys(mio, [tag.base_manifest_list, tag.delta_manifest_list], cache)
         if tag.changelog_manifest_list:
             tag_changelog |= _live_keys(mio, [tag.changelog_manifest_list], cache)
         for meta_list in _list_names(tag):
             protected_meta.add(meta_list)
             protected_meta.update(m.file_name for m in _read_list(mio, meta_list))
+
+    # Index manifests and index files that end and the tags still use.
+    imio = IndexManifestIO(fio, table.path)
+    protected_index: set[str] = set()
+    for snap in [end_snap, *tag_snaps]:
+        if snap.index_manifest and snap.index_manifest not in protected_index:
+            protected_index.add(snap.index_manifest)
+            protected_index.update(e.index_file.file_name for e in _read_index(imio, snap.index_manifest))
 
     schema = table.schema
     dirs: dict[tuple[bytes, int], str] = {}
@@ -336,18 +361,30 @@ def _expire(table: Table, plan: _Plan, dry_run: bool,
                     meta_files[m.file_name] = m.file_size
             if list_name not in protected_meta:
                 meta_files[list_name] = sizes.get(list_name)
+    index_files: dict[str, int] = {}
+    index_manifests: dict[str, None] = {}
+    for sid in sorted(expiring):
+        name = expiring[sid].index_manifest
+        if not name or name in protected_index or name in index_manifests:
+            continue
+        for e in _read_index(imio, name):
+            if e.index_file.file_name not in protected_index:
+                index_files[e.index_file.file_name] = e.index_file.file_size
+        index_manifests[name] = None
 
     expired_ids = sorted(expiring)
     bytes_deleted = sum(s for _, s in data_files) + sum(s for _, s in changelog_files) \
-        + sum(s or 0 for s in meta_files.values())
+        + sum(s or 0 for s in meta_files.values()) + sum(index_files.values())
+    # Index files and index manifests count as metadata files.
     result = ExpireResult(table.name, expired_ids, E, end, len(data_files) + len(changelog_files),
-                          len(meta_files), bytes_deleted, dry_run)
+                          len(meta_files) + len(index_files) + len(index_manifests), bytes_deleted, dry_run)
     if dry_run:
         return result
 
     log.info("expiring snapshots %d..%d of %s (%d data, %d metadata files)", E, end - 1, table.name,
              len(data_files) + len(changelog_files), len(meta_files))
-    files = [p for p, _ in data_files] + [p for p, _ in changelog_files] + [join(mio.dir, n) for n in meta_files]
+    files = [p for p, _ in data_files] + [p for p, _ in changelog_files] + [join(mio.dir, n) for n in meta_files] \
+        + [imio.index_path(n) for n in index_files] + [join(imio.dir, n) for n in index_manifests]
     journal = _Journal(expired_ids, end, end_snap.commit_user, end_snap.time_millis, files)
     journal_path = join(sm.dir, f"{JOURNAL_PREFIX}{end}-{uuid.uuid4()}.json")
     fio.write_bytes(journal_path, json.dumps(dataclasses.asdict(journal)).encode("utf-8"))

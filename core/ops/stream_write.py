@@ -164,7 +164,7 @@ class StreamWriter:
             return BatchResult(self.table.name, None, identifier, 0, True, None, self.commit_user)
         if watermark is None and self.watermark_column is not None:
             watermark = column_watermark(data, self.table, self.watermark_column)
-        engine = pick_engine(data, self.engine_settings)
+        engine = pick_engine(data, self.engine_settings, self.table.schema)
         done = write_and_commit(self.table, data, engine, row_kind_column=self.row_kind_column,
                                 commit_user=self.commit_user, identifier=identifier, watermark=watermark,
                                 engine_settings=self.engine_settings)

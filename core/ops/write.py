@@ -13,13 +13,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from core.commit import CommitMessage, FileStoreCommit, OverwriteSpec
+from core.commit import CommitMessage, FileStoreCommit, IndexChanges, OverwriteSpec
+from core.dynamic_bucket import DynamicBucketAssigner, check_writable, is_dynamic
 from core.engines import EngineSettings, choose_engine
 from core.errors import NotFoundError, UsageError
 from core.ops.create import columns_from_arrow, create
 from core.ops.maintenance import after_commit
 from core.rows import prepare_rows
 from core.kernels.write import WriteJob, removal_changelog
+from core.index_manifest import IndexManifestIO
 from core.manifest import live_entries
 from core.options import BATCH_COMMIT_IDENTIFIER, WRITE, check_options, parse_bool
 from core.snapshot import Snapshot
@@ -54,6 +56,13 @@ def plan_job(table: Table, schema: TableSchema, row_kind_column: str | None, *, 
     changelog of an overwrite), each bucket's live files."""
     latest = table.latest_snapshot()
     entries = live_entries(table.manifests(), latest) if latest is not None else []
+    assigner = None
+    if is_dynamic(schema):
+        check_writable(schema)
+        index_name = latest.index_manifest if latest is not None else None
+        imio = IndexManifestIO(table.file_io, table.path, schema.core_options.manifest_compression)
+        assigner = DynamicBucketAssigner(table.file_io, table.path, schema, imio.read(index_name),
+                                         planned_on=index_name, overwrite=overwrite)
     starts: dict[tuple[bytes, int], int] = {}
     files: dict[tuple[bytes, int], list] = {}
     for e in entries:
@@ -61,10 +70,11 @@ def plan_job(table: Table, schema: TableSchema, row_kind_column: str | None, *, 
         starts[key] = max(starts.get(key, 0), e.file.max_sequence_number + 1)
         files.setdefault(key, []).append(e.file)
     if not needs_lookup(schema, overwrite):
-        return WriteJob(table.path, schema, row_kind_column, starts, overwrite=overwrite)
+        return WriteJob(table.path, schema, row_kind_column, starts, overwrite=overwrite, assigner=assigner)
     schemas = {sid: table.schemas.schema(sid) for sid in {f.file.schema_id for f in entries} | {schema.id}}
     return WriteJob(table.path, schema, row_kind_column, starts,
-                    lookup_files={k: tuple(v) for k, v in files.items()}, schemas=schemas, overwrite=overwrite)
+                    lookup_files={k: tuple(v) for k, v in files.items()}, schemas=schemas, overwrite=overwrite,
+                    assigner=assigner)
 
 
 def needs_lookup(schema: TableSchema, overwrite: bool) -> bool:
@@ -111,16 +121,39 @@ def _is_spark_dataframe(data: Any) -> bool:
     return type(data).__module__.startswith("pyspark")
 
 
-def pick_engine(data: Any, engine_settings: EngineSettings | None) -> Any:
-    """The engine for ``data``: Spark for a Spark DataFrame, else the ``--engine auto`` rule on its size."""
+def pick_engine(data: Any, engine_settings: EngineSettings | None, schema: TableSchema | None = None) -> Any:
+    """The engine for ``data``: Spark for a Spark DataFrame, else the ``--engine auto`` rule on
+    its size; always the local engine for a dynamic-bucket table (``schema``)."""
+    dynamic = schema is not None and is_dynamic(schema)
     if _is_spark_dataframe(data):
+        if dynamic:
+            raise UsageError(DYNAMIC_NOT_ON_SPARK + "; pass the rows as an Arrow table")
         settings = engine_settings or EngineSettings()
         engine, _ = choose_engine(replace(settings, engine="spark"))
         why = "the input is a Spark DataFrame"
     else:
-        engine, why = choose_engine(engine_settings, data_bytes=data.nbytes)
+        engine, why = choose_write_engine(engine_settings, data.nbytes, dynamic)
     log.info("engine: %s (%s)", engine.name, why)
     return engine
+
+
+# Buckets of a dynamic-bucket table come from its hash index, which one process reads and
+# extends in input order (as Java's single assigner does); Spark executors cannot share it.
+DYNAMIC_NOT_ON_SPARK = ("a dynamic-bucket table (bucket=-1, Paimon's default for a primary-key table) is written "
+                        "by the local engine only: its buckets come from the table's hash index, assigned in "
+                        "input order in one process")
+
+
+def choose_write_engine(settings: EngineSettings | None, data_bytes: int, dynamic: bool) -> tuple[Any, str]:
+    """The ``--engine`` rule for a write, except that a dynamic-bucket table is always written
+    locally: ``--engine auto`` (even with a Spark master) picks local, ``--engine spark`` is refused."""
+    if not dynamic:
+        return choose_engine(settings, data_bytes=data_bytes)
+    settings = settings or EngineSettings()
+    if settings.engine == "spark":
+        raise UsageError(DYNAMIC_NOT_ON_SPARK + "; use --engine local (or auto), or a table with a fixed bucket count")
+    engine, _ = choose_engine(replace(settings, engine="local"))
+    return engine, "the table is in dynamic bucket mode, which lakectl writes locally"
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,9 +194,13 @@ def write_and_commit(table: Table, data: Any, engine: Any, *, overwrite: bool = 
         messages = messages + removal_messages(job, messages, spec.partitions, table.file_io)
     if engine_settings is not None and engine_settings.progress is not None:
         engine_settings.progress(0, 0, "committing")
+    index = None
+    if job.assigner is not None:
+        # The HASH files of the buckets that got new keys, written before the commit names them.
+        index = IndexChanges(tuple(job.assigner.index_changes()), job.assigner.planned_on)
     user = {"commit_user": commit_user} if commit_user is not None else {}
     committer = FileStoreCommit(table.file_io, table.path, schema, identifier=identifier, **user)
-    snapshot = committer.commit(messages, overwrite=spec, watermark=watermark)
+    snapshot = committer.commit(messages, overwrite=spec, watermark=watermark, index=index)
     maintenance = after_commit(table, engine) if snapshot else []
     return Written(snapshot, messages, rows_in, len(partitions), committer.files_deleted,
                    tuple(name for name, _ in maintenance))
@@ -185,7 +222,7 @@ def write(table: Table, data: Any, *, mode: str = "append", row_kind_column: str
     if mode == "overwrite" and row_kind_column:
         raise UsageError("--mode overwrite cannot be combined with --row-kind-column")
     if engine is None:
-        engine = pick_engine(data, engine_settings)
+        engine = pick_engine(data, engine_settings, table.schema)
     done = write_and_commit(table, data, engine, overwrite=mode == "overwrite", row_kind_column=row_kind_column,
                             engine_settings=engine_settings)
     snapshot, messages = done.snapshot, done.messages
@@ -229,12 +266,16 @@ def write_input(table: Table, path: str | None, *, input_format: str | None = No
     if not exists and auto_create is None:
         raise NotFoundError(f"table {table.name} does not exist (looked in {table.path}); "
                             "pass --auto-create to create it from the input")
+    dynamic = is_dynamic(table.schema) if exists else _creates_dynamic(auto_create)
     if input_table is not None:
+        if dynamic:
+            raise UsageError(DYNAMIC_NOT_ON_SPARK + "; --input-table reads through Spark, so write a file "
+                             "(--input) instead")
         engine, why = choose_engine(replace(engine_settings or EngineSettings(), engine="spark"))
         data = engine.read_table(input_table)
     else:
         fmt = infer_format(path, input_format)
-        engine, why = choose_engine(engine_settings, data_bytes=input_size(path))
+        engine, why = choose_write_engine(engine_settings, input_size(path), dynamic)
         if engine_settings is not None and engine_settings.progress is not None:
             engine_settings.progress(0, 0, "reading input")
         hint = pa.schema([arrow_field(f) for f in table.schema.fields]) if exists else None
@@ -244,6 +285,13 @@ def write_input(table: Table, path: str | None, *, input_format: str | None = No
         _create_from_input(table, engine, data, row_kind_column, auto_create)
     return write(table, data, mode=mode, row_kind_column=row_kind_column, engine=engine,
                  engine_settings=engine_settings)
+
+
+def _creates_dynamic(spec: AutoCreate | None) -> bool:
+    """Will ``--auto-create`` make a dynamic-bucket table (a primary key, bucket unset or -1)?"""
+    if spec is None or not spec.primary_keys:
+        return False
+    return (spec.options or {}).get("bucket", "-1").strip() == "-1"
 
 
 def _create_from_input(table: Table, engine: Any, data: Any, row_kind_column: str | None,

@@ -13,7 +13,8 @@ runner = CliRunner()
 @pytest.fixture
 def table(tmp_path):
     wh = str(tmp_path / "wh")
-    r = runner.invoke(app, ["-w", wh, "create", "db.t", "--schema", "id BIGINT, v STRING", "--primary-key", "id"])
+    r = runner.invoke(app, ["-w", wh, "create", "db.t", "--schema", "id BIGINT, v STRING", "--primary-key", "id",
+                            "-o", "bucket=2"])
     assert r.exit_code == 0, r.stderr
     (tmp_path / "rows.csv").write_text("id,v\n1,a\n2,b\n")
     return wh, str(tmp_path / "rows.csv")
@@ -48,6 +49,21 @@ def test_threshold_from_config_sends_small_work_to_spark_only_when_exceeded(tabl
     config.write_text('engine = "spark"\n')
     r = runner.invoke(app, ["-v", "-w", wh, "--config", str(config), "write", "db.t", "--input", rows])
     assert r.exit_code == 0 and "engine: local (--engine local)" in r.stderr  # env beats config
+
+
+def test_dynamic_bucket_tables_are_written_locally(tmp_path):
+    """A primary-key table without a bucket option is in dynamic bucket mode: auto picks the
+    local engine even with a Spark master given, --engine spark is refused before any Spark."""
+    wh = str(tmp_path / "wh")
+    r = runner.invoke(app, ["-w", wh, "create", "db.d", "--schema", "id BIGINT, v STRING", "--primary-key", "id"])
+    assert r.exit_code == 0, r.stderr
+    rows = tmp_path / "rows.csv"
+    rows.write_text("id,v\n1,a\n2,b\n")
+    r = runner.invoke(app, ["-v", "-w", wh, "--master", "local[2]", "write", "db.d", "--input", str(rows), "-f", "json"])
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["engine"] == "local" and "dynamic bucket mode" in r.stderr
+    r = runner.invoke(app, ["-w", wh, "--engine", "spark", "write", "db.d", "--input", str(rows)])
+    assert r.exit_code == 2 and "dynamic-bucket table" in r.stderr and "--engine local" in r.stderr
 
 
 @pytest.mark.spark

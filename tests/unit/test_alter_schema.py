@@ -257,7 +257,7 @@ def test_dropping_a_column_its_options_name_needs_those_reset(tmp_path: Path):
     with pytest.raises(UsageError, match="--reset-option fields.total.aggregate-function"):
         alter(t, [DropColumn("total")])
     alter(t, [DropColumn("total"), RemoveOption("fields.total.aggregate-function")])
-    assert t.schema.field_names == ["id", "n"] and t.schema.options == {"merge-engine": "aggregation", "bucket": "1"}
+    assert t.schema.field_names == ["id", "n"] and t.schema.options == {"merge-engine": "aggregation"}
 
 
 def test_a_widening_an_aggregate_cannot_take_is_refused(tmp_path: Path):
@@ -279,13 +279,14 @@ def test_rowkind_field_cannot_be_renamed_or_dropped(tmp_path: Path):
 
 
 def test_tables_with_options_lakectl_cannot_write_can_still_evolve_columns(tmp_path: Path):
-    """A table another engine created with dynamic buckets: its columns may evolve; the
-    options lakectl refuses at create are not re-checked unless lakectl accepted them before."""
+    """A table another engine created with options lakectl refuses (a file format it does not
+    write): its columns may evolve; the options lakectl refuses at create are not re-checked
+    unless lakectl accepted them before."""
     t = Table.locate("db.dyn", warehouse=str(tmp_path / "wh"))
     mgr = SchemaManager(t.file_io, t.path)
     from dataclasses import replace
     s = new_table_schema(parse_columns("id INT, v STRING"), primary_keys=["id"])
-    assert mgr.commit(replace(s, options={"bucket": "-1"}))
+    assert mgr.commit(replace(s, options={"bucket": "-1", "deletion-vectors.enabled": "true"}))
     alter(t, [AddColumn("n", t_("INT"))])
     assert t.schema.field_names == ["id", "v", "n"]
 

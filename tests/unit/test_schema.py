@@ -13,7 +13,8 @@ def test_new_schema_ids_keys_and_defaults():
                          partition_keys=["dt"])
     assert [f.id for f in s.fields] == [0, 1, 2] and s.highest_field_id == 2
     assert not s.field("id").type.nullable and not s.field("dt").type.nullable  # keys become NOT NULL
-    assert s.options["bucket"] == "1"  # fixed bucket by default for PK tables
+    # No bucket option, as Java leaves it: Paimon's default -1, dynamic bucket mode for a PK table.
+    assert "bucket" not in s.options and s.num_buckets == -1
     assert s.trimmed_primary_keys == ["id"] and s.bucket_keys == ["id"]
 
 
@@ -33,7 +34,9 @@ def test_schema_file_round_trip_and_paimon_field_names(tmp_path):
     ({"partition_keys": ["id", "id"]}, "repeat"),
     ({"primary_keys": ["dt"], "partition_keys": ["dt"]}, "not a partition key"),
     ({"primary_keys": ["id"], "options": {"bucket": "0"}}, "bucket"),
-    ({"primary_keys": ["id"], "options": {"bucket": "-1"}}, "dynamic"),
+    ({"primary_keys": ["id"], "options": {"bucket": "-2"}}, "postpone"),
+    ({"primary_keys": ["id"], "options": {"bucket-key": "id"}}, "bucket-key"),
+    ({"primary_keys": ["id"], "options": {"dynamic-bucket.target-row-num": "0"}}, "target-row-num"),
     ({"primary_keys": ["id"], "options": {"merge-engine": "lsm"}}, "merge-engine"),
     ({"primary_keys": ["id"], "options": {"merge-engine": "aggregation", "fields.dt.aggregate-function": "count"}},
      "count"),
