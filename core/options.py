@@ -419,15 +419,9 @@ def _not_parquet(value: str, options: Mapping[str, str], has_primary_key: bool) 
     return value.strip().lower() != "parquet"
 
 
-def _dynamic_bucket(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
-    return has_primary_key and value.strip() == "-1"
-
-
 IN_PROGRESS_RULES: tuple[OptionRule, ...] = (
     OptionRule("deletion-vectors.enabled", _RW, "rows deleted by deletion vectors would show", _deletion_vectors),
     OptionRule("file.format", _RW, "lakectl reads and writes Parquet data files only", _not_parquet),
-    OptionRule("bucket", frozenset({WRITE}), "lakectl does not maintain Paimon's dynamic-bucket index",
-               _dynamic_bucket),
 )
 # ---- END in progress on other branches ------------------------------------------------------
 

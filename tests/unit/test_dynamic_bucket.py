@@ -14,7 +14,7 @@ from core import binary_row
 from core.bucket import bucket_of, hash_bytes, hash_codes
 from core.commit import FileStoreCommit, IndexChanges
 from core.dynamic_bucket import DynamicBucketAssigner, _PartitionIndex, read_hash_index
-from core.errors import CommitConflictError, UsageError
+from core.errors import CommitConflictError, UnsupportedTableError, UsageError
 from core.index_manifest import HASH_INDEX, IndexManifestIO, combine
 from core.manifest import ADD, DELETE
 from core.ops.create import create
@@ -126,7 +126,7 @@ def test_cross_partition_tables_are_created_as_java_does_but_not_written(tmp_pat
     t = Table.locate("db.x", warehouse=str(tmp_path / "wh"))
     create(t, "k INT NOT NULL, dt STRING NOT NULL", primary_keys=["k"], partition_keys=["dt"])
     assert t.schema.num_buckets == -1
-    with pytest.raises(UsageError, match="cross-partition"):
+    with pytest.raises(UnsupportedTableError, match="cross-partition"):
         t.write(pa.table({"k": pa.array([1], pa.int32()), "dt": ["a"]}))
     assert t.latest_snapshot() is None
 
