@@ -204,6 +204,22 @@ class CoreOptions:
         return self.raw.get("changelog-file.prefix", "changelog-")
 
     @property
+    def merge_engine(self) -> str:
+        return (self.raw.get("merge-engine") or "deduplicate").strip().lower()
+
+    @property
+    def deletion_vectors_enabled(self) -> bool:
+        return parse_bool(self.raw.get("deletion-vectors.enabled", "false"), "deletion-vectors.enabled")
+
+    @property
+    def needs_lookup(self) -> bool:
+        """Java's needLookup: the writers look up older levels (first-row, the lookup changelog
+        producer, deletion vectors, force-lookup), so level-0 files are not yet merged state."""
+        return (self.merge_engine == "first-row" or self.changelog_producer == "lookup"
+                or self.deletion_vectors_enabled
+                or parse_bool(self.raw.get("force-lookup", "false"), "force-lookup"))
+
+    @property
     def partition_legacy_name(self) -> bool:
         return parse_bool(self.raw.get("partition.legacy-name", "true"), "partition.legacy-name")
 

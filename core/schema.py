@@ -58,6 +58,14 @@ class TableSchema:
         return bool(self.primary_keys)
 
     @property
+    def hides_level0(self) -> bool:
+        """Java's batch scans (DataTableBatchScan) skip level-0 files of primary-key tables
+        with first-row or deletion vectors: their writers look up older levels, so level 0 is
+        not merged state until compacted. lakectl's writers compact it after each commit."""
+        opts = self.core_options
+        return self.has_primary_key and (opts.deletion_vectors_enabled or opts.merge_engine == "first-row")
+
+    @property
     def trimmed_primary_keys(self) -> list[str]:
         """Primary keys minus partition keys: the ``_KEY_`` columns of data files."""
         return [k for k in self.primary_keys if k not in self.partition_keys]

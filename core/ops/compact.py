@@ -115,8 +115,10 @@ def partition_filter(schema: TableSchema, partitions: Sequence[Mapping[str, str]
 
 
 # ---- planning ----------------------------------------------------------------------------
-def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, str]] | None = None) -> CompactPlan:
-    """One CompactTask per (partition, bucket) of the latest snapshot that needs compaction."""
+def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, str]] | None = None,
+         level0_buckets: bool = False) -> CompactPlan:
+    """One CompactTask per (partition, bucket) of the latest snapshot that needs compaction;
+    with ``level0_buckets``, only the buckets that hold level-0 files (compacted in full)."""
     schema = table.schema
     selected = partition_filter(schema, partitions)
     snapshot = table.latest_snapshot()
@@ -136,6 +138,8 @@ def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, s
     loaded: dict[int, TableSchema] = {schema.id: schema}
     universal = UniversalOptions.of(schema) if schema.has_primary_key and not full else None
     tasks = []
+    if level0_buckets:
+        groups = {pb: group for pb, group in groups.items() if any(e.file.level == 0 for e in group)}
     for (part, bucket), group in groups.items():
         task_level, picked, drop_deletes = level, False, True
         if universal is not None:
@@ -162,7 +166,7 @@ def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, s
 # ---- the operation -----------------------------------------------------------------------
 def compact(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, str]] | None = None,
             dry_run: bool = False, engine: Any = None,
-            engine_settings: EngineSettings | None = None) -> CompactResult:
+            engine_settings: EngineSettings | None = None, level0_buckets: bool = False) -> CompactResult:
     """Compact the table's buckets (all, or those of ``partitions``) as one COMPACT snapshot.
 
     Args:
@@ -174,6 +178,7 @@ def compact(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str
         dry_run: plan only; report what would be rewritten, write nothing.
         engine: an engine object with ``compact(tasks, file_io)``; None picks one by data size.
         engine_settings: how to pick the engine when ``engine`` is None.
+        level0_buckets: only the buckets that hold level-0 files, each in full.
 
     Returns:
         What was (or, for a dry run, would be) rewritten; ``snapshot_id`` None if nothing was.
@@ -183,7 +188,7 @@ def compact(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str
         CommitConflictError: another commit removed input files (or changed the schema)
             before this one landed; nothing was committed.
     """
-    compaction = plan(table, full=full, partitions=partitions)
+    compaction = plan(table, full=full or level0_buckets, partitions=partitions, level0_buckets=level0_buckets)
     tasks = list(compaction.tasks)
     bytes_in = sum(f.file_size for t in tasks for f in t.files)
     if dry_run or not tasks:
@@ -251,7 +256,11 @@ def compact_after_commit(table: Table, engine: Any) -> CompactResult | None:
     full = full_compaction_due(table)
     if not full and not table.schema.has_primary_key:
         return None  # append buckets are merged by `lakectl compact`, not after every write
-    result = compact(table, full=full, engine=engine)
+    # Where batch reads hide level 0 (first-row, deletion vectors), the written buckets are
+    # compacted at once, as Java's lookup writers force level 0 up at every commit; until
+    # then the write would be invisible.
+    level0 = not full and table.schema.hides_level0
+    result = compact(table, full=full, engine=engine, level0_buckets=level0)
     return result if result.snapshot_id is not None else None
 
 

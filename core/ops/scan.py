@@ -17,9 +17,11 @@ import pyarrow as pa
 
 from core import binary_row, stats
 from core.engines import EngineSettings, choose_engine
+from core.deletion_vectors import DeletionFile, deletion_files
 from core.engines.local import LocalEngine
 from core.errors import UsageError
 from core.fileio import join
+from core.index_manifest import live_index_entries
 from core.kernels.read import ReadSplit
 from core.manifest import ManifestEntry, live_entries
 from core.predicate import ColumnRange, Predicate, parse_where
@@ -127,13 +129,21 @@ def _file_ranges(entry: ManifestEntry, file_schema: TableSchema, read_schema: Ta
 def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None = None,
          read_schema: TableSchema | None = None) -> ScanPlan:
     """Live files of ``snapshot`` grouped into splits, pruned by ``predicate``, to be read in
-    ``read_schema`` (by default the schema the snapshot was committed with)."""
+    ``read_schema`` (by default the schema the snapshot was committed with). Level-0 files
+    are left out where Java's batch scan leaves them out (``TableSchema.hides_level0``).
+
+    Java's streaming reads start from a snapshot with a stricter rule (level 0 also hidden
+    with the lookup producer; only the top level with the full-compaction producer); lakectl's
+    lookup-producer writes do not compact at every commit as Java's do, so following keeps
+    the batch rule for its starting snapshot."""
     if read_schema is None:
         read_schema = table.schemas.schema(snapshot.schema_id) if snapshot else table.schema
     schemas: dict[int, TableSchema] = {read_schema.id: read_schema}
     if snapshot is None:
         return ScanPlan(None, read_schema, schemas, (), 0, 0)
     entries = live_entries(table.manifests(), snapshot)
+    if read_schema.hides_level0:
+        entries = [e for e in entries if e.file.level > 0]
     key_only = predicate is not None and predicate.columns <= set(read_schema.primary_keys)
     groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
     partition_values: dict[bytes, tuple] = {}
@@ -157,12 +167,31 @@ def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None
     if read_schema.core_options.plan_sort_partition:
         order.sort(key=lambda p: binary_row.sort_key(partition_values[p]))
     rank = {p: i for i, p in enumerate(order)}
+    vectors = snapshot_deletion_files(table, snapshot)
     splits = []
     for (part, bucket) in sorted(groups, key=lambda pb: (rank[pb[0]], pb[1])):
         files = sorted(groups[(part, bucket)], key=lambda e: (e.file.min_sequence_number, e.file.file_name))
         directory = join(table.path, read_schema.partition_dir(partition_values[part]), f"bucket-{bucket}")
-        splits.append(ReadSplit(part, bucket, directory, tuple(e.file for e in files), predicate=predicate))
+        splits.append(ReadSplit(part, bucket, directory, tuple(e.file for e in files), predicate=predicate,
+                                deletion_files=split_deletion_files(vectors, part, bucket, files)))
     return ScanPlan(snapshot, read_schema, schemas, tuple(splits), len(entries), pruned)
+
+
+def snapshot_deletion_files(table: Table, snapshot: Snapshot | None) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
+    """(partition, bucket) -> data file name -> its deletion vector, at ``snapshot``."""
+    if snapshot is None or not snapshot.index_manifest:
+        return {}
+    return deletion_files(live_index_entries(table.file_io, table.path, snapshot.index_manifest), table.path)
+
+
+def split_deletion_files(vectors: dict[tuple[bytes, int], dict[str, DeletionFile]], partition: bytes, bucket: int,
+                         entries: Iterable[ManifestEntry]) -> tuple[tuple[str, DeletionFile], ...]:
+    """The deletion vectors of a split's files, for ``ReadSplit.deletion_files``."""
+    bucket_vectors = vectors.get((partition, bucket))
+    if not bucket_vectors:
+        return ()
+    return tuple((e.file.file_name, bucket_vectors[e.file.file_name]) for e in entries
+                 if e.file.file_name in bucket_vectors)
 
 
 def read_batches(table: Table, scan_plan: ScanPlan, *, predicate: Predicate | None = None,
