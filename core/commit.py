@@ -17,8 +17,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from core.deletion_vectors import read_index_file, write_index_file
 from core.errors import CommitConflictError
 from core.fileio import FileIO
+from core.index_manifest import ADD as INDEX_ADD
+from core.index_manifest import DELETE as INDEX_DELETE
+from core.index_manifest import (DELETION_VECTORS, IndexFileMeta, IndexManifestEntry, combine, index_dir,
+                                 live_index_entries, write_index_manifest)
 from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestIO, live_entries
 from core.options import BATCH_COMMIT_IDENTIFIER
 from core.schema import SchemaManager, TableSchema
@@ -38,6 +43,9 @@ class CommitMessage:
     compact_before: tuple[DataFileMeta, ...] = ()
     compact_after: tuple[DataFileMeta, ...] = ()
     changelog_files: tuple[DataFileMeta, ...] = ()
+    # Index files of the bucket (deletion vectors): added, or replaced ones to drop.
+    new_index_files: tuple[IndexFileMeta, ...] = ()
+    deleted_index_files: tuple[IndexFileMeta, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +95,8 @@ class FileStoreCommit:
         """
         if overwrite is not None:
             kind = OVERWRITE
-        has_changes = any(m.new_files or m.compact_before or m.compact_after or m.changelog_files for m in messages)
+        has_changes = any(m.new_files or m.compact_before or m.compact_after or m.changelog_files
+                          or m.new_index_files or m.deleted_index_files for m in messages)
         if not has_changes and overwrite is None:
             return None
         self.file_io.check_atomic_create()  # refuse before writing manifests nobody would reference
@@ -125,7 +134,9 @@ class FileStoreCommit:
         self._check_conflicts(entries, live or [], latest)
 
         written: list[str] = []
+        written_index: list[str] = []
         try:
+            index_manifest = self._index_manifest(messages, entries, latest, written, written_index)
             partition_types = [f.type for f in self.schema.partition_fields]
             delta_meta = self.manifests.write_manifest(entries, self.schema.id, partition_types) if entries else None
             if delta_meta:
@@ -145,7 +156,7 @@ class FileStoreCommit:
                 changelog_name, changelog_size = self.manifests.write_manifest_list([changelog_meta])
                 written.append(changelog_name)
         except Exception:
-            self._clean(written)  # nothing references these yet
+            self._clean(written, written_index)  # nothing references these yet
             raise
 
         delta_count = sum(e.file.row_count if e.kind == ADD else -e.file.row_count for e in entries)
@@ -166,7 +177,7 @@ class FileStoreCommit:
             time_millis=int(time.time() * 1000),
             total_record_count=(latest.total_record_count if latest else 0) + delta_count,
             delta_record_count=delta_count,
-            index_manifest=latest.index_manifest if latest else None,
+            index_manifest=index_manifest,
             watermark=next_watermark(watermark, latest.watermark if latest else None),
             properties=dict(properties) if properties else None,
         )
@@ -177,10 +188,48 @@ class FileStoreCommit:
             # idempotence check finds it if it landed.
             return Retry(f"publishing snapshot-{new_id} failed ({e}); state unknown")
         if not published:
-            self._clean(written)  # another committer owns snapshot-{new_id}; ours are unreferenced
+            self._clean(written, written_index)  # another committer owns snapshot-{new_id}; ours are unreferenced
             return Retry(f"snapshot-{new_id} was taken by another writer")
         self.files_deleted = sum(1 for e in entries if e.kind == DELETE)
         return Success(snapshot)
+
+    def _index_manifest(self, messages: Sequence[CommitMessage], entries: list[ManifestEntry],
+                        latest: Snapshot | None, written: list[str], written_index: list[str]) -> str | None:
+        """The new snapshot's index manifest: the latest one, with the messages' index files
+        applied and the deletion vectors of files this commit deletes dropped (a bucket's
+        index file is rewritten without them, or deleted when none is left)."""
+        previous = latest.index_manifest if latest else None
+        changes = [IndexManifestEntry(INDEX_DELETE, m.partition, m.bucket, f)
+                   for m in messages for f in m.deleted_index_files]
+        changes += [IndexManifestEntry(INDEX_ADD, m.partition, m.bucket, f)
+                    for m in messages for f in m.new_index_files]
+        deleted: dict[tuple[bytes, int], set[str]] = {}
+        for e in entries:
+            if e.kind == DELETE:
+                deleted.setdefault((e.partition, e.bucket), set()).add(e.file.file_name)
+        if not changes and (not previous or not deleted):
+            return previous
+        live = live_index_entries(self.file_io, self.table_path, previous)
+        replaced = {e.bucket_key for e in changes}
+        for e in live:
+            gone = deleted.get((e.partition, e.bucket))
+            if e.index_file.index_type != DELETION_VECTORS or e.bucket_key in replaced or not gone:
+                continue
+            if not any(r.data_file in gone for r in e.index_file.dv_ranges or ()):
+                continue
+            vectors = read_index_file(self.file_io, self.table_path, e.index_file)
+            kept = {name: bitmap for name, bitmap in vectors.items() if name not in gone}
+            changes.append(IndexManifestEntry(INDEX_DELETE, e.partition, e.bucket, e.index_file))
+            if kept:
+                meta = write_index_file(self.file_io, self.table_path, kept)
+                written_index.append(meta.file_name)
+                changes.append(IndexManifestEntry(INDEX_ADD, e.partition, e.bucket, meta))
+        if not changes:
+            return previous
+        name = write_index_manifest(self.file_io, self.table_path, combine(live, changes),
+                                    self.manifests.avro_codec)
+        written.append(name)
+        return name
 
     def _delta_entries(self, messages: Sequence[CommitMessage], overwrite: OverwriteSpec | None,
                        live: list[ManifestEntry]) -> list[ManifestEntry]:
@@ -236,9 +285,11 @@ class FileStoreCommit:
         wait = min(self.max_retry_wait, self.min_retry_wait * (2 ** (attempt - 1)))
         time.sleep(wait + random.uniform(0, wait))
 
-    def _clean(self, names: list[str]) -> None:
+    def _clean(self, names: list[str], index_names: Sequence[str] = ()) -> None:
         for name in names:
             self.file_io.delete_quietly(f"{self.manifests.dir}/{name}")
+        for name in index_names:
+            self.file_io.delete_quietly(f"{index_dir(self.table_path)}/{name}")
 
 
 def next_watermark(new: int | None, latest: int | None) -> int | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 from pyroaring import BitMap
@@ -26,7 +26,7 @@ from pyroaring import BitMap
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
 from core.index_manifest import (ADD, DELETION_VECTORS, DeletionVectorRange, IndexFileMeta, IndexManifestEntry,
-                                 index_dir, new_index_file_name)
+                                 index_dir, live_index_entries, new_index_file_name)
 
 VERSION = 1
 MAGIC = 1581511376
@@ -137,5 +137,24 @@ def deletion_files(entries: Iterable[IndexManifestEntry], table_path: str) -> di
     return out
 
 
-__all__ = ["DeletionFile", "MAGIC", "deleted_mask", "deletion_files", "deserialize", "read_index_file",
+def snapshot_deletion_files(file_io: FileIO, table_path: str,
+                            snapshot: Any) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
+    """(partition, bucket) -> data file name -> its deletion vector, at ``snapshot``."""
+    if snapshot is None or not snapshot.index_manifest:
+        return {}
+    return deletion_files(live_index_entries(file_io, table_path, snapshot.index_manifest), table_path)
+
+
+def split_deletion_files(vectors: Mapping[tuple[bytes, int], Mapping[str, DeletionFile]], partition: bytes,
+                         bucket: int, entries: Iterable[Any]) -> tuple[tuple[str, DeletionFile], ...]:
+    """The deletion vectors of some files of one bucket (``ManifestEntry`` or ``DataFileMeta``),
+    as ``ReadSplit.deletion_files`` / ``CompactTask.deletion_files`` carry them."""
+    bucket_vectors = vectors.get((partition, bucket))
+    if not bucket_vectors:
+        return ()
+    names = [getattr(e, "file", e).file_name for e in entries]
+    return tuple((n, bucket_vectors[n]) for n in names if n in bucket_vectors)
+
+
+__all__ = ["snapshot_deletion_files", "split_deletion_files", "DeletionFile", "MAGIC", "deleted_mask", "deletion_files", "deserialize", "read_index_file",
            "read_vector", "serialize", "write_index_file"]

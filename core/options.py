@@ -23,7 +23,7 @@ SUPPORTED_VALUES = {
     "changelog-producer": {"none", "input", "lookup", "full-compaction"},
     "file.format": {"parquet"},
     "bucket-function.type": {"default"},
-    "deletion-vectors.enabled": {"false"},
+    "deletion-vectors.enabled": {"false", "true"},
     "write-mode": {"append-only", "change-log", "auto"},
 }
 

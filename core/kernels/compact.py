@@ -37,6 +37,7 @@ import numpy as np
 import pyarrow as pa
 
 from core.commit import CommitMessage
+from core.deletion_vectors import DeletionFile
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
 from core.kernels.read import read_file
@@ -76,10 +77,19 @@ class CompactTask:
     # the kernel rewrites them as given instead of picking again.
     picked: bool = False
     drop_deletes: bool = True  # only when nothing older than the inputs lies below the output
+    # Deletion vectors of the files that have one: rows they mark are not rewritten (the
+    # commit then drops the vectors of the files it deletes).
+    deletion_files: tuple[tuple[str, DeletionFile], ...] = ()
 
     @property
     def bucket_dir(self) -> str:
         return join(self.table_path, self.partition_dir, f"bucket-{self.bucket}")
+
+    def deletion(self, meta: DataFileMeta) -> DeletionFile | None:
+        for name, deletion in self.deletion_files:
+            if name == meta.file_name:
+                return deletion
+        return None
 
 
 def output_level(schema: TableSchema) -> int:
@@ -265,7 +275,8 @@ def _read(task: CompactTask, meta: DataFileMeta, file_io: FileIO, *, system_colu
         raise CorruptMetadataError(f"data file {meta.file_name} was written with schema {meta.schema_id}, "
                                    "which the compaction task does not carry")
     path = meta.external_path or join(task.bucket_dir, meta.file_name)
-    return read_file(path, meta, file_schema, list(task.schema.fields), file_io, system_columns=system_columns)
+    return read_file(path, meta, file_schema, list(task.schema.fields), file_io, system_columns=system_columns,
+                     deletion=task.deletion(meta))
 
 
 def _merged_rows(task: CompactTask, files: Sequence[DataFileMeta], file_io: FileIO, *,

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from core import binary_row, stats
 from core.commit import CommitMessage
+from core.deletion_vectors import DeletionFile
 from core.fileio import FileIO, join
 from core.kernels.records import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, key_columns_sorted, retract_kinds
 from core.kernels.changelog import lookup_changelog, old_records, overwrite_changelog, without_existing_keys
@@ -54,10 +55,18 @@ class WriteTask:
     lookup_files: tuple[DataFileMeta, ...] = ()
     schemas: dict[int, TableSchema] | None = field(default=None, hash=False)
     overwrite: bool = False  # the write replaces the bucket's records (INSERT OVERWRITE)
+    # Deletion vectors of lookup files: the rows they mark are not looked up.
+    deletion_files: tuple[tuple[str, DeletionFile], ...] = ()
 
     @property
     def bucket_dir(self) -> str:
         return join(self.table_path, self.partition_dir, f"bucket-{self.bucket}")
+
+    def deletion(self, meta: DataFileMeta) -> DeletionFile | None:
+        for name, deletion in self.deletion_files:
+            if name == meta.file_name:
+                return deletion
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +80,7 @@ class WriteJob:
     lookup_files: dict[tuple[bytes, int], tuple[DataFileMeta, ...]] = field(default_factory=dict)
     schemas: dict[int, TableSchema] | None = None
     overwrite: bool = False
+    deletion_files: dict[tuple[bytes, int], tuple[tuple[str, DeletionFile], ...]] = field(default_factory=dict)
 
     def task_for(self, partition_values: tuple, bucket: int) -> WriteTask:
         """The WriteTask of one (partition, bucket) group."""
@@ -85,7 +95,7 @@ class WriteJob:
                          bucket=bucket, total_buckets=self.schema.num_buckets,
                          start_sequence=self.start_sequences.get((part, bucket), 0),
                          lookup_files=self.lookup_files.get((part, bucket), ()), schemas=self.schemas,
-                         overwrite=self.overwrite)
+                         overwrite=self.overwrite, deletion_files=self.deletion_files.get((part, bucket), ()))
 
 
 def local_wall_clock_millis() -> int:

@@ -25,6 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 import pyarrow as pa
 
 from core.commit import CommitMessage, FileStoreCommit
+from core.deletion_vectors import snapshot_deletion_files, split_deletion_files
 from core.engines import EngineSettings, choose_engine
 from core.errors import CommitConflictError, UsageError
 from core.options import parse_int
@@ -136,7 +137,12 @@ def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, s
         if selected(values_of[e.partition]):
             groups.setdefault((e.partition, e.bucket), []).append(e)
     loaded: dict[int, TableSchema] = {schema.id: schema}
-    universal = UniversalOptions.of(schema) if schema.has_primary_key and not full else None
+    # With deletion vectors a bucket is read without merging (level 0 aside), so a partial
+    # compaction would leave older versions of the rewritten keys visible: lakectl compacts
+    # such buckets in full (Java's lookup compaction marks them in deletion vectors instead).
+    dv = schema.core_options.deletion_vectors_enabled
+    universal = UniversalOptions.of(schema) if schema.has_primary_key and not full and not dv else None
+    vectors = snapshot_deletion_files(table.file_io, table.path, snapshot)
     tasks = []
     if level0_buckets:
         groups = {pb: group for pb, group in groups.items() if any(e.file.level == 0 for e in group)}
@@ -159,7 +165,7 @@ def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, s
             table_path=table.path, schema=schema, schemas={i: loaded[i] for i in sorted(needed)}, partition=part,
             partition_dir=schema.partition_dir(values_of[part]), bucket=bucket,
             total_buckets=group[0].total_buckets, files=files, output_level=task_level, picked=picked,
-            drop_deletes=drop_deletes))
+            drop_deletes=drop_deletes, deletion_files=split_deletion_files(vectors, part, bucket, group)))
     return CompactPlan(snapshot, schema, tuple(tasks))
 
 

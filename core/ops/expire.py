@@ -11,7 +11,10 @@ snapshot from ``end`` on and a rerun finishes the job:
 (a) data files DELETEd by the delta lists of ``(E, end]`` that are not live at ``end`` (not
     re-ADDed later in that range) and not live in any tag;
 (b) changelog files of ``[E, end)`` not in any tag's changelog;
-(c) manifest lists and manifests of ``[E, end)`` not referenced by ``end`` or any tag;
+(c) manifest lists and manifests of ``[E, end)`` not referenced by ``end`` or any tag, and
+    their index manifests and the index files those list (deletion vectors, hash indexes)
+    that ``end``'s and the tags' index manifests do not (an index manifest lists the whole
+    live set, and index files are never re-added, so no newer snapshot needs them either);
 (d) the snapshot files, oldest first; then ``EARLIEST = end``.
 Files go before the snapshots that describe them, so a rerun still finds the snapshots that
 name what is left; metadata an interrupted run already removed reads as empty, and deleting
@@ -35,6 +38,7 @@ from core.consumer import ConsumerManager, stale_consumers
 from core.engines import ProgressCallback
 from core.errors import CorruptMetadataError, NotFoundError, UsageError
 from core.fileio import join
+from core.index_manifest import IndexManifestEntry, index_dir, live_index_entries
 from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO
 from core.options import parse_duration, parse_int
 from core.snapshot import Snapshot
@@ -61,6 +65,7 @@ class ExpireResult:
     bytes_deleted: int
     dry_run: bool
     consumers_expired: list[str] = field(default_factory=list)  # by consumer.expiration-time
+    index_files_deleted: int = 0  # index manifests and the index files (deletion vectors, hash) under index/
 
 
 def duration_millis(text: str, what: str = "duration") -> int:
@@ -157,6 +162,18 @@ def _read_manifest(mio: ManifestIO, name: str, cache: dict[str, list[ManifestEnt
                 raise
             cache[name] = []
     return cache[name]
+
+
+def _read_index(table: Table, name: str | None) -> list[IndexManifestEntry]:
+    """An index manifest's entries; one an interrupted run deleted reads as empty."""
+    if not name:
+        return []
+    try:
+        return live_index_entries(table.file_io, table.path, name)
+    except CorruptMetadataError:
+        if table.file_io.exists(join(table.path, "manifest", name)):
+            raise
+        return []
 
 
 def _file_key(e: ManifestEntry) -> tuple:
@@ -258,6 +275,7 @@ def _expire(table: Table, plan: _Plan, dry_run: bool,
     # What tags pin: their live data and changelog files, their lists and manifests.
     tag_data: set[tuple] = set()
     tag_changelog: set[tuple] = set()
+    tag_snaps: list[Snapshot] = []
     protected_meta: set[str] = set(_list_names(end_snap))
     for meta_list in _list_names(end_snap):
         protected_meta.update(m.file_name for m in _read_list(mio, meta_list))
@@ -266,6 +284,7 @@ def _expire(table: Table, plan: _Plan, dry_run: bool,
             tag = table.tags.snapshot(name)
         except NotFoundError:
             continue
+        tag_snaps.append(tag)
         tag_data |= _live_keys(mio, [tag.base_manifest_list, tag.delta_manifest_list], cache)
         if tag.changelog_manifest_list:
             tag_changelog |= _live_keys(mio, [tag.changelog_manifest_list], cache)
@@ -320,18 +339,33 @@ def _expire(table: Table, plan: _Plan, dry_run: bool,
             if list_name not in protected_meta:
                 meta_files[list_name] = sizes.get(list_name)
 
+    # (c') index manifests of [E, end) and their index files that end and the tags do not hold.
+    kept_index_manifests = {end_snap.index_manifest} | {t.index_manifest for t in tag_snaps}
+    kept_index_files: set[str] = set()
+    for name in kept_index_manifests:
+        kept_index_files.update(e.index_file.file_name for e in _read_index(table, name))
+    index_files: dict[str, int] = {}  # path -> size
+    for sid in sorted(expiring):
+        name = expiring[sid].index_manifest
+        if not name or name in kept_index_manifests or join(mio.dir, name) in index_files:
+            continue
+        for e in _read_index(table, name):
+            if e.index_file.file_name not in kept_index_files:
+                index_files[join(index_dir(table.path), e.index_file.file_name)] = e.index_file.file_size
+        index_files[join(mio.dir, name)] = 0
+
     expired_ids = sorted(expiring)
     bytes_deleted = sum(s for _, s in data_files) + sum(s for _, s in changelog_files) \
-        + sum(s or 0 for s in meta_files.values())
+        + sum(s or 0 for s in meta_files.values()) + sum(index_files.values())
     result = ExpireResult(table.name, expired_ids, E, end, len(data_files) + len(changelog_files),
-                          len(meta_files), bytes_deleted, dry_run)
+                          len(meta_files), bytes_deleted, dry_run, index_files_deleted=len(index_files))
     if dry_run:
         return result
 
     log.info("expiring snapshots %d..%d of %s (%d data, %d metadata files)", E, end - 1, table.name,
              len(data_files) + len(changelog_files), len(meta_files))
     doomed_paths = [p for p, _ in data_files] + [p for p, _ in changelog_files] \
-        + [join(mio.dir, n) for n in meta_files]
+        + [join(mio.dir, n) for n in meta_files] + list(index_files)
     # (d) snapshots last, oldest first: whatever survives a kill is a contiguous, still-describable tail.
     doomed_paths += [sm.path(sid) for sid in expired_ids]
     for done, path in enumerate(doomed_paths, 1):

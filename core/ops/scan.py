@@ -17,11 +17,10 @@ import pyarrow as pa
 
 from core import binary_row, stats
 from core.engines import EngineSettings, choose_engine
-from core.deletion_vectors import DeletionFile, deletion_files
+from core.deletion_vectors import snapshot_deletion_files, split_deletion_files
 from core.engines.local import LocalEngine
 from core.errors import UsageError
 from core.fileio import join
-from core.index_manifest import live_index_entries
 from core.kernels.read import ReadSplit
 from core.manifest import ManifestEntry, live_entries
 from core.predicate import ColumnRange, Predicate, parse_where
@@ -167,7 +166,7 @@ def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None
     if read_schema.core_options.plan_sort_partition:
         order.sort(key=lambda p: binary_row.sort_key(partition_values[p]))
     rank = {p: i for i, p in enumerate(order)}
-    vectors = snapshot_deletion_files(table, snapshot)
+    vectors = snapshot_deletion_files(table.file_io, table.path, snapshot)
     splits = []
     for (part, bucket) in sorted(groups, key=lambda pb: (rank[pb[0]], pb[1])):
         files = sorted(groups[(part, bucket)], key=lambda e: (e.file.min_sequence_number, e.file.file_name))
@@ -175,23 +174,6 @@ def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None
         splits.append(ReadSplit(part, bucket, directory, tuple(e.file for e in files), predicate=predicate,
                                 deletion_files=split_deletion_files(vectors, part, bucket, files)))
     return ScanPlan(snapshot, read_schema, schemas, tuple(splits), len(entries), pruned)
-
-
-def snapshot_deletion_files(table: Table, snapshot: Snapshot | None) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
-    """(partition, bucket) -> data file name -> its deletion vector, at ``snapshot``."""
-    if snapshot is None or not snapshot.index_manifest:
-        return {}
-    return deletion_files(live_index_entries(table.file_io, table.path, snapshot.index_manifest), table.path)
-
-
-def split_deletion_files(vectors: dict[tuple[bytes, int], dict[str, DeletionFile]], partition: bytes, bucket: int,
-                         entries: Iterable[ManifestEntry]) -> tuple[tuple[str, DeletionFile], ...]:
-    """The deletion vectors of a split's files, for ``ReadSplit.deletion_files``."""
-    bucket_vectors = vectors.get((partition, bucket))
-    if not bucket_vectors:
-        return ()
-    return tuple((e.file.file_name, bucket_vectors[e.file.file_name]) for e in entries
-                 if e.file.file_name in bucket_vectors)
 
 
 def read_batches(table: Table, scan_plan: ScanPlan, *, predicate: Predicate | None = None,

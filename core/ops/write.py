@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from core.commit import CommitMessage, FileStoreCommit, OverwriteSpec
+from core.deletion_vectors import snapshot_deletion_files, split_deletion_files
 from core.engines import EngineSettings, choose_engine
 from core.errors import NotFoundError, UsageError
 from core.ops.create import columns_from_arrow, create
@@ -63,8 +64,11 @@ def plan_job(table: Table, schema: TableSchema, row_kind_column: str | None, *, 
     if not needs_lookup(schema, overwrite):
         return WriteJob(table.path, schema, row_kind_column, starts, overwrite=overwrite)
     schemas = {sid: table.schemas.schema(sid) for sid in {f.file.schema_id for f in entries} | {schema.id}}
+    vectors = snapshot_deletion_files(table.file_io, table.path, latest)
+    deletions = {k: split_deletion_files(vectors, k[0], k[1], v) for k, v in files.items()}
     return WriteJob(table.path, schema, row_kind_column, starts,
-                    lookup_files={k: tuple(v) for k, v in files.items()}, schemas=schemas, overwrite=overwrite)
+                    lookup_files={k: tuple(v) for k, v in files.items()}, schemas=schemas, overwrite=overwrite,
+                    deletion_files={k: v for k, v in deletions.items() if v})
 
 
 def needs_lookup(schema: TableSchema, overwrite: bool) -> bool:

@@ -1,0 +1,221 @@
+"""Deletion vectors (``deletion-vectors.enabled=true``) against Java Paimon 1.0, the reference.
+
+Java writes primary-key tables whose updates and deletes live in deletion vectors (index files
+named by each snapshot's index manifest) and whose level-0 files batch reads skip; lakectl
+must read exactly what Java reads at every snapshot, and what lakectl writes, compacts and
+expires on such a table Java must read the same way and be able to continue.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from java_oracle import java_read, java_run, lakectl_rows
+from test_java_interop import assert_same_at_every_snapshot, open_table
+
+from core.deletion_vectors import read_index_file
+from core.index_manifest import DELETION_VECTORS, live_index_entries
+from core.ops.check import check
+from core.ops.tags import create_tag
+from core.table import Table
+
+pytestmark = [pytest.mark.interop, pytest.mark.java]
+
+FIELDS = [{"name": "id", "type": "INT NOT NULL"}, {"name": "v", "type": "STRING"},
+          {"name": "n", "type": "BIGINT"}, {"name": "dt", "type": "STRING NOT NULL"}]
+SCHEMA = pa.schema([("id", pa.int32()), ("v", pa.string()), ("n", pa.int64()), ("dt", pa.string())])
+
+
+def create_spec(partitioned: bool, **options: str) -> dict[str, Any]:
+    return {"fields": FIELDS, "primaryKeys": ["id", "dt"] if partitioned else ["id"],
+            "partitionKeys": ["dt"] if partitioned else [],
+            "options": {"bucket": "2", "deletion-vectors.enabled": "true", **options}}
+
+
+def dt_of(i: int, partitioned: bool) -> str:
+    return f"d{i % 2}" if partitioned else "d"
+
+
+def rows(ids: range | list[int], tag: str, partitioned: bool) -> list[list[Any]]:
+    return [[i, f"{tag}{i}", i * 10, dt_of(i, partitioned)] for i in ids]
+
+
+def three_commits(partitioned: bool) -> list[dict[str, Any]]:
+    """Inserts; updates and deletes; more inserts (the shape of issue 16)."""
+    updates = rows(range(0, 20), "u", partitioned) + rows(range(50, 55), "x", partitioned)
+    return [
+        {"op": "write", "rows": rows(range(60), "v", partitioned)},
+        {"op": "write", "rows": updates, "kinds": ["+U"] * 20 + ["-D"] * 5},
+        {"op": "write", "rows": rows(range(60, 79), "n", partitioned)},
+    ]
+
+
+def dv_cardinality(table: Table) -> int:
+    """Rows the latest snapshot's deletion vectors delete."""
+    snap = table.latest_snapshot()
+    total = 0
+    for e in live_index_entries(table.file_io, table.path, snap.index_manifest if snap else None):
+        if e.index_file.index_type == DELETION_VECTORS:
+            total += sum(len(b) for b in read_index_file(table.file_io, table.path, e.index_file).values())
+    return total
+
+
+@pytest.mark.parametrize("partitioned", [False, True], ids=["unpartitioned", "partitioned"])
+def test_java_dv_table_reads_as_java_at_every_snapshot(tmp_path: Path, partitioned: bool) -> None:
+    path = tmp_path / "wh" / "db.db" / "dv"
+    java_run(path, three_commits(partitioned), create=create_spec(partitioned))
+    table = open_table(path)
+    assert dv_cardinality(table) > 0, "the Java table should carry deletion vectors"
+    assert_same_at_every_snapshot(table, "Java DV table")
+    expected, _ = java_read(path)
+    assert len(expected) == 74
+    # A filter on a value column: row-group pruning and deletion vectors together.
+    assert lakectl_rows(table.scan(where="n >= 300")) == [r for r in expected if r[2] >= 300]
+    # The first snapshot is one APPEND of level-0 files only: Java's batch read shows nothing.
+    assert table.scan(snapshot_id=1).num_rows == 0
+
+
+def test_java_dv_table_after_java_full_compaction_and_expire(tmp_path: Path) -> None:
+    path = tmp_path / "wh" / "db.db" / "dv"
+    steps = three_commits(True) + [
+        {"op": "compact", "full": True},
+        {"op": "write", "rows": rows(range(70, 90), "w", True), "kinds": ["+U"] * 5 + ["-D"] * 5 + ["+I"] * 10},
+        {"op": "expire", "retain_max": 3, "retain_min": 3},
+    ]
+    java_run(path, steps, create=create_spec(True))
+    table = open_table(path)
+    assert assert_same_at_every_snapshot(table, "Java DV table after compaction and expire") == 3
+
+
+def test_lakectl_compacts_java_dv_table_and_java_continues(tmp_path: Path) -> None:
+    path = tmp_path / "wh" / "db.db" / "dv"
+    java_run(path, three_commits(True), create=create_spec(True))
+    table = open_table(path)
+    before, _ = java_read(path)
+    result = table.compact(full=True)
+    assert result.snapshot_id is not None
+    after, meta = java_read(path)
+    assert after == before and meta["latest_snapshot"] == result.snapshot_id
+    assert dv_cardinality(table) == 0, "a full compaction leaves no deletion vector behind"
+    assert_same_at_every_snapshot(table, "lakectl compaction of a Java DV table")
+    java_run(path, [{"op": "write", "rows": rows(range(0, 30, 3), "j", True), "kinds": ["+U", "-D"] * 5},
+                    {"op": "write", "rows": rows(range(95, 99), "k", True)}])
+    assert_same_at_every_snapshot(table, "Java after lakectl compaction")
+
+
+def test_lakectl_writes_into_java_dv_table(tmp_path: Path) -> None:
+    """lakectl's writes to a DV table become visible at once (their buckets are compacted,
+    as Java's writers do) and carry the deletion vectors of untouched buckets forward."""
+    path = tmp_path / "wh" / "db.db" / "dv"
+    java_run(path, three_commits(True), create=create_spec(True))
+    table = open_table(path)
+    data = pa.table([[1, 3, 100], ["l1", "l3", "l100"], [1, 3, 100], ["d1", "d1", "d0"]], schema=SCHEMA)
+    table.write(data)
+    expected, _ = java_read(path)
+    got = lakectl_rows(table.scan())
+    assert got == expected
+    assert [1, "l1", 1, "d1"] in got and [100, "l100", 100, "d0"] in got
+    assert_same_at_every_snapshot(table, "lakectl write into a Java DV table")
+    java_run(path, [{"op": "write", "rows": rows(range(0, 10), "j", True), "kinds": ["-D"] * 10}])
+    assert_same_at_every_snapshot(table, "Java after lakectl's write")
+
+
+def test_java_reads_lakectl_dv_table(tmp_path: Path) -> None:
+    """A DV table lakectl made and wrote: Java reads it as lakectl does and writes on."""
+    from test_lakectl_to_pypaimon import lakectl_table
+
+    table = lakectl_table(tmp_path, "mine", [("id", "INT"), ("v", "STRING"), ("n", "BIGINT"), ("dt", "STRING")],
+                          primary_keys=["id", "dt"], partition_keys=["dt"],
+                          options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    table.write(pa.table([list(range(30)), [f"a{i}" for i in range(30)], list(range(30)),
+                          [f"d{i % 2}" for i in range(30)]], schema=SCHEMA))
+    table.write(pa.table([list(range(0, 30, 4)), ["b"] * 8, [None] * 8, [f"d{i % 2}" for i in range(0, 30, 4)]],
+                         schema=SCHEMA))
+    assert_same_at_every_snapshot(table, "lakectl DV table")
+    java_run(table.path, [{"op": "write", "rows": rows(range(0, 12), "j", True), "kinds": ["+U", "-D"] * 6}])
+    assert dv_cardinality(table) > 0
+    assert_same_at_every_snapshot(table, "Java on a lakectl DV table")
+    table.write(pa.table([[5, 7], ["c5", "c7"], [5, 7], ["d1", "d1"]], schema=SCHEMA))
+    assert_same_at_every_snapshot(table, "lakectl after Java on a DV table")
+
+
+# ---- maintenance: expire, remove-orphan-files, rollback, check, files ----------------------
+def index_files_on_disk(table: Table) -> set[str]:
+    directory = Path(table.path) / "index"
+    return {p.name for p in directory.iterdir()} if directory.exists() else set()
+
+
+def index_files_of(table: Table, snapshot_ids: list[int]) -> set[str]:
+    names: set[str] = set()
+    for sid in snapshot_ids:
+        snap = table.snapshots.snapshot(sid)
+        names.update(e.index_file.file_name
+                     for e in live_index_entries(table.file_io, table.path, snap.index_manifest))
+    return names
+
+
+def many_dv_commits(path: Path) -> None:
+    steps = three_commits(False)
+    for round_ in range(3):
+        steps.append({"op": "write", "rows": rows(range(round_ * 7, round_ * 7 + 14), f"r{round_}-", False),
+                      "kinds": ["+U"] * 10 + ["-D"] * 4})
+    java_run(path, steps, create=create_spec(False))
+
+
+def test_lakectl_expire_deletes_only_unneeded_index_files(tmp_path: Path) -> None:
+    path = tmp_path / "wh" / "db.db" / "dv"
+    many_dv_commits(path)
+    table = open_table(path)
+    create_tag(table, "keep", snapshot_id=6)
+    before = index_files_on_disk(table)
+    tagged, _ = java_read(path, tag="keep")
+    result = table.expire(retain_max=2, retain_min=1, older_than="0s", max_deletes=100, dry_run=False)
+    assert result.snapshots_expired
+    retained = table.snapshots.list_ids()
+    assert len(retained) == 2
+    needed = index_files_of(table, retained) | {
+        e.index_file.file_name for e in live_index_entries(table.file_io, table.path,
+                                                           table.tags.snapshot("keep").index_manifest)}
+    on_disk = index_files_on_disk(table)
+    assert needed <= on_disk, "expire deleted an index file a retained snapshot or tag needs"
+    assert on_disk == needed, "expire left index files no retained snapshot or tag needs"
+    assert on_disk < before and result.index_files_deleted > 0
+    assert_same_at_every_snapshot(table, "Java DV table after lakectl expire")
+    assert lakectl_rows(table.scan(tag="keep")) == tagged == java_read(path, tag="keep")[0]
+    assert check(table).ok
+
+
+def test_orphans_rollback_check_and_files_on_java_dv_table(tmp_path: Path) -> None:
+    path = tmp_path / "wh" / "db.db" / "dv"
+    many_dv_commits(path)
+    table = open_table(path)
+    stray = Path(table.path) / "index" / "index-stray-0"
+    stray.write_bytes(b"\x01")
+    os.utime(stray, (0, 0))
+    before = index_files_on_disk(table)
+    removed = table.remove_orphan_files(older_than="0s", dry_run=False)
+    assert [Path(p).name for p in removed.paths] == ["index-stray-0"]
+    assert index_files_on_disk(table) == before - {"index-stray-0"}
+    assert_same_at_every_snapshot(table, "after remove-orphan-files")
+    # files: the rows each file's deletion vector deletes.
+    files = table.files()
+    assert any(f.deleted_rows for f in files)
+    assert sum(f.row_count - f.deleted_rows for f in files if f.level > 0) == len(java_read(path)[0])
+    # check verifies index manifests and index files.
+    assert check(table).ok
+    # rollback to an older snapshot: its deletion vectors come back with it.
+    target = table.snapshots.list_ids()[-3]
+    expected, _ = java_read(path, snapshot=target)
+    table.rollback(snapshot_id=target, dry_run=False)
+    got, meta = java_read(path)
+    assert meta["latest_snapshot"] == target and got == expected == lakectl_rows(table.scan())
+    assert check(table).ok
+    # A broken index file is a problem check names.
+    victim = sorted(index_files_of(table, [target]))[0]
+    (Path(table.path) / "index" / victim).write_bytes(b"\x01garbage")
+    problems = check(table).problems
+    assert any(p.kind == "index-file" and victim in p.path for p in problems)
