@@ -145,6 +145,15 @@ def snapshot_deletion_files(file_io: FileIO, table_path: str,
     return deletion_files(live_index_entries(file_io, table_path, snapshot.index_manifest), table_path)
 
 
+def bucket_index_files(file_io: FileIO, table_path: str, snapshot: Any) -> dict[tuple[bytes, int], IndexFileMeta]:
+    """(partition, bucket) -> its deletion-vector index file, at ``snapshot``."""
+    if snapshot is None or not snapshot.index_manifest:
+        return {}
+    return {(e.partition, e.bucket): e.index_file
+            for e in live_index_entries(file_io, table_path, snapshot.index_manifest)
+            if e.index_file.index_type == DELETION_VECTORS}
+
+
 def split_deletion_files(vectors: Mapping[tuple[bytes, int], Mapping[str, DeletionFile]], partition: bytes,
                          bucket: int, entries: Iterable[Any]) -> tuple[tuple[str, DeletionFile], ...]:
     """The deletion vectors of some files of one bucket (``ManifestEntry`` or ``DataFileMeta``),
@@ -156,5 +165,5 @@ def split_deletion_files(vectors: Mapping[tuple[bytes, int], Mapping[str, Deleti
     return tuple((n, bucket_vectors[n]) for n in names if n in bucket_vectors)
 
 
-__all__ = ["snapshot_deletion_files", "split_deletion_files", "DeletionFile", "MAGIC", "deleted_mask", "deletion_files", "deserialize", "read_index_file",
+__all__ = ["bucket_index_files", "snapshot_deletion_files", "split_deletion_files", "DeletionFile", "MAGIC", "deleted_mask", "deletion_files", "deserialize", "read_index_file",
            "read_vector", "serialize", "write_index_file"]

@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 import pyarrow as pa
 
 from core.commit import CommitMessage, FileStoreCommit
-from core.deletion_vectors import snapshot_deletion_files, split_deletion_files
+from core.deletion_vectors import bucket_index_files, snapshot_deletion_files, split_deletion_files
 from core.engines import EngineSettings, choose_engine
 from core.errors import CommitConflictError, UsageError
 from core.options import parse_int
@@ -137,18 +137,24 @@ def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, s
         if selected(values_of[e.partition]):
             groups.setdefault((e.partition, e.bucket), []).append(e)
     loaded: dict[int, TableSchema] = {schema.id: schema}
-    # With deletion vectors a bucket is read without merging (level 0 aside), so a partial
-    # compaction would leave older versions of the rewritten keys visible: lakectl compacts
-    # such buckets in full (Java's lookup compaction marks them in deletion vectors instead).
-    dv = schema.core_options.deletion_vectors_enabled
+    # With deletion vectors a bucket is read without merging (level 0 aside), so a universal
+    # pick would leave older versions of the rewritten keys visible. The compaction after a
+    # write (and a minor one) is Java's lookup compaction instead: level 0 moves up and the
+    # older versions it replaces are marked in deletion vectors (``lookup_compact_bucket``);
+    # a full compaction rewrites the bucket, its vectors applied, and drops them.
+    dv = schema.core_options.deletion_vectors_enabled and schema.has_primary_key
     universal = UniversalOptions.of(schema) if schema.has_primary_key and not full and not dv else None
     vectors = snapshot_deletion_files(table.file_io, table.path, snapshot)
+    lookup = dv and (level0_buckets or not full)
+    index_files = bucket_index_files(table.file_io, table.path, snapshot) if lookup else {}
     tasks = []
     if level0_buckets:
         groups = {pb: group for pb, group in groups.items() if any(e.file.level == 0 for e in group)}
     for (part, bucket), group in groups.items():
         task_level, picked, drop_deletes = level, False, True
-        if universal is not None:
+        if lookup:
+            files = tuple(e.file for e in group) if any(e.file.level == 0 for e in group) else ()
+        elif universal is not None:
             unit = pick_universal([e.file for e in group], universal)
             if unit is None:
                 continue
@@ -165,7 +171,8 @@ def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, s
             table_path=table.path, schema=schema, schemas={i: loaded[i] for i in sorted(needed)}, partition=part,
             partition_dir=schema.partition_dir(values_of[part]), bucket=bucket,
             total_buckets=group[0].total_buckets, files=files, output_level=task_level, picked=picked,
-            drop_deletes=drop_deletes, deletion_files=split_deletion_files(vectors, part, bucket, group)))
+            drop_deletes=drop_deletes, deletion_files=split_deletion_files(vectors, part, bucket, group),
+            lookup=lookup, index_file=index_files.get((part, bucket))))
     return CompactPlan(snapshot, schema, tuple(tasks))
 
 
