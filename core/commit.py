@@ -129,7 +129,8 @@ class FileStoreCommit:
         entries = self._delta_entries(messages, overwrite, live or [])
         changelog = [ManifestEntry(ADD, m.partition, m.bucket, m.total_buckets, f)
                      for m in messages for f in m.changelog_files]
-        if overwrite is None and not entries and not changelog:
+        index_changes = any(m.new_index_files or m.deleted_index_files for m in messages)
+        if overwrite is None and not entries and not changelog and not index_changes:
             return Success(latest) if latest else Retry("nothing to commit")
         self._check_conflicts(entries, live or [], latest)
 
@@ -210,10 +211,10 @@ class FileStoreCommit:
         if not changes and (not previous or not deleted):
             return previous
         live = live_index_entries(self.file_io, self.table_path, previous)
-        replaced = {e.bucket_key for e in changes}
+        replaced = {e.index_file.file_name for e in changes if e.kind == INDEX_DELETE}
         for e in live:
             gone = deleted.get((e.partition, e.bucket))
-            if e.index_file.index_type != DELETION_VECTORS or e.bucket_key in replaced or not gone:
+            if e.index_file.index_type != DELETION_VECTORS or e.index_file.file_name in replaced or not gone:
                 continue
             if not any(r.data_file in gone for r in e.index_file.dv_ranges or ()):
                 continue

@@ -3,8 +3,10 @@
 Each entry (Java's IndexManifestEntry) names one file under ``index/`` of one (partition,
 bucket): ``DELETION_VECTORS`` files (``core.deletion_vectors``) or ``HASH`` files of dynamic
 buckets. An index manifest is the whole live set, not a delta: a commit reads the previous
-snapshot's entries, applies its own (a DELETE removes the file of that bucket and type, an ADD
-replaces it; Java's CommonBucketCombiner) and writes every survivor as an ADD. Field names
+snapshot's entries, applies its own (a DELETE removes that file, an ADD adds one) and writes
+every survivor as an ADD. Java keeps one deletion-vector file per bucket (CommonBucketCombiner)
+except in unaware-bucket append tables, where each file stands alone (UnawareBucketCombiner);
+lakectl's commits always name the file they replace, so combining by file name serves both. Field names
 and types are exactly those Java Paimon 1.0 writes; ``_CARDINALITY`` of a deletion-vector
 range, which later Java versions add, is read when present.
 """
@@ -123,16 +125,16 @@ def live_index_entries(file_io: FileIO, table_path: str, name: str | None) -> li
 
 
 def combine(previous: Iterable[IndexManifestEntry], changes: Iterable[IndexManifestEntry]) -> list[IndexManifestEntry]:
-    """Java's CommonBucketCombiner: one file per (partition, bucket, index type); a DELETE
-    drops it, an ADD replaces it. Deletes apply before adds."""
-    live: dict[tuple[bytes, int, str], IndexManifestEntry] = {e.bucket_key: e for e in previous if e.kind == ADD}
+    """The live index files after ``changes``: a DELETE drops the file it names, an ADD adds
+    its file. Deletes apply before adds; order is kept (previous files first)."""
+    live: dict[str, IndexManifestEntry] = {e.index_file.file_name: e for e in previous if e.kind == ADD}
     changes = list(changes)
     for e in changes:
         if e.kind == DELETE:
-            live.pop(e.bucket_key, None)
+            live.pop(e.index_file.file_name, None)
     for e in changes:
         if e.kind == ADD:
-            live[e.bucket_key] = e
+            live[e.index_file.file_name] = e
     return list(live.values())
 
 
