@@ -212,6 +212,10 @@ class FileStoreCommit:
             return previous
         live = live_index_entries(self.file_io, self.table_path, previous)
         replaced = {e.index_file.file_name for e in changes if e.kind == INDEX_DELETE}
+        gone_index = replaced - {e.index_file.file_name for e in live}
+        if gone_index:
+            raise CommitConflictError(f"index file {sorted(gone_index)[0]} is no longer live (another commit "
+                                      "replaced the deletion vectors); nothing was committed")
         for e in live:
             gone = deleted.get((e.partition, e.bucket))
             if e.index_file.index_type != DELETION_VECTORS or e.index_file.file_name in replaced or not gone:

@@ -75,10 +75,6 @@ class IndexManifestEntry:
     bucket: int
     index_file: IndexFileMeta
 
-    @property
-    def bucket_key(self) -> tuple[bytes, int, str]:
-        return (self.partition, self.bucket, self.index_file.index_type)
-
     def to_avro(self) -> dict[str, Any]:
         f = self.index_file
         ranges = None if f.dv_ranges is None else [

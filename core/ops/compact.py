@@ -30,6 +30,7 @@ from core.engines import EngineSettings, choose_engine
 from core.errors import CommitConflictError, UsageError
 from core.options import parse_int
 from core.fileio import join
+from core.index_manifest import index_dir
 from core.kernels.compact import CompactTask, UniversalOptions, output_level, pick_files, pick_universal
 from core.manifest import ManifestEntry, live_entries
 from core.partition import render_value
@@ -289,6 +290,8 @@ def _discard_if_unreferenced(table: Table, commit_user: str, planned: Snapshot |
         if table.snapshots.exists(sid) and table.snapshots.snapshot(sid).commit_user == commit_user:
             return
     for m in messages:
+        for f in m.new_index_files:
+            table.file_io.delete_quietly(join(index_dir(table.path), f.file_name))
         if not m.compact_after:
             continue
         task_dir = _bucket_dir(table, m)

