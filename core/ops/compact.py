@@ -146,6 +146,12 @@ def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, s
     dv = schema.core_options.deletion_vectors_enabled and schema.has_primary_key
     universal = UniversalOptions.of(schema) if schema.has_primary_key and not full and not dv else None
     vectors = snapshot_deletion_files(table.file_io, table.path, snapshot)
+    if any(vectors.values()) and not schema.core_options.deletion_vectors_enabled:
+        # Java reads such a table as if the vectors were not there; compacting with them
+        # applied would change what it reads, without them would resurrect deleted rows.
+        raise UsageError(f"table {table.name} has deletion vectors but option deletion-vectors.enabled is "
+                         "false; lakectl does not compact it (set deletion-vectors.enabled=true to compact "
+                         "with the vectors applied)")
     lookup = dv and (level0_buckets or not full)
     index_files = bucket_index_files(table.file_io, table.path, snapshot) if lookup else {}
     tasks = []

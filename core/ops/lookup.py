@@ -358,7 +358,8 @@ def lookup(table: Table, keys: Sequence[str | Mapping[str, Any]], *, snapshot_id
         entries = [e for e in entries if e.file.level > 0]  # as a scan reads it
     planner = _Planner(table, read_schema, wanted)
     planned = _plan(planner, entries)
-    vectors = snapshot_deletion_files(table.file_io, table.path, snapshot)
+    vectors = snapshot_deletion_files(table.file_io, table.path, snapshot) \
+        if read_schema.core_options.deletion_vectors_enabled else {}  # as a scan reads it
     splits = []
     for s in planned:
         files = sorted(s.entries, key=lambda e: (e.file.min_sequence_number, e.file.file_name))

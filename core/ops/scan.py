@@ -166,7 +166,10 @@ def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None
     if read_schema.core_options.plan_sort_partition:
         order.sort(key=lambda p: binary_row.sort_key(partition_values[p]))
     rank = {p: i for i, p in enumerate(order)}
-    vectors = snapshot_deletion_files(table.file_io, table.path, snapshot)
+    # Java attaches deletion vectors to splits only while the option is on (turned off, a
+    # table reads as if it had none: merged, level 0 included).
+    vectors = snapshot_deletion_files(table.file_io, table.path, snapshot) \
+        if read_schema.core_options.deletion_vectors_enabled else {}
     splits = []
     for (part, bucket) in sorted(groups, key=lambda pb: (rank[pb[0]], pb[1])):
         files = sorted(groups[(part, bucket)], key=lambda e: (e.file.min_sequence_number, e.file.file_name))

@@ -64,7 +64,8 @@ def plan_job(table: Table, schema: TableSchema, row_kind_column: str | None, *, 
     if not needs_lookup(schema, overwrite):
         return WriteJob(table.path, schema, row_kind_column, starts, overwrite=overwrite)
     schemas = {sid: table.schemas.schema(sid) for sid in {f.file.schema_id for f in entries} | {schema.id}}
-    vectors = snapshot_deletion_files(table.file_io, table.path, latest)
+    vectors = snapshot_deletion_files(table.file_io, table.path, latest) \
+        if schema.core_options.deletion_vectors_enabled else {}  # as a scan reads it
     deletions = {k: split_deletion_files(vectors, k[0], k[1], v) for k, v in files.items()}
     return WriteJob(table.path, schema, row_kind_column, starts,
                     lookup_files={k: tuple(v) for k, v in files.items()}, schemas=schemas, overwrite=overwrite,

@@ -304,3 +304,19 @@ def test_incremental_between_on_java_dv_table(tmp_path: Path, producer: str) -> 
         assert got == expected, f"incremental-between {start},{end}"
         if producer == "none":
             assert got == []
+
+
+def test_deletion_vectors_turned_off_read_as_java_reads(tmp_path: Path) -> None:
+    """With deletion-vectors.enabled set back to false Java ignores the vectors (and reads
+    level 0 again): lakectl reads the same, and refuses to compact, naming the option."""
+    from core.errors import UsageError
+
+    path = tmp_path / "wh" / "db.db" / "dv"
+    java_run(path, three_commits(False) + [{"op": "set-option", "key": "deletion-vectors.enabled", "value": "false"}],
+             create=create_spec(False))
+    table = open_table(path)
+    expected, _ = java_read(path)
+    assert len(expected) == 75  # a deleted key whose -D went into a vector is back
+    assert lakectl_rows(table.scan()) == expected
+    with pytest.raises(UsageError, match="deletion-vectors.enabled"):
+        table.compact(full=True)
