@@ -18,10 +18,11 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
-from pyroaring import BitMap
+if TYPE_CHECKING:
+    from pyroaring import BitMap
 
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
@@ -42,6 +43,14 @@ class DeletionFile:
     cardinality: int | None = None
 
 
+def bitmap_class() -> type:
+    """pyroaring's BitMap, imported on first use: tables without deletion vectors (and Spark
+    executors reading them) never need pyroaring."""
+    from pyroaring import BitMap
+
+    return BitMap
+
+
 def serialize(bitmap: BitMap) -> bytes:
     """One vector's bytes (magic + portable RoaringBitmap), without length and checksum."""
     bitmap.run_optimize()
@@ -55,7 +64,7 @@ def deserialize(data: bytes, where: str) -> BitMap:
     if magic != MAGIC:
         raise CorruptMetadataError(f"deletion vector in {where} has magic number {magic}, expected {MAGIC}")
     try:
-        return BitMap.deserialize(data[4:])
+        return bitmap_class().deserialize(data[4:])
     except Exception as e:  # pyroaring raises ValueError or others on garbage
         raise CorruptMetadataError(f"cannot decode the deletion vector in {where}: {e}") from e
 
@@ -165,5 +174,6 @@ def split_deletion_files(vectors: Mapping[tuple[bytes, int], Mapping[str, Deleti
     return tuple((n, bucket_vectors[n]) for n in names if n in bucket_vectors)
 
 
-__all__ = ["bucket_index_files", "snapshot_deletion_files", "split_deletion_files", "DeletionFile", "MAGIC", "deleted_mask", "deletion_files", "deserialize", "read_index_file",
-           "read_vector", "serialize", "write_index_file"]
+__all__ = ["DeletionFile", "MAGIC", "bitmap_class", "bucket_index_files", "deleted_mask", "deletion_files",
+           "deserialize", "read_index_file", "read_vector", "serialize", "snapshot_deletion_files",
+           "split_deletion_files", "write_index_file"]

@@ -31,14 +31,14 @@ be dropped; otherwise -U/-D winners are kept so they still hide older versions o
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
-from pyroaring import BitMap
 
 from core.commit import CommitMessage
-from core.deletion_vectors import DeletionFile, deleted_mask, read_index_file, read_vector, write_index_file
+from core.deletion_vectors import (DeletionFile, bitmap_class, deleted_mask, read_index_file, read_vector,
+                                   write_index_file)
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
 from core.kernels.read import read_file
@@ -329,12 +329,13 @@ def lookup_compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
     after = write_files(merged, schema, task.bucket_dir, file_io, level=level, file_source=FILE_SOURCE_COMPACT,
                         measure_size=True)
     staying = {f.file_name for f in rest}
-    vectors: dict[str, BitMap] = {}
+    bitmap = bitmap_class()
+    vectors: dict[str, Any] = {}
     if task.index_file is not None:
         vectors = {n: b for n, b in read_index_file(file_io, task.table_path, task.index_file).items()
                    if n in staying}
     for name, positions in hits.items():
-        vectors[name] = vectors.get(name, BitMap()) | BitMap(positions.astype(np.uint32))
+        vectors[name] = vectors.get(name, bitmap()) | bitmap(positions.astype(np.uint32))
     new_index = write_index_file(file_io, task.table_path, vectors) if any(len(b) for b in vectors.values()) else None
     return CommitMessage(task.partition, task.bucket, task.total_buckets, compact_before=tuple(picked),
                          compact_after=tuple(after),

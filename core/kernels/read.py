@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyroaring import BitMap
 
 from core import binary_row
 from core.deletion_vectors import DeletionFile, deleted_mask, read_vector
@@ -114,7 +113,7 @@ def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fiel
 
 
 def _without_deleted(table: pa.Table, metadata: pq.FileMetaData, groups: list[int] | None,
-                     deleted: BitMap) -> pa.Table:
+                     deleted: Any) -> pa.Table:
     """``table`` (all row groups, or ``groups`` of them) minus the rows at deleted positions."""
     if not len(deleted):
         return table
