@@ -31,7 +31,8 @@ from core.errors import CommitConflictError, UsageError
 from core.options import parse_int
 from core.fileio import join
 from core.index_manifest import index_dir
-from core.kernels.compact import CompactTask, UniversalOptions, output_level, pick_files, pick_universal
+from core.kernels.compact import (CompactTask, UniversalOptions, in_sequence_order, output_level, pick_files,
+                                  pick_universal)
 from core.manifest import ManifestEntry, live_entries
 from core.partition import render_value
 from core.schema import TableSchema
@@ -168,6 +169,9 @@ def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, s
             files, task_level, picked, drop_deletes = unit.files, unit.output_level, True, unit.drop_deletes
         else:
             files = pick_files(schema, [e.file for e in group], level, full=full)
+            if dv and full and not files and split_deletion_files(vectors, part, bucket, group):
+                # Settled at the top level but with vectors: a full compaction applies them.
+                files, picked = in_sequence_order([e.file for e in group]), True
         if not files:
             continue
         for f in files:
