@@ -45,7 +45,7 @@ from core.kernels.read import read_file
 from core.kernels.changelog import changes, tagged_sort
 from core.kernels.merge import MergeEngine
 from core.index_manifest import IndexFileMeta
-from core.kernels.records import SEQUENCE_NUMBER, alive, key_columns_sorted
+from core.kernels.records import SEQUENCE_NUMBER, alive
 from core.kernels.write import write_changelog_files, write_files
 from core.manifest import FILE_SOURCE_COMPACT, DataFileMeta, sorted_runs
 from core.options import parse_int
@@ -311,7 +311,8 @@ def lookup_compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
     picked, rest, level = lookup_level0(files, schema.core_options.num_levels - 1)
     engine = MergeEngine.of(schema)
     keys = schema.trimmed_primary_keys
-    new = pa.concat_tables([engine.drop_ignored(_read(task, m, file_io, system_columns=True)) for m in picked])
+    new_parts = [engine.drop_ignored(_read(task, m, file_io, system_columns=True)) for m in picked]
+    new = pa.concat_tables(new_parts)
     wanted = new.select(keys).group_by(keys).aggregate([])
     old_parts, hits = [], {}
     for meta in rest:
@@ -324,10 +325,23 @@ def lookup_compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
         if found.num_rows:
             hits[meta.file_name] = found.column(_POSITION).to_numpy()
             old_parts.append(found.drop_columns([_POSITION]).select(new.column_names))
-    rows = pa.concat_tables([*(p.cast(new.schema) for p in old_parts), new])
-    merged = alive(engine.merge(key_columns_sorted(rows, keys, SEQUENCE_NUMBER)))
+    old = pa.concat_tables([p.cast(new.schema) for p in old_parts]) if old_parts else new.slice(0, 0)
+    # The state before: what the files that stay hold for these keys, and the picked runs
+    # above level 0; the level-0 records are what changed.
+    upper = [i for i, m in enumerate(picked) if m.level > 0]
+    if upper:
+        old = pa.concat_tables([old, *(new_parts[i] for i in upper)])
+        new = pa.concat_tables([new_parts[i] for i, m in enumerate(picked) if m.level == 0])
+    rows, is_old = tagged_sort(old, new, keys)
+    merged = alive(engine.merge(rows))
     after = write_files(merged, schema, task.bucket_dir, file_io, level=level, file_source=FILE_SOURCE_COMPACT,
                         measure_size=True)
+    changelog: list[DataFileMeta] = []
+    if schema.core_options.changelog_producer == "lookup":
+        log = changes(rows, is_old, engine, row_deduplicate=schema.core_options.changelog_row_deduplicate)
+        if log.num_rows:
+            changelog = write_files(log, schema, task.bucket_dir, file_io, level=level,
+                                    prefix=schema.core_options.changelog_file_prefix)
     staying = {f.file_name for f in rest}
     bitmap = bitmap_class()
     vectors: dict[str, Any] = {}
@@ -338,7 +352,7 @@ def lookup_compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
         vectors[name] = vectors.get(name, bitmap()) | bitmap(positions.astype(np.uint32))
     new_index = write_index_file(file_io, task.table_path, vectors) if any(len(b) for b in vectors.values()) else None
     return CommitMessage(task.partition, task.bucket, task.total_buckets, compact_before=tuple(picked),
-                         compact_after=tuple(after),
+                         compact_after=tuple(after), changelog_files=tuple(changelog),
                          new_index_files=(new_index,) if new_index is not None else (),
                          deleted_index_files=(task.index_file,) if task.index_file is not None else ())
 

@@ -131,8 +131,10 @@ def write_bucket(task: WriteTask, rows: pa.Table, file_io: FileIO) -> CommitMess
     elif producer == "lookup" and task.overwrite:
         log = overwrite_changelog(old_records(task, file_io), merged, engine,
                                   row_deduplicate=schema.core_options.changelog_row_deduplicate)
-    elif producer == "lookup":
+    elif producer == "lookup" and not schema.core_options.deletion_vectors_enabled:
         log = lookup_changelog(task, merged, engine, file_io)
+    # With deletion vectors the lookup compaction after the commit writes the changelog, at
+    # the level it compacts to, as Java's does (batch reads skip level 0, changelog included).
     else:
         log = None
     changelog = write_changelog_files(log, schema, task.bucket_dir, file_io) if log is not None else []

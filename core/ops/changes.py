@@ -84,6 +84,10 @@ def plan_changes(table: Table, start: int, end: int, *, streaming: bool = False)
         snap = table.snapshots.snapshot(sid)
         if source == "changelog":
             entries = read_entries(mio, [snap.changelog_manifest_list])
+            if read_schema.core_options.deletion_vectors_enabled and read_schema.has_primary_key and not streaming:
+                # Java's batch scan skips level 0 there, changelog files included (its lookup
+                # compactions write theirs at the level they compact to, as lakectl's do).
+                entries = [e for e in entries if e.file.level > 0]
         elif snap.commit_kind == COMPACT:
             continue
         else:
