@@ -302,7 +302,9 @@ def lookup_compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
     merge (so partial-update and aggregation fold onto it) and its row is marked deleted in
     that file's deletion vector instead of rewriting the file. Deletes are dropped from the
     output (nothing visible can hide below it: older versions are marked). The bucket's
-    index file is replaced by one holding the vectors of the files that stay."""
+    index file is replaced by one holding the vectors of the files that stay. With
+    ``changelog-producer=lookup`` the changelog of the level-0 records against that older
+    state is written here, at the output level, as Java's lookup compaction writes it."""
     schema = task.schema
     empty = CommitMessage(task.partition, task.bucket, task.total_buckets)
     files = in_sequence_order(task.files)
