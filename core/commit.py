@@ -17,9 +17,12 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from core.deletion_vectors import read_index_file, write_index_file
 from core.errors import CommitConflictError
 from core.fileio import FileIO
-from core.index_manifest import IndexManifestEntry, IndexManifestIO
+from core.index_manifest import ADD as INDEX_ADD
+from core.index_manifest import DELETE as INDEX_DELETE
+from core.index_manifest import DELETION_VECTORS, IndexFileMeta, IndexManifestEntry, IndexManifestIO, combine, index_dir
 from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestIO, live_entries
 from core.options import BATCH_COMMIT_IDENTIFIER
 from core.schema import SchemaManager, TableSchema
@@ -39,6 +42,9 @@ class CommitMessage:
     compact_before: tuple[DataFileMeta, ...] = ()
     compact_after: tuple[DataFileMeta, ...] = ()
     changelog_files: tuple[DataFileMeta, ...] = ()
+    # Index files of the bucket (deletion vectors): added, or replaced ones to drop.
+    new_index_files: tuple[IndexFileMeta, ...] = ()
+    deleted_index_files: tuple[IndexFileMeta, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +112,8 @@ class FileStoreCommit:
         """
         if overwrite is not None:
             kind = OVERWRITE
-        has_changes = any(m.new_files or m.compact_before or m.compact_after or m.changelog_files for m in messages)
+        has_changes = any(m.new_files or m.compact_before or m.compact_after or m.changelog_files
+                          or m.new_index_files or m.deleted_index_files for m in messages)
         if not has_changes and overwrite is None:
             return None
         self.file_io.check_atomic_create()  # refuse before writing manifests nobody would reference
@@ -144,12 +151,16 @@ class FileStoreCommit:
         entries = self._delta_entries(messages, overwrite, live or [])
         changelog = [ManifestEntry(ADD, m.partition, m.bucket, m.total_buckets, f)
                      for m in messages for f in m.changelog_files]
-        if overwrite is None and not entries and not changelog:
+        index_changes = any(m.new_index_files or m.deleted_index_files for m in messages)
+        if overwrite is None and not entries and not changelog and not index_changes:
             return Success(latest) if latest else Retry("nothing to commit")
         self._check_conflicts(entries, live or [], latest)
 
         written: list[str] = []
+        written_index: list[str] = []
         try:
+            index_manifest = self._index_manifest(messages, entries, latest, written, written_index,
+                                                  self._index_entries(index, overwrite, old_index))
             partition_types = [f.type for f in self.schema.partition_fields]
             delta_meta = self.manifests.write_manifest(entries, self.schema.id, partition_types) if entries else None
             if delta_meta:
@@ -162,9 +173,6 @@ class FileStoreCommit:
             written.append(base_name)
             delta_name, delta_size = self.manifests.write_manifest_list([delta_meta] if delta_meta else [])
             written.append(delta_name)
-            index_manifest = self.index_manifests.write_changes(old_index, self._index_entries(index, overwrite, old_index))
-            if index_manifest != old_index:
-                written.append(index_manifest)
             changelog_name = changelog_size = None
             if changelog:
                 changelog_meta = self.manifests.write_manifest(changelog, self.schema.id, partition_types)
@@ -172,7 +180,7 @@ class FileStoreCommit:
                 changelog_name, changelog_size = self.manifests.write_manifest_list([changelog_meta])
                 written.append(changelog_name)
         except Exception:
-            self._clean(written)  # nothing references these yet
+            self._clean(written, written_index)  # nothing references these yet
             raise
 
         delta_count = sum(e.file.row_count if e.kind == ADD else -e.file.row_count for e in entries)
@@ -204,10 +212,57 @@ class FileStoreCommit:
             # idempotence check finds it if it landed.
             return Retry(f"publishing snapshot-{new_id} failed ({e}); state unknown")
         if not published:
-            self._clean(written)  # another committer owns snapshot-{new_id}; ours are unreferenced
+            self._clean(written, written_index)  # another committer owns snapshot-{new_id}; ours are unreferenced
             return Retry(f"snapshot-{new_id} was taken by another writer")
         self.files_deleted = sum(1 for e in entries if e.kind == DELETE)
         return Success(snapshot)
+
+    def _index_manifest(self, messages: Sequence[CommitMessage], entries: list[ManifestEntry],
+                        latest: Snapshot | None, written: list[str], written_index: list[str],
+                        bucket_index: list[IndexManifestEntry]) -> str | None:
+        """The new snapshot's index manifest: the latest one, with ``bucket_index`` (a dynamic-
+        bucket write's HASH files, an overwrite's drops) and the messages' deletion-vector
+        files applied, and the deletion vectors of files this commit deletes dropped (a
+        bucket's index file is rewritten without them, or deleted when none is left)."""
+        previous = latest.index_manifest if latest else None
+        changes = list(bucket_index)
+        changes += [IndexManifestEntry(INDEX_DELETE, m.partition, m.bucket, f)
+                    for m in messages for f in m.deleted_index_files]
+        changes += [IndexManifestEntry(INDEX_ADD, m.partition, m.bucket, f)
+                    for m in messages for f in m.new_index_files]
+        deleted: dict[tuple[bytes, int], set[str]] = {}
+        for e in entries:
+            if e.kind == DELETE:
+                deleted.setdefault((e.partition, e.bucket), set()).add(e.file.file_name)
+        if not changes and (not previous or not deleted):
+            return previous
+        live = [e for e in self.index_manifests.read(previous) if e.kind == INDEX_ADD]
+        replaced = {f.file_name for m in messages for f in m.deleted_index_files}
+        gone_index = replaced - {e.index_file.file_name for e in live}
+        replaced |= {e.index_file.file_name for e in bucket_index if e.kind == INDEX_DELETE}
+        if gone_index:
+            raise CommitConflictError(f"index file {sorted(gone_index)[0]} is no longer live (another commit "
+                                      "replaced the deletion vectors); nothing was committed")
+        for e in live:
+            gone = deleted.get((e.partition, e.bucket))
+            if e.index_file.index_type != DELETION_VECTORS or e.index_file.file_name in replaced or not gone:
+                continue
+            if not any(r.data_file in gone for r in e.index_file.dv_ranges or ()):
+                continue
+            vectors = read_index_file(self.file_io, self.table_path, e.index_file)
+            kept = {name: bitmap for name, bitmap in vectors.items() if name not in gone}
+            changes.append(IndexManifestEntry(INDEX_DELETE, e.partition, e.bucket, e.index_file))
+            if kept:
+                meta = write_index_file(self.file_io, self.table_path, kept)
+                written_index.append(meta.file_name)
+                changes.append(IndexManifestEntry(INDEX_ADD, e.partition, e.bucket, meta))
+        if not changes:
+            return previous
+        # Deletion vectors of bucket-unaware (append) tables are matched by file name, as in Java.
+        bucket_unaware = self.schema.num_buckets == -1 and not self.schema.has_primary_key
+        name = self.index_manifests.write(combine(live, changes, bucket_unaware=bucket_unaware))
+        written.append(name)
+        return name
 
     def _delta_entries(self, messages: Sequence[CommitMessage], overwrite: OverwriteSpec | None,
                        live: list[ManifestEntry]) -> list[ManifestEntry]:
@@ -273,9 +328,11 @@ class FileStoreCommit:
         wait = min(self.max_retry_wait, self.min_retry_wait * (2 ** (attempt - 1)))
         time.sleep(wait + random.uniform(0, wait))
 
-    def _clean(self, names: list[str]) -> None:
+    def _clean(self, names: list[str], index_names: Sequence[str] = ()) -> None:
         for name in names:
             self.file_io.delete_quietly(f"{self.manifests.dir}/{name}")
+        for name in index_names:
+            self.file_io.delete_quietly(f"{index_dir(self.table_path)}/{name}")
 
 
 def next_watermark(new: int | None, latest: int | None) -> int | None:

@@ -23,8 +23,8 @@ from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
 from core.manifest import ADD, DELETE
 
-HASH_INDEX = "HASH"
-DELETION_VECTORS_INDEX = "DELETION_VECTORS"
+HASH_INDEX = HASH = "HASH"
+DELETION_VECTORS_INDEX = DELETION_VECTORS = "DELETION_VECTORS"
 INDEX_DIR = "index"
 
 _RANGE_RECORD = {
@@ -56,11 +56,14 @@ _CODECS = {"zstd": "zstandard", "zstandard": "zstandard", "snappy": "snappy", "d
 
 @dataclass(frozen=True, slots=True)
 class DeletionVectorRange:
-    """Where one data file's deletion vector lies in a deletion-vector index file."""
+    """Where one data file's deletion vector sits in an index file (``offset`` points at its
+    4-byte length; ``length`` counts the serialized vector). ``_CARDINALITY``, which later
+    Java versions add to a range, is read when present."""
 
     data_file: str
     offset: int
     length: int
+    cardinality: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +103,7 @@ class IndexManifestEntry:
     def from_avro(cls, d: dict[str, Any]) -> "IndexManifestEntry":
         raw = d.get("_DELETIONS_VECTORS_RANGES")
         ranges = None if raw is None else tuple(
-            DeletionVectorRange(r["f0"], r["f1"], r["f2"]) for r in raw if r is not None)
+            DeletionVectorRange(r["f0"], r["f1"], r["f2"], r.get("_CARDINALITY")) for r in raw if r is not None)
         meta = IndexFileMeta(d["_INDEX_TYPE"], d["_FILE_NAME"], d["_FILE_SIZE"], d["_ROW_COUNT"], ranges)
         return cls(d["_KIND"], d["_PARTITION"], d["_BUCKET"], meta)
 
@@ -201,3 +204,27 @@ def combine(previous: Iterable[IndexManifestEntry], changes: Iterable[IndexManif
 
 def index_file_names(entries: Iterable[IndexManifestEntry]) -> list[str]:
     return [e.index_file.file_name for e in entries]
+
+
+# ---- by table path (the readers and checkers of deletion vectors) -----------------------------
+def index_dir(table_path: str) -> str:
+    return join(table_path, INDEX_DIR)
+
+
+def new_index_file_name() -> str:
+    return f"index-{uuid.uuid4()}-0"
+
+
+def read_index_manifest(file_io: FileIO, table_path: str, name: str) -> list[IndexManifestEntry]:
+    """The entries of ``manifest/<name>``; a missing one is named as such."""
+    path = join(table_path, "manifest", name)
+    if not file_io.exists(path):
+        raise CorruptMetadataError(f"index manifest {path} named by a snapshot is missing")
+    return IndexManifestIO(file_io, table_path).read(name)
+
+
+def live_index_entries(file_io: FileIO, table_path: str, name: str | None) -> list[IndexManifestEntry]:
+    """The index files of a snapshot (its ``indexManifest``; none when it has none)."""
+    if not name:
+        return []
+    return [e for e in read_index_manifest(file_io, table_path, name) if e.kind == ADD]

@@ -268,9 +268,14 @@ class ManifestIO:
         self._counter += 1
         return name
 
+    @property
+    def avro_codec(self) -> str:
+        """fastavro's name for the table's manifest compression."""
+        return _CODECS.get(self.compression.lower(), "zstandard")
+
     def _write(self, schema: Any, records: Iterable[dict[str, Any]], name: str) -> int:
         buf = io.BytesIO()
-        fastavro.writer(buf, schema, records, codec=_CODECS.get(self.compression.lower(), "zstandard"))
+        fastavro.writer(buf, schema, records, codec=self.avro_codec)
         data = buf.getvalue()
         self.file_io.write_bytes(join(self.dir, name), data)
         return len(data)

@@ -25,7 +25,7 @@ SUPPORTED_VALUES = {
     "changelog-producer": {"none", "input", "lookup", "full-compaction"},
     "file.format": {"parquet"},
     "bucket-function.type": {"default"},
-    "deletion-vectors.enabled": {"false"},
+    "deletion-vectors.enabled": {"false", "true"},
     "write-mode": {"append-only", "change-log", "auto"},
 }
 
@@ -411,16 +411,11 @@ OPTION_RULES: tuple[OptionRule, ...] = (
 
 
 # ---- BEGIN in progress on other branches: delete each rule when its feature merges ----------
-def _deletion_vectors(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
-    return value.strip().lower() == "true"
-
-
 def _not_parquet(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
     return value.strip().lower() != "parquet"
 
 
 IN_PROGRESS_RULES: tuple[OptionRule, ...] = (
-    OptionRule("deletion-vectors.enabled", _RW, "rows deleted by deletion vectors would show", _deletion_vectors),
     OptionRule("file.format", _RW, "lakectl reads and writes Parquet data files only", _not_parquet),
 )
 # ---- END in progress on other branches ------------------------------------------------------

@@ -133,7 +133,7 @@ class TableStreamReader(DataSourceStreamReader):
             changelog = self.table.schemas.schema(snap.schema_id).core_options.changelog_producer != "none"
             if not reads_changes(snap, changelog, self.settings.read_overwrite):
                 continue
-            changes = plan_changes(self.table, sid - 1, sid)
+            changes = plan_changes(self.table, sid - 1, sid, streaming=True)
             schemas = {**changes.schemas, self.read_schema.id: self.read_schema}
             parts += [StreamPart(s, False, self.read_schema, schemas, self.table) for s in changes.splits]
         return parts

@@ -130,7 +130,7 @@ class FileCache:
         self._bytes = 0
         self._lock = threading.Lock()  # the local engine writes buckets on several threads
 
-    def get(self, key: tuple[str, int], load, budget: int) -> pa.Table:
+    def get(self, key: tuple, load, budget: int) -> pa.Table:
         with self._lock:
             hit = self._entries.get(key)
             if hit is not None:
@@ -169,8 +169,9 @@ def old_records(task: "WriteTask", file_io: FileIO, *, keys_of: pa.Table | None 
             continue
         path = meta.external_path or join(task.bucket_dir, meta.file_name)
         file_schema = (task.schemas or {}).get(meta.schema_id, schema)
-        table = LOOKUP_CACHE.get((path, schema.id), lambda: read_file(
-            path, meta, file_schema, list(schema.fields), file_io, system_columns=True), budget)
+        deletion = task.deletion(meta)
+        table = LOOKUP_CACHE.get((path, schema.id, deletion), lambda: read_file(
+            path, meta, file_schema, list(schema.fields), file_io, system_columns=True, deletion=deletion), budget)
         parts.append(_restrict(table, keys_of, keys) if keys_of is not None else table)
     empty = physical_records(schema).empty_table()
     old = pa.concat_tables([p.cast(empty.schema) for p in parts]) if parts else empty

@@ -31,17 +31,20 @@ be dropped; otherwise -U/-D winners are kept so they still hide older versions o
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from core.commit import CommitMessage
+from core.deletion_vectors import (DeletionFile, bitmap_class, deleted_mask, read_index_file, read_vector,
+                                   write_index_file)
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
 from core.kernels.read import read_file
 from core.kernels.changelog import changes, tagged_sort
 from core.kernels.merge import MergeEngine
+from core.index_manifest import IndexFileMeta
 from core.kernels.records import SEQUENCE_NUMBER, alive
 from core.kernels.write import write_changelog_files, write_files
 from core.manifest import FILE_SOURCE_COMPACT, DataFileMeta, sorted_runs
@@ -76,10 +79,23 @@ class CompactTask:
     # the kernel rewrites them as given instead of picking again.
     picked: bool = False
     drop_deletes: bool = True  # only when nothing older than the inputs lies below the output
+    # Deletion vectors of the files that have one: rows they mark are not rewritten (the
+    # commit then drops the vectors of the files it deletes).
+    deletion_files: tuple[tuple[str, DeletionFile], ...] = ()
+    # Deletion-vector lookup compaction (``lookup_compact_bucket``): ``files`` are all the
+    # bucket's live files and ``index_file`` its deletion-vector index file, if any.
+    lookup: bool = False
+    index_file: IndexFileMeta | None = None
 
     @property
     def bucket_dir(self) -> str:
         return join(self.table_path, self.partition_dir, f"bucket-{self.bucket}")
+
+    def deletion(self, meta: DataFileMeta) -> DeletionFile | None:
+        for name, deletion in self.deletion_files:
+            if name == meta.file_name:
+                return deletion
+        return None
 
 
 def output_level(schema: TableSchema) -> int:
@@ -241,6 +257,8 @@ def compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
     Raises:
         CorruptMetadataError: a data file is missing or unreadable, or its schema is unknown.
     """
+    if task.lookup:
+        return lookup_compact_bucket(task, file_io)
     schema = task.schema
     empty = CommitMessage(task.partition, task.bucket, task.total_buckets)
     files = in_sequence_order(task.files) if task.picked else pick_files(schema, task.files, task.output_level)
@@ -259,13 +277,97 @@ def compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
                          compact_before=files, compact_after=tuple(after), changelog_files=tuple(changelog))
 
 
-def _read(task: CompactTask, meta: DataFileMeta, file_io: FileIO, *, system_columns: bool) -> pa.Table:
+_POSITION = "__lakectl_position"
+
+
+def lookup_level0(files: Sequence[DataFileMeta], top: int) -> tuple[list[DataFileMeta], list[DataFileMeta], int]:
+    """Java's forced level-0 pick of a deletion-vector bucket: (files to rewrite, files that
+    stay, output level). The level-0 files, and with them every run up to the first level that
+    leaves a free level above it; the output goes right above the first run that stays, or to
+    the top level when none stays."""
+    picked = [f for f in files if f.level == 0]
+    rest = [f for f in files if f.level > 0]
+    levels = sorted({f.level for f in rest})
+    while levels and levels[0] - 1 < 1:
+        picked += [f for f in rest if f.level == levels[0]]
+        rest = [f for f in rest if f.level != levels[0]]
+        levels.pop(0)
+    return picked, rest, (levels[0] - 1 if levels else top)
+
+
+def lookup_compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
+    """Java's lookup compaction with deletion vectors: the bucket's level-0 files (and runs
+    without a free level above them) are merged into new files at a higher level; every key
+    they hold is looked up in the files that stay, the older record found there joins the
+    merge (so partial-update and aggregation fold onto it) and its row is marked deleted in
+    that file's deletion vector instead of rewriting the file. Deletes are dropped from the
+    output (nothing visible can hide below it: older versions are marked). The bucket's
+    index file is replaced by one holding the vectors of the files that stay. With
+    ``changelog-producer=lookup`` the changelog of the level-0 records against that older
+    state is written here, at the output level, as Java's lookup compaction writes it."""
+    schema = task.schema
+    empty = CommitMessage(task.partition, task.bucket, task.total_buckets)
+    files = in_sequence_order(task.files)
+    if not any(f.level == 0 for f in files):
+        return empty
+    picked, rest, level = lookup_level0(files, schema.core_options.num_levels - 1)
+    engine = MergeEngine.of(schema)
+    keys = schema.trimmed_primary_keys
+    new_parts = [engine.drop_ignored(_read(task, m, file_io, system_columns=True)) for m in picked]
+    new = pa.concat_tables(new_parts)
+    wanted = new.select(keys).group_by(keys).aggregate([])
+    old_parts, hits = [], {}
+    for meta in rest:
+        records = _read(task, meta, file_io, system_columns=True, apply_deletion=False)
+        records = records.append_column(_POSITION, pa.array(np.arange(records.num_rows, dtype=np.int64)))
+        deletion = task.deletion(meta)
+        if deletion is not None:
+            records = records.filter(pa.array(~deleted_mask(read_vector(file_io, deletion), records.num_rows)))
+        found = records.join(wanted, keys, join_type="left semi")
+        if found.num_rows:
+            hits[meta.file_name] = found.column(_POSITION).to_numpy()
+            old_parts.append(found.drop_columns([_POSITION]).select(new.column_names))
+    old = pa.concat_tables([p.cast(new.schema) for p in old_parts]) if old_parts else new.slice(0, 0)
+    # The state before: what the files that stay hold for these keys, and the picked runs
+    # above level 0; the level-0 records are what changed.
+    upper = [i for i, m in enumerate(picked) if m.level > 0]
+    if upper:
+        old = pa.concat_tables([old, *(new_parts[i] for i in upper)])
+        new = pa.concat_tables([new_parts[i] for i, m in enumerate(picked) if m.level == 0])
+    rows, is_old = tagged_sort(old, new, keys)
+    merged = alive(engine.merge(rows))
+    after = write_files(merged, schema, task.bucket_dir, file_io, level=level, file_source=FILE_SOURCE_COMPACT,
+                        measure_size=True)
+    changelog: list[DataFileMeta] = []
+    if schema.core_options.changelog_producer == "lookup":
+        log = changes(rows, is_old, engine, row_deduplicate=schema.core_options.changelog_row_deduplicate)
+        if log.num_rows:
+            changelog = write_files(log, schema, task.bucket_dir, file_io, level=level,
+                                    prefix=schema.core_options.changelog_file_prefix)
+    staying = {f.file_name for f in rest}
+    bitmap = bitmap_class()
+    vectors: dict[str, Any] = {}
+    if task.index_file is not None:
+        vectors = {n: b for n, b in read_index_file(file_io, task.table_path, task.index_file).items()
+                   if n in staying}
+    for name, positions in hits.items():
+        vectors[name] = vectors.get(name, bitmap()) | bitmap(positions.astype(np.uint32))
+    new_index = write_index_file(file_io, task.table_path, vectors) if any(len(b) for b in vectors.values()) else None
+    return CommitMessage(task.partition, task.bucket, task.total_buckets, compact_before=tuple(picked),
+                         compact_after=tuple(after), changelog_files=tuple(changelog),
+                         new_index_files=(new_index,) if new_index is not None else (),
+                         deleted_index_files=(task.index_file,) if task.index_file is not None else ())
+
+
+def _read(task: CompactTask, meta: DataFileMeta, file_io: FileIO, *, system_columns: bool,
+          apply_deletion: bool = True) -> pa.Table:
     file_schema = task.schemas.get(meta.schema_id)
     if file_schema is None:
         raise CorruptMetadataError(f"data file {meta.file_name} was written with schema {meta.schema_id}, "
                                    "which the compaction task does not carry")
     path = meta.external_path or join(task.bucket_dir, meta.file_name)
-    return read_file(path, meta, file_schema, list(task.schema.fields), file_io, system_columns=system_columns)
+    return read_file(path, meta, file_schema, list(task.schema.fields), file_io, system_columns=system_columns,
+                     deletion=task.deletion(meta) if apply_deletion else None)
 
 
 def _merged_rows(task: CompactTask, files: Sequence[DataFileMeta], file_io: FileIO, *,

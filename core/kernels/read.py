@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from core import binary_row
+from core.deletion_vectors import DeletionFile, deleted_mask, read_vector
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
 from core.kernels.records import KIND_NAMES, SEQUENCE_NUMBER, VALUE_KIND, alive, key_columns_sorted
@@ -42,10 +44,18 @@ class ReadSplit:
     # read, where that cannot change a key that passes (``_row_group_filter``). The caller
     # still filters the rows exactly.
     predicate: Predicate | None = None
+    # Deletion vectors of the files that have one: (data file name, where its vector is).
+    deletion_files: tuple[tuple[str, DeletionFile], ...] = ()
 
     @property
     def row_count(self) -> int:
         return sum(f.row_count for f in self.files)
+
+    def deletion(self, meta: DataFileMeta) -> DeletionFile | None:
+        for name, deletion in self.deletion_files:
+            if name == meta.file_name:
+                return deletion
+        return None
 
 
 def _file_columns(read_fields: Sequence[DataField], file_schema: TableSchema) -> dict[int, DataField]:
@@ -55,9 +65,11 @@ def _file_columns(read_fields: Sequence[DataField], file_schema: TableSchema) ->
 
 
 def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fields: Sequence[DataField],
-              file_io: FileIO, *, system_columns: bool, row_filter: Predicate | None = None) -> pa.Table:
+              file_io: FileIO, *, system_columns: bool, row_filter: Predicate | None = None,
+              deletion: DeletionFile | None = None) -> pa.Table:
     """Read one data file and present it in ``read_fields`` (plus seq/kind if asked); with a
-    ``row_filter``, only the row groups whose stats may satisfy it."""
+    ``row_filter``, only the row groups whose stats may satisfy it; with a ``deletion``
+    vector, without the rows it marks deleted."""
     mapping = _file_columns(read_fields, file_schema)
     wanted = [mapping[f.id].name for f in read_fields if f.id in mapping]
     if system_columns:
@@ -71,11 +83,14 @@ def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fiel
             with file_io.open_input(path) as fh:
                 parquet = pq.ParquetFile(io.BytesIO(fh.read()))
         with parquet:
+            groups = None
             if row_filter is None:
                 table = parquet.read(columns=wanted)
             else:
                 groups = matching_row_groups(parquet, row_filter, read_fields, mapping)
                 table = parquet.read_row_groups(groups, columns=wanted)
+            if deletion is not None:
+                table = _without_deleted(table, parquet.metadata, groups, read_vector(file_io, deletion))
     except FileNotFoundError as e:
         raise CorruptMetadataError(f"data file {path} listed in a manifest is missing") from e
     except (pa.ArrowInvalid, OSError) as e:
@@ -98,6 +113,18 @@ def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fiel
         columns += [pc.cast(table.column(SEQUENCE_NUMBER), pa.int64()), pc.cast(table.column(VALUE_KIND), pa.int8())]
         fields += [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())]
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def _without_deleted(table: pa.Table, metadata: pq.FileMetaData, groups: list[int] | None,
+                     deleted: Any) -> pa.Table:
+    """``table`` (all row groups, or ``groups`` of them) minus the rows at deleted positions."""
+    if not len(deleted):
+        return table
+    mask = deleted_mask(deleted, metadata.num_rows)
+    if groups is not None:
+        starts = np.cumsum([0] + [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)])
+        mask = np.concatenate([mask[starts[g]:starts[g + 1]] for g in groups]) if groups else mask[:0]
+    return table.filter(pa.array(~mask))
 
 
 # Types whose Parquet min/max come back from pyarrow in the form ``ColumnRange`` holds (that of
@@ -152,14 +179,14 @@ def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int,
         return read_changes(split, read_schema, schemas, file_io)
     read_fields = list(read_schema.fields)
     primary_key = read_schema.has_primary_key
-    if primary_key and sorted_runs(split.files) == 1:
+    if primary_key and (sorted_runs(split.files) == 1 or raw_convertible(split, read_schema)):
         return _read_sorted_run(split, read_schema, schemas, file_io)
     row_filter = _row_group_filter(split.predicate, read_schema if primary_key else None)
     parts = []
     for meta in split.files:
         path = meta.external_path or join(split.bucket_dir, meta.file_name)
         parts.append(read_file(path, meta, schemas[meta.schema_id], read_fields, file_io,
-                               system_columns=primary_key, row_filter=row_filter))
+                               system_columns=primary_key, row_filter=row_filter, deletion=split.deletion(meta)))
     empty = pa.schema([arrow_field(f).with_nullable(True) for f in read_fields])
     if not parts:
         return empty.empty_table()
@@ -184,12 +211,22 @@ def _row_group_filter(predicate: Predicate | None, merged: TableSchema | None) -
     return predicate if predicate.columns <= set(merged.primary_keys) else None
 
 
+def raw_convertible(split: ReadSplit, read_schema: TableSchema) -> bool:
+    """Java's rule (MergeTreeSplitGenerator) for reading a primary-key split without merging
+    in deletion-vector mode: every file says it has no delete rows (or says nothing). Level 0
+    is not read there, and the files left, their deletion vectors applied, hold each key once."""
+    return (read_schema.core_options.deletion_vectors_enabled
+            and all(f.delete_row_count is None or f.delete_row_count == 0 for f in split.files))
+
+
 def _read_sorted_run(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
                      file_io: FileIO) -> pa.Table:
     """A split that is one sorted run needs no merge (each key once, and a lone record passes
     unmerged); only its -U/-D records are dropped, and files without any skip even that.
     Files are read in key order, so the output is sorted by key like a merged split. Its rows
-    are final, so the split's condition may skip row groups whatever columns it reads."""
+    are final, so the split's condition may skip row groups whatever columns it reads.
+    Deletion-vector splits (``raw_convertible``) are read the same way, each file without the
+    rows its vector deletes."""
     read_fields = list(read_schema.fields)
     key_types = [f.type for f in read_schema.key_fields]
     files = sorted(split.files, key=lambda f: binary_row.sort_key(binary_row.decode(f.min_key, key_types)))
@@ -198,10 +235,12 @@ def _read_sorted_run(split: ReadSplit, read_schema: TableSchema, schemas: Mappin
         path = meta.external_path or join(split.bucket_dir, meta.file_name)
         deletes = meta.delete_row_count is None or meta.delete_row_count > 0
         part = read_file(path, meta, schemas[meta.schema_id], read_fields, file_io, system_columns=deletes,
-                         row_filter=split.predicate)
+                         row_filter=split.predicate, deletion=split.deletion(meta))
         if deletes:
             part = alive(part).select([f.name for f in read_fields])
         parts.append(part)
+    if not parts:
+        return pa.schema([arrow_field(f).with_nullable(True) for f in read_fields]).empty_table()
     return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
 

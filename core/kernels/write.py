@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 
 from core import binary_row, file_index, stats
 from core.commit import CommitMessage
+from core.deletion_vectors import DeletionFile
 from core.fileio import FileIO, join
 from core.kernels.records import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, key_columns_sorted, retract_kinds
 from core.kernels.changelog import lookup_changelog, old_records, overwrite_changelog, without_existing_keys
@@ -56,10 +57,18 @@ class WriteTask:
     lookup_files: tuple[DataFileMeta, ...] = ()
     schemas: dict[int, TableSchema] | None = field(default=None, hash=False)
     overwrite: bool = False  # the write replaces the bucket's records (INSERT OVERWRITE)
+    # Deletion vectors of lookup files: the rows they mark are not looked up.
+    deletion_files: tuple[tuple[str, DeletionFile], ...] = ()
 
     @property
     def bucket_dir(self) -> str:
         return join(self.table_path, self.partition_dir, f"bucket-{self.bucket}")
+
+    def deletion(self, meta: DataFileMeta) -> DeletionFile | None:
+        for name, deletion in self.deletion_files:
+            if name == meta.file_name:
+                return deletion
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +85,7 @@ class WriteJob:
     # Dynamic bucket mode: the driver's DynamicBucketAssigner (core.dynamic_bucket); the
     # local engine routes rows with it, in input order. None for fixed buckets.
     assigner: Any = field(default=None, compare=False, hash=False)
+    deletion_files: dict[tuple[bytes, int], tuple[tuple[str, DeletionFile], ...]] = field(default_factory=dict)
 
     def task_for(self, partition_values: tuple, bucket: int) -> WriteTask:
         """The WriteTask of one (partition, bucket) group."""
@@ -90,7 +100,7 @@ class WriteJob:
                          bucket=bucket, total_buckets=self.schema.num_buckets,
                          start_sequence=self.start_sequences.get((part, bucket), 0),
                          lookup_files=self.lookup_files.get((part, bucket), ()), schemas=self.schemas,
-                         overwrite=self.overwrite)
+                         overwrite=self.overwrite, deletion_files=self.deletion_files.get((part, bucket), ()))
 
 
 def local_wall_clock_millis() -> int:
@@ -126,8 +136,10 @@ def write_bucket(task: WriteTask, rows: pa.Table, file_io: FileIO) -> CommitMess
     elif producer == "lookup" and task.overwrite:
         log = overwrite_changelog(old_records(task, file_io), merged, engine,
                                   row_deduplicate=schema.core_options.changelog_row_deduplicate)
-    elif producer == "lookup":
+    elif producer == "lookup" and not schema.core_options.deletion_vectors_enabled:
         log = lookup_changelog(task, merged, engine, file_io)
+    # With deletion vectors the lookup compaction after the commit writes the changelog, at
+    # the level it compacts to, as Java's does (batch reads skip level 0, changelog included).
     else:
         log = None
     changelog = write_changelog_files(log, schema, task.bucket_dir, file_io) if log is not None else []

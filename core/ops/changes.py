@@ -5,7 +5,8 @@
 the snapshots' changelog files (exact -U/+U/-D/+I for ``lookup`` and ``full-compaction``,
 the input records for ``input``). Otherwise they come from the data files each APPEND or
 OVERWRITE snapshot added, with the row kinds they were stored with: the merged state each
-commit wrote, not a diff against the previous one. COMPACT snapshots add no changes of
+commit wrote, not a diff against the previous one; where batch reads skip level 0 (deletion
+vectors, first-row) those files are skipped here too, as Java's incremental-between does. COMPACT snapshots add no changes of
 their own; their changelog (full-compaction) is read like any other.
 
 Rows come out snapshot by snapshot, and within one snapshot per (partition, bucket) in file
@@ -56,8 +57,10 @@ def parse_between(text: str) -> tuple[int, int]:
     return int(parts[0]), int(parts[1])
 
 
-def plan_changes(table: Table, start: int, end: int) -> ChangesPlan:
-    """The files holding the changes of snapshots ``start+1 .. end``.
+def plan_changes(table: Table, start: int, end: int, *, streaming: bool = False) -> ChangesPlan:
+    """The files holding the changes of snapshots ``start+1 .. end``. A batch incremental read
+    skips level-0 files where batch scans do (``TableSchema.hides_level0``); a ``streaming``
+    one (following) reads them, as Java's streaming follow-up scans do.
 
     Raises:
         UsageError: start after end, or a negative id.
@@ -82,10 +85,18 @@ def plan_changes(table: Table, start: int, end: int) -> ChangesPlan:
         snap = table.snapshots.snapshot(sid)
         if source == "changelog":
             entries = read_entries(mio, [snap.changelog_manifest_list])
+            if read_schema.core_options.deletion_vectors_enabled and read_schema.has_primary_key and not streaming:
+                # Java's batch scan skips level 0 there, changelog files included (its lookup
+                # compactions write theirs at the level they compact to, as lakectl's do).
+                entries = [e for e in entries if e.file.level > 0]
         elif snap.commit_kind == COMPACT:
             continue
         else:
             entries = read_entries(mio, [snap.delta_manifest_list])
+            if read_schema.hides_level0 and not streaming:
+                # Java's incremental-between is a batch scan: with deletion vectors (or
+                # first-row) it skips level-0 files, which is every file an APPEND adds.
+                entries = [e for e in entries if e.file.level > 0]
         splits.extend(_splits(table, read_schema, [e for e in entries if e.kind == ADD], schemas))
     return ChangesPlan(start, end, source, read_schema, schemas, tuple(splits))
 
@@ -107,11 +118,12 @@ def _splits(table: Table, read_schema: TableSchema, entries: list[ManifestEntry]
 
 def changes(table: Table, start: int, end: int, *, select: Sequence[str] | None = None,
             where: str | None = None, limit: int | None = None,
-            engine_settings: EngineSettings | None = None) -> pa.Table:
+            engine_settings: EngineSettings | None = None, streaming: bool = False) -> pa.Table:
     """The changes of snapshots ``start+1 .. end``: ``_row_kind`` and the table's columns
-    (or ``select``), filtered by ``where``, at most ``limit`` rows."""
+    (or ``select``), filtered by ``where``, at most ``limit`` rows (``streaming``: see
+    ``plan_changes``)."""
     check_limit(limit)
-    plan = plan_changes(table, start, end)
+    plan = plan_changes(table, start, end, streaming=streaming)
     for name in select or ():
         plan.read_schema.field(name)  # raises UsageError naming the columns
     predicate = parse_where(where, plan.read_schema.fields) if where is not None else None

@@ -2,7 +2,9 @@
 
 Looks at every schema file, every snapshot and tag (its JSON, its schema, its manifest lists
 and manifests) and every file they reference (data files of each snapshot's live set, changelog
-files, with their recorded sizes), plus the LATEST/EARLIEST hints. Problems are collected, not
+files, with their recorded sizes), each snapshot's index manifest and the index files it lists
+(sizes; deletion-vector files decoded: version, lengths, checksums, bitmaps, and each vector
+naming a live data file and no position past its rows), plus the LATEST/EARLIEST hints. Problems are collected, not
 raised, so one run reports all of them; each names the file it is about.
 """
 
@@ -11,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.errors import CorruptMetadataError, LakectlError
+from core.deletion_vectors import read_index_file
 from core.fileio import join
+from core.index_manifest import DELETION_VECTORS, index_dir, live_index_entries
 from core.manifest import ADD, DataFileMeta, ManifestEntry, merge_entries
 from core.schema import TableSchema
 from core.snapshot import Snapshot
@@ -20,7 +24,8 @@ from core.table import Table
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    kind: str  # schema, snapshot, tag, manifest-list, manifest, data-file, changelog-file, hint
+    kind: str  # schema, snapshot, tag, manifest-list, manifest, data-file, changelog-file,
+    # index-manifest, index-file, hint
     path: str
     detail: str
 
@@ -68,7 +73,8 @@ def check(table: Table) -> CheckResult:
         result.tags += 1
         _check_snapshot(table, tag.snapshot, path, schemas, result, checked_files, manifest_cache)
     _check_hints(table, result)
-    result.manifests = sum(1 for k, v in manifest_cache.items() if v is not None and not k.startswith("list:"))
+    result.manifests = sum(1 for k, v in manifest_cache.items()
+                           if v is not None and not k.startswith(("list:", "index:")))
     result.files_checked = len(checked_files)
     result.ok = not result.problems
     return result
@@ -118,6 +124,59 @@ def _check_snapshot(table: Table, snap: Snapshot, path: str, schemas: dict[int, 
         for e in changelog or ():
             if e.kind == ADD:
                 _check_file(table, schema, e, "changelog-file", result, checked)
+    if snap.index_manifest:
+        live = None if data is None else {(e.partition, e.bucket, e.file.file_name): e.file.row_count
+                                           for e in merge_entries(data)}
+        _check_index(table, snap.index_manifest, live, result, checked, cache)
+
+
+def _check_index(table: Table, name: str, live: dict[tuple, int] | None, result: CheckResult,
+                 checked: dict[str, int], cache: dict[str, list | None]) -> None:
+    """An index manifest and its index files; deletion vectors must decode and fit live files."""
+    manifest_path = join(table.path, "manifest", name)
+    key = f"index:{name}"
+    if key not in cache:
+        try:
+            cache[key] = live_index_entries(table.file_io, table.path, name)
+        except (LakectlError, OSError) as e:
+            cache[key] = None
+            result.problems.append(Problem("index-manifest", manifest_path, str(e)))
+    for e in cache[key] or ():
+        meta = e.index_file
+        path = join(index_dir(table.path), meta.file_name)
+        if path not in checked:
+            try:
+                size = table.file_io.size(path)
+            except FileNotFoundError:
+                checked[path] = -1
+                result.problems.append(Problem("index-file", path, f"is missing (listed in {manifest_path})"))
+                continue
+            except (OSError, CorruptMetadataError) as err:
+                checked[path] = -1
+                result.problems.append(Problem("index-file", path, f"cannot be read: {err}"))
+                continue
+            checked[path] = size
+            if size != meta.file_size:
+                result.problems.append(Problem("index-file", path,
+                                               f"has {size} bytes, the index manifest records {meta.file_size}"))
+                continue
+        if checked[path] < 0 or meta.index_type != DELETION_VECTORS:
+            continue
+        try:
+            vectors = read_index_file(table.file_io, table.path, meta)
+        except (LakectlError, OSError) as err:
+            result.problems.append(Problem("index-file", path, str(err)))
+            continue
+        if live is None:
+            continue
+        for data_file, bitmap in vectors.items():
+            rows = live.get((e.partition, e.bucket, data_file))
+            if rows is None:
+                continue  # Java leaves vectors of replaced files until the bucket's next rewrite
+            if len(bitmap) and bitmap.max() >= rows:
+                result.problems.append(Problem("index-file", path,
+                                               f"deletes position {bitmap.max()} of {data_file}, "
+                                               f"which has {rows} rows"))
 
 
 def _entries(table: Table, lists: list[str | None], result: CheckResult,

@@ -25,11 +25,14 @@ from typing import Any, Callable, Mapping, Sequence
 import pyarrow as pa
 
 from core.commit import CommitMessage, FileStoreCommit
+from core.deletion_vectors import bucket_index_files, snapshot_deletion_files, split_deletion_files
 from core.engines import EngineSettings, choose_engine
 from core.errors import CommitConflictError, UsageError
 from core.options import WRITE, check_options, parse_int
 from core.fileio import join
-from core.kernels.compact import CompactTask, UniversalOptions, output_level, pick_files, pick_universal
+from core.index_manifest import index_dir
+from core.kernels.compact import (CompactTask, UniversalOptions, in_sequence_order, output_level, pick_files,
+                                  pick_universal)
 from core.manifest import ManifestEntry, live_entries
 from core.partition import render_value
 from core.schema import TableSchema
@@ -115,8 +118,10 @@ def partition_filter(schema: TableSchema, partitions: Sequence[Mapping[str, str]
 
 
 # ---- planning ----------------------------------------------------------------------------
-def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, str]] | None = None) -> CompactPlan:
-    """One CompactTask per (partition, bucket) of the latest snapshot that needs compaction."""
+def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, str]] | None = None,
+         level0_buckets: bool = False) -> CompactPlan:
+    """One CompactTask per (partition, bucket) of the latest snapshot that needs compaction;
+    with ``level0_buckets``, only the buckets that hold level-0 files (compacted in full)."""
     schema = table.schema
     check_options(schema, table.name, WRITE)
     selected = partition_filter(schema, partitions)
@@ -135,17 +140,39 @@ def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, s
         if selected(values_of[e.partition]):
             groups.setdefault((e.partition, e.bucket), []).append(e)
     loaded: dict[int, TableSchema] = {schema.id: schema}
-    universal = UniversalOptions.of(schema) if schema.has_primary_key and not full else None
+    # With deletion vectors a bucket is read without merging (level 0 aside), so a universal
+    # pick would leave older versions of the rewritten keys visible. The compaction after a
+    # write (and a minor one) is Java's lookup compaction instead: level 0 moves up and the
+    # older versions it replaces are marked in deletion vectors (``lookup_compact_bucket``);
+    # a full compaction rewrites the bucket, its vectors applied, and drops them.
+    dv = schema.core_options.deletion_vectors_enabled and schema.has_primary_key
+    universal = UniversalOptions.of(schema) if schema.has_primary_key and not full and not dv else None
+    vectors = snapshot_deletion_files(table.file_io, table.path, snapshot)
+    if any(vectors.values()) and not schema.core_options.deletion_vectors_enabled:
+        # Java reads such a table as if the vectors were not there; compacting with them
+        # applied would change what it reads, without them would resurrect deleted rows.
+        raise UsageError(f"table {table.name} has deletion vectors but option deletion-vectors.enabled is "
+                         "false; lakectl does not compact it (set deletion-vectors.enabled=true to compact "
+                         "with the vectors applied)")
+    lookup = dv and (level0_buckets or not full)
+    index_files = bucket_index_files(table.file_io, table.path, snapshot) if lookup else {}
     tasks = []
+    if level0_buckets:
+        groups = {pb: group for pb, group in groups.items() if any(e.file.level == 0 for e in group)}
     for (part, bucket), group in groups.items():
         task_level, picked, drop_deletes = level, False, True
-        if universal is not None:
+        if lookup:
+            files = tuple(e.file for e in group) if any(e.file.level == 0 for e in group) else ()
+        elif universal is not None:
             unit = pick_universal([e.file for e in group], universal)
             if unit is None:
                 continue
             files, task_level, picked, drop_deletes = unit.files, unit.output_level, True, unit.drop_deletes
         else:
             files = pick_files(schema, [e.file for e in group], level, full=full)
+            if dv and full and not files and split_deletion_files(vectors, part, bucket, group):
+                # Settled at the top level but with vectors: a full compaction applies them.
+                files, picked = in_sequence_order([e.file for e in group]), True
         if not files:
             continue
         for f in files:
@@ -156,14 +183,15 @@ def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, s
             table_path=table.path, schema=schema, schemas={i: loaded[i] for i in sorted(needed)}, partition=part,
             partition_dir=schema.partition_dir(values_of[part]), bucket=bucket,
             total_buckets=group[0].total_buckets, files=files, output_level=task_level, picked=picked,
-            drop_deletes=drop_deletes))
+            drop_deletes=drop_deletes, deletion_files=split_deletion_files(vectors, part, bucket, group),
+            lookup=lookup, index_file=index_files.get((part, bucket))))
     return CompactPlan(snapshot, schema, tuple(tasks))
 
 
 # ---- the operation -----------------------------------------------------------------------
 def compact(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, str]] | None = None,
             dry_run: bool = False, engine: Any = None,
-            engine_settings: EngineSettings | None = None) -> CompactResult:
+            engine_settings: EngineSettings | None = None, level0_buckets: bool = False) -> CompactResult:
     """Compact the table's buckets (all, or those of ``partitions``) as one COMPACT snapshot.
 
     Args:
@@ -175,6 +203,7 @@ def compact(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str
         dry_run: plan only; report what would be rewritten, write nothing.
         engine: an engine object with ``compact(tasks, file_io)``; None picks one by data size.
         engine_settings: how to pick the engine when ``engine`` is None.
+        level0_buckets: only the buckets that hold level-0 files, each in full.
 
     Returns:
         What was (or, for a dry run, would be) rewritten; ``snapshot_id`` None if nothing was.
@@ -184,7 +213,7 @@ def compact(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str
         CommitConflictError: another commit removed input files (or changed the schema)
             before this one landed; nothing was committed.
     """
-    compaction = plan(table, full=full, partitions=partitions)
+    compaction = plan(table, full=full or level0_buckets, partitions=partitions, level0_buckets=level0_buckets)
     tasks = list(compaction.tasks)
     bytes_in = sum(f.file_size for t in tasks for f in t.files)
     if dry_run or not tasks:
@@ -252,7 +281,11 @@ def compact_after_commit(table: Table, engine: Any) -> CompactResult | None:
     full = full_compaction_due(table)
     if not full and not table.schema.has_primary_key:
         return None  # append buckets are merged by `lakectl compact`, not after every write
-    result = compact(table, full=full, engine=engine)
+    # Where batch reads hide level 0 (first-row, deletion vectors), the written buckets are
+    # compacted at once, as Java's lookup writers force level 0 up at every commit; until
+    # then the write would be invisible.
+    level0 = not full and table.schema.hides_level0
+    result = compact(table, full=full, engine=engine, level0_buckets=level0)
     return result if result.snapshot_id is not None else None
 
 
@@ -268,6 +301,8 @@ def _discard_if_unreferenced(table: Table, commit_user: str, planned: Snapshot |
         if table.snapshots.exists(sid) and table.snapshots.snapshot(sid).commit_user == commit_user:
             return
     for m in messages:
+        for f in m.new_index_files:
+            table.file_io.delete_quietly(join(index_dir(table.path), f.file_name))
         if not m.compact_after:
             continue
         task_dir = _bucket_dir(table, m)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core import binary_row
+from core.deletion_vectors import read_vector, snapshot_deletion_files
 from core.manifest import live_entries
 from core.partition import partition_spec_text
 from core.table import Table
@@ -123,6 +124,7 @@ class FileInfo:
     max_sequence_number: int
     schema_id: int
     file_name: str
+    deleted_rows: int = 0  # rows the file's deletion vector marks deleted (deletion-vectors.enabled)
 
 
 def live_files(table: Table, snapshot_id: int | None = None) -> list[FileInfo]:
@@ -139,11 +141,17 @@ def live_files(table: Table, snapshot_id: int | None = None) -> list[FileInfo]:
     types = [f.type for f in fields]
     decoded: dict[bytes, dict[str, Any]] = {}
     out = []
+    vectors = snapshot_deletion_files(table.file_io, table.path, snap)
     for e in live_entries(table.manifests(), snap):
         if e.partition not in decoded:
             decoded[e.partition] = partition_spec_text(binary_row.decode(e.partition, types), fields)
         f = e.file
+        deletion = vectors.get((e.partition, e.bucket), {}).get(f.file_name)
+        deleted = 0
+        if deletion is not None:
+            deleted = deletion.cardinality if deletion.cardinality is not None \
+                else len(read_vector(table.file_io, deletion))
         out.append(FileInfo(decoded[e.partition], e.bucket, f.level, f.row_count, f.file_size,
-                            f.min_sequence_number, f.max_sequence_number, f.schema_id, f.file_name))
+                            f.min_sequence_number, f.max_sequence_number, f.schema_id, f.file_name, deleted))
     out.sort(key=lambda i: (tuple(str(v) for v in i.partition.values()), i.bucket, i.level, i.file_name))
     return out

@@ -74,6 +74,7 @@ class ExpireResult:
     bytes_deleted: int
     dry_run: bool
     consumers_expired: list[str] = field(default_factory=list)  # by consumer.expiration-time
+    index_files_deleted: int = 0  # index manifests and the index files (deletion vectors, hash) under index/
 
 
 def duration_millis(text: str, what: str = "duration") -> int:
@@ -375,9 +376,9 @@ def _expire(table: Table, plan: _Plan, dry_run: bool,
     expired_ids = sorted(expiring)
     bytes_deleted = sum(s for _, s in data_files) + sum(s for _, s in changelog_files) \
         + sum(s or 0 for s in meta_files.values()) + sum(index_files.values())
-    # Index files and index manifests count as metadata files.
     result = ExpireResult(table.name, expired_ids, E, end, len(data_files) + len(changelog_files),
-                          len(meta_files) + len(index_files) + len(index_manifests), bytes_deleted, dry_run)
+                          len(meta_files), bytes_deleted, dry_run,
+                          index_files_deleted=len(index_files) + len(index_manifests))
     if dry_run:
         return result
 

@@ -283,7 +283,7 @@ def _change_rows(table: Table, snapshot_id: int, select: Sequence[str] | None, w
     from core.ops.changes import changes
 
     return changes(table, snapshot_id - 1, snapshot_id, select=select, where=where,
-                   engine_settings=engine_settings)
+                   engine_settings=engine_settings, streaming=True)
 
 
 __all__ = ["ChangeBatch", "FollowSettings", "FollowStart", "SCAN_MODES", "SNAPSHOT_ID_COLUMN", "follow",

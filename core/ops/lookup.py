@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 
 from core import binary_row
 from core.bucket import bucket_from_hash, hash_bytes
+from core.deletion_vectors import snapshot_deletion_files, split_deletion_files
 from core.engines.local import LocalEngine
 from core.errors import UsageError
 from core.fileio import join
@@ -355,13 +356,18 @@ def lookup(table: Table, keys: Sequence[str | Mapping[str, Any]], *, snapshot_id
     if snapshot is None:
         return _result(schema.empty_table(), wanted, set(), [], [])
     entries = live_entries(table.manifests(), snapshot)
+    if read_schema.hides_level0:
+        entries = [e for e in entries if e.file.level > 0]  # as a scan reads it
     planner = _Planner(table, read_schema, wanted)
     planned = _plan(planner, entries)
+    vectors = snapshot_deletion_files(table.file_io, table.path, snapshot) \
+        if read_schema.core_options.deletion_vectors_enabled else {}  # as a scan reads it
     splits = []
     for s in planned:
         files = sorted(s.entries, key=lambda e: (e.file.min_sequence_number, e.file.file_name))
         directory = join(table.path, read_schema.partition_dir(s.values), f"bucket-{s.bucket}")
-        splits.append(ReadSplit(s.partition, s.bucket, directory, tuple(e.file for e in files)))
+        splits.append(ReadSplit(s.partition, s.bucket, directory, tuple(e.file for e in files),
+                                deletion_files=split_deletion_files(vectors, s.partition, s.bucket, files)))
     columns = read_schema.trimmed_primary_keys
     found: set[int] = set()
     pieces, order = [], []

@@ -16,17 +16,15 @@ A crash part-way is harmless: every deleted file was unreferenced, and a rerun f
 
 from __future__ import annotations
 
-import io
 import logging
 import posixpath
 import time
 from dataclasses import dataclass
 
-import fastavro
-
 from core.engines import ProgressCallback
-from core.errors import CorruptMetadataError, NotFoundError
+from core.errors import NotFoundError
 from core.fileio import FileStatus, join
+from core.index_manifest import read_index_manifest
 from core.manifest import ManifestEntry, ManifestIO, merge_entries
 from core.options import EXPIRE, check_options, parse_duration
 from core.snapshot import Snapshot
@@ -88,19 +86,11 @@ def referenced_files(table: Table) -> set[str]:
                     names.update(entry.file.extra_files)
         if snap.index_manifest and snap.index_manifest not in names:
             names.add(snap.index_manifest)
-            names.update(_index_files(mio, snap.index_manifest))
+            names.update(e.index_file.file_name for e in read_index_manifest(mio.file_io, table.path,
+                                                                             snap.index_manifest))
         if snap.statistics:
             names.add(snap.statistics)
     return names
-
-
-def _index_files(mio: ManifestIO, name: str) -> list[str]:
-    """File names in an index manifest (HASH / deletion-vector files under ``index/``)."""
-    path = join(mio.dir, name)
-    try:
-        return [r["_FILE_NAME"] for r in fastavro.reader(io.BytesIO(mio.file_io.read_bytes(path)))]
-    except (ValueError, KeyError, TypeError) as e:
-        raise CorruptMetadataError(f"cannot decode index manifest {path}: {e}") from e
 
 
 def _is_candidate(table_path: str, status: FileStatus) -> bool:

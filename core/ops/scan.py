@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from core import binary_row, file_index, stats
 from core.engines import EngineSettings, choose_engine
+from core.deletion_vectors import snapshot_deletion_files, split_deletion_files
 from core.engines.local import LocalEngine
 from core.errors import CorruptMetadataError, UsageError
 from core.fileio import join
@@ -198,11 +199,16 @@ def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None
     if read_schema.core_options.plan_sort_partition:
         order.sort(key=lambda p: binary_row.sort_key(partition_values[p]))
     rank = {p: i for i, p in enumerate(order)}
+    # Java attaches deletion vectors to splits only while the option is on (turned off, a
+    # table reads as if it had none: merged, level 0 included).
+    vectors = snapshot_deletion_files(table.file_io, table.path, snapshot) \
+        if read_schema.core_options.deletion_vectors_enabled else {}
     splits = []
     for (part, bucket) in sorted(groups, key=lambda pb: (rank[pb[0]], pb[1])):
         files = sorted(groups[(part, bucket)], key=lambda e: (e.file.min_sequence_number, e.file.file_name))
         directory = join(table.path, read_schema.partition_dir(partition_values[part]), f"bucket-{bucket}")
-        splits.append(ReadSplit(part, bucket, directory, tuple(e.file for e in files), predicate=predicate))
+        splits.append(ReadSplit(part, bucket, directory, tuple(e.file for e in files), predicate=predicate,
+                                deletion_files=split_deletion_files(vectors, part, bucket, files)))
     return ScanPlan(snapshot, read_schema, schemas, tuple(splits), len(entries), pruned)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from core.commit import CommitMessage, FileStoreCommit, IndexChanges, OverwriteSpec
+from core.deletion_vectors import snapshot_deletion_files, split_deletion_files
 from core.dynamic_bucket import DynamicBucketAssigner, check_writable, is_dynamic
 from core.engines import EngineSettings, choose_engine
 from core.errors import NotFoundError, UsageError
@@ -72,9 +73,12 @@ def plan_job(table: Table, schema: TableSchema, row_kind_column: str | None, *, 
     if not needs_lookup(schema, overwrite):
         return WriteJob(table.path, schema, row_kind_column, starts, overwrite=overwrite, assigner=assigner)
     schemas = {sid: table.schemas.schema(sid) for sid in {f.file.schema_id for f in entries} | {schema.id}}
+    vectors = snapshot_deletion_files(table.file_io, table.path, latest) \
+        if schema.core_options.deletion_vectors_enabled else {}  # as a scan reads it
+    deletions = {k: split_deletion_files(vectors, k[0], k[1], v) for k, v in files.items()}
     return WriteJob(table.path, schema, row_kind_column, starts,
                     lookup_files={k: tuple(v) for k, v in files.items()}, schemas=schemas, overwrite=overwrite,
-                    assigner=assigner)
+                    assigner=assigner, deletion_files={k: v for k, v in deletions.items() if v})
 
 
 def needs_lookup(schema: TableSchema, overwrite: bool) -> bool:

@@ -21,7 +21,8 @@ def register(app: typer.Typer) -> None:
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
-        """List live data files: partition, bucket, level, rows, size, sequence range, schema, name.
+        """List live data files: partition, bucket, level, rows, size, sequence range, schema, name,
+        and the rows each file's deletion vector deletes (tables with deletion-vectors.enabled).
 
         Example:
 

@@ -121,7 +121,7 @@ def test_files(tmp_path: Path, table: Table) -> None:
     files = ok_json(cli(tmp_path, "files", "db.t", "-f", "json"))
     assert sorted((f["partition"]["dt"], f["row_count"]) for f in files) == [("x", 1), ("x", 1), ("y", 1)]
     assert set(files[0]) == {"partition", "bucket", "level", "row_count", "file_size", "min_sequence_number",
-                             "max_sequence_number", "schema_id", "file_name"}
+                             "max_sequence_number", "schema_id", "file_name", "deleted_rows"}
     for f in files:
         assert (tmp_path / "wh" / "db.db" / "t" / f"dt={f['partition']['dt']}" / f"bucket-{f['bucket']}"
                 / f["file_name"]).stat().st_size == f["file_size"]

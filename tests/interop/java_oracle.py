@@ -72,7 +72,8 @@ def _without_logging_noise(stderr: str) -> str:
 
 
 def java_read(table_path: str | os.PathLike[str], *, snapshot: int | None = None, tag: str | None = None,
-              equal: tuple[str, Any] | None = None) -> tuple[list[list[Any]], dict[str, Any]]:
+              equal: tuple[str, Any] | None = None, incremental_between: tuple[int, int] | None = None,
+              with_kind: bool = False) -> tuple[list[list[Any]], dict[str, Any]]:
     """Read a table as Java Paimon's batch reader does.
 
     Args:
@@ -81,6 +82,8 @@ def java_read(table_path: str | os.PathLike[str], *, snapshot: int | None = None
         equal: ``(column, value)``: read with Java's filter ``column = value`` (the value in the
             normal form); Java prunes files by stats and file indexes with it, and the rows
             are filtered exactly here, as a caller of Java's reader would.
+        incremental_between: ``(start, end)``: Java's ``incremental-between`` batch read.
+        with_kind: each row starts with its row kind (+I, -U, +U, -D).
 
     Returns:
         The rows in the normal form, sorted, and the meta line (``rows``, ``latest_snapshot``,
@@ -93,11 +96,15 @@ def java_read(table_path: str | os.PathLike[str], *, snapshot: int | None = None
         args += ["--tag", tag]
     if equal is not None:
         args += ["--filter-equal", equal[0], json.dumps(equal[1])]
+    if incremental_between is not None:
+        args += ["--incremental-between", f"{incremental_between[0]},{incremental_between[1]}"]
+    if with_kind:
+        args.append("--with-kind")
     lines = _java(args)
     meta = json.loads(lines[-1])["meta"]
     rows = [json.loads(line) for line in lines[:-1]]
     if equal is not None:
-        index = meta["columns"].index(equal[0])
+        index = meta["columns"].index(equal[0]) + (1 if with_kind else 0)
         rows = [r for r in rows if r[index] == equal[1]]
     return sort_rows(rows), meta
 

@@ -4,9 +4,11 @@
 // against the Paimon bundle that the PyPI package paimon-python-ali ships. It never runs
 // inside lakectl: tests call it and compare its answers with lakectl's.
 //
-//   read <table-path> [--snapshot N | --tag NAME] [--filter-equal COLUMN JSON-VALUE]
+//   read <table-path> [--snapshot N | --tag NAME | --incremental-between A,B] [--filter-equal COLUMN JSON-VALUE]
+//        [--with-kind]
 //       Prints each row as a JSON array (values in the normal form below), one per line, then
-//       a last line {"meta": {...}} with the row count and the snapshot that was read.
+//       a last line {"meta": {...}} with the row count and the snapshot that was read. With
+//       --with-kind each row starts with its row kind ("+I", "-U", "+U", "-D").
 //   run <spec.json>
 //       Creates a table (optional "create"), then runs "steps" in order (write, compact,
 //       expire, tag, set-option). Prints {"meta": {...}} with the snapshot after each step.
@@ -112,6 +114,7 @@ public class JavaPaimonOracle {
         Map<String, String> travel = new HashMap<>();
         String filterColumn = null;
         JsonNode filterValue = null;
+        boolean withKind = false;
         for (int i = 2; i < args.length; i++) {
             switch (args[i]) {
                 case "--snapshot":
@@ -119,6 +122,12 @@ public class JavaPaimonOracle {
                     break;
                 case "--tag":
                     travel.put("scan.tag-name", args[++i]);
+                    break;
+                case "--incremental-between":
+                    travel.put("incremental-between", args[++i]);
+                    break;
+                case "--with-kind":
+                    withKind = true;
                     break;
                 case "--filter-equal":
                     filterColumn = args[++i];
@@ -147,7 +156,11 @@ public class JavaPaimonOracle {
             while ((batch = reader.readBatch()) != null) {
                 InternalRow row;
                 while ((row = batch.next()) != null) {
-                    out.append(JSON.writeValueAsString(rowToJson(row, rowType))).append('\n');
+                    ArrayNode json = rowToJson(row, rowType);
+                    if (withKind) {
+                        json.insert(0, row.getRowKind().shortString());
+                    }
+                    out.append(JSON.writeValueAsString(json)).append('\n');
                     rows++;
                 }
                 batch.releaseBatch();

@@ -1,0 +1,179 @@
+"""Deletion vectors: which row positions of a data file are deleted (``deletion-vectors.enabled``).
+
+Java Paimon's format (DeletionVectorsIndexFile, BitmapDeletionVector): an index file under
+``index/`` starts with a version byte (1); then, one after another, each data file's vector
+as ``[int length][length bytes][int CRC32 of those bytes]`` (big-endian ints), where the bytes
+are the magic number 1581511376 followed by a 32-bit RoaringBitmap in its portable
+serialization. The index manifest (``core.index_manifest``) gives each data file's vector as
+(index file, offset of the length int, length). Positions are 0-based row numbers within the
+data file; a set bit means the row is deleted.
+
+Readers apply a file's vector after reading it (``apply``); where batch reads skip level-0
+files of primary-key tables, the remaining files with their vectors applied hold each key
+once, so Java reads them without merging.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+import numpy as np
+if TYPE_CHECKING:
+    from pyroaring import BitMap
+
+from core.errors import CorruptMetadataError
+from core.fileio import FileIO, join
+from core.index_manifest import (ADD, DELETION_VECTORS, DeletionVectorRange, IndexFileMeta, IndexManifestEntry,
+                                 index_dir, live_index_entries, new_index_file_name)
+
+VERSION = 1
+MAGIC = 1581511376
+
+
+@dataclass(frozen=True, slots=True)
+class DeletionFile:
+    """Where one data file's deletion vector is: picklable, ships with a split to executors."""
+
+    path: str
+    offset: int
+    length: int
+    cardinality: int | None = None
+
+
+def bitmap_class() -> type:
+    """pyroaring's BitMap, imported on first use: tables without deletion vectors (and Spark
+    executors reading them) never need pyroaring."""
+    from pyroaring import BitMap
+
+    return BitMap
+
+
+def serialize(bitmap: BitMap) -> bytes:
+    """One vector's bytes (magic + portable RoaringBitmap), without length and checksum."""
+    bitmap.run_optimize()
+    return struct.pack(">i", MAGIC) + bitmap.serialize()
+
+
+def deserialize(data: bytes, where: str) -> BitMap:
+    if len(data) < 4:
+        raise CorruptMetadataError(f"deletion vector in {where} is truncated")
+    (magic,) = struct.unpack(">i", data[:4])
+    if magic != MAGIC:
+        raise CorruptMetadataError(f"deletion vector in {where} has magic number {magic}, expected {MAGIC}")
+    try:
+        return bitmap_class().deserialize(data[4:])
+    except Exception as e:  # pyroaring raises ValueError or others on garbage
+        raise CorruptMetadataError(f"cannot decode the deletion vector in {where}: {e}") from e
+
+
+def _vector_at(data: bytes, offset: int, length: int, where: str) -> BitMap:
+    if offset + 4 + length + 4 > len(data):
+        raise CorruptMetadataError(f"deletion vector at offset {offset} runs past the end of {where}")
+    (size,) = struct.unpack(">i", data[offset:offset + 4])
+    if size != length:
+        raise CorruptMetadataError(f"deletion vector at offset {offset} of {where} is {size} bytes, "
+                                   f"the index manifest says {length}")
+    body = data[offset + 4:offset + 4 + size]
+    (crc,) = struct.unpack(">i", data[offset + 4 + size:offset + 8 + size])
+    actual = zlib.crc32(body)
+    if actual != (crc & 0xFFFFFFFF):
+        raise CorruptMetadataError(f"deletion vector at offset {offset} of {where} fails its checksum")
+    return deserialize(body, where)
+
+
+def _check_version(data: bytes, where: str) -> None:
+    if not data or data[0] != VERSION:
+        raise CorruptMetadataError(f"deletion-vector index file {where} has version "
+                                   f"{data[0] if data else 'none'}, expected {VERSION}")
+
+
+def read_vector(file_io: FileIO, deletion: DeletionFile) -> BitMap:
+    """The deleted positions of one data file."""
+    data = file_io.read_bytes(deletion.path)
+    _check_version(data, deletion.path)
+    return _vector_at(data, deletion.offset, deletion.length, deletion.path)
+
+
+def read_index_file(file_io: FileIO, table_path: str, meta: IndexFileMeta) -> dict[str, BitMap]:
+    """Every vector of one index file, by data file name (checks version, sizes, checksums)."""
+    path = join(index_dir(table_path), meta.file_name)
+    data = file_io.read_bytes(path)
+    _check_version(data, path)
+    return {r.data_file: _vector_at(data, r.offset, r.length, path) for r in meta.dv_ranges or ()}
+
+
+def deleted_mask(bitmap: BitMap, row_count: int) -> np.ndarray:
+    """A boolean array over a file's rows, True where the row is deleted."""
+    mask = np.zeros(row_count, dtype=bool)
+    if len(bitmap):
+        positions = np.frombuffer(bitmap.to_array(), dtype=np.uint32) if hasattr(bitmap, "to_array") \
+            else np.fromiter(bitmap, dtype=np.uint32)
+        positions = positions[positions < row_count]
+        mask[positions] = True
+    return mask
+
+
+def write_index_file(file_io: FileIO, table_path: str, vectors: Mapping[str, BitMap]) -> IndexFileMeta:
+    """Write ``vectors`` (data file name -> deleted positions; empty ones are left out) as one
+    index file; returns its meta with the ranges, in the order written."""
+    out = bytearray([VERSION])
+    ranges = []
+    for name, bitmap in vectors.items():
+        if not len(bitmap):
+            continue
+        body = serialize(bitmap)
+        ranges.append(DeletionVectorRange(name, len(out), len(body), len(bitmap)))
+        out += struct.pack(">i", len(body)) + body + struct.pack(">I", zlib.crc32(body))
+    name = new_index_file_name()
+    file_io.write_bytes(join(index_dir(table_path), name), bytes(out))
+    return IndexFileMeta(DELETION_VECTORS, name, len(out), len(ranges), tuple(ranges))
+
+
+def deletion_files(entries: Iterable[IndexManifestEntry], table_path: str) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
+    """(partition, bucket) -> data file name -> its deletion vector, from index manifest entries."""
+    out: dict[tuple[bytes, int], dict[str, DeletionFile]] = {}
+    directory = index_dir(table_path)
+    for e in entries:
+        if e.kind != ADD or e.index_file.index_type != DELETION_VECTORS:
+            continue
+        path = join(directory, e.index_file.file_name)
+        files = out.setdefault((e.partition, e.bucket), {})
+        for r in e.index_file.dv_ranges or ():
+            files[r.data_file] = DeletionFile(path, r.offset, r.length, r.cardinality)
+    return out
+
+
+def snapshot_deletion_files(file_io: FileIO, table_path: str,
+                            snapshot: Any) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
+    """(partition, bucket) -> data file name -> its deletion vector, at ``snapshot``."""
+    if snapshot is None or not snapshot.index_manifest:
+        return {}
+    return deletion_files(live_index_entries(file_io, table_path, snapshot.index_manifest), table_path)
+
+
+def bucket_index_files(file_io: FileIO, table_path: str, snapshot: Any) -> dict[tuple[bytes, int], IndexFileMeta]:
+    """(partition, bucket) -> its deletion-vector index file, at ``snapshot``."""
+    if snapshot is None or not snapshot.index_manifest:
+        return {}
+    return {(e.partition, e.bucket): e.index_file
+            for e in live_index_entries(file_io, table_path, snapshot.index_manifest)
+            if e.index_file.index_type == DELETION_VECTORS}
+
+
+def split_deletion_files(vectors: Mapping[tuple[bytes, int], Mapping[str, DeletionFile]], partition: bytes,
+                         bucket: int, entries: Iterable[Any]) -> tuple[tuple[str, DeletionFile], ...]:
+    """The deletion vectors of some files of one bucket (``ManifestEntry`` or ``DataFileMeta``),
+    as ``ReadSplit.deletion_files`` / ``CompactTask.deletion_files`` carry them."""
+    bucket_vectors = vectors.get((partition, bucket))
+    if not bucket_vectors:
+        return ()
+    names = [getattr(e, "file", e).file_name for e in entries]
+    return tuple((n, bucket_vectors[n]) for n in names if n in bucket_vectors)
+
+
+__all__ = ["DeletionFile", "MAGIC", "bitmap_class", "bucket_index_files", "deleted_mask", "deletion_files",
+           "deserialize", "read_index_file", "read_vector", "serialize", "snapshot_deletion_files",
+           "split_deletion_files", "write_index_file"]

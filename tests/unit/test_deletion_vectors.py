@@ -1,0 +1,81 @@
+"""Deletion vectors without Java: the index file format, and a lakectl DV table end to end
+(``tests/interop/test_deletion_vectors_interop.py`` holds both against Java Paimon)."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from pyroaring import BitMap
+
+from core.deletion_vectors import MAGIC, read_index_file, write_index_file
+from core.errors import CorruptMetadataError
+from core.fileio import FileIO
+from core.index_manifest import ADD, DELETE, DELETION_VECTORS, IndexManifestEntry, combine, live_index_entries
+from core.ops.check import check
+from core.ops.create import create
+from core.table import Table
+
+
+def test_index_file_layout_is_javas(tmp_path: Path) -> None:
+    fio = FileIO.for_uri(str(tmp_path))
+    vectors = {"data-a.parquet": BitMap([0, 1, 2, 3, 100]), "data-b.parquet": BitMap([7]),
+               "data-empty.parquet": BitMap()}
+    meta = write_index_file(fio, str(tmp_path), vectors)
+    data = (tmp_path / "index" / meta.file_name).read_bytes()
+    assert data[0] == 1 and meta.file_size == len(data) and meta.index_type == DELETION_VECTORS
+    assert [r.data_file for r in meta.dv_ranges] == ["data-a.parquet", "data-b.parquet"]  # empty ones left out
+    first = meta.dv_ranges[0]
+    assert first.offset == 1 and first.cardinality == 5
+    (size,) = struct.unpack(">i", data[1:5])
+    body = data[5:5 + size]
+    assert size == first.length and struct.unpack(">i", body[:4]) == (MAGIC,)
+    assert struct.unpack(">I", data[5 + size:9 + size]) == (zlib.crc32(body),)
+    assert BitMap.deserialize(body[4:]) == vectors["data-a.parquet"]
+    assert read_index_file(fio, str(tmp_path), meta) == {"data-a.parquet": vectors["data-a.parquet"],
+                                                         "data-b.parquet": vectors["data-b.parquet"]}
+    # A flipped byte fails the checksum.
+    broken = bytearray(data)
+    broken[10] ^= 0xFF
+    (tmp_path / "index" / meta.file_name).write_bytes(bytes(broken))
+    with pytest.raises(CorruptMetadataError, match="checksum"):
+        read_index_file(fio, str(tmp_path), meta)
+
+
+def test_combine_applies_deletes_then_adds_by_file_name(tmp_path: Path) -> None:
+    fio = FileIO.for_uri(str(tmp_path))
+    a = write_index_file(fio, str(tmp_path), {"x": BitMap([1])})
+    b = write_index_file(fio, str(tmp_path), {"y": BitMap([2])})
+    c = write_index_file(fio, str(tmp_path), {"x": BitMap([1, 3])})
+    previous = [IndexManifestEntry(ADD, b"p", 0, a), IndexManifestEntry(ADD, b"p", 1, b)]
+    combined = combine(previous, [IndexManifestEntry(ADD, b"p", 0, c), IndexManifestEntry(DELETE, b"p", 0, a)])
+    assert [e.index_file.file_name for e in combined] == [b.file_name, c.file_name]
+
+
+def test_lakectl_dv_table_end_to_end(tmp_path: Path) -> None:
+    table = Table.locate("db.t", warehouse=str(tmp_path))
+    create(table, "id BIGINT, v STRING", primary_keys=["id"], options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    table.write(pa.table({"id": pa.array(range(20), pa.int64()), "v": [f"a{i}" for i in range(20)]}))
+    table.write(pa.table({"id": pa.array([1, 2, 3, 4], pa.int64()), "v": ["b", "b", None, None],
+                          "op": ["+U", "+U", "-D", "-D"]}), row_kind_column="op")
+    expected = {i: f"a{i}" for i in range(20) if i not in (3, 4)} | {1: "b", 2: "b"}
+    assert {r["id"]: r["v"] for r in table.scan().to_pylist()} == expected
+    assert sum(f.deleted_rows for f in table.files()) == 4  # two updated, two deleted, none rewritten
+    assert check(table).ok
+    snap = table.latest_snapshot()
+    assert len(live_index_entries(table.file_io, table.path, snap.index_manifest)) == 2
+    assert table.lookup(["id=3", "id=1"]).rows.to_pylist() == [{"id": 1, "v": "b"}]
+    # Level 0 is hidden until compacted: the write's APPEND snapshot still shows the rows before it.
+    append = [s for s in table.snapshots.snapshots() if s.commit_kind == "APPEND"][-1]
+    assert table.scan(snapshot_id=append.id).num_rows == 20
+    table.compact(full=True)
+    assert {r["id"]: r["v"] for r in table.scan().to_pylist()} == expected
+    assert sum(f.deleted_rows for f in table.files()) == 0
+    assert not live_index_entries(table.file_io, table.path, table.latest_snapshot().index_manifest)
+    result = table.expire(retain_min=1, retain_max=1, older_than="0s", max_deletes=100, dry_run=False)
+    assert result.index_files_deleted >= 3  # two index files and their index manifest(s)
+    assert not list((Path(table.path) / "index").iterdir())
+    assert check(table).ok
