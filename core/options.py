@@ -21,7 +21,7 @@ BATCH_COMMIT_IDENTIFIER = 9223372036854775807  # Long.MAX: what Paimon batch wri
 SUPPORTED_VALUES = {
     "merge-engine": {"deduplicate", "partial-update", "aggregation", "first-row"},
     "changelog-producer": {"none", "input", "lookup", "full-compaction"},
-    "file.format": {"parquet"},
+    "file.format": {"parquet", "orc", "avro"},
     "bucket-function.type": {"default"},
     "deletion-vectors.enabled": {"false"},
     "write-mode": {"append-only", "change-log", "auto"},
@@ -113,6 +113,12 @@ class CoreOptions:
     @property
     def file_compression(self) -> str:
         return self.raw.get("file.compression", "zstd")
+
+    @property
+    def file_format(self) -> str:
+        """file.format: the format new data files are written in (Paimon 1.0's default is
+        parquet; schema files of version 2 and older default to orc, see ``core.schema``)."""
+        return self.raw.get("file.format", "parquet").strip().lower()
 
     @property
     def zstd_level(self) -> int:

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from core import binary_row
+from core import binary_row, formats
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
 from core.kernels.records import KIND_NAMES, SEQUENCE_NUMBER, VALUE_KIND, alive, key_columns_sorted
@@ -24,7 +24,7 @@ from core.kernels.merge import MergeEngine
 from core.manifest import DataFileMeta, sorted_runs
 from core.predicate import ColumnRange, Predicate
 from core.schema import TableSchema
-from core.types import DataField, arrow_field, to_arrow
+from core.types import DataField, arrow_field, parse_type, to_arrow
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,22 +63,10 @@ def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fiel
     if system_columns:
         wanted += [SEQUENCE_NUMBER, VALUE_KIND]
     try:
-        if file_io.local:
-            parquet = pq.ParquetFile(path)
-        else:
-            # One GET for the whole file: cheaper on object stores than ranged reads of each
-            # column chunk.
-            with file_io.open_input(path) as fh:
-                parquet = pq.ParquetFile(io.BytesIO(fh.read()))
-        with parquet:
-            if row_filter is None:
-                table = parquet.read(columns=wanted)
-            else:
-                groups = matching_row_groups(parquet, row_filter, read_fields, mapping)
-                table = parquet.read_row_groups(groups, columns=wanted)
+        table = _read_columns(path, meta, file_io, wanted, row_filter, read_fields, mapping)
     except FileNotFoundError as e:
         raise CorruptMetadataError(f"data file {path} listed in a manifest is missing") from e
-    except (pa.ArrowInvalid, OSError) as e:
+    except (ValueError, OSError) as e:  # pa.ArrowInvalid is a ValueError
         raise CorruptMetadataError(f"cannot read data file {path}: {e}") from e
     columns, fields = [], []
     for f in read_fields:
@@ -95,6 +83,40 @@ def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fiel
         columns += [pc.cast(table.column(SEQUENCE_NUMBER), pa.int64()), pc.cast(table.column(VALUE_KIND), pa.int8())]
         fields += [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())]
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def _read_columns(path: str, meta: DataFileMeta, file_io: FileIO, wanted: Sequence[str],
+                  row_filter: Predicate | None, read_fields: Sequence[DataField],
+                  mapping: Mapping[int, DataField]) -> pa.Table:
+    """The ``wanted`` columns of a data file in the types its format gives them. The format is
+    the file's extension: ``file.format`` may have changed since the file was written."""
+    fmt = formats.format_of(meta.file_name)
+    if fmt is None:
+        raise ValueError(f"unknown data file format of {meta.file_name} (lakectl reads "
+                         f"{', '.join(formats.FORMATS)} files)")
+    if file_io.local:
+        source: str | io.BytesIO = path
+    else:
+        # One GET for the whole file: cheaper on object stores than ranged reads of each
+        # column chunk.
+        with file_io.open_input(path) as fh:
+            source = io.BytesIO(fh.read())
+    if fmt in ("orc", "avro"):
+        types = {mapping[f.id].name: mapping[f.id].type for f in read_fields if f.id in mapping}
+        types.update({SEQUENCE_NUMBER: parse_type("BIGINT NOT NULL"), VALUE_KIND: parse_type("TINYINT NOT NULL")})
+        columns = {c: types[c] for c in wanted}
+        if fmt == "orc":
+            return formats.read_orc(source, columns)
+        if isinstance(source, str):
+            with open(source, "rb") as fh:
+                return formats.read_avro(fh, columns)
+        return formats.read_avro(source, columns)
+    # Row groups are pruned by their stats in Parquet files only.
+    with pq.ParquetFile(source) as parquet:
+        if row_filter is None:
+            return parquet.read(columns=list(wanted))
+        groups = matching_row_groups(parquet, row_filter, read_fields, mapping)
+        return parquet.read_row_groups(groups, columns=list(wanted))
 
 
 # Types whose Parquet min/max come back from pyarrow in the form ``ColumnRange`` holds (that of

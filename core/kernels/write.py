@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from core import binary_row, stats
+from core import binary_row, formats, stats
 from core.commit import CommitMessage
 from core.fileio import FileIO, join
 from core.kernels.records import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, key_columns_sorted, retract_kinds
@@ -33,7 +33,7 @@ from core.kernels.changelog import lookup_changelog, old_records, overwrite_chan
 from core.kernels.merge import MergeEngine
 from core.manifest import FILE_SOURCE_APPEND, DataFileMeta
 from core.schema import TableSchema
-from core.types import arrow_field
+from core.types import DataType, arrow_field, parse_type
 
 _SIZE_SAMPLE_ROWS = 65536  # rows encoded to measure bytes per row when rolling on the Parquet size
 
@@ -169,7 +169,7 @@ def write_files(table: pa.Table, schema: TableSchema, bucket_dir: str, file_io: 
     files = []
     for i, start in enumerate(range(0, table.num_rows, rows_per_file)):
         chunk = table.slice(start, rows_per_file)
-        files.append(_write_file(chunk, schema, bucket_dir, file_io, f"{prefix}-{i}.parquet",
+        files.append(_write_file(chunk, schema, bucket_dir, file_io, f"{prefix}-{i}.{schema.core_options.file_format}",
                                  primary_key=primary_key, level=level, file_source=file_source))
     return files
 
@@ -204,7 +204,12 @@ def _file_table(chunk: pa.Table, schema: TableSchema, primary_key: bool) -> pa.T
 
 
 def _encode(out: pa.Table, schema: TableSchema) -> bytes:
+    """A data file of ``out`` (the file's columns) in the table's ``file.format``."""
     opts = schema.core_options
+    if opts.file_format == "orc":
+        return formats.encode_orc(out, opts.file_compression)
+    if opts.file_format == "avro":
+        return formats.encode_avro(out, file_fields(schema), opts.file_compression, opts.zstd_level)
     buf = io.BytesIO()
     pq.write_table(out, buf, compression=opts.file_compression,
                    compression_level=opts.zstd_level if opts.file_compression == "zstd" else None,
@@ -212,6 +217,15 @@ def _encode(out: pa.Table, schema: TableSchema) -> bytes:
                    row_group_size=row_group_rows(out, opts.parquet_block_size),
                    data_page_size=opts.parquet_page_size)
     return buf.getvalue()
+
+
+def file_fields(schema: TableSchema) -> list[tuple[str, DataType]]:
+    """(name, Paimon type) of the columns of a data file (``_file_table``), in file order."""
+    if not schema.has_primary_key:
+        return [(f.name, f.type) for f in schema.fields]
+    keys = [(KEY_PREFIX + f.name, f.type.with_nullable(False)) for f in schema.key_fields]
+    system = [(SEQUENCE_NUMBER, parse_type("BIGINT NOT NULL")), (VALUE_KIND, parse_type("TINYINT NOT NULL"))]
+    return keys + system + [(f.name, f.type) for f in schema.fields]
 
 
 def row_group_rows(out: pa.Table, block_size: int) -> int:
