@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.orc as orc
 
-from core.errors import UsageError
+from core.errors import InvalidDataError, UsageError
 from core.types import DataType, to_arrow
 
 FORMATS = ("parquet", "orc", "avro")
@@ -77,11 +77,30 @@ def encode_orc(table: pa.Table, compression: str) -> bytes:
     if codec is None:
         raise UsageError(f"option file.compression={compression} is not supported for file.format=orc "
                          f"(supported: {', '.join(sorted(_ORC_COMPRESSION))})")
+    for name in table.column_names:
+        _check_orc_timestamps(name, table.column(name))
     if any(_contains_time(f.type) for f in table.schema):
         table = pa.table({n: _orc_column(table.column(n)) for n in table.column_names})
     buf = io.BytesIO()
     orc.write_table(table, buf, compression=codec)
     return buf.getvalue()
+
+
+def _check_orc_timestamps(name: str, column: pa.ChunkedArray) -> None:
+    """Refuse what pyarrow's ORC writer stores in a form Java cannot read: a timestamp before
+    1970 with a sub-millisecond part (it is split into seconds and a negative nanosecond
+    part, which Java Paimon's ORC reader rejects)."""
+    t = column.type
+    if not pa.types.is_timestamp(t) or t.unit in ("s", "ms"):
+        return
+    per_milli = 1000 if t.unit == "us" else 1_000_000
+    values = pc.cast(column, pa.int64())
+    whole_millis = pc.multiply(pc.divide(values, per_milli), per_milli)  # integer division truncates
+    bad = pc.and_(pc.less(values, 0), pc.not_equal(values, whole_millis))
+    if pc.any(bad).as_py():
+        raise InvalidDataError(f"column {name}: lakectl cannot write a timestamp before 1970 with a "
+                               "sub-millisecond part to an ORC file (Java Paimon could not read it back); "
+                               "use file.format=parquet or avro")
 
 
 def _contains_time(t: pa.DataType) -> bool:
@@ -97,8 +116,28 @@ def _contains_time(t: pa.DataType) -> bool:
 
 
 # ---- Avro ---------------------------------------------------------------------------------
-_AVRO_CODECS = {"zstd": "zstandard", "snappy": "snappy", "deflate": "deflate", "none": "null",
-                "uncompressed": "null"}
+# fastavro's names of the Avro codecs lakectl writes (``avro.codec``); snappy needs a library
+# lakectl does not ship.
+_AVRO_CODECS = {"null": "null", "deflate": "deflate", "zstandard": "zstandard", "zstd": "zstandard",
+                "bzip2": "bzip2", "xz": "xz"}
+
+
+def avro_codec(options: Mapping[str, str]) -> str:
+    """The codec Java Paimon writes Avro data files with: ``avro.codec`` if set, else
+    zstandard when file.compression is zstd (the default), else Avro's default, snappy."""
+    if "avro.codec" in options:
+        key, name = "avro.codec", options["avro.codec"]
+    else:
+        compression = options.get("file.compression", "zstd")
+        if compression.strip().lower() == "zstd":
+            return "zstandard"
+        key, name = "file.compression", compression
+    codec = _AVRO_CODECS.get(name.strip().lower())
+    if codec is None:
+        raise UsageError(f"option {key}={name} makes Java Paimon write Avro files with the "
+                         f"{'snappy' if key == 'file.compression' else name} codec, which lakectl cannot write; "
+                         "use file.compression=zstd or set avro.codec to null, deflate, zstandard, bzip2 or xz")
+    return codec
 
 
 def _timestamp_unit(t: DataType) -> str:
@@ -268,12 +307,8 @@ def _map_as_dict(value: Any, t: DataType) -> Any:
     return value
 
 
-def encode_avro(table: pa.Table, fields: Sequence[tuple[str, DataType]], compression: str, zstd_level: int) -> bytes:
+def encode_avro(table: pa.Table, fields: Sequence[tuple[str, DataType]], codec: str, zstd_level: int) -> bytes:
     """An Avro file of ``table``, whose columns are ``fields`` (name, Paimon type) in file order."""
-    codec = _AVRO_CODECS.get(compression.lower())
-    if codec is None:
-        raise UsageError(f"option file.compression={compression} is not supported for file.format=avro "
-                         f"(supported: {', '.join(sorted(_AVRO_CODECS))})")
     schema = fastavro.parse_schema(avro_schema(fields))
     names = [n for n, _ in fields]
     columns = [_avro_values(table.column(n), t) for n, t in fields]

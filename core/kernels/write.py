@@ -209,7 +209,7 @@ def _encode(out: pa.Table, schema: TableSchema) -> bytes:
     if opts.file_format == "orc":
         return formats.encode_orc(out, opts.file_compression)
     if opts.file_format == "avro":
-        return formats.encode_avro(out, file_fields(schema), opts.file_compression, opts.zstd_level)
+        return formats.encode_avro(out, file_fields(schema), formats.avro_codec(opts.raw), opts.zstd_level)
     buf = io.BytesIO()
     pq.write_table(out, buf, compression=opts.file_compression,
                    compression_level=opts.zstd_level if opts.file_compression == "zstd" else None,
