@@ -23,7 +23,7 @@ BATCH_COMMIT_IDENTIFIER = 9223372036854775807  # Long.MAX: what Paimon batch wri
 SUPPORTED_VALUES = {
     "merge-engine": {"deduplicate", "partial-update", "aggregation", "first-row"},
     "changelog-producer": {"none", "input", "lookup", "full-compaction"},
-    "file.format": {"parquet"},
+    "file.format": {"parquet", "orc", "avro"},
     "bucket-function.type": {"default"},
     "deletion-vectors.enabled": {"false", "true"},
     "write-mode": {"append-only", "change-log", "auto"},
@@ -115,6 +115,12 @@ class CoreOptions:
     @property
     def file_compression(self) -> str:
         return self.raw.get("file.compression", "zstd")
+
+    @property
+    def file_format(self) -> str:
+        """file.format: the format new data files are written in (Paimon 1.0's default is
+        parquet; schema files of version 2 and older default to orc, see ``core.schema``)."""
+        return self.raw.get("file.format", "parquet").strip().lower()
 
     @property
     def zstd_level(self) -> int:
@@ -410,15 +416,6 @@ OPTION_RULES: tuple[OptionRule, ...] = (
 )
 
 
-# ---- BEGIN in progress on other branches: delete each rule when its feature merges ----------
-def _not_parquet(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
-    return value.strip().lower() != "parquet"
-
-
-IN_PROGRESS_RULES: tuple[OptionRule, ...] = (
-    OptionRule("file.format", _RW, "lakectl reads and writes Parquet data files only", _not_parquet),
-)
-# ---- END in progress on other branches ------------------------------------------------------
 
 
 def _effective(options: Mapping[str, str], has_primary_key: bool) -> dict[str, str]:
@@ -433,7 +430,7 @@ def _effective(options: Mapping[str, str], has_primary_key: bool) -> dict[str, s
 def unsupported(options: Mapping[str, str], action: str, *, has_primary_key: bool,
                 primary_keys: Sequence[str] = (), partition_keys: Sequence[str] = ()) -> list[tuple[str, str, str]]:
     """(key, value, why) of each option that makes ``action`` differ from Paimon: a cross-partition
-    primary key first, then options in key order, options of features in progress last."""
+    primary key first, then options in key order."""
     opts = _effective(options, has_primary_key)
     found = []
     # Paimon takes a primary key without every partition column only in dynamic bucket mode,
@@ -445,12 +442,11 @@ def unsupported(options: Mapping[str, str], action: str, *, has_primary_key: boo
         found.insert(0, ("primary-key", ",".join(primary_keys),
                       f"it leaves out partition column(s) {missing}: Paimon's cross-partition upsert moves a key "
                       "between partitions through a global index lakectl does not keep"))
-    for rules in (OPTION_RULES, IN_PROGRESS_RULES):  # features in progress elsewhere named last
-        for key in sorted(opts):
-            value = opts[key]
-            rule = next((r for r in rules if action in r.refuses and r.matches(key)), None)
-            if rule is not None and isinstance(value, str) and rule.applies(value, opts, has_primary_key):
-                found.append((key, value, rule.why))
+    for key in sorted(opts):
+        value = opts[key]
+        rule = next((r for r in OPTION_RULES if action in r.refuses and r.matches(key)), None)
+        if rule is not None and isinstance(value, str) and rule.applies(value, opts, has_primary_key):
+            found.append((key, value, rule.why))
     return found
 
 

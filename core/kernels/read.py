@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from core import binary_row
+from core import binary_row, formats
 from core.deletion_vectors import DeletionFile, deleted_mask, read_vector
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
@@ -26,7 +26,7 @@ from core.kernels.merge import MergeEngine
 from core.manifest import DataFileMeta, sorted_runs
 from core.predicate import ColumnRange, Predicate
 from core.schema import TableSchema
-from core.types import DataField, arrow_field, timestamps_from_counts, to_arrow
+from core.types import DataField, arrow_field, parse_type, timestamps_from_counts, to_arrow
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,25 +75,12 @@ def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fiel
     if system_columns:
         wanted += [SEQUENCE_NUMBER, VALUE_KIND]
     try:
-        if file_io.local:
-            parquet = pq.ParquetFile(path)
-        else:
-            # One GET for the whole file: cheaper on object stores than ranged reads of each
-            # column chunk.
-            with file_io.open_input(path) as fh:
-                parquet = pq.ParquetFile(io.BytesIO(fh.read()))
-        with parquet:
-            groups = None
-            if row_filter is None:
-                table = parquet.read(columns=wanted)
-            else:
-                groups = matching_row_groups(parquet, row_filter, read_fields, mapping)
-                table = parquet.read_row_groups(groups, columns=wanted)
-            if deletion is not None:
-                table = _without_deleted(table, parquet.metadata, groups, read_vector(file_io, deletion))
+        table, group_rows, groups = _read_columns(path, meta, file_io, wanted, row_filter, read_fields, mapping)
+        if deletion is not None:
+            table = _without_deleted(table, group_rows, groups, read_vector(file_io, deletion))
     except FileNotFoundError as e:
         raise CorruptMetadataError(f"data file {path} listed in a manifest is missing") from e
-    except (pa.ArrowInvalid, OSError) as e:
+    except (ValueError, OSError) as e:  # pa.ArrowInvalid is a ValueError
         raise CorruptMetadataError(f"cannot read data file {path}: {e}") from e
     columns, fields = [], []
     for f in read_fields:
@@ -115,16 +102,55 @@ def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fiel
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
 
-def _without_deleted(table: pa.Table, metadata: pq.FileMetaData, groups: list[int] | None,
-                     deleted: Any) -> pa.Table:
-    """``table`` (all row groups, or ``groups`` of them) minus the rows at deleted positions."""
+def _without_deleted(table: pa.Table, group_rows: list[int], groups: list[int] | None, deleted: Any) -> pa.Table:
+    """``table`` (all row groups, or ``groups`` of them; ``group_rows`` the rows of each row
+    group of the file) minus the rows at deleted positions."""
     if not len(deleted):
         return table
-    mask = deleted_mask(deleted, metadata.num_rows)
+    mask = deleted_mask(deleted, sum(group_rows))
     if groups is not None:
-        starts = np.cumsum([0] + [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)])
+        starts = np.cumsum([0] + group_rows)
         mask = np.concatenate([mask[starts[g]:starts[g + 1]] for g in groups]) if groups else mask[:0]
     return table.filter(pa.array(~mask))
+
+
+def _read_columns(path: str, meta: DataFileMeta, file_io: FileIO, wanted: Sequence[str],
+                  row_filter: Predicate | None, read_fields: Sequence[DataField],
+                  mapping: Mapping[int, DataField]) -> tuple[pa.Table, list[int], list[int] | None]:
+    """The ``wanted`` columns of a data file in the types its format gives them, the rows of
+    each of the file's row groups, and the row groups read (None: all). The format is the
+    file's extension: ``file.format`` may have changed since the file was written."""
+    fmt = formats.format_of(meta.file_name)
+    if fmt is None:
+        raise ValueError(f"unknown data file format of {meta.file_name} (lakectl reads "
+                         f"{', '.join(formats.FORMATS)} files)")
+    if file_io.local:
+        source: str | io.BytesIO = path
+    else:
+        # One GET for the whole file: cheaper on object stores than ranged reads of each
+        # column chunk.
+        with file_io.open_input(path) as fh:
+            source = io.BytesIO(fh.read())
+    if fmt in ("orc", "avro"):
+        types = {mapping[f.id].name: mapping[f.id].type for f in read_fields if f.id in mapping}
+        types.update({SEQUENCE_NUMBER: parse_type("BIGINT NOT NULL"), VALUE_KIND: parse_type("TINYINT NOT NULL")})
+        columns = {c: types[c] for c in wanted}
+        if fmt == "orc":
+            table = formats.read_orc(source, columns)
+        elif isinstance(source, str):
+            with open(source, "rb") as fh:
+                table = formats.read_avro(fh, columns)
+        else:
+            table = formats.read_avro(source, columns)
+        return table, [table.num_rows], None
+    # Row groups are pruned by their stats in Parquet files only.
+    with pq.ParquetFile(source) as parquet:
+        metadata = parquet.metadata
+        group_rows = [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
+        if row_filter is None:
+            return parquet.read(columns=list(wanted)), group_rows, None
+        groups = matching_row_groups(parquet, row_filter, read_fields, mapping)
+        return parquet.read_row_groups(groups, columns=list(wanted)), group_rows, groups
 
 
 # Types whose Parquet min/max come back from pyarrow in the form ``ColumnRange`` holds (that of

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from core import binary_row, file_index, stats
+from core import binary_row, file_index, formats, stats
 from core.commit import CommitMessage
 from core.deletion_vectors import DeletionFile
 from core.fileio import FileIO, join
@@ -36,7 +36,7 @@ from core.kernels.merge import MergeEngine
 from core.manifest import FILE_SOURCE_APPEND, DataFileMeta
 from core.options import parse_size
 from core.schema import TableSchema
-from core.types import arrow_field, map_timestamps
+from core.types import DataType, arrow_field, map_timestamps, parse_type
 
 _SIZE_SAMPLE_ROWS = 65536  # rows encoded to measure bytes per row when rolling on the Parquet size
 
@@ -186,7 +186,7 @@ def write_files(table: pa.Table, schema: TableSchema, bucket_dir: str, file_io: 
     files = []
     for i, start in enumerate(range(0, table.num_rows, rows_per_file)):
         chunk = table.slice(start, rows_per_file)
-        files.append(_write_file(chunk, schema, bucket_dir, file_io, f"{prefix}-{i}.parquet",
+        files.append(_write_file(chunk, schema, bucket_dir, file_io, f"{prefix}-{i}.{schema.core_options.file_format}",
                                  primary_key=primary_key, level=level, file_source=file_source))
     return files
 
@@ -243,7 +243,12 @@ def _timestamp_layout(out: pa.Table) -> tuple[pa.Table, bool]:
 
 
 def _encode(out: pa.Table, schema: TableSchema) -> bytes:
+    """A data file of ``out`` (the file's columns) in the table's ``file.format``."""
     opts = schema.core_options
+    if opts.file_format == "orc":
+        return formats.encode_orc(out, opts.file_compression)
+    if opts.file_format == "avro":
+        return formats.encode_avro(out, file_fields(schema), formats.avro_codec(opts.raw), opts.zstd_level)
     out, int96 = _timestamp_layout(out)
     buf = io.BytesIO()
     pq.write_table(out, buf, compression=opts.file_compression, use_deprecated_int96_timestamps=int96,
@@ -252,6 +257,15 @@ def _encode(out: pa.Table, schema: TableSchema) -> bytes:
                    row_group_size=row_group_rows(out, opts.parquet_block_size),
                    data_page_size=opts.parquet_page_size)
     return buf.getvalue()
+
+
+def file_fields(schema: TableSchema) -> list[tuple[str, DataType]]:
+    """(name, Paimon type) of the columns of a data file (``_file_table``), in file order."""
+    if not schema.has_primary_key:
+        return [(f.name, f.type) for f in schema.fields]
+    keys = [(KEY_PREFIX + f.name, f.type.with_nullable(False)) for f in schema.key_fields]
+    system = [(SEQUENCE_NUMBER, parse_type("BIGINT NOT NULL")), (VALUE_KIND, parse_type("TINYINT NOT NULL"))]
+    return keys + system + [(f.name, f.type) for f in schema.fields]
 
 
 def row_group_rows(out: pa.Table, block_size: int) -> int:

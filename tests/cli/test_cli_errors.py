@@ -160,7 +160,7 @@ CREATE_USAGE = [
                             "--option", "fields.v.aggregate-function=bool_or"], "fields.v.aggregate-function=bool_or"),
     ("changelog-producer-append", ["--schema", "id INT", "--option", "changelog-producer=input"],
      "changelog-producer=input"),
-    ("file-format", ["--schema", "id INT", "--option", "file.format=orc"], "file.format"),
+    ("file-format", ["--schema", "id INT", "--option", "file.format=csv"], "file.format=csv"),
     ("option-without-value", ["--schema", "id INT", "--option", "bucket"], "KEY=VALUE"),
     ("bad-table-name", ["--schema", "id INT"], "DB.TABLE"),
 ]

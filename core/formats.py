@@ -1,0 +1,319 @@
+"""Data file formats other than Parquet: ORC (through pyarrow) and Avro (through fastavro).
+
+A Paimon table's ``file.format`` can change over its life, so a data file is read by its
+extension and written in the format the table's options ask for at write time. Both formats
+store the same columns as Parquet (``_KEY_*``, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND`` and the
+row for primary-key tables) and are laid out as Java Paimon 1.0 lays them out:
+
+- ORC: TINYINT as byte, TIME as int (milliseconds of the day), TIMESTAMP as ORC timestamp and
+  TIMESTAMP WITH LOCAL TIME ZONE as ORC's timestamp instant; pyarrow reads every timestamp
+  back in nanoseconds, which ``core.kernels.read`` casts to the column's unit.
+- Avro: one record (inside a union with null) named ``org.apache.paimon.avro.generated.record``;
+  nullable fields are ``["null", T]`` unions; TINYINT and SMALLINT as int; DECIMAL as bytes
+  with the decimal logical type; DATE, TIME (millis) and TIMESTAMP (millis up to precision
+  3, micros up to 6; local-timestamp-* for WITH LOCAL TIME ZONE) as logical types; ROW as a
+  nested record named after its parent; MAP with string keys as an Avro map.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any, BinaryIO, Mapping, Sequence
+
+import fastavro
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.orc as orc
+
+from core.errors import InvalidDataError, UsageError
+from core.types import DataType, to_arrow
+
+FORMATS = ("parquet", "orc", "avro")
+_RECORD_NAME = "org.apache.paimon.avro.generated.record"
+
+
+def format_of(file_name: str) -> str | None:
+    """The format of a data file by its extension; None when it is none of Paimon's."""
+    suffix = file_name.rsplit(".", 1)[-1].lower() if "." in file_name else ""
+    return suffix if suffix in FORMATS else None
+
+
+# ---- ORC ----------------------------------------------------------------------------------
+_ORC_COMPRESSION = {"zstd": "zstd", "snappy": "snappy", "lz4": "lz4", "zlib": "zlib", "gzip": "zlib",
+                    "deflate": "zlib", "none": "uncompressed", "uncompressed": "uncompressed"}
+
+
+def read_orc(source: str | BinaryIO, columns: Mapping[str, DataType]) -> pa.Table:
+    """The named columns of an ORC file (name -> the Paimon type the file was written with),
+    in the Arrow types pyarrow gives them (timestamps in nanoseconds, TIME as int)."""
+    try:
+        table = orc.ORCFile(source).read(columns=list(columns))
+    except pa.ArrowInvalid as e:
+        if "out of range for nanosecond" in str(e):
+            # pyarrow's ORC reader only produces nanosecond timestamps (years 1677 to 2262).
+            raise ValueError(f"a timestamp outside the years 1677-2262 in an ORC file ({e}); lakectl reads "
+                             "such timestamps from Parquet and Avro files only") from e
+        raise
+    for name, t in columns.items():
+        if t.name == "CHAR":
+            i = table.schema.get_field_index(name)
+            # Java's ORC reader returns CHAR values without their trailing spaces (ORC pads
+            # CHAR to its length); so do we, whoever wrote the file.
+            table = table.set_column(i, name, pc.utf8_rtrim(table.column(i), characters=" "))
+    return table
+
+
+def _orc_column(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A column as the ORC writer takes it: TIME as int milliseconds, as Java Paimon stores it."""
+    if pa.types.is_time(column.type):
+        return pc.cast(column, pa.int32())
+    return column
+
+
+def encode_orc(table: pa.Table, compression: str) -> bytes:
+    """An ORC file of ``table`` (file columns, file order). The ORC writer of pyarrow has no
+    compression level, so ``file.compression.zstd-level`` only changes Parquet and Avro files."""
+    codec = _ORC_COMPRESSION.get(compression.lower())
+    if codec is None:
+        raise UsageError(f"option file.compression={compression} is not supported for file.format=orc "
+                         f"(supported: {', '.join(sorted(_ORC_COMPRESSION))})")
+    for name in table.column_names:
+        _check_orc_timestamps(name, table.column(name))
+    if any(_contains_time(f.type) for f in table.schema):
+        table = pa.table({n: _orc_column(table.column(n)) for n in table.column_names})
+    buf = io.BytesIO()
+    orc.write_table(table, buf, compression=codec)
+    return buf.getvalue()
+
+
+def _check_orc_timestamps(name: str, column: pa.ChunkedArray) -> None:
+    """Refuse what pyarrow's ORC writer stores in a form Java cannot read: a timestamp before
+    1970 with a sub-millisecond part (it is split into seconds and a negative nanosecond
+    part, which Java Paimon's ORC reader rejects)."""
+    t = column.type
+    if not pa.types.is_timestamp(t) or t.unit in ("s", "ms"):
+        return
+    per_milli = 1000 if t.unit == "us" else 1_000_000
+    values = pc.cast(column, pa.int64())
+    whole_millis = pc.multiply(pc.divide(values, per_milli), per_milli)  # integer division truncates
+    bad = pc.and_(pc.less(values, 0), pc.not_equal(values, whole_millis))
+    if pc.any(bad).as_py():
+        raise InvalidDataError(f"column {name}: lakectl cannot write a timestamp before 1970 with a "
+                               "sub-millisecond part to an ORC file (Java Paimon could not read it back); "
+                               "use file.format=parquet or avro")
+
+
+def _contains_time(t: pa.DataType) -> bool:
+    if pa.types.is_time(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(_contains_time(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_map(t):
+        return _contains_time(t.key_type) or _contains_time(t.item_type)
+    if pa.types.is_list(t):
+        return _contains_time(t.value_type)
+    return False
+
+
+# ---- Avro ---------------------------------------------------------------------------------
+# fastavro's names of the Avro codecs lakectl writes (``avro.codec``); snappy needs a library
+# lakectl does not ship.
+_AVRO_CODECS = {"null": "null", "deflate": "deflate", "zstandard": "zstandard", "zstd": "zstandard",
+                "bzip2": "bzip2", "xz": "xz"}
+
+
+def avro_codec(options: Mapping[str, str]) -> str:
+    """The codec Java Paimon writes Avro data files with: ``avro.codec`` if set, else
+    zstandard when file.compression is zstd (the default), else Avro's default, snappy."""
+    if "avro.codec" in options:
+        key, name = "avro.codec", options["avro.codec"]
+    else:
+        compression = options.get("file.compression", "zstd")
+        if compression.strip().lower() == "zstd":
+            return "zstandard"
+        key, name = "file.compression", compression
+    codec = _AVRO_CODECS.get(name.strip().lower())
+    if codec is None:
+        raise UsageError(f"option {key}={name} makes Java Paimon write Avro files with the "
+                         f"{'snappy' if key == 'file.compression' else name} codec, which lakectl cannot write; "
+                         "use file.compression=zstd or set avro.codec to null, deflate, zstandard, bzip2 or xz")
+    return codec
+
+
+def _timestamp_unit(t: DataType) -> str:
+    """Avro stores precision 0-3 in milliseconds and 4-6 in microseconds; Java Paimon refuses
+    more (and so does ``avro_schema``)."""
+    return "ms" if t.precision <= 3 else "us"
+
+
+def avro_type(t: DataType, name: str) -> Any:
+    """The Avro schema of a Paimon type (``name``: the record name nested records derive theirs from)."""
+    n = t.name
+    plain = {"BOOLEAN": "boolean", "TINYINT": "int", "SMALLINT": "int", "INT": "int", "BIGINT": "long",
+             "FLOAT": "float", "DOUBLE": "double", "CHAR": "string", "VARCHAR": "string",
+             "BINARY": "bytes", "VARBINARY": "bytes"}
+    if n in plain:
+        out: Any = plain[n]
+    elif n == "DECIMAL":
+        out = {"type": "bytes", "logicalType": "decimal", "precision": t.precision, "scale": t.scale}
+    elif n == "DATE":
+        out = {"type": "int", "logicalType": "date"}
+    elif n == "TIME":
+        out = {"type": "int", "logicalType": "time-millis"}
+    elif n in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+        if t.precision > 6:
+            raise UsageError(f"file.format=avro cannot store {t} (Avro timestamps go to precision 6); "
+                             "use file.format=parquet or orc")
+        local = "local-" if n == "TIMESTAMP_LTZ" else ""
+        out = {"type": "long", "logicalType": f"{local}timestamp-{'millis' if t.precision <= 3 else 'micros'}"}
+    elif n == "ARRAY":
+        out = {"type": "array", "items": avro_type(t.element, name)}
+    elif n == "MAP" and t.key.is_string:
+        out = {"type": "map", "values": avro_type(t.value, name)}
+    elif n == "ROW":
+        out = {"type": "record", "name": name,
+               "fields": [avro_field(f.name, f.type, f"{name}_{f.name}") for f in t.fields]}
+    else:
+        raise UsageError(f"file.format=avro: lakectl cannot store {t} in Avro files yet; "
+                         "use file.format=parquet or orc")
+    return ["null", out] if t.nullable else out
+
+
+def avro_field(name: str, t: DataType, record_name: str) -> dict[str, Any]:
+    schema = avro_type(t, record_name)
+    return {"name": name, "type": schema, "default": None} if t.nullable else {"name": name, "type": schema}
+
+
+def avro_schema(fields: Sequence[tuple[str, DataType]]) -> dict[str, Any] | list[Any]:
+    """The schema of an Avro data file with these columns (file order)."""
+    record = {"type": "record", "name": _RECORD_NAME,
+              "fields": [avro_field(n, t, f"{_RECORD_NAME}_{n}") for n, t in fields]}
+    return ["null", record]
+
+
+def _avro_arrow(t: DataType) -> pa.DataType:
+    """The Arrow type of a Paimon type's raw Avro values (timestamps in the file's unit)."""
+    n = t.name
+    if n == "TIMESTAMP":
+        return pa.timestamp(_timestamp_unit(t))
+    if n == "TIMESTAMP_LTZ":
+        return pa.timestamp(_timestamp_unit(t), tz="UTC")
+    if n == "ARRAY":
+        return pa.list_(pa.field("element", _avro_arrow(t.element), t.element.nullable))
+    if n == "MAP":
+        return pa.map_(pa.field("key", _avro_arrow(t.key), False),
+                       pa.field("value", _avro_arrow(t.value), t.value.nullable))
+    if n == "ROW":
+        return pa.struct([pa.field(f.name, _avro_arrow(f.type), f.type.nullable) for f in t.fields])
+    return to_arrow(t)
+
+
+def _raw_arrow(t: pa.DataType) -> pa.DataType:
+    """``t`` with its temporal leaves as the integers Avro stores (same unit)."""
+    if pa.types.is_timestamp(t):
+        return pa.int64()
+    if pa.types.is_date32(t) or pa.types.is_time32(t):
+        return pa.int32()
+    if pa.types.is_list(t):
+        return pa.list_(pa.field(t.value_field.name, _raw_arrow(t.value_type), t.value_field.nullable))
+    if pa.types.is_map(t):
+        return pa.map_(pa.field("key", _raw_arrow(t.key_type), False),
+                       pa.field("value", _raw_arrow(t.item_type), t.item_field.nullable))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _raw_arrow(f.type), f.nullable) for f in t])
+    return t
+
+
+def _python_value(value: Any, t: DataType) -> Any:
+    """A value as fastavro reads it (logical types applied: datetime, date, time, Decimal) as
+    Arrow takes it for ``_avro_arrow(t)``: maps as key-value pairs."""
+    if value is None:
+        return None
+    n = t.name
+    if n == "ARRAY":
+        return [_python_value(v, t.element) for v in value]
+    if n == "MAP":
+        return [(k, _python_value(v, t.value)) for k, v in value.items()]
+    if n == "ROW":
+        return {f.name: _python_value(value.get(f.name), f.type) for f in t.fields}
+    return value
+
+
+def _needs_conversion(t: DataType) -> bool:
+    if t.name in ("MAP", "ROW"):
+        return True
+    return t.name == "ARRAY" and _needs_conversion(t.element)
+
+
+def read_avro(source: BinaryIO, columns: Mapping[str, DataType]) -> pa.Table:
+    """The named columns of an Avro data file (name -> the Paimon type the file was written
+    with), in Arrow types with Avro's timestamp units (``core.kernels.read`` casts them on)."""
+    writer_schema = fastavro.reader(source).writer_schema
+    source.seek(0)
+    record = _top_record(writer_schema)
+    stored = {f["name"] for f in record["fields"]}
+    missing = [c for c in columns if c not in stored]
+    if missing:
+        raise ValueError(f"the Avro file has no column {missing[0]}")
+    projected = dict(record, fields=[f for f in record["fields"] if f["name"] in columns])
+    records = list(fastavro.reader(source, reader_schema=projected))
+    arrays = []
+    for name, t in columns.items():
+        values = [r[name] for r in records]
+        if _needs_conversion(t):
+            values = [_python_value(v, t) for v in values]
+        # Timestamps come as aware (UTC) or naive datetimes; Arrow takes both as UTC.
+        arrays.append(pa.array(values, _avro_arrow(t)))
+    return pa.Table.from_arrays(arrays, names=list(columns))
+
+
+def _top_record(schema: Any) -> dict[str, Any]:
+    """The record of a data file's schema (Java writes it inside a union with null)."""
+    if isinstance(schema, list):
+        return next(s for s in schema if isinstance(s, dict) and s.get("type") == "record")
+    return schema
+
+
+def _avro_values(column: pa.ChunkedArray, t: DataType) -> list[Any]:
+    """A column as the Python values fastavro writes for ``avro_type(t)``: temporal values as
+    the integers Avro stores (cast in Arrow, exact), decimals as Decimal, maps as dicts."""
+    target = _avro_arrow(t)
+    raw = _raw_arrow(target)
+    if column.type != target:
+        column = pc.cast(column, target)
+    if raw != target:
+        column = column.cast(raw)
+    values = column.to_pylist()
+    return [_map_as_dict(v, t) for v in values] if _has_map(t) else values
+
+
+def _has_map(t: DataType) -> bool:
+    if t.name == "MAP":
+        return True
+    if t.name == "ARRAY":
+        return _has_map(t.element)
+    return t.name == "ROW" and any(_has_map(f.type) for f in t.fields)
+
+
+def _map_as_dict(value: Any, t: DataType) -> Any:
+    if value is None:
+        return None
+    if t.name == "MAP":
+        return {k: _map_as_dict(v, t.value) for k, v in value}
+    if t.name == "ARRAY":
+        return [_map_as_dict(v, t.element) for v in value]
+    if t.name == "ROW":
+        return {f.name: _map_as_dict(value[f.name], f.type) for f in t.fields}
+    return value
+
+
+def encode_avro(table: pa.Table, fields: Sequence[tuple[str, DataType]], codec: str, zstd_level: int) -> bytes:
+    """An Avro file of ``table``, whose columns are ``fields`` (name, Paimon type) in file order."""
+    schema = fastavro.parse_schema(avro_schema(fields))
+    names = [n for n, _ in fields]
+    columns = [_avro_values(table.column(n), t) for n, t in fields]
+    records = [dict(zip(names, row)) for row in zip(*columns)]
+    buf = io.BytesIO()
+    fastavro.writer(buf, schema, records, codec=codec,
+                    codec_compression_level=zstd_level if codec == "zstandard" else None)
+    return buf.getvalue()
