@@ -109,6 +109,30 @@ def java_read(table_path: str | os.PathLike[str], *, snapshot: int | None = None
     return sort_rows(rows), meta
 
 
+def java_read_snapshots(table_path: str | os.PathLike[str], snapshot_ids: Sequence[int]
+                        ) -> dict[int, list[list[Any]]]:
+    """Java's rows (sorted, normal form) at each of ``snapshot_ids``, read in one JVM (a JVM
+    start costs more than a small read)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as fh:
+        for sid in snapshot_ids:
+            fh.write(json.dumps([str(table_path), "--snapshot", str(sid)]) + "\n")
+        requests = fh.name
+    try:
+        lines = _java(["reads", requests])
+    finally:
+        os.unlink(requests)
+    results: list[list[list[Any]]] = []
+    rows: list[list[Any]] = []
+    for line in lines:
+        if line.startswith('{"meta"'):  # each read ends with its meta line; rows are arrays
+            results.append(sort_rows(rows))
+            rows = []
+        else:
+            rows.append(json.loads(line))
+    assert len(results) == len(snapshot_ids), f"Java answered {len(results)} of {len(snapshot_ids)} reads"
+    return dict(zip(snapshot_ids, results))
+
+
 def java_run(table_path: str | os.PathLike[str], steps: Iterable[dict[str, Any]], *,
              create: dict[str, Any] | None = None) -> dict[str, Any]:
     """Have Java Paimon create (optionally) and change a table.

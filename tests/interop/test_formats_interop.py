@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 import pytest
-from java_oracle import java_read, java_run, lakectl_rows
+from java_oracle import java_read, java_read_snapshots, java_run, lakectl_rows
 from test_java_interop import java_fields, open_table, rows_of, typed_batch
 from test_lakectl_to_pypaimon import all_types_columns, lakectl_table
 
@@ -100,8 +100,7 @@ def assert_matches_java(table: Table, label: str) -> int:
     maps = [i for i, f in enumerate(table.schema.fields) if f.type.name == "MAP"]
     ids = table.snapshots.list_ids()
     assert ids
-    for sid in ids:
-        expected, _ = java_read(table.path, snapshot=sid)
+    for sid, expected in java_read_snapshots(table.path, ids).items():
         assert canonical(lakectl_rows(table.scan(snapshot_id=sid)), maps) == canonical(expected, maps), \
             f"{label}: snapshot {sid} differs from Java"
     latest, meta = java_read(table.path)

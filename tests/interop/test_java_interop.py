@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from java_oracle import java_read, java_run, lakectl_rows, normal, sort_rows
+from java_oracle import java_read, java_read_snapshots, java_run, lakectl_rows, normal, sort_rows
 from test_lakectl_to_pypaimon import all_types_batch, all_types_columns, lakectl_table
 
 from core.evolution import AddColumn, RenameColumn
@@ -58,8 +58,7 @@ def assert_same_at_every_snapshot(table: Table, label: str) -> int:
     assert lakectl_rows(table.scan()) == latest, f"{label}: latest snapshot differs from Java"
     ids = table.snapshots.list_ids()
     assert ids and ids[-1] == meta["latest_snapshot"]
-    for sid in ids:
-        expected, _ = java_read(table.path, snapshot=sid)
+    for sid, expected in java_read_snapshots(table.path, ids).items():
         assert lakectl_rows(table.scan(snapshot_id=sid)) == expected, f"{label}: snapshot {sid} differs from Java"
     return len(ids)
 

@@ -5,6 +5,7 @@
 // inside lakectl: tests call it and compare its answers with lakectl's.
 //
 //   read <table-path> [--snapshot N | --tag NAME | --incremental-between A,B] [--filter-equal COLUMN JSON-VALUE]
+//   reads <file>: many reads in one JVM, a JSON array of read's arguments per line
 //        [--with-kind]
 //       Prints each row as a JSON array (values in the normal form below), one per line, then
 //       a last line {"meta": {...}} with the row count and the snapshot that was read. With
@@ -97,6 +98,22 @@ public class JavaPaimonOracle {
                 break;
             case "run":
                 run(JSON.readTree(Files.readAllBytes(Paths.get(args[1]))));
+                break;
+            case "reads":
+                // One JVM for many reads: each line of the file is a JSON array of read's
+                // arguments (after "read"); each read's output ends with its meta line.
+                for (String line : Files.readAllLines(Paths.get(args[1]))) {
+                    if (line.isBlank()) {
+                        continue;
+                    }
+                    JsonNode readArgs = JSON.readTree(line);
+                    String[] argv = new String[readArgs.size() + 1];
+                    argv[0] = "read";
+                    for (int i = 0; i < readArgs.size(); i++) {
+                        argv[i + 1] = readArgs.get(i).asText();
+                    }
+                    read(argv);
+                }
                 break;
             default:
                 throw new IllegalArgumentException("unknown command " + args[0]);
