@@ -281,10 +281,11 @@ def compact_after_commit(table: Table, engine: Any) -> CompactResult | None:
     full = full_compaction_due(table)
     if not full and not table.schema.has_primary_key:
         return None  # append buckets are merged by `lakectl compact`, not after every write
-    # Where batch reads hide level 0 (first-row, deletion vectors), the written buckets are
-    # compacted at once, as Java's lookup writers force level 0 up at every commit; until
-    # then the write would be invisible.
-    level0 = not full and table.schema.hides_level0
+    # Batch reads of deletion-vector tables hide level 0, so the written buckets go through
+    # the lookup compaction at once, as Java's writers force level 0 up at every commit.
+    # (First-row tables hide it too; their universal pick forces level 0 up by itself.)
+    schema = table.schema
+    level0 = not full and schema.has_primary_key and schema.core_options.deletion_vectors_enabled
     result = compact(table, full=full, engine=engine, level0_buckets=level0)
     return result if result.snapshot_id is not None else None
 
