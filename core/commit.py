@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from core.deletion_vectors import read_index_file, write_index_file
-from core.errors import CommitConflictError
+from core.errors import CommitConflictError, CorruptMetadataError
 from core.fileio import FileIO
 from core.index_manifest import ADD as INDEX_ADD
 from core.index_manifest import DELETE as INDEX_DELETE
 from core.index_manifest import DELETION_VECTORS, IndexFileMeta, IndexManifestEntry, IndexManifestIO, combine, index_dir
-from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestIO, live_entries
+from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO, live_entries
 from core.options import BATCH_COMMIT_IDENTIFIER
 from core.schema import SchemaManager, TableSchema
 from core.snapshot import APPEND, COMPACT, OVERWRITE, Snapshot, SnapshotManager
@@ -139,6 +139,7 @@ class FileStoreCommit:
                          watermark: int | None = None, index: IndexChanges | None = None) -> Success | Retry:
         latest = self.snapshots.latest()
         self._check_schema()
+        base_metas = self._base_manifests(latest)
         old_index = latest.index_manifest if latest else None
         if index is not None and overwrite is None and index.planned_on != old_index:
             raise CommitConflictError(
@@ -147,14 +148,14 @@ class FileStoreCommit:
         live: list[ManifestEntry] | None = None
         needs_live = overwrite is not None or any(m.compact_before for m in messages)
         if needs_live and latest is not None:
-            live = live_entries(self.manifests, latest)
+            live = base_entries(self.manifests, latest)
         entries = self._delta_entries(messages, overwrite, live or [])
         changelog = [ManifestEntry(ADD, m.partition, m.bucket, m.total_buckets, f)
                      for m in messages for f in m.changelog_files]
         index_changes = any(m.new_index_files or m.deleted_index_files for m in messages)
         if overwrite is None and not entries and not changelog and not index_changes:
             return Success(latest) if latest else Retry("nothing to commit")
-        self._check_conflicts(entries, live or [], latest)
+        self._check_conflicts(entries, live or [], base_metas)
 
         written: list[str] = []
         written_index: list[str] = []
@@ -165,10 +166,6 @@ class FileStoreCommit:
             delta_meta = self.manifests.write_manifest(entries, self.schema.id, partition_types) if entries else None
             if delta_meta:
                 written.append(delta_meta.file_name)
-            base_metas = []
-            if latest is not None:
-                for name in (latest.base_manifest_list, latest.delta_manifest_list):
-                    base_metas.extend(self.manifests.read_manifest_list(name))
             base_name, base_size = self.manifests.write_manifest_list(base_metas)
             written.append(base_name)
             delta_name, delta_size = self.manifests.write_manifest_list([delta_meta] if delta_meta else [])
@@ -295,21 +292,34 @@ class FileStoreCommit:
                 f"the table schema changed to {current[-1]} while this write used schema {self.schema.id}; "
                 "re-run the write against the new schema")
 
+    def _base_manifests(self, latest: Snapshot | None) -> list[ManifestFileMeta]:
+        """The manifests of the snapshot this commit builds on (its base and delta lists), read
+        before anything is written: committing on a snapshot whose lists are gone would carry
+        the damage into every later snapshot."""
+        if latest is None:
+            return []
+        out = []
+        try:
+            for name in (latest.base_manifest_list, latest.delta_manifest_list):
+                out.extend(self.manifests.read_manifest_list(name))
+        except CorruptMetadataError as e:
+            raise damaged_base(latest, e) from e
+        return out
+
     def _check_conflicts(self, entries: list[ManifestEntry], live: list[ManifestEntry],
-                         latest: Snapshot | None) -> None:
+                         base_metas: list[ManifestFileMeta]) -> None:
         live_ids = {e.identifier for e in live}
         for e in entries:
             if e.kind == DELETE and e.identifier not in live_ids:
                 raise CommitConflictError(
                     f"file {e.file.file_name} is no longer live (another commit replaced it); nothing was committed")
-        if latest is not None and entries:
+        if entries:
             expected = {e.total_buckets for e in entries if e.kind == ADD}
-            for name in (latest.base_manifest_list, latest.delta_manifest_list):
-                for meta in self.manifests.read_manifest_list(name):
-                    if meta.total_buckets is not None and expected and meta.total_buckets not in expected:
-                        raise CommitConflictError(
-                            f"bucket count mismatch: table files use {meta.total_buckets} buckets, "
-                            f"this write used {sorted(expected)}")
+            for meta in base_metas:
+                if meta.total_buckets is not None and expected and meta.total_buckets not in expected:
+                    raise CommitConflictError(
+                        f"bucket count mismatch: table files use {meta.total_buckets} buckets, "
+                        f"this write used {sorted(expected)}")
 
     def _find_own_commit(self, since: int | None, kind: str) -> Snapshot | None:
         latest = self.snapshots.latest_id()
@@ -335,6 +345,21 @@ class FileStoreCommit:
             self.file_io.delete_quietly(f"{index_dir(self.table_path)}/{name}")
 
 
+def damaged_base(latest: Snapshot, cause: Exception) -> CorruptMetadataError:
+    """The error of a command that would build on a snapshot it cannot read."""
+    return CorruptMetadataError(f"cannot commit on snapshot {latest.id}: {cause}; nothing was committed "
+                                "(`lakectl check --repair` removes snapshots that cannot be read)")
+
+
+def base_entries(manifests: ManifestIO, latest: Snapshot) -> list[ManifestEntry]:
+    """The live files of the snapshot a write, compaction or overwrite builds on; its missing
+    manifest list or manifest stops the command before it writes anything."""
+    try:
+        return live_entries(manifests, latest)
+    except CorruptMetadataError as e:
+        raise damaged_base(latest, e) from e
+
+
 def next_watermark(new: int | None, latest: int | None) -> int | None:
     """Paimon's rule for a snapshot's watermark: the max of the commit's and the latest
     snapshot's when both exist, else whichever exists."""
@@ -343,4 +368,4 @@ def next_watermark(new: int | None, latest: int | None) -> int | None:
     return max(new, latest)
 
 
-__all__ = ["CommitMessage", "FileStoreCommit", "IndexChanges", "OverwriteSpec", "APPEND", "COMPACT", "OVERWRITE"]
+__all__ = ["base_entries", "damaged_base", "CommitMessage", "FileStoreCommit", "IndexChanges", "OverwriteSpec", "APPEND", "COMPACT", "OVERWRITE"]

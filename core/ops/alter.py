@@ -21,6 +21,7 @@ from core.errors import CommitConflictError, InvalidDataError, UsageError
 from core.evolution import SchemaChange, apply_changes
 from core.manifest import ADD, ManifestEntry, read_entries
 from core.ops.schemas import column_text, describe_changes
+from core.ops.check import require_manifest_lists
 from core.schema import TableSchema
 from core.table import Table
 from core.types import DataField
@@ -134,9 +135,13 @@ def alter(table: Table, changes: Sequence[SchemaChange], *, dry_run: bool = Fals
         UsageError: no changes, or a change Paimon forbids (nothing is written).
         InvalidDataError: NOT NULL on a column that holds nulls.
         CommitConflictError: other schema changes kept winning the race for the next id.
+        CorruptMetadataError: the latest snapshot's manifest lists are missing.
     """
     if not changes:
         raise UsageError("give at least one change (see lakectl alter-schema --help)")
+    latest = table.latest_snapshot()
+    if latest is not None and not dry_run:
+        require_manifest_lists(table, latest, "cannot alter the schema")
     retries = table.schema.core_options.commit_max_retries
     for attempt in range(retries + 1):
         old = table.schema

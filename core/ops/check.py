@@ -98,6 +98,22 @@ def require_whole(table: Table, snap: Snapshot, what: str) -> None:
                                    f"{first.detail}{more}; nothing was changed")
 
 
+def require_manifest_lists(table: Table, snap: Snapshot, what: str) -> None:
+    """The cheap guard of commands that build on the latest snapshot without reading its
+    files (alter-schema): its manifest lists must be readable.
+
+    Raises:
+        CorruptMetadataError: naming the missing or unreadable list.
+    """
+    mio = table.manifests()
+    for name in (snap.base_manifest_list, snap.delta_manifest_list):
+        try:
+            mio.read_manifest_list(name)
+        except (LakectlError, OSError) as e:
+            raise CorruptMetadataError(f"{what}: snapshot {snap.id} cannot be read: {e}; nothing was changed "
+                                       "(`lakectl check --repair` removes snapshots that cannot be read)") from e
+
+
 def _check_schemas(table: Table, result: CheckResult) -> dict[int, TableSchema]:
     out = {}
     for sid in table.schemas.list_ids():

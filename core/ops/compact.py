@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
 
-from core.commit import CommitMessage, FileStoreCommit
+from core.commit import CommitMessage, FileStoreCommit, base_entries
 from core.deletion_vectors import bucket_index_files, snapshot_deletion_files, split_deletion_files
 from core.engines import EngineSettings, choose_engine
 from core.errors import CommitConflictError, UsageError
@@ -33,7 +33,7 @@ from core.fileio import join
 from core.index_manifest import index_dir
 from core.kernels.compact import (CompactTask, UniversalOptions, in_sequence_order, output_level, pick_files,
                                   pick_universal)
-from core.manifest import ManifestEntry, live_entries
+from core.manifest import ManifestEntry
 from core.partition import render_value
 from core.schema import TableSchema
 from core.snapshot import COMPACT, Snapshot
@@ -131,7 +131,7 @@ def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, s
     level = output_level(schema)
     if schema.has_primary_key and level < 1:
         raise UsageError(f"option num-levels={schema.core_options.num_levels} leaves no level above 0 to compact to")
-    entries = live_entries(table.manifests(), snapshot)
+    entries = base_entries(table.manifests(), snapshot)
     groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
     values_of: dict[bytes, tuple[Any, ...]] = {}
     for e in entries:  # manifest order: files of equal sequence numbers stay in commit order

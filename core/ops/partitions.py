@@ -25,11 +25,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from core import binary_row
-from core.commit import FileStoreCommit, OverwriteSpec
+from core.commit import FileStoreCommit, OverwriteSpec, base_entries
 from core.options import parse_duration
 from core.errors import UsageError
 from core.fileio import join
-from core.manifest import live_entries
 from core.partition import partition_path, render_value
 from core.table import Table
 
@@ -162,7 +161,7 @@ def expire_partitions(table: Table, *, expiration_time: str | None = None, max_e
     empty = PartitionExpireResult(table.name, None, cutoff.isoformat(sep=" "), (), 0, 0, dry_run)
     if snapshot is None:
         return empty
-    entries = live_entries(table.manifests(), snapshot)
+    entries = base_entries(table.manifests(), snapshot)
     types = [f.type for f in fields]
     default_name = schema.core_options.partition_default_name
     by_partition: dict[bytes, list[Any]] = {}

@@ -1,9 +1,10 @@
 """rollback: make an earlier snapshot (or a tag) the latest again, metadata only.
 
-Paimon's order (spec §9.1): if the target is a tag whose snapshot was expired, write the
-tag back as ``snapshot-S`` and set ``EARLIEST=S``; remove ``snapshot-n`` for n > S from the
-highest id down, so that a crash part-way leaves a contiguous prefix whose latest is a real
-snapshot; remove the tags that point past S; set ``LATEST=S``. Data files and manifests only
+Order: remove ``snapshot-n`` for n > S from the highest id down, so that a crash part-way
+leaves a contiguous prefix whose latest is a real snapshot; if the target is a tag whose
+snapshot was expired, write the tag back as ``snapshot-S`` (and ``EARLIEST=S``) just before
+the last removal; remove the tags that point past S; set ``LATEST=S``. (Paimon writes the tag
+back first, which leaves a gap in the ids during the whole removal.) Data files and manifests only
 the removed snapshots referenced stay behind as orphans for ``remove-orphan-files`` (newer
 Java and pypaimon do the same): deleting them here could race a reader of a removed snapshot.
 """
@@ -75,14 +76,19 @@ def rollback(table: Table, *, snapshot_id: int | None = None, tag: str | None = 
     if dry_run:
         return RollbackResult(table.name, target, removed, tags_removed, True)
 
+    # Highest first, so that a crash leaves a contiguous run of whole snapshots whose latest is
+    # a real one. Restoring a tag's expired snapshot S below the earliest E: everything above E
+    # goes first, then snapshot-S is written back, then E: the ids skip from S to E for that
+    # one step only (Paimon writes S first, leaving the gap open for the whole removal).
+    keep_until_restored = removed[-1:] if restore else ()
+    for n in removed[:len(removed) - len(keep_until_restored)]:
+        table.file_io.delete(snapshots.path(n))
     if restore:
         assert tagged is not None
-        # Written before anything is removed: from here on the table's latest snapshot is
-        # always a real one, whatever point a crash stops us at.
         if snapshots.try_publish(tagged):
             log.info("restored snapshot-%d from tag %s", target, tag)
         table.file_io.overwrite_hint(join(snapshots.dir, "EARLIEST"), str(target))
-    for n in removed:  # highest first
+    for n in keep_until_restored:
         table.file_io.delete(snapshots.path(n))
     for name in tags_removed:
         table.file_io.delete(table.tags.path(name))

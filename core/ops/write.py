@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from core.commit import CommitMessage, FileStoreCommit, IndexChanges, OverwriteSpec
+from core.commit import CommitMessage, FileStoreCommit, IndexChanges, OverwriteSpec, base_entries
 from core.deletion_vectors import snapshot_deletion_files, split_deletion_files
 from core.dynamic_bucket import DynamicBucketAssigner, check_writable, is_dynamic
 from core.engines import EngineSettings, choose_engine
@@ -23,7 +23,6 @@ from core.ops.maintenance import after_commit
 from core.rows import prepare_rows
 from core.kernels.write import WriteJob, removal_changelog
 from core.index_manifest import IndexManifestIO
-from core.manifest import live_entries
 from core.options import BATCH_COMMIT_IDENTIFIER, WRITE, check_options, parse_bool
 from core.snapshot import Snapshot
 from core.sources import infer_format, input_size
@@ -56,7 +55,7 @@ def plan_job(table: Table, schema: TableSchema, row_kind_column: str | None, *, 
     the kernels look records up (``changelog-producer=lookup``, first-row tables, the
     changelog of an overwrite), each bucket's live files."""
     latest = table.latest_snapshot()
-    entries = live_entries(table.manifests(), latest) if latest is not None else []
+    entries = base_entries(table.manifests(), latest) if latest is not None else []
     assigner = None
     if is_dynamic(schema):
         check_writable(schema)

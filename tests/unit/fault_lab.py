@@ -24,7 +24,9 @@ only changes at mutations, so killing before each one reaches every state a cras
 
 from __future__ import annotations
 
+import datetime as dt
 import os
+import random
 import signal
 import time
 import warnings
@@ -36,12 +38,19 @@ import pyarrow as pa
 from core.errors import LakectlError
 from core.evolution import AddColumn
 from core.fileio import inject_fault
+from core.ops.check import check
+from core.ops.orphans import remove_orphan_files
+from core.ops.partitions import expire_partitions
+from core.ops.stream_write import StreamWriter
+from core.ops.tags import create_tag, delete_tag
 from core.snapshot import APPEND, COMPACT, OVERWRITE
 from core.table import Table
 from core.types import parse_type
 
 Rows = dict[int, tuple[int, str, str]]
-DTS = ("a", "b")  # two partitions x two buckets: every op touches several files
+# Two partitions x two buckets: every op touches several files. The partition values are
+# dates so that expire-partitions has something to drop (the first one, see ExpirePartitions).
+DTS = ("2024-01-01", "2024-01-02")
 LOOP_LIMIT = 400  # no op of these small tables takes this many operations of one kind
 
 
@@ -79,11 +88,12 @@ class Lab:
     next_key: int = 0
     tally: Tally = field(default_factory=Tally)
     thorough: bool = True  # scan every snapshot after each rerun (else the latest and the kept ones)
+    tags: dict[str, tuple[int, Rows]] = field(default_factory=dict)  # name -> (snapshot id, rows)
 
     def copy_to(self, open_table: Callable[[], Table]) -> "Lab":
         """The model for a copy of this table (the caller copied the files)."""
         return Lab(open_table, {k: dict(v) for k, v in self.states.items()}, None, self.next_key, self.tally,
-                   self.thorough)
+                   self.thorough, {k: (sid, dict(rows)) for k, (sid, rows) in self.tags.items()})
 
     @property
     def t(self) -> Table:
@@ -109,12 +119,22 @@ class Lab:
     def record(self, snapshot_id: int, rows: Rows) -> None:
         self.states[snapshot_id] = dict(rows)
 
+    def record_tag(self, name: str, snapshot_id: int) -> None:
+        self.tags[name] = (snapshot_id, dict(self.states[snapshot_id]))
+
+    def forget_after(self, snapshot_id: int) -> None:
+        """A rollback to ``snapshot_id``: newer snapshots and the tags on them are gone."""
+        for sid in [s for s in self.states if s > snapshot_id]:
+            del self.states[sid]
+        for name in [n for n, (sid, _) in self.tags.items() if sid > snapshot_id]:
+            del self.tags[name]
+
     # ---- reading the table -----------------------------------------------------------------
-    def scan(self, snapshot_id: int | None = None) -> Rows:
-        data = self.t.scan(snapshot_id=snapshot_id, select=["id", "v", "dt"])
+    def scan(self, snapshot_id: int | None = None, tag: str | None = None) -> Rows:
+        data = self.t.scan(snapshot_id=snapshot_id, tag=tag, select=["id", "v", "dt"])
         out: Rows = {}
         for i, v, d in zip(*(data.column(c).to_pylist() for c in ("id", "v", "dt"))):
-            assert i not in out, f"key {i} twice in snapshot {snapshot_id}"
+            assert i not in out, f"key {i} twice in snapshot {snapshot_id} / tag {tag}"
             out[i] = (i, v, d)
         return out
 
@@ -131,9 +151,17 @@ class Lab:
         return latest
 
     def check_all(self, context: str) -> None:
-        """Every snapshot the table lists scans to the model's rows for it."""
+        """Every snapshot and tag the table lists scans to the model's rows for it."""
         for sid in self.t.snapshots.list_ids():
             self.check_snapshot(sid, context)
+        for name in self.t.tags.names():
+            assert name in self.tags, f"{context}: tag {name} is not one the model knows"
+            assert self.scan(tag=name) == self.tags[name][1], f"{context}: tag {name} does not scan to its rows"
+
+    def check_tags_kept(self, context: str) -> None:
+        """No tag the model holds has gone (between commands, not in the middle of one)."""
+        lost = set(self.tags) - set(self.t.tags.names())
+        assert not lost, f"{context}: tags {sorted(lost)} are gone"
 
 
 class Op:
@@ -156,6 +184,15 @@ class Op:
 
     def after(self, lab: Lab, before: int) -> None:
         """Update the model once the op landed; check what only this op changes."""
+
+    def observe(self, lab: Lab, before: int) -> None:
+        """After a fault: put what the interrupted op already published into the model, so
+        that it can be checked before the rerun (by default: all of it, once it landed)."""
+        if self.landed(lab, before):
+            self.provisional(lab, before)
+
+    def provisional(self, lab: Lab, before: int) -> None:
+        """The model update of a run that landed, when it is safe to make before the rerun."""
 
     def keep(self, lab: Lab, before: int) -> set[int]:
         """Snapshots that must survive the op, faulted or not."""
@@ -209,13 +246,13 @@ class Overwrite(Write):
 
     def prepare(self, lab: Lab) -> None:
         self.base = lab.latest_rows()
-        self.pending = lab.new_rows(3, "o", dts=("b",))
+        self.pending = lab.new_rows(3, "o", dts=(DTS[1],))
 
     def run(self, lab: Lab) -> Any:
         return lab.t.write(batch(self.pending), mode="overwrite")
 
     def expected(self) -> Rows:
-        rows = {k: r for k, r in self.base.items() if r[2] != "b"}
+        rows = {k: r for k, r in self.base.items() if r[2] != DTS[1]}
         rows.update({r[0]: r for r in self.pending})
         return rows
 
@@ -258,6 +295,9 @@ class Expire(Op):
     name = "expire"
 
     def prepare(self, lab: Lab) -> None:
+        earliest = lab.t.snapshots.earliest_id()
+        create_tag(lab.t, "pinned", snapshot_id=earliest)  # its files must outlive the snapshot
+        lab.record_tag("pinned", earliest)
         write_now(lab)
         before = lab.t.snapshots.latest_id()
         lab.t.compact(full=True)
@@ -304,8 +344,7 @@ class Rollback(Op):
         return lab.t.snapshots.list_ids()[-1] == self.target
 
     def after(self, lab: Lab, before: int) -> None:
-        for sid in [s for s in lab.states if s > self.target]:
-            del lab.states[sid]
+        lab.forget_after(self.target)
 
 
 class Alter(Op):
@@ -331,7 +370,204 @@ class Alter(Op):
         return True
 
 
-OPS: dict[str, Callable[[], Op]] = {op.name: op for op in (Write, Overwrite, Compact, Expire, Rollback, Alter)}
+class CdcWrite(Write):
+    """A change-data write: new keys (+I), an update (+U) and a delete (-D) of existing keys."""
+
+    name = "cdc-write"
+
+    def prepare(self, lab: Lab) -> None:
+        self.base = lab.latest_rows()
+        rows = lab.new_rows(3, "c")
+        kinds = ["+I"] * len(rows)
+        keys = sorted(self.base)
+        if keys:
+            rows.append(self.base[keys[0]])
+            kinds.append("-D")
+        if len(keys) > 1:
+            rows.append((keys[1], f"c{lab.next_key}u", self.base[keys[1]][2]))
+            kinds.append("+U")
+        self.pending, self.kinds = rows, kinds
+
+    def run(self, lab: Lab) -> Any:
+        data = batch(self.pending).append_column("_kind", pa.array(self.kinds, pa.string()))
+        return lab.t.write(data, row_kind_column="_kind")
+
+    def expected(self) -> Rows:
+        rows = dict(self.base)
+        for row, kind in zip(self.pending, self.kinds):
+            if kind == "-D":
+                rows.pop(row[0], None)
+            else:
+                rows[row[0]] = row
+        return rows
+
+
+class StreamWrite(Op):
+    """A streaming write of three batches under one commit user: each batch is one snapshot,
+    and a rerun after a crash commits only the batches that had not landed (exactly once)."""
+
+    name = "stream-write"
+    batches = 3
+
+    def prepare(self, lab: Lab) -> None:
+        self.base = lab.latest_rows()
+        self.pending = [lab.new_rows(2, f"s{i}") for i in range(self.batches)]
+        self.user = f"fault-lab-stream-{lab.next_key}"
+
+    def run(self, lab: Lab) -> Any:
+        writer = StreamWriter(lab.t, self.user)
+        for identifier, rows in enumerate(self.pending, 1):
+            writer.write_batch(batch(rows), identifier)
+
+    def expected(self, committed: int) -> Rows:
+        rows = dict(self.base)
+        for batch_rows in self.pending[:committed]:
+            rows.update({r[0]: r for r in batch_rows})
+        return rows
+
+    def allowed_latest(self, lab: Lab, before: int) -> set[int]:
+        return set(range(before, before + self.batches + 1))
+
+    def landed(self, lab: Lab, before: int) -> bool:
+        return lab.t.snapshots.latest_id() == before + self.batches
+
+    def observe(self, lab: Lab, before: int) -> None:
+        for sid in range(before + 1, (lab.t.snapshots.latest_id() or 0) + 1):
+            snap = lab.t.snapshots.snapshot(sid)
+            assert snap.commit_user == self.user and snap.commit_identifier == sid - before, \
+                f"snapshot {sid} is not batch {sid - before} of the stream"
+            lab.record(sid, self.expected(sid - before))
+
+    after = observe
+
+
+class ExpirePartitions(Op):
+    """Drop the partition DTS[0] (a day older than ``NOW`` minus one day) as one OVERWRITE."""
+
+    name = "expire-partitions"
+    NOW = dt.datetime(2024, 1, 2, 12)
+
+    def prepare(self, lab: Lab) -> None:
+        self.base = lab.latest_rows()
+
+    def run(self, lab: Lab) -> Any:
+        return expire_partitions(lab.t, expiration_time="1d", now=self.NOW)
+
+    def landed(self, lab: Lab, before: int) -> bool:
+        return _commit_landed(lab, before, OVERWRITE)
+
+    def after(self, lab: Lab, before: int) -> None:
+        lab.record(before + 1, {k: r for k, r in self.base.items() if r[2] != DTS[0]})
+
+    provisional = after
+
+
+class TagCreate(Op):
+    name = "tag-create"
+
+    def run(self, lab: Lab) -> Any:
+        return create_tag(lab.t, "crash-tag")
+
+    def allowed_latest(self, lab: Lab, before: int) -> set[int]:
+        return {before}
+
+    def landed(self, lab: Lab, before: int) -> bool:
+        return lab.t.tags.exists("crash-tag")
+
+    def after(self, lab: Lab, before: int) -> None:
+        lab.record_tag("crash-tag", before)
+
+    provisional = after
+
+
+class TagDelete(Op):
+    """Delete a tag on a snapshot that was expired since (its files live on through the tag)."""
+
+    name = "tag-delete"
+
+    def prepare(self, lab: Lab) -> None:
+        first = lab.t.snapshots.latest_id()
+        create_tag(lab.t, "doomed")
+        lab.record_tag("doomed", first)
+        write_now(lab)
+        _expire_now(lab, retain_max=1)
+
+    def run(self, lab: Lab) -> Any:
+        return delete_tag(lab.t, "doomed")
+
+    def allowed_latest(self, lab: Lab, before: int) -> set[int]:
+        return {before}
+
+    def landed(self, lab: Lab, before: int) -> bool:
+        return not lab.t.tags.exists("doomed")
+
+    def after(self, lab: Lab, before: int) -> None:
+        lab.tags.pop("doomed", None)
+
+    provisional = after
+
+
+class RemoveOrphans(Op):
+    """remove-orphan-files after a rolled-back write left its files and manifests behind."""
+
+    name = "remove-orphan-files"
+
+    def prepare(self, lab: Lab) -> None:
+        target = lab.t.snapshots.latest_id()
+        write_now(lab)
+        lab.t.rollback(snapshot_id=target, dry_run=False)
+        lab.forget_after(target)
+
+    def run(self, lab: Lab) -> Any:
+        return remove_orphan_files(lab.t, older_than="0s")
+
+    def allowed_latest(self, lab: Lab, before: int) -> set[int]:
+        return {before}
+
+    def landed(self, lab: Lab, before: int) -> bool:
+        return remove_orphan_files(lab.t, older_than="0s", dry_run=True).files == 0
+
+
+class RollbackToTag(Rollback):
+    """Roll back to a tag whose snapshot was expired: the tag is written back as a snapshot."""
+
+    name = "rollback-to-tag"
+
+    def prepare(self, lab: Lab) -> None:
+        self.target = lab.t.snapshots.latest_id()
+        create_tag(lab.t, "restore")
+        lab.record_tag("restore", self.target)
+        for _ in range(3):
+            write_now(lab)
+        _expire_now(lab, retain_max=2)
+        assert not lab.t.snapshots.exists(self.target)
+        lab.record(self.target, lab.tags["restore"][1])
+
+    def run(self, lab: Lab) -> Any:
+        return lab.t.rollback(tag="restore", dry_run=False)
+
+    def allowed_latest(self, lab: Lab, before: int) -> set[int]:
+        return {self.target} | set(range(before - 1, before + 1))
+
+    def keep(self, lab: Lab, before: int) -> set[int]:
+        return set()  # every snapshot after the tag goes; the tag's comes back
+
+
+def _expire_now(lab: Lab, retain_max: int) -> None:
+    """An unfaulted expire keeping the newest ``retain_max`` snapshots; the model forgets the
+    snapshots that are gone (tags keep their rows)."""
+    lab.t.expire(retain_min=1, retain_max=retain_max, max_deletes=1000, dry_run=False)
+    listed = set(lab.t.snapshots.list_ids())
+    for sid in [s for s in lab.states if s not in listed]:
+        del lab.states[sid]
+
+
+# The fail loops (every read, write, create, delete, list) run the commands whose FileIO
+# traffic differs in kind; the crash matrix (kill before every mutation, then more commands)
+# runs every command that writes.
+FAIL_OPS: dict[str, Callable[[], Op]] = {op.name: op for op in (Write, Overwrite, Compact, Expire, Rollback, Alter)}
+OPS: dict[str, Callable[[], Op]] = {**FAIL_OPS, **{op.name: op for op in (
+    CdcWrite, StreamWrite, ExpirePartitions, TagCreate, TagDelete, RemoveOrphans, RollbackToTag)}}
 
 
 def seed(lab: Lab, writes: int = 2) -> None:
@@ -344,8 +580,7 @@ Clone = Callable[[Lab, str], Lab]  # (template, name) -> a lab on a fresh copy o
 
 
 def _check_after_fault(lab: Lab, op: Op, before: int, context: str) -> None:
-    if hasattr(op, "provisional") and op.landed(lab, before):
-        op.provisional(lab, before)
+    op.observe(lab, before)
     lab.check_latest(op.allowed_latest(lab, before), context)
     lost = op.keep(lab, before) - set(lab.t.snapshots.list_ids())
     assert not lost, f"{context}: committed snapshots {sorted(lost)} are gone"
@@ -363,6 +598,7 @@ def _complete(lab: Lab, op: Op, before: int, context: str) -> None:
     lab.check_latest(op.allowed_latest(lab, before), f"{context}, after the rerun")
     if lab.thorough:
         lab.check_all(f"{context}, after the rerun")
+        lab.check_tags_kept(f"{context}, after the rerun")
 
 
 def fail_loop(template: Lab, op: Op, kind: str, clone: Clone, *, limit: int = LOOP_LIMIT,
@@ -399,10 +635,82 @@ def fail_loop(template: Lab, op: Op, kind: str, clone: Clone, *, limit: int = LO
     raise AssertionError(f"{op.name} still reached fail:{kind}:{limit}")
 
 
+def aftermath(lab: Lab, rng: random.Random, steps: int, context: str) -> None:
+    """What users do after a crash: every listed snapshot must be a valid rollback target
+    (checked as a dry run), then ``steps`` random commands (writes, CDC writes, compactions,
+    expires, rollbacks to a listed snapshot, tag creation and deletion, orphan removal), after
+    each of which every listed snapshot and tag scans to the model's rows. Ends with ``check``
+    finding nothing wrong."""
+    t = lab.t
+    for sid in t.snapshots.list_ids():
+        t.rollback(snapshot_id=sid, dry_run=True)  # refuses a target whose files are gone
+    for step in range(steps):
+        action = rng.choice(AFTERMATH)
+        action(lab, rng)
+        where = f"{context}, then {action.__name__} (step {step + 1})"
+        lab.check_all(where)
+        lab.check_tags_kept(where)
+    result = check(lab.t)
+    assert result.ok, f"{context}: check after the commands: {result.problems[:3]}"
+
+
+def _after_write(lab: Lab, rng: random.Random) -> None:
+    write_now(lab)
+
+
+def _after_cdc_write(lab: Lab, rng: random.Random) -> None:
+    op = CdcWrite()
+    op.prepare(lab)
+    before = lab.t.snapshots.latest_id() or 0
+    op.run(lab)
+    op.after(lab, before)
+
+
+def _after_compact(lab: Lab, rng: random.Random) -> None:
+    before = lab.t.snapshots.latest_id()
+    if before is not None and lab.t.compact(full=True).snapshot_id is not None:
+        lab.record(before + 1, lab.states[before])
+
+
+def _after_expire(lab: Lab, rng: random.Random) -> None:
+    _expire_now(lab, retain_max=rng.randint(1, 3))
+
+
+def _after_rollback(lab: Lab, rng: random.Random) -> None:
+    target = rng.choice(lab.t.snapshots.list_ids())
+    lab.t.rollback(snapshot_id=target, dry_run=False)
+    lab.forget_after(target)
+
+
+def _after_tag(lab: Lab, rng: random.Random) -> None:
+    sid = rng.choice(lab.t.snapshots.list_ids())
+    name = f"after-{len(lab.tags)}-{sid}"
+    if name not in lab.tags:
+        create_tag(lab.t, name, snapshot_id=sid)
+        lab.record_tag(name, sid)
+
+
+def _after_untag(lab: Lab, rng: random.Random) -> None:
+    if lab.tags:
+        name = rng.choice(sorted(lab.tags))
+        delete_tag(lab.t, name)
+        del lab.tags[name]
+
+
+def _after_orphans(lab: Lab, rng: random.Random) -> None:
+    remove_orphan_files(lab.t, older_than="0s")
+
+
+AFTERMATH = (_after_write, _after_cdc_write, _after_compact, _after_expire, _after_rollback, _after_tag,
+             _after_untag, _after_orphans)
+
+
 def kill_loop(template: Lab, op: Op, kind: str, clone: Clone, *, limit: int = LOOP_LIMIT,
-              timeout: float = 120.0) -> int:
+              timeout: float = 120.0, aftermath_steps: int = 0) -> int:
     """SIGKILL a forked child running the op right before its n-th ``kind`` operation, for every
-    n until the child completes; returns how many kills there were."""
+    n until the child completes; returns how many kills there were. With ``aftermath_steps``,
+    each killed and completed run goes on with that many random commands (``aftermath``),
+    seeded by the op and n so a failure replays."""
     op.prepare(template)
     before = template.t.snapshots.latest_id() or 0
     kills = 0
@@ -420,6 +728,8 @@ def kill_loop(template: Lab, op: Op, kind: str, clone: Clone, *, limit: int = LO
             assert os.WEXITSTATUS(status) == 0, f"{context}: the child failed (exit {os.WEXITSTATUS(status)})"
         _check_after_fault(lab, op, before, context)
         _complete(lab, op, before, context)
+        if aftermath_steps:
+            aftermath(lab, random.Random(f"{op.name}:{n}"), aftermath_steps, context)
         if not killed:
             lab.check_all(f"{op.name} after every kill:{kind}:N")
             return kills
