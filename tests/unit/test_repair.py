@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -18,6 +19,7 @@ import pytest
 
 from core.errors import CorruptMetadataError
 from core.evolution import AddColumn
+from core.fileio import inject_fault
 from core.ops.check import check
 from core.ops.create import create
 from core.ops.repair import repair
@@ -225,3 +227,33 @@ def test_a_broken_schema_no_snapshot_uses_is_left_as_a_problem(tmp_path: Path) -
     assert result.snapshots_removed == [] and not result.ok
     assert [(p.kind, p.path) for p in result.problems_left] == [("schema", str(stray))]
     assert stray.read_text() == "{"
+
+
+def test_a_repair_stopped_at_any_change_leaves_a_contiguous_run_and_a_rerun_finishes(tmp_path: Path) -> None:
+    """Stopped before each of its changes (an injected failure, as a kill would stop it), the
+    listed snapshots stay contiguous and include every snapshot the full repair keeps; a rerun
+    then ends where an uninterrupted repair does."""
+    template = build(tmp_path / "template")
+    _damage(template, "data-file-of-2")
+    _damage(template, "latest-manifest-list")  # something to remove at both ends
+    wh = Path(template.table.path).parents[1]
+    mutations = 1
+    while True:
+        clone = tmp_path / f"run{mutations}"
+        shutil.copytree(wh, clone)
+        t = Table.open("db.t", warehouse=str(clone))
+        try:
+            with inject_fault("fail", "mutation", mutations) as fault:
+                repair(t)
+        except OSError:
+            ids = t.snapshots.list_ids()
+            assert ids == list(range(ids[0], ids[-1] + 1)) and {4, 5} <= set(ids), (mutations, ids)
+            result = repair(t)
+            assert (result.earliest_after, result.latest_after, result.ok) == (4, 5, True)
+            mutations += 1
+            continue
+        assert fault.seen < mutations  # ran to the end: every change was tried once above
+        break
+    assert mutations - 1 == 7  # the changes: snapshots 6, 1, 2, 3, tag t2 and the two hints
+    built = Built(t, template.rows, template.added)
+    _assert_repaired(built, set(TAGS) - {"t2"})
