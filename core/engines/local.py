@@ -41,6 +41,7 @@ from core.kernels.write import WriteJob, write_bucket
 from core.rows import prepare_rows
 from core.schema import TableSchema
 from core.sources import BATCH_ROWS, InputFile, read_input
+from core.tempdirs import spill_prefix, sweep
 from core.write_buffer import GroupKey, Routed, WriteBuffer, route
 
 
@@ -95,7 +96,8 @@ class LocalEngine:
                 return rows, assigner.hashes(rows)  # buckets are assigned below, in input order
             return route(rows, schema)
 
-        with tempfile.TemporaryDirectory(prefix="lakectl-spill-") as directory:
+        sweep()  # spill directories of killed writes (core.tempdirs)
+        with tempfile.TemporaryDirectory(prefix=spill_prefix()) as directory:
             buffer = WriteBuffer(schema, options.write_buffer_size if options.write_buffer_spillable else None, directory)
             # Batches are checked and routed on the pool, and added in input order: the first
             # bad row in input order is the one reported.

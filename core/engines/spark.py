@@ -42,6 +42,7 @@ from core.fileio import FileIO
 from core.kernels.read import ROW_KIND_COLUMN, ReadSplit, changes_schema
 from core.kernels.write import WriteJob
 from core.schema import TableSchema
+from core.tempdirs import core_zip_prefix, sweep
 from core.types import DataType, arrow_field
 
 log = logging.getLogger(__name__)
@@ -156,7 +157,8 @@ def core_archive() -> str:
     with _core_zip_lock:
         if _core_zip is None or not os.path.exists(_core_zip):
             root = Path(core.__file__).parent
-            fd, path = tempfile.mkstemp(prefix="lakectl-core-", suffix=".zip")
+            sweep()  # no process removes its archive (it may exit any way): sweep those of dead ones
+            fd, path = tempfile.mkstemp(prefix=core_zip_prefix(), suffix=".zip")
             os.close(fd)
             with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
                 for file in root.rglob("*.py"):

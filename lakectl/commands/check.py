@@ -1,14 +1,18 @@
-"""lakectl check DB.TABLE: verify a table end to end; exit 1 when anything is wrong."""
+"""lakectl check DB.TABLE [--repair [--dry-run]]: verify a table end to end; exit 1 when anything
+is wrong. With --repair, remove the snapshots and tags that cannot be read (core.ops.repair)."""
 
 from __future__ import annotations
 
 import dataclasses
 import sys
+from typing import Annotated
 
 import typer
 
+from core.errors import UsageError
 from core.table import Table
 from lakectl.commands import output, settings
+from lakectl.output import Output
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
 
 
@@ -17,6 +21,11 @@ def register(app: typer.Typer) -> None:
     def check_cmd(
         ctx: typer.Context,
         table: TableArg,
+        repair: Annotated[bool, typer.Option(
+            "--repair", help="Remove the snapshots and tags that cannot be read (and older snapshots a gap "
+                             "would cut off) and rewrite stale hints; data files stay for remove-orphan-files.")] = False,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="With --repair: show what would be removed; "
+                                                                 "change nothing.")] = False,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -26,25 +35,60 @@ def register(app: typer.Typer) -> None:
         A stale hint is a warning on stderr only: readers fall back to listing, the next commit
         rewrites it.
 
+        With --repair: keep the longest run of readable snapshots ending at the newest readable
+        one, remove the others (newer ones newest first, older ones oldest first) and the tags
+        whose snapshot cannot be read, and rewrite stale hints. Only snapshot and tag files and
+        hints are touched. Exit 0 when the table is sound afterwards, 1 when problems remain or
+        no snapshot at all can be read (then nothing is changed).
+
         Example:
 
         \b
           lakectl check shop.orders --format json
+          lakectl check shop.orders --repair --dry-run
         """
-        from core.ops.check import Problem, check
-
+        if dry_run and not repair:
+            raise UsageError("--dry-run goes with --repair (check alone never changes anything)")
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
-        result = check(t)
-        if out.format != "table":
-            out.record(result)
-        elif result.problems:
-            out.records(result.problems, Problem, title=f"problems in {t.name}")
+        if repair:
+            _repair(out, t, dry_run)
         else:
-            summary = {k: v for k, v in dataclasses.asdict(result).items() if k not in ("problems", "warnings")}
-            out.record(summary, title=f"{t.name} is sound")
-        for w in result.warnings:
-            print(f"warning: {w.kind} {w.path} {w.detail}", file=sys.stderr)
-        if result.problems:
-            print(f"error: {len(result.problems)} problem(s) in {t.name}", file=sys.stderr)
-            raise typer.Exit(1)
+            _check(out, t)
+
+
+def _check(out: Output, t: Table) -> None:
+    from core.ops.check import Problem, check
+
+    result = check(t)
+    if out.format != "table":
+        out.record(result)
+    elif result.problems:
+        out.records(result.problems, Problem, title=f"problems in {t.name}")
+    else:
+        summary = {k: v for k, v in dataclasses.asdict(result).items() if k not in ("problems", "warnings")}
+        out.record(summary, title=f"{t.name} is sound")
+    for w in result.warnings:
+        print(f"warning: {w.kind} {w.path} {w.detail}", file=sys.stderr)
+    if result.problems:
+        print(f"error: {len(result.problems)} problem(s) in {t.name}", file=sys.stderr)
+        raise typer.Exit(1)
+
+
+def _repair(out: Output, t: Table, dry_run: bool) -> None:
+    from core.ops.repair import repair
+
+    result = repair(t, dry_run=dry_run)
+    if out.format != "table":
+        out.record(result)
+    else:
+        # One line per removed snapshot, tag or remaining problem: readable in a field/value table.
+        summary = dataclasses.asdict(result)
+        summary["snapshots_removed"] = [f"{r.snapshot_id}: {r.reason}" for r in result.snapshots_removed]
+        summary["tags_removed"] = [f"{r.tag}: {r.reason}" for r in result.tags_removed]
+        summary["problems_left"] = [f"{p.kind} {p.path} {p.detail}" for p in result.problems_left]
+        verb = "would repair" if dry_run else "repaired"
+        out.record(summary, title=f"{verb} {t.name}")
+    if result.problems_left:
+        print(f"error: {len(result.problems_left)} problem(s) left in {t.name}", file=sys.stderr)
+        raise typer.Exit(1)

@@ -76,6 +76,7 @@ def command(name: str) -> list[str]:
         "alter-schema": ["alter-schema", "shop.orders", "--add-column", "note STRING", "--dry-run"],
         "schemas": ["schemas", "shop.orders"],
         "check": ["check", "shop.orders"],
+        "check --repair": ["check", "shop.orders", "--repair", "--dry-run"],
         "list": ["list", "shop"],
         "config show": ["config", "show"],
     }[name]
@@ -125,7 +126,7 @@ def test_readme_documents_every_command() -> None:
         return [leaf for name, sub in subs.items() for leaf in leaves(sub, (*path, name))]
 
     commands = set(leaves(typer.main.get_command(app), ()))
-    assert commands | {"scan --output", "scan --follow"} == documented
+    assert commands | {"scan --output", "scan --follow", "check --repair"} == documented
 
 
 @pytest.mark.parametrize("name", sorted(readme_json_table()))
