@@ -253,8 +253,10 @@ def expire_snapshots(table: Table, *, retain_min: int | None = None, retain_max:
 
     if progress is not None:
         progress(0, 0, "planning expiration")
+    resumed, earliest_before = _Resumed(), None
     if not dry_run:
-        finish_interrupted(table)
+        earliest_before = table.snapshots.earliest_id()
+        resumed = finish_interrupted(table)
     consumer_min, consumers_expired = _consumers(table, now_ms, dry_run)
     plan = _plan(table, retain_min, retain_max, cutoff, max_deletes, consumer_min)
     if plan is None:
@@ -265,8 +267,10 @@ def expire_snapshots(table: Table, *, retain_min: int | None = None, retain_max:
             # before writing it): repair it so earliest_id stays two existence checks. A table
             # that never expired anything keeps having no hint (Java would write one here).
             table.snapshots.write_earliest_hint(earliest)
-        return ExpireResult(table.name, [], earliest, earliest, 0, 0, 0, dry_run, consumers_expired)
-    return replace(_expire(table, plan, dry_run, progress), consumers_expired=consumers_expired)
+        result = ExpireResult(table.name, [], earliest, earliest, 0, 0, 0, dry_run, consumers_expired)
+    else:
+        result = replace(_expire(table, plan, dry_run, progress), consumers_expired=consumers_expired)
+    return resumed.add_to(result, earliest_before) if resumed.snapshots or resumed.files else result
 
 
 def _expire(table: Table, plan: _Plan, dry_run: bool,
@@ -422,18 +426,48 @@ def _carry_out(table: Table, journal: _Journal, progress: ProgressCallback | Non
             progress(done, total, "deleting expired files")
 
 
-def finish_interrupted(table: Table) -> int:
-    """Finish the expirations a kill interrupted (their journals); returns how many.
+@dataclass
+class _Resumed:
+    """What finishing interrupted expirations did, counted into the next run's result."""
+
+    snapshots: list[int] = field(default_factory=list)  # retired now (the kill left them listed)
+    data_files: int = 0
+    manifest_files: int = 0
+    index_files: int = 0
+
+    @property
+    def files(self) -> int:
+        return self.data_files + self.manifest_files + self.index_files
+
+    def count(self, path: str) -> None:
+        if "/index/" in path or "/manifest/index-manifest-" in path:
+            self.index_files += 1
+        elif "/manifest/" in path:
+            self.manifest_files += 1
+        else:
+            self.data_files += 1
+
+    def add_to(self, result: ExpireResult, earliest_before: int | None) -> ExpireResult:
+        return replace(result, snapshots_expired=sorted({*self.snapshots, *result.snapshots_expired}),
+                       earliest_before=earliest_before,
+                       data_files_deleted=result.data_files_deleted + self.data_files,
+                       manifest_files_deleted=result.manifest_files_deleted + self.manifest_files,
+                       index_files_deleted=result.index_files_deleted + self.index_files)
+
+
+def finish_interrupted(table: Table) -> _Resumed:
+    """Finish the expirations a kill interrupted (their journals); returns what that retired and
+    deleted (bytes are not known: the journal keeps paths only).
 
     A journal is carried out only while its ``end`` snapshot is still the one it recorded (a
     rollback to a snapshot the kill left before it removes ``end``); otherwise it is dropped
     and its files stay for ``remove-orphan-files``."""
     fio, sm = table.file_io, table.snapshots
+    resumed = _Resumed()
     try:
         names = [n for n in fio.list_names(sm.dir) if n.startswith(JOURNAL_PREFIX)]
     except FileNotFoundError:
-        return 0
-    finished = 0
+        return resumed
     for name in sorted(names):
         path = join(sm.dir, name)
         try:
@@ -449,7 +483,10 @@ def finish_interrupted(table: Table) -> int:
         if intact:
             log.info("finishing an interrupted expiration of snapshots %s of %s",
                      journal.expired[:1] + journal.expired[-1:], table.name)
+            resumed.snapshots += [sid for sid in journal.expired if sm.exists(sid)]
+            for file in journal.files:
+                if fio.exists(file):
+                    resumed.count(file)
             _carry_out(table, journal)
-            finished += 1
         fio.delete(path)
-    return finished
+    return resumed

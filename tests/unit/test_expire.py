@@ -356,11 +356,17 @@ def test_kill_at_every_mutation_then_rerun(tmp_path: Path) -> None:
             assert proc.returncode == 0, proc.stderr  # one more than a run needs: it completes
         assert scan_rows(t) == latest_rows, k
         assert scan_rows(t, tag="before-overwrite") == scan_rows(src, tag="before-overwrite"), k
-        for sid in t.snapshots.list_ids():  # whatever is still listed reads as it did
+        listed = t.snapshots.list_ids()
+        for sid in listed:  # whatever is still listed reads as it did
             assert scan_rows(t, snapshot_id=sid) == scan_rows(src, snapshot_id=sid), (k, sid)
         proc = run_expire(t, *args)
         assert proc.returncode == 0, (k, proc.stderr)
         assert tree(t) == want, k
+        # The rerun reports what it retired, also when it only finished the killed run's journal.
+        rerun = json.loads(proc.stdout)
+        assert rerun["snapshots_expired"] == [s for s in plan.snapshots_expired if s in listed], k
+        if rerun["snapshots_expired"]:
+            assert rerun["earliest_before"] == listed[0] and rerun["earliest_after"] == plan.earliest_after, k
         shutil.rmtree(t.path)
 
 
