@@ -41,12 +41,12 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Iterable
+from typing import Callable, Iterable
 
 from core.consumer import ConsumerManager, stale_consumers
 from core.engines import ProgressCallback
 from core.errors import CorruptMetadataError, NotFoundError, UsageError
-from core.fileio import join
+from core.fileio import FileIO, join
 from core.index_manifest import IndexManifestEntry, IndexManifestIO
 from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO
 from core.options import EXPIRE, check_options, parse_duration, parse_int
@@ -150,26 +150,26 @@ def _plan(table: Table, retain_min: int, retain_max: int, cutoff_ms: int, limit:
 
 
 # ---- tolerant metadata reads ----------------------------------------------------------
-def _read_list(mio: ManifestIO, name: str | None) -> list[ManifestFileMeta]:
-    """A manifest list of an expiring snapshot; one an interrupted run deleted reads as empty."""
+def _unless_deleted(read: Callable[[str], list], file_io: FileIO, directory: str, name: str | None) -> list:
+    """``read(name)``, or nothing when the file is gone: an interrupted run deleted it after
+    retiring every snapshot that needed it (a file that is there but unreadable still raises)."""
     if not name:
         return []
     try:
-        return mio.read_manifest_list(name)
+        return read(name)
     except CorruptMetadataError:
-        if mio.file_io.exists(join(mio.dir, name)):
+        if file_io.exists(join(directory, name)):
             raise
         return []
 
 
+def _read_list(mio: ManifestIO, name: str | None) -> list[ManifestFileMeta]:
+    return _unless_deleted(mio.read_manifest_list, mio.file_io, mio.dir, name)
+
+
 def _read_manifest(mio: ManifestIO, name: str, cache: dict[str, list[ManifestEntry]]) -> list[ManifestEntry]:
     if name not in cache:
-        try:
-            cache[name] = mio.read_manifest(name)
-        except CorruptMetadataError:
-            if mio.file_io.exists(join(mio.dir, name)):
-                raise
-            cache[name] = []
+        cache[name] = _unless_deleted(mio.read_manifest, mio.file_io, mio.dir, name)
     return cache[name]
 
 
@@ -191,15 +191,7 @@ def _live_keys(mio: ManifestIO, lists: Iterable[str | None], cache: dict[str, li
 
 
 def _read_index(imio: IndexManifestIO, name: str | None) -> list[IndexManifestEntry]:
-    """An index manifest; one an interrupted run deleted reads as empty."""
-    if not name:
-        return []
-    try:
-        return imio.read(name)
-    except CorruptMetadataError:
-        if imio.file_io.exists(join(imio.dir, name)):
-            raise
-        return []
+    return _unless_deleted(imio.read, imio.file_io, imio.dir, name)
 
 
 def _list_names(snap: Snapshot) -> list[str]:
