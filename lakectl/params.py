@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from lakectl.completion import complete_table
+from lakectl.completion import complete_table, complete_tag
 
 TableArg = Annotated[str, typer.Argument(help="Table as DB.TABLE inside the warehouse, or a path/URI.",
                                          metavar="DB.TABLE", show_default=False, autocompletion=complete_table)]
@@ -22,3 +22,8 @@ PartitionByOpt = Annotated[Optional[str], typer.Option("--partition-by", help="C
                                                        metavar="COLUMNS")]
 TableOptionOpt = Annotated[Optional[list[str]], typer.Option(
     "--option", "-o", help="Table option KEY=VALUE (repeatable).", metavar="KEY=VALUE")]
+TimestampOpt = Annotated[Optional[str], typer.Option(
+    "--timestamp", help="As of the latest snapshot at or before this time (ISO 8601 or epoch ms).", metavar="TIME",
+    show_default=False)]
+TagOpt = Annotated[Optional[str], typer.Option("--tag", help="As of the snapshot of this tag.", metavar="NAME",
+                                               autocompletion=complete_tag, show_default=False)]

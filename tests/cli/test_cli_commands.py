@@ -506,7 +506,8 @@ def test_describe_after_writes(wh: str, tmp_path: Path) -> None:
 
 
 def test_list_databases_and_tables(wh: str) -> None:
-    assert as_json(wh, "list") == []  # a warehouse that does not exist yet has no databases
+    Path(wh).mkdir()
+    assert as_json(wh, "list") == []  # an existing, empty warehouse has no databases
     for name in ("shop.orders", "shop.customers", "logs.events"):
         ok("-w", wh, "create", name, "--schema", "id INT")
     assert as_json(wh, "list") == [{"database": "logs", "table": None}, {"database": "shop", "table": None}]
