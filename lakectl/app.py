@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from lakectl.completion import complete_engine, complete_format
 from lakectl.errors import EXIT_CODES_HELP, EXIT_INTERRUPTED
 from lakectl.group import LakectlGroup
 from lakectl.logs import configure_logging
@@ -58,7 +59,7 @@ def root(
         show_default=False)] = None,
     fmt: Annotated[Optional[str], typer.Option(
         "--format", "-f", help="Output: table, json, jsonl or csv [env LAKECTL_FORMAT; default table].",
-        metavar="FORMAT", show_default=False)] = None,
+        metavar="FORMAT", show_default=False, autocompletion=complete_format)] = None,
     config: Annotated[Optional[str], typer.Option(
         "--config", help="TOML config file [env LAKECTL_CONFIG; default ./lakectl.toml, then "
                          "~/.config/lakectl/config.toml].", metavar="PATH", show_default=False)] = None,
@@ -67,7 +68,7 @@ def root(
         metavar="NAME", show_default=False)] = None,
     engine: Annotated[Optional[str], typer.Option(
         "--engine", help="auto, local or spark (auto: Spark for a master or large data) [env LAKECTL_ENGINE].",
-        metavar="ENGINE", show_default=False)] = None,
+        metavar="ENGINE", show_default=False, autocompletion=complete_engine)] = None,
     master: Annotated[Optional[str], typer.Option(
         "--master", help="Spark master, e.g. spark://host:7077 (default local[*]) [env LAKECTL_SPARK_MASTER].",
         metavar="URL", show_default=False)] = None,
