@@ -4,7 +4,6 @@ runs: lakectl/registry.py lists them)."""
 from __future__ import annotations
 
 import sys
-from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Optional
 
 import typer
@@ -44,6 +43,8 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
+        from importlib.metadata import PackageNotFoundError, version  # 40 ms: only for --version
+
         try:
             print(f"lakectl {version('lakectl')}")
         except PackageNotFoundError:

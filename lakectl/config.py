@@ -26,11 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 from core.engines import ENGINES, EngineSettings, ProgressCallback
 from core.errors import UsageError
 from core.fileio import configure as configure_storage, s3_options
@@ -145,6 +140,10 @@ def load_config_file(path: Path, source: str = "flag --config") -> ConfigFile:
         raise UsageError(f"cannot read config file {path}: {e.strerror}") from e
     except UnicodeDecodeError as e:
         raise UsageError(f"config file {path} is not UTF-8 text: {e.reason} at byte {e.start}") from e
+    if sys.version_info >= (3, 11):  # imported here: most runs read no config file
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

@@ -17,9 +17,12 @@ from typer._click import exceptions as click_errors  # Typer's own copy of Click
 from typer._click.utils import make_default_short_help
 from typer.core import TyperGroup
 
+from lakectl import fast_params
 from lakectl.errors import EXIT_INTERRUPTED, EXIT_USAGE, report
 from lakectl.logs import configure_logging
 from lakectl.registry import BY_NAME, COMMANDS
+
+fast_params.install()
 
 # ---- global options anywhere -----------------------------------------------------------------
 # The root callback's options (app.py) are also accepted after the command: each command gets
