@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PYPAIMON_VERSION := 2.1.0
 export LAKECTL_ORACLE_PYTHON := $(CURDIR)/$(ORACLE_VENV)/bin/python
 
-.PHONY: all venv oracle java-oracle demo test test-quick bench bench-quick bench-venvs clean
+.PHONY: all venv oracle java-oracle demo test test-quick bench bench-quick bench-venvs clean install
 
 all: venv
 
@@ -61,6 +61,12 @@ completions: venv
 	$(BIN)/python scripts/gen_completions.py completions
 
 docs: man completions
+
+# For the current user: the console script (pipx, else pip --user), man pages into
+# $(PREFIX)/share/man/man1, bash/zsh/fish completions into their user directories.
+PREFIX ?= $(HOME)/.local
+install:
+	PREFIX="$(PREFIX)" PYTHON="$(PYTHON)" sh scripts/install.sh
 
 # Benchmarks are not tests: they measure, and report ratios against a floor from the same run.
 # The suite (bench/suite.py, issue 10) runs each runner in its own virtualenv: lakectl, pyspark
