@@ -256,3 +256,12 @@ def test_data_and_metadata_commands_import_no_pandas_or_spark(kind: str, tmp_pat
     others = sorted(m for m in modules if m.startswith("lakectl.commands.") and m not in (
         f"lakectl.commands.{kind}", "lakectl.commands.create"))  # write uses create's option parser
     assert others == []
+
+
+def test_importing_the_write_and_scan_paths_imports_no_pandas(env: dict[str, str], tmp_path: Path) -> None:
+    """The Python API too: core/predicate.py built a pyarrow scalar at import, and pyarrow's
+    first scalar imports pandas."""
+    probe = "import sys, core.ops.write, core.ops.scan, core.ops.lookup; print('pandas' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path,
+                         timeout=120)
+    assert out.stdout.strip() == "False", out.stderr
