@@ -157,6 +157,16 @@ class LakectlGroup(TyperGroup):
         with formatter.section("Commands"):
             formatter.write_dl([(name, make_default_short_help(text, limit)) for name, text in rows])
 
+    def shell_complete(self, ctx: Any, incomplete: str) -> list[Any]:
+        """``lakectl <TAB>``: command names and summaries from the registry (no imports), then
+        the root's options."""
+        from typer._click.core import Command
+        from typer._click.shell_completion import CompletionItem
+
+        names = [CompletionItem(e.name, help=make_default_short_help(e.summary))
+                 for e in COMMANDS if e.name.startswith(incomplete)]
+        return names + Command.shell_complete(self, ctx, incomplete)
+
     def make_context(self, info_name: Any, args: Any, parent: Any = None, **extra: Any) -> Any:
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
