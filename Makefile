@@ -93,7 +93,7 @@ bench: bench-venvs
 	$(BIN)/python bench/profile_lakectl.py --rows 1000000 $(BENCH_REV_FLAG) --out bench/results-profile.md
 	$(BIN)/python bench/spark_write.py --rows $(BENCH_ROWS) --repeat 3 --out bench/results-spark.md
 	$(BIN)/python bench/expire.py --snapshots 5000 --out bench/results-expire.md
-	$(BIN)/python bench/invocation.py --repeat 9 --out bench/results-invocation.md
+	$(BIN)/python bench/invocation.py --repeat 9 --out bench/results-invocation.md $(if $(BENCH_BEFORE),--before $(BENCH_BEFORE))
 	mkdir -p bench/out && $(BIN)/python bench/deletion_vectors.py --rows 1000000 5000000 --repeat 2 | tee bench/out/results-dv-table.md
 
 # For development: N=200k, one repetition, into bench/out/ (not committed).

@@ -8,7 +8,10 @@ empty ``python -c pass``. Every case runs once per repetition, interleaved, and 
 the median; the ratios are against the baseline of the same run. Goals from the issue: write and
 scan within 1.5x of the pyarrow process, ``--help`` and metadata commands under 0.25 s.
 
-    python bench/invocation.py [--repeat 9] [--out bench/results-invocation.md]
+    python bench/invocation.py [--repeat 9] [--out bench/results-invocation.md] [--before DIR]
+
+``--before DIR`` also times the lakectl commands of another source tree (e.g. ``git archive``
+of an older commit unpacked into DIR), in the same interleaved runs.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -44,28 +48,51 @@ def make_input(path: Path) -> None:
     }), path)
 
 
-def lakectl(*args: str) -> list[str]:
-    return [sys.executable, "-m", "lakectl", *args]
+def python(*args: str, tree: Path = ROOT) -> list[str]:
+    """A Python process importing from ``tree`` (every case starts the same way, through env)."""
+    return ["env", f"PYTHONPATH={tree}", sys.executable, *args]
 
 
-def run(cmd: list[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
-    return time.perf_counter() - start
+def lakectl(*args: str, tree: Path = ROOT) -> list[str]:
+    return python("-m", "lakectl", *args, tree=tree)
 
 
-def cases(work: Path) -> dict[str, list[str]]:
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one process. On a shared, loaded machine the CPU time is
+    the steadier figure: waiting for a core adds to the wall time only."""
+    start, cpu = time.perf_counter(), _cpu()
+    # cwd outside any source tree: `python -m` puts the current directory first on sys.path
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+    return time.perf_counter() - start, _cpu() - cpu
+
+
+def lakectl_cases(work: Path, tree: Path) -> dict[str, list[str]]:
     wh = str(work / "wh")
-    data_file = next((work / "wh" / "db.db" / "s").glob("bucket-*/*.parquet"))
     return {
-        "python -c pass": [sys.executable, "-c", "pass"],
-        "pyarrow write (floor)": [sys.executable, "-c", FLOOR_WRITE, str(work / "in.parquet"), str(work / "out.parquet")],
-        "pyarrow scan to csv (floor)": [sys.executable, "-c", FLOOR_SCAN, str(data_file)],
-        "lakectl --help": lakectl("--help"),
-        "lakectl snapshots": lakectl("-w", wh, "snapshots", "db.s"),
-        "lakectl write (1,000 rows)": lakectl("-w", wh, "-q", "write", "db.w", "-i", str(work / "in.parquet")),
-        "lakectl scan --format csv (1,000 rows)": lakectl("-w", wh, "scan", "db.s", "--format", "csv"),
+        "lakectl --help": lakectl("--help", tree=tree),
+        "lakectl snapshots": lakectl("-w", wh, "snapshots", "db.s", tree=tree),
+        "lakectl write (1,000 rows)": lakectl("-w", wh, "-q", "write", "db.w", "-i", str(work / "in.parquet"),
+                                              tree=tree),
+        "lakectl scan --format csv (1,000 rows)": lakectl("-w", wh, "scan", "db.s", "--format", "csv", tree=tree),
     }
+
+
+def cases(work: Path, before: Path | None) -> dict[str, list[str]]:
+    data_file = next((work / "wh" / "db.db" / "s").glob("bucket-*/*.parquet"))
+    out = {
+        "python -c pass": python("-c", "pass"),
+        "pyarrow write (floor)": python("-c", FLOOR_WRITE, str(work / "in.parquet"), str(work / "out.parquet")),
+        "pyarrow scan to csv (floor)": python("-c", FLOOR_SCAN, str(data_file)),
+        **lakectl_cases(work, ROOT),
+    }
+    if before is not None:
+        out.update({f"before: {name}": cmd for name, cmd in lakectl_cases(work, before).items()})
+    return out
 
 
 RATIOS = (  # (case, baseline, goal)
@@ -76,7 +103,7 @@ RATIOS = (  # (case, baseline, goal)
 )
 
 
-def measure(repeat: int) -> dict[str, list[float]]:
+def measure(repeat: int, before: Path | None) -> dict[str, list[tuple[float, float]]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_")}
     env["PYTHONPATH"] = str(ROOT)
     with tempfile.TemporaryDirectory(prefix="lakectl-invocation-") as tmp:
@@ -88,33 +115,40 @@ def measure(repeat: int) -> dict[str, list[float]]:
                                    "id BIGINT NOT NULL, name STRING, amount DOUBLE, dt STRING", "--option",
                                    "bucket=1", "--primary-key", "id"), check=True, env=env)
         subprocess.run(lakectl("-w", wh, "-q", "write", "db.s", "-i", str(work / "in.parquet")), check=True, env=env)
-        commands = cases(work)
+        commands = cases(work, before)
         for cmd in commands.values():  # warm the page cache and the bytecode caches
-            run(cmd, env)
-        times: dict[str, list[float]] = {name: [] for name in commands}
+            run(cmd, env, work)
+        times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
         for _ in range(repeat):
             for name, cmd in commands.items():
-                times[name].append(run(cmd, env))
+                times[name].append(run(cmd, env, work))
     return times
 
 
-def report(times: dict[str, list[float]], repeat: int) -> str:
-    median = {name: statistics.median(ts) for name, ts in times.items()}
+def report(times: dict[str, list[tuple[float, float]]], repeat: int) -> str:
+    wall = {name: statistics.median(t[0] for t in ts) for name, ts in times.items()}
+    median = {name: statistics.median(t[1] for t in ts) for name, ts in times.items()}  # CPU
+    ratios = list(RATIOS)
+    ratios += [(f"before: {case}", base, "") for case, base, _ in RATIOS if f"before: {case}" in times]
+    ratios += [(case, f"before: {case}", "") for case, _, _ in RATIOS if f"before: {case}" in times]
     lines = [
         "# Invocation cost: whole lakectl processes against a bare pyarrow process",
         "",
         f"`python bench/invocation.py --repeat {repeat}` (`make bench`); {platform.python_implementation()} "
         f"{platform.python_version()}, {os.cpu_count()} cores, load average "
-        f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} at the end. Medians of {repeat} interleaved runs.",
+        f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} at the end. Medians of {repeat} interleaved runs; "
+        "the ratios compare CPU time (user + system) of the whole process, steadier than wall time "
+        "on a loaded machine.",
         "",
-        "| process | median s | min s |",
-        "|---|---:|---:|",
-        *(f"| {name} | {median[name]:.3f} | {min(ts):.3f} |" for name, ts in times.items()),
+        "| process | CPU s (median) | CPU s (min) | wall s (median) |",
+        "|---|---:|---:|---:|",
+        *(f"| {name} | {median[name]:.3f} | {min(t[1] for t in ts):.3f} | {wall[name]:.3f} |"
+          for name, ts in times.items()),
         "",
-        "| measure | against | ratio | lakectl s | goal |",
+        "| measure | against | ratio (CPU) | lakectl CPU s | goal |",
         "|---|---|---:|---:|---|",
         *(f"| {case} | {base} | {median[case] / median[base]:.2f}x | {median[case]:.3f} | {goal} |"
-          for case, base, goal in RATIOS),
+          for case, base, goal in ratios),
         "",
     ]
     return "\n".join(lines)
@@ -124,8 +158,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--out", default=str(ROOT / "bench" / "out" / "results-invocation.md"))
+    parser.add_argument("--before", type=Path, help="another source tree whose lakectl to time as well")
     args = parser.parse_args()
-    times = measure(args.repeat)
+    times = measure(args.repeat, args.before)
     text = report(times, args.repeat)
     print(text)
     out = Path(args.out)
