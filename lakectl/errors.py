@@ -32,7 +32,7 @@ EXIT_CODE_MEANINGS: tuple[tuple[int, str], ...] = (
     (EXIT_OK, "ok"),
     (EXIT_FAILURE, "failure"),
     (EXIT_USAGE, "usage error"),
-    (EXIT_NOT_FOUND, "not found (table, snapshot, tag)"),
+    (EXIT_NOT_FOUND, "not found (warehouse, database, table, snapshot, tag)"),
     (EXIT_CONFLICT, "commit conflict after retries"),
     (EXIT_INVALID_DATA, "invalid input data"),
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
