@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PYPAIMON_VERSION := 2.1.0
 export LAKECTL_ORACLE_PYTHON := $(CURDIR)/$(ORACLE_VENV)/bin/python
 
-.PHONY: all venv oracle java-oracle demo test test-quick bench bench-quick bench-venvs clean
+.PHONY: all venv oracle java-oracle demo test test-quick bench bench-quick bench-venvs clean install
 
 all: venv
 
@@ -62,6 +62,12 @@ completions: venv
 
 docs: man completions
 
+# For the current user: the console script (pipx, else pip --user), man pages into
+# $(PREFIX)/share/man/man1, bash/zsh/fish completions into their user directories.
+PREFIX ?= $(HOME)/.local
+install:
+	PREFIX="$(PREFIX)" PYTHON="$(PYTHON)" sh scripts/install.sh
+
 # Benchmarks are not tests: they measure, and report ratios against a floor from the same run.
 # The suite (bench/suite.py, issue 10) runs each runner in its own virtualenv: lakectl, pyspark
 # and the pyarrow floor in .venv, pypaimon in .venv-oracle, delta-rs in .venv-bench-delta.
@@ -87,6 +93,7 @@ bench: bench-venvs
 	$(BIN)/python bench/profile_lakectl.py --rows 1000000 $(BENCH_REV_FLAG) --out bench/results-profile.md
 	$(BIN)/python bench/spark_write.py --rows $(BENCH_ROWS) --repeat 3 --out bench/results-spark.md
 	$(BIN)/python bench/expire.py --snapshots 5000 --out bench/results-expire.md
+	$(BIN)/python bench/invocation.py --repeat 9 --out bench/results-invocation.md $(if $(BENCH_BEFORE),--before $(BENCH_BEFORE))
 	mkdir -p bench/out && $(BIN)/python bench/deletion_vectors.py --rows 1000000 5000000 --repeat 2 | tee bench/out/results-dv-table.md
 
 # For development: N=200k, one repetition, into bench/out/ (not committed).

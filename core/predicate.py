@@ -27,6 +27,7 @@ Semantics the SQL text alone does not pin down:
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import re
@@ -212,7 +213,7 @@ class InList(Predicate):
         field = pc.field(self.column)
         hit = pc.is_in(field, value_set=pa.array(values, to_arrow(self.type)))
         # is_in answers FALSE for a null input; SQL answers NULL, which matters under NOT.
-        return pc.if_else(field.is_valid(), hit, _NULL)
+        return pc.if_else(field.is_valid(), hit, _null())
 
     def _outcomes(self, stats: Mapping[str, ColumnRange]) -> frozenset[Truth]:
         known = _Known.of(stats, self.column, self.type)
@@ -321,7 +322,11 @@ class Not(Predicate):
 
 
 # ---- three-valued logic and stats reasoning ---------------------------------------------
-_NULL = pc.scalar(pa.scalar(None, pa.bool_()))
+@functools.cache
+def _null() -> pc.Expression:
+    """A null boolean, built on first use: the first ``pa.scalar`` of a process makes pyarrow
+    import pandas (to ask whether the value is a pandas object), which an import must not do."""
+    return pc.scalar(pa.scalar(None, pa.bool_()))
 _ARROW_OPS: dict[str, Callable[[Any, Any], Any]] = {
     "=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 _FLIP = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}

@@ -58,6 +58,11 @@ class Warehouse:
         return join(self.uri, f"{db}.db")
 
     def databases(self) -> list[str]:
+        """The databases; a warehouse that does not exist is an error, not an empty list (a
+        typo in a cron job's -w must not read as "nothing there"). On an object store the
+        warehouse exists once anything is stored under it."""
+        if not self.file_io.exists(self.uri):
+            raise NotFoundError(f"warehouse {self.uri} does not exist")
         return sorted(n[:-3] for n in self.file_io.list_names(self.uri) if n.endswith(".db"))
 
     def tables(self, db: str) -> list[str]:

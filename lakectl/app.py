@@ -1,18 +1,17 @@
-"""The lakectl command line: global options, then one module per subcommand."""
+"""The lakectl command line: global options, then one module per subcommand (loaded when it
+runs: lakectl/registry.py lists them)."""
 
 from __future__ import annotations
 
-import logging
 import sys
-from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Optional
 
 import typer
 
-from lakectl.commands import (alter_schema, check, compact, config, consumers, create, describe, expire, expire_partitions, files, listing, lookup, orphans, rollback, scan, schemas,
-                              snapshots, tags, write)
-from lakectl.config import Settings
-from lakectl.errors import EXIT_CODES_HELP, EXIT_INTERRUPTED, LakectlGroup
+from lakectl.completion import complete_engine, complete_format
+from lakectl.errors import EXIT_CODES_HELP, EXIT_INTERRUPTED
+from lakectl.group import LakectlGroup
+from lakectl.logs import configure_logging
 
 HELP = """Create, write, scan and manage Apache Paimon tables.
 
@@ -44,37 +43,13 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
+        from importlib.metadata import PackageNotFoundError, version  # 40 ms: only for --version
+
         try:
             print(f"lakectl {version('lakectl')}")
         except PackageNotFoundError:
             print("lakectl (not installed)")
         raise typer.Exit()
-
-
-class _StderrHandler(logging.StreamHandler):
-    """Writes to whatever sys.stderr is at the time (the test runner swaps it per call)."""
-
-    @property
-    def stream(self):  # type: ignore[override]
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, _value) -> None:
-        pass
-
-
-def _configure_logging(verbose: int, quiet: bool = False) -> None:
-    """core and lakectl log to stderr: warnings (errors only with --quiet), INFO (engine
-    choice...) with -v, DEBUG with -vv."""
-    level = logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.ERROR if quiet else logging.WARNING
-    for name in ("core", "lakectl"):
-        logger = logging.getLogger(name)
-        logger.handlers = [h for h in logger.handlers if not isinstance(h, _StderrHandler)]
-        handler = _StderrHandler()
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(level)
-        logger.propagate = False
 
 
 @app.callback()
@@ -85,7 +60,7 @@ def root(
         show_default=False)] = None,
     fmt: Annotated[Optional[str], typer.Option(
         "--format", "-f", help="Output: table, json, jsonl or csv [env LAKECTL_FORMAT; default table].",
-        metavar="FORMAT", show_default=False)] = None,
+        metavar="FORMAT", show_default=False, autocompletion=complete_format)] = None,
     config: Annotated[Optional[str], typer.Option(
         "--config", help="TOML config file [env LAKECTL_CONFIG; default ./lakectl.toml, then "
                          "~/.config/lakectl/config.toml].", metavar="PATH", show_default=False)] = None,
@@ -94,7 +69,7 @@ def root(
         metavar="NAME", show_default=False)] = None,
     engine: Annotated[Optional[str], typer.Option(
         "--engine", help="auto, local or spark (auto: Spark for a master or large data) [env LAKECTL_ENGINE].",
-        metavar="ENGINE", show_default=False)] = None,
+        metavar="ENGINE", show_default=False, autocompletion=complete_engine)] = None,
     master: Annotated[Optional[str], typer.Option(
         "--master", help="Spark master, e.g. spark://host:7077 (default local[*]) [env LAKECTL_SPARK_MASTER].",
         metavar="URL", show_default=False)] = None,
@@ -105,17 +80,17 @@ def root(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
     _: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
 ) -> None:
-    _configure_logging(verbose, quiet)
+    from lakectl.config import Settings
+
+    configure_logging(verbose, quiet)
     ctx.obj = Settings(warehouse=warehouse, format=fmt, verbose=verbose, config_file=config, engine=engine,
                        master=master, spark_conf=list(spark_conf or []), profile=profile, quiet=quiet)
 
 
-for module in (create, write, scan, lookup, compact, expire, expire_partitions, snapshots, tags, consumers, rollback, orphans, files, describe,
-               listing, alter_schema, schemas, check, config):
-    module.register(app)
-
-
 def main() -> None:
+    from lakectl import group
+
+    group.skip_pandas_probe = True  # this process is lakectl alone: see core/pandas_probe.py
     try:
         app()
     except KeyboardInterrupt:  # outside a command (parsing, completion): same message and code

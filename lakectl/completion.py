@@ -16,10 +16,6 @@ import datetime as dt
 import logging
 from typing import Any, Callable
 
-from core.table import Table
-from core.warehouse import Warehouse
-from lakectl.config import Settings
-
 log = logging.getLogger(__name__)
 
 MAX_CANDIDATES = 500  # a shell menu longer than this helps nobody
@@ -41,12 +37,16 @@ def _quietly(fn: Callable[..., Candidates]) -> Callable[..., Candidates]:
 
 
 def _warehouse_uri(ctx: Any) -> str:
+    from lakectl.config import Settings
+
     root = ctx.find_root().params
     settings = Settings(warehouse=root.get("warehouse"), config_file=root.get("config"), profile=root.get("profile"))
     return settings.resolve_warehouse(ctx.params.get("warehouse"))
 
 
-def _table(ctx: Any) -> Table:
+def _table(ctx: Any) -> Any:
+    from core.table import Table
+
     # Completing an option's value, the lenient parse stops at that option before it assigns
     # the positional arguments: the table is then the first of the leftover words.
     name = ctx.params.get("table") or next(a for a in ctx.args if not a.startswith("-"))
@@ -55,6 +55,8 @@ def _table(ctx: Any) -> Table:
 
 def _complete_table(ctx: Any, incomplete: str) -> Candidates:
     """``DB.TABLE`` names of the warehouse."""
+    from core.warehouse import Warehouse
+
     wh = Warehouse.open(_warehouse_uri(ctx))
     db_part, dot, _ = incomplete.partition(".")
     databases = [db_part] if dot else [d for d in wh.databases() if d.startswith(db_part)]
@@ -66,6 +68,8 @@ def _complete_table(ctx: Any, incomplete: str) -> Candidates:
 
 def _complete_database(ctx: Any, incomplete: str) -> Candidates:
     """Database names of the warehouse."""
+    from core.warehouse import Warehouse
+
     return [(db, "database") for db in Warehouse.open(_warehouse_uri(ctx)).databases() if db.startswith(incomplete)]
 
 
@@ -111,6 +115,37 @@ def _complete_scan_mode(_ctx: Any, incomplete: str) -> Candidates:
     return [(m, "scan mode") for m in sorted(set(SCAN_MODES) - {"full"}) if m.startswith(incomplete)]
 
 
+def _choices(description: str, values: Callable[[], tuple[str, ...]]) -> Callable[..., Candidates]:
+    """Completion of an option whose value is one of a fixed set (never file names)."""
+
+    def complete(_ctx: Any, incomplete: str) -> Candidates:
+        return [(v, description) for v in values() if v.startswith(incomplete)]
+
+    return _quietly(complete)
+
+
+def _output_formats() -> tuple[str, ...]:
+    from lakectl.config import FORMATS
+
+    return FORMATS
+
+
+def _engines() -> tuple[str, ...]:
+    from core.engines import ENGINES
+
+    return ENGINES
+
+
+def _input_formats() -> tuple[str, ...]:
+    from core.sources import FORMATS
+
+    return FORMATS
+
+
+complete_format = _choices("output format", _output_formats)
+complete_engine = _choices("engine", _engines)
+complete_input_format = _choices("input format", _input_formats)
+complete_write_mode = _choices("write mode", lambda: ("append", "overwrite"))
 complete_table = _quietly(_complete_table)
 complete_database = _quietly(_complete_database)
 complete_snapshot_id = _quietly(_complete_snapshot_id)

@@ -12,7 +12,8 @@ standard AWS variables and files). A ``[profiles.NAME]`` table holds the same ke
 top-level ones. ``lakectl config show`` prints every effective value with where it came from.
 
 A config file that does not parse, or holds an unknown key or a value of the wrong type, is a
-usage error naming the file, the line and the key. Secrets (the S3 credentials) are masked
+usage error naming the file, the line and the key. Relative paths in it (``warehouse``,
+``s3.lock-file``) are relative to the file's directory. Secrets (the S3 credentials) are masked
 wherever settings are shown and never logged.
 """
 
@@ -25,11 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 from core.engines import ENGINES, EngineSettings, ProgressCallback
 from core.errors import UsageError
 from core.fileio import configure as configure_storage, s3_options
@@ -41,6 +37,7 @@ S3_KEYS = ("endpoint", "region", "access-key-id", "secret-access-key", "session-
            "conditional-put", "lock-file")
 SECRET_KEYS = frozenset({"s3.access-key-id", "s3.secret-access-key", "s3.session-token"})
 MASK = "****"
+PATH_KEYS = frozenset({"warehouse", "s3.lock-file"})  # local paths: relative to the config file
 USER_CONFIG = "~/.config/lakectl/config.toml"
 
 # What a config table may hold: key -> accepted Python types (after TOML parsing).
@@ -143,6 +140,10 @@ def load_config_file(path: Path, source: str = "flag --config") -> ConfigFile:
         raise UsageError(f"cannot read config file {path}: {e.strerror}") from e
     except UnicodeDecodeError as e:
         raise UsageError(f"config file {path} is not UTF-8 text: {e.reason} at byte {e.start}") from e
+    if sys.version_info >= (3, 11):  # imported here: most runs read no config file
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -306,6 +307,8 @@ class Settings:
         for source, table in self._layers():
             value = _dig(table, path)
             if value is not None:
+                if name in PATH_KEYS and isinstance(value, str) and self.file is not None:
+                    value = _beside(self.file.path, value)
                 return Resolved(value, source)
         return Resolved(key.default, "default")
 
@@ -378,6 +381,17 @@ class Settings:
                 for name, conf in sorted(self.spark_conf_settings().items()):
                     rows.append({"key": f"spark.conf.{name}", "value": conf.value, "source": conf.source})
         return rows
+
+
+def _beside(config_file: Path, value: str) -> str:
+    """A path from a config file, relative to that file's directory (not the current one, which
+    for a cron job is anywhere); URIs and absolute paths as written, ``~`` expanded."""
+    if "://" in value:
+        return value
+    path = Path(value).expanduser()
+    if path.is_absolute():
+        return str(path)
+    return os.path.normpath(config_file.absolute().parent / path)
 
 
 def _dig(table: dict[str, Any], path: list[str]) -> Any:

@@ -6,13 +6,8 @@ Exit codes (also in ``lakectl --help`` and the man pages): 0 ok, 1 failure, 2 us
 
 from __future__ import annotations
 
-import logging
 import sys
 import traceback
-from typing import Any
-
-import typer
-from typer.core import TyperGroup
 
 from core.errors import (CommitConflictError, CorruptMetadataError, InvalidDataError, LakectlError,
                          NotFoundError, TableExistsError, TagExistsError, UsageError)
@@ -37,7 +32,7 @@ EXIT_CODE_MEANINGS: tuple[tuple[int, str], ...] = (
     (EXIT_OK, "ok"),
     (EXIT_FAILURE, "failure"),
     (EXIT_USAGE, "usage error"),
-    (EXIT_NOT_FOUND, "not found (table, snapshot, tag)"),
+    (EXIT_NOT_FOUND, "not found (warehouse, database, table, snapshot, tag)"),
     (EXIT_CONFLICT, "commit conflict after retries"),
     (EXIT_INVALID_DATA, "invalid input data"),
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
@@ -52,11 +47,6 @@ def exit_code_for(exc: BaseException) -> int:
     return EXIT_FAILURE
 
 
-def _verbose(ctx: Any) -> bool:
-    obj = getattr(ctx, "obj", None)
-    return bool(getattr(obj, "verbose", 0))
-
-
 def report(exc: BaseException, verbose: bool) -> int:
     """Print the one-line message (traceback only when verbose) and return the exit code."""
     if verbose:
@@ -69,23 +59,3 @@ def report(exc: BaseException, verbose: bool) -> int:
             message += " (run with -v for the traceback)"
     print(f"error: {message}", file=sys.stderr)
     return exit_code_for(exc)
-
-
-class LakectlGroup(TyperGroup):
-    """The root command group: turns exceptions from any subcommand into exit codes."""
-
-    def invoke(self, ctx: Any) -> Any:
-        try:
-            return super().invoke(ctx)
-        except (typer.Exit, typer.Abort, SystemExit):
-            raise
-        except KeyboardInterrupt:
-            # Every write is new files made visible by one atomic snapshot create: an interrupt
-            # before it leaves the table at its last snapshot (and orphans for remove-orphan-files).
-            print("error: interrupted", file=sys.stderr)
-            raise typer.Exit(EXIT_INTERRUPTED) from None
-        except Exception as exc:  # the CLI boundary: every failure becomes one line + exit code
-            if type(exc).__module__.startswith("typer"):
-                raise  # Click/Typer usage errors print their own message and exit 2
-            logging.getLogger("lakectl").debug("command failed", exc_info=True)
-            raise typer.Exit(report(exc, _verbose(ctx))) from None

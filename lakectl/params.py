@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from lakectl.completion import complete_table
+from lakectl.completion import complete_format, complete_table, complete_tag
 
 TableArg = Annotated[str, typer.Argument(help="Table as DB.TABLE inside the warehouse, or a path/URI.",
                                          metavar="DB.TABLE", show_default=False, autocompletion=complete_table)]
@@ -15,10 +15,15 @@ WarehouseOpt = Annotated[Optional[str], typer.Option(
     metavar="URI", show_default=False)]
 FormatOpt = Annotated[Optional[str], typer.Option(
     "--format", "-f", help="Output format: table, json, jsonl or csv [env LAKECTL_FORMAT; default table].",
-    metavar="FORMAT", show_default=False)]
+    metavar="FORMAT", show_default=False, autocompletion=complete_format)]
 PrimaryKeyOpt = Annotated[Optional[str], typer.Option("--primary-key", help="Comma-separated key columns.",
                                                       metavar="COLUMNS")]
 PartitionByOpt = Annotated[Optional[str], typer.Option("--partition-by", help="Comma-separated partition columns.",
                                                        metavar="COLUMNS")]
 TableOptionOpt = Annotated[Optional[list[str]], typer.Option(
     "--option", "-o", help="Table option KEY=VALUE (repeatable).", metavar="KEY=VALUE")]
+TimestampOpt = Annotated[Optional[str], typer.Option(
+    "--timestamp", help="As of the latest snapshot at or before this time (ISO 8601 or epoch ms).", metavar="TIME",
+    show_default=False)]
+TagOpt = Annotated[Optional[str], typer.Option("--tag", help="As of the snapshot of this tag.", metavar="NAME",
+                                               autocompletion=complete_tag, show_default=False)]

@@ -34,7 +34,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 import core
-from core import errors
+from core import errors, pandas_probe
 from core.commit import CommitMessage
 from core.engines import ProgressCallback
 from core.errors import InvalidDataError, LakectlError, NotFoundError, UsageError
@@ -44,6 +44,8 @@ from core.kernels.write import WriteJob
 from core.schema import TableSchema
 from core.tempdirs import core_zip_prefix, sweep
 from core.types import DataType, arrow_field
+
+pandas_probe.restore()  # PySpark hands pandas objects to pyarrow: give pyarrow its pandas back
 
 log = logging.getLogger(__name__)
 

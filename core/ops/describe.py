@@ -78,12 +78,19 @@ def history(table: Table, *, limit: int | None = None) -> list[SnapshotInfo]:
     return out
 
 
-def describe(table: Table) -> TableDescription:
+def describe(table: Table, snapshot_id: int | None = None) -> TableDescription:
+    """The table as of ``snapshot_id`` (its schema, files and record count), else as of the latest
+    snapshot; ``latest_snapshot_id`` is the table's latest either way."""
     schema = table.schema
     latest = table.latest_snapshot()
+    if snapshot_id is not None:
+        snapshot = table.snapshots.snapshot(snapshot_id)
+        schema = table.schemas.schema(snapshot.schema_id)
+    else:
+        snapshot = latest
     files = []
-    if latest is not None:
-        files = live_entries(table.manifests(), latest)
+    if snapshot is not None:
+        files = live_entries(table.manifests(), snapshot)
     columns = tuple(
         ColumnInfo(f.id, f.name, f.type.root_text(), f.type.nullable, f.name in schema.primary_keys,
                    f.name in schema.partition_keys, f.description)
@@ -102,7 +109,7 @@ def describe(table: Table) -> TableDescription:
         latest_snapshot_id=latest.id if latest else None,
         file_count=len(files),
         total_file_size=sum(e.file.file_size for e in files),
-        total_record_count=latest.total_record_count if latest else 0,
+        total_record_count=snapshot.total_record_count if snapshot else 0,
     )
 
 

@@ -8,7 +8,6 @@ reads nothing but key and partition columns: dropping a file of a primary-key ta
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator, Sequence
@@ -26,9 +25,10 @@ from core.manifest import ManifestEntry, live_entries
 from core.predicate import ColumnRange, Predicate, parse_where
 from core.schema import TableSchema
 from core.sinks import directory_size, output_format, write_output_parts
-from core.options import READ, check_limit, check_options, parse_int
+from core.options import READ, check_limit, check_options
 from core.snapshot import Snapshot
 from core.table import Table
+from core.travel import choose_snapshot, parse_timestamp  # noqa: F401 - parse_timestamp: re-exported
 from core.types import arrow_field
 
 log = logging.getLogger(__name__)
@@ -46,54 +46,6 @@ class ScanPlan:
     @property
     def data_bytes(self) -> int:
         return sum(f.file_size for split in self.splits for f in split.files)
-
-
-def parse_timestamp(text: str) -> int:
-    """ISO 8601 (or epoch millis) -> epoch millis; naive times are local time, as Paimon's."""
-    text = text.strip()
-    if text.isdigit():
-        return int(text)
-    try:
-        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(f"--timestamp {text!r} is not ISO 8601 (e.g. 2024-01-01T10:00:00) or epoch millis") \
-            from None
-    if moment.tzinfo is None:
-        moment = moment.astimezone()
-    return int(moment.timestamp() * 1000)
-
-
-def choose_snapshot(table: Table, *, snapshot_id: int | None = None, timestamp: str | None = None,
-                    tag: str | None = None) -> Snapshot | None:
-    given = [x is not None for x in (snapshot_id, timestamp, tag)]
-    if sum(given) > 1:
-        raise UsageError("give at most one of --snapshot-id, --timestamp, --tag")
-    if snapshot_id is not None:
-        return table.snapshots.snapshot(snapshot_id)
-    if timestamp is not None:
-        return table.snapshots.at_or_before(parse_timestamp(timestamp))
-    if tag is not None:
-        return table.tags.snapshot(tag)
-    return _snapshot_of_options(table)
-
-
-def _snapshot_of_options(table: Table) -> Snapshot | None:
-    """A batch read with no snapshot flag reads what the table's ``scan.*`` options name, as
-    in Paimon: ``scan.snapshot-id``, ``scan.timestamp-millis`` or ``scan.tag-name``, or the
-    latest COMPACT snapshot for ``scan.mode=compacted-full``; else the latest snapshot."""
-    opts = table.schema.options
-    mode = (opts.get("scan.mode") or "default").strip().lower()
-    if mode in ("latest", "latest-full", "full"):
-        return table.latest_snapshot()
-    if mode == "compacted-full":
-        return table.snapshots.latest_compacted() or table.latest_snapshot()
-    if "scan.snapshot-id" in opts and mode in ("default", "from-snapshot", "from-snapshot-full"):
-        return table.snapshots.snapshot(parse_int(opts["scan.snapshot-id"], "scan.snapshot-id"))
-    if "scan.timestamp-millis" in opts and mode in ("default", "from-timestamp"):
-        return table.snapshots.at_or_before(parse_int(opts["scan.timestamp-millis"], "scan.timestamp-millis"))
-    if "scan.tag-name" in opts and mode == "default":
-        return table.tags.snapshot(opts["scan.tag-name"])
-    return table.latest_snapshot()
 
 
 def _partition_ranges(values: tuple, schema: TableSchema) -> dict[str, ColumnRange]:

@@ -3,17 +3,29 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Annotated, Optional
 
 import typer
 
 from core.table import Table
 from lakectl.commands import output, settings
-from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+from lakectl.completion import complete_snapshot_id
+from lakectl.params import FormatOpt, TableArg, TagOpt, TimestampOpt, WarehouseOpt
 
 
 def register(app: typer.Typer) -> None:
     @app.command("describe")
-    def describe_cmd(ctx: typer.Context, table: TableArg, warehouse: WarehouseOpt = None, fmt: FormatOpt = None) -> None:
+    def describe_cmd(
+        ctx: typer.Context,
+        table: TableArg,
+        snapshot_id: Annotated[Optional[int], typer.Option(
+            "--snapshot-id", help="Schema, files and size as of this snapshot (default: latest).",
+            autocompletion=complete_snapshot_id)] = None,
+        timestamp: TimestampOpt = None,
+        tag: TagOpt = None,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
         """Show a table's schema (with field ids), keys, partitioning, buckets, options and size.
 
         Example:
@@ -21,10 +33,12 @@ def register(app: typer.Typer) -> None:
         \b
           lakectl describe shop.orders
         """
-        from core.ops.describe import ColumnInfo
+        from core.ops.describe import ColumnInfo, describe
+        from core.travel import snapshot_id_of
 
         out = output(ctx, fmt)
-        d = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse)).describe()
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        d = describe(t, snapshot_id=snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag))
         if out.format == "table":
             summary = {f.name: getattr(d, f.name) for f in dataclasses.fields(d) if f.name != "columns"}
             out.record(summary, title=d.table)

@@ -9,7 +9,7 @@ import typer
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.completion import complete_snapshot_id
-from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+from lakectl.params import FormatOpt, TableArg, TagOpt, TimestampOpt, WarehouseOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -18,6 +18,8 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         table: TableArg,
         snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", help="Snapshot (default: latest).", autocompletion=complete_snapshot_id)] = None,
+        timestamp: TimestampOpt = None,
+        tag: TagOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -30,7 +32,8 @@ def register(app: typer.Typer) -> None:
           lakectl files shop.orders --snapshot-id 3 --format csv
         """
         from core.ops.describe import FileInfo, live_files
+        from core.travel import snapshot_id_of
 
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
-        out.records(live_files(t, snapshot_id), FileInfo, title=f"files of {t.name}")
+        out.records(live_files(t, snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)), FileInfo, title=f"files of {t.name}")

@@ -9,7 +9,7 @@ import typer
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.completion import complete_snapshot_id
-from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+from lakectl.params import FormatOpt, TableArg, TagOpt, TimestampOpt, WarehouseOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -23,6 +23,8 @@ def register(app: typer.Typer) -> None:
             metavar="COL=VALUE", show_default=False)] = None,
         snapshot_id: Annotated[Optional[int], typer.Option(
             "--snapshot-id", help="Read as of this snapshot.", autocompletion=complete_snapshot_id)] = None,
+        timestamp: TimestampOpt = None,
+        tag: TagOpt = None,
         select: Annotated[Optional[str], typer.Option("--select", help="Comma-separated columns.")] = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
@@ -42,8 +44,10 @@ def register(app: typer.Typer) -> None:
               --snapshot-id 3
         """
         from core.ops.create import parse_key_list
+        from core.travel import snapshot_id_of
 
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
-        result = t.lookup(list(key or []), snapshot_id=snapshot_id, select=parse_key_list(select) or None)
+        result = t.lookup(list(key or []), snapshot_id=snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag),
+                           select=parse_key_list(select) or None)
         out.arrow(result.rows)

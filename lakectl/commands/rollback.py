@@ -9,7 +9,7 @@ import typer
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.completion import complete_snapshot_id, complete_tag
-from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+from lakectl.params import FormatOpt, TableArg, TimestampOpt, WarehouseOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -19,6 +19,7 @@ def register(app: typer.Typer) -> None:
         table: TableArg,
         snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", help="Snapshot to roll back to.", autocompletion=complete_snapshot_id)] = None,
         tag: Annotated[Optional[str], typer.Option("--tag", help="Tag to roll back to (works after its snapshot expired).", autocompletion=complete_tag)] = None,
+        timestamp: TimestampOpt = None,
         if_latest: Annotated[Optional[int], typer.Option("--if-latest", help="Refuse (exit 4) unless the latest snapshot is this id.", autocompletion=complete_snapshot_id)] = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be removed; change nothing.")] = False,
         warehouse: WarehouseOpt = None,
@@ -34,7 +35,10 @@ def register(app: typer.Typer) -> None:
           lakectl rollback shop.orders --snapshot-id 12 --if-latest 15
         """
         from core.ops.rollback import rollback
+        from core.travel import snapshot_id_of
 
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        if timestamp is not None:  # a tag stays a tag: rollback to it works after its snapshot expired
+            snapshot_id = snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
         out.record(rollback(t, snapshot_id=snapshot_id, tag=tag, if_latest=if_latest, dry_run=dry_run))

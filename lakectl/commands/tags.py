@@ -9,7 +9,7 @@ import typer
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.completion import complete_snapshot_id, complete_tag
-from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+from lakectl.params import FormatOpt, TableArg, TagOpt, TimestampOpt, WarehouseOpt
 
 TagNameArg = Annotated[str, typer.Argument(help="Tag name.", metavar="NAME", show_default=False)]
 ExistingTagArg = Annotated[str, typer.Argument(help="Tag name.", metavar="NAME", show_default=False,
@@ -27,6 +27,8 @@ def register(app: typer.Typer) -> None:
         table: TableArg,
         name: TagNameArg,
         snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", help="Snapshot to tag (default: latest).", autocompletion=complete_snapshot_id)] = None,
+        timestamp: TimestampOpt = None,
+        tag: TagOpt = None,
         time_retained: Annotated[Optional[str], typer.Option("--time-retained", help="Keep the tag this long, e.g. 7d (stored as the tag's TTL).")] = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
@@ -39,10 +41,12 @@ def register(app: typer.Typer) -> None:
           lakectl tag create shop.orders eod-2024-01-01 --time-retained 30d
         """
         from core.ops.tags import create_tag
+        from core.travel import snapshot_id_of
 
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
-        out.record(create_tag(t, name, snapshot_id=snapshot_id, time_retained=time_retained))
+        out.record(create_tag(t, name, snapshot_id=snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag),
+                               time_retained=time_retained))
 
     @tag_app.command("delete")
     def delete_cmd(

@@ -14,6 +14,7 @@ from core.errors import UsageError
 from core.table import Table
 from lakectl.commands import output, settings, stop_on_sigterm
 from lakectl.commands.create import parse_options
+from lakectl.completion import complete_input_format, complete_write_mode
 from lakectl.output import Output
 from lakectl.params import FormatOpt, PartitionByOpt, PrimaryKeyOpt, TableArg, TableOptionOpt, WarehouseOpt
 
@@ -29,8 +30,8 @@ def register(app: typer.Typer) -> None:
         table: TableArg,
         input: Annotated[Optional[str], typer.Option("--input", "-i", help="Input file, glob or directory; - for stdin.")] = None,
         input_table: Annotated[Optional[str], typer.Option("--input-table", help="A table of the Spark catalog (runs on Spark).")] = None,
-        input_format: Annotated[Optional[str], typer.Option("--input-format", help="parquet, csv, json, jsonl (or orc on Spark); default: from the extension (jsonl with --stream).")] = None,
-        mode: Annotated[str, typer.Option("--mode", help="append, or overwrite the partitions the input touches.")] = "append",
+        input_format: Annotated[Optional[str], typer.Option("--input-format", help="parquet, csv, json, jsonl (or orc on Spark); default: from the extension (jsonl with --stream).", autocompletion=complete_input_format)] = None,
+        mode: Annotated[str, typer.Option("--mode", help="append, or overwrite the partitions the input touches.", autocompletion=complete_write_mode)] = "append",
         row_kind_column: Annotated[Optional[str], typer.Option("--row-kind-column", help="CDC column holding +I, -U, +U, -D.")] = None,
         auto_create: Annotated[bool, typer.Option("--auto-create", help="Create the table from the input's schema if it does not exist.")] = False,
         primary_key: PrimaryKeyOpt = None,

@@ -506,7 +506,8 @@ def test_describe_after_writes(wh: str, tmp_path: Path) -> None:
 
 
 def test_list_databases_and_tables(wh: str) -> None:
-    assert as_json(wh, "list") == []  # a warehouse that does not exist yet has no databases
+    Path(wh).mkdir()
+    assert as_json(wh, "list") == []  # an existing, empty warehouse has no databases
     for name in ("shop.orders", "shop.customers", "logs.events"):
         ok("-w", wh, "create", name, "--schema", "id INT")
     assert as_json(wh, "list") == [{"database": "logs", "table": None}, {"database": "shop", "table": None}]
@@ -629,5 +630,6 @@ def test_config_file_in_a_subdirectory_is_read_from_the_working_directory(
     out = ok("create", "db.t", "--schema", "id INT").stdout
     assert json.loads(out)["path"] == str(project / "wh-from-config" / "db.db" / "t")  # format from config too
     assert json.loads(ok("-f", "json", "list").stdout) == [{"database": "db", "table": None}]
-    monkeypatch.chdir(tmp_path)  # no config here: the default warehouse is empty
-    assert json.loads(ok("-f", "json", "list").stdout) == []
+    monkeypatch.chdir(tmp_path)  # no config here: the default ./warehouse, which does not exist
+    missing = invoke("-f", "json", "list")
+    assert missing.exit_code == 3 and "warehouse" in missing.stderr and "does not exist" in missing.stderr

@@ -100,7 +100,7 @@ def test_flag_beats_env_beats_profile_beats_config_beats_default(tmp_path: Path,
     (tmp_path / "lakectl.toml").write_text(CONFIG)
     top = shown()
     assert top["config-file"] == (str(tmp_path / "lakectl.toml"), "working directory")
-    assert top["warehouse"] == ("wh-top", "config file")
+    assert top["warehouse"] == (str(tmp_path / "wh-top"), "config file")  # beside the config file
     assert top["engine"] == ("local", "config file")
     assert top["spark.master"] == ("local[2]", "config file")
     assert top["spark.conf.spark.executor.memory"] == ("2g", "config file")
@@ -109,7 +109,7 @@ def test_flag_beats_env_beats_profile_beats_config_beats_default(tmp_path: Path,
 
     prod = shown("--profile", "prod")
     assert prod["profile"] == ("prod", "flag --profile")
-    assert prod["warehouse"] == ("wh-prod", "profile prod")
+    assert prod["warehouse"] == (str(tmp_path / "wh-prod"), "profile prod")
     assert prod["engine"] == ("local", "config file")  # not in the profile: the top level
     assert prod["s3.endpoint"] == ("http://127.0.0.1:9000", "profile prod")
     assert prod["s3.path-style"] == ("true", "profile prod")
@@ -164,7 +164,7 @@ def test_user_config_and_explicit_config(tmp_path: Path, monkeypatch: pytest.Mon
     user.parent.mkdir(parents=True)
     user.write_text('warehouse = "wh-user"\n')
     assert shown()["config-file"] == (str(user), "user config")
-    assert shown()["warehouse"] == ("wh-user", "config file")
+    assert shown()["warehouse"] == (str(user.parent / "wh-user"), "config file")  # beside the file
     other = tmp_path / "other.toml"
     other.write_text('warehouse = "wh-other"\n')
     monkeypatch.setenv("LAKECTL_CONFIG", str(other))

@@ -1,0 +1,176 @@
+"""Benchmark: what one lakectl invocation costs as a whole process (issue 18).
+
+Times whole processes, as a shell script or cron job runs them: ``lakectl --help``,
+``lakectl snapshots``, a 1,000-row ``lakectl write`` (Parquet in) and ``lakectl scan --format
+csv`` of a 1,000-row table, against a bare Python process doing the same file work with pyarrow
+(read the Parquet file and write one; read the table's data file and print it as CSV), and an
+empty ``python -c pass``. Every case runs once per repetition, interleaved, and each figure is
+the median; the ratios are against the baseline of the same run. Goals from the issue: write and
+scan within 1.5x of the pyarrow process, ``--help`` and metadata commands under 0.25 s.
+
+    python bench/invocation.py [--repeat 9] [--out bench/results-invocation.md] [--before DIR]
+
+``--before DIR`` also times the lakectl commands of another source tree (e.g. ``git archive``
+of an older commit unpacked into DIR), in the same interleaved runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ROWS = 1000
+
+FLOOR_WRITE = "import pyarrow.parquet as pq, sys; pq.write_table(pq.read_table(sys.argv[1]), sys.argv[2])"
+FLOOR_SCAN = ("import pyarrow.parquet as pq, pyarrow.csv as pc, sys; "
+              "pc.write_csv(pq.read_table(sys.argv[1]), sys.stdout.buffer)")
+
+
+def make_input(path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({
+        "id": pa.array(range(ROWS), pa.int64()),
+        "name": [f"customer-{i % 97}" for i in range(ROWS)],
+        "amount": [i * 1.25 for i in range(ROWS)],
+        "dt": [f"2024-01-{1 + i % 28:02d}" for i in range(ROWS)],
+    }), path)
+
+
+def python(*args: str, tree: Path = ROOT) -> list[str]:
+    """A Python process importing from ``tree`` (every case starts the same way, through env)."""
+    return ["env", f"PYTHONPATH={tree}", sys.executable, *args]
+
+
+def lakectl(*args: str, tree: Path = ROOT) -> list[str]:
+    return python("-m", "lakectl", *args, tree=tree)
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one process. On a shared, loaded machine the CPU time is
+    the steadier figure: waiting for a core adds to the wall time only."""
+    start, cpu = time.perf_counter(), _cpu()
+    # cwd outside any source tree: `python -m` puts the current directory first on sys.path
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+    return time.perf_counter() - start, _cpu() - cpu
+
+
+def lakectl_cases(work: Path, tree: Path) -> dict[str, list[str]]:
+    wh = str(work / "wh")
+    return {
+        "lakectl --help": lakectl("--help", tree=tree),
+        "lakectl snapshots": lakectl("-w", wh, "snapshots", "db.s", tree=tree),
+        "lakectl write (1,000 rows)": lakectl("-w", wh, "-q", "write", "db.w", "-i", str(work / "in.parquet"),
+                                              tree=tree),
+        "lakectl scan --format csv (1,000 rows)": lakectl("-w", wh, "scan", "db.s", "--format", "csv", tree=tree),
+    }
+
+
+def cases(work: Path, before: Path | None) -> dict[str, list[str]]:
+    data_file = next((work / "wh" / "db.db" / "s").glob("bucket-*/*.parquet"))
+    out = {
+        "python -c pass": python("-c", "pass"),
+        "pyarrow write (floor)": python("-c", FLOOR_WRITE, str(work / "in.parquet"), str(work / "out.parquet")),
+        "pyarrow scan to csv (floor)": python("-c", FLOOR_SCAN, str(data_file)),
+        **lakectl_cases(work, ROOT),
+    }
+    if before is not None:
+        out.update({f"before: {name}": cmd for name, cmd in lakectl_cases(work, before).items()})
+    return out
+
+
+RATIOS = (  # (case, baseline, goal)
+    ("lakectl write (1,000 rows)", "pyarrow write (floor)", "<= 1.5x"),
+    ("lakectl scan --format csv (1,000 rows)", "pyarrow scan to csv (floor)", "<= 1.5x"),
+    ("lakectl --help", "python -c pass", "< 0.25 s"),
+    ("lakectl snapshots", "python -c pass", "< 0.25 s"),
+)
+
+
+def measure(repeat: int, before: Path | None) -> dict[str, list[tuple[float, float]]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_")}
+    env["PYTHONPATH"] = str(ROOT)
+    with tempfile.TemporaryDirectory(prefix="lakectl-invocation-") as tmp:
+        work = Path(tmp)
+        make_input(work / "in.parquet")
+        wh = str(work / "wh")
+        for table in ("db.s", "db.w"):
+            subprocess.run(lakectl("-w", wh, "-q", "create", table, "--schema",
+                                   "id BIGINT NOT NULL, name STRING, amount DOUBLE, dt STRING", "--option",
+                                   "bucket=1", "--primary-key", "id"), check=True, env=env)
+        subprocess.run(lakectl("-w", wh, "-q", "write", "db.s", "-i", str(work / "in.parquet")), check=True, env=env)
+        commands = cases(work, before)
+        for cmd in commands.values():  # warm the page cache and the bytecode caches
+            run(cmd, env, work)
+        times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+        for _ in range(repeat):
+            for name, cmd in commands.items():
+                times[name].append(run(cmd, env, work))
+    return times
+
+
+def report(times: dict[str, list[tuple[float, float]]], repeat: int) -> str:
+    wall = {name: statistics.median(t[0] for t in ts) for name, ts in times.items()}
+    median = {name: statistics.median(t[1] for t in ts) for name, ts in times.items()}  # CPU
+    ratios = list(RATIOS)
+    ratios += [(f"before: {case}", base, "") for case, base, _ in RATIOS if f"before: {case}" in times]
+    ratios += [(case, f"before: {case}", "") for case, _, _ in RATIOS if f"before: {case}" in times]
+    lines = [
+        "# Invocation cost: whole lakectl processes against a bare pyarrow process",
+        "",
+        f"`python bench/invocation.py --repeat {repeat}` (`make bench`); {platform.python_implementation()} "
+        f"{platform.python_version()}, {os.cpu_count()} cores, load average "
+        f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} at the end. Medians of {repeat} interleaved runs; "
+        "the ratios compare CPU time (user + system) of the whole process, steadier than wall time "
+        "on a loaded machine.",
+        "",
+        "| process | CPU s (median) | CPU s (min) | wall s (median) |",
+        "|---|---:|---:|---:|",
+        *(f"| {name} | {median[name]:.3f} | {min(t[1] for t in ts):.3f} | {wall[name]:.3f} |"
+          for name, ts in times.items()),
+        "",
+        "| measure | against | ratio (CPU) | lakectl CPU s | goal |",
+        "|---|---|---:|---:|---|",
+        *(f"| {case} | {base} | {median[case] / median[base]:.2f}x | {median[case]:.3f} | {goal} |"
+          for case, base, goal in ratios),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--out", default=str(ROOT / "bench" / "out" / "results-invocation.md"))
+    parser.add_argument("--before", type=Path, help="another source tree whose lakectl to time as well")
+    args = parser.parse_args()
+    times = measure(args.repeat, args.before)
+    text = report(times, args.repeat)
+    print(text)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    raw = ROOT / "bench" / "out" / "invocation.json"
+    raw.parent.mkdir(parents=True, exist_ok=True)
+    raw.write_text(json.dumps(times, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

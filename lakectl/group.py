@@ -1,0 +1,196 @@
+"""The root command group: commands loaded on demand, global options accepted anywhere on
+the line, usage errors on one line, and every failure turned into an exit code.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import logging
+import sys
+from collections.abc import Iterator, MutableMapping
+from typing import Any, NoReturn
+
+import typer
+import typer.main
+from typer._click import exceptions as click_errors  # Typer's own copy of Click: its classes are in play
+from typer._click.utils import make_default_short_help
+from typer.core import TyperGroup
+
+from lakectl import fast_params
+from lakectl.errors import EXIT_INTERRUPTED, EXIT_USAGE, report
+from lakectl.logs import configure_logging
+from lakectl.registry import BY_NAME, COMMANDS
+
+fast_params.install()
+
+# ---- global options anywhere -----------------------------------------------------------------
+# The root callback's options (app.py) are also accepted after the command: each command gets
+# hidden copies of them that write into the same Settings. Root parameter -> Settings field.
+GLOBAL_OPTIONS = {"warehouse": "warehouse", "fmt": "format", "config": "config_file", "profile": "profile",
+                  "engine": "engine", "master": "master", "spark_conf": "spark_conf", "verbose": "verbose",
+                  "quiet": "quiet"}
+
+
+def _root_settings(ctx: Any) -> Any:
+    from lakectl.config import Settings
+
+    root = ctx.find_root()
+    if not isinstance(root.obj, Settings):
+        root.obj = Settings()
+    return root.obj
+
+
+def _store(name: str):
+    def callback(ctx: Any, _param: Any, value: Any) -> None:
+        if ctx.resilient_parsing or value in (None, False, 0, ()):
+            return  # not given after the command: what the root callback set stands
+        s = _root_settings(ctx)
+        if name == "verbose":
+            s.verbose += value
+        elif name == "spark_conf":
+            s.spark_conf.extend(value)
+        else:
+            setattr(s, name, value)
+        if name in ("verbose", "quiet"):
+            configure_logging(s.verbose, s.quiet)
+
+    return callback
+
+
+def add_global_options(cmd: Any, root_params: list[Any]) -> None:
+    """Give ``cmd`` (and, for a group, each of its commands) the global options it does not
+    declare itself; a command's own -w/-f keep their meaning (a command flag wins)."""
+    taken = {opt for p in cmd.params for opt in (*p.opts, *p.secondary_opts)}
+    for param in root_params:
+        if param.name in GLOBAL_OPTIONS and not taken.intersection((*param.opts, *param.secondary_opts)):
+            hidden = copy.copy(param)
+            hidden.hidden, hidden.expose_value = True, False
+            hidden.callback = _store(GLOBAL_OPTIONS[param.name])
+            cmd.params.append(hidden)
+    for sub in getattr(cmd, "commands", {}).values():
+        add_global_options(sub, root_params)
+
+
+# ---- commands on demand ----------------------------------------------------------------------
+_LOADED: dict[str, Any] = {}  # name -> Click command, once per process
+skip_pandas_probe = False  # set by main(): no pandas for pyarrow in a lakectl process
+
+
+def _no_options() -> None:
+    """Makes the holder app a group whatever the module declares."""
+
+
+def load_command(name: str, root_params: list[Any]) -> Any:
+    """Import the command's module and build its Click command (with the global options)."""
+    if name not in _LOADED:
+        if skip_pandas_probe:
+            from core import pandas_probe
+
+            pandas_probe.skip()
+        module = importlib.import_module(f"lakectl.commands.{BY_NAME[name].module}")
+        holder = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False)
+        holder.callback()(_no_options)
+        module.register(holder)
+        cmd = typer.main.get_command(holder).commands[name]
+        add_global_options(cmd, root_params)
+        _LOADED[name] = cmd
+    return _LOADED[name]
+
+
+class LazyCommands(MutableMapping):
+    """The root's commands: every name of the registry, each imported when first looked up."""
+
+    def __init__(self, root_params: list[Any], extra: dict[str, Any] | None = None) -> None:
+        self._root_params = root_params
+        self._extra = dict(extra or {})  # commands added the eager way (app.command)
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self._extra:
+            return self._extra[name]
+        if name in BY_NAME:
+            return load_command(name, self._root_params)
+        raise KeyError(name)
+
+    def __setitem__(self, name: str, cmd: Any) -> None:
+        self._extra[name] = cmd
+
+    def __delitem__(self, name: str) -> None:
+        del self._extra[name]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from BY_NAME
+        yield from (n for n in self._extra if n not in BY_NAME)
+
+    def __len__(self) -> int:
+        return len(BY_NAME) + sum(n not in BY_NAME for n in self._extra)
+
+
+# ---- usage errors --------------------------------------------------------------------------
+def _usage_error(e: Any) -> NoReturn:
+    """Click's usage block as the one ``error:`` line every other failure prints; exit 2."""
+    message = " ".join(e.format_message().split())
+    where = f" (see {e.ctx.command_path} --help)" if e.ctx is not None else ""
+    print(f"error: {message}{where}", file=sys.stderr)
+    raise typer.Exit(EXIT_USAGE)
+
+
+def _verbose(ctx: Any) -> bool:
+    return bool(getattr(getattr(ctx, "obj", None), "verbose", 0))
+
+
+class LakectlGroup(TyperGroup):
+    """The root group of ``lakectl``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = LazyCommands(self.params, self.commands)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.commands)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The command list of --help from the registry: no command module is imported."""
+        rows = [(e.name, e.summary) for e in COMMANDS]
+        rows += [(n, self.commands[n].get_short_help_str(10_000)) for n in self.commands if n not in BY_NAME]
+        limit = formatter.width - 6 - max(len(name) for name, _ in rows)
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, make_default_short_help(text, limit)) for name, text in rows])
+
+    def shell_complete(self, ctx: Any, incomplete: str) -> list[Any]:
+        """``lakectl <TAB>``: command names and summaries from the registry (no imports), then
+        the root's options."""
+        from typer._click.core import Command
+        from typer._click.shell_completion import CompletionItem
+
+        names = [CompletionItem(e.name, help=make_default_short_help(e.summary))
+                 for e in COMMANDS if e.name.startswith(incomplete)]
+        return names + Command.shell_complete(self, ctx, incomplete)
+
+    def make_context(self, info_name: Any, args: Any, parent: Any = None, **extra: Any) -> Any:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click_errors.NoArgsIsHelpError:
+            raise
+        except click_errors.UsageError as e:
+            _usage_error(e)
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, SystemExit):
+            raise
+        except click_errors.NoArgsIsHelpError:
+            raise  # `lakectl tag`: the group's help
+        except click_errors.UsageError as e:
+            _usage_error(e)
+        except KeyboardInterrupt:
+            # Every write is new files made visible by one atomic snapshot create: an interrupt
+            # before it leaves the table at its last snapshot (and orphans for remove-orphan-files).
+            print("error: interrupted", file=sys.stderr)
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        except Exception as exc:  # the CLI boundary: every failure becomes one line + exit code
+            if type(exc).__module__.startswith("typer"):
+                raise
+            logging.getLogger("lakectl").debug("command failed", exc_info=True)
+            raise typer.Exit(report(exc, _verbose(ctx))) from None

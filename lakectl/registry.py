@@ -1,0 +1,59 @@
+"""The subcommands by name: where each lives and its one-line help.
+
+The root app imports a command's module only when that command runs (or its help is shown),
+so ``lakectl snapshots`` never pays for the imports of ``write`` or ``scan``. ``lakectl
+--help`` lists every command from this table without importing any of them; the summaries
+must equal the first paragraph of each command's own help (tests/cli/test_invocation.py
+checks it), so that the listing reads as it did when every module was imported.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Entry(NamedTuple):
+    name: str     # as typed: lakectl NAME
+    module: str   # lakectl.commands.<module>, whose register(app) declares it
+    summary: str  # the first paragraph of its help
+
+
+COMMANDS: tuple[Entry, ...] = (
+    Entry("create", "create", "Create a table (and its database)."),
+    Entry("write", "write", "Write rows from a file as one snapshot, or stream records from stdin as a snapshot "
+                            "per batch."),
+    Entry("scan", "scan", "Read the table (merge-on-read) at the latest or an earlier snapshot."),
+    Entry("lookup", "lookup", "Point lookups by primary key, reading only the files whose key range can hold a key."),
+    Entry("compact", "compact", "Compact data files: merge each bucket's files, commit a COMPACT snapshot."),
+    Entry("expire", "expire", "Expire old snapshots and delete the files only they reference (tags are kept)."),
+    Entry("expire-partitions", "expire_partitions",
+          "Drop partitions whose time (partition.timestamp-pattern / -formatter) has expired, as one OVERWRITE "
+          "snapshot; data files go when that snapshot's predecessors expire."),
+    Entry("snapshots", "snapshots",
+          "List snapshots: id, schema id, commit kind, commit time, delta and total record counts (and "
+          "commit_time_millis and commit_user in the json, jsonl and csv formats)."),
+    Entry("rollback", "rollback",
+          "Make an earlier snapshot the latest: removes newer snapshots and the tags on them."),
+    Entry("remove-orphan-files", "orphans",
+          "Delete files under the table that no snapshot or tag references (failed writes, rollbacks)."),
+    Entry("files", "files",
+          "List live data files: partition, bucket, level, rows, size, sequence range, schema, name, and the rows "
+          "each file's deletion vector deletes (tables with deletion-vectors.enabled)."),
+    Entry("describe", "describe",
+          "Show a table's schema (with field ids), keys, partitioning, buckets, options and size."),
+    Entry("list", "listing", "List databases, or the tables of DATABASE."),
+    Entry("alter-schema", "alter_schema",
+          "Change a table's schema by writing a new schema version; data files are never rewritten."),
+    Entry("schemas", "schemas",
+          "List schema versions: id, time, column count and what each changed (columns paired by field id)."),
+    Entry("check", "check",
+          "Verify every schema, snapshot, tag, manifest and referenced file (present, with its recorded size) and "
+          "the LATEST/EARLIEST hints."),
+    Entry("tag", "tags", "Create, delete and list tags: named snapshots that expire leaves alone."),
+    Entry("consumer", "consumers",
+          "List, move and delete consumers: the positions of streaming readers (scan --follow --consumer-id), which "
+          "hold back expiration."),
+    Entry("config", "config", "Show the settings lakectl runs with."),
+)
+
+BY_NAME = {e.name: e for e in COMMANDS}
