@@ -327,23 +327,45 @@ def _read_csv(fh: BinaryIO, hint: pa.Schema | None, source: str) -> pa.Table:
     return decode_text(pacsv.read_csv(fh, convert_options=_csv_convert(hint)), hint, "csv", source)
 
 
+def _json_text_type(t: pa.DataType) -> pa.DataType | None:
+    """The type Arrow's JSON reader should give a column of the table's type ``t``: the JSON
+    form of its values (text for timestamps, bytes, decimals), for ``decode_text`` to finish;
+    None where the JSON form mixes kinds (NaN among numbers, a map's pairs)."""
+    if pa.types.is_integer(t):
+        return pa.int64()
+    if pa.types.is_boolean(t):
+        return pa.bool_()
+    if pa.types.is_floating(t) or pa.types.is_map(t):
+        return None
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        inner = _json_text_type(t.value_type)
+        return None if inner is None else pa.list_(inner)
+    if pa.types.is_struct(t):
+        fields = [(f.name, _json_text_type(f.type)) for f in t]
+        return None if any(ft is None for _, ft in fields) else pa.struct(fields)
+    return pa.string()
+
+
 def _read_jsonl(fh: BinaryIO, hint: pa.Schema | None, source: str) -> pa.Table:
     data = fh.read()
     if not data.strip():
         return pa.table({})
-    explicit = None
-    if hint is not None:
-        # Nullable: ops.write reports a null key with its column and input row; the parser would not.
-        explicit = pa.schema([f.with_nullable(True) for f in hint
-                              if pa.types.is_string(f.type) or pa.types.is_integer(f.type)
-                              or pa.types.is_boolean(f.type)])
-    parse = pajson.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="infer")
-    try:
-        table = pajson.read_json(io.BytesIO(data), parse_options=parse)
-    except pa.ArrowInvalid:
-        if hint is None:
-            raise
-        # A column mixing numbers and text (NaN, Infinity among doubles): parse in Python.
+    if hint is None:
+        return pajson.read_json(io.BytesIO(data))
+    text_types = {f.name: _json_text_type(f.type) for f in hint}
+    nested_mixed = any(t is None and pa.types.is_nested(hint.field(n).type) for n, t in text_types.items())
+    table = None
+    if not nested_mixed:
+        # Arrow's reader, told each column's JSON form: it would otherwise infer types of its
+        # own (timestamps from text) that are not the table's. Nullable: ops.write reports a
+        # null key with its column and input row; the parser would not.
+        explicit = pa.schema([pa.field(n, t) for n, t in text_types.items() if t is not None])
+        parse = pajson.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="infer")
+        try:
+            table = pajson.read_json(io.BytesIO(data), parse_options=parse)
+        except pa.ArrowInvalid:
+            table = None  # e.g. "NaN" among the numbers of a DOUBLE column
+    if table is None:
         table = _rows_table(_json_lines(data), hint)
     return decode_text(table, hint, "jsonl", source)
 
