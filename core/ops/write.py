@@ -353,13 +353,13 @@ def write_input(table: Table, path: str | None, *, input_format: str | None = No
     log.info("engine: %s (%s)", engine.name, why)
     if not exists:
         _create_from_input(table, engine, data, row_kind_column, auto_create)
-    elif not fill_missing_columns:
-        check_input_columns(table.schema, engine.input_columns(data), row_kind_column)
+    else:
+        check_input_columns(table.schema, engine.input_columns(data), fill_missing_columns)
     return write(table, data, mode=mode, row_kind_column=row_kind_column, engine=engine,
                  engine_settings=engine_settings, partition=partition)
 
 
-def check_input_columns(schema: TableSchema, columns: list[str], row_kind_column: str | None) -> None:
+def check_input_columns(schema: TableSchema, columns: list[str], fill_missing: bool) -> None:
     """Refuse an input without some table columns: NOT NULL ones always, nullable ones unless
     the user asked to fill them with null (an input with no columns at all is empty: fine)."""
     if not columns:
@@ -369,7 +369,7 @@ def check_input_columns(schema: TableSchema, columns: list[str], row_kind_column
     if required:
         raise InvalidDataError(f"input lacks NOT NULL column{'s' if len(required) > 1 else ''} "
                                f"{', '.join(required)}")
-    if missing:
+    if missing and not fill_missing:
         names = ", ".join(f.name for f in missing)
         raise InvalidDataError(f"input lacks column{'s' if len(missing) > 1 else ''} {names}; "
                                "pass --fill-missing-columns to write them as null")
