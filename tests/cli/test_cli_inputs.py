@@ -100,12 +100,6 @@ def test_glob_or_directory_matching_nothing_is_one_line_exit_5(tmp: Path) -> Non
     assert Table.open("db.t", warehouse=str(tmp / "wh")).latest_snapshot() is None
 
 
-def test_stdin_jsonl_through_a_pipe(tmp: Path) -> None:
-    ok(lakectl(tmp, "-q", "write", "db.t", "--input", "-", "--input-format", "jsonl",
-               input='{"id": 7, "v": "x"}\n{"id": 8, "v": null}\n'))
-    assert ids(tmp) == [7, 8]
-
-
 def test_csv_errors_name_the_row_line_and_column(tmp: Path) -> None:
     (tmp / "bad.csv").write_text("id,v\n1,a\n2,b\nthree,c\n")
     one_line_error(lakectl(tmp, "write", "db.t", "-i", "bad.csv"), 5, "bad.csv", "row 3 (line 4)", "column id")

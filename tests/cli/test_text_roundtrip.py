@@ -275,9 +275,10 @@ def test_csv_null_is_an_empty_field_and_quotes_mark_an_empty_string(wh: Path) ->
 
 
 def test_decimals_keep_their_digits(wh: Path) -> None:
-    cli(wh, "-q", "create", "db.t", "--schema", "id INT, x DECIMAL(12, 4)")
-    cli(wh, "-q", "write", "db.t", "-i", "-", "--input-format", "csv", input=b"id,x\n1,0.0000\n2,-12345678.1234\n")
+    """Exact digits, never an exponent (Python writes a zero of scale 10 as ``0E-10``)."""
+    cli(wh, "-q", "create", "db.t", "--schema", "id INT, x DECIMAL(20, 10)")
+    cli(wh, "-q", "write", "db.t", "-i", "-", "--input-format", "csv", input=b"id,x\n1,0\n2,-12345678.1234\n")
     assert Table.open("db.t", warehouse=str(wh)).scan().sort_by("id").column("x").to_pylist() == \
-        [decimal.Decimal("0.0000"), decimal.Decimal("-12345678.1234")]
-    assert cli(wh, "scan", "db.t", "-f", "jsonl").splitlines() == ['{"id": 1, "x": "0.0000"}',
-                                                                   '{"id": 2, "x": "-12345678.1234"}']
+        [decimal.Decimal("0E-10"), decimal.Decimal("-12345678.1234000000")]
+    assert cli(wh, "scan", "db.t", "-f", "jsonl").splitlines() == ['{"id": 1, "x": "0.0000000000"}',
+                                                                   '{"id": 2, "x": "-12345678.1234000000"}']
