@@ -240,10 +240,11 @@ class InputFile:
         return read_input(self.path, self.fmt, self.hint)
 
     def column_names(self) -> list[str]:
-        if self.fmt == "parquet":
-            return pq.read_schema(self.path).names
-        with self._open_csv() as reader:
-            return reader.schema.names
+        with _ReadErrors(self.fmt, self.path):
+            if self.fmt == "parquet":
+                return pq.read_schema(self.path).names
+            with self._open_csv() as reader:
+                return reader.schema.names
 
     def batches(self) -> Iterator[pa.Table]:
         """The rows in input order, a batch at a time; an empty input is one empty batch.

@@ -368,9 +368,9 @@ def check_input_columns(schema: TableSchema, columns: list[str], fill_missing: b
     required = [f.name for f in missing if not f.type.nullable]
     if required:
         raise InvalidDataError(f"input lacks NOT NULL column{'s' if len(required) > 1 else ''} "
-                               f"{', '.join(required)}")
+                               f"{', '.join(map(repr, required))}")
     if missing and not fill_missing:
-        names = ", ".join(f.name for f in missing)
+        names = ", ".join(repr(f.name) for f in missing)
         raise InvalidDataError(f"input lacks column{'s' if len(missing) > 1 else ''} {names}; "
                                "pass --fill-missing-columns to write them as null")
 

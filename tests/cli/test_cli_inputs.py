@@ -109,11 +109,11 @@ def test_csv_errors_name_the_row_line_and_column(tmp: Path) -> None:
 def test_input_lacking_columns_is_refused_unless_filled(tmp: Path) -> None:
     ok(lakectl(tmp, "-q", "create", "db.w", "--schema", "id BIGINT NOT NULL, a STRING, b INT, c INT NOT NULL"))
     (tmp / "partial.csv").write_text("id,c\n1,10\n")
-    one_line_error(lakectl(tmp, "write", "db.w", "-i", "partial.csv"), 5, "lacks columns a, b",
+    one_line_error(lakectl(tmp, "write", "db.w", "-i", "partial.csv"), 5, "lacks columns 'a', 'b'",
                    "--fill-missing-columns")
     (tmp / "no_c.csv").write_text("id,a\n1,x\n")
     for flags in ((), ("--fill-missing-columns",)):
-        one_line_error(lakectl(tmp, "write", "db.w", "-i", "no_c.csv", *flags), 5, "NOT NULL column c")
+        one_line_error(lakectl(tmp, "write", "db.w", "-i", "no_c.csv", *flags), 5, "NOT NULL column 'c'")
     assert Table.open("db.w", warehouse=str(tmp / "wh")).latest_snapshot() is None
     ok(lakectl(tmp, "-q", "write", "db.w", "-i", "partial.csv", "--fill-missing-columns"))
     assert Table.open("db.w", warehouse=str(tmp / "wh")).scan().to_pylist() == [{"id": 1, "a": None, "b": None, "c": 10}]
