@@ -64,7 +64,8 @@ def register(app: typer.Typer) -> None:
           lakectl write shop.orders --input 'day=2024-01-01/*.parquet' \\
               --mode overwrite
           lakectl write shop.orders --input exports/ --input-format parquet
-          lakectl scan shop.orders -f jsonl | lakectl write shop.copy -i - --input-format jsonl
+          lakectl scan shop.orders -f jsonl | \\
+              lakectl write shop.copy -i - --input-format jsonl
           lakectl write shop.orders -i empty.csv --mode overwrite -p dt=2024-01-01
           cat rows.jsonl | lakectl write shop.orders -i - --input-format jsonl
           producer | lakectl write shop.events -i - --stream \\
