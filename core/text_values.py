@@ -34,7 +34,6 @@ import re
 from typing import Any, Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 _FLOAT_WORDS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
@@ -250,6 +249,8 @@ def _fast_cast(col: pa.Array, t: pa.DataType) -> pa.Array | None:
         or pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_boolean(t)
     if not plain or not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
         return None
+    import pyarrow.compute as pc  # not at import: output.py (every command) imports this module
+
     try:
         return pc.cast(col, t, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -261,6 +262,8 @@ def _plain_cast(col: pa.Array, t: pa.DataType) -> pa.Array | None:
     cast to ``t`` when nothing is lost; None to decode in Python."""
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         return None
+    import pyarrow.compute as pc
+
     try:
         return pc.cast(col, t, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
