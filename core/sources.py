@@ -387,21 +387,16 @@ def _json_lines(data: bytes) -> list[dict[str, Any]]:
 
 
 def _rows_table(rows: list[dict[str, Any]], hint: pa.Schema) -> pa.Table:
-    """JSON objects -> columns of Python values (typed by ``decode_text`` afterwards), one per
-    key in the order keys first appear."""
+    """JSON objects -> one text column per key (in the order keys first appear): strings as
+    they are, other values as their JSON text, for ``decode_text`` to type."""
     names: dict[str, None] = {}
     for row in rows:
         names.update(dict.fromkeys(row))
     columns = []
     for name in names:
         values = [row.get(name) for row in rows]
-        # Text and numbers together stay Python objects until decoded: an Arrow string array
-        # of their JSON text.
-        if not all(v is None or isinstance(v, str) for v in values):
-            values = [None if v is None else json.dumps(v) if not isinstance(v, str) else v for v in values]
-            columns.append(pa.array(values, pa.string()))
-            continue
-        columns.append(pa.array(values, pa.string()))
+        columns.append(pa.array([v if v is None or isinstance(v, str) else json.dumps(v) for v in values],
+                                pa.string()))
     return pa.Table.from_arrays(columns, names=list(names)) if names else pa.table({})
 
 
