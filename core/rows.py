@@ -88,7 +88,7 @@ def prepare_rows(data: pa.Table, schema: TableSchema, row_kind_column: str | Non
     for f in schema.fields:
         if f.name in data.column_names:
             col = _cast_column(data.column(f.name), f)
-        elif f.type.nullable:
+        elif f.type.nullable or n == 0:  # an empty input (e.g. an overwrite clearing a partition)
             col = pa.nulls(n, arrow_field(f).type)
         else:
             raise InvalidDataError(f"input lacks column {f.name!r}, which is NOT NULL")

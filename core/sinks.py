@@ -11,11 +11,12 @@ import os
 from typing import Any, Callable, Iterable
 
 import pyarrow as pa
-import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from core.errors import UsageError
 from core.kernels.write import dictionary_columns
+from core.text_values import csv_line, text_value
+from core.text_values import json_value as text_json_value
 
 # Parts (splits) are gathered into row groups of about this much Arrow data: fewer, larger
 # row groups than one per split, and a bounded amount held.
@@ -63,16 +64,19 @@ def write_output_parts(parts: Iterable[pa.Table], schema: pa.Schema, path: str,
                 if pending or rows == 0:
                     writer.write_table(pa.concat_tables(pending) if pending else schema.empty_table())
         elif fmt == "csv":
-            with pacsv.CSVWriter(tmp, schema) as writer:
+            # The text encoding scan prints and write reads back (core.text_values).
+            with open(tmp, "w", encoding="utf-8", newline="") as f:
+                f.write(csv_line(schema.names))
                 for part in parts:
-                    writer.write_table(part)
+                    columns = [col.to_pylist() for col in part.columns]
+                    f.write("".join(csv_line([text_value(v) for v in row]) for row in zip(*columns)))
                     rows += part.num_rows
         else:
-            convert = json_value or (lambda v: v)
+            convert = json_value or text_json_value
             with open(tmp, "w", encoding="utf-8") as f:
                 for part in parts:
                     for row in part.to_pylist():
-                        f.write(json.dumps({k: convert(v) for k, v in row.items()}) + "\n")
+                        f.write(json.dumps({k: convert(v) for k, v in row.items()}, ensure_ascii=False) + "\n")
                     rows += part.num_rows
         os.replace(tmp, path)
     except OSError as e:

@@ -3,19 +3,24 @@
 When the target table is known, its column types guide the parsers (a CSV "007" meant for a
 STRING column stays "007"); casting and validation happen afterwards in ``ops.write``.
 
-``read_input`` reads a whole input; ``InputFile`` reads a Parquet or CSV file batch by batch,
-so the local engine can write an input larger than its write buffer without holding it.
+``expand_input`` turns ``--input`` (a file, a glob, a directory, ``-`` for stdin; local or
+``s3://``) into the list of files to read. ``read_input`` reads a whole input; ``InputFile``
+reads a Parquet or CSV file batch by batch, and ``InputFiles`` the files of a glob or directory
+one after another, so the local engine can write an input larger than its write buffer
+without holding it.
+
+CSV and JSON text is decoded to the table's types by ``core.text_values`` (the encoding
+``scan`` writes), so a ``scan | write`` round trip is lossless.
 """
 
 from __future__ import annotations
 
-import glob
 import io
 import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import BinaryIO, Iterator
+from typing import Any, BinaryIO, Iterator
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -25,6 +30,7 @@ import pyarrow.parquet as pq
 
 from core.errors import InvalidDataError, UsageError
 from core.record_stream import STREAM_FORMATS
+from core.text_values import TextValueError, decode_column
 
 FORMATS = ("parquet", "csv", "json", "jsonl", "orc")
 _EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json",
@@ -43,17 +49,103 @@ def infer_format(path: str, explicit: str | None) -> str:
     raise UsageError(f"cannot tell the format of {path!r} from its extension; pass --input-format")
 
 
-def input_size(path: str) -> int:
-    """Bytes behind an input path, glob or directory (0 for stdin or nothing found)."""
+_GLOB_CHARS = "*?["
+
+
+def _filesystem(path: str) -> Any:
+    from core.fileio import FileIO
+
+    return FileIO.for_uri(path).fs
+
+
+def _hidden(name: str) -> bool:
+    """Files a writer leaves beside its data (``_SUCCESS``, ``.crc``, ``_temporary``, dot files)."""
+    base = name.rstrip("/").rsplit("/", 1)[-1]
+    return base.startswith((".", "_")) or base.endswith(".crc")
+
+
+def _with_scheme(path: str, name: str) -> str:
+    if "://" in path and "://" not in name:
+        return path.split("://", 1)[0] + "://" + name
+    return name
+
+
+def _files_under(fs: Any, path: str, directory: str) -> list[str]:
+    """Every visible file below ``directory`` (recursively), skipping hidden files and folders."""
+    root = directory.rstrip("/")
+    out = []
+    for name in sorted(fs.find(directory, withdirs=False)):
+        relative = name[len(fs._strip_protocol(root)):].strip("/") if hasattr(fs, "_strip_protocol") else name
+        if any(_hidden(part) for part in relative.split("/")):
+            continue
+        out.append(_with_scheme(path, name))
+    return out
+
+
+def _by_format(files: list[str], explicit: str | None, path: str) -> tuple[list[str], str]:
+    """The files of a glob or directory to read, and their one format: those with the
+    extension of ``--input-format`` (every file if none has one, e.g. Hadoop's ``part-00000``),
+    or without it those with a known extension, all of one format."""
+    if explicit:
+        fmt = infer_format(path, explicit)
+        chosen = [f for f in files if _extension_format(f) == fmt]
+        return (chosen or [f for f in files if _extension_format(f) is None]), fmt
+    chosen = [f for f in files if _extension_format(f) is not None]
+    formats = sorted({_extension_format(f) for f in chosen})
+    if len(formats) > 1:
+        raise UsageError(f"--input {path} holds files of several formats ({', '.join(formats)}); "
+                         "pass --input-format to pick one")
+    return chosen, formats[0] if formats else ""
+
+
+def _extension_format(path: str) -> str | None:
+    for ext, fmt in _EXTENSIONS.items():
+        if path.lower().endswith(ext):
+            return fmt
+    return None
+
+
+def expand_input(path: str, explicit: str | None) -> tuple[list[str], str]:
+    """``--input`` as (files in name order, format): ``-`` (stdin), one file, a glob (local or
+    ``s3://``, e.g. ``'day=*/*.parquet'``), or a directory read recursively. Hidden files and
+    folders (``.x``, ``_SUCCESS``, ``_temporary``, ``*.crc``) are skipped.
+
+    Raises:
+        InvalidDataError: a glob or directory with no input files in it.
+        UsageError: the format cannot be told, or files of several formats.
+    """
     if path == "-":
-        return 0
+        return ["-"], infer_format(path, explicit)
+    fs = _filesystem(path)
+    if any(c in path for c in _GLOB_CHARS):
+        files: list[str] = []
+        for match in sorted(fs.glob(path)):
+            name = _with_scheme(path, match)
+            if _hidden(name):
+                continue
+            files.extend(_files_under(fs, path, name) if fs.isdir(match) else [name])
+    elif fs.isdir(path):
+        files = _files_under(fs, path, path)
+    else:
+        return [path], infer_format(path, explicit)
+    chosen, fmt = _by_format(files, explicit, path)
+    if not chosen:
+        what = "glob" if any(c in path for c in _GLOB_CHARS) else "directory"
+        kind = f" {explicit}" if explicit else ""
+        raise InvalidDataError(f"no{kind} input files match {what} {path}")
+    return chosen, fmt
+
+
+def input_size(paths: str | list[str]) -> int:
+    """Bytes of the input files (0 for stdin; a missing file counts 0 and fails when read)."""
     total = 0
-    for match in glob.glob(path) or [path]:
-        if os.path.isdir(match):
-            for root, _, files in os.walk(match):
-                total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
-        elif os.path.isfile(match):
-            total += os.path.getsize(match)
+    for path in [paths] if isinstance(paths, str) else paths:
+        if path == "-":
+            continue
+        try:
+            total += int(_filesystem(path).size(path) or 0)
+        except (OSError, ValueError):
+            pass
     return total
 
 
@@ -61,13 +153,16 @@ def _open(path: str) -> BinaryIO:
     if path == "-":
         return io.BytesIO(sys.stdin.buffer.read())
     try:
+        if "://" in path:
+            return _filesystem(path).open(path, "rb")
         return open(path, "rb")
     except OSError as e:
         raise InvalidDataError(f"cannot read input {path}: {e.strerror or e}") from e
 
 
 def read_input(path: str, fmt: str, hint: pa.Schema | None = None) -> pa.Table:
-    """Read the whole input as one Arrow table.
+    """Read the whole input as one Arrow table; with ``hint`` (the table's types) CSV and
+    JSON values are decoded to them.
 
     Raises:
         InvalidDataError: the file is missing, unreadable, or not valid in its format.
@@ -78,10 +173,10 @@ def read_input(path: str, fmt: str, hint: pa.Schema | None = None) -> pa.Table:
         if fmt == "orc":
             return paorc.read_table(fh)
         if fmt == "csv":
-            return _read_csv(fh, hint)
+            return _read_csv(fh, hint, path)
         if fmt == "jsonl":
-            return _read_jsonl(fh, hint)
-        return _read_json_array(fh)
+            return _read_jsonl(fh, hint, path)
+        return _read_json_array(fh, hint, path)
 
 
 class _ReadErrors:
@@ -100,6 +195,25 @@ class _ReadErrors:
             raise InvalidDataError(f"cannot read {self.fmt} input {self.path}: {first}") from error
 
 
+def decode_text(data: pa.Table, hint: pa.Schema | None, fmt: str, source: str, row_offset: int = 0) -> pa.Table:
+    """CSV or JSON columns -> the table's types (``core.text_values``); an error names the
+    row (and for CSV its line, the header being line 1) and the column."""
+    if hint is None:
+        return data
+    columns = []
+    for name, col in zip(data.column_names, data.columns):
+        if name not in hint.names:
+            columns.append(col)
+            continue
+        try:
+            columns.append(decode_column(col, hint.field(name).type))
+        except TextValueError as e:
+            row = row_offset + e.index + 1
+            where = f"row {row} (line {row + 1})" if fmt == "csv" else f"row {row}"
+            raise InvalidDataError(f"{fmt} input {source}, {where}, column {name}: {e}") from None
+    return pa.Table.from_arrays(columns, names=data.column_names)
+
+
 STREAMED_FORMATS = ("parquet", "csv")
 BATCH_ROWS = 1 << 16  # rows per batch of a streamed input (a few MB at typical widths)
 _CSV_BLOCK = 8 << 20  # bytes per block of a streamed CSV input
@@ -110,8 +224,8 @@ class InputFile:
     """One Parquet or CSV input file, read batch by batch.
 
     The batches hold the same values ``read_input`` would return: a CSV file streams only
-    when the table types every column it has (``hint``), since a streaming CSV reader infers
-    types from its first block only; otherwise ``batches`` yields the whole file at once.
+    when the table types every column it has (``hint``); otherwise ``batches`` yields the
+    whole file at once.
     """
 
     path: str
@@ -120,10 +234,17 @@ class InputFile:
 
     @staticmethod
     def streams(path: str, fmt: str) -> bool:
-        return fmt in STREAMED_FORMATS and path != "-" and os.path.isfile(path)
+        return fmt in STREAMED_FORMATS and path != "-" and "://" not in path and os.path.isfile(path)
 
     def read_all(self) -> pa.Table:
         return read_input(self.path, self.fmt, self.hint)
+
+    def column_names(self) -> list[str]:
+        with _ReadErrors(self.fmt, self.path):
+            if self.fmt == "parquet":
+                return pq.read_schema(self.path).names
+            with self._open_csv() as reader:
+                return reader.schema.names
 
     def batches(self) -> Iterator[pa.Table]:
         """The rows in input order, a batch at a time; an empty input is one empty batch.
@@ -142,57 +263,144 @@ class InputFile:
                         yield pa.Table.from_batches([batch])
                 return
             reader = self._open_csv()
-            typed = _csv_hint(self.hint)
-            if not all(name in typed for name in reader.schema.names):
+            if self.hint is None or not all(name in self.hint.names for name in reader.schema.names):
                 reader.close()
                 yield self.read_all()
                 return
             with reader:
-                empty = True
+                empty, rows = True, 0
                 for batch in reader:
                     empty = False
-                    yield pa.Table.from_batches([batch])
+                    yield decode_text(pa.Table.from_batches([batch]), self.hint, "csv", self.path, rows)
+                    rows += batch.num_rows
                 if empty:
-                    yield reader.schema.empty_table()
+                    yield decode_text(reader.schema.empty_table(), self.hint, "csv", self.path)
 
     def _open_csv(self) -> pacsv.CSVStreamingReader:
         return pacsv.open_csv(self.path, read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK),
                               convert_options=_csv_convert(self.hint))
 
 
-def _csv_hint(hint: pa.Schema | None) -> dict[str, pa.DataType]:
-    if hint is None:
-        return {}
-    # Only types CSV text converts to directly; the rest are cast later.
-    simple = (pa.types.is_string, pa.types.is_integer, pa.types.is_floating, pa.types.is_boolean,
-              pa.types.is_date32, pa.types.is_decimal, pa.types.is_timestamp)
-    return {f.name: f.type for f in hint if any(check(f.type) for check in simple)}
+@dataclass(frozen=True, slots=True)
+class InputFiles:
+    """The files of a glob or directory (or one file), read one after another: Parquet and
+    CSV batch by batch, the other formats a file at a time."""
+
+    paths: tuple[str, ...]
+    fmt: str
+    hint: pa.Schema | None = None
+
+    def column_names(self) -> list[str]:
+        """The columns of the first file (each file is checked as it is read)."""
+        first = self.paths[0]
+        if InputFile.streams(first, self.fmt):
+            return InputFile(first, self.fmt, self.hint).column_names()
+        return read_input(first, self.fmt, self.hint).column_names
+
+    def batches(self) -> Iterator[pa.Table]:
+        for path in self.paths:
+            if InputFile.streams(path, self.fmt):
+                yield from InputFile(path, self.fmt, self.hint).batches()
+            else:
+                yield read_input(path, self.fmt, self.hint)
+
+
+def read_inputs(paths: list[str], fmt: str, hint: pa.Schema | None = None) -> pa.Table:
+    """Every input file as one table (their columns unified by name)."""
+    tables = [read_input(p, fmt, hint) for p in paths]
+    if len(tables) == 1:
+        return tables[0]
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        raise InvalidDataError(f"the input files do not share one schema: {str(e).splitlines()[0]}") from None
 
 
 def _csv_convert(hint: pa.Schema | None) -> pacsv.ConvertOptions:
-    return pacsv.ConvertOptions(column_types=_csv_hint(hint), strings_can_be_null=True,
+    """Columns of the table read as text (decoded by ``core.text_values``); an empty unquoted
+    field is null, ``""`` an empty string, and no other text means null."""
+    types = {f.name: pa.string() for f in hint} if hint is not None else {}
+    return pacsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=True,
                                 quoted_strings_can_be_null=False)
 
 
-def _read_csv(fh: BinaryIO, hint: pa.Schema | None) -> pa.Table:
-    return pacsv.read_csv(fh, convert_options=_csv_convert(hint))
+def _read_csv(fh: BinaryIO, hint: pa.Schema | None, source: str) -> pa.Table:
+    return decode_text(pacsv.read_csv(fh, convert_options=_csv_convert(hint)), hint, "csv", source)
 
 
-def _read_jsonl(fh: BinaryIO, hint: pa.Schema | None) -> pa.Table:
+def _json_text_type(t: pa.DataType) -> pa.DataType | None:
+    """The type Arrow's JSON reader should give a column of the table's type ``t``: the JSON
+    form of its values (text for timestamps, bytes, decimals), for ``decode_text`` to finish;
+    None where the JSON form mixes kinds (NaN among numbers, a map's pairs)."""
+    if pa.types.is_integer(t):
+        return pa.int64()
+    if pa.types.is_boolean(t):
+        return pa.bool_()
+    if pa.types.is_floating(t) or pa.types.is_map(t):
+        return None
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        inner = _json_text_type(t.value_type)
+        return None if inner is None else pa.list_(inner)
+    if pa.types.is_struct(t):
+        fields = [(f.name, _json_text_type(f.type)) for f in t]
+        return None if any(ft is None for _, ft in fields) else pa.struct(fields)
+    return pa.string()
+
+
+def _read_jsonl(fh: BinaryIO, hint: pa.Schema | None, source: str) -> pa.Table:
     data = fh.read()
     if not data.strip():
         return pa.table({})
-    explicit = None
-    if hint is not None:
-        # Nullable: ops.write reports a null key with its column and input row; the parser would not.
-        explicit = pa.schema([f.with_nullable(True) for f in hint
-                              if pa.types.is_string(f.type) or pa.types.is_integer(f.type)
-                              or pa.types.is_floating(f.type) or pa.types.is_boolean(f.type)])
-    parse = pajson.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="infer")
-    return pajson.read_json(io.BytesIO(data), parse_options=parse)
+    if hint is None:
+        return pajson.read_json(io.BytesIO(data))
+    text_types = {f.name: _json_text_type(f.type) for f in hint}
+    nested_mixed = any(t is None and pa.types.is_nested(hint.field(n).type) for n, t in text_types.items())
+    table = None
+    if not nested_mixed:
+        # Arrow's reader, told each column's JSON form: it would otherwise infer types of its
+        # own (timestamps from text) that are not the table's. Nullable: ops.write reports a
+        # null key with its column and input row; the parser would not.
+        explicit = pa.schema([pa.field(n, t) for n, t in text_types.items() if t is not None])
+        parse = pajson.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="infer")
+        try:
+            table = pajson.read_json(io.BytesIO(data), parse_options=parse)
+        except pa.ArrowInvalid:
+            table = None  # e.g. "NaN" among the numbers of a DOUBLE column
+    if table is None:
+        table = _rows_table(_json_lines(data), hint)
+    return decode_text(table, hint, "jsonl", source)
 
 
-def _read_json_array(fh: BinaryIO) -> pa.Table:
+def _json_lines(data: bytes) -> list[dict[str, Any]]:
+    rows = []
+    for number, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"invalid JSON on line {number}: {e.msg}") from None
+        if not isinstance(row, dict):
+            raise ValueError(f"line {number} is not a JSON object")
+        rows.append(row)
+    return rows
+
+
+def _rows_table(rows: list[dict[str, Any]], hint: pa.Schema) -> pa.Table:
+    """JSON objects -> one text column per key (in the order keys first appear): strings as
+    they are, other values as their JSON text, for ``decode_text`` to type."""
+    names: dict[str, None] = {}
+    for row in rows:
+        names.update(dict.fromkeys(row))
+    columns = []
+    for name in names:
+        values = [row.get(name) for row in rows]
+        columns.append(pa.array([v if v is None or isinstance(v, str) else json.dumps(v) for v in values],
+                                pa.string()))
+    return pa.Table.from_arrays(columns, names=list(names)) if names else pa.table({})
+
+
+def _read_json_array(fh: BinaryIO, hint: pa.Schema | None, source: str) -> pa.Table:
     try:
         rows = json.load(fh)
     except json.JSONDecodeError as e:
@@ -201,7 +409,9 @@ def _read_json_array(fh: BinaryIO) -> pa.Table:
         rows = [rows]
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise ValueError("a .json input must hold an array of objects (use jsonl for one object per line)")
-    return pa.Table.from_pylist(rows)
+    if hint is None:
+        return pa.Table.from_pylist(rows)
+    return decode_text(_rows_table(rows, hint), hint, "json", source)
 
 
 def read_records(data: bytes, fmt: str, hint: pa.Schema | None = None, source: str = "stdin") -> pa.Table:
@@ -214,4 +424,6 @@ def read_records(data: bytes, fmt: str, hint: pa.Schema | None = None, source: s
     if fmt not in STREAM_FORMATS:
         raise UsageError(f"a record stream is csv or jsonl, not {fmt}")
     with _ReadErrors(fmt, source):
-        return _read_csv(io.BytesIO(data), hint) if fmt == "csv" else _read_jsonl(io.BytesIO(data), hint)
+        if fmt == "csv":
+            return _read_csv(io.BytesIO(data), hint, source)
+        return _read_jsonl(io.BytesIO(data), hint, source)

@@ -15,12 +15,8 @@ exact numbers and ISO 8601 times. ``--quiet`` prints nothing at all: errors alon
 
 from __future__ import annotations
 
-import base64
-import csv
-import io
 import dataclasses
 import datetime as dt
-import decimal
 import json
 import os
 import sys
@@ -34,6 +30,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table as RichTable
 
 from core.engines import ProgressCallback
+from core.text_values import csv_line, json_value, text_value
 
 # A column whose cells are at most this wide never wraps; wider ones fold to fit the terminal.
 _SHORT_CELL = 24
@@ -44,44 +41,25 @@ _EVENT_WIDTH = 13
 
 
 def jsonable(value: Any) -> Any:
-    """A JSON value for any cell lakectl prints: exact decimals as strings, bytes as base64."""
-    if isinstance(value, (dt.datetime, dt.date, dt.time)):
-        return value.isoformat()
-    if isinstance(value, decimal.Decimal):
-        return str(value)
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return jsonable(dataclasses.asdict(value))
-    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-        return str(value)
-    return value
+    """A JSON value for any cell lakectl prints, in the text encoding ``write`` reads back
+    (``core.text_values``): exact decimals as strings, bytes as base64, NaN as "NaN"."""
+    return json_value(value)
 
 
 def _cell(value: Any) -> str:
     """A cell of a data row (scan) or a CSV field: exact, as in JSON."""
     if value is None:
         return "null"
-    v = jsonable(value)
-    if isinstance(v, (dict, list)):
-        return json.dumps(v)
-    return str(v)
+    return text_value(value) or ""
 
 
 # ---- human units (table format, lakectl's own records only) ---------------------------------
 def csv_text(rows: Sequence[dict[str, Any]], columns: Sequence[str], *, header: bool) -> str:
-    """Rows as CSV lines, cells written as in ``--format csv`` listings."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    if header:
-        writer.writerow(columns)
-    for r in rows:
-        writer.writerow(["" if r.get(c) is None else _cell(r.get(c)) for c in columns])
-    return buffer.getvalue()
+    """Rows as CSV lines, cells written as in ``--format csv`` listings: a null is an empty
+    field, an empty string ``""`` (``core.text_values``)."""
+    lines = [csv_line(list(columns))] if header else []
+    lines.extend(csv_line([text_value(r.get(c)) for c in columns]) for r in rows)
+    return "".join(lines)
 
 
 def human_size(n: int) -> str:

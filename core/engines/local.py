@@ -40,7 +40,7 @@ from core.kernels.read import ReadSplit, read_split
 from core.kernels.write import WriteJob, write_bucket
 from core.rows import prepare_rows
 from core.schema import TableSchema
-from core.sources import BATCH_ROWS, InputFile, read_input
+from core.sources import BATCH_ROWS, InputFile, InputFiles, read_inputs
 from core.tempdirs import spill_prefix, sweep
 from core.write_buffer import GroupKey, Routed, WriteBuffer, route
 
@@ -58,19 +58,22 @@ class LocalEngine:
         if self.progress is not None:
             self.progress(done, total, what)
 
-    def read_input(self, path: str, fmt: str, hint: pa.Schema | None) -> pa.Table | InputFile:
-        """The input as a whole table or, for a Parquet or CSV file going into an existing
-        table (``hint`` given), an ``InputFile`` that ``write`` reads batch by batch. Without a
-        hint the table is about to be created from the input, and ``ops.write`` checks the
-        whole input against it before creating it."""
-        if hint is not None and InputFile.streams(path, fmt):
-            return InputFile(path, fmt, hint)
-        return read_input(path, fmt, hint)
+    def read_input(self, paths: list[str], fmt: str, hint: pa.Schema | None) -> pa.Table | InputFiles:
+        """The input files as ``InputFiles`` that ``write`` reads batch by batch when they go
+        into an existing table (``hint`` given); else as a whole table: the table is about to
+        be created from the input, and ``ops.write`` checks the whole input against it before
+        creating it."""
+        if hint is not None and paths != ["-"]:  # stdin is read once, whole
+            return InputFiles(tuple(paths), fmt, hint)
+        return read_inputs(paths, fmt, hint)
 
     def input_schema(self, data: pa.Table) -> pa.Schema:
         return data.schema  # the input of a table still to be created is read whole
 
-    def write(self, job: WriteJob, data: pa.Table | InputFile, file_io: FileIO) -> tuple[list[CommitMessage], int]:
+    def input_columns(self, data: pa.Table | InputFiles) -> list[str]:
+        return data.column_names() if isinstance(data, InputFiles) else data.column_names
+
+    def write(self, job: WriteJob, data: pa.Table | InputFile | InputFiles, file_io: FileIO) -> tuple[list[CommitMessage], int]:
         """Validate and route every row into a WriteBuffer first (a bad row stops the write
         before any data file), then write group by group.
 
@@ -81,7 +84,7 @@ class LocalEngine:
         """
         schema = job.schema
         options = schema.core_options
-        if isinstance(data, InputFile):
+        if isinstance(data, (InputFile, InputFiles)):
             # Decoding the next batch (Arrow, off the GIL) overlaps routing this one.
             batches = _read_ahead(data.batches()) if local_threads() > 1 else data.batches()
         else:

@@ -302,20 +302,25 @@ class SparkEngine:
                 raise
 
     # ---- input ---------------------------------------------------------------------------------
-    def read_input(self, path: str, fmt: str, hint: pa.Schema | None) -> DataFrame:
-        """Spark's own readers; CSV is read as text so that casting and its errors match local."""
-        if path == "-":
-            raise UsageError("the Spark engine reads files, not stdin; use --engine local for '-'")
+    def read_input(self, paths: list[str], fmt: str, hint: pa.Schema | None) -> DataFrame:
+        """Spark's own readers over the files ``sources.expand_input`` found (stdin is copied
+        to a local file first); CSV is read as text so that casting and its errors match local."""
+        if paths == ["-"]:
+            paths = [_stdin_file(fmt)]
         reader = self.session.read
+        shown = paths[0] if len(paths) == 1 else f"{paths[0]} (+{len(paths) - 1} more)"
         try:
             if fmt == "csv":
-                return reader.option("header", "true").option("mode", "FAILFAST").csv(path)
+                return reader.option("header", "true").option("mode", "FAILFAST").csv(paths)
             if fmt in ("json", "jsonl"):
-                return reader.option("mode", "FAILFAST").option("multiLine", str(fmt == "json").lower()).json(path)
-            return reader.format(fmt).load(path)
+                return reader.option("mode", "FAILFAST").option("multiLine", str(fmt == "json").lower()).json(paths)
+            return reader.format(fmt).load(paths)
         except Exception as exc:  # AnalysisException for missing paths, etc.
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise InvalidDataError(f"cannot read {fmt} input {path}: {first}") from None
+            raise InvalidDataError(f"cannot read {fmt} input {shown}: {first}") from None
+
+    def input_columns(self, data: DataFrame) -> list[str]:
+        return list(data.columns)
 
     def read_table(self, name: str) -> DataFrame:
         """A table (or view) of the Spark session's catalog."""
@@ -481,3 +486,17 @@ def _monotonic_id() -> Any:
     from pyspark.sql import functions as F
 
     return F.monotonically_increasing_id()
+
+
+def _stdin_file(fmt: str) -> str:
+    """stdin copied to a local file Spark can read (removed with the process's temp files)."""
+    import atexit
+    import shutil
+    import sys
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="lakectl-stdin-", suffix=f".{fmt}")
+    with os.fdopen(fd, "wb") as f:
+        shutil.copyfileobj(sys.stdin.buffer, f)
+    atexit.register(lambda: os.path.exists(path) and os.unlink(path))
+    return path

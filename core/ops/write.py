@@ -17,7 +17,7 @@ from core.commit import CommitMessage, FileStoreCommit, IndexChanges, OverwriteS
 from core.deletion_vectors import snapshot_deletion_files, split_deletion_files
 from core.dynamic_bucket import DynamicBucketAssigner, check_writable, is_dynamic
 from core.engines import EngineSettings, choose_engine
-from core.errors import NotFoundError, UsageError
+from core.errors import InvalidDataError, NotFoundError, UsageError
 from core.ops.create import columns_from_arrow, create
 from core.ops.maintenance import after_commit
 from core.rows import prepare_rows
@@ -25,7 +25,7 @@ from core.kernels.write import WriteJob, removal_changelog
 from core.index_manifest import IndexManifestIO
 from core.options import BATCH_COMMIT_IDENTIFIER, WRITE, check_options, parse_bool
 from core.snapshot import Snapshot
-from core.sources import infer_format, input_size
+from core.sources import expand_input, input_size
 from core.types import arrow_field
 from core.schema import TableSchema, new_table_schema
 from core.table import Table
@@ -174,21 +174,31 @@ class Written:
 def write_and_commit(table: Table, data: Any, engine: Any, *, overwrite: bool = False,
                      row_kind_column: str | None = None, commit_user: str | None = None,
                      identifier: int = BATCH_COMMIT_IDENTIFIER, watermark: int | None = None,
-                     engine_settings: EngineSettings | None = None) -> Written:
+                     engine_settings: EngineSettings | None = None,
+                     static_partition: bytes | None = None) -> Written:
     """Plan, write the data files with ``engine``, commit them as one snapshot under
     (``commit_user``, ``identifier``; a fresh user and Long.MAX for a batch write), then run
-    the post-commit maintenance. Shared by batch and streaming writes."""
+    the post-commit maintenance. Shared by batch and streaming writes.
+
+    ``static_partition`` (an overwrite only): the one partition (BinaryRow) the overwrite
+    replaces, as Paimon's INSERT OVERWRITE ... PARTITION: every row must belong to it, and
+    with no rows it is cleared."""
     schema = table.schema
     check_options(schema, table.name, WRITE)
     # Paimon's `rowkind.field` option names a table column that carries the row kind.
     job = plan_job(table, schema, row_kind_column or schema.options.get("rowkind.field"), overwrite=overwrite)
     messages, rows_in = engine.write(job, data, table.file_io)
     partitions = {m.partition for m in messages}
+    if static_partition is not None:
+        _check_static(table, messages, static_partition)
     spec = None
     # Paimon's dynamic-partition-overwrite (default true): an overwrite replaces the partitions
     # its rows touch; false: the whole table, as an overwrite without a static partition does.
     dynamic = parse_bool(schema.options.get("dynamic-partition-overwrite", "true"), "dynamic-partition-overwrite")
-    if overwrite and schema.partition_keys and not dynamic:
+    if overwrite and static_partition is not None:
+        spec = OverwriteSpec(frozenset({static_partition}))
+        messages = messages + removal_messages(job, messages, spec.partitions, table.file_io)
+    elif overwrite and schema.partition_keys and not dynamic:
         spec = OverwriteSpec(None)
         messages = messages + removal_messages(job, messages, None, table.file_io)
     elif overwrite and (messages or not schema.partition_keys):
@@ -210,10 +220,13 @@ def write_and_commit(table: Table, data: Any, engine: Any, *, overwrite: bool = 
 
 
 def write(table: Table, data: Any, *, mode: str = "append", row_kind_column: str | None = None,
-          engine: Any = None, engine_settings: EngineSettings | None = None) -> WriteResult:
+          engine: Any = None, engine_settings: EngineSettings | None = None,
+          partition: dict[str, str] | None = None) -> WriteResult:
     """Write ``data`` (an Arrow table, or a Spark DataFrame) as one snapshot: APPEND, or
     OVERWRITE of the partitions it touches (the whole table if unpartitioned, or if the table
-    sets ``dynamic-partition-overwrite=false``).
+    sets ``dynamic-partition-overwrite=false``), or of the one ``partition`` given
+    (``{"dt": "2024-01-01"}``, every partition column; the rows must all belong to it, and
+    no rows clear it).
 
     Raises:
         UsageError: unknown mode.
@@ -224,10 +237,15 @@ def write(table: Table, data: Any, *, mode: str = "append", row_kind_column: str
         raise UsageError(f"--mode {mode!r} must be one of {', '.join(MODES)}")
     if mode == "overwrite" and row_kind_column:
         raise UsageError("--mode overwrite cannot be combined with --row-kind-column")
+    static = None
+    if partition is not None:
+        if mode != "overwrite":
+            raise UsageError("--partition names the partition an overwrite replaces; add --mode overwrite")
+        static = static_partition_row(table.schema, partition)
     if engine is None:
         engine = pick_engine(data, engine_settings, table.schema)
     done = write_and_commit(table, data, engine, overwrite=mode == "overwrite", row_kind_column=row_kind_column,
-                            engine_settings=engine_settings)
+                            engine_settings=engine_settings, static_partition=static)
     snapshot, messages = done.snapshot, done.messages
     files = [f for m in messages for f in m.new_files]
     return WriteResult(
@@ -245,6 +263,51 @@ def write(table: Table, data: Any, *, mode: str = "append", row_kind_column: str
     )
 
 
+def static_partition_row(schema: TableSchema, spec: dict[str, str]) -> bytes:
+    """``{"dt": "2024-01-01", ...}`` naming every partition column -> the partition's BinaryRow."""
+    from core import binary_row
+    from core.text_values import decode_value
+    from core.types import to_arrow
+
+    fields = schema.partition_fields
+    if not fields:
+        raise UsageError("--partition was given, but the table is not partitioned")
+    unknown = [k for k in spec if k not in schema.partition_keys]
+    if unknown:
+        raise UsageError(f"--partition column {unknown[0]!r} is not a partition column; "
+                         f"partition columns are: {', '.join(schema.partition_keys)}")
+    missing = [f.name for f in fields if f.name not in spec]
+    if missing:
+        raise UsageError(f"--partition must give every partition column; missing: {', '.join(missing)}")
+    values = []
+    for f in fields:
+        arrow_type = to_arrow(f.type)
+        try:
+            values.append(pa.array([decode_value(spec[f.name], arrow_type)], arrow_type)[0].as_py())
+        except (ValueError, TypeError, pa.ArrowInvalid) as e:
+            raise UsageError(f"--partition {f.name}={spec[f.name]}: not a {f.type.root_text()} ({e})") from None
+    return binary_row.encode(values, [f.type for f in fields])
+
+
+def _check_static(table: Table, messages: list[CommitMessage], partition: bytes) -> None:
+    """Refuse rows outside the static partition of an overwrite, removing the files written."""
+    stray = [m for m in messages if m.partition != partition]
+    if not stray:
+        return
+    values = table.schema.partition_values(stray[0].partition)
+    for m in messages:
+        for f in m.new_files + m.changelog_files:
+            table.file_io.delete_quietly(f.external_path or _file_path(table, m, f))
+    shown = ", ".join(f"{k}={v}" for k, v in zip(table.schema.partition_keys, values))
+    raise InvalidDataError(f"a row of partition {shown} is outside the --partition being overwritten")
+
+
+def _file_path(table: Table, message: CommitMessage, file: Any) -> str:
+    from core.fileio import join
+
+    return join(table.schema.bucket_dir(table.path, message.partition, message.bucket), file.file_name)
+
+
 @dataclass(frozen=True, slots=True)
 class AutoCreate:
     """How to create the table from the input's schema when it does not exist (--auto-create)."""
@@ -256,12 +319,16 @@ class AutoCreate:
 
 def write_input(table: Table, path: str | None, *, input_format: str | None = None, mode: str = "append",
                 row_kind_column: str | None = None, engine_settings: EngineSettings | None = None,
-                auto_create: AutoCreate | None = None, input_table: str | None = None) -> WriteResult:
-    """Write a file, glob or directory (``-`` = stdin) with the engine its size calls for, or
-    a table of the Spark catalog (``input_table``, always on Spark).
+                auto_create: AutoCreate | None = None, input_table: str | None = None,
+                partition: dict[str, str] | None = None, fill_missing_columns: bool = False) -> WriteResult:
+    """Write a file, glob or directory (``-`` = stdin; ``sources.expand_input``) with the
+    engine its size calls for, or a table of the Spark catalog (``input_table``, always on
+    Spark). An input that lacks table columns is refused unless ``fill_missing_columns``
+    (nullable ones are then null).
 
     Raises:
         NotFoundError: the table does not exist and ``auto_create`` is None.
+        InvalidDataError: no input files, or columns missing from the input.
     """
     if (path is None) == (input_table is None):
         raise UsageError("give exactly one of --input and --input-table")
@@ -277,17 +344,35 @@ def write_input(table: Table, path: str | None, *, input_format: str | None = No
         engine, why = choose_engine(replace(engine_settings or EngineSettings(), engine="spark"))
         data = engine.read_table(input_table)
     else:
-        fmt = infer_format(path, input_format)
-        engine, why = choose_write_engine(engine_settings, input_size(path), dynamic)
+        paths, fmt = expand_input(path, input_format)
+        engine, why = choose_write_engine(engine_settings, input_size(paths), dynamic)
         if engine_settings is not None and engine_settings.progress is not None:
             engine_settings.progress(0, 0, "reading input")
         hint = pa.schema([arrow_field(f) for f in table.schema.fields]) if exists else None
-        data = engine.read_input(path, fmt, hint)
+        data = engine.read_input(paths, fmt, hint)
     log.info("engine: %s (%s)", engine.name, why)
     if not exists:
         _create_from_input(table, engine, data, row_kind_column, auto_create)
+    else:
+        check_input_columns(table.schema, engine.input_columns(data), fill_missing_columns)
     return write(table, data, mode=mode, row_kind_column=row_kind_column, engine=engine,
-                 engine_settings=engine_settings)
+                 engine_settings=engine_settings, partition=partition)
+
+
+def check_input_columns(schema: TableSchema, columns: list[str], fill_missing: bool) -> None:
+    """Refuse an input without some table columns: NOT NULL ones always, nullable ones unless
+    the user asked to fill them with null (an input with no columns at all is empty: fine)."""
+    if not columns:
+        return
+    missing = [f for f in schema.fields if f.name not in columns]
+    required = [f.name for f in missing if not f.type.nullable]
+    if required:
+        raise InvalidDataError(f"input lacks NOT NULL column{'s' if len(required) > 1 else ''} "
+                               f"{', '.join(map(repr, required))}")
+    if missing and not fill_missing:
+        names = ", ".join(repr(f.name) for f in missing)
+        raise InvalidDataError(f"input lacks column{'s' if len(missing) > 1 else ''} {names}; "
+                               "pass --fill-missing-columns to write them as null")
 
 
 def _creates_dynamic(spec: AutoCreate | None) -> bool:

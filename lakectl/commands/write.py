@@ -32,6 +32,8 @@ def register(app: typer.Typer) -> None:
         input_table: Annotated[Optional[str], typer.Option("--input-table", help="A table of the Spark catalog (runs on Spark).")] = None,
         input_format: Annotated[Optional[str], typer.Option("--input-format", help="parquet, csv, json, jsonl (or orc on Spark); default: from the extension (jsonl with --stream).", autocompletion=complete_input_format)] = None,
         mode: Annotated[str, typer.Option("--mode", help="append, or overwrite the partitions the input touches.", autocompletion=complete_write_mode)] = "append",
+        partition: Annotated[Optional[str], typer.Option("--partition", "-p", help="With --mode overwrite: replace this one partition, COLUMN=VALUE[,COLUMN=VALUE...] naming every partition column; every row must belong to it, and an empty input clears it.", metavar="SPEC", show_default=False)] = None,
+        fill_missing_columns: Annotated[bool, typer.Option("--fill-missing-columns", help="Write table columns the input lacks as null (nullable columns only); without it such an input is refused.")] = False,
         row_kind_column: Annotated[Optional[str], typer.Option("--row-kind-column", help="CDC column holding +I, -U, +U, -D.")] = None,
         auto_create: Annotated[bool, typer.Option("--auto-create", help="Create the table from the input's schema if it does not exist.")] = False,
         primary_key: PrimaryKeyOpt = None,
@@ -62,6 +64,10 @@ def register(app: typer.Typer) -> None:
           lakectl write shop.orders --input changes.csv --row-kind-column op
           lakectl write shop.orders --input 'day=2024-01-01/*.parquet' \\
               --mode overwrite
+          lakectl write shop.orders --input exports/ --input-format parquet
+          lakectl scan shop.orders -f jsonl | \\
+              lakectl write shop.copy -i - --input-format jsonl
+          lakectl write shop.orders -i empty.csv --mode overwrite -p dt=2024-01-01
           cat rows.jsonl | lakectl write shop.orders -i - --input-format jsonl
           producer | lakectl write shop.events -i - --stream \\
               --commit-interval 10s --commit-user events-feed \\
@@ -72,6 +78,8 @@ def register(app: typer.Typer) -> None:
                         "--commit-user": commit_user, "--watermark-column": watermark_column,
                         "--input-offset": input_offset}
         if stream:
+            if partition is not None:
+                raise UsageError("--partition applies to --mode overwrite, not --stream")
             _stream(ctx, out, table, input, input_table, input_format, mode, row_kind_column, auto_create,
                     commit_interval, commit_rows, commit_user, watermark_column, input_offset, warehouse)
             return
@@ -80,6 +88,7 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"{given[0]} applies to streaming writes only; add --stream")
         from core.ops.create import parse_key_list
         from core.ops.write import AutoCreate, write_input
+        from lakectl.commands.compact import parse_partition
 
         s = settings(ctx)
         t = Table.locate(table, warehouse=s.resolve_warehouse(warehouse))
@@ -88,7 +97,8 @@ def register(app: typer.Typer) -> None:
         with out.progress() as progress:
             result = write_input(t, input, input_format=input_format, mode=mode, row_kind_column=row_kind_column,
                                  engine_settings=s.engine_settings(progress), auto_create=create,
-                                 input_table=input_table)
+                                 input_table=input_table, fill_missing_columns=fill_missing_columns,
+                                 partition=parse_partition(partition) if partition is not None else None)
         out.record(result)
 
 

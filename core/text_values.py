@@ -1,0 +1,309 @@
+"""Table values as text: the one encoding that ``scan --format jsonl|csv`` (and ``--output
+x.jsonl|.csv``) writes and that ``write --input-format jsonl|csv`` reads back, so that a
+``scan | write`` round trip gives back the same table.
+
+The encoding (the README's "Values as text" section describes it for users):
+
+- null: JSON ``null``; in CSV an empty unquoted field (an empty string is ``""``).
+- BOOLEAN ``true``/``false``; integers as numbers.
+- FLOAT/DOUBLE as numbers; NaN and the infinities, which JSON lacks, as the strings ``"NaN"``,
+  ``"Infinity"``, ``"-Infinity"``.
+- DECIMAL as a string with its exact digits (``"12.30"``).
+- BYTES/BINARY/VARBINARY as standard base64 with padding.
+- DATE ``2024-01-31``; TIME ``12:30:00.250``; TIMESTAMP ``2024-01-31T12:30:00.250`` with as
+  many fractional digits as the value needs, in groups of 3 (none, 3, 6 or 9); TIMESTAMP_LTZ
+  the same with ``+00:00``. Input may give any number of digits as long as the column's
+  precision holds them all (nothing is rounded away), and any zone offset for LTZ.
+- ARRAY as a JSON array, ROW as a JSON object, MAP as a JSON array of ``[key, value]`` pairs
+  (an object is accepted too); in CSV each is the JSON text of that value.
+
+Decoding is driven by the table's Arrow types; errors say which value could not be read
+(``TextValueError``), and the input readers add the row and column.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import datetime as dt
+import decimal
+import json
+import math
+import re
+from typing import Any, Sequence
+
+import pyarrow as pa
+
+_FLOAT_WORDS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+class TextValueError(ValueError):
+    """A value that does not decode to its column's type; ``index`` is its row in the batch."""
+
+    def __init__(self, index: int, message: str) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+# ---- encoding --------------------------------------------------------------------------------
+def _fraction(micros: int, nanos: int = 0) -> str:
+    """The fewest groups of 3 fractional digits that hold the value exactly."""
+    total = micros * 1000 + nanos
+    if total == 0:
+        return ""
+    if total % 1_000_000 == 0:
+        return f".{total // 1_000_000:03d}"
+    if total % 1000 == 0:
+        return f".{total // 1000:06d}"
+    return f".{total:09d}"
+
+
+def _datetime_text(value: dt.datetime) -> str:
+    text = f"{value.year:04d}-{value.month:02d}-{value.day:02d}T{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
+    text += _fraction(value.microsecond, getattr(value, "nanosecond", 0))  # pandas' Timestamp has nanos
+    offset = value.utcoffset()
+    if offset is not None:
+        minutes = int(offset.total_seconds()) // 60
+        sign = "-" if minutes < 0 else "+"
+        text += f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+    return text
+
+
+def json_value(value: Any) -> Any:
+    """A Python value of a table cell (as ``pyarrow`` gives it) -> its JSON value."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return value
+    if isinstance(value, dt.datetime):
+        return _datetime_text(value)
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, dt.time):
+        return f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}" + _fraction(value.microsecond)
+    if isinstance(value, decimal.Decimal):
+        return format(value, "f")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, dict):
+        return {str(k): json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return json_value(dataclasses.asdict(value))
+    return value
+
+
+def text_value(value: Any) -> str | None:
+    """A cell as one CSV field's text: None for null, nested values as JSON text."""
+    if value is None:
+        return None
+    v = json_value(value)
+    if isinstance(v, (dict, list)):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+def csv_field(text: str | None) -> str:
+    """One CSV field: null empty and unquoted, an empty string ``""``, quotes where needed."""
+    if text is None:
+        return ""
+    if text == "" or any(c in text for c in ',"\r\n') or text != text.strip():
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def csv_line(fields: Sequence[str | None]) -> str:
+    return ",".join(csv_field(f) for f in fields) + "\n"
+
+
+def text_table(data: pa.Table) -> pa.Table:
+    """Every column as text (CSV fields), nulls kept: for Arrow's CSV writer, which quotes
+    strings and leaves nulls empty, as ``csv_field`` does."""
+    columns = [pa.array([text_value(v) for v in col.to_pylist()], pa.string()) for col in data.columns]
+    return pa.Table.from_arrays(columns, names=data.column_names)
+
+
+# ---- decoding --------------------------------------------------------------------------------
+_UNITS = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
+_TIMESTAMP = re.compile(r"(\d{4,})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?"
+                        r"(Z|[+-]\d\d:?\d\d)?$")
+_TIME = re.compile(r"(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?$")
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+def _nanos(digits: str | None) -> int:
+    return int((digits or "").ljust(9, "0"))
+
+
+def _count(nanos_of_second: int, unit: str, text: str) -> int:
+    """Sub-second nanos as a count of ``unit``, refusing digits the unit would drop."""
+    per = 1_000_000_000 // _UNITS[unit]
+    if nanos_of_second % per:
+        raise ValueError(f"{text!r} has more fractional digits than the column keeps ({unit})")
+    return nanos_of_second // per
+
+
+def parse_timestamp(text: str, t: pa.TimestampType) -> int:
+    """ISO 8601 text -> the count of ``t.unit`` since the epoch (UTC for a zoned column)."""
+    m = _TIMESTAMP.match(text.strip())
+    if not m:
+        raise ValueError(f"{text!r} is not an ISO 8601 timestamp (YYYY-MM-DDTHH:MM:SS[.fff])")
+    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
+    zone = m.group(8)
+    if zone and not t.tz:
+        raise ValueError(f"{text!r} has a zone; the column is a TIMESTAMP without time zone")
+    moment = dt.datetime(year, month, day, hour, minute, second)
+    if zone and zone != "Z":
+        sign = -1 if zone[0] == "-" else 1
+        digits = zone[1:].replace(":", "")
+        moment -= sign * dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
+    delta = moment - _EPOCH
+    seconds = delta.days * 86400 + delta.seconds
+    return seconds * _UNITS[t.unit] + _count(_nanos(m.group(7)), t.unit, text)
+
+
+def parse_time(text: str, t: pa.DataType) -> int:
+    m = _TIME.match(text.strip())
+    if not m:
+        raise ValueError(f"{text!r} is not a time (HH:MM:SS[.fff])")
+    hour, minute, second = (int(g) for g in m.groups()[:3])
+    return (hour * 3600 + minute * 60 + second) * _UNITS[t.unit] + _count(_nanos(m.group(4)), t.unit, text)
+
+
+def _parse_float(value: Any) -> float:
+    if isinstance(value, str):
+        if value in _FLOAT_WORDS:
+            return _FLOAT_WORDS[value]
+        return float(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{value!r} is not a number")
+    return float(value)
+
+
+def _expect(value: Any, kind: type | tuple[type, ...], what: str) -> Any:
+    if isinstance(value, bool) and kind is not bool:
+        raise ValueError(f"{json.dumps(value)} is not {what}")
+    if not isinstance(value, kind):
+        raise ValueError(f"{json.dumps(value) if not isinstance(value, str) else repr(value)} is not {what}")
+    return value
+
+
+def decode_value(value: Any, t: pa.DataType) -> Any:
+    """A value parsed from JSON (or a CSV field's text) -> a Python value ``pa.array`` takes
+    for type ``t`` (timestamps and times as counts of their unit)."""
+    if value is None:
+        return None
+    if isinstance(value, (dt.date, dt.time, decimal.Decimal, bytes)):
+        value = json_value(value)  # a value the JSON reader already typed: back to its text
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return _expect(value, str, "a string")
+    if pa.types.is_boolean(t):
+        if isinstance(value, str) and value in ("true", "false"):
+            return value == "true"
+        return _expect(value, bool, "true or false")
+    if pa.types.is_integer(t):
+        return int(value) if isinstance(value, str) else _expect(value, int, "an integer")
+    if pa.types.is_floating(t):
+        return _parse_float(value)
+    if pa.types.is_decimal(t):
+        if isinstance(value, float):
+            value = repr(value)
+        return decimal.Decimal(str(_expect(value, (str, int), "a decimal")))
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        try:
+            return base64.b64decode(_expect(value, str, "base64 text"), validate=True)
+        except binascii.Error as e:
+            raise ValueError(f"{value!r} is not base64 ({e})") from None
+    if pa.types.is_date(t):
+        return dt.date.fromisoformat(_expect(value, str, "a date (YYYY-MM-DD)"))
+    if pa.types.is_time(t):
+        return parse_time(_expect(value, str, "a time"), t)
+    if pa.types.is_timestamp(t):
+        return parse_timestamp(_expect(value, str, "a timestamp"), t)
+    if isinstance(value, str) and (pa.types.is_list(t) or pa.types.is_map(t) or pa.types.is_struct(t)):
+        value = json.loads(value)  # nested values in CSV are JSON text
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return [decode_value(v, t.value_type) for v in _expect(value, list, "an array")]
+    if pa.types.is_map(t):
+        pairs = value.items() if isinstance(value, dict) else _expect(value, list, "a map")
+        return [(decode_value(k, t.key_type), decode_value(v, t.item_type)) for k, v in pairs]
+    if pa.types.is_struct(t):
+        row = _expect(value, dict, "an object")
+        return {f.name: decode_value(row.get(f.name), f.type) for f in t}
+    raise ValueError(f"no text encoding for type {t}")
+
+
+def _fast_cast(col: pa.Array, t: pa.DataType) -> pa.Array | None:
+    """Arrow's own cast from text when it parses exactly our encoding; None to decode in Python."""
+    plain = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) \
+        or pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_boolean(t)
+    if not plain or not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        return None
+    import pyarrow.compute as pc  # not at import: output.py (every command) imports this module
+
+    try:
+        return pc.cast(col, t, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None  # e.g. 6 digits for a millisecond column: the Python path checks them
+
+
+def _plain_cast(col: pa.Array, t: pa.DataType) -> pa.Array | None:
+    """A column JSON gave a non-text type (numbers, booleans, timestamps the reader inferred)
+    cast to ``t`` when nothing is lost; None to decode in Python."""
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return None
+    import pyarrow.compute as pc
+
+    try:
+        return pc.cast(col, t, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+
+
+def decode_column(col: pa.Array | pa.ChunkedArray, t: pa.DataType) -> pa.Array:
+    """A column as read from CSV text or JSON -> type ``t``.
+
+    Raises:
+        TextValueError: the first value that does not decode, with its index.
+    """
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    if col.type == t:
+        return col
+    if pa.types.is_null(col.type):
+        return pa.nulls(len(col), t)
+    text = pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+    nested = pa.types.is_list(col.type) or pa.types.is_struct(col.type) or pa.types.is_map(col.type)
+    converted = _fast_cast(col, t) if text else None if nested else _plain_cast(col, t)
+    if converted is not None:
+        return converted
+    values = col.to_pylist()
+    out = []
+    for i, v in enumerate(values):
+        try:
+            out.append(decode_value(v, t))
+        except (ValueError, TypeError, OverflowError, decimal.InvalidOperation) as e:
+            raise TextValueError(i, str(e) or type(e).__name__) from None
+    try:
+        return pa.array(out, type=t)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
+        raise TextValueError(_first_bad(out, t), str(e).splitlines()[0]) from None
+
+
+def _first_bad(values: list[Any], t: pa.DataType) -> int:
+    for i, v in enumerate(values):
+        try:
+            pa.array([v], type=t)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            return i
+    return 0
