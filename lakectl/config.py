@@ -115,6 +115,12 @@ class ConfigFile:
         return UsageError(f"{where}: {message}")
 
 
+def parse_partition(text: str) -> dict[str, str]:
+    """``dt=2024-01-01,hr=10`` -> {"dt": "2024-01-01", "hr": "10"} (values cannot hold commas)."""
+    return parse_pairs(text.split(","), flag="--partition", shape="COLUMN=VALUE[,COLUMN=VALUE...]",
+                       shown=text)
+
+
 def config_path(explicit: str | None) -> tuple[Path, str] | None:
     """The config file to read and how it was found, or None."""
     for candidate, source in ((explicit, "flag --config"), (os.environ.get("LAKECTL_CONFIG"), "env LAKECTL_CONFIG")):

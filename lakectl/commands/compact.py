@@ -8,14 +8,8 @@ import typer
 
 from core.table import Table
 from lakectl.commands import output, settings
-from lakectl.config import parse_pairs
+from lakectl.config import parse_partition
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
-
-
-def parse_partition(text: str) -> dict[str, str]:
-    """``dt=2024-01-01,hr=10`` -> {"dt": "2024-01-01", "hr": "10"} (values cannot hold commas)."""
-    return parse_pairs(text.split(","), flag="--partition", shape="COLUMN=VALUE[,COLUMN=VALUE...]",
-                       shown=text)
 
 
 def register(app: typer.Typer) -> None:

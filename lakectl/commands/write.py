@@ -88,7 +88,7 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"{given[0]} applies to streaming writes only; add --stream")
         from core.ops.create import parse_key_list
         from core.ops.write import AutoCreate, write_input
-        from lakectl.commands.compact import parse_partition
+        from lakectl.config import parse_partition
 
         s = settings(ctx)
         t = Table.locate(table, warehouse=s.resolve_warehouse(warehouse))
