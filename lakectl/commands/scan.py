@@ -75,8 +75,12 @@ def register(app: typer.Typer) -> None:
         out = _scan_output(ctx, fmt)
         if output_path == "-":
             output_path = None  # stdout, in the --format given
-        if limit == 0 and not follow:
-            limit = None  # --limit 0: every row
+        if out.format == "parquet" and (output_path or follow):
+            raise UsageError("--format parquet writes the rows to stdout; --output FILE takes the format "
+                             "from its extension, and --follow prints text")
+        every_row = limit == 0 and not follow  # --limit 0: every row, on a terminal too
+        if every_row:
+            limit = None
         t = Table.open(table, warehouse=s.resolve_warehouse(warehouse))
         columns = parse_key_list(select) or None
         if follow:
@@ -112,7 +116,7 @@ def register(app: typer.Typer) -> None:
                                         engine_settings=s.engine_settings(progress), json_value=jsonable)
             out.record(result)
             return
-        _print_rows(out, s, t, limit, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=columns,
+        _print_rows(out, s, t, limit, every_row, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=columns,
                     where=where)
 
 
@@ -121,21 +125,22 @@ TERMINAL_ROWS = 100
 
 
 def _scan_output(ctx: typer.Context, fmt: str | None) -> Any:
-    """The command's Output; ``-f parquet`` is a format of scan's rows alone."""
-    if fmt is not None and fmt.strip().lower() == "parquet":
+    """The command's Output; ``parquet`` is a format of scan's rows on stdout alone."""
+    s = settings(ctx)
+    if str(s.resolve("format", fmt).value).strip().lower() == "parquet":
         from lakectl.output import Output
 
-        return Output("parquet", quiet=settings(ctx).quiet)
+        return Output("parquet", quiet=s.quiet)
     return output(ctx, fmt)
 
 
-def _print_rows(out: Any, s: Any, table: Table, limit: int | None, **scan: Any) -> None:
+def _print_rows(out: Any, s: Any, table: Table, limit: int | None, every_row: bool, **scan: Any) -> None:
     """The scan to stdout: streamed part by part on a pipe; on a terminal the first --limit
     rows (TERMINAL_ROWS by default) as a table, drawn once reading ends and its progress bar
     is gone, with a footer when rows were left out."""
     from core.ops.scan import scan_stream
 
-    capped = limit is None and not out.streams
+    capped = limit is None and not every_row and not out.streams
     with out.progress() as progress:
         # one row past the cap tells whether rows were left out
         stream = scan_stream(table, limit=TERMINAL_ROWS + 1 if capped else limit,
