@@ -295,7 +295,7 @@ def test_quiet_still_prints_errors() -> None:
 
 
 # ---- progress bars -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["write", "scan --output", "compact", "expire", "remove-orphan-files"])
+@pytest.mark.parametrize("name", ["write", "scan", "scan --output", "compact", "expire", "remove-orphan-files"])
 def test_progress_bar_on_a_terminal_and_none_on_a_pipe(name: str) -> None:
     piped = run(name)
     assert piped.stderr == ""

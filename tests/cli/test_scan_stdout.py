@@ -112,9 +112,9 @@ def test_scan_into_head_exits_0_with_the_header_and_two_rows(big: Path) -> None:
     assert result.stderr == ""
 
 
-@pytest.mark.parametrize("fmt", ["jsonl", "table", "json"])
-def test_every_text_format_ends_quietly_on_a_closed_pipe(big: Path, fmt: str) -> None:
-    result = shell(big, f"scan s.big --format {fmt} | head -c 1000 > /dev/null")
+@pytest.mark.parametrize("fmt", ["jsonl", "table", "json", "parquet"])
+def test_output_dash_ends_quietly_on_a_closed_pipe(big: Path, fmt: str) -> None:
+    result = shell(big, f"scan s.big --output - --format {fmt} | head -c 1000 > /dev/null")
     assert result.returncode == 0 and result.stderr == "", result.stderr
 
 
