@@ -46,7 +46,6 @@ from rich.table import Table as RichTable
 
 from core.engines import ProgressCallback
 from core.errors import UsageError
-from core.sinks import csv_cell, text_chunks, write_parquet
 
 # A column whose cells are at most this wide never wraps; wider ones fold to fit the terminal.
 _SHORT_CELL = 24
@@ -90,6 +89,8 @@ def _cell(value: Any) -> str:
 # ---- human units (table format, lakectl's own records only) ---------------------------------
 def csv_text(rows: Sequence[dict[str, Any]], columns: Sequence[str], *, header: bool) -> str:
     """Rows as CSV lines, cells written as in ``--format csv`` listings."""
+    from core.sinks import csv_cell  # (core.sinks loads Parquet: metadata commands do without)
+
     table = [list(columns)] if header else []
     table += [[csv_cell(r.get(c), jsonable) for c in columns] for r in rows]
     return _csv_lines(table)
@@ -335,6 +336,7 @@ class Output:
         """A table's rows part by part, each written and flushed before the next is read:
         CSV and JSON lines as ``scan --output`` writes them, a JSON array, Parquet (not on a
         terminal), or plain columns whose widths the first part sets."""
+        from core.sinks import text_chunks, write_parquet
         if self.format == "parquet":
             if self.console.is_terminal:
                 raise UsageError("refusing to write Parquet to a terminal: redirect stdout or use --output FILE")

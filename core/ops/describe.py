@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from core import binary_row
 from core.deletion_vectors import read_vector, snapshot_deletion_files
@@ -138,12 +138,14 @@ def live_files(table: Table, snapshot_id: int | None = None, *,
         NotFoundError: the snapshot does not exist.
         UsageError: a spec names a column that is not a partition column.
     """
-    from core.ops.compact import partition_filter
-
     check_limit(limit)
     snap = table.snapshots.snapshot(snapshot_id) if snapshot_id is not None else table.latest_snapshot()
     schema = table.schemas.schema(snap.schema_id) if snap is not None else table.schema
-    selected = partition_filter(schema, partitions)
+    selected: Callable[[tuple], bool] = lambda values: True
+    if partitions is not None:
+        from core.ops.compact import partition_filter  # (loads compaction's data libraries)
+
+        selected = partition_filter(schema, partitions)
     if snap is None:
         return []
     fields = schema.partition_fields
