@@ -1,28 +1,35 @@
-"""Result files for ``scan --output``: Parquet, CSV or JSON lines, by extension.
+"""Result files and streams for ``scan --output`` and ``scan`` to stdout: Parquet, CSV or JSON
+lines.
 
-``write_output_parts`` writes a result part by part (the local engine's splits), so the whole
-result is never in memory; ``write_output`` writes one table.
+``write_output_parts`` writes a result part by part (the local engine's splits, or the Spark
+job's partitions collected one at a time), so the whole result is never in memory;
+``write_output`` writes one table. ``text_chunks`` is the same CSV / JSON lines encoding as
+text, part by part, for stdout: ``scan -f csv`` prints what ``scan --output x.csv`` writes.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable, Iterable
+from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from core.errors import UsageError
 from core.kernels.write import dictionary_columns
-from core.text_values import csv_line, text_value
+from core.text_values import csv_field, csv_line, text_value
 from core.text_values import json_value as text_json_value
 
 # Parts (splits) are gathered into row groups of about this much Arrow data: fewer, larger
 # row groups than one per split, and a bounded amount held.
 _ROW_GROUP_BYTES = 8 << 20
+# Text is encoded this many rows at a time: a large split still reaches a pipe in pieces.
+_TEXT_ROWS = 4096
 
 _EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+
+JsonValue = Callable[[Any], Any]
 
 
 def output_format(path: str) -> str:
@@ -32,13 +39,54 @@ def output_format(path: str) -> str:
     raise UsageError(f"--output {path!r} must end in .parquet, .csv or .jsonl")
 
 
-def write_output(data: pa.Table, path: str, json_value: Callable[[Any], Any] | None = None) -> int:
+def csv_cell(value: Any) -> str:
+    """A CSV field in the text encoding ``write`` reads back (``core.text_values``): null is an
+    empty unquoted field, an empty string ``""``, nested values JSON text."""
+    return csv_field(text_value(value))
+
+
+def text_chunks(parts: Iterable[pa.Table], schema: pa.Schema, fmt: str,
+                json_value: JsonValue | None = None) -> Iterator[str]:
+    """The rows of ``parts`` as CSV (with a header) or JSON lines, a few thousand rows a chunk."""
+    names = schema.names
+    if fmt == "csv":
+        yield csv_line(names)
+    convert = json_value or text_json_value
+    for part in parts:
+        for start in range(0, part.num_rows, _TEXT_ROWS):
+            piece = part.slice(start, _TEXT_ROWS)
+            columns = [piece.column(i).to_pylist() for i in range(piece.num_columns)]
+            if fmt == "csv":
+                yield "".join(csv_line([text_value(v) for v in row]) for row in zip(*columns))
+            else:
+                yield "".join(json.dumps({k: convert(v) for k, v in zip(names, row)}, ensure_ascii=False) + "\n"
+                              for row in zip(*columns))
+
+
+def write_parquet(parts: Iterable[pa.Table], schema: pa.Schema, sink: str | BinaryIO) -> int:
+    """The parts as one Parquet file (a path, or a stream such as stdout: written front to
+    back, never seeked). Returns rows."""
+    rows = 0
+    with pq.ParquetWriter(sink, schema, compression="zstd", use_dictionary=dictionary_columns(schema)) as writer:
+        pending: list[pa.Table] = []
+        for part in parts:
+            pending.append(part)
+            rows += part.num_rows
+            if sum(p.nbytes for p in pending) >= _ROW_GROUP_BYTES:
+                writer.write_table(pa.concat_tables(pending))
+                pending = []
+        if pending or rows == 0:
+            writer.write_table(pa.concat_tables(pending) if pending else schema.empty_table())
+    return rows
+
+
+def write_output(data: pa.Table, path: str, json_value: JsonValue | None = None) -> int:
     """Write the rows to ``path`` (atomically: a temp file renamed into place). Returns bytes written."""
     return write_output_parts([data], data.schema, path, json_value)[1]
 
 
 def write_output_parts(parts: Iterable[pa.Table], schema: pa.Schema, path: str,
-                       json_value: Callable[[Any], Any] | None = None) -> tuple[int, int]:
+                       json_value: JsonValue | None = None) -> tuple[int, int]:
     """Write the parts' rows, in order, as one file at ``path`` (atomically: a temp file renamed
     into place); each part is written and let go before the next is asked for.
 
@@ -51,33 +99,20 @@ def write_output_parts(parts: Iterable[pa.Table], schema: pa.Schema, path: str,
     fmt = output_format(path)
     tmp = f"{path}.tmp-{os.getpid()}"
     rows = 0
+
+    def counted(items: Iterable[pa.Table]) -> Iterator[pa.Table]:
+        nonlocal rows
+        for part in items:
+            rows += part.num_rows
+            yield part
+
     try:
         if fmt == "parquet":
-            with pq.ParquetWriter(tmp, schema, compression="zstd", use_dictionary=dictionary_columns(schema)) as writer:
-                pending: list[pa.Table] = []
-                for part in parts:
-                    pending.append(part)
-                    rows += part.num_rows
-                    if sum(p.nbytes for p in pending) >= _ROW_GROUP_BYTES:
-                        writer.write_table(pa.concat_tables(pending))
-                        pending = []
-                if pending or rows == 0:
-                    writer.write_table(pa.concat_tables(pending) if pending else schema.empty_table())
-        elif fmt == "csv":
-            # The text encoding scan prints and write reads back (core.text_values).
-            with open(tmp, "w", encoding="utf-8", newline="") as f:
-                f.write(csv_line(schema.names))
-                for part in parts:
-                    columns = [col.to_pylist() for col in part.columns]
-                    f.write("".join(csv_line([text_value(v) for v in row]) for row in zip(*columns)))
-                    rows += part.num_rows
+            write_parquet(counted(parts), schema, tmp)
         else:
-            convert = json_value or text_json_value
-            with open(tmp, "w", encoding="utf-8") as f:
-                for part in parts:
-                    for row in part.to_pylist():
-                        f.write(json.dumps({k: convert(v) for k, v in row.items()}, ensure_ascii=False) + "\n")
-                    rows += part.num_rows
+            with open(tmp, "w", encoding="utf-8", newline="") as f:
+                for chunk in text_chunks(counted(parts), schema, fmt, json_value):
+                    f.write(chunk)
         os.replace(tmp, path)
     except OSError as e:
         raise UsageError(f"cannot write {path}: {e.strerror or e}") from e
@@ -85,10 +120,3 @@ def write_output_parts(parts: Iterable[pa.Table], schema: pa.Schema, path: str,
         if os.path.exists(tmp):
             os.unlink(tmp)
     return rows, os.path.getsize(path)
-
-
-def directory_size(path: str) -> int:
-    """Bytes under a directory (Spark writes a directory of part files), or of one file."""
-    if os.path.isfile(path):
-        return os.path.getsize(path)
-    return sum(os.path.getsize(os.path.join(root, f)) for root, _, files in os.walk(path) for f in files)

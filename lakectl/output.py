@@ -10,18 +10,31 @@ fold); on a pipe, or with ``NO_COLOR`` set, no colour or other escape codes, and
 plain columns separated by two spaces with the field names as the header. In lakectl's own
 records (not in the rows of a table scan) sizes show in binary units (``1.2 MiB``), times as
 local ``2026-11-22 02:28:47`` and retention periods as ``7d``; the script formats keep the
-exact numbers and ISO 8601 times. ``--quiet`` prints nothing at all: errors alone reach stderr.
+exact numbers and ISO 8601 times. Booleans are ``true``/``false`` in every format.
+
+For scripts: plain tables have no title line (the first line is the header), and a single
+result's list (``remove-orphan-files``' paths) is one item per line in a plain table and one
+row per item in CSV (the other fields repeated), a real list in JSON.
+
+A table's rows (``scan``) stream: each part is printed as soon as it is read, in every format
+but a terminal's table, which shows the first ``--limit`` rows (100 by default) and says so.
+A closed pipe (``| head``) ends lakectl quietly with exit 0.
+
+``--quiet`` silences the chatter (summaries of writes and maintenance, progress bars), never
+the data a listing command exists to print: errors and that data alone are printed.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import errno
+import itertools
 import json
 import os
 import sys
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 from rich import box
@@ -30,6 +43,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table as RichTable
 
 from core.engines import ProgressCallback
+from core.errors import UsageError
 from core.text_values import csv_line, json_value, text_value
 
 # A column whose cells are at most this wide never wraps; wider ones fold to fit the terminal.
@@ -60,6 +74,32 @@ def csv_text(rows: Sequence[dict[str, Any]], columns: Sequence[str], *, header: 
     lines = [csv_line(list(columns))] if header else []
     lines.extend(csv_line([text_value(r.get(c)) for c in columns]) for r in rows)
     return "".join(lines)
+
+
+def _scalar_list(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and all(not isinstance(v, (dict, list, tuple)) for v in value)
+
+
+def unnested(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """A single result as rows for CSV: one row per item of its lists of plain values (the
+    other fields repeated on each row; several lists side by side), one row without any."""
+    lists = [k for k, v in obj.items() if _scalar_list(v)]
+    if not lists:
+        return [obj]
+    count = max(1, *(len(obj[k]) for k in lists))
+    return [{k: (obj[k][i] if i < len(obj[k]) else None) if k in lists else v for k, v in obj.items()}
+            for i in range(count)]
+
+
+def _json_array(parts: Iterable[pa.Table]) -> Iterator[str]:
+    """Rows as the text of ``json.dumps(rows, indent=2)``, a part at a time."""
+    first = True
+    for part in parts:
+        for row in part.to_pylist():
+            text = json.dumps({k: jsonable(v) for k, v in row.items()}, indent=2).replace("\n", "\n  ")
+            yield ("[\n  " if first else ",\n  ") + text
+            first = False
+    yield "[]\n" if first else "\n]\n"
 
 
 def human_size(n: int) -> str:
@@ -124,6 +164,23 @@ def _human(name: str, value: Any) -> str:
     return _cell(value)
 
 
+def _items(name: str, value: Any) -> list[str]:
+    """A field of a single result in a plain table: one line per item of a list."""
+    if _scalar_list(value) and value:
+        return [_cell(v) for v in value]
+    return [_human(name, value).replace("\n", "; ")]
+
+
+def _silence_stdout(stream: Any) -> None:
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a file descriptor (a test's buffer)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
 def _header_width(name: str, wrapped: bool) -> int:
     """Columns a header needs: whole, or its longest word when it may wrap (``snapshot id``)."""
     return max(len(w) for w in name.split("_")) if wrapped else max(len(name), 1)
@@ -140,7 +197,8 @@ class Output:
     Args:
         fmt: table, json, jsonl or csv.
         stdout: the stream for results (default: sys.stdout at construction).
-        quiet: print nothing (errors are not printed through here).
+        quiet: no summaries of single results (``record``) nor ``event`` rows nor progress
+            bars; listings (data) still print. Errors are not printed through here.
         terminal: force (or deny) terminal rendering of tables; default: rich's detection
             (a tty, or ``TTY_COMPATIBLE=1`` / ``FORCE_COLOR``).
         width: columns of the terminal (default: detected, or ``COLUMNS``).
@@ -164,10 +222,11 @@ class Output:
 
     # ---- listings ------------------------------------------------------------------
     def rows(self, rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
-             title: str | None = None, *, human: bool = True) -> None:
+             title: str | None = None, *, human: bool = True, data: bool = True) -> None:
         """A listing. ``human``: the rows are lakectl's records (sizes, times in human units in
-        the table format); False for the rows of a table."""
-        if self.quiet:
+        the table format); False for the rows of a table. ``data``: what the command exists to
+        print (kept with --quiet); False for a listing within a summary."""
+        if self.quiet and not data:
             return
         columns = list(columns or (rows[0].keys() if rows else []))
         if self.format == "json":
@@ -188,13 +247,15 @@ class Output:
         """Rows of a table: values exactly as stored, whatever the column names."""
         self.rows(data.to_pylist(), data.column_names, title, human=False)
 
-    def records(self, items: Sequence[Any], item_type: type, title: str | None = None) -> None:
+    def records(self, items: Sequence[Any], item_type: type, title: str | None = None, *, data: bool = True) -> None:
         """A listing of dataclass records; columns are the dataclass fields even when empty."""
-        self.rows([dataclasses.asdict(i) for i in items], [f.name for f in dataclasses.fields(item_type)], title)
+        self.rows([dataclasses.asdict(i) for i in items], [f.name for f in dataclasses.fields(item_type)], title,
+                  data=data)
 
     # ---- single results ------------------------------------------------------------
-    def record(self, item: Any, title: str | None = None) -> None:
-        if self.quiet:
+    def record(self, item: Any, title: str | None = None, *, data: bool = False) -> None:
+        """A single result: a summary (silent with --quiet) unless ``data``."""
+        if self.quiet and not data:
             return
         obj = dataclasses.asdict(item) if dataclasses.is_dataclass(item) else dict(item)
         if self.format == "json":
@@ -202,7 +263,12 @@ class Output:
         elif self.format == "jsonl":
             self._write(json.dumps(jsonable(obj)) + "\n")
         elif self.format == "csv":
-            self.rows([obj], list(obj))  # lists and objects become JSON text in their cell
+            # one row per item of a list; nested objects become JSON text in their cell
+            self._write(csv_text(unnested(obj), list(obj), header=True))
+        elif not self.terminal:
+            hidden = _hidden_in_tables(list(obj))
+            cells = [[k, item] for k, v in obj.items() if k not in hidden for item in _items(k, v)]
+            self._table(["field", "value"], cells, title, header=False)
         else:
             hidden = _hidden_in_tables(list(obj))
             cells = [[k, _human(k, v)] for k, v in obj.items() if k not in hidden]
@@ -230,6 +296,66 @@ class Output:
             self._write("".join("  ".join(v.ljust(w) for v, w in zip(line, widths)).rstrip() + "\n"
                                 for line in lines))
         self._printed = True
+
+    # ---- a table's rows, as they are read ----------------------------------------------------
+    @property
+    def streams(self) -> bool:
+        """Rows go out as they are read (every format but a terminal's table)."""
+        return self.format != "table" or not self.terminal
+
+    def stream(self, schema: pa.Schema, parts: Iterable[pa.Table]) -> None:
+        """A table's rows part by part, each written and flushed before the next is read:
+        CSV and JSON lines as ``scan --output`` writes them, a JSON array, Parquet (not on a
+        terminal), or plain columns whose widths the first part sets."""
+        from core.sinks import text_chunks, write_parquet
+        if self.format == "parquet":
+            if self.console.is_terminal:
+                raise UsageError("refusing to write Parquet to a terminal: redirect stdout or use --output FILE")
+            self.stdout.flush()
+            with self._pipe_guard():
+                write_parquet(parts, schema, self.stdout.buffer)
+                self.stdout.buffer.flush()
+            return
+        if self.format == "json":
+            chunks: Iterable[str] = _json_array(parts)
+        elif self.format in ("csv", "jsonl"):
+            chunks = text_chunks(parts, schema, self.format, jsonable)
+        else:
+            chunks = self._plain_chunks(schema.names, parts)
+        for chunk in chunks:
+            self._write(chunk)
+
+    def first_rows(self, schema: pa.Schema, parts: Iterable[pa.Table], limit: int | None) -> tuple[pa.Table, bool]:
+        """The first ``limit`` rows of ``parts`` (all with None) and whether more followed
+        (reading stops at the first row past them)."""
+        taken: list[pa.Table] = []
+        count = 0
+        for part in parts:
+            taken.append(part if limit is None else part.slice(0, limit + 1 - count))
+            count += taken[-1].num_rows
+            if limit is not None and count > limit:
+                break
+        rows = pa.concat_tables(taken) if taken else schema.empty_table()
+        if limit is None:
+            return rows, False
+        return rows.slice(0, limit), rows.num_rows > limit
+
+    def footer(self, text: str) -> None:
+        """A line under a terminal's table (not data: silent with --quiet)."""
+        if not self.quiet:
+            self.console.print(text, style="dim")
+
+    def _plain_chunks(self, columns: list[str], parts: Iterable[pa.Table]) -> Iterator[str]:
+        widths: list[int] | None = None
+        for part in itertools.chain(parts, [None]):
+            if part is None and widths is not None:
+                return
+            cells = [] if part is None else [[_cell(v) for v in row.values()] for row in part.to_pylist()]
+            lines = [[c.replace("\n", "\\n") for c in row] for row in cells]
+            if widths is None:
+                widths = [max([len(c)] + [len(line[i]) for line in lines]) for i, c in enumerate(columns)]
+                lines.insert(0, list(columns))
+            yield "".join("  ".join(v.ljust(w) for v, w in zip(line, widths)).rstrip() + "\n" for line in lines)
 
     # ---- the table format --------------------------------------------------------------
     def _table(self, columns: list[str], cells: list[list[str]], title: str | None, *, header: bool) -> None:
@@ -287,12 +413,12 @@ class Output:
         self.console.print(table)
 
     def _plain(self, columns: list[str], cells: list[list[str]], title: str | None, header: bool) -> None:
-        """Columns separated by two spaces, field names as the header, the title above: for
-        grep and awk (scripts are better served by --format csv or jsonl)."""
+        """Columns separated by two spaces, field names as the header and no title: for grep,
+        awk and ``tail -n +2`` (scripts are better served by --format csv or jsonl). A listing's
+        cell holding several items keeps them on its one line, separated by ``; ``."""
         lines = ([columns] if header else []) + [[c.replace("\n", "; ") for c in row] for row in cells]
         widths = [max(len(line[i]) for line in lines) for i in range(len(columns))] if lines else []
-        text = "".join("  ".join(v.ljust(w) for v, w in zip(line, widths)).rstrip() + "\n" for line in lines)
-        self._write((f"{title}\n" if title else "") + text)
+        self._write("".join("  ".join(v.ljust(w) for v, w in zip(line, widths)).rstrip() + "\n" for line in lines))
 
     # ---- progress ----------------------------------------------------------------------
     @contextmanager
@@ -314,9 +440,25 @@ class Output:
 
     def raw(self, text: str) -> None:
         """Text exactly as given (streamed output such as ``scan --follow``'s), flushed at once."""
-        if not self.quiet:
-            self._write(text)
+        self._write(text)
 
     def _write(self, text: str) -> None:
-        self.stdout.write(text)
-        self.stdout.flush()
+        with self._pipe_guard():
+            self.stdout.write(text)
+            self.stdout.flush()
+
+    @contextmanager
+    def _pipe_guard(self) -> Iterator[None]:
+        """A reader that went away (``| head``) ends the command with exit 0 and no message, as
+        SIGPIPE ends other tools; stdout then points at /dev/null so that Python's last flush
+        at exit finds nowhere to fail."""
+        try:
+            yield
+        except OSError as e:
+            if not isinstance(e, BrokenPipeError) and e.errno != errno.EPIPE:
+                raise
+            _silence_stdout(self.stdout)
+            import typer
+
+            raise typer.Exit(0) from None
+

@@ -445,20 +445,23 @@ class SparkEngine:
         return iter([pa.Table.from_arrays([table.column(t.name).cast(t.type, safe=False) for t in target],
                                           schema=target)])
 
-    def save(self, df: DataFrame, path: str, fmt: str) -> int:
-        """Write a DataFrame with Spark's writers as a directory of part files; returns rows."""
-        if os.path.exists(path):
-            raise UsageError(f"--output {path} exists; Spark writes a new directory")
-        df = df.cache()
-        try:
-            rows = self._run("counting", df.count)
-            writer = df.write.mode("errorifexists")
-            if fmt == "csv":
-                writer = writer.option("header", "true")
-            self._run("writing output", lambda: writer.format("json" if fmt == "jsonl" else fmt).save(path))
-        finally:
-            df.unpersist()
-        return rows
+    def collect_parts(self, df: DataFrame, schema: pa.Schema) -> Iterator[pa.Table]:
+        """The DataFrame's rows on the driver one partition at a time, in ``schema``'s types:
+        each task packs its Arrow batches as IPC blobs and ``toLocalIterator`` fetches one
+        partition's blobs after another (no prefetch), so the driver holds a partition, not the
+        result. ``scan --output`` writes them with the local engine's writer: one file on every
+        engine."""
+
+        def pack(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            for batch in batches:
+                blob = _to_ipc(pa.Table.from_batches([batch]))
+                yield pa.RecordBatch.from_arrays([pa.array([blob], pa.binary())], names=[MESSAGE_COLUMN])
+
+        packed = df.mapInArrow(pack, _spark_struct([(MESSAGE_COLUMN, T.BinaryType())]))
+        rows = self._run("reading", lambda: packed.toLocalIterator(prefetchPartitions=False))
+        while (row := self._run("reading", lambda: next(rows, None))) is not None:
+            part = _from_ipc(row[MESSAGE_COLUMN])
+            yield pa.Table.from_arrays([part.column(f.name).cast(f.type, safe=False) for f in schema], schema=schema)
 
     # ---- compact -------------------------------------------------------------------------------
     def compact(self, tasks: Sequence[Any], file_io: FileIO) -> list[CommitMessage]:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Mapping, Sequence
 
 from core import binary_row
 from core.deletion_vectors import read_vector, snapshot_deletion_files
 from core.manifest import live_entries
+from core.options import check_limit
 from core.partition import partition_spec_text
 from core.table import Table
 from core.warehouse import Warehouse
@@ -134,24 +135,37 @@ class FileInfo:
     deleted_rows: int = 0  # rows the file's deletion vector marks deleted (deletion-vectors.enabled)
 
 
-def live_files(table: Table, snapshot_id: int | None = None) -> list[FileInfo]:
-    """The live data files of a snapshot (the latest by default), by partition, bucket, level, name.
+def live_files(table: Table, snapshot_id: int | None = None, *,
+               partitions: Sequence[Mapping[str, str]] | None = None, limit: int | None = None) -> list[FileInfo]:
+    """The live data files of a snapshot (the latest by default), by partition, bucket, level, name:
+    only those of ``partitions`` (specs as ``compact --partition`` takes them), the first
+    ``limit`` of them.
 
     Raises:
         NotFoundError: the snapshot does not exist.
+        UsageError: a spec names a column that is not a partition column.
     """
+    check_limit(limit)
     snap = table.snapshots.snapshot(snapshot_id) if snapshot_id is not None else table.latest_snapshot()
+    schema = table.schemas.schema(snap.schema_id) if snap is not None else table.schema
+    selected: Callable[[tuple], bool] = lambda values: True
+    if partitions is not None:
+        from core.ops.compact import partition_filter  # (loads compaction's data libraries)
+
+        selected = partition_filter(schema, partitions)
     if snap is None:
         return []
-    schema = table.schemas.schema(snap.schema_id)
     fields = schema.partition_fields
     types = [f.type for f in fields]
-    decoded: dict[bytes, dict[str, Any]] = {}
+    decoded: dict[bytes, dict[str, Any] | None] = {}
     out = []
     vectors = snapshot_deletion_files(table.file_io, table.path, snap)
     for e in live_entries(table.manifests(), snap):
         if e.partition not in decoded:
-            decoded[e.partition] = partition_spec_text(binary_row.decode(e.partition, types), fields)
+            values = binary_row.decode(e.partition, types)
+            decoded[e.partition] = partition_spec_text(values, fields) if selected(tuple(values)) else None
+        if decoded[e.partition] is None:
+            continue
         f = e.file
         deletion = vectors.get((e.partition, e.bucket), {}).get(f.file_name)
         deleted = 0
@@ -161,4 +175,4 @@ def live_files(table: Table, snapshot_id: int | None = None) -> list[FileInfo]:
         out.append(FileInfo(decoded[e.partition], e.bucket, f.level, f.row_count, f.file_size,
                             f.min_sequence_number, f.max_sequence_number, f.schema_id, f.file_name, deleted))
     out.sort(key=lambda i: (tuple(str(v) for v in i.partition.values()), i.bucket, i.level, i.file_name))
-    return out
+    return out if limit is None else out[:limit]

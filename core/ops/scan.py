@@ -24,8 +24,8 @@ from core.kernels.read import ReadSplit
 from core.manifest import ManifestEntry, live_entries
 from core.predicate import ColumnRange, Predicate, parse_where
 from core.schema import TableSchema
-from core.sinks import directory_size, output_format, write_output_parts
-from core.options import READ, check_limit, check_options
+from core.sinks import output_format, write_output_parts
+from core.options import READ, check_limit, check_options, parse_int
 from core.snapshot import Snapshot
 from core.table import Table
 from core.travel import choose_snapshot, parse_timestamp  # noqa: F401 - parse_timestamp: re-exported
@@ -269,6 +269,33 @@ def _spark_frame(engine: Any, prepared: PreparedScan, table: Table) -> Any:
 
 
 @dataclass(frozen=True, slots=True)
+class ScanStream:
+    """A scan's rows as they are read: ``parts`` in ``schema``, produced by ``engine``."""
+
+    schema: pa.Schema
+    parts: Iterator[pa.Table]
+    engine: str
+
+
+def scan_stream(table: Table, *, snapshot_id: int | None = None, timestamp: str | None = None,
+                tag: str | None = None, select: Sequence[str] | None = None, where: str | None = None,
+                limit: int | None = None, engine_settings: EngineSettings | None = None) -> ScanStream:
+    """The scan part by part, for stdout and ``--output``: the local engine's splits as they are
+    read (a few at a time), or the Spark job's partitions collected to the driver one after
+    another. Reading stops once ``limit`` rows came out."""
+    check_limit(limit)
+    prepared = prepare(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where)
+    engine = _engine_for(prepared, engine_settings)
+    schema = output_schema(prepared.plan.read_schema, prepared.select)
+    if engine.name == "spark":
+        parts = filtered(engine.collect_parts(_spark_frame(engine, prepared, table), schema), None, None, limit)
+    else:
+        parts = read_batches(table, prepared.plan, predicate=prepared.predicate, select=prepared.select,
+                             limit=limit, engine=engine)
+    return ScanStream(schema, (p.cast(schema) for p in parts), engine.name)
+
+
+@dataclass(frozen=True, slots=True)
 class ScanOutput:
     table: str
     output: str
@@ -281,20 +308,10 @@ def scan_to_output(table: Table, output: str, *, snapshot_id: int | None = None,
                    tag: str | None = None, select: Sequence[str] | None = None, where: str | None = None,
                    limit: int | None = None, engine_settings: EngineSettings | None = None,
                    json_value: Any = None) -> ScanOutput:
-    """Write the scan to a file (local engine) or a directory written by Spark's writers."""
-    fmt = output_format(output)
-    check_limit(limit)
-    prepared = prepare(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where)
-    engine = _engine_for(prepared, engine_settings)
-    if engine.name == "spark":
-        df = _spark_frame(engine, prepared, table)
-        if limit is not None:
-            df = df.limit(limit)
-        rows = engine.save(df, output, fmt)
-        return ScanOutput(table.name, output, rows, directory_size(output), engine.name)
-    # Split by split into the file: the result is never whole in memory.
-    schema = output_schema(prepared.plan.read_schema, prepared.select)
-    parts = read_batches(table, prepared.plan, predicate=prepared.predicate, select=prepared.select, limit=limit,
-                         engine=engine)
-    rows, size = write_output_parts((p.cast(schema) for p in parts), schema, output, json_value)
-    return ScanOutput(table.name, output, rows, size, engine.name)
+    """Write the scan to one file, part by part (``scan_stream``): the result is never whole in
+    memory, and the file is the same on every engine."""
+    output_format(output)  # a bad extension is refused before any reading
+    stream = scan_stream(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where,
+                         limit=limit, engine_settings=engine_settings)
+    rows, size = write_output_parts(stream.parts, stream.schema, output, json_value)
+    return ScanOutput(table.name, output, rows, size, stream.engine)

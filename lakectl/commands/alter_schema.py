@@ -71,7 +71,7 @@ def render(out: Output, result: AlterResult) -> None:
     summary["changes"] = "\n".join(result.changes) or "(nothing to change)"
     out.record(summary, title=f"alter-schema {result.table}" + (" (dry run)" if result.dry_run else ""))
     if result.columns:
-        out.records(list(result.columns), ColumnPair, title="columns: before -> after")
+        out.records(list(result.columns), ColumnPair, title="columns: before -> after", data=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -64,7 +64,7 @@ def _check(out: Output, t: Table) -> None:
     if out.format != "table":
         out.record(result)
     elif result.problems:
-        out.records(result.problems, Problem, title=f"problems in {t.name}")
+        out.records(result.problems, Problem, title=f"problems in {t.name}", data=False)
     else:
         summary = {k: v for k, v in dataclasses.asdict(result).items() if k not in ("problems", "warnings")}
         out.record(summary, title=f"{t.name} is sound")

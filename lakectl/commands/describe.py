@@ -41,7 +41,7 @@ def register(app: typer.Typer) -> None:
         d = describe(t, snapshot_id=snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag))
         if out.format == "table":
             summary = {f.name: getattr(d, f.name) for f in dataclasses.fields(d) if f.name != "columns"}
-            out.record(summary, title=d.table)
+            out.record(summary, title=d.table, data=True)
             out.records(list(d.columns), ColumnInfo, title="columns")
         else:
-            out.record(d)
+            out.record(d, data=True)

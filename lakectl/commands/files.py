@@ -1,4 +1,5 @@
-"""lakectl files DB.TABLE [--snapshot-id N]: the live data files of a snapshot."""
+"""lakectl files DB.TABLE [--snapshot-id N] [--partition COL=VALUE[,...] ...] [--limit N]: the live data
+files of a snapshot."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ def register(app: typer.Typer) -> None:
         snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", help="Snapshot (default: latest).", autocompletion=complete_snapshot_id)] = None,
         timestamp: TimestampOpt = None,
         tag: TagOpt = None,
+        partition: Annotated[Optional[list[str]], typer.Option(
+            "--partition", "-p", help="Only this partition, COLUMN=VALUE[,COLUMN=VALUE...] (repeatable).")] = None,
+        limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N files.")] = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -30,10 +34,14 @@ def register(app: typer.Typer) -> None:
 
         \b
           lakectl files shop.orders --snapshot-id 3 --format csv
+          lakectl files shop.orders --partition dt=2024-01-01 --limit 20
         """
         from core.ops.describe import FileInfo, live_files
         from core.travel import snapshot_id_of
+        from lakectl.config import parse_partition
 
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
-        out.records(live_files(t, snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)), FileInfo, title=f"files of {t.name}")
+        specs = [parse_partition(p) for p in partition] if partition else None
+        chosen = snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
+        out.records(live_files(t, chosen, partitions=specs, limit=limit), FileInfo, title=f"files of {t.name}")

@@ -26,8 +26,8 @@ def register(app: typer.Typer) -> None:
         tag: Annotated[Optional[str], typer.Option("--tag", help="Read the snapshot of this tag.", autocompletion=complete_tag)] = None,
         select: Annotated[Optional[str], typer.Option("--select", help="Comma-separated columns.")] = None,
         where: Annotated[Optional[str], typer.Option("--where", help="SQL filter, e.g. \"dt = '2024-01-01' AND id > 5\".")] = None,
-        limit: Annotated[Optional[int], typer.Option("--limit", help="At most this many rows.")] = None,
-        output_path: Annotated[Optional[str], typer.Option("--output", "-O", help="Write rows to a .parquet, .csv or .jsonl file (a directory of part files on Spark).")] = None,
+        limit: Annotated[Optional[int], typer.Option("--limit", help="At most this many rows; 0 for all [default: all; 100 for a table on a terminal].")] = None,
+        output_path: Annotated[Optional[str], typer.Option("--output", "-O", help="Write rows to one .parquet, .csv or .jsonl file (on every engine), or to stdout (-) in the --format given (parquet too).")] = None,
         between: Annotated[Optional[str], typer.Option("--incremental-between", help="Read the changes of snapshots after A up to B (A,B), with a _row_kind column.")] = None,
         from_snapshot: Annotated[Optional[int], typer.Option("--from-snapshot", help="Changes after this snapshot (exclusive); with --to-snapshot, default the latest.", autocompletion=complete_snapshot_id)] = None,
         to_snapshot: Annotated[Optional[int], typer.Option("--to-snapshot", help="Changes up to this snapshot (inclusive).", autocompletion=complete_snapshot_id)] = None,
@@ -46,6 +46,11 @@ def register(app: typer.Typer) -> None:
         changed after snapshot A up to B instead: rows with a _row_kind column (+I, -U, +U,
         -D), from the changelog files when the table has a changelog-producer, otherwise from
         the data files those snapshots added.
+
+        To stdout the rows stream as they are read: csv, jsonl, json (and parquet with
+        -f parquet, not on a terminal) print what --output writes, the first part at once and
+        never the whole result in memory; a closed pipe (| head) ends lakectl with exit 0. On a
+        terminal the table shows the first --limit rows (100 by default; --limit 0 for all).
 
         With --follow it keeps reading: each snapshot's changes as it commits, with
         _row_kind and _snapshot_id columns, one JSON object per row with --format jsonl (one
@@ -66,8 +71,16 @@ def register(app: typer.Typer) -> None:
         from core.ops.scan import ScanOutput, scan_to_output
         from core.sinks import write_output
 
-        out = output(ctx, fmt)
         s = settings(ctx)
+        out = _scan_output(ctx, fmt)
+        if output_path == "-":
+            output_path = None  # stdout, in the --format given
+        if out.format == "parquet" and (output_path or follow):
+            raise UsageError("--format parquet writes the rows to stdout; --output FILE takes the format "
+                             "from its extension, and --follow prints text")
+        every_row = limit == 0 and not follow  # --limit 0: every row, on a terminal too
+        if every_row:
+            limit = None
         t = Table.open(table, warehouse=s.resolve_warehouse(warehouse))
         columns = parse_key_list(select) or None
         if follow:
@@ -91,22 +104,55 @@ def register(app: typer.Typer) -> None:
             if output_path:
                 size = write_output(data, output_path, jsonable)
                 out.record(ScanOutput(t.name, output_path, data.num_rows, size, "local"))
+            elif out.streams:
+                out.stream(data.schema, [data])
             else:
                 out.arrow(data)
             return
-        with out.progress() as progress:
-            es = s.engine_settings(progress)
-            if output_path:
-                result = scan_to_output(t, output_path, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag,
-                                        select=columns, where=where, limit=limit, engine_settings=es,
-                                        json_value=jsonable)
-            else:
-                data = t.scan(snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=columns, where=where,
-                              limit=limit, engine_settings=es)
         if output_path:
+            with out.progress() as progress:
+                result = scan_to_output(t, output_path, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag,
+                                        select=columns, where=where, limit=limit,
+                                        engine_settings=s.engine_settings(progress), json_value=jsonable)
             out.record(result)
-        else:
-            out.arrow(data)
+            return
+        _print_rows(out, s, t, limit, every_row, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=columns,
+                    where=where)
+
+
+# Rows a table on a terminal shows when no --limit is given (as pypaimon's ``table read``).
+TERMINAL_ROWS = 100
+
+
+def _scan_output(ctx: typer.Context, fmt: str | None) -> Any:
+    """The command's Output; ``parquet`` is a format of scan's rows on stdout alone."""
+    s = settings(ctx)
+    if str(s.resolve("format", fmt).value).strip().lower() == "parquet":
+        from lakectl.output import Output
+
+        return Output("parquet", quiet=s.quiet)
+    return output(ctx, fmt)
+
+
+def _print_rows(out: Any, s: Any, table: Table, limit: int | None, every_row: bool, **scan: Any) -> None:
+    """The scan to stdout: streamed part by part on a pipe; on a terminal the first --limit
+    rows (TERMINAL_ROWS by default) as a table, drawn once reading ends and its progress bar
+    is gone, with a footer when rows were left out."""
+    from core.ops.scan import scan_stream
+
+    capped = limit is None and not every_row and not out.streams
+    with out.progress() as progress:
+        # one row past the cap tells whether rows were left out
+        stream = scan_stream(table, limit=TERMINAL_ROWS + 1 if capped else limit,
+                             engine_settings=s.engine_settings(progress), **scan)
+        if out.streams:
+            out.stream(stream.schema, stream.parts)
+            return
+        shown = TERMINAL_ROWS if capped else limit
+        rows, more = out.first_rows(stream.schema, stream.parts, shown)
+    out.arrow(rows)
+    if more:
+        out.footer(f"first {TERMINAL_ROWS} rows; --limit N for more, --limit 0 for all")
 
 
 def _incremental_range(table: Table, between: str | None, start: int | None, end: int | None) -> tuple[int, int] | None:
@@ -167,8 +213,6 @@ class _BatchPrinter:
         from core.ops.follow import SNAPSHOT_ID_COLUMN
 
         out = self.out
-        if out.quiet:
-            return
         ids = pa.array([batch.snapshot_id] * batch.rows.num_rows, pa.int64())
         rows = batch.rows.add_column(1, SNAPSHOT_ID_COLUMN, ids)
         if out.format == "json":

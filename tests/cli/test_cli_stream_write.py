@@ -136,7 +136,7 @@ def test_a_fresh_commit_user_is_printed_and_csv_rows_follow(wh):
     lines = result.stdout.splitlines()
     assert lines[0] == "table,snapshot_id,commit_identifier,rows,skipped,watermark,commit_user"
     user = lines[1].split(",")[-1]
-    assert lines[1:] == [f"db.t,1,3,3,false,,{user}", f"db.t,2,4,1,false,,{user}"]  # booleans as in JSON
+    assert lines[1:] == [f"db.t,1,3,3,false,,{user}", f"db.t,2,4,1,false,,{user}"]  # as every CSV output writes booleans
     assert f"commit user: {user}" in result.stderr
     assert snapshots(wh) == [(user, 3), (user, 4)]
 

@@ -177,14 +177,33 @@ def test_to_spark_returns_a_filtered_dataframe_with_spark_types(tmp_path, engine
     assert old.count() == 40
 
 
-def test_scan_output_is_a_directory_written_by_spark(tmp_path, engine):
-    t = _table(tmp_path, "out")
-    t.write(_batches()[0].drop_columns(["op"]))
-    target = tmp_path / "result.parquet"
-    result = scan_to_output(t, str(target), where="dt = 'd1'", engine_settings=SPARK)
-    assert target.is_dir() and result.engine == "spark"
-    back = pq.read_table(target)
-    assert sorted(back.column("id").to_pylist()) == [i for i in range(40) if i % 3 == 1] and result.rows == 13
+@pytest.mark.parametrize("ext", ["parquet", "csv", "jsonl"])
+def test_scan_output_on_spark_is_one_file_like_the_local_engines(tmp_path, engine, ext):
+    """Spark's --output collects the job's partitions to the driver and writes them with the
+    local engine's writer: one file, no part files, .crc or _SUCCESS, the same rows."""
+    t = _table(tmp_path, "out", schema="id BIGINT, v STRING, n INT, ok BOOLEAN, dt STRING")
+    base = _batches()[0].drop_columns(["op"])
+    t.write(base.add_column(3, "ok", pa.array([i % 2 == 0 for i in range(40)])))
+    spark_file, local_file = tmp_path / f"spark.{ext}", tmp_path / f"local.{ext}"
+    result = scan_to_output(t, str(spark_file), where="dt = 'd1'", engine_settings=SPARK)
+    local = scan_to_output(t, str(local_file), where="dt = 'd1'", engine_settings=LOCAL)
+    assert spark_file.is_file() and result.engine == "spark" and local.engine == "local"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("spark")) == [f"spark.{ext}"]
+    expected = [i for i in range(40) if i % 3 == 1]
+    assert result.rows == local.rows == len(expected) == 13
+    if ext == "parquet":
+        back = pq.read_table(spark_file)
+        assert back.schema == pq.read_table(local_file).schema
+        assert sorted(back.column("id").to_pylist()) == expected
+        assert sorted(back.to_pylist(), key=lambda r: r["id"]) == \
+            sorted(pq.read_table(local_file).to_pylist(), key=lambda r: r["id"])
+    else:  # the same header (csv) and the same lines, in the order each engine read them
+        spark_lines, local_lines = spark_file.read_text().splitlines(), local_file.read_text().splitlines()
+        assert spark_lines[0] == local_lines[0]
+        assert sorted(spark_lines) == sorted(local_lines) and len(spark_lines) == 13 + (ext == "csv")
+        assert any(",true," in line or '"ok": true' in line for line in spark_lines)
+    limited = scan_to_output(t, str(tmp_path / f"limited.{ext}"), limit=5, engine_settings=SPARK)
+    assert limited.rows == 5 and (tmp_path / f"limited.{ext}").is_file()
 
 
 def test_sink_parallelism_still_writes_every_bucket(tmp_path, engine):
