@@ -147,6 +147,9 @@ def test_compact_with_nothing_to_do_names_no_engine(table):
 @pytest.mark.slow
 def test_engine_spark_with_a_dead_master_tries_to_reach_it(table):
     """The same small scan with --engine spark does start Spark, and fails on the dead master."""
-    wh, _ = table
-    r = runner.invoke(app, ["-w", wh, "--engine", "spark", "--master", DEAD_MASTER, "scan", "db.t", "--where", "id = 2"])
-    assert r.exit_code != 0
+    wh, rows = table
+    assert runner.invoke(app, ["-w", wh, "--engine", "local", "write", "db.t", "--input", rows]).exit_code == 0
+    r = runner.invoke(app, ["-v", "-w", wh, "--engine", "spark", "--master", DEAD_MASTER, "scan", "db.t",
+                            "--where", "id = 2"])
+    assert r.exit_code == 1 and "engine: spark (--engine spark)" in r.stderr
+    assert "SparkSession" in r.stderr  # the session could not start on the dead master

@@ -129,7 +129,7 @@ def every_command(cli: Cli, tmp_path: Path) -> None:
     assert expired["snapshots_expired"] == [1, 2]
     assert _rows(cli, "--tag", "t1") == sorted(first)  # the tag pins snapshot 1's files
     dropped = cli.json("expire-partitions", "db.orders", "--expiration-time", "1d")
-    assert dropped["partitions"] == [f"dt={OLD}"] and dropped["snapshot_id"] == 4
+    assert dropped["partitions"] == [{"dt": OLD}] and dropped["snapshot_id"] == 4
     model = {r for r in model if r[2] == NEW}
     assert _rows(cli) == sorted(model)
     cli.ok("tag", "delete", "db.orders", "t1")
