@@ -41,3 +41,23 @@ class UnsupportedTableError(LakectlError):
 
 class CorruptMetadataError(LakectlError):
     """A metadata file that is missing or cannot be decoded; the message names its path (exit 1)."""
+
+
+class StorageError(LakectlError):
+    """The object store cannot be used as configured (S3 setup problems); subclasses say why."""
+
+
+class StorageCredentialsError(StorageError):
+    """No credentials were found for the object store (exit 6)."""
+
+
+class StorageAccessError(StorageError):
+    """The store refused the credentials: wrong secret, unknown key, access denied (exit 7)."""
+
+
+class StorageUnreachableError(StorageError):
+    """The store's endpoint could not be reached within the connect timeout (exit 8)."""
+
+
+class BucketNotFoundError(StorageError):
+    """The warehouse's bucket does not exist (exit 9)."""

@@ -20,6 +20,12 @@ Backends, picked by URI scheme:
   file every committer shares; without one it refuses to commit rather than risk two
   writers both taking snapshot-N.
 
+S3 setup problems surface as one typed error each (``storage_error``): no credentials,
+credentials refused, endpoint unreachable (after ``connect-timeout`` seconds and ``retries``
+further attempts, defaults 3 s and 1, so a wrong endpoint fails fast), bucket missing (checked
+once per bucket the first time something reads as absent, so a missing bucket never reads
+as a missing table).
+
 Fault injection for tests: ``LAKECTL_FAULT="kill|fail:OP:N"`` SIGKILLs the process, or raises
 OSError, right before its N-th operation of kind OP (read, write, delete, list, create, any);
 ``LAKECTL_KILL_AFTER_WRITES=N`` kills before the N-th mutating operation. ``inject_fault``
@@ -31,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import logging
 import os
 import signal
@@ -41,7 +48,8 @@ from typing import IO, Any, Iterator
 
 import fsspec
 
-from core.errors import CorruptMetadataError, UsageError
+from core.errors import (BucketNotFoundError, CorruptMetadataError, LakectlError, StorageAccessError,
+                         StorageCredentialsError, StorageError, StorageUnreachableError, UsageError)
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +131,24 @@ def join(*parts: str) -> str:
     return out
 
 
+def _store_errors(method: Any) -> Any:
+    """Turn the object store's setup failures inside ``method`` into ``StorageError``s."""
+
+    @functools.wraps(method)
+    def wrapper(self: "FileIO", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except (LakectlError, FileNotFoundError, FileExistsError):
+            raise
+        except Exception as e:
+            mapped = None if self.local else storage_error(e)
+            if mapped is None:
+                raise
+            raise mapped from e
+
+    return wrapper
+
+
 class FileIO:
     """Reads and writes files under one warehouse, local or remote."""
 
@@ -137,6 +163,7 @@ class FileIO:
         self.conditional_put = bool(options.pop(CONDITIONAL_PUT, scheme in _CONDITIONAL_PUT_SCHEMES))
         self.lock_file = options.pop(LOCK_FILE, None)
         self._options = options
+        self._buckets_seen: set[str] = set()  # buckets known to exist (see _confirm_bucket)
 
     @classmethod
     def for_uri(cls, uri: str, storage_options: dict[str, Any] | None = None) -> "FileIO":
@@ -154,6 +181,7 @@ class FileIO:
             # A cached listing could miss a snapshot another writer just committed.
             fs_options.setdefault("use_listings_cache", False)
             fs_options.setdefault("skip_instance_cache", True)
+            fs_options["config_kwargs"] = _connect_config(fs_options.get("config_kwargs"))
         try:
             fs = fsspec.filesystem("s3" if scheme == "s3a" else scheme, **fs_options)
         except (ImportError, ValueError, TypeError) as e:
@@ -177,15 +205,36 @@ class FileIO:
         return path.rstrip("/")
 
     # ---- reads ---------------------------------------------------------------------
+    def _confirm_bucket(self, path: str) -> None:
+        """Raise BucketNotFoundError if ``path``'s bucket does not exist. Called when something
+        reads as absent: object stores report a missing bucket like a missing key, and "table
+        does not exist" would send the user looking in the wrong place. One HEAD per bucket."""
+        if self.local or self.scheme not in ("s3", "s3a"):
+            return
+        bucket = path.split("://", 1)[-1].split("/", 1)[0]
+        if not bucket or bucket in self._buckets_seen:
+            return
+        try:
+            self.fs.call_s3("head_bucket", Bucket=bucket)
+        except FileNotFoundError as e:
+            raise BucketNotFoundError(f"bucket {bucket} does not exist (at {_endpoint_of(self._options)})") from e
+        self._buckets_seen.add(bucket)
+
+    @_store_errors
     def exists(self, path: str) -> bool:
         _before("read")
-        return self.fs.exists(path)
+        if self.fs.exists(path):
+            return True
+        self._confirm_bucket(path)
+        return False
 
+    @_store_errors
     def read_bytes(self, path: str) -> bytes:
         _before("read")
         try:
             return self.fs.cat_file(path)
         except FileNotFoundError as e:
+            self._confirm_bucket(path)
             raise CorruptMetadataError(f"missing file {path}") from e
 
     def read_text(self, path: str) -> str:
@@ -195,16 +244,19 @@ class FileIO:
         except UnicodeDecodeError as e:
             raise CorruptMetadataError(f"{path} is not UTF-8 text") from e
 
+    @_store_errors
     def open_input(self, path: str) -> IO[bytes]:
         _before("read")
         return self.fs.open(path, "rb")
 
+    @_store_errors
     def list_dir(self, path: str) -> list[FileStatus]:
         """Direct children of ``path``; an absent directory lists as empty."""
         _before("list")
         try:
             entries = self.fs.ls(path, detail=True)
         except FileNotFoundError:
+            self._confirm_bucket(path)
             return []
         out = []
         for e in entries:
@@ -215,12 +267,16 @@ class FileIO:
                                   e.get("mtime") or e.get("LastModified") and e["LastModified"].timestamp()))
         return out
 
+    @_store_errors
     def walk(self, path: str) -> list[FileStatus]:
         """Every file (not directory) below ``path``, recursively; an absent directory is empty."""
         _before("list")
         try:
             entries = self.fs.find(path, withdirs=False, detail=True)
         except FileNotFoundError:
+            entries = {}
+        if not entries:
+            self._confirm_bucket(path)
             return []
         return [self._status(e, path) for e in entries.values() if e.get("type") != "directory"]
 
@@ -244,6 +300,7 @@ class FileIO:
                 ids.append(int(name[len(prefix):]))
         return sorted(ids)
 
+    @_store_errors
     def size(self, path: str) -> int:
         _before("read")
         return int(self.fs.size(path))
@@ -252,6 +309,7 @@ class FileIO:
     def mkdirs(self, path: str) -> None:
         self.fs.makedirs(path, exist_ok=True)
 
+    @_store_errors
     def write_bytes(self, path: str, data: bytes) -> None:
         """Write a new file (data, manifests). Names are unique, so no overwrite race exists."""
         _before("write")
@@ -259,12 +317,14 @@ class FileIO:
             os.makedirs(os.path.dirname(path), exist_ok=True)
         self.fs.pipe_file(path, data)
 
+    @_store_errors
     def open_output(self, path: str) -> IO[bytes]:
         _before("write")
         if self.local:
             os.makedirs(os.path.dirname(path), exist_ok=True)
         return self.fs.open(path, "wb")
 
+    @_store_errors
     def overwrite_hint(self, path: str, text: str) -> None:
         """Replace a small whole file (the LATEST/EARLIEST hints, a consumer's position), creating
         its directory if needed; a reader sees the old or the new content, never a mix."""
@@ -288,6 +348,7 @@ class FileIO:
             "refusing to commit. Configure a commit lock file shared by all writers (lock-file) "
             "or a store with conditional puts")
 
+    @_store_errors
     def try_create(self, path: str, data: bytes) -> bool:
         """Create ``path`` with ``data`` only if it does not exist. True if this call created it."""
         self.check_atomic_create()
@@ -325,6 +386,7 @@ class FileIO:
         except FileNotFoundError:
             return False
 
+    @_store_errors
     def delete(self, path: str) -> None:
         _before("delete")
         try:
@@ -395,10 +457,12 @@ def configure(scheme: str, options: dict[str, Any]) -> None:
 def s3_options(*, endpoint: str | None = None, region: str | None = None, access_key_id: str | None = None,
                secret_access_key: str | None = None, session_token: str | None = None,
                path_style: bool | None = None, conditional_put: bool | None = None,
-               lock_file: str | None = None) -> dict[str, Any]:
+               lock_file: str | None = None, connect_timeout: float | None = None,
+               retries: int | None = None) -> dict[str, Any]:
     """s3fs options from lakectl's S3 settings; unset ones are left to botocore, which reads
-    the standard AWS variables and files."""
+    the standard AWS variables and files (connect timeout and retries: lakectl's defaults)."""
     out: dict[str, Any] = {}
+    config: dict[str, Any] = {}
     client: dict[str, Any] = {}
     if endpoint:
         client["endpoint_url"] = endpoint
@@ -413,12 +477,81 @@ def s3_options(*, endpoint: str | None = None, region: str | None = None, access
     if session_token:
         out["token"] = session_token
     if path_style:
-        out["config_kwargs"] = {"s3": {"addressing_style": "path"}}
+        config["s3"] = {"addressing_style": "path"}
+    if connect_timeout is not None:
+        config["connect_timeout"] = connect_timeout
+    if retries is not None:
+        config["retries"] = {"total_max_attempts": retries + 1}
+    if config:
+        out["config_kwargs"] = config
     if conditional_put is not None:
         out[CONDITIONAL_PUT] = conditional_put
     if lock_file:
         out[LOCK_FILE] = lock_file
     return out
+
+
+# A wrong endpoint should fail in seconds, not after botocore's five attempts with backoff.
+DEFAULT_CONNECT_TIMEOUT = 3.0  # seconds; s3.connect-timeout
+DEFAULT_RETRIES = 1  # attempts after the first failed one; s3.retries
+
+
+def _connect_config(config: dict[str, Any] | None) -> dict[str, Any]:
+    """botocore Config kwargs with lakectl's connect timeout and retry defaults filled in."""
+    out = dict(config or {})
+    out.setdefault("connect_timeout", DEFAULT_CONNECT_TIMEOUT)
+    out.setdefault("retries", {"total_max_attempts": DEFAULT_RETRIES + 1})
+    return out
+
+
+def _endpoint_of(options: dict[str, Any]) -> str:
+    endpoint = (options.get("client_kwargs") or {}).get("endpoint_url")
+    return endpoint or os.environ.get("AWS_ENDPOINT_URL") or "AWS S3"
+
+
+_ACCESS_CODES = frozenset({"SignatureDoesNotMatch", "InvalidAccessKeyId", "AccessDenied", "InvalidToken",
+                           "ExpiredToken", "AuthorizationHeaderMalformed", "InvalidClientTokenId", "403"})
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def storage_error(exc: BaseException) -> StorageError | None:
+    """The ``StorageError`` an object-store failure stands for, or None if it is none of the
+    setup problems (missing credentials, refused credentials, unreachable endpoint, missing
+    bucket). Looks through the exception's causes: s3fs wraps botocore's errors."""
+    try:
+        from botocore import exceptions as boto
+    except ImportError:  # pragma: no cover - s3fs brings botocore
+        return None
+    for e in _chain(exc):
+        if isinstance(e, StorageError):
+            return e
+        if isinstance(e, (boto.NoCredentialsError, boto.PartialCredentialsError)):
+            return StorageCredentialsError(
+                "no S3 credentials found: set s3.access-key-id and s3.secret-access-key (LAKECTL_S3_ACCESS_KEY_ID, "
+                "LAKECTL_S3_SECRET_ACCESS_KEY) or the standard AWS variables or files")
+        if isinstance(e, (boto.EndpointConnectionError, boto.ConnectTimeoutError)):
+            url = getattr(e, "kwargs", {}).get("endpoint_url") or ""
+            where = url.split("/", 3)[:3]
+            return StorageUnreachableError(
+                f"cannot reach the S3 endpoint {'/'.join(where) if url else ''} "
+                f"(connect timeout and retries: s3.connect-timeout, s3.retries); check s3.endpoint")
+        if isinstance(e, boto.ClientError):
+            error = e.response.get("Error", {})
+            code = str(error.get("Code", ""))
+            if code == "NoSuchBucket":
+                return BucketNotFoundError(f"bucket {error.get('BucketName') or ''} does not exist".replace("  ", " "))
+            if code in _ACCESS_CODES:
+                return StorageAccessError(f"S3 refused the request ({code}: {error.get('Message') or 'access denied'}); "
+                                          "check s3.access-key-id and s3.secret-access-key")
+    return None
 
 
 def _local_create_if_absent(path: str, data: bytes) -> bool:

@@ -68,7 +68,7 @@ def root(
         "--profile", help="Settings of [profiles.NAME] in the config file [env LAKECTL_PROFILE].",
         metavar="NAME", show_default=False)] = None,
     engine: Annotated[Optional[str], typer.Option(
-        "--engine", help="auto, local or spark (auto: Spark for a master or large data) [env LAKECTL_ENGINE].",
+        "--engine", help="auto, local or spark (auto: Spark only for data above spark.threshold) [env LAKECTL_ENGINE].",
         metavar="ENGINE", show_default=False, autocompletion=complete_engine)] = None,
     master: Annotated[Optional[str], typer.Option(
         "--master", help="Spark master, e.g. spark://host:7077 (default local[*]) [env LAKECTL_SPARK_MASTER].",

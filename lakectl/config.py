@@ -34,7 +34,7 @@ from core.options import parse_bool, parse_size
 DEFAULT_WAREHOUSE = "./warehouse"
 FORMATS = ("table", "json", "jsonl", "csv")
 S3_KEYS = ("endpoint", "region", "access-key-id", "secret-access-key", "session-token", "path-style",
-           "conditional-put", "lock-file")
+           "conditional-put", "lock-file", "connect-timeout", "retries")
 SECRET_KEYS = frozenset({"s3.access-key-id", "s3.secret-access-key", "s3.session-token"})
 MASK = "****"
 PATH_KEYS = frozenset({"warehouse", "s3.lock-file"})  # local paths: relative to the config file
@@ -43,8 +43,9 @@ USER_CONFIG = "~/.config/lakectl/config.toml"
 # What a config table may hold: key -> accepted Python types (after TOML parsing).
 _SCALAR = (str, int, float, bool)
 _SPARK_SCHEMA: dict[str, tuple[type, ...]] = {"master": (str,), "threshold": (str, int), "conf": (dict,)}
-_S3_SCHEMA: dict[str, tuple[type, ...]] = {k: (str, bool) if k in ("path-style", "conditional-put") else (str,)
-                                           for k in S3_KEYS}
+_S3_SCHEMA: dict[str, tuple[type, ...]] = {
+    k: (str, bool) if k in ("path-style", "conditional-put") else (str, int, float) if k == "connect-timeout"
+    else (str, int) if k == "retries" else (str,) for k in S3_KEYS}
 _SETTINGS_SCHEMA: dict[str, tuple[type, ...]] = {"warehouse": (str,), "format": (str,), "engine": (str,),
                                                  "spark": (dict,), "s3": (dict,)}
 _TOP_SCHEMA: dict[str, tuple[type, ...]] = {**_SETTINGS_SCHEMA, "profile": (str,), "profiles": (dict,)}
@@ -351,7 +352,8 @@ class Settings:
         return s3_options(endpoint=conf.get("endpoint"), region=conf.get("region"),
                           access_key_id=conf.get("access-key-id"), secret_access_key=conf.get("secret-access-key"),
                           session_token=conf.get("session-token"), path_style=flag.get("path-style"),
-                          conditional_put=flag.get("conditional-put"), lock_file=conf.get("lock-file"))
+                          conditional_put=flag.get("conditional-put"), lock_file=conf.get("lock-file"),
+                          **_connect_settings(conf))
 
     def resolve_format(self, flag: str | None) -> str:
         fmt = self.resolve("format", flag)
@@ -412,3 +414,20 @@ def _dig(table: dict[str, Any], path: list[str]) -> Any:
 def _text(value: Any) -> str:
     """A config value as the text the environment would hold (TOML true -> "true")."""
     return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _connect_settings(conf: dict[str, str]) -> dict[str, Any]:
+    """s3.connect-timeout (seconds > 0) and s3.retries (an integer >= 0), when set."""
+    out: dict[str, Any] = {}
+    if "connect-timeout" in conf:
+        try:
+            out["connect_timeout"] = float(conf["connect-timeout"])
+        except ValueError:
+            out["connect_timeout"] = -1.0
+        if not out["connect_timeout"] > 0:
+            raise UsageError(f"s3 connect-timeout {conf['connect-timeout']!r} must be a number of seconds above 0")
+    if "retries" in conf:
+        if not conf["retries"].isdigit():
+            raise UsageError(f"s3 retries {conf['retries']!r} must be an integer >= 0")
+        out["retries"] = int(conf["retries"])
+    return out

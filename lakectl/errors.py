@@ -1,7 +1,8 @@
 """Core exceptions -> one line on stderr and a stable exit code, in one place.
 
 Exit codes (also in ``lakectl --help`` and the man pages): 0 ok, 1 failure, 2 usage,
-3 not found, 4 commit conflict after retries, 5 invalid input data, 130 interrupted.
+3 not found, 4 commit conflict after retries, 5 invalid input data, 6-9 object store setup (no
+credentials, credentials refused, endpoint unreachable, bucket missing), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -9,16 +10,23 @@ from __future__ import annotations
 import sys
 import traceback
 
-from core.errors import (CommitConflictError, CorruptMetadataError, InvalidDataError, LakectlError,
-                         NotFoundError, TableExistsError, TagExistsError, UsageError)
+from core.errors import (BucketNotFoundError, CommitConflictError, CorruptMetadataError, InvalidDataError,
+                         LakectlError, NotFoundError, StorageAccessError, StorageCredentialsError,
+                         StorageUnreachableError, TableExistsError, TagExistsError, UsageError)
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_INVALID_DATA = 0, 1, 2, 3, 4, 5
+# Object store setup problems: each its own code, so a cron wrapper can tell them apart.
+EXIT_NO_CREDENTIALS, EXIT_ACCESS_DENIED, EXIT_UNREACHABLE, EXIT_NO_BUCKET = 6, 7, 8, 9
 
 EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (UsageError, EXIT_USAGE),
     (NotFoundError, EXIT_NOT_FOUND),
     (CommitConflictError, EXIT_CONFLICT),
     (InvalidDataError, EXIT_INVALID_DATA),
+    (StorageCredentialsError, EXIT_NO_CREDENTIALS),
+    (StorageAccessError, EXIT_ACCESS_DENIED),
+    (StorageUnreachableError, EXIT_UNREACHABLE),
+    (BucketNotFoundError, EXIT_NO_BUCKET),
     (TableExistsError, EXIT_FAILURE),
     (TagExistsError, EXIT_FAILURE),
     (CorruptMetadataError, EXIT_FAILURE),
@@ -35,6 +43,10 @@ EXIT_CODE_MEANINGS: tuple[tuple[int, str], ...] = (
     (EXIT_NOT_FOUND, "not found (warehouse, database, table, snapshot, tag)"),
     (EXIT_CONFLICT, "commit conflict after retries"),
     (EXIT_INVALID_DATA, "invalid input data"),
+    (EXIT_NO_CREDENTIALS, "no object store credentials"),
+    (EXIT_ACCESS_DENIED, "object store refused the credentials"),
+    (EXIT_UNREACHABLE, "object store endpoint unreachable"),
+    (EXIT_NO_BUCKET, "bucket does not exist"),
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
 )
 EXIT_CODES_HELP = "Exit codes: " + ", ".join(f"{code} {meaning}" for code, meaning in EXIT_CODE_MEANINGS) + "."
@@ -49,6 +61,9 @@ def exit_code_for(exc: BaseException) -> int:
 
 def report(exc: BaseException, verbose: bool) -> int:
     """Print the one-line message (traceback only when verbose) and return the exit code."""
+    from core.fileio import storage_error
+
+    exc = storage_error(exc) or exc  # an S3 setup failure that surfaced outside FileIO
     if verbose:
         traceback.print_exception(exc, file=sys.stderr)
     if isinstance(exc, LakectlError):

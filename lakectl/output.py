@@ -155,7 +155,7 @@ def _human(name: str, value: Any) -> str:
         return human_size(value)
     if _is_time(name) and isinstance(value, (str, int)):
         return human_time(value)
-    if name == "time_retained" and isinstance(value, (int, float)):
+    if name in ("time_retained", "older_than") and isinstance(value, (int, float)):
         return human_duration(value)
     if isinstance(value, dict):
         return "\n".join(f"{k}={_cell(v)}" for k, v in value.items())

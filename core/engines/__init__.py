@@ -1,6 +1,7 @@
 """Engines run the per-bucket kernels: in this process (``local``) or as Spark jobs (``spark``).
 
-``choose_engine`` applies the ``--engine auto|local|spark`` rule. Only ``core.engines.spark``
+``choose_engine`` applies the ``--engine auto|local|spark`` rule: ``auto`` picks Spark only
+for data above the threshold, whether or not a master is configured. Only ``core.engines.spark``
 imports pyspark, and it is imported only when Spark is chosen, so metadata commands and
 small local work never start a JVM.
 """
@@ -28,7 +29,7 @@ class EngineSettings:
     """How to run data-moving work; filled from flags, environment and config by the CLI."""
 
     engine: str = "auto"
-    master: str | None = None  # None = not given (auto stays local unless the data is large)
+    master: str | None = None  # where Spark runs when it runs; None = local[*]. auto still decides by size
     spark_conf: dict[str, str] = field(default_factory=dict)
     spark_threshold: int = DEFAULT_SPARK_THRESHOLD
     progress: ProgressCallback | None = None
@@ -41,16 +42,23 @@ class EngineSettings:
 def choose_engine(settings: EngineSettings | None, data_bytes: int = 0) -> tuple[Any, str]:
     """Return (engine, why it was chosen)."""
     settings = settings or EngineSettings()
-    if settings.engine == "local":
-        return _local(settings), "--engine local"
-    if settings.engine == "spark":
-        return _spark(settings), "--engine spark"
-    if settings.master:
-        return _spark(settings), f"a Spark master was given ({settings.master})"
+    name, why = engine_choice(settings, data_bytes)
+    return (_spark(settings) if name == "spark" else _local(settings)), why
+
+
+def engine_choice(settings: EngineSettings | None, data_bytes: int = 0) -> tuple[str, str]:
+    """The name of the engine ``choose_engine`` would pick, and why, without creating it (a dry
+    run reports it)."""
+    settings = settings or EngineSettings()
+    if settings.engine in ("local", "spark"):
+        return settings.engine, f"--engine {settings.engine}"
+    # auto: size alone decides. A configured master only says where Spark runs when the work
+    # is big enough for it; starting a JVM for a small scan costs more than the scan.
     if data_bytes > settings.spark_threshold:
-        return _spark(settings), (f"{data_bytes} bytes of data exceed the Spark threshold of "
-                                  f"{settings.spark_threshold} bytes")
-    return _local(settings), f"{data_bytes} bytes of data are below the Spark threshold of {settings.spark_threshold}"
+        return "spark", (f"{data_bytes} bytes of data exceed the Spark threshold of {settings.spark_threshold} "
+                         f"bytes; Spark on {settings.master or DEFAULT_MASTER}")
+    unused = f"; the Spark master {settings.master} is not needed" if settings.master else ""
+    return "local", f"{data_bytes} bytes of data are below the Spark threshold of {settings.spark_threshold}{unused}"
 
 
 def _local(settings: EngineSettings) -> Any:

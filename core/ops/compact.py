@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from core.commit import CommitMessage, FileStoreCommit, base_entries
 from core.deletion_vectors import bucket_index_files, snapshot_deletion_files, split_deletion_files
-from core.engines import EngineSettings, choose_engine
+from core.engines import EngineSettings, choose_engine, engine_choice
 from core.errors import CommitConflictError, UsageError
 from core.options import WRITE, check_options, parse_int
 from core.fileio import join
@@ -55,6 +55,7 @@ class CompactResult:
     bytes_before: int
     bytes_after: int | None
     dry_run: bool
+    engine: str | None = None  # the engine that ran (or would run, for a dry run); None: nothing to compact
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,9 +218,16 @@ def compact(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str
     tasks = list(compaction.tasks)
     bytes_in = sum(f.file_size for t in tasks for f in t.files)
     if dry_run or not tasks:
+        would_run = None
+        if tasks and engine is not None:
+            would_run = engine.name
+        elif tasks:
+            would_run, why = engine_choice(engine_settings, bytes_in)
+            log.info("engine: %s (%s)", would_run, why)
         return CompactResult(table=table.name, snapshot_id=None, buckets_compacted=len(tasks),
                              files_before=sum(len(t.files) for t in tasks), files_after=None if dry_run else 0,
-                             bytes_before=bytes_in, bytes_after=None if dry_run else 0, dry_run=dry_run)
+                             bytes_before=bytes_in, bytes_after=None if dry_run else 0, dry_run=dry_run,
+                             engine=would_run)
     if engine is None:
         engine, why = choose_engine(engine_settings, data_bytes=bytes_in)
         log.info("engine: %s (%s)", engine.name, why)
@@ -243,6 +251,7 @@ def compact(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str
         bytes_before=sum(f.file_size for f in before),
         bytes_after=sum(f.file_size for f in after),
         dry_run=False,
+        engine=engine.name,
     )
 
 

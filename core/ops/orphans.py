@@ -42,7 +42,7 @@ class OrphanResult:
     files: int
     bytes: int
     dry_run: bool
-    older_than: str
+    older_than: int  # seconds: only files not modified for this long were candidates
     paths: tuple[str, ...]
 
 
@@ -122,7 +122,8 @@ def remove_orphan_files(table: Table, *, older_than: str = "1d", dry_run: bool =
         CorruptMetadataError: a manifest cannot be read; nothing is deleted then.
     """
     check_options(table.schema, table.name, EXPIRE)
-    threshold = time.time() - parse_duration(older_than, "--older-than").total_seconds()
+    age = parse_duration(older_than, "--older-than").total_seconds()
+    threshold = time.time() - age
     table_path = table.path
     report = progress or (lambda done, total, what: None)
     report(0, 0, "reading snapshots and manifests")
@@ -147,7 +148,7 @@ def remove_orphan_files(table: Table, *, older_than: str = "1d", dry_run: bool =
         _remove_empty_dirs(table, dirs)
     log.info("%s %d orphan files (%d bytes) older than %s", "would remove" if dry_run else "removed",
              len(orphans), sum(s.size for s in orphans), older_than)
-    return OrphanResult(table.name, len(orphans), sum(s.size for s in orphans), dry_run, older_than,
+    return OrphanResult(table.name, len(orphans), sum(s.size for s in orphans), dry_run, round(age),
                         tuple(s.path for s in orphans))
 
 

@@ -41,8 +41,8 @@ DEFAULT_CHECK_INTERVAL = "1h"
 class PartitionExpireResult:
     table: str
     snapshot_id: int | None  # the OVERWRITE snapshot; None when nothing expired (or dry run)
-    expire_before: str  # partitions whose time is before this (ISO local time) expire
-    partitions: tuple[str, ...]  # expired (or, for a dry run, expiring) partitions, oldest first
+    expire_before: str  # partitions whose time is before this expire (ISO 8601, local zone offset)
+    partitions: tuple[dict[str, str], ...]  # expired (or expiring) partitions, oldest first: {column: value}
     files_deleted: int
     records_deleted: int
     dry_run: bool
@@ -119,7 +119,7 @@ def expire_partitions(table: Table, *, expiration_time: str | None = None, max_e
         now: the current local time (tests); default ``datetime.now()``.
 
     Returns:
-        The expired partitions (directory form, ``dt=2024-01-01``) and the new snapshot.
+        The expired partitions (each ``{column: value}``, as ``files`` shows them) and the new snapshot.
 
     Raises:
         UsageError: no expiration time, an unpartitioned table, bad options, or partition
@@ -158,7 +158,10 @@ def expire_partitions(table: Table, *, expiration_time: str | None = None, max_e
     cutoff = now - expiration
 
     snapshot = table.latest_snapshot()
-    empty = PartitionExpireResult(table.name, None, cutoff.isoformat(sep=" "), (), 0, 0, dry_run)
+    # Partition times are zone-less local times, as in Paimon: the cutoff is printed with the
+    # local offset, so it reads as the same instant everywhere.
+    before = cutoff.astimezone().isoformat(timespec="milliseconds")
+    empty = PartitionExpireResult(table.name, None, before, (), 0, 0, dry_run)
     if snapshot is None:
         return empty
     entries = base_entries(table.manifests(), snapshot)
@@ -167,7 +170,7 @@ def expire_partitions(table: Table, *, expiration_time: str | None = None, max_e
     by_partition: dict[bytes, list[Any]] = {}
     for e in entries:
         by_partition.setdefault(e.partition, []).append(e)
-    expired: list[tuple[datetime, str, bytes]] = []
+    expired: list[tuple[datetime, str, bytes, dict[str, str]]] = []
     unreadable: list[str] = []
     for part in by_partition:
         values = binary_row.decode(part, types)
@@ -181,7 +184,7 @@ def expire_partitions(table: Table, *, expiration_time: str | None = None, max_e
             unreadable.append(f"{name} ({e})")
             continue
         if when < cutoff:
-            expired.append((when, name, part))
+            expired.append((when, name, part, texts))
     if unreadable:
         raise UsageError(
             f"cannot read a time from {len(unreadable)} partition(s) of {table.name}, e.g. "
@@ -194,17 +197,18 @@ def expire_partitions(table: Table, *, expiration_time: str | None = None, max_e
         expired = expired[:max_expires]
     if not expired:
         return empty
-    parts = frozenset(p for _, _, p in expired)
+    parts = frozenset(p for _, _, p, _ in expired)
     dropped = [e for e in entries if e.partition in parts]
-    names = tuple(name for _, name, _ in expired)
+    names = tuple(name for _, name, _, _ in expired)
+    values = tuple(texts for _, _, _, texts in expired)
     files = len(dropped)
     records = sum(e.file.row_count for e in dropped)
     if dry_run:
-        return PartitionExpireResult(table.name, None, cutoff.isoformat(sep=" "), names, files, records, True)
+        return PartitionExpireResult(table.name, None, before, values, files, records, True)
     committed = FileStoreCommit(table.file_io, table.path, schema).commit([], overwrite=OverwriteSpec(parts))
     log.info("expired %d partition(s) of %s: %s", len(names), table.name, ", ".join(names))
-    return PartitionExpireResult(table.name, committed.id if committed else None, cutoff.isoformat(sep=" "),
-                                 names, files, records, False)
+    return PartitionExpireResult(table.name, committed.id if committed else None, before, values, files, records,
+                                 False)
 
 
 def expire_partitions_after_commit(table: Table, engine: Any) -> PartitionExpireResult | None:

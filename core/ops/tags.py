@@ -17,17 +17,18 @@ class TagInfo:
     name: str
     snapshot_id: int
     schema_id: int
-    commit_time: str  # ISO 8601, local time zone
-    create_time: str | None  # ISO 8601, local time (Paimon stores a zone-less local time)
-    time_retained: float | None  # seconds
+    commit_time: str  # ISO 8601 with the local zone offset
+    create_time: str | None  # ISO 8601 with the local zone offset (Paimon stores a zone-less local time)
+    time_retained: int | None  # whole seconds, as every duration lakectl prints
     record_count: int
 
 
 def _info(tag: Tag) -> TagInfo:
     s = tag.snapshot
     commit = dt.datetime.fromtimestamp(s.time_millis / 1000).astimezone().isoformat(timespec="milliseconds")
-    created = tag.create_time.isoformat(timespec="milliseconds") if tag.create_time else None
-    ttl = tag.time_retained.total_seconds() if tag.time_retained is not None else None
+    # A naive create time is a local time (Java's LocalDateTime): astimezone() attaches the offset.
+    created = tag.create_time.astimezone().isoformat(timespec="milliseconds") if tag.create_time else None
+    ttl = round(tag.time_retained.total_seconds()) if tag.time_retained is not None else None
     return TagInfo(tag.name, s.id, s.schema_id, commit, created, ttl, s.total_record_count or 0)
 
 

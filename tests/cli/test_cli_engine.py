@@ -69,9 +69,10 @@ def test_dynamic_bucket_tables_are_written_locally(tmp_path):
 @pytest.mark.spark
 def test_spark_engine_from_the_command_line(table):
     wh, rows = table
-    r = runner.invoke(app, ["-v", "-w", wh, "--master", "local[2]", "write", "db.t", "--input", rows, "-f", "json"])
+    r = runner.invoke(app, ["-v", "-w", wh, "--engine", "spark", "--master", "local[2]", "write", "db.t",
+                            "--input", rows, "-f", "json"])
     assert r.exit_code == 0, r.stderr
-    assert json.loads(r.stdout)["engine"] == "spark" and "a Spark master was given (local[2])" in r.stderr
+    assert json.loads(r.stdout)["engine"] == "spark" and "engine: spark (--engine spark)" in r.stderr
     r = runner.invoke(app, ["-w", wh, "--engine", "spark", "scan", "db.t", "-f", "json", "--where", "id > 1"])
     assert r.exit_code == 0 and json.loads(r.stdout) == [{"id": 2, "v": "b"}]
 
@@ -94,3 +95,61 @@ def test_no_progress_bar_off_a_terminal():
 
     with Output("json").progress() as progress:
         assert progress is None  # CliRunner's stderr is not a terminal
+
+
+# A Spark master nothing listens on: any attempt to start Spark against it fails, so a command
+# that succeeds with it configured cannot have started Spark.
+DEAD_MASTER = "spark://127.0.0.1:1"
+
+
+def _master_sources(tmp_path):
+    """(global flags, environment) for each way of configuring a Spark master."""
+    config = tmp_path / "lakectl.toml"
+    config.write_text(f'[profiles.cluster.spark]\nmaster = "{DEAD_MASTER}"\n')
+    return {"flag": (["--master", DEAD_MASTER], {}),
+            "env": ([], {"LAKECTL_SPARK_MASTER": DEAD_MASTER}),
+            "profile": (["--config", str(config), "--profile", "cluster"], {})}
+
+
+@pytest.mark.parametrize("source", ["flag", "env", "profile"])
+def test_auto_runs_small_work_locally_even_with_a_master(table, tmp_path, source):
+    """--engine auto decides by size alone: with a master configured (flag, environment or
+    profile), a small write, scan and compact run in-process and say so in -v and in JSON."""
+    wh, rows = table
+    flags, env = _master_sources(tmp_path)[source]
+
+    def run(*args):
+        r = runner.invoke(app, ["-v", "-w", wh, *flags, *args], env=env)
+        assert r.exit_code == 0, (args, r.stderr)
+        assert "engine: local (" in r.stderr and f"the Spark master {DEAD_MASTER} is not needed" in r.stderr
+        return r
+
+    assert json.loads(run("write", "db.t", "--input", rows, "-f", "json").stdout)["engine"] == "local"
+    assert json.loads(run("write", "db.t", "--input", rows, "-f", "json").stdout)["engine"] == "local"
+    found = json.loads(run("scan", "db.t", "--where", "id = 2", "-f", "json").stdout)
+    assert found == [{"id": 2, "v": "b"}]
+    out = tmp_path / f"out-{source}.parquet"
+    summary = json.loads(run("scan", "db.t", "--output", str(out), "-f", "json").stdout)
+    assert summary["engine"] == "local" and summary["rows"] == 2
+    dry = json.loads(run("compact", "db.t", "--full", "--dry-run", "-f", "json").stdout)
+    assert dry["engine"] == "local" and dry["buckets_compacted"] >= 1
+    done = json.loads(run("compact", "db.t", "--full", "-f", "json").stdout)
+    assert done["engine"] == "local" and done["snapshot_id"] == 3
+
+
+def test_compact_with_nothing_to_do_names_no_engine(table):
+    wh, _ = table
+    r = runner.invoke(app, ["-w", wh, "compact", "db.t", "--full", "-f", "json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["engine"] is None
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_engine_spark_with_a_dead_master_tries_to_reach_it(table):
+    """The same small scan with --engine spark does start Spark, and fails on the dead master."""
+    wh, rows = table
+    assert runner.invoke(app, ["-w", wh, "--engine", "local", "write", "db.t", "--input", rows]).exit_code == 0
+    r = runner.invoke(app, ["-v", "-w", wh, "--engine", "spark", "--master", DEAD_MASTER, "scan", "db.t",
+                            "--where", "id = 2"])
+    assert r.exit_code == 1 and "engine: spark (--engine spark)" in r.stderr
+    assert "SparkSession" in r.stderr  # the session could not start on the dead master

@@ -62,7 +62,7 @@ def ids(t: Table) -> list[int]:
 def test_tag_create_list_delete(tmp_path: Path, table: Table) -> None:
     made = ok_json(cli(tmp_path, "tag", "create", "db.t", "v1", "--snapshot-id", "1", "--time-retained", "7d",
                        "-f", "json"))
-    assert (made["name"], made["snapshot_id"], made["time_retained"], made["record_count"]) == ("v1", 1, 604800.0, 1)
+    assert (made["name"], made["snapshot_id"], made["time_retained"], made["record_count"]) == ("v1", 1, 604800, 1)
     latest = ok_json(cli(tmp_path, "tag", "create", "db.t", "now", "-f", "json"))
     assert latest["snapshot_id"] == 3 and latest["time_retained"] is None
     listed = ok_json(cli(tmp_path, "tag", "list", "db.t", "-f", "json"))
@@ -142,7 +142,7 @@ def test_remove_orphan_files(tmp_path: Path, table: Table) -> None:
     assert preview["dry_run"] and preview["files"] == 8 == len(preview["paths"]) and preview["bytes"] > 0
     assert all(Path(p).exists() for p in preview["paths"])
     done = ok_json(cli(tmp_path, "remove-orphan-files", "db.t", "-f", "json"))
-    assert done["files"] == 8 and not done["dry_run"] and done["older_than"] == "1d"
+    assert done["files"] == 8 and not done["dry_run"] and done["older_than"] == 86400
     assert not any(Path(p).exists() for p in done["paths"])
     assert not (Path(table.path) / "dt=y").exists()
     assert ok_json(cli(tmp_path, "scan", "db.t", "-f", "json")) == [{"id": 1, "dt": "x"}]

@@ -60,9 +60,9 @@ def test_expire_partitions_json_dry_run_then_commit(tmp_path: Path) -> None:
     t = dated(tmp_path / "wh")
     dry = as_json(tmp_path / "wh", "expire-partitions", "db.events", "--expiration-time", "7d", "--dry-run")
     assert dry["dry_run"] and dry["snapshot_id"] is None
-    assert dry["partitions"] == ["dt=2000-01-01", "dt=2000-01-02"] and t.latest_snapshot().id == 3
+    assert dry["partitions"] == [{"dt": "2000-01-01"}, {"dt": "2000-01-02"}] and t.latest_snapshot().id == 3
     one = as_json(tmp_path / "wh", "expire-partitions", "db.events", "--expiration-time", "7d", "--max-expires", "1")
-    assert one["snapshot_id"] == 4 and one["partitions"] == ["dt=2000-01-01"] and one["files_deleted"] == 1
+    assert one["snapshot_id"] == 4 and one["partitions"] == [{"dt": "2000-01-01"}] and one["files_deleted"] == 1
     assert t.latest_snapshot().commit_kind == OVERWRITE
 
 

@@ -40,7 +40,7 @@ def test_write_and_scan_run_on_the_cluster_and_pypaimon_reads_the_result(tmp_pat
     warehouse = str(tmp_path / "wh")
     with standalone_cluster(tmp_path / "cluster") as cluster:
         env = client_env(cluster, dict(os.environ))
-        spark = ["--warehouse", warehouse, "--master", cluster.master_url,
+        spark = ["--warehouse", warehouse, "--engine", "spark", "--master", cluster.master_url,
                  "--spark-conf", "spark.executor.memory=512m", "--spark-conf", "spark.cores.max=1"]
         _run(["--warehouse", warehouse, "create", "db.t", "--schema", "id BIGINT, v STRING, dt STRING",
               "--primary-key", "id,dt", "--partition-by", "dt", "--option", "bucket=2"], env)

@@ -58,7 +58,7 @@ def test_unknown_formatter_letter_is_refused() -> None:
 def test_default_expires_old_dates_as_one_overwrite_and_old_snapshots_still_scan(tmp_path: Path) -> None:
     t = table(tmp_path, ["2024-01-01", "2024-01-02", "2024-01-05", "2024-01-09"])
     result = expire_partitions(t, expiration_time="7d", now=NOW)  # before 2024-01-03 12:00
-    assert result.partitions == ("dt=2024-01-01", "dt=2024-01-02")
+    assert result.partitions == ({"dt": "2024-01-01"}, {"dt": "2024-01-02"})
     assert result.files_deleted == 2 and result.records_deleted == 2 and not result.dry_run
     snap = t.latest_snapshot()
     assert snap.id == result.snapshot_id == 2 and snap.commit_kind == OVERWRITE
@@ -71,11 +71,11 @@ def test_default_expires_old_dates_as_one_overwrite_and_old_snapshots_still_scan
 def test_option_max_expires_and_dry_run(tmp_path: Path) -> None:
     t = table(tmp_path, ["2024-01-01", "2024-01-02", "2024-01-03"], options={"partition.expiration-time": "2d", "write-only": "true"})
     dry = expire_partitions(t, dry_run=True, now=NOW)
-    assert dry.dry_run and dry.snapshot_id is None and dry.partitions == ("dt=2024-01-01", "dt=2024-01-02",
-                                                                            "dt=2024-01-03")
+    assert dry.dry_run and dry.snapshot_id is None and dry.partitions == ({"dt": "2024-01-01"}, {"dt": "2024-01-02"},
+                                                                            {"dt": "2024-01-03"})
     assert t.latest_snapshot().id == 1
     one = expire_partitions(t, max_expires=1, now=NOW)
-    assert one.partitions == ("dt=2024-01-01",) and dts_of(t) == {"2024-01-02", "2024-01-03"}
+    assert one.partitions == ({"dt": "2024-01-01"},) and dts_of(t) == {"2024-01-02", "2024-01-03"}
 
 
 def test_formatter_and_pattern_over_two_columns(tmp_path: Path) -> None:
@@ -85,7 +85,7 @@ def test_formatter_and_pattern_over_two_columns(tmp_path: Path) -> None:
               rows={"id": pa.array([1, 2, 3], pa.int64()), "dt": ["20240110", "20240110", "20240109"],
                     "hr": pa.array([1, 11, 23], pa.int32())})
     result = expire_partitions(t, expiration_time="2h", now=NOW)  # before 10:00 on the 10th
-    assert result.partitions == ("dt=20240109/hr=23", "dt=20240110/hr=1")
+    assert result.partitions == ({"dt": "20240109", "hr": "23"}, {"dt": "20240110", "hr": "1"})
     assert [r["hr"] for r in t.scan().to_pylist()] == [11]
 
 
@@ -115,7 +115,7 @@ def test_refusals(tmp_path: Path) -> None:
 def test_the_default_partition_never_expires(tmp_path: Path) -> None:
     t = table(tmp_path, [], rows={"id": pa.array([1, 2], pa.int64()), "dt": ["2020-01-01", None]})
     result = expire_partitions(t, expiration_time="1d", now=NOW)
-    assert result.partitions == ("dt=2020-01-01",) and dts_of(t) == {None}
+    assert result.partitions == ({"dt": "2020-01-01"},) and dts_of(t) == {None}
 
 
 def test_after_commit_step_runs_per_check_interval(tmp_path: Path) -> None:
@@ -126,7 +126,7 @@ def test_after_commit_step_runs_per_check_interval(tmp_path: Path) -> None:
     result = t.write(pa.table({"id": pa.array([5], pa.int64()), "dt": ["2000-01-02"]}))
     assert result.maintenance == ()  # checked less than 1 h ago
     Path(t.path, CHECK_HINT).write_text("0")
-    assert expire_partitions_after_commit(t, None).partitions == ("dt=2000-01-02",)
+    assert expire_partitions_after_commit(t, None).partitions == ({"dt": "2000-01-02"},)
     assert expire_partitions_after_commit(t, None) is None
 
 
