@@ -47,8 +47,12 @@ java-oracle: $(JAVA_ORACLE)
 demo: venv
 	bash scripts/demo.sh
 
+# Two workers (pytest-xdist), each taking whole test files in order: most of the time goes to
+# subprocesses (Java, Spark, the S3 server, console scripts) that leave a core idle otherwise.
+TEST_WORKERS ?= 2
+
 test: venv oracle java-oracle
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test-quick: venv
 	$(BIN)/python -m pytest -q -m "not slow and not interop and not spark and not cluster and not s3"
