@@ -15,13 +15,14 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from core import binary_row as br
 from core.errors import InvalidDataError, UsageError
 from core.types import DataField, DataType
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +113,7 @@ _UNORDERED = {"ARRAY", "MAP", "MULTISET", "ROW"}
 
 def _min_max(column: pa.ChunkedArray | pa.Array, t: DataType) -> tuple[Any, Any]:
     """Column min and max as ``core.binary_row`` values; (None, None) when not meaningful."""
+    import pyarrow as pa
     import pyarrow.compute as pc  # here, not at import: metadata commands decode stats only
 
     if t.name in _UNORDERED or column.null_count == len(column):

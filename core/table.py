@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from core.errors import NotFoundError
 from core.fileio import FileIO
-from core.manifest import ManifestIO
 from core.schema import SchemaManager, TableSchema
 from core.snapshot import Snapshot, SnapshotManager
 from core.tag import TagManager
@@ -30,6 +29,7 @@ if TYPE_CHECKING:
     from core.evolution import SchemaChange
     from core.ops.alter import AlterResult
     from core.ops.compact import CompactResult
+    from core.manifest import ManifestIO
     from core.ops.describe import FileInfo, SnapshotInfo, TableDescription
     from core.ops.orphans import OrphanResult
     from core.ops.rollback import RollbackResult
@@ -88,6 +88,8 @@ class Table:
         return TagManager(self.file_io, self.path)
 
     def manifests(self) -> ManifestIO:
+        from core.manifest import ManifestIO  # fastavro: not for commands that read snapshots only
+
         return ManifestIO(self.file_io, self.path, self.schema.core_options.manifest_compression)
 
     def exists(self) -> bool:

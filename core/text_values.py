@@ -31,9 +31,11 @@ import decimal
 import json
 import math
 import re
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-import pyarrow as pa
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 
 _FLOAT_WORDS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
@@ -129,6 +131,8 @@ def csv_line(fields: Sequence[str | None]) -> str:
 def text_table(data: pa.Table) -> pa.Table:
     """Every column as text (CSV fields), nulls kept: for Arrow's CSV writer, which quotes
     strings and leaves nulls empty, as ``csv_field`` does."""
+    import pyarrow as pa
+
     columns = [pa.array([text_value(v) for v in col.to_pylist()], pa.string()) for col in data.columns]
     return pa.Table.from_arrays(columns, names=data.column_names)
 
@@ -201,6 +205,8 @@ def _expect(value: Any, kind: type | tuple[type, ...], what: str) -> Any:
 def decode_value(value: Any, t: pa.DataType) -> Any:
     """A value parsed from JSON (or a CSV field's text) -> a Python value ``pa.array`` takes
     for type ``t`` (timestamps and times as counts of their unit)."""
+    import pyarrow as pa
+
     if value is None:
         return None
     if isinstance(value, (dt.date, dt.time, decimal.Decimal, bytes)):
@@ -245,6 +251,8 @@ def decode_value(value: Any, t: pa.DataType) -> Any:
 
 def _fast_cast(col: pa.Array, t: pa.DataType) -> pa.Array | None:
     """Arrow's own cast from text when it parses exactly our encoding; None to decode in Python."""
+    import pyarrow as pa
+
     plain = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) \
         or pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_boolean(t)
     if not plain or not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
@@ -260,6 +268,8 @@ def _fast_cast(col: pa.Array, t: pa.DataType) -> pa.Array | None:
 def _plain_cast(col: pa.Array, t: pa.DataType) -> pa.Array | None:
     """A column JSON gave a non-text type (numbers, booleans, timestamps the reader inferred)
     cast to ``t`` when nothing is lost; None to decode in Python."""
+    import pyarrow as pa
+
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         return None
     import pyarrow.compute as pc
@@ -276,6 +286,8 @@ def decode_column(col: pa.Array | pa.ChunkedArray, t: pa.DataType) -> pa.Array:
     Raises:
         TextValueError: the first value that does not decode, with its index.
     """
+    import pyarrow as pa
+
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
     if col.type == t:
@@ -301,6 +313,8 @@ def decode_column(col: pa.Array | pa.ChunkedArray, t: pa.DataType) -> pa.Array:
 
 
 def _first_bad(values: list[Any], t: pa.DataType) -> int:
+    import pyarrow as pa
+
     for i, v in enumerate(values):
         try:
             pa.array([v], type=t)

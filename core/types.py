@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any, Callable
 
 from core.errors import UsageError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 MAX_LENGTH = 2147483647  # STRING is VARCHAR(MAX_LENGTH), BYTES is VARBINARY(MAX_LENGTH)
 
@@ -343,6 +344,8 @@ def _time_unit(precision: int) -> str:
 
 def to_arrow(dt: DataType) -> pa.DataType:
     """The Arrow type lakectl uses in memory and in Parquet for a Paimon type."""
+    import pyarrow as pa
+
     n = dt.name
     simple = {"BOOLEAN": pa.bool_(), "TINYINT": pa.int8(), "SMALLINT": pa.int16(), "INT": pa.int32(),
               "BIGINT": pa.int64(), "FLOAT": pa.float32(), "DOUBLE": pa.float64(), "DATE": pa.date32()}
@@ -370,11 +373,15 @@ def to_arrow(dt: DataType) -> pa.DataType:
 
 
 def arrow_field(f: DataField) -> pa.Field:
+    import pyarrow as pa
+
     return pa.field(f.name, to_arrow(f.type), f.type.nullable)
 
 
 def from_arrow(t: pa.DataType, nullable: bool = True) -> DataType:
     """The Paimon type for an Arrow type found in input data (used by --auto-create)."""
+    import pyarrow as pa
+
     checks = [(pa.types.is_boolean, "BOOLEAN"), (pa.types.is_int8, "TINYINT"), (pa.types.is_int16, "SMALLINT"),
               (pa.types.is_int32, "INT"), (pa.types.is_int64, "BIGINT"), (pa.types.is_uint8, "SMALLINT"),
               (pa.types.is_uint16, "INT"), (pa.types.is_uint32, "BIGINT"), (pa.types.is_float16, "FLOAT"),
@@ -411,6 +418,8 @@ def from_arrow(t: pa.DataType, nullable: bool = True) -> DataType:
 
 def map_timestamps(t: pa.DataType, fn: Callable[[pa.DataType], pa.DataType]) -> pa.DataType:
     """``t`` with ``fn`` applied to every timestamp type in it, at any depth."""
+    import pyarrow as pa
+
     if pa.types.is_timestamp(t):
         return fn(t)
     if pa.types.is_struct(t):
@@ -428,6 +437,8 @@ def timestamps_from_counts(file_type: pa.DataType, target: pa.DataType) -> pa.Da
     stores timestamps as plain INT64 counts (milliseconds for TIMESTAMP(0..3), microseconds
     for TIMESTAMP(4..6); see ``core.kernels.write``): those counts read as timestamps of
     their own unit, everything else as the file has it."""
+    import pyarrow as pa
+
     if pa.types.is_int64(file_type) and pa.types.is_timestamp(target):
         return pa.timestamp("ms" if target.unit in ("s", "ms") else "us", target.tz)
     if pa.types.is_struct(file_type) and pa.types.is_struct(target) and file_type.num_fields == target.num_fields:

@@ -88,9 +88,9 @@ def root(
 
 
 def main() -> None:
-    from lakectl import group
+    from core import pandas_probe
 
-    group.skip_pandas_probe = True  # this process is lakectl alone: see core/pandas_probe.py
+    pandas_probe.install()  # this process is lakectl alone: see core/pandas_probe.py
     try:
         app()
     except KeyboardInterrupt:  # outside a command (parsing, completion): same message and code

@@ -74,7 +74,6 @@ def add_global_options(cmd: Any, root_params: list[Any]) -> None:
 
 # ---- commands on demand ----------------------------------------------------------------------
 _LOADED: dict[str, Any] = {}  # name -> Click command, once per process
-skip_pandas_probe = False  # set by main(): no pandas for pyarrow in a lakectl process
 
 
 def _no_options() -> None:
@@ -84,10 +83,6 @@ def _no_options() -> None:
 def load_command(name: str, root_params: list[Any]) -> Any:
     """Import the command's module and build its Click command (with the global options)."""
     if name not in _LOADED:
-        if skip_pandas_probe:
-            from core import pandas_probe
-
-            pandas_probe.skip()
         module = importlib.import_module(f"lakectl.commands.{BY_NAME[name].module}")
         holder = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False)
         holder.callback()(_no_options)

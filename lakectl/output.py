@@ -34,17 +34,16 @@ import json
 import os
 import sys
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator, Sequence
-
-import pyarrow as pa
-from rich import box
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table as RichTable
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from core.engines import ProgressCallback
 from core.errors import UsageError
 from core.text_values import csv_line, json_value, text_value
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from rich.console import Console
 
 # A column whose cells are at most this wide never wraps; wider ones fold to fit the terminal.
 _SHORT_CELL = 24
@@ -209,12 +208,24 @@ class Output:
         self.format = fmt
         self.quiet = quiet
         self.stdout = stdout or sys.stdout
-        plain = os.environ.get("NO_COLOR", "") != ""
-        self.console = Console(file=self.stdout, soft_wrap=False, width=width, force_terminal=terminal,
-                               color_system=None if plain else "auto", highlight=False, emoji=False,
-                               markup=False)
-        self.err = Console(stderr=True, color_system=None if plain else "auto", highlight=False)
+        self._terminal, self._width = terminal, width
+        self._plain_colours = os.environ.get("NO_COLOR", "") != ""
         self._printed = False
+
+    # rich is imported on first use: a script format on a pipe never needs it.
+    @cached_property
+    def console(self) -> Console:
+        from rich.console import Console
+
+        return Console(file=self.stdout, soft_wrap=False, width=self._width, force_terminal=self._terminal,
+                       color_system=None if self._plain_colours else "auto", highlight=False, emoji=False,
+                       markup=False)
+
+    @cached_property
+    def err(self) -> Console:
+        from rich.console import Console
+
+        return Console(stderr=True, color_system=None if self._plain_colours else "auto", highlight=False)
 
     @property
     def terminal(self) -> bool:
@@ -328,6 +339,8 @@ class Output:
     def first_rows(self, schema: pa.Schema, parts: Iterable[pa.Table], limit: int | None) -> tuple[pa.Table, bool]:
         """The first ``limit`` rows of ``parts`` (all with None) and whether more followed
         (reading stops at the first row past them)."""
+        import pyarrow as pa
+
         taken: list[pa.Table] = []
         count = 0
         for part in parts:
@@ -369,6 +382,9 @@ class Output:
         if layout is None:
             self._expanded(columns, cells, title)
             return
+        from rich import box
+        from rich.table import Table as RichTable
+
         boxed, wrapped, fixed = layout
         if boxed:
             table = RichTable(title=title, show_header=header, header_style="bold", title_style="bold")
@@ -404,6 +420,8 @@ class Output:
         return None
 
     def _expanded(self, columns: list[str], cells: list[list[str]], title: str | None) -> None:
+        from rich.table import Table as RichTable
+
         table = RichTable(title=title, show_header=False, title_style="bold")
         table.add_column("field", style="bold", width=max(len(c) for c in columns))
         table.add_column("value", overflow="fold")
@@ -429,6 +447,8 @@ class Output:
         if self.quiet or not (self.err.is_terminal and self.err.is_interactive):
             yield None
             return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=self.err, transient=True) as bar:
             task = bar.add_task("starting", total=None)

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from core import binary_row
-from core.deletion_vectors import read_vector, snapshot_deletion_files
 from core.manifest import live_entries
 from core.options import check_limit
 from core.partition import partition_spec_text
@@ -159,6 +158,8 @@ def live_files(table: Table, snapshot_id: int | None = None, *,
     types = [f.type for f in fields]
     decoded: dict[bytes, dict[str, Any] | None] = {}
     out = []
+    from core.deletion_vectors import read_vector, snapshot_deletion_files  # numpy: for files only
+
     vectors = snapshot_deletion_files(table.file_io, table.path, snap)
     for e in live_entries(table.manifests(), snap):
         if e.partition not in decoded:

@@ -258,6 +258,16 @@ def test_data_and_metadata_commands_import_no_pandas_or_spark(kind: str, tmp_pat
     assert others == []
 
 
+def test_snapshots_for_a_script_imports_no_arrow_numpy_or_rich(tmp_path: Path, env: dict[str, str],
+                                                            table: Path) -> None:
+    """Listing snapshots reads JSON files only: the data libraries (pyarrow, numpy, fastavro's
+    readers aside) and rich (a pipe gets no terminal table) stay unloaded."""
+    proc, modules = modules_of(["-w", table, "snapshots", "db.t", "-f", "json"], env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)[0]["snapshot_id"] >= 1
+    assert sorted(m for m in modules if m.split(".")[0] in ("pyarrow", "numpy", "rich", "pandas")) == []
+
+
 def test_importing_the_write_and_scan_paths_imports_no_pandas(env: dict[str, str], tmp_path: Path) -> None:
     """The Python API too: core/predicate.py built a pyarrow scalar at import, and pyarrow's
     first scalar imports pandas."""
