@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Iterator
@@ -368,7 +369,22 @@ def _read_jsonl(fh: BinaryIO, hint: pa.Schema | None, source: str) -> pa.Table:
             table = None  # e.g. "NaN" among the numbers of a DOUBLE column
     if table is None:
         table = _rows_table(_json_lines(data), hint)
+    else:
+        table = _without_absent_keys(table, data)
     return decode_text(table, hint, "jsonl", source)
+
+
+def _without_absent_keys(table: pa.Table, data: bytes) -> pa.Table:
+    """``table`` without the columns no record names. Arrow's reader gives every column of
+    its explicit schema, all null where the key never occurs; an input without a table column
+    must be reported (or filled, with --fill-missing-columns) as a CSV or Parquet one is.
+    Only all-null columns are looked up, as ``"name":`` outside a string in the raw bytes."""
+    keep = []
+    for name, column in zip(table.column_names, table.columns):
+        key = re.escape(json.dumps(name, ensure_ascii=False).encode())
+        if column.null_count < len(column) or re.search(rb'(?<!\\)' + key + rb'\s*:', data):
+            keep.append(name)
+    return table if len(keep) == table.num_columns else table.select(keep)
 
 
 def _json_lines(data: bytes) -> list[dict[str, Any]]:

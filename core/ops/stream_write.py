@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 from core.engines import EngineSettings
 from core.errors import InvalidDataError, NotFoundError, UsageError
 from core.fileio import FileIO, join
-from core.ops.write import pick_engine, write_and_commit
+from core.ops.write import check_input_columns, pick_engine, write_and_commit
 from core.record_stream import RecordReader
 from core.sources import read_records
 from core.table import Table
@@ -216,7 +216,8 @@ def write_records(table: Table, source: BinaryIO, *, fmt: str = "jsonl", commit_
                   commit_rows: int | None = None, commit_interval: float | None = None, input_offset: int = 0,
                   watermark_column: str | None = None, row_kind_column: str | None = None,
                   engine_settings: EngineSettings | None = None, stop: threading.Event | None = None,
-                  on_batch: Callable[[BatchResult], None] | None = None) -> StreamSummary:
+                  on_batch: Callable[[BatchResult], None] | None = None,
+                  fill_missing_columns: bool = False) -> StreamSummary:
     """Read records (JSON lines or CSV) from ``source`` and commit a snapshot every
     ``commit_rows`` records and/or every ``commit_interval`` seconds, and the rest at the end.
 
@@ -229,6 +230,8 @@ def write_records(table: Table, source: BinaryIO, *, fmt: str = "jsonl", commit_
         commit_user: the stream's identity (default: a fresh UUID, which makes a restart
             unable to tell what was committed).
         on_batch: called with every batch's result as it happens.
+        fill_missing_columns: write table columns a batch lacks (no record names them) as
+            null; without it such a batch is refused, as ``write_input`` refuses such a file.
 
     Raises:
         UsageError: bad batch sizes, offsets or format.
@@ -266,6 +269,7 @@ def write_records(table: Table, source: BinaryIO, *, fmt: str = "jsonl", commit_
         else:
             data = read_records(reader.batch_bytes(records[drop:]), fmt, hint,
                                 f"stdin (records {first + drop + 1} to {end})")
+            check_input_columns(table.schema, data.column_names, fill_missing_columns)
             result = writer.write_batch(data, end)
         stats["rows_skipped"] += drop
         if result.skipped:

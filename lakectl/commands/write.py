@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
         input_format: Annotated[Optional[str], typer.Option("--input-format", help="parquet, csv, json, jsonl (or orc on Spark); default: from the extension (jsonl with --stream).", autocompletion=complete_input_format)] = None,
         mode: Annotated[str, typer.Option("--mode", help="append, or overwrite the partitions the input touches.", autocompletion=complete_write_mode)] = "append",
         partition: Annotated[Optional[str], typer.Option("--partition", "-p", help="With --mode overwrite: replace this one partition, COLUMN=VALUE[,COLUMN=VALUE...] naming every partition column; every row must belong to it, and an empty input clears it.", metavar="SPEC", show_default=False)] = None,
-        fill_missing_columns: Annotated[bool, typer.Option("--fill-missing-columns", help="Write table columns the input lacks as null (nullable columns only); without it such an input is refused.")] = False,
+        fill_missing_columns: Annotated[bool, typer.Option("--fill-missing-columns", help="Write table columns the input lacks (JSON: that no record names; with --stream: in a batch) as null, nullable columns only; without it such an input is refused.")] = False,
         row_kind_column: Annotated[Optional[str], typer.Option("--row-kind-column", help="CDC column holding +I, -U, +U, -D.")] = None,
         auto_create: Annotated[bool, typer.Option("--auto-create", help="Create the table from the input's schema if it does not exist.")] = False,
         primary_key: PrimaryKeyOpt = None,
@@ -81,7 +81,8 @@ def register(app: typer.Typer) -> None:
             if partition is not None:
                 raise UsageError("--partition applies to --mode overwrite, not --stream")
             _stream(ctx, out, table, input, input_table, input_format, mode, row_kind_column, auto_create,
-                    commit_interval, commit_rows, commit_user, watermark_column, input_offset, warehouse)
+                    commit_interval, commit_rows, commit_user, watermark_column, input_offset, warehouse,
+                    fill_missing_columns)
             return
         given = [flag for flag, value in stream_flags.items() if value is not None]
         if given:
@@ -105,7 +106,8 @@ def register(app: typer.Typer) -> None:
 def _stream(ctx: typer.Context, out: Output, table: str, input: str | None, input_table: str | None,
             input_format: str | None, mode: str, row_kind_column: str | None, auto_create: bool,
             commit_interval: str | None, commit_rows: int | None, commit_user: str | None,
-            watermark_column: str | None, input_offset: int | None, warehouse: str | None) -> None:
+            watermark_column: str | None, input_offset: int | None, warehouse: str | None,
+            fill_missing_columns: bool) -> None:
     from core.ops.stream_write import write_records
     from core.options import parse_duration
     from core.record_stream import STREAM_FORMATS
@@ -136,7 +138,8 @@ def _stream(ctx: typer.Context, out: Output, table: str, input: str | None, inpu
                                 commit_interval=interval, input_offset=input_offset or 0,
                                 watermark_column=watermark_column, row_kind_column=row_kind_column,
                                 engine_settings=s.engine_settings(None), stop=stop,
-                                on_batch=lambda result: out.event(result, columns))
+                                on_batch=lambda result: out.event(result, columns),
+                                fill_missing_columns=fill_missing_columns)
     if out.format in ("json", "jsonl"):
         out.event(summary)  # one more JSON line: the output stays JSON lines throughout
     elif out.format == "table":
