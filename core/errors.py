@@ -61,3 +61,7 @@ class StorageUnreachableError(StorageError):
 
 class BucketNotFoundError(StorageError):
     """The warehouse's bucket does not exist (exit 9)."""
+
+
+class SparkUnreachableError(LakectlError):
+    """No Spark standalone master answers at the ``--master`` address (exit 10)."""

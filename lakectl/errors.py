@@ -12,11 +12,13 @@ import traceback
 
 from core.errors import (BucketNotFoundError, CommitConflictError, CorruptMetadataError, InvalidDataError,
                          LakectlError, NotFoundError, StorageAccessError, StorageCredentialsError,
-                         StorageUnreachableError, TableExistsError, TagExistsError, UsageError)
+                         SparkUnreachableError, StorageUnreachableError, TableExistsError, TagExistsError,
+                         UsageError)
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_INVALID_DATA = 0, 1, 2, 3, 4, 5
 # Object store setup problems: each its own code, so a cron wrapper can tell them apart.
 EXIT_NO_CREDENTIALS, EXIT_ACCESS_DENIED, EXIT_UNREACHABLE, EXIT_NO_BUCKET = 6, 7, 8, 9
+EXIT_NO_SPARK_MASTER = 10
 
 EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (UsageError, EXIT_USAGE),
@@ -27,6 +29,7 @@ EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (StorageAccessError, EXIT_ACCESS_DENIED),
     (StorageUnreachableError, EXIT_UNREACHABLE),
     (BucketNotFoundError, EXIT_NO_BUCKET),
+    (SparkUnreachableError, EXIT_NO_SPARK_MASTER),
     (TableExistsError, EXIT_FAILURE),
     (TagExistsError, EXIT_FAILURE),
     (CorruptMetadataError, EXIT_FAILURE),
@@ -47,6 +50,7 @@ EXIT_CODE_MEANINGS: tuple[tuple[int, str], ...] = (
     (EXIT_ACCESS_DENIED, "object store refused the credentials"),
     (EXIT_UNREACHABLE, "object store endpoint unreachable"),
     (EXIT_NO_BUCKET, "bucket does not exist"),
+    (EXIT_NO_SPARK_MASTER, "Spark master unreachable"),
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
 )
 EXIT_CODES_HELP = "Exit codes: " + ", ".join(f"{code} {meaning}" for code, meaning in EXIT_CODE_MEANINGS) + "."

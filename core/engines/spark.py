@@ -18,6 +18,7 @@ import logging
 import os
 import pickle
 import re
+import socket
 import sys
 import tempfile
 import threading
@@ -204,6 +205,31 @@ def _loopback_master(master: str) -> bool:
     return bool(re.match(r"spark://(127\.|localhost[:/]|\[::1\])", master))
 
 
+MASTER_CONNECT_TIMEOUT = 3.0  # seconds: Spark itself retries an absent master for about a minute
+
+
+def check_master(master: str) -> None:
+    """Refuse a ``spark://`` master that no host of it answers on, before a JVM starts: Spark's
+    own client would retry for a minute and then fail with a Java stack trace.
+
+    Raises:
+        SparkUnreachableError: no ``host:port`` of the master URL accepts a connection.
+    """
+    if not master.startswith("spark://"):
+        return  # local[*], yarn, k8s://...: nothing of ours to check
+    reasons = []
+    for address in master[len("spark://"):].split(","):  # a standby list: spark://h1:7077,h2:7077
+        host, _, port = address.strip().rstrip("/").rpartition(":")
+        if not host or not port.isdigit():
+            raise UsageError(f"--master {master}: expected spark://HOST:PORT[,HOST:PORT...]")
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=MASTER_CONNECT_TIMEOUT).close()
+            return
+        except OSError as e:
+            reasons.append(f"{host}:{port}: {e.strerror or str(e) or type(e).__name__}")
+    raise errors.SparkUnreachableError(f"no Spark master answers at {master} ({'; '.join(reasons)})")
+
+
 def get_session(master: str, conf: Mapping[str, str]) -> SparkSession:
     """The active SparkSession if lakectl runs inside a Spark application, else a new one."""
     active = SparkSession.getActiveSession()
@@ -225,9 +251,14 @@ def get_session(master: str, conf: Mapping[str, str]) -> SparkSession:
     builder = SparkSession.builder.master(master).appName("lakectl")
     for key, value in settings.items():
         builder = builder.config(key, value)
+    check_master(master)
     log.info("starting a SparkSession on %s", master)
     with _jvm_stderr_to_log():
-        session = builder.getOrCreate()
+        try:
+            session = builder.getOrCreate()
+        except Exception as exc:  # Py4JJavaError and friends: say what failed in one line
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise LakectlError(f"cannot start a Spark session on {master}: {first}") from exc
     session.sparkContext.setLogLevel("ERROR")
     logging.getLogger("py4j").setLevel(logging.WARNING)
     _ship_core(session)

@@ -1,7 +1,7 @@
 """Failures of the lakectl commands: exit code, one ``error:`` line on stderr, no traceback
 (unless ``-v``), nothing on stdout, and for a failed write nothing committed.
 
-Exit codes: 1 failure, 2 usage, 3 not found, 4 commit conflict, 5 invalid input data.
+Exit codes: 1 failure, 2 usage, 3 not found, 4 commit conflict, 5 invalid input data, 10 no Spark master.
 """
 
 from __future__ import annotations
@@ -414,3 +414,40 @@ def test_unknown_subcommand_and_missing_required_option(t: Table) -> None:
     assert result.exit_code == 2 and "--schema" in result.stderr and "Traceback" not in result.stderr
     result = invoke(*t.args("scan", TABLE, "--snapshot-id", "one"))
     assert result.exit_code == 2 and "--snapshot-id" in result.stderr
+
+
+# ---- a Spark master that does not answer --------------------------------------------------------
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_unreachable_spark_master_is_exit_10_before_any_jvm(tmp_path: Path) -> None:
+    """Spark's client would retry an absent master for a minute and end in a Py4JJavaError
+    reported as an internal error; lakectl checks the address first."""
+    ok("-w", tmp_path / "wh", "create", TABLE, "--schema", SCHEMA)
+    dead = [_closed_port(), _closed_port()]
+    master = f"spark://127.0.0.1:{dead[0]},127.0.0.1:{dead[1]}"
+    result = invoke("-w", tmp_path / "wh", "--engine", "spark", "--master", master, "scan", TABLE)
+    message = assert_one_line_error(result, 10, "no Spark master answers", f"127.0.0.1:{dead[1]}",
+                                    "Connection refused")
+    assert "internal error" not in message
+    from pyspark.sql import SparkSession
+
+    assert SparkSession.getActiveSession() is None
+
+
+def test_a_listening_spark_master_passes_the_check() -> None:
+    import socket
+
+    from core.engines.spark import check_master
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        check_master(f"spark://127.0.0.1:{_closed_port()},127.0.0.1:{server.getsockname()[1]}")
+    check_master("local[2]")
