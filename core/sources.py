@@ -196,9 +196,11 @@ class _ReadErrors:
             raise InvalidDataError(f"cannot read {self.fmt} input {self.path}: {first}") from error
 
 
-def decode_text(data: pa.Table, hint: pa.Schema | None, fmt: str, source: str, row_offset: int = 0) -> pa.Table:
+def decode_text(data: pa.Table, hint: pa.Schema | None, fmt: str, source: str,
+                row_offset: int | None = 0) -> pa.Table:
     """CSV or JSON columns -> the table's types (``core.text_values``); an error names the
-    row (and for CSV its line, the header being line 1) and the column."""
+    row (and for CSV its line, the header being line 1) and the column; ``row_offset`` None:
+    the rows' place in the input is not known (a Spark task's part), the error names the value."""
     if hint is None:
         return data
     columns = []
@@ -209,6 +211,8 @@ def decode_text(data: pa.Table, hint: pa.Schema | None, fmt: str, source: str, r
         try:
             columns.append(decode_column(col, hint.field(name).type))
         except TextValueError as e:
+            if row_offset is None:
+                raise InvalidDataError(f"{fmt} input {source}, column {name}: {e}") from None
             row = row_offset + e.index + 1
             where = f"row {row} (line {row + 1})" if fmt == "csv" else f"row {row}"
             raise InvalidDataError(f"{fmt} input {source}, {where}, column {name}: {e}") from None

@@ -134,17 +134,68 @@ def _batches(table: pa.Table) -> Iterator[pa.RecordBatch]:
     yield from table.combine_chunks().to_batches() or [pa.RecordBatch.from_pylist([], schema=table.schema)]
 
 
+# ---- text inputs ---------------------------------------------------------------------------
+# What Spark's CSV reader gives for a quoted "" (its default reads it as null, like an
+# unquoted empty field); a private-use character no CSV writer produces by itself.
+_CSV_EMPTY = "\ue000"
+
+
+@dataclass(frozen=True)
+class TextInput:
+    """A CSV or JSON input read by Spark with every column as text, for the write kernels to
+    decode into the table's types (``hint``; None: no table yet, the text stays text)."""
+
+    frame: DataFrame
+    fmt: str
+    source: str
+    hint: pa.Schema | None
+
+
+def _frame(data: Any) -> Any:
+    return data.frame if isinstance(data, TextInput) else data
+
+
+def _csv_empty_strings(table: pa.Table) -> pa.Table:
+    """Spark's marker of a quoted empty CSV field back to the empty string."""
+    columns = [pc.if_else(pc.equal(c, _CSV_EMPTY), "", c) if pa.types.is_string(c.type) else c
+               for c in table.columns]
+    return pa.Table.from_arrays(columns, names=table.column_names)
+
+
 # ---- errors from tasks ----------------------------------------------------------------------
 _TASK_ERROR = re.compile(r"core\.errors\.(\w+): (.+)")
 
 
+_BAD_INPUT = re.compile(r"\[(MALFORMED_[\w.]+)\] ([^\n]{0,160})")
+
+
+def _unparsable_input(exc: Exception) -> str | None:
+    """The one-line reason of a Spark reader's FAILFAST error (Spark's MALFORMED_* message,
+    and the parser's own cause when there is one), or None for other errors."""
+    java = getattr(exc, "java_exception", None)
+    causes = []
+    while java is not None:  # Py4JJavaError: the Java exception and its causes
+        causes.append(str(java.toString()))
+        java = java.getCause()
+    bad = _BAD_INPUT.search("\n".join([str(exc), *causes]))
+    if bad is None:
+        return None
+    reason = bad.group(2).strip()
+    root = causes[-1].split(": ", 1)[-1].splitlines()[0][:160] if len(causes) > 1 else ""
+    return f"{reason} ({root})" if root and "MALFORMED_" not in causes[-1] else reason
+
+
 def _rethrow(exc: Exception) -> None:
-    """Raise the core error a Python task raised, with its own message, instead of Spark's wrapper."""
+    """Raise the core error a Python task raised, with its own message, instead of Spark's
+    wrapper; an input Spark's own reader could not parse is invalid data, in one line."""
     match = _TASK_ERROR.search(str(exc))
     if match:
         cls = getattr(errors, match.group(1), None)
         if isinstance(cls, type) and issubclass(cls, LakectlError):
             raise cls(match.group(2).strip()) from None
+    bad = _unparsable_input(exc)
+    if bad:
+        raise InvalidDataError(f"Spark cannot parse the input: {bad}") from None
     raise exc
 
 
@@ -333,25 +384,39 @@ class SparkEngine:
                 raise
 
     # ---- input ---------------------------------------------------------------------------------
-    def read_input(self, paths: list[str], fmt: str, hint: pa.Schema | None) -> DataFrame:
+    def read_input(self, paths: list[str], fmt: str, hint: pa.Schema | None) -> DataFrame | TextInput:
         """Spark's own readers over the files ``sources.expand_input`` found (stdin is copied
-        to a local file first); CSV is read as text so that casting and its errors match local."""
+        to a local file first). CSV and JSON for an existing table (``hint``) are read as text
+        and decoded by ``core.text_values`` on the executors (``TextInput``), so values and
+        errors are those of the local engine: one text encoding on every engine."""
         if paths == ["-"]:
             paths = [_stdin_file(fmt)]
         reader = self.session.read
         shown = paths[0] if len(paths) == 1 else f"{paths[0]} (+{len(paths) - 1} more)"
         try:
             if fmt == "csv":
-                return reader.option("header", "true").option("mode", "FAILFAST").csv(paths)
-            if fmt in ("json", "jsonl"):
-                return reader.option("mode", "FAILFAST").option("multiLine", str(fmt == "json").lower()).json(paths)
-            return reader.format(fmt).load(paths)
-        except Exception as exc:  # AnalysisException for missing paths, etc.
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                # RFC 4180 as csv_field writes it: "" escapes a quote, a quoted field may hold
+                # line breaks, an unquoted empty field is null and a quoted "" the empty string
+                # (Spark reads both as null unless the empty value is told apart).
+                frame = (reader.option("header", "true").option("mode", "FAILFAST").option("escape", '"')
+                         .option("multiLine", "true").option("emptyValue", _CSV_EMPTY).csv(paths))
+            elif fmt in ("json", "jsonl"):
+                multiline = str(fmt == "json").lower()
+                frame = reader.option("mode", "FAILFAST").option("multiLine", multiline).json(paths)
+                if hint is not None:  # every value as its JSON text (strings unquoted), for decode_text
+                    text = T.StructType([T.StructField(c, T.StringType()) for c in frame.columns])
+                    frame = (reader.schema(text).option("mode", "FAILFAST").option("multiLine", multiline)
+                             .json(paths))
+            else:
+                return reader.format(fmt).load(paths)
+        except Exception as exc:  # AnalysisException for missing paths, a record Spark cannot parse
+            first = _unparsable_input(exc) or (str(exc).strip().splitlines()[0] if str(exc).strip()
+                                               else type(exc).__name__)
             raise InvalidDataError(f"cannot read {fmt} input {shown}: {first}") from None
+        return TextInput(frame, fmt, shown, hint)
 
-    def input_columns(self, data: DataFrame) -> list[str]:
-        return list(data.columns)
+    def input_columns(self, data: DataFrame | TextInput) -> list[str]:
+        return list(_frame(data).columns)
 
     def read_table(self, name: str) -> DataFrame:
         """A table (or view) of the Spark session's catalog."""
@@ -361,8 +426,8 @@ class SparkEngine:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise NotFoundError(f"Spark table {name} not found: {first}") from None
 
-    def input_schema(self, data: DataFrame) -> pa.Schema:
-        return _arrow_schema(data.schema)
+    def input_schema(self, data: DataFrame | TextInput) -> pa.Schema:
+        return _arrow_schema(_frame(data).schema)
 
     # ---- write ---------------------------------------------------------------------------------
     def write(self, job: WriteJob, data: DataFrame, file_io: FileIO) -> tuple[list[CommitMessage], int]:
@@ -375,6 +440,8 @@ class SparkEngine:
             from core.ops.write import DYNAMIC_NOT_ON_SPARK
 
             raise UsageError(DYNAMIC_NOT_ON_SPARK)
+        text = (data.hint, data.fmt, data.source) if isinstance(data, TextInput) else None
+        data = _frame(data)
         if isinstance(data, pa.Table):
             data = self.session.createDataFrame(data)
         schema = job.schema
@@ -384,10 +451,17 @@ class SparkEngine:
 
         def route(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             from core.rows import group_rows, prepare_rows
+            from core.sources import decode_text
 
             for batch in batches:
                 table = pa.Table.from_batches([batch])
-                rows = prepare_rows(table.drop_columns([ROW_COLUMN]), schema, job.row_kind_column)
+                rows = table.drop_columns([ROW_COLUMN])
+                if text is not None:
+                    hint, fmt, source = text
+                    if fmt == "csv":
+                        rows = _csv_empty_strings(rows)
+                    rows = decode_text(rows, hint, fmt, source, row_offset=None)
+                rows = prepare_rows(rows, schema, job.row_kind_column)
                 rows = rows.append_column(ROW_COLUMN, table.column(ROW_COLUMN))
                 out: dict[str, list[Any]] = {name: [] for name in routed_struct.names}
                 for values, bucket, group in group_rows(rows, schema):

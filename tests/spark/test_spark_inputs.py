@@ -61,3 +61,14 @@ def test_glob_directory_and_stdin_on_both_engines(tmp_path, engine, monkeypatch)
         monkeypatch.setattr(sys, "stdin", fake)
         result = write_input(t, "-", input_format="jsonl", engine_settings=settings)
         assert result.engine == suffix and _ids(t) == expected["stdin"], suffix
+
+
+def test_input_spark_cannot_parse_is_invalid_data_in_one_line(tmp_path, engine):
+    from core.errors import InvalidDataError
+
+    t = _table(tmp_path, "bad")
+    (tmp_path / "bad.jsonl").write_text('{"id": 1, "v": "a"}\n{"id": 2\n')
+    with pytest.raises(InvalidDataError, match=r"bad.jsonl: Malformed records .*end-of-input") as caught:
+        write_input(t, str(tmp_path / "bad.jsonl"), engine_settings=SPARK)
+    assert "\n" not in str(caught.value)
+    assert t.latest_snapshot() is None
