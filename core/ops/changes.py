@@ -25,7 +25,7 @@ from core.engines import EngineSettings, choose_engine
 from core.errors import NotFoundError, UsageError
 from core.kernels.read import ROW_KIND_COLUMN, ReadSplit, changes_schema
 from core.manifest import ADD, ManifestEntry, read_entries
-from core.ops.scan import filtered
+from core.ops.scan import ScanStream, filtered
 from core.options import READ, check_limit, check_options
 from core.predicate import parse_where
 from core.schema import TableSchema
@@ -116,11 +116,12 @@ def _splits(table: Table, read_schema: TableSchema, entries: list[ManifestEntry]
     return out
 
 
-def changes(table: Table, start: int, end: int, *, select: Sequence[str] | None = None,
-            where: str | None = None, limit: int | None = None,
-            engine_settings: EngineSettings | None = None, streaming: bool = False) -> pa.Table:
-    """The changes of snapshots ``start+1 .. end``: ``_row_kind`` and the table's columns
-    (or ``select``), filtered by ``where``, at most ``limit`` rows (``streaming``: see
+def changes_stream(table: Table, start: int, end: int, *, select: Sequence[str] | None = None,
+                   where: str | None = None, limit: int | None = None,
+                   engine_settings: EngineSettings | None = None, streaming: bool = False) -> ScanStream:
+    """The changes of snapshots ``start+1 .. end`` part by part as they are read (for stdout
+    and ``--output``: never whole in memory): ``_row_kind`` and the table's columns (or
+    ``select``), filtered by ``where``, at most ``limit`` rows (``streaming``: see
     ``plan_changes``)."""
     check_limit(limit)
     plan = plan_changes(table, start, end, streaming=streaming)
@@ -132,11 +133,19 @@ def changes(table: Table, start: int, end: int, *, select: Sequence[str] | None 
              plan.source)
     schema = _output_schema(plan.read_schema, select)
     columns = [ROW_KIND_COLUMN, *select] if select else None
-    parts = list(filtered(engine.read(plan.splits, plan.read_schema, plan.schemas, table.file_io),
-                          predicate, columns, limit))
-    if not parts:
-        return schema.empty_table()
-    return pa.concat_tables([p.cast(schema) for p in parts])
+    parts = filtered(engine.read(plan.splits, plan.read_schema, plan.schemas, table.file_io), predicate, columns,
+                     limit)
+    return ScanStream(schema, (p.cast(schema) for p in parts), engine.name)
+
+
+def changes(table: Table, start: int, end: int, *, select: Sequence[str] | None = None,
+            where: str | None = None, limit: int | None = None,
+            engine_settings: EngineSettings | None = None, streaming: bool = False) -> pa.Table:
+    """``changes_stream`` as one table."""
+    stream = changes_stream(table, start, end, select=select, where=where, limit=limit,
+                            engine_settings=engine_settings, streaming=streaming)
+    parts = list(stream.parts)
+    return pa.concat_tables(parts) if parts else stream.schema.empty_table()
 
 
 def _output_schema(read_schema: TableSchema, select: Sequence[str] | None) -> pa.Schema:
@@ -146,4 +155,4 @@ def _output_schema(read_schema: TableSchema, select: Sequence[str] | None) -> pa
     return pa.schema([full.field(ROW_KIND_COLUMN)] + [full.field(n) for n in select])
 
 
-__all__ = ["ChangesPlan", "changes", "parse_between", "plan_changes"]
+__all__ = ["ChangesPlan", "changes", "changes_stream", "parse_between", "plan_changes"]

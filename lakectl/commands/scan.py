@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
@@ -68,8 +68,8 @@ def register(app: typer.Typer) -> None:
           lakectl scan shop.orders --follow --consumer-id billing -f jsonl
         """
         from core.ops.create import parse_key_list
-        from core.ops.scan import ScanOutput, scan_to_output
-        from core.sinks import write_output
+        from core.ops.scan import ScanOutput
+        from core.sinks import output_format, write_output_parts
 
         s = settings(ctx)
         out = _scan_output(ctx, fmt)
@@ -98,26 +98,25 @@ def register(app: typer.Typer) -> None:
         if span is not None:
             if any(x is not None for x in (snapshot_id, timestamp, tag)):
                 raise UsageError("an incremental read takes no --snapshot-id, --timestamp or --tag")
-            with out.progress() as progress:
-                data = t.changes(*span, select=columns, where=where, limit=limit,
-                                 engine_settings=s.engine_settings(progress))
-            if output_path:
-                size = write_output(data, output_path, jsonable)
-                out.record(ScanOutput(t.name, output_path, data.num_rows, size, "local"))
-            elif out.streams:
-                out.stream(data.schema, [data])
-            else:
-                out.arrow(data)
-            return
+            from core.ops.changes import changes_stream
+
+            def open_stream(rows: int | None, engine_settings: Any) -> Any:
+                return changes_stream(t, *span, select=columns, where=where, limit=rows,
+                                      engine_settings=engine_settings)
+        else:
+            from core.ops.scan import scan_stream
+
+            def open_stream(rows: int | None, engine_settings: Any) -> Any:
+                return scan_stream(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=columns,
+                                   where=where, limit=rows, engine_settings=engine_settings)
         if output_path:
+            output_format(output_path)  # a bad extension is refused before any reading
             with out.progress() as progress:
-                result = scan_to_output(t, output_path, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag,
-                                        select=columns, where=where, limit=limit,
-                                        engine_settings=s.engine_settings(progress), json_value=jsonable)
-            out.record(result)
+                stream = open_stream(limit, s.engine_settings(progress))
+                rows, size = write_output_parts(stream.parts, stream.schema, output_path, jsonable)
+            out.record(ScanOutput(t.name, output_path, rows, size, stream.engine))
             return
-        _print_rows(out, s, t, limit, every_row, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=columns,
-                    where=where)
+        _print_rows(out, s, limit, every_row, open_stream)
 
 
 # Rows a table on a terminal shows when no --limit is given (as pypaimon's ``table read``).
@@ -134,17 +133,16 @@ def _scan_output(ctx: typer.Context, fmt: str | None) -> Any:
     return output(ctx, fmt)
 
 
-def _print_rows(out: Any, s: Any, table: Table, limit: int | None, every_row: bool, **scan: Any) -> None:
-    """The scan to stdout: streamed part by part on a pipe; on a terminal the first --limit
-    rows (TERMINAL_ROWS by default) as a table, drawn once reading ends and its progress bar
-    is gone, with a footer when rows were left out."""
-    from core.ops.scan import scan_stream
-
+def _print_rows(out: Any, s: Any, limit: int | None, every_row: bool,
+                open_stream: Callable[[int | None, Any], Any]) -> None:
+    """The rows of ``open_stream(limit, engine_settings)`` (a scan or an incremental read) to
+    stdout: streamed part by part on a pipe; on a terminal the first --limit rows
+    (TERMINAL_ROWS by default) as a table, drawn once reading ends and its progress bar is
+    gone, with a footer when rows were left out."""
     capped = limit is None and not every_row and not out.streams
     with out.progress() as progress:
         # one row past the cap tells whether rows were left out
-        stream = scan_stream(table, limit=TERMINAL_ROWS + 1 if capped else limit,
-                             engine_settings=s.engine_settings(progress), **scan)
+        stream = open_stream(TERMINAL_ROWS + 1 if capped else limit, s.engine_settings(progress))
         if out.streams:
             out.stream(stream.schema, stream.parts)
             return
