@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from core.errors import UsageError
 from core.kernels.write import dictionary_columns
-from core.text_values import csv_field, csv_line, text_value
+from core.text_values import csv_field, csv_line, python_values, text_value
 from core.text_values import json_value as text_json_value
 
 # Parts (splits) are gathered into row groups of about this much Arrow data: fewer, larger
@@ -55,7 +55,7 @@ def text_chunks(parts: Iterable[pa.Table], schema: pa.Schema, fmt: str,
     for part in parts:
         for start in range(0, part.num_rows, _TEXT_ROWS):
             piece = part.slice(start, _TEXT_ROWS)
-            columns = [piece.column(i).to_pylist() for i in range(piece.num_columns)]
+            columns = [python_values(piece.column(i)) for i in range(piece.num_columns)]
             if fmt == "csv":
                 yield "".join(csv_line([text_value(v) for v in row]) for row in zip(*columns))
             else:

@@ -128,12 +128,39 @@ def csv_line(fields: Sequence[str | None]) -> str:
     return ",".join(csv_field(f) for f in fields) + "\n"
 
 
+def python_values(data: pa.Table | pa.Array | pa.ChunkedArray) -> list[Any]:
+    """``data.to_pylist()`` (a table's rows or a column's values) with nanosecond timestamps
+    kept: pyarrow gives those only as pandas Timestamps (whose ``nanosecond`` the encoding
+    reads), so pandas is let back in (``core.pandas_probe``) when ``data`` holds any."""
+    if _has_nanoseconds(data.schema if hasattr(data, "schema") else data.type):
+        from core import pandas_probe
+
+        pandas_probe.restore()
+    return data.to_pylist()
+
+
+def _has_nanoseconds(t: Any) -> bool:
+    import pyarrow as pa
+
+    if isinstance(t, pa.Schema):
+        return any(_has_nanoseconds(f.type) for f in t)
+    if pa.types.is_timestamp(t):
+        return t.unit == "ns"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _has_nanoseconds(t.value_type)
+    if pa.types.is_map(t):
+        return _has_nanoseconds(t.key_type) or _has_nanoseconds(t.item_type)
+    if pa.types.is_struct(t):
+        return any(_has_nanoseconds(f.type) for f in t)
+    return False
+
+
 def text_table(data: pa.Table) -> pa.Table:
     """Every column as text (CSV fields), nulls kept: for Arrow's CSV writer, which quotes
     strings and leaves nulls empty, as ``csv_field`` does."""
     import pyarrow as pa
 
-    columns = [pa.array([text_value(v) for v in col.to_pylist()], pa.string()) for col in data.columns]
+    columns = [pa.array([text_value(v) for v in python_values(col)], pa.string()) for col in data.columns]
     return pa.Table.from_arrays(columns, names=data.column_names)
 
 

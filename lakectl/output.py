@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from core.engines import ProgressCallback
 from core.errors import UsageError
-from core.text_values import csv_line, json_value, text_value
+from core.text_values import csv_line, json_value, python_values, text_value
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -94,7 +94,7 @@ def _json_array(parts: Iterable[pa.Table]) -> Iterator[str]:
     """Rows as the text of ``json.dumps(rows, indent=2)``, a part at a time."""
     first = True
     for part in parts:
-        for row in part.to_pylist():
+        for row in python_values(part):
             text = json.dumps({k: jsonable(v) for k, v in row.items()}, indent=2).replace("\n", "\n  ")
             yield ("[\n  " if first else ",\n  ") + text
             first = False
@@ -256,7 +256,7 @@ class Output:
 
     def arrow(self, data: pa.Table, title: str | None = None) -> None:
         """Rows of a table: values exactly as stored, whatever the column names."""
-        self.rows(data.to_pylist(), data.column_names, title, human=False)
+        self.rows(python_values(data), data.column_names, title, human=False)
 
     def records(self, items: Sequence[Any], item_type: type, title: str | None = None, *, data: bool = True) -> None:
         """A listing of dataclass records; columns are the dataclass fields even when empty."""
@@ -363,7 +363,7 @@ class Output:
         for part in itertools.chain(parts, [None]):
             if part is None and widths is not None:
                 return
-            cells = [] if part is None else [[_cell(v) for v in row.values()] for row in part.to_pylist()]
+            cells = [] if part is None else [[_cell(v) for v in row.values()] for row in python_values(part)]
             lines = [[c.replace("\n", "\\n") for c in row] for row in cells]
             if widths is None:
                 widths = [max([len(c)] + [len(line[i]) for line in lines]) for i, c in enumerate(columns)]

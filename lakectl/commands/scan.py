@@ -209,16 +209,17 @@ class _BatchPrinter:
         import pyarrow as pa
 
         from core.ops.follow import SNAPSHOT_ID_COLUMN
+        from core.text_values import python_values
 
         out = self.out
         ids = pa.array([batch.snapshot_id] * batch.rows.num_rows, pa.int64())
         rows = batch.rows.add_column(1, SNAPSHOT_ID_COLUMN, ids)
         if out.format == "json":
             doc = {"snapshot_id": batch.snapshot_id, "commit_kind": batch.commit_kind, "full": batch.full,
-                   "watermark": batch.watermark, "rows": jsonable(rows.drop_columns([SNAPSHOT_ID_COLUMN]).to_pylist())}
+                   "watermark": batch.watermark, "rows": jsonable(python_values(rows.drop_columns([SNAPSHOT_ID_COLUMN])))}
             out.raw(json.dumps(doc) + "\n")
         elif out.format == "csv":
-            out.raw(csv_text(rows.to_pylist(), rows.column_names, header=not self.csv_header))
+            out.raw(csv_text(python_values(rows), rows.column_names, header=not self.csv_header))
             self.csv_header = True
         elif out.format == "jsonl":
             if rows.num_rows:

@@ -222,6 +222,29 @@ def test_pipe_through_the_console_script(data: list[dict[str, Any]]) -> None:
             assert_same_tables(original, Table.open(name, warehouse=str(wh)).scan())
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "json", "table", "output.csv"])
+def test_console_script_prints_sub_microsecond_timestamps(fmt: str, tmp_path: Path) -> None:
+    """The console script keeps pandas out of pyarrow (core/pandas_probe.py), and pyarrow
+    turns a nanosecond timestamp into Python only through pandas: the digits below the
+    microsecond must still print, top-level and nested, in every format."""
+    lakectl = shutil.which("lakectl", path=str(Path(sys.executable).parent))
+    if lakectl is None:
+        pytest.skip(f"the lakectl console script is not installed next to {sys.executable}")
+    wh = tmp_path / "wh"
+    cli(wh, "-q", "create", "db.n", "--schema", "id INT, ts TIMESTAMP(9), arr ARRAY<TIMESTAMP(7)>")
+    pq.write_table(pa.table({"id": pa.array([1], pa.int32()), "ts": pa.array([-2_100], pa.timestamp("ns")),
+                             "arr": pa.array([[1_700_000_000_123_456_700]], pa.list_(pa.timestamp("ns")))}),
+                   tmp_path / "n.parquet")
+    cli(wh, "-q", "write", "db.n", "-i", str(tmp_path / "n.parquet"))
+    args = ["-O", str(tmp_path / "out.csv")] if fmt == "output.csv" else ["-f", fmt]
+    proc = subprocess.run([lakectl, "-w", str(wh), "scan", "db.n", *args], capture_output=True, text=True,
+                          env=_environment(), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    text = (tmp_path / "out.csv").read_text() if fmt == "output.csv" else proc.stdout
+    assert "1969-12-31T23:59:59.999997900" in text and "2023-11-14T22:13:20.1234567" in text, text
+
+
 # ---- the encoding, value by value -------------------------------------------------------------
 @pytest.fixture
 def wh(tmp_path: Path) -> Path:
