@@ -52,7 +52,12 @@ class StorageCredentialsError(StorageError):
 
 
 class StorageAccessError(StorageError):
-    """The store refused the credentials: wrong secret, unknown key, access denied (exit 7)."""
+    """The store refused the credentials: wrong secret, unknown key, access denied (exit 7).
+    ``code`` is the store's error code (``403`` alone when the response had no body)."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class StorageUnreachableError(StorageError):

@@ -144,6 +144,8 @@ def _store_errors(method: Any) -> Any:
             mapped = None if self.local else storage_error(e)
             if mapped is None:
                 raise
+            if isinstance(mapped, StorageAccessError) and mapped.code == "403" and args:
+                mapped = self._refusal_reason(str(args[0])) or mapped
             raise mapped from e
 
     return wrapper
@@ -203,6 +205,18 @@ class FileIO:
                 path = path[len("file://"):]
             return os.path.abspath(path)
         return path.rstrip("/")
+
+    def _refusal_reason(self, path: str) -> StorageError | None:
+        """Why the store refused a request whose response had no body (a HEAD's bare 403):
+        the same credentials on a GET of ``path``'s bucket listing, whose error names it."""
+        if self.scheme not in ("s3", "s3a"):
+            return None
+        bucket = path.split("://", 1)[-1].split("/", 1)[0]
+        try:
+            self.fs.call_s3("list_objects_v2", Bucket=bucket, MaxKeys=1)
+        except Exception as e:  # noqa: BLE001 - only its reason is wanted
+            return storage_error(e)
+        return None
 
     # ---- reads ---------------------------------------------------------------------
     def _confirm_bucket(self, path: str) -> None:
@@ -550,7 +564,7 @@ def storage_error(exc: BaseException) -> StorageError | None:
                 return BucketNotFoundError(f"bucket {error.get('BucketName') or ''} does not exist".replace("  ", " "))
             if code in _ACCESS_CODES:
                 return StorageAccessError(f"S3 refused the request ({code}: {error.get('Message') or 'access denied'}); "
-                                          "check s3.access-key-id and s3.secret-access-key")
+                                          "check s3.access-key-id and s3.secret-access-key", code)
     return None
 
 
