@@ -9,8 +9,6 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from core import binary_row
-from core.manifest import live_entries
 from core.options import check_limit
 from core.partition import partition_spec_text
 from core.table import Table
@@ -90,6 +88,8 @@ def describe(table: Table, snapshot_id: int | None = None) -> TableDescription:
         snapshot = latest
     files = []
     if snapshot is not None:
+        from core.manifest import live_entries  # fastavro: not for the snapshot history
+
         files = live_entries(table.manifests(), snapshot)
     columns = tuple(
         ColumnInfo(f.id, f.name, f.type.root_text(), f.type.nullable, f.name in schema.primary_keys,
@@ -158,7 +158,9 @@ def live_files(table: Table, snapshot_id: int | None = None, *,
     types = [f.type for f in fields]
     decoded: dict[bytes, dict[str, Any] | None] = {}
     out = []
+    from core import binary_row
     from core.deletion_vectors import read_vector, snapshot_deletion_files  # numpy: for files only
+    from core.manifest import live_entries
 
     vectors = snapshot_deletion_files(table.file_io, table.path, snap)
     for e in live_entries(table.manifests(), snap):
