@@ -116,6 +116,27 @@ class TagManager:
             raise TagExistsError(f"tag {name} already exists")
         return tag
 
+    def replace(self, name: str, snapshot: Snapshot, *, time_retained: dt.timedelta | None = None) -> Tag:
+        """Point ``tag-<name>`` at ``snapshot`` (creating it if absent), as Paimon's replace_tag:
+        a new create time and TTL. One whole-file overwrite, so a reader sees the old tag or
+        the new one, never none."""
+        validate_tag_name(name)
+        tag = Tag(name, snapshot, dt.datetime.now(), time_retained)
+        self.file_io.overwrite_hint(self.path(name), tag.to_json())
+        return tag
+
+    def rename(self, old: str, new: str) -> Tag:
+        """Rename ``old`` to ``new``, keeping its snapshot, create time and TTL. ``new`` is
+        written (create-if-absent) before ``old`` is deleted: a crash in between leaves both
+        names, never neither. NotFoundError if ``old`` is absent, TagExistsError if ``new`` is taken."""
+        validate_tag_name(new)
+        tag = self.tag(old)
+        renamed = replace(tag, name=new)
+        if not self.file_io.try_create(self.path(new), renamed.to_json().encode("utf-8")):
+            raise TagExistsError(f"tag {new} already exists")
+        self.file_io.delete(self.path(old))
+        return renamed
+
     def delete(self, name: str) -> None:
         validate_tag_name(name)
         if not self.exists(name):

@@ -49,7 +49,10 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("check", "check",
           "Verify every schema, snapshot, tag, manifest and referenced file (present, with its recorded size) and "
           "the LATEST/EARLIEST hints."),
-    Entry("tag", "tags", "Create, delete and list tags: named snapshots that expire leaves alone."),
+    Entry("tag", "tags", "Create, rename, delete and list tags: named snapshots that expire leaves alone."),
+    Entry("expire-tags", "expire_tags",
+          "Delete tags whose TTL (tag.time-retained, else tag.default-time-retained) has passed, or created before "
+          "--older-than."),
     Entry("consumer", "consumers",
           "List, move and delete consumers: the positions of streaming readers (scan --follow --consumer-id), which "
           "hold back expiration."),
