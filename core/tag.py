@@ -128,14 +128,24 @@ class TagManager:
     def rename(self, old: str, new: str) -> Tag:
         """Rename ``old`` to ``new``, keeping its snapshot, create time and TTL. ``new`` is
         written (create-if-absent) before ``old`` is deleted: a crash in between leaves both
-        names, never neither. NotFoundError if ``old`` is absent, TagExistsError if ``new`` is taken."""
+        names, never neither, and the same rename run again completes it. NotFoundError if ``old``
+        is absent, TagExistsError if ``new`` is another tag."""
         validate_tag_name(new)
         tag = self.tag(old)
         renamed = replace(tag, name=new)
-        if not self.file_io.try_create(self.path(new), renamed.to_json().encode("utf-8")):
+        text = renamed.to_json()
+        if not self.file_io.try_create(self.path(new), text.encode("utf-8")) and not self._holds(new, text):
             raise TagExistsError(f"tag {new} already exists")
         self.file_io.delete(self.path(old))
         return renamed
+
+    def _holds(self, name: str, text: str) -> bool:
+        """Does ``tag-<name>`` hold exactly this tag? Then an interrupted rename wrote it, and
+        running the rename again finishes it (deletes the old name) instead of refusing."""
+        try:
+            return json.loads(self.file_io.read_text(self.path(name))) == json.loads(text)
+        except (NotFoundError, FileNotFoundError, CorruptMetadataError, ValueError):
+            return False  # gone meanwhile, or not a tag we could have written
 
     def delete(self, name: str) -> None:
         validate_tag_name(name)

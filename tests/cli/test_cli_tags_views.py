@@ -96,6 +96,16 @@ def test_tag_rename_errors(tmp_path: Path, table: Table) -> None:
     assert not tag_file(table, "c").exists() and not tag_file(table, "12").exists()
 
 
+def test_a_rename_interrupted_after_writing_the_new_name_finishes_when_run_again(tmp_path: Path, table: Table) -> None:
+    assert cli(tmp_path, "tag", "create", "db.t", "a", "--snapshot-id", "2").exit_code == 0
+    tag_file(table, "b").write_text(tag_file(table, "a").read_text())  # the crash: new written, old not deleted
+    assert ok_json(cli(tmp_path, "tag", "rename", "db.t", "a", "b", "-f", "json"))["snapshot_id"] == 2
+    assert not tag_file(table, "a").exists() and scanned(tmp_path, "--tag", "b") == MODEL[2]
+    # a different tag under the new name is still refused
+    assert cli(tmp_path, "tag", "create", "db.t", "c", "--snapshot-id", "1").exit_code == 0
+    error(cli(tmp_path, "tag", "rename", "db.t", "c", "b"), 1, "tag b already exists")
+
+
 def test_tag_create_replace_repoints_an_existing_tag(tmp_path: Path, table: Table) -> None:
     assert cli(tmp_path, "tag", "create", "db.t", "rel", "--snapshot-id", "1").exit_code == 0
     error(cli(tmp_path, "tag", "create", "db.t", "rel", "--snapshot-id", "3"), 1, "already exists")
