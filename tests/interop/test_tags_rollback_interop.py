@@ -118,3 +118,46 @@ def test_lakectl_reads_and_rolls_back_to_pypaimon_tags(tmp_path: Path) -> None:
     assert result.tags_removed == ("t2",)
     data, meta = official_read(t.path, tmp_path)
     assert canon(data) == canon(expected_t1) and meta["latest_snapshot"] == tags["t1"].snapshot_id
+
+
+@pytest.mark.java
+@pytest.mark.slow
+def test_java_and_pypaimon_read_renamed_replaced_and_surviving_expired_tags(tmp_path: Path) -> None:
+    """lakectl renames a tag, re-points another with --replace and expires a third; then expire
+    and remove-orphan-files run: Java Paimon and pypaimon read every remaining tag as the model
+    says, and find the renamed and expired names gone."""
+    import datetime as dt
+
+    from java_oracle import java_read
+
+    from core.ops.tags import expire_tags, rename_tag
+
+    t, states = lakectl_table(tmp_path, 4)
+    create_tag(t, "draft", snapshot_id=1)
+    create_tag(t, "moving", snapshot_id=1)
+    t.tags.create("stale", t.snapshots.snapshot(2), time_retained=dt.timedelta(hours=1),
+                  create_time=dt.datetime.now() - dt.timedelta(days=1))
+    rename_tag(t, "draft", "release")
+    create_tag(t, "moving", snapshot_id=3, replace=True)
+    assert [e.name for e in expire_tags(t)] == ["stale"]
+    t.expire(retain_min=1, retain_max=1, max_deletes=1000, dry_run=False)
+    old = time.time() - 2 * 86400
+    for p in Path(t.path).rglob("*"):
+        if p.is_file():
+            os.utime(p, (old, old))
+    remove_orphan_files(t, older_than="1d")
+
+    def as_lists(rows: list[tuple[Any, ...]]) -> list[list[Any]]:
+        return sorted([list(r) for r in rows])
+
+    assert sorted(t.tags.names()) == ["moving", "release"]
+    for name, sid in (("release", 1), ("moving", 3)):
+        rows, _ = java_read(t.path, tag=name)
+        assert rows == as_lists(states[sid - 1]), name
+        data, _ = official_read(t.path, tmp_path, tag=name)
+        assert canon(data) == states[sid - 1], name
+    rows, meta = java_read(t.path)
+    assert rows == as_lists(states[3]) and meta["latest_snapshot"] == 4
+    for gone in ("draft", "stale"):
+        with pytest.raises(Exception):
+            java_read(t.path, tag=gone)
