@@ -35,4 +35,4 @@ def register(app: typer.Typer) -> None:
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
         out.records(expire_tags(t, older_than=older_than, dry_run=dry_run), ExpiredTag,
-                    title=f"expired tags of {t.name}")
+                    title=f"expired tags of {t.name}", data=False)
