@@ -291,3 +291,44 @@ def test_views_errors_and_empty_table(tmp_path: Path) -> None:
         error(cli(tmp_path, command, "db.e", "--snapshot-id", "7"), 3, "snapshot 7")
     error(cli(tmp_path, "partitions", "db.e", "--partition", "dt=a"), 2, "partition")
     error(cli(tmp_path, "partitions", "db.e", "--limit", "-1"), 2, "--limit")
+
+
+def test_files_only_an_expired_tag_held_are_reclaimed_and_nothing_else(tmp_path: Path) -> None:
+    """s1 = A (tagged 'gone', TTL passed), s2 = overwrite with B (tagged 'kept'), s3 = B + C.
+    After expire (keeping s3), expire-tags and remove-orphan-files, A's files are gone from
+    disk and s3 and 'kept' still read as the model says."""
+    t = Table.locate("db.o", warehouse=str(tmp_path / "wh"))
+    create(t, "id INT NOT NULL, dt STRING NOT NULL", partition_keys=["dt"], options={"bucket": "-1"})
+
+    def rows(ids: range, part: str) -> pa.Table:
+        return pa.table({"id": pa.array(list(ids), pa.int32()), "dt": [part] * len(ids)})
+
+    model_a = {(i, "a") for i in range(0, 5)}
+    model_b = {(i, "a") for i in range(10, 15)}
+    model_c = {(i, "b") for i in range(20, 23)}
+    t.write(rows(range(0, 5), "a"))
+    _tag(t, "gone", 1, dt.timedelta(days=2), dt.timedelta(days=1))
+    t.write(rows(range(10, 15), "a"), mode="overwrite")
+    assert cli(tmp_path, "tag", "create", "db.o", "kept", "--snapshot-id", "2").exit_code == 0
+    t.write(rows(range(20, 23), "b"))
+    a_files = _disk_files(t, ok_json(cli(tmp_path, "files", "db.o", "--tag", "gone", "-f", "json")))
+    later_files = _disk_files(t, ok_json(cli(tmp_path, "files", "db.o", "-f", "json")))
+    assert a_files and not set(a_files) & set(later_files)
+
+    assert cli(tmp_path, "expire", "db.o", "--retain-min", "1", "--retain-max", "1").exit_code == 0
+    assert cli(tmp_path, "remove-orphan-files", "db.o", "--older-than", "0s").exit_code == 0
+    assert all(p.exists() for p in a_files.values())  # still tagged
+    assert scanned_table(tmp_path, "db.o", "--tag", "gone") == model_a
+
+    assert [r["name"] for r in ok_json(cli(tmp_path, "expire-tags", "db.o", "-f", "json"))] == ["gone"]
+    assert all(p.exists() for p in a_files.values())  # tag files only: data waits for the sweep
+    assert cli(tmp_path, "remove-orphan-files", "db.o", "--older-than", "0s").exit_code == 0
+    assert not any(p.exists() for p in a_files.values())
+    assert all(p.exists() for p in later_files.values())
+    assert scanned_table(tmp_path, "db.o") == model_b | model_c
+    assert scanned_table(tmp_path, "db.o", "--tag", "kept") == model_b
+    assert cli(tmp_path, "check", "db.o").exit_code == 0
+
+
+def scanned_table(tmp_path: Path, name: str, *flags: str) -> set[tuple[int, str]]:
+    return {(r["id"], r["dt"]) for r in ok_json(cli(tmp_path, "scan", name, *flags, "-f", "json"))}
