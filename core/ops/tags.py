@@ -40,7 +40,8 @@ def create_tag(table: Table, name: str, *, snapshot_id: int | None = None,
         table: the table.
         name: tag name; not empty, not a number, no '/'.
         snapshot_id: the snapshot to tag; the latest if None.
-        time_retained: a TTL such as ``7d``, stored as ``tagTimeRetained``.
+        time_retained: a TTL such as ``7d``, stored as ``tagTimeRetained``; the table option
+            ``tag.default-time-retained`` if None (and set).
         replace: point an existing tag at the snapshot instead of refusing (Paimon's
             replace_tag: a new create time and TTL); creates the tag when absent.
 
@@ -53,7 +54,8 @@ def create_tag(table: Table, name: str, *, snapshot_id: int | None = None,
         UsageError: a bad name or duration.
         CorruptMetadataError: the snapshot's manifests or data files are missing.
     """
-    ttl = parse_duration(time_retained, "--time-retained") if time_retained is not None else None
+    # As Paimon's createTag: without a TTL the tag gets the table's tag.default-time-retained.
+    ttl = parse_duration(time_retained, "--time-retained") if time_retained is not None else _default_ttl(table)
     if snapshot_id is None:
         snapshot = table.latest_snapshot()
         if snapshot is None:
@@ -107,6 +109,9 @@ def expire_tags(table: Table, *, older_than: str | None = None, dry_run: bool = 
     ``now`` is past its create time plus its TTL (``tagTimeRetained``, else the table option
     ``tag.default-time-retained``) or, with ``older_than``, when it was created before that
     time. A tag without a create time (written by an old Paimon) has no age and is kept.
+    (Paimon writes the default TTL into each tag it creates and its expire reads only the
+    tag's own; lakectl does both, so that tags created before the option was set, or by
+    pypaimon, follow it too.)
 
     Only tag files are deleted, as ``tag delete`` does: the data files only those tags held are
     reclaimed by ``expire`` and ``remove-orphan-files``, which keep whatever a snapshot or a
@@ -124,8 +129,7 @@ def expire_tags(table: Table, *, older_than: str | None = None, dry_run: bool = 
     if older_than is not None:
         millis = older_than_cutoff(older_than, int(now.astimezone().timestamp() * 1000))
         cutoff = dt.datetime.fromtimestamp(millis / 1000)  # local and naive, as tag create times
-    default_raw = table.schema.options.get("tag.default-time-retained")
-    default_ttl = parse_duration(default_raw, "tag.default-time-retained") if default_raw else None
+    default_ttl = _default_ttl(table)
     out = []
     for tag in table.tags.tags():
         reason = _expiry_reason(tag, tag.time_retained or default_ttl, cutoff, now)
@@ -139,6 +143,11 @@ def expire_tags(table: Table, *, older_than: str | None = None, dry_run: bool = 
         info = _info(with_fields(tag, time_retained=tag.time_retained or default_ttl))
         out.append(ExpiredTag(tag.name, info.snapshot_id, info.create_time, info.time_retained, reason, dry_run))
     return out
+
+
+def _default_ttl(table: Table) -> dt.timedelta | None:
+    raw = table.schema.options.get("tag.default-time-retained")
+    return parse_duration(raw, "tag.default-time-retained") if raw else None
 
 
 def _expiry_reason(tag: Tag, ttl: dt.timedelta | None, cutoff: dt.datetime | None,

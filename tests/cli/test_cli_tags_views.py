@@ -188,6 +188,10 @@ def test_expire_tags_uses_the_table_default_time_retained(tmp_path: Path) -> Non
     done = ok_json(cli(tmp_path, "expire-tags", "db.d", "-f", "json"))
     assert [(r["name"], r["time_retained"]) for r in done] == [("stale", 3600)]
     assert t.tags.names() == ["own-ttl"]
+    # as Paimon's createTag, a tag created without --time-retained stores the default TTL
+    made = ok_json(cli(tmp_path, "tag", "create", "db.d", "new", "-f", "json"))
+    assert made["time_retained"] == 3600
+    assert json.loads(tag_file(t, "new").read_text())["tagTimeRetained"] == 3600.0
 
 
 def test_expire_tags_errors(tmp_path: Path, table: Table) -> None:
