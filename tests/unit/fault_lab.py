@@ -5,7 +5,7 @@ A ``Lab`` is a table plus a model of what every snapshot of it holds (id -> (id,
 computed from the batches the test wrote, never read back from lakectl, and the rows each of
 its tags must scan to. An ``Op`` is one command that writes (write, overwrite, CDC write,
 stream write, compact, expire, expire-partitions, rollback, rollback to an expired tag,
-alter-schema, tag create, delete and rename, expire-tags, remove-orphan-files) with an unfaulted ``prepare``
+alter-schema, tag create, delete, rename and replace, expire-tags, remove-orphan-files) with an unfaulted ``prepare``
 step, the command itself, and how to tell whether it landed.
 
 ``fail_loop`` prepares the op once on a template table, then for n = 1, 2, ... runs it on a
@@ -548,6 +548,34 @@ class TagRename(Op):
         self.observe(lab, before)
 
 
+class TagReplace(Op):
+    """tag create --replace: re-point a tag from an expired snapshot to the latest; a crash
+    leaves the old tag or the new one, each scanning to its rows."""
+
+    name = "tag-replace"
+
+    def prepare(self, lab: Lab) -> None:
+        first = lab.t.snapshots.latest_id()
+        create_tag(lab.t, "moving")
+        lab.record_tag("moving", first)
+        write_now(lab)
+        _expire_now(lab, retain_max=1)
+
+    def run(self, lab: Lab) -> Any:
+        return create_tag(lab.t, "moving", replace=True)
+
+    def allowed_latest(self, lab: Lab, before: int) -> set[int]:
+        return {before}
+
+    def landed(self, lab: Lab, before: int) -> bool:
+        return lab.t.tags.snapshot("moving").id == before
+
+    def after(self, lab: Lab, before: int) -> None:
+        lab.record_tag("moving", before)
+
+    provisional = after
+
+
 class ExpireTags(Op):
     """expire-tags on two tags whose TTL has passed (one on a snapshot expired since) and one
     whose has not; the files of the expired ones stay for remove-orphan-files."""
@@ -647,7 +675,7 @@ def _expire_now(lab: Lab, retain_max: int) -> None:
 # runs every command that writes.
 FAIL_OPS: dict[str, Callable[[], Op]] = {op.name: op for op in (Write, Overwrite, Compact, Expire, Rollback, Alter)}
 OPS: dict[str, Callable[[], Op]] = {**FAIL_OPS, **{op.name: op for op in (
-    CdcWrite, StreamWrite, ExpirePartitions, TagCreate, TagDelete, TagRename, ExpireTags, RemoveOrphans,
+    CdcWrite, StreamWrite, ExpirePartitions, TagCreate, TagDelete, TagRename, TagReplace, ExpireTags, RemoveOrphans,
     RollbackToTag)}}
 
 
