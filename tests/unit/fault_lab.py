@@ -5,8 +5,8 @@ A ``Lab`` is a table plus a model of what every snapshot of it holds (id -> (id,
 computed from the batches the test wrote, never read back from lakectl, and the rows each of
 its tags must scan to. An ``Op`` is one command that writes (write, overwrite, CDC write,
 stream write, compact, expire, expire-partitions, rollback, rollback to an expired tag,
-alter-schema, tag create, delete, rename and replace, expire-tags, remove-orphan-files) with an unfaulted ``prepare``
-step, the command itself, and how to tell whether it landed.
+alter-schema, tag create, delete, rename and replace, expire-tags, remove-orphan-files) with
+an unfaulted ``prepare`` step, the command itself, and how to tell whether it landed.
 
 ``fail_loop`` prepares the op once on a template table, then for n = 1, 2, ... runs it on a
 fresh copy of the template with ``inject_fault("fail", KIND, n)``, until the op completes
