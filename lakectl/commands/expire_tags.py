@@ -21,7 +21,8 @@ def register(app: typer.Typer) -> None:
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
-        """Delete tags whose TTL (tag.time-retained, else tag.default-time-retained) has passed, or created before --older-than.
+        """Delete tags whose TTL (tag.time-retained, else tag.default-time-retained) has passed, or
+        created before --older-than.
 
         Files only those tags held are reclaimed by expire and remove-orphan-files.
 

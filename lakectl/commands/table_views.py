@@ -38,7 +38,8 @@ def _register_partitions(app: typer.Typer) -> None:
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
-        """List partitions with their record count, file size, file count and last update time (as Paimon's $partitions).
+        """List partitions with their record count, file size, file count and last update time
+        (as Paimon's $partitions).
 
         last_update_time is the newest creation time of the partition's live files.
 
@@ -71,7 +72,8 @@ def _register_buckets(app: typer.Typer) -> None:
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
-        """List buckets per partition with their record count, file size, file count and last update time (as Paimon's $buckets).
+        """List buckets per partition with their record count, file size, file count and last update
+        time (as Paimon's $buckets).
 
         Example:
 
@@ -100,7 +102,8 @@ def _register_manifests(app: typer.Typer) -> None:
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
-        """List the manifest files of a snapshot's base and delta lists: name, size, files added and deleted, schema id (as Paimon's $manifests).
+        """List the manifest files of a snapshot's base and delta lists: name, size, files added and
+        deleted, schema id (as Paimon's $manifests).
 
         Example:
 
