@@ -131,12 +131,15 @@ class TagManager:
         names, never neither, and the same rename run again completes it. NotFoundError if ``old``
         is absent, TagExistsError if ``new`` is another tag."""
         validate_tag_name(new)
-        tag = self.tag(old)
-        renamed = replace(tag, name=new)
-        text = renamed.to_json()
+        old_path = self.path(old)
+        if not self.file_io.exists(old_path):
+            raise NotFoundError(f"tag {old} does not exist")
+        # The file is copied byte for byte: fields lakectl does not model (a newer Paimon's) stay.
+        text = self.file_io.read_text(old_path)
+        renamed = Tag.from_json(new, text, old_path)
         if not self.file_io.try_create(self.path(new), text.encode("utf-8")) and not self._holds(new, text):
             raise TagExistsError(f"tag {new} already exists")
-        self.file_io.delete(self.path(old))
+        self.file_io.delete(old_path)
         return renamed
 
     def _holds(self, name: str, text: str) -> bool:
