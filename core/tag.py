@@ -116,6 +116,40 @@ class TagManager:
             raise TagExistsError(f"tag {name} already exists")
         return tag
 
+    def replace(self, name: str, snapshot: Snapshot, *, time_retained: dt.timedelta | None = None) -> Tag:
+        """Point ``tag-<name>`` at ``snapshot`` (creating it if absent), as Paimon's replace_tag:
+        a new create time and TTL. One whole-file overwrite, so a reader sees the old tag or
+        the new one, never none."""
+        validate_tag_name(name)
+        tag = Tag(name, snapshot, dt.datetime.now(), time_retained)
+        self.file_io.overwrite_hint(self.path(name), tag.to_json())
+        return tag
+
+    def rename(self, old: str, new: str) -> Tag:
+        """Rename ``old`` to ``new``, keeping its snapshot, create time and TTL. ``new`` is
+        written (create-if-absent) before ``old`` is deleted: a crash in between leaves both
+        names, never neither, and the same rename run again completes it. NotFoundError if ``old``
+        is absent, TagExistsError if ``new`` is another tag."""
+        validate_tag_name(new)
+        old_path = self.path(old)
+        if not self.file_io.exists(old_path):
+            raise NotFoundError(f"tag {old} does not exist")
+        # The file is copied byte for byte: fields lakectl does not model (a newer Paimon's) stay.
+        text = self.file_io.read_text(old_path)
+        renamed = Tag.from_json(new, text, old_path)
+        if not self.file_io.try_create(self.path(new), text.encode("utf-8")) and not self._holds(new, text):
+            raise TagExistsError(f"tag {new} already exists")
+        self.file_io.delete(old_path)
+        return renamed
+
+    def _holds(self, name: str, text: str) -> bool:
+        """Does ``tag-<name>`` hold exactly this tag? Then an interrupted rename wrote it, and
+        running the rename again finishes it (deletes the old name) instead of refusing."""
+        try:
+            return json.loads(self.file_io.read_text(self.path(name))) == json.loads(text)
+        except (NotFoundError, FileNotFoundError, CorruptMetadataError, ValueError):
+            return False  # gone meanwhile, or not a tag we could have written
+
     def delete(self, name: str) -> None:
         validate_tag_name(name)
         if not self.exists(name):

@@ -39,6 +39,15 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("files", "files",
           "List live data files: partition, bucket, level, rows, size, sequence range, schema, name, and the rows "
           "each file's deletion vector deletes (tables with deletion-vectors.enabled)."),
+    Entry("partitions", "table_views",
+          "List partitions with their record count, file size, file count and last update time (as Paimon's "
+          "$partitions)."),
+    Entry("buckets", "table_views",
+          "List buckets per partition with their record count, file size, file count and last update time (as "
+          "Paimon's $buckets)."),
+    Entry("manifests", "table_views",
+          "List the manifest files of a snapshot's base and delta lists: name, size, files added and deleted, "
+          "schema id (as Paimon's $manifests)."),
     Entry("describe", "describe",
           "Show a table's schema (with field ids), keys, partitioning, buckets, options and size."),
     Entry("list", "listing", "List databases, or the tables of DATABASE."),
@@ -49,7 +58,10 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("check", "check",
           "Verify every schema, snapshot, tag, manifest and referenced file (present, with its recorded size) and "
           "the LATEST/EARLIEST hints."),
-    Entry("tag", "tags", "Create, delete and list tags: named snapshots that expire leaves alone."),
+    Entry("tag", "tags", "Create, rename, delete and list tags: named snapshots that expire leaves alone."),
+    Entry("expire-tags", "expire_tags",
+          "Delete tags whose TTL (tag.time-retained, else tag.default-time-retained) has passed, or created before "
+          "--older-than."),
     Entry("consumer", "consumers",
           "List, move and delete consumers: the positions of streaming readers (scan --follow --consumer-id), which "
           "hold back expiration."),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace as with_fields
 
 from core.errors import NotFoundError
 from core.ops.check import require_whole
@@ -33,25 +33,29 @@ def _info(tag: Tag) -> TagInfo:
 
 
 def create_tag(table: Table, name: str, *, snapshot_id: int | None = None,
-               time_retained: str | None = None) -> TagInfo:
+               time_retained: str | None = None, replace: bool = False) -> TagInfo:
     """Tag a snapshot (the latest by default).
 
     Args:
         table: the table.
         name: tag name; not empty, not a number, no '/'.
         snapshot_id: the snapshot to tag; the latest if None.
-        time_retained: a TTL such as ``7d``, stored as ``tagTimeRetained``.
+        time_retained: a TTL such as ``7d``, stored as ``tagTimeRetained``; the table option
+            ``tag.default-time-retained`` if None (and set).
+        replace: point an existing tag at the snapshot instead of refusing (Paimon's
+            replace_tag: a new create time and TTL); creates the tag when absent.
 
     Returns:
         The new tag.
 
     Raises:
         NotFoundError: the snapshot does not exist (or the table has none).
-        TagExistsError: the name is taken.
+        TagExistsError: the name is taken (and not ``replace``).
         UsageError: a bad name or duration.
         CorruptMetadataError: the snapshot's manifests or data files are missing.
     """
-    ttl = parse_duration(time_retained, "--time-retained") if time_retained is not None else None
+    # As Paimon's createTag: without a TTL the tag gets the table's tag.default-time-retained.
+    ttl = parse_duration(time_retained, "--time-retained") if time_retained is not None else _default_ttl(table)
     if snapshot_id is None:
         snapshot = table.latest_snapshot()
         if snapshot is None:
@@ -60,7 +64,21 @@ def create_tag(table: Table, name: str, *, snapshot_id: int | None = None,
         snapshot = table.snapshots.snapshot(snapshot_id)
     # A tag pins its snapshot for rollback; pinning one whose files are gone pins nothing.
     require_whole(table, snapshot, f"cannot create tag {name}")
+    if replace:
+        return _info(table.tags.replace(name, snapshot, time_retained=ttl))
     return _info(table.tags.create(name, snapshot, time_retained=ttl))
+
+
+def rename_tag(table: Table, old: str, new: str) -> TagInfo:
+    """Rename a tag (same snapshot, create time and TTL). The new name is written before the
+    old one is removed, so a crash leaves both names, never neither.
+
+    Raises:
+        NotFoundError: ``old`` does not exist.
+        TagExistsError: ``new`` is taken.
+        UsageError: ``new`` is not a valid tag name.
+    """
+    return _info(table.tags.rename(old, new))
 
 
 def delete_tag(table: Table, name: str) -> TagInfo:
@@ -73,3 +91,71 @@ def delete_tag(table: Table, name: str) -> TagInfo:
 
 def list_tags(table: Table) -> list[TagInfo]:
     return [_info(t) for t in table.tags.tags()]
+
+
+@dataclass(frozen=True, slots=True)
+class ExpiredTag:
+    name: str
+    snapshot_id: int
+    create_time: str | None  # ISO 8601 with the local zone offset
+    time_retained: int | None  # whole seconds: the tag's own TTL, else tag.default-time-retained
+    reason: str  # "time-retained" or "older-than"
+    dry_run: bool
+
+
+def expire_tags(table: Table, *, older_than: str | None = None, dry_run: bool = False,
+                now: dt.datetime | None = None) -> list[ExpiredTag]:
+    """Delete the tags whose time is up, as Paimon's ``expire_tags``: a tag expires when
+    ``now`` is past its create time plus its TTL (``tagTimeRetained``, else the table option
+    ``tag.default-time-retained``) or, with ``older_than``, when it was created before that
+    time. A tag without a create time (written by an old Paimon) has no age and is kept.
+    (Paimon writes the default TTL into each tag it creates and its expire reads only the
+    tag's own; lakectl does both, so that tags created before the option was set, or by
+    pypaimon, follow it too.)
+
+    Only tag files are deleted, as ``tag delete`` does: the data files only those tags held are
+    reclaimed by ``expire`` and ``remove-orphan-files``, which keep whatever a snapshot or a
+    remaining tag references.
+
+    Args:
+        older_than: a duration back from now (``30d``) or an ISO 8601 time.
+        dry_run: report what would be deleted; delete nothing.
+        now: the local time to judge by (tests); the current time if None.
+    """
+    from core.ops.expire import older_than_cutoff
+
+    now = now or dt.datetime.now()
+    cutoff = None
+    if older_than is not None:
+        millis = older_than_cutoff(older_than, int(now.astimezone().timestamp() * 1000))
+        cutoff = dt.datetime.fromtimestamp(millis / 1000)  # local and naive, as tag create times
+    default_ttl = _default_ttl(table)
+    out = []
+    for tag in table.tags.tags():
+        reason = _expiry_reason(tag, tag.time_retained or default_ttl, cutoff, now)
+        if reason is None:
+            continue
+        if not dry_run:
+            try:
+                table.tags.delete(tag.name)
+            except NotFoundError:
+                pass  # deleted meanwhile: expired all the same
+        info = _info(with_fields(tag, time_retained=tag.time_retained or default_ttl))
+        out.append(ExpiredTag(tag.name, info.snapshot_id, info.create_time, info.time_retained, reason, dry_run))
+    return out
+
+
+def _default_ttl(table: Table) -> dt.timedelta | None:
+    raw = table.schema.options.get("tag.default-time-retained")
+    return parse_duration(raw, "tag.default-time-retained") if raw else None
+
+
+def _expiry_reason(tag: Tag, ttl: dt.timedelta | None, cutoff: dt.datetime | None,
+                   now: dt.datetime) -> str | None:
+    if tag.create_time is None:
+        return None
+    if ttl is not None and now > tag.create_time + ttl:
+        return "time-retained"
+    if cutoff is not None and tag.create_time < cutoff:
+        return "older-than"
+    return None

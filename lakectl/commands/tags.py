@@ -1,4 +1,4 @@
-"""lakectl tag create|delete|list DB.TABLE: named, long-lived references to snapshots."""
+"""lakectl tag create|rename|delete|list DB.TABLE: named, long-lived references to snapshots."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ ExistingTagArg = Annotated[str, typer.Argument(help="Tag name.", metavar="NAME",
 
 
 def register(app: typer.Typer) -> None:
-    tag_app = typer.Typer(help="Create, delete and list tags: named snapshots that expire leaves alone.\n\n"
+    tag_app = typer.Typer(help="Create, rename, delete and list tags: named snapshots that expire leaves alone.\n\n"
                                "Example:\n\n\b\n  lakectl tag create shop.orders eod-2024-01-01 --time-retained 30d",
                           no_args_is_help=True)
 
@@ -30,10 +30,14 @@ def register(app: typer.Typer) -> None:
         timestamp: TimestampOpt = None,
         tag: TagOpt = None,
         time_retained: Annotated[Optional[str], typer.Option("--time-retained", help="Keep the tag this long, e.g. 7d (stored as the tag's TTL).")] = None,
+        replace: Annotated[bool, typer.Option("--replace", help="Point an existing tag at this snapshot (new create time and TTL) instead of refusing.")] = False,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
-        """Tag a snapshot; an existing name is an error.
+        """Tag a snapshot; an existing name is an error unless --replace.
+
+        --timestamp tags the latest snapshot at or before that time, as scan --timestamp reads
+        (Paimon's create_tag_from_timestamp takes the earliest at or after it).
 
         Example:
 
@@ -46,7 +50,29 @@ def register(app: typer.Typer) -> None:
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
         out.record(create_tag(t, name, snapshot_id=snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag),
-                               time_retained=time_retained))
+                               time_retained=time_retained, replace=replace))
+
+    @tag_app.command("rename")
+    def rename_cmd(
+        ctx: typer.Context,
+        table: TableArg,
+        old: ExistingTagArg,
+        new: Annotated[str, typer.Argument(help="New tag name.", metavar="NEW", show_default=False)],
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """Rename a tag, keeping its snapshot, create time and TTL; an existing NEW is an error.
+
+        Example:
+
+        \b
+          lakectl tag rename shop.orders eod-2024-01-01 release-1.0
+        """
+        from core.ops.tags import rename_tag
+
+        out = output(ctx, fmt)
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        out.record(rename_tag(t, old, new))
 
     @tag_app.command("delete")
     def delete_cmd(
@@ -90,3 +116,4 @@ def register(app: typer.Typer) -> None:
         out.records(list_tags(t), TagInfo, title=f"tags of {t.name}")
 
     app.add_typer(tag_app, name="tag")
+

@@ -69,6 +69,11 @@ def command(name: str) -> list[str]:
         "tag create": ["tag", "create", "shop.orders", f"t{n}", "--snapshot-id", "1"],
         "tag delete": ["tag", "delete", "shop.orders", f"t{n}"],
         "tag list": ["tag", "list", "shop.orders"],
+        "tag rename": ["tag", "rename", "shop.orders", f"t{n}", f"renamed{n}"],
+        "expire-tags": ["expire-tags", "shop.orders", "--older-than", "0s", "--dry-run"],
+        "partitions": ["partitions", "shop.orders"],
+        "buckets": ["buckets", "shop.orders"],
+        "manifests": ["manifests", "shop.orders"],
         "remove-orphan-files": ["remove-orphan-files", "shop.orders", "--dry-run", "--older-than", "0s"],
         "files": ["files", "shop.orders"],
         "snapshots": ["snapshots", "shop.orders"],
@@ -84,8 +89,11 @@ def command(name: str) -> list[str]:
 
 def run(name: str, *options: str, env: dict[str, str] | None = None) -> Result:
     args = command(name)
-    if name == "tag delete":  # something to delete
+    if name in ("tag delete", "tag rename"):  # something to delete or rename
         assert runner.invoke(app, ["-q", "-w", "wh", "tag", "create", *args[2:4]]).exit_code == 0
+    if name == "expire-tags":  # a tag to expire (--older-than 0s --dry-run: it stays)
+        assert runner.invoke(app, ["-q", "-w", "wh", "tag", "create", "shop.orders", "expirable",
+                                   "--replace"]).exit_code == 0
     if name in ("consumer delete", "consumer list"):  # something to delete or list
         prepare = ["consumer", "reset", "shop.orders", args[3] if name == "consumer delete" else "listed",
                    "--next-snapshot", "1"]
@@ -268,6 +276,7 @@ def test_output_wraps_to_the_given_width(monkeypatch: pytest.MonkeyPatch) -> Non
 # ---- quiet -----------------------------------------------------------------------------------------
 # Commands that exist to print data: --quiet keeps it (and silences everything else).
 DATA_COMMANDS = {"scan", "scan --follow", "lookup", "snapshots", "files", "list", "tag list", "consumer list",
+                 "partitions", "buckets", "manifests",
                  "schemas", "describe", "config show"}
 
 

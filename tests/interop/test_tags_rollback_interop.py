@@ -118,3 +118,79 @@ def test_lakectl_reads_and_rolls_back_to_pypaimon_tags(tmp_path: Path) -> None:
     assert result.tags_removed == ("t2",)
     data, meta = official_read(t.path, tmp_path)
     assert canon(data) == canon(expected_t1) and meta["latest_snapshot"] == tags["t1"].snapshot_id
+
+
+@pytest.mark.java
+@pytest.mark.slow
+def test_java_and_pypaimon_read_renamed_replaced_and_surviving_expired_tags(tmp_path: Path) -> None:
+    """lakectl renames a tag, re-points another with --replace and expires a third; then expire
+    and remove-orphan-files run: Java Paimon and pypaimon read every remaining tag as the model
+    says, and find the renamed and expired names gone."""
+    import datetime as dt
+
+    from java_oracle import java_read
+
+    from core.ops.tags import expire_tags, rename_tag
+
+    t, states = lakectl_table(tmp_path, 4)
+    create_tag(t, "draft", snapshot_id=1)
+    create_tag(t, "moving", snapshot_id=1)
+    t.tags.create("stale", t.snapshots.snapshot(2), time_retained=dt.timedelta(hours=1),
+                  create_time=dt.datetime.now() - dt.timedelta(days=1))
+    rename_tag(t, "draft", "release")
+    create_tag(t, "moving", snapshot_id=3, replace=True)
+    assert [e.name for e in expire_tags(t)] == ["stale"]
+    t.expire(retain_min=1, retain_max=1, max_deletes=1000, dry_run=False)
+    old = time.time() - 2 * 86400
+    for p in Path(t.path).rglob("*"):
+        if p.is_file():
+            os.utime(p, (old, old))
+    remove_orphan_files(t, older_than="1d")
+
+    def as_lists(rows: list[tuple[Any, ...]]) -> list[list[Any]]:
+        return sorted([list(r) for r in rows])
+
+    assert sorted(t.tags.names()) == ["moving", "release"]
+    for name, sid in (("release", 1), ("moving", 3)):
+        rows, _ = java_read(t.path, tag=name)
+        assert rows == as_lists(states[sid - 1]), name
+        data, _ = official_read(t.path, tmp_path, tag=name)
+        assert canon(data) == states[sid - 1], name
+    rows, meta = java_read(t.path)
+    assert rows == as_lists(states[3]) and meta["latest_snapshot"] == 4
+    for gone in ("draft", "stale"):
+        with pytest.raises(Exception):
+            java_read(t.path, tag=gone)
+
+
+@pytest.mark.java
+@pytest.mark.slow
+def test_java_reads_its_own_tag_after_lakectl_renames_and_replaces_it(tmp_path: Path) -> None:
+    """Java writes two snapshots and tags the first; lakectl renames that tag and replaces a
+    second one of Java's; Java reads both under their new names and snapshots, and
+    lakectl's partitions/buckets views agree with the rows Java reads."""
+    from java_oracle import java_read, java_run
+
+    from core.ops.table_stats import bucket_stats, partition_stats
+    from core.ops.tags import rename_tag
+
+    path = tmp_path / "wh" / "db.db" / "j"
+    first = [[1, "v1", "a"], [2, "v2", "b"]]
+    second = [[3, "v3", "a"]]
+    java_run(path, [{"op": "write", "rows": first}, {"op": "tag", "name": "java-tag", "snapshot": 1},
+                    {"op": "tag", "name": "java-other", "snapshot": 1}, {"op": "write", "rows": second}],
+             create={"fields": [{"name": "id", "type": "INT NOT NULL"}, {"name": "v", "type": "STRING"},
+                                {"name": "dt", "type": "STRING NOT NULL"}],
+                     "primaryKeys": ["id", "dt"], "partitionKeys": ["dt"], "options": {"bucket": "1"}})
+    t = Table.open(str(path))
+    raw = Path(t.tags.path("java-tag")).read_bytes()
+    rename_tag(t, "java-tag", "renamed")
+    assert Path(t.tags.path("renamed")).read_bytes() == raw and not t.tags.exists("java-tag")
+    create_tag(t, "java-other", snapshot_id=2, replace=True)
+    rows, _ = java_read(path, tag="renamed")
+    assert rows == sorted(first)
+    rows, _ = java_read(path, tag="java-other")
+    assert rows == sorted(first + second)
+    by_partition = {p.partition["dt"]: p.record_count for p in partition_stats(t)}
+    assert by_partition == {"a": 2, "b": 1}  # Java's rows per partition, one file per row batch
+    assert sum(b.file_count for b in bucket_stats(t)) == 3

@@ -5,8 +5,8 @@ A ``Lab`` is a table plus a model of what every snapshot of it holds (id -> (id,
 computed from the batches the test wrote, never read back from lakectl, and the rows each of
 its tags must scan to. An ``Op`` is one command that writes (write, overwrite, CDC write,
 stream write, compact, expire, expire-partitions, rollback, rollback to an expired tag,
-alter-schema, tag create and delete, remove-orphan-files) with an unfaulted ``prepare``
-step, the command itself, and how to tell whether it landed.
+alter-schema, tag create, delete, rename and replace, expire-tags, remove-orphan-files) with
+an unfaulted ``prepare`` step, the command itself, and how to tell whether it landed.
 
 ``fail_loop`` prepares the op once on a template table, then for n = 1, 2, ... runs it on a
 fresh copy of the template with ``inject_fault("fail", KIND, n)``, until the op completes
@@ -47,7 +47,7 @@ from core.ops.check import check
 from core.ops.orphans import remove_orphan_files
 from core.ops.partitions import expire_partitions
 from core.ops.stream_write import StreamWriter
-from core.ops.tags import create_tag, delete_tag
+from core.ops.tags import create_tag, delete_tag, expire_tags, rename_tag
 from core.snapshot import APPEND, COMPACT, OVERWRITE
 from core.table import Table
 from core.types import parse_type
@@ -512,6 +512,109 @@ class TagDelete(Op):
     provisional = after
 
 
+class TagRename(Op):
+    """Rename a tag on a snapshot that was expired since: the new name is written before the
+    old one goes, so a crash leaves one name or both, each scanning to the tag's rows."""
+
+    name = "tag-rename"
+
+    def prepare(self, lab: Lab) -> None:
+        first = lab.t.snapshots.latest_id()
+        create_tag(lab.t, "before-name")
+        lab.record_tag("before-name", first)
+        write_now(lab)
+        _expire_now(lab, retain_max=1)
+
+    def run(self, lab: Lab) -> Any:
+        # Run again after a crash between its two steps, the rename finishes (deletes the old name).
+        return rename_tag(lab.t, "before-name", "after-name")
+
+    def allowed_latest(self, lab: Lab, before: int) -> set[int]:
+        return {before}
+
+    def observe(self, lab: Lab, before: int) -> None:
+        # Both names may exist after a crash: the model knows the new one as soon as it does.
+        names = set(lab.t.tags.names())
+        assert names & {"before-name", "after-name"}, "a crashed rename lost both names"
+        if "after-name" in names:
+            lab.tags["after-name"] = lab.tags.get("after-name") or lab.tags["before-name"]
+        if "before-name" not in names:
+            lab.tags.pop("before-name", None)
+
+    def landed(self, lab: Lab, before: int) -> bool:
+        return not lab.t.tags.exists("before-name") and lab.t.tags.exists("after-name")
+
+    def after(self, lab: Lab, before: int) -> None:
+        self.observe(lab, before)
+
+
+class TagReplace(Op):
+    """tag create --replace: re-point a tag from an expired snapshot to the latest; a crash
+    leaves the old tag or the new one, each scanning to its rows."""
+
+    name = "tag-replace"
+
+    def prepare(self, lab: Lab) -> None:
+        first = lab.t.snapshots.latest_id()
+        create_tag(lab.t, "moving")
+        lab.record_tag("moving", first)
+        write_now(lab)
+        _expire_now(lab, retain_max=1)
+
+    def run(self, lab: Lab) -> Any:
+        return create_tag(lab.t, "moving", replace=True)
+
+    def allowed_latest(self, lab: Lab, before: int) -> set[int]:
+        return {before}
+
+    def landed(self, lab: Lab, before: int) -> bool:
+        return lab.t.tags.snapshot("moving").id == before
+
+    def after(self, lab: Lab, before: int) -> None:
+        lab.record_tag("moving", before)
+
+    provisional = after
+
+
+class ExpireTags(Op):
+    """expire-tags on two tags whose TTL has passed (one on a snapshot expired since) and one
+    whose has not; the files of the expired ones stay for remove-orphan-files."""
+
+    name = "expire-tags"
+
+    def prepare(self, lab: Lab) -> None:
+        first = lab.t.snapshots.latest_id()
+        long_ago = dt.datetime.now() - dt.timedelta(days=2)
+        for name, ttl in (("stale-1", dt.timedelta(hours=1)), ("fresh", dt.timedelta(days=7))):
+            lab.t.tags.create(name, lab.t.snapshots.snapshot(first), time_retained=ttl, create_time=long_ago)
+            lab.record_tag(name, first)
+        write_now(lab)
+        _expire_now(lab, retain_max=1)
+        second = lab.t.snapshots.latest_id()
+        lab.t.tags.create("stale-2", lab.t.snapshots.snapshot(second), time_retained=dt.timedelta(hours=1),
+                          create_time=long_ago)
+        lab.record_tag("stale-2", second)
+
+    def run(self, lab: Lab) -> Any:
+        return expire_tags(lab.t)
+
+    def allowed_latest(self, lab: Lab, before: int) -> set[int]:
+        return {before}
+
+    def observe(self, lab: Lab, before: int) -> None:
+        names = set(lab.t.tags.names())
+        assert "fresh" in names, "expire-tags deleted a tag whose TTL has not passed"
+        for name in ("stale-1", "stale-2"):
+            if name not in names:
+                lab.tags.pop(name, None)
+
+    def landed(self, lab: Lab, before: int) -> bool:
+        return set(lab.t.tags.names()) == {"fresh"}
+
+    def after(self, lab: Lab, before: int) -> None:
+        self.observe(lab, before)
+
+
 class RemoveOrphans(Op):
     """remove-orphan-files after a rolled-back write left its files and manifests behind."""
 
@@ -572,7 +675,8 @@ def _expire_now(lab: Lab, retain_max: int) -> None:
 # runs every command that writes.
 FAIL_OPS: dict[str, Callable[[], Op]] = {op.name: op for op in (Write, Overwrite, Compact, Expire, Rollback, Alter)}
 OPS: dict[str, Callable[[], Op]] = {**FAIL_OPS, **{op.name: op for op in (
-    CdcWrite, StreamWrite, ExpirePartitions, TagCreate, TagDelete, RemoveOrphans, RollbackToTag)}}
+    CdcWrite, StreamWrite, ExpirePartitions, TagCreate, TagDelete, TagRename, TagReplace, ExpireTags, RemoveOrphans,
+    RollbackToTag)}}
 
 
 def seed(lab: Lab, writes: int = 2) -> None:

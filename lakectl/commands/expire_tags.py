@@ -1,0 +1,39 @@
+"""lakectl expire-tags DB.TABLE [--older-than DURATION|TIME] [--dry-run]: delete tags whose time is up."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from core.table import Table
+from lakectl.commands import output, settings
+from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("expire-tags")
+    def expire_tags_cmd(
+        ctx: typer.Context,
+        table: TableArg,
+        older_than: Annotated[Optional[str], typer.Option("--older-than", help="Also delete tags created before this: a duration back from now (30d) or an ISO 8601 time.", metavar="DURATION|TIME")] = None,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Show which tags would be deleted; change nothing.")] = False,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """Delete tags whose TTL (tag.time-retained, else tag.default-time-retained) has passed, or
+        created before --older-than.
+
+        Files only those tags held are reclaimed by expire and remove-orphan-files.
+
+        Example:
+
+        \b
+          lakectl expire-tags shop.orders --older-than 90d --dry-run
+        """
+        from core.ops.tags import ExpiredTag, expire_tags
+
+        out = output(ctx, fmt)
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        out.records(expire_tags(t, older_than=older_than, dry_run=dry_run), ExpiredTag,
+                    title=f"expired tags of {t.name}", data=False)
