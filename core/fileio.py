@@ -401,6 +401,16 @@ class FileIO:
             return False
 
     @_store_errors
+    def rename_dir(self, src: str, dst: str) -> None:
+        """Move a directory into place in one step (local disks only: object stores cannot).
+        Fails if ``dst`` exists and is not empty, so a finished copy never lands on another."""
+        if not self.local:
+            raise UsageError(f"{self.scheme}:// cannot rename directories")
+        _before("write")
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        os.rename(src, dst)
+
+    @_store_errors
     def delete(self, path: str) -> None:
         _before("delete")
         try:
