@@ -4,6 +4,7 @@ a model of the writes says), passes check, and lives on independently of the sou
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -172,3 +173,25 @@ def test_clone_refuses_an_existing_target_and_dry_run_writes_nothing(tmp_path: P
     assert not (wh / "db.db" / "x").exists()
     listing = invoke("list", "db", "-w", wh, "--format", "json")
     assert sorted(r["table"] for r in json.loads(listing.stdout)) == ["copy", "pk"]
+
+
+def test_clone_of_an_empty_snapshot_and_by_timestamp(tmp_path: Path) -> None:
+    wh = tmp_path / "wh"
+    t = Table.locate("db.t", warehouse=str(wh))
+    create(t, "id BIGINT NOT NULL, v STRING", primary_keys=["id"], options={"bucket": "1"})
+    t.write(pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["a", "b"]}))
+    first = t.latest_snapshot()
+    time.sleep(0.01)  # the next commit gets a later millisecond, so --timestamp can tell them apart
+    t.write(pa.table({"id": pa.array([], pa.int64()), "v": pa.array([], pa.string())}), mode="overwrite")
+    assert t.scan().num_rows == 0 and t.snapshots.latest_id() == 2
+    out = clone_json(wh, "db.t", "db.empty")
+    assert out["snapshot_id"] == 2 and out["files_copied"] == 0
+    empty = Table.open("db.empty", warehouse=str(wh))
+    assert empty.snapshots.list_ids() == [1] and empty.scan().num_rows == 0 and check(empty).ok
+    # the copy is a table like any other: it takes writes
+    empty.write(pa.table({"id": pa.array([7], pa.int64()), "v": ["x"]}))
+    assert empty.scan().to_pylist() == [{"id": 7, "v": "x"}] and t.scan().num_rows == 0
+    # --timestamp names the latest snapshot at or before it: the first one here
+    out = clone_json(wh, "db.t", "db.first", "--timestamp", first.time_millis)
+    assert out["snapshot_id"] == 1
+    assert rows(Table.open("db.first", warehouse=str(wh))) == [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}]
