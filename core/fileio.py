@@ -430,6 +430,15 @@ class FileIO:
         except OSError:
             return False
 
+    @_store_errors
+    def delete_tree(self, path: str) -> None:
+        """Remove a directory and everything under it (a clone's unfinished staging copy)."""
+        _before("delete")
+        try:
+            self.fs.rm(path, recursive=True)
+        except FileNotFoundError:
+            pass
+
     def delete_quietly(self, path: str) -> None:
         """Best-effort cleanup of files nobody references; failure only leaves an orphan."""
         try:

@@ -24,6 +24,7 @@ and fails ``check`` (a missing schema file) during it; remove the target prefix 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import time
 import uuid
@@ -40,6 +41,7 @@ from core.snapshot import APPEND, Snapshot
 from core.table import Table
 from core.travel import choose_snapshot
 
+log = logging.getLogger(__name__)
 Progress = Callable[[int, int, str], None]
 _CHUNK = 8 * 1024 * 1024  # copy in pieces: data files can be larger than memory should hold
 
@@ -87,18 +89,33 @@ def clone(source: Table, target: Table, *, snapshot_id: int | None = None, tag: 
         return result
 
     staging = _staging_dir(target)
-    build_at = staging or target.path
-    _copy_files(source.file_io, target.file_io, plan.files, build_at, progress)
-    schemas = {sid: source.schemas.schema(sid) for sid in plan.schema_ids}
-    _commit_copy(target.file_io, build_at, schemas[snapshot.schema_id], snapshot, plan)
+    try:
+        _build(source, target.file_io, staging or target.path, snapshot, plan, progress)
+        if staging:
+            target.file_io.rename_dir(staging, target.path)
+    except Exception:
+        if staging:  # an error (not a kill) removes its own leftovers; the target was never touched
+            _remove_quietly(target.file_io, staging)
+        raise
+    return result
+
+
+def _build(source: Table, file_io: FileIO, build_at: str, snapshot: Snapshot, plan: _CopyPlan,
+           progress: Progress | None) -> None:
+    _copy_files(source.file_io, file_io, plan.files, build_at, progress)
+    _commit_copy(file_io, build_at, source.schemas.schema(snapshot.schema_id), snapshot, plan)
     # Schemas last, the snapshot's own first: the directory becomes a table with its right
     # latest schema, and an interruption before the older ones fails loudly on their files.
     for sid in sorted(plan.schema_ids, reverse=True):
-        target.file_io.write_bytes(join(build_at, "schema", f"schema-{sid}"),
-                                   source.file_io.read_bytes(source.schemas.path(sid)))
-    if staging:
-        target.file_io.rename_dir(staging, target.path)
-    return result
+        file_io.write_bytes(join(build_at, "schema", f"schema-{sid}"),
+                            source.file_io.read_bytes(source.schemas.path(sid)))
+
+
+def _remove_quietly(file_io: FileIO, path: str) -> None:
+    try:
+        file_io.delete_tree(path)
+    except OSError:
+        log.warning("could not remove the unfinished clone %s; remove it with rm -r", path, exc_info=True)
 
 
 def _refuse_existing(target: Table) -> None:
