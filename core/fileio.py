@@ -432,7 +432,12 @@ class FileIO:
 
     @_store_errors
     def delete_tree(self, path: str) -> None:
-        """Remove a directory and everything under it (a clone's unfinished staging copy)."""
+        """Remove a directory and everything under it (an unfinished clone). On an object store,
+        every object below the prefix, one by one."""
+        if not self.local:
+            for status in self.walk(path):
+                self.delete(status.path)
+            return
         _before("delete")
         try:
             self.fs.rm(path, recursive=True)

@@ -19,6 +19,7 @@ which is renamed to the target at the end, so the target is either absent or com
 killed clone leaves only that hidden directory (remove it with ``rm -r``). On an object store
 there is no rename: a killed clone leaves a partial target, which is not a table before step 3
 and fails ``check`` (a missing schema file) during it; remove the target prefix and re-run.
+A clone that fails with an error (rather than being killed) removes what it wrote.
 """
 
 from __future__ import annotations
@@ -94,8 +95,9 @@ def clone(source: Table, target: Table, *, snapshot_id: int | None = None, tag: 
         if staging:
             target.file_io.rename_dir(staging, target.path)
     except Exception:
-        if staging:  # an error (not a kill) removes its own leftovers; the target was never touched
-            _remove_quietly(target.file_io, staging)
+        # An error (not a kill) removes what this clone wrote: the staging directory, or on an
+        # object store the target itself, which was empty when the clone began.
+        _remove_quietly(target.file_io, staging or target.path)
         raise
     return result
 
