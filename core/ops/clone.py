@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from core.commit import CommitMessage, FileStoreCommit, IndexChanges
-from core.errors import NotFoundError, TableExistsError
+from core.errors import LakectlError, NotFoundError, TableExistsError
 from core.fileio import FileIO, join
 from core.index_manifest import IndexManifestEntry, index_dir, live_index_entries
 from core.manifest import ManifestEntry, live_entries
@@ -73,8 +73,8 @@ def clone(source: Table, target: Table, *, snapshot_id: int | None = None, tag: 
     """Clone ``source`` as of the chosen snapshot (default: the latest) into ``target``.
 
     Raises:
-        UsageError: more than one of snapshot_id, tag, timestamp; or a source without snapshots.
-        NotFoundError: the snapshot or tag does not exist.
+        UsageError: more than one of snapshot_id, tag, timestamp.
+        NotFoundError: the snapshot or tag does not exist, or the source has no snapshot.
         TableExistsError: the target is a table, or a directory that is not empty.
     """
     snapshot = choose_snapshot(source, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag) \
@@ -116,7 +116,7 @@ def _build(source: Table, file_io: FileIO, build_at: str, snapshot: Snapshot, pl
 def _remove_quietly(file_io: FileIO, path: str) -> None:
     try:
         file_io.delete_tree(path)
-    except OSError:
+    except (OSError, LakectlError):  # the error that brought us here is the one to report
         log.warning("could not remove the unfinished clone %s; remove it with rm -r", path, exc_info=True)
 
 
