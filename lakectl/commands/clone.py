@@ -37,7 +37,7 @@ def register(app: typer.Typer) -> None:
         into place; a killed clone leaves only that directory (.NAME.clone-*, remove it with
         rm -r). On an object store a killed clone leaves a partial target: remove it and re-run.
 
-        Example:
+        Examples:
 
         \b
           lakectl clone shop.orders shop.orders_backup --tag release-1
