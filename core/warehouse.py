@@ -71,6 +71,8 @@ class Warehouse:
             raise NotFoundError(f"database {db} does not exist in {self.uri}")
         out = []
         for name in self.file_io.list_names(path):
+            if name.startswith("."):
+                continue  # a hidden directory is work in progress (a clone being built), not a table
             if self.file_io.exists(join(path, name, "schema")):
                 out.append(name)
         return sorted(out)

@@ -34,6 +34,8 @@ COMMANDS: tuple[Entry, ...] = (
           "commit_time_millis and commit_user in the json, jsonl and csv formats)."),
     Entry("rollback", "rollback",
           "Make an earlier snapshot the latest: removes newer snapshots and the tags on them."),
+    Entry("clone", "clone",
+          "Copy a table as of one snapshot (default the latest) into a new, independent table with one snapshot."),
     Entry("remove-orphan-files", "orphans",
           "Delete files under the table that no snapshot or tag references (failed writes, rollbacks)."),
     Entry("files", "files",

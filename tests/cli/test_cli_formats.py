@@ -66,6 +66,7 @@ def command(name: str) -> list[str]:
         "expire": ["expire", "shop.orders", "--dry-run", "--retain-min", "1", "--older-than", "0s"],
         "expire-partitions": ["expire-partitions", "shop.orders", "--expiration-time", "1d", "--dry-run"],
         "rollback": ["rollback", "shop.orders", "--snapshot-id", "1", "--dry-run"],
+        "clone": ["clone", "shop.orders", f"copies.orders{n}"],
         "tag create": ["tag", "create", "shop.orders", f"t{n}", "--snapshot-id", "1"],
         "tag delete": ["tag", "delete", "shop.orders", f"t{n}"],
         "tag list": ["tag", "list", "shop.orders"],
@@ -304,7 +305,8 @@ def test_quiet_still_prints_errors() -> None:
 
 
 # ---- progress bars -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["write", "scan", "scan --output", "compact", "expire", "remove-orphan-files"])
+@pytest.mark.parametrize("name", ["write", "scan", "scan --output", "compact", "expire", "remove-orphan-files",
+                                  "clone"])
 def test_progress_bar_on_a_terminal_and_none_on_a_pipe(name: str) -> None:
     piped = run(name)
     assert piped.stderr == ""

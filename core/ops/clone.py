@@ -1,0 +1,202 @@
+"""clone: copy one snapshot of a table into a new, independent table.
+
+The copy gets its own copies of the files the snapshot reads (data files with their side
+files, index files: deletion vectors and hash indexes) and the schema versions those files
+were written with (every schema id up to the snapshot's), and a fresh history of one APPEND
+snapshot, ``snapshot-1``, committed through ``core.commit`` with new manifests that list the
+copied files. No tags, consumers or changelog files are copied. Nothing is shared with the
+source, so writing, compacting or expiring either table never touches the other's files.
+
+Order, so that an interrupted clone never leaves something that reads as a complete table:
+
+1. copy data files and index files;
+2. commit ``snapshot-1`` (manifests, index manifest, snapshot, ``LATEST``) and ``EARLIEST``;
+3. write the schema files last, the snapshot's own schema first: a directory without
+   ``schema/`` is not a table (``Table.open`` says it does not exist).
+
+On a local disk all of this happens in a hidden sibling directory ``.<name>.clone-<hex>``
+which is renamed to the target at the end, so the target is either absent or complete; a
+killed clone leaves only that hidden directory (remove it with ``rm -r``). On an object store
+there is no rename: a killed clone leaves a partial target, which is not a table before step 3
+and fails ``check`` (a missing schema file) during it; remove the target prefix and re-run.
+A clone that fails with an error (rather than being killed) removes what it wrote.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Callable
+
+from core.commit import CommitMessage, FileStoreCommit, IndexChanges
+from core.errors import LakectlError, NotFoundError, TableExistsError
+from core.fileio import FileIO, join
+from core.index_manifest import IndexManifestEntry, index_dir, live_index_entries
+from core.manifest import ManifestEntry, live_entries
+from core.schema import TableSchema
+from core.snapshot import APPEND, Snapshot
+from core.table import Table
+from core.travel import choose_snapshot
+
+log = logging.getLogger(__name__)
+Progress = Callable[[int, int, str], None]
+_CHUNK = 8 * 1024 * 1024  # copy in pieces: data files can be larger than memory should hold
+
+
+@dataclass(frozen=True, slots=True)
+class CloneResult:
+    source: str
+    target: str
+    snapshot_id: int  # the source's snapshot that was copied
+    files_copied: int  # data, side and index files
+    bytes_copied: int
+    schemas_copied: int
+    dry_run: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _CopyPlan:
+    """Every file to copy (source path, path relative to the table directory, size)."""
+
+    files: tuple[tuple[str, str, int], ...]
+    entries: tuple[ManifestEntry, ...]
+    index_entries: tuple[IndexManifestEntry, ...]
+    schema_ids: tuple[int, ...]
+
+
+def clone(source: Table, target: Table, *, snapshot_id: int | None = None, tag: str | None = None,
+          timestamp: str | None = None, dry_run: bool = False, progress: Progress | None = None) -> CloneResult:
+    """Clone ``source`` as of the chosen snapshot (default: the latest) into ``target``.
+
+    Raises:
+        UsageError: more than one of snapshot_id, tag, timestamp.
+        NotFoundError: the snapshot or tag does not exist, or the source has no snapshot.
+        TableExistsError: the target is a table, or a directory that is not empty.
+    """
+    snapshot = choose_snapshot(source, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag) \
+        if (snapshot_id, tag, timestamp) != (None, None, None) else source.latest_snapshot()
+    if snapshot is None:
+        raise NotFoundError(f"table {source.name} has no snapshot to clone")
+    _refuse_existing(target)
+    plan = _plan(source, snapshot)
+    total_bytes = sum(size for _, _, size in plan.files)
+    result = CloneResult(source.name, target.name, snapshot.id, len(plan.files), total_bytes,
+                         len(plan.schema_ids), dry_run)
+    if dry_run:
+        return result
+
+    staging = _staging_dir(target)
+    try:
+        _build(source, target.file_io, staging or target.path, snapshot, plan, progress)
+        if staging:
+            target.file_io.rename_dir(staging, target.path)
+    except Exception:
+        # An error (not a kill) removes what this clone wrote: the staging directory, or on an
+        # object store the target itself, which was empty when the clone began.
+        _remove_quietly(target.file_io, staging or target.path)
+        raise
+    return result
+
+
+def _build(source: Table, file_io: FileIO, build_at: str, snapshot: Snapshot, plan: _CopyPlan,
+           progress: Progress | None) -> None:
+    _copy_files(source.file_io, file_io, plan.files, build_at, progress)
+    _commit_copy(file_io, build_at, source.schemas.schema(snapshot.schema_id), snapshot, plan)
+    # Schemas last, the snapshot's own first: the directory becomes a table with its right
+    # latest schema, and an interruption before the older ones fails loudly on their files.
+    for sid in sorted(plan.schema_ids, reverse=True):
+        file_io.write_bytes(join(build_at, "schema", f"schema-{sid}"),
+                            source.file_io.read_bytes(source.schemas.path(sid)))
+
+
+def _remove_quietly(file_io: FileIO, path: str) -> None:
+    try:
+        file_io.delete_tree(path)
+    except (OSError, LakectlError):  # the error that brought us here is the one to report
+        log.warning("could not remove the unfinished clone %s; remove it with rm -r", path, exc_info=True)
+
+
+def _refuse_existing(target: Table) -> None:
+    if target.exists():
+        raise TableExistsError(f"table {target.name} already exists; clone makes a new table")
+    if target.file_io.exists(target.path) and target.file_io.list_names(target.path):
+        raise TableExistsError(f"{target.path} exists and is not empty (a clone left half way? remove it with "
+                               "rm -r and re-run)")
+
+
+def _plan(source: Table, snapshot: Snapshot) -> _CopyPlan:
+    """The snapshot's live files and index files, where they are and where they go."""
+    schema = source.schemas.schema(snapshot.schema_id)
+    entries = live_entries(source.manifests(), snapshot)
+    index_entries = live_index_entries(source.file_io, source.path, snapshot.index_manifest)
+    files: list[tuple[str, str, int]] = []
+    for e in entries:
+        bucket_dir = schema.bucket_dir("", e.partition, e.bucket).lstrip("/")
+        src_dir = schema.bucket_dir(source.path, e.partition, e.bucket)
+        src = e.file.external_path or join(src_dir, e.file.file_name)
+        files.append((src, join(bucket_dir, e.file.file_name), e.file.file_size))
+        for extra in e.file.extra_files:  # side files (a file index) sit next to their data file
+            files.append((join(src_dir, extra), join(bucket_dir, extra), source.file_io.size(join(src_dir, extra))))
+    for ie in index_entries:
+        name = ie.index_file.file_name
+        files.append((join(index_dir(source.path), name), join("index", name), ie.index_file.file_size))
+    # Every schema up to the snapshot's: data files may name any older one, and a reader maps
+    # columns through them by field id. Later schemas are the source's future, not the copy's.
+    schema_ids = tuple(sid for sid in source.schemas.list_ids() if sid <= schema.id)
+    return _CopyPlan(tuple(files), tuple(entries), tuple(index_entries), schema_ids)
+
+
+def _staging_dir(target: Table) -> str | None:
+    """A hidden sibling of the target to build the copy in, on a local disk (renamed into place
+    at the end); None on object stores, which cannot rename a directory."""
+    if not target.file_io.local:
+        return None
+    parent, name = os.path.split(target.path.rstrip("/"))
+    return join(parent, f".{name}.clone-{uuid.uuid4().hex[:12]}")
+
+
+def _copy_files(src_io: FileIO, dst_io: FileIO, files: tuple[tuple[str, str, int], ...], dest_root: str,
+                progress: Progress | None) -> None:
+    total = sum(size for _, _, size in files)
+    done = 0
+    for src, relative, size in files:
+        with src_io.open_input(src) as reader, dst_io.open_output(join(dest_root, relative)) as writer:
+            while chunk := reader.read(_CHUNK):
+                writer.write(chunk)
+        done += size
+        if progress:
+            progress(done, total, "copying files")
+
+
+def _commit_copy(file_io: FileIO, table_path: str, schema: TableSchema, snapshot: Snapshot, plan: _CopyPlan) -> None:
+    """Commit the copied files as ``snapshot-1`` of the new table (then ``EARLIEST``)."""
+    by_bucket: dict[tuple[bytes, int, int], list] = {}
+    for e in plan.entries:
+        # The copy lives in its bucket directory, wherever the source kept it.
+        by_bucket.setdefault((e.partition, e.bucket, e.total_buckets), []).append(
+            dataclasses.replace(e.file, external_path=None))
+    messages = [CommitMessage(partition, bucket, total_buckets, new_files=tuple(files))
+                for (partition, bucket, total_buckets), files in by_bucket.items()]
+    committer = FileStoreCommit(file_io, table_path, schema)
+    committed = committer.commit(messages, kind=APPEND, watermark=snapshot.watermark,
+                                 index=IndexChanges(entries=plan.index_entries))
+    if committed is None:  # an empty snapshot: nothing to commit, but the copy still needs one
+        committed = _empty_snapshot(committer, schema, snapshot)
+    committer.snapshots.write_earliest_hint(committed.id)
+
+
+def _empty_snapshot(committer: FileStoreCommit, schema: TableSchema, snapshot: Snapshot) -> Snapshot:
+    """``snapshot-1`` with empty manifest lists, for a source snapshot with no live files."""
+    base, base_size = committer.manifests.write_manifest_list([])
+    delta, delta_size = committer.manifests.write_manifest_list([])
+    empty = Snapshot(id=1, schema_id=schema.id, base_manifest_list=base, base_manifest_list_size=base_size,
+                     delta_manifest_list=delta, delta_manifest_list_size=delta_size,
+                     commit_user=committer.commit_user, commit_identifier=committer.identifier,
+                     commit_kind=APPEND, time_millis=int(time.time() * 1000), watermark=snapshot.watermark)
+    committer.snapshots.try_publish(empty)
+    committer.snapshots.write_latest_hint(1)
+    return empty
