@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
         Example:
 
         \b
-          lakectl delete shop.orders --where "dt = '2024-01-01' AND amount < 0" --dry-run
+          lakectl delete shop.orders --where "amount < 0" --dry-run
         """
         from core.ops.delete import delete
 
