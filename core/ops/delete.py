@@ -40,6 +40,7 @@ from core.kernels.read import ReadSplit
 from core.kernels.records import DELETE
 from core.kernels.write import write_bucket
 from core.options import WRITE, check_options
+from core.ops.maintenance import after_commit
 from core.ops.scan import PreparedScan, prepare, read_batches
 from core.ops.write import plan_job, write_and_commit
 from core.predicate import Predicate
@@ -208,6 +209,7 @@ def _rewrite_files(table: Table, prepared: PreparedScan, dry_run: bool) -> Delet
         _discard_rewrites(table, committer.commit_user, prepared, messages)
         raise
     assert snapshot is not None
+    after_commit(table, engine)  # as after a write: expiration etc., unless write-only; never raises
     return DeleteResult(table.name, snapshot.id, snapshot.commit_kind, matched, rewritten, committer.files_deleted,
                         engine.name, False)
 

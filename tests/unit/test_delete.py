@@ -213,3 +213,22 @@ def test_usage_errors(tmp_path: Path, call: Callable[[Table], object]) -> None:
     t.write(rows_table(batch(0, 5)))
     with pytest.raises(UsageError):
         call(t)
+
+
+@pytest.mark.parametrize("pk", [True, False], ids=["primary-key", "append"])
+def test_a_table_without_snapshots(tmp_path: Path, pk: bool) -> None:
+    t = make(tmp_path, pk=pk)
+    result = t.delete("id > 0")
+    assert (result.rows_deleted, result.snapshot_id, result.files_deleted) == (0, None, 0)
+    assert t.snapshots.latest_id() is None
+
+
+def test_append_delete_runs_the_writers_maintenance(tmp_path: Path) -> None:
+    """Not write-only: the snapshot retention options apply after the delete's commit too."""
+    t = make(tmp_path, pk=False, options={"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"})
+    rows = batch(0, 10)
+    t.write(rows_table(rows))
+    t.write(rows_table(rows))
+    result = t.delete(WHERE)
+    assert t.snapshots.list_ids() == [result.snapshot_id]
+    assert scanned(t) == Counter({r: 2 for r in rows if not matches(r)})
