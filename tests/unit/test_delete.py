@@ -232,3 +232,33 @@ def test_append_delete_runs_the_writers_maintenance(tmp_path: Path) -> None:
     result = t.delete(WHERE)
     assert t.snapshots.list_ids() == [result.snapshot_id]
     assert scanned(t) == Counter({r: 2 for r in rows if not matches(r)})
+
+
+def test_append_delete_that_loses_to_a_compaction_conflicts_and_leaves_no_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compaction that lands between the delete's plan and its commit removes a file the
+    delete replaces: the delete raises CommitConflictError, commits nothing, and deletes its
+    rewrites (nothing references them)."""
+    import core.ops.delete as delete_module
+    from core.errors import CommitConflictError
+
+    t = make(tmp_path, pk=False)
+    rows = batch(0, 20)
+    t.write(rows_table(rows[:10]))
+    t.write(rows_table(rows[10:]))
+    real = delete_module.FileStoreCommit.commit
+    written: list[str] = []
+
+    def compact_first(self, messages, **kwargs):  # the other writer wins the race
+        if kwargs.get("kind") == "COMPACT":
+            return real(self, messages, **kwargs)  # the compaction itself
+        written.extend(f.file_name for m in messages for f in m.new_files)
+        assert Table.open(t.name, warehouse=str(tmp_path / "wh")).compact(full=True).snapshot_id == 3
+        return real(self, messages, **kwargs)
+
+    monkeypatch.setattr(delete_module.FileStoreCommit, "commit", compact_first)
+    with pytest.raises(CommitConflictError, match="no longer live"):
+        t.delete(WHERE)
+    assert written and not any(p.name in written for p in (tmp_path / "wh").rglob("*.parquet"))
+    assert t.snapshots.latest_id() == 3 and t.snapshots.snapshot(3).commit_kind == "COMPACT"
+    assert scanned(t) == Counter(rows)
