@@ -119,7 +119,7 @@ def delete(table: Table, where: str, *, dry_run: bool = False,
     assert prepared.predicate is not None
     if table.schema.has_primary_key:
         return _delete_keys(table, prepared, dry_run, engine_settings)
-    return _rewrite_files(table, prepared, dry_run)
+    return _rewrite_files(table, prepared, dry_run, engine_settings)
 
 
 # ---- primary-key tables ------------------------------------------------------------------
@@ -170,9 +170,10 @@ def _file_outcomes(table: Table, prepared: PreparedScan, engine: Any) -> Iterato
         yield _FileOutcome(single, matched, kept)
 
 
-def _rewrite_files(table: Table, prepared: PreparedScan, dry_run: bool) -> DeleteResult:
+def _rewrite_files(table: Table, prepared: PreparedScan, dry_run: bool,
+                   engine_settings: EngineSettings | None) -> DeleteResult:
     schema = table.schema
-    engine = LocalEngine()
+    engine = LocalEngine(progress=engine_settings.progress if engine_settings else None)
     job = plan_job(table, schema, None)
     next_sequence: dict[tuple[bytes, int], int] = {}
     messages: list[CommitMessage] = []

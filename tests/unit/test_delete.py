@@ -262,3 +262,13 @@ def test_append_delete_that_loses_to_a_compaction_conflicts_and_leaves_no_files(
     assert written and not any(p.name in written for p in (tmp_path / "wh").rglob("*.parquet"))
     assert t.snapshots.latest_id() == 3 and t.snapshots.snapshot(3).commit_kind == "COMPACT"
     assert scanned(t) == Counter(rows)
+
+
+def test_a_table_whose_row_kind_is_a_column(tmp_path: Path) -> None:
+    """rowkind.field names a table column; the delete's -D records still carry their own kind."""
+    t = Table.locate("db.rk", warehouse=str(tmp_path / "wh"))
+    create(t, "id BIGINT, v STRING, op STRING", primary_keys=["id"], options={"bucket": "1", "rowkind.field": "op"})
+    t = Table.open("db.rk", warehouse=str(tmp_path / "wh"))
+    t.write(pa.table({"id": pa.array([1, 2, 3], pa.int64()), "v": ["a", "b", "c"], "op": ["+I", "+I", "+I"]}))
+    assert t.delete("v = 'b'").rows_deleted == 1
+    assert sorted(t.scan().column("id").to_pylist()) == [1, 3]
