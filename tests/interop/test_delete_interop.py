@@ -38,13 +38,14 @@ def doomed(r: tuple) -> bool:
 WHERE = "amount >= 4 AND (dt = '2024-01-01' OR id < 10)"
 
 
-@pytest.mark.parametrize("kind", ["primary-key", "primary-key-dv", "append"])
+@pytest.mark.parametrize("kind", ["primary-key", "primary-key-dv", "primary-key-input-changelog", "append"])
 def test_official_readers_read_the_model_after_a_delete(tmp_path: Path, kind: str) -> None:
     t = Table.locate(f"db.{kind.replace('-', '_')}", warehouse=str(tmp_path / "wh"))
     if kind == "append":
         create(t, SCHEMA, partition_keys=["dt"])
     else:
-        options = {"bucket": "2", **({"deletion-vectors.enabled": "true"} if kind.endswith("dv") else {})}
+        options = {"bucket": "2", **({"deletion-vectors.enabled": "true"} if kind.endswith("dv") else {}),
+                   **({"changelog-producer": "input"} if kind.endswith("changelog") else {})}
         create(t, SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options=options)
     t = Table.open(t.name, warehouse=str(tmp_path / "wh"))
     first, second = rows(0, 30, "a"), rows(20, 20, "b")
