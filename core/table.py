@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from core.evolution import SchemaChange
     from core.ops.alter import AlterResult
     from core.ops.compact import CompactResult
+    from core.ops.delete import DeleteResult
     from core.manifest import ManifestIO
     from core.ops.describe import FileInfo, SnapshotInfo, TableDescription
     from core.ops.orphans import OrphanResult
@@ -175,6 +176,14 @@ class Table:
         from core.ops.compact import compact
 
         return compact(self, full=full, partitions=partitions, dry_run=dry_run, engine_settings=engine_settings)
+
+    def delete(self, where: str, *, dry_run: bool = False,
+               engine_settings: "EngineSettings | None" = None) -> "DeleteResult":
+        """Delete the rows ``where`` matches: -D records on a primary-key table (APPEND), the
+        touched files rewritten without them on an append table (OVERWRITE)."""
+        from core.ops.delete import delete
+
+        return delete(self, where, dry_run=dry_run, engine_settings=engine_settings)
 
     def expire(self, *, retain_min: int | None = None, retain_max: int | None = None,
                older_than: str | None = None, max_deletes: int | None = None,

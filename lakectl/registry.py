@@ -25,6 +25,7 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("scan", "scan", "Read the table (merge-on-read) at the latest or an earlier snapshot."),
     Entry("lookup", "lookup", "Point lookups by primary key, reading only the files whose key range can hold a key."),
     Entry("compact", "compact", "Compact data files: merge each bucket's files, commit a COMPACT snapshot."),
+    Entry("delete", "delete", "Delete the rows a --where filter matches, as one snapshot."),
     Entry("expire", "expire", "Expire old snapshots and delete the files only they reference (tags are kept)."),
     Entry("expire-partitions", "expire_partitions",
           "Drop partitions whose time (partition.timestamp-pattern / -formatter) has expired, as one OVERWRITE "

@@ -1,5 +1,5 @@
-"""Model test of the table lifecycle: random interleavings of write, compact (minor and full),
-expire, tag and rollback. After every step each retained snapshot and each tag scans to
+"""Model test of the table lifecycle: random interleavings of write, delete --where, compact
+(minor and full), expire, tag and rollback. After every step each retained snapshot and each tag scans to
 exactly the rows the model says it held, every file a retained snapshot or tag references
 exists, and remove-orphan-files (with no age threshold) never removes a referenced file.
 """
@@ -37,6 +37,7 @@ OPS = st.one_of(
     st.tuples(st.just("expire"), st.integers(1, 3), st.integers(0, 3)),
     st.tuples(st.just("tag"), st.integers(0, 100)),
     st.tuples(st.just("rollback"), st.integers(0, 100)),
+    st.tuples(st.just("delete"), KEYS, st.sampled_from(["", "d1", "d2"])),
 )
 
 
@@ -99,6 +100,15 @@ def run(ops: list, after_step=None) -> None:
                 result = table.write(data, row_kind_column="op")
                 model = _apply(model, batch)
                 states[result.snapshot_id] = model
+            elif op[0] == "delete":
+                where = f"id <= {op[1]}" + (f" AND dt = '{op[2]}'" if op[2] else "")
+                gone = {k for k in model if k[1] <= op[1] and (not op[2] or k[0] == op[2])}
+                result = table.delete(where)
+                assert result.rows_deleted == len(gone)
+                assert (result.snapshot_id is None) == (not gone)  # nothing matching commits nothing
+                model = {k: v for k, v in model.items() if k not in gone}
+                if result.snapshot_id is not None:
+                    states[result.snapshot_id] = model
             elif op[0] == "compact":
                 result = compact(table, full=op[1])
                 if result.snapshot_id is not None:
@@ -136,6 +146,8 @@ SCENARIOS = [
      ("compact", True), ("expire", 1, 0), ("rollback", 1), ("write", [(3, "a", "+I")])],
     [("write", [(k, "a", "+I")]) for k in range(5)] + [("compact", False), ("expire", 2, 1), ("rollback", 0),
                                                         ("write", [(6, "b", "+U")]), ("compact", True)],
+    [("write", [(k, "a", "+I") for k in range(6)]), ("tag", 0), ("delete", 3, "d1"), ("compact", False),
+     ("delete", 6, ""), ("delete", 6, ""), ("rollback", 1), ("write", [(2, "a", "+U")]), ("compact", True)],
 ]
 
 

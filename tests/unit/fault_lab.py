@@ -5,8 +5,9 @@ A ``Lab`` is a table plus a model of what every snapshot of it holds (id -> (id,
 computed from the batches the test wrote, never read back from lakectl, and the rows each of
 its tags must scan to. An ``Op`` is one command that writes (write, overwrite, CDC write,
 stream write, compact, expire, expire-partitions, rollback, rollback to an expired tag,
-alter-schema, tag create, delete, rename and replace, expire-tags, remove-orphan-files) with
-an unfaulted ``prepare`` step, the command itself, and how to tell whether it landed.
+alter-schema, tag create, delete, rename and replace, expire-tags, remove-orphan-files, delete
+--where) with an unfaulted ``prepare`` step, the command itself, and how to tell whether it
+landed.
 
 ``fail_loop`` prepares the op once on a template table, then for n = 1, 2, ... runs it on a
 fresh copy of the template with ``inject_fault("fail", KIND, n)``, until the op completes
@@ -661,6 +662,40 @@ class RollbackToTag(Rollback):
         return set()  # every snapshot after the tag goes; the tag's comes back
 
 
+class Delete(Op):
+    """``delete --where``: on the primary-key template, -D records for the lower half of the
+    keys (one APPEND); on an append table (``append_template`` in the tests), the files holding
+    them rewritten without them (one OVERWRITE)."""
+
+    name = "delete"
+
+    def prepare(self, lab: Lab) -> None:
+        self.base = lab.latest_rows()
+        keys = sorted(self.base)
+        self.cut = keys[len(keys) // 2]  # both partitions hold keys on both sides of it
+
+    def run(self, lab: Lab) -> Any:
+        return lab.t.delete(f"id <= {self.cut}")
+
+    def landed(self, lab: Lab, before: int) -> bool:
+        return _commit_landed(lab, before, OVERWRITE if not lab.t.schema.has_primary_key else APPEND)
+
+    def after(self, lab: Lab, before: int) -> None:
+        lab.record(before + 1, {k: r for k, r in self.base.items() if k > self.cut})
+
+    provisional = after
+
+
+class AppendWrite(Write):
+    """A batch of new keys only (an append table keeps every row: no upsert)."""
+
+    name = "append-write"
+
+    def prepare(self, lab: Lab) -> None:
+        self.base = lab.latest_rows()
+        self.pending = lab.new_rows(4, "w")
+
+
 def _expire_now(lab: Lab, retain_max: int) -> None:
     """An unfaulted expire keeping the newest ``retain_max`` snapshots; the model forgets the
     snapshots that are gone (tags keep their rows)."""
@@ -673,7 +708,8 @@ def _expire_now(lab: Lab, retain_max: int) -> None:
 # The fail loops (every read, write, create, delete, list) run the commands whose FileIO
 # traffic differs in kind; the crash matrix (kill before every mutation, then more commands)
 # runs every command that writes.
-FAIL_OPS: dict[str, Callable[[], Op]] = {op.name: op for op in (Write, Overwrite, Compact, Expire, Rollback, Alter)}
+FAIL_OPS: dict[str, Callable[[], Op]] = {op.name: op for op in (Write, Overwrite, Compact, Expire, Rollback, Alter,
+                                                               Delete)}
 OPS: dict[str, Callable[[], Op]] = {**FAIL_OPS, **{op.name: op for op in (
     CdcWrite, StreamWrite, ExpirePartitions, TagCreate, TagDelete, TagRename, TagReplace, ExpireTags, RemoveOrphans,
     RollbackToTag)}}

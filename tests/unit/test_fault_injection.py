@@ -21,7 +21,7 @@ from core.errors import UsageError
 from core.fileio import FileIO, OPERATIONS, inject_fault
 from core.ops.create import create
 from core.table import Table
-from fault_lab import FAIL_OPS, OPS, Clone, Lab, Tally, batch, fail_loop, kill_loop, seed
+from fault_lab import FAIL_OPS, OPS, AppendWrite, Clone, Delete, Lab, Tally, batch, fail_loop, kill_loop, seed
 
 REPO = Path(__file__).resolve().parents[2]
 KINDS = OPERATIONS  # read, write, create, delete, list
@@ -76,6 +76,36 @@ def test_kill_before_every_mutation(tmp_path: Path, op_name: str) -> None:
     assert kills >= 1
     print(f"\n{op_name} kill:mutation: {lab.tally.runs} runs, {kills} kills, {lab.tally.retries} reruns, "
           f"{AFTERMATH_STEPS} commands after each")
+
+
+def append_template(root: Path) -> Lab:
+    """An append table (no primary key) laid out as the template's: two partitions, two
+    commits of new keys (so a delete touches some files and leaves others)."""
+    warehouse = str(root / "template")
+    t = Table.locate("db.t", warehouse=warehouse)
+    create(t, "id BIGINT, v STRING, dt STRING", partition_keys=["dt"], options={"write-only": "true"})
+    lab = Lab(lambda: Table.open("db.t", warehouse=warehouse))
+    for _ in range(2):
+        w = AppendWrite()
+        w.prepare(lab)
+        before = lab.t.snapshots.latest_id() or 0
+        w.run(lab)
+        w.after(lab, before)
+    return lab
+
+
+@pytest.mark.parametrize("kind", ["mutation", "read"])
+def test_delete_on_an_append_table_under_faults(tmp_path: Path, kind: str) -> None:
+    """The append variant of ``delete`` (files rewritten, one OVERWRITE): killed before every
+    mutation, then failed at every read; the table reads its last snapshot, a rerun lands.
+    (No aftermath: its random commands include primary-key upserts.)"""
+    lab = append_template(tmp_path)
+    if kind == "mutation":
+        faults = kill_loop(lab, Delete(), kind, local_clone(tmp_path))
+    else:
+        faults = fail_loop(lab, Delete(), kind, local_clone(tmp_path))
+    assert faults >= 1
+    assert lab.t.snapshots.latest_id() == 2  # the template itself is untouched by the loops
 
 
 @pytest.mark.parametrize("write_only", [True, False], ids=["write-only", "with-maintenance"])

@@ -1,0 +1,47 @@
+"""lakectl delete DB.TABLE --where SQL [--dry-run]"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from core.table import Table
+from lakectl.commands import output, settings
+from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("delete")
+    def delete_cmd(
+        ctx: typer.Context,
+        table: TableArg,
+        where: Annotated[str, typer.Option(
+            "--where", help="SQL filter of the rows to delete, as scan --where reads it, e.g. \"dt = '2024-01-01' "
+                            "AND amount < 0\".")],
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would be deleted; commit nothing.")] = False,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """Delete the rows a --where filter matches, as one snapshot.
+
+        A primary-key table gets -D records for the matching keys (an APPEND snapshot; the merge
+        engine must take deletes: not first-row, and partial-update or aggregation only with
+        their remove-record-on-delete option). An append table gets the files holding matching
+        rows rewritten without them (an OVERWRITE snapshot); other files are left alone.
+        Nothing matching commits nothing. Runs on the local engine: --engine spark is refused,
+        --engine auto stays local whatever the table's size.
+
+        Example:
+
+        \b
+          lakectl delete shop.orders --where "amount < 0" --dry-run
+        """
+        from core.ops.delete import delete
+
+        out = output(ctx, fmt)
+        s = settings(ctx)
+        t = Table.open(table, warehouse=s.resolve_warehouse(warehouse))
+        with out.progress() as progress:
+            result = delete(t, where, dry_run=dry_run, engine_settings=s.engine_settings(progress))
+        out.record(result)
