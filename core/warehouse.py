@@ -71,6 +71,8 @@ class Warehouse:
             raise NotFoundError(f"database {db} does not exist in {self.uri}")
         out = []
         for name in self.file_io.list_names(path):
+            if name.startswith("."):
+                continue  # a table being dropped (core/ops/drop.py renames it away first)
             if self.file_io.exists(join(path, name, "schema")):
                 out.append(name)
         return sorted(out)
