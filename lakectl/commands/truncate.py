@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
         Example:
 
         \b
-          lakectl drop-partition shop.orders --partition dt=2024-01-01 --partition dt=2024-01-02
+          lakectl drop-partition shop.orders --partition dt=2024-01-01
         """
         from core.ops.truncate import drop_partitions
         from lakectl.config import parse_partition
