@@ -6,7 +6,8 @@ mistyped name or path cannot delete an arbitrary directory.
 
 Crash safety: on local disk the table's directory is first renamed (atomically) to a hidden
 ``.NAME.dropping-UUID`` next to it, so the table disappears at once and whole; the files are
-deleted after. On an object store, where there is no rename, the files are deleted with the
+deleted after (a drop that dies in between leaves that hidden directory, which ``list`` does
+not show and the next ``drop`` of the same name deletes). On an object store, where there is no rename, the files are deleted with the
 ``schema/`` files last: a drop that dies half-way leaves a (damaged) table that a second
 ``drop`` finishes, never an unrecognisable directory that ``drop`` would refuse.
 """
@@ -54,6 +55,8 @@ def drop_table(table: Table, *, if_exists: bool = False, dry_run: bool = False) 
         UsageError: the path exists but holds no Paimon schema; nothing is deleted.
     """
     io = table.file_io
+    if io.local and not dry_run:
+        _finish_crashed_drops(io, table.path)
     if not table.exists():
         if io.exists(table.path) and io.list_dir(table.path):
             raise UsageError(f"{table.path} is not a Paimon table (no schema files in schema/); refusing to delete it")
@@ -71,8 +74,8 @@ def drop_table(table: Table, *, if_exists: bool = False, dry_run: bool = False) 
 
 def _remove_table_dir(io: FileIO, path: str, files: list[FileStatus]) -> None:
     if io.local:
-        parent, name = path.rsplit("/", 1)
-        tombstone = join(parent, f".{name}.dropping-{uuid.uuid4().hex[:12]}")
+        parent, prefix = _tombstone_prefix(path)
+        tombstone = join(parent, f"{prefix}{uuid.uuid4().hex[:12]}")
         io.rename_dir(path, tombstone)  # the table is gone from here on, whole
         io.delete_tree(tombstone)
         return
@@ -80,6 +83,20 @@ def _remove_table_dir(io: FileIO, path: str, files: list[FileStatus]) -> None:
     # Schema files last: until they go, this is still a table a second drop may finish.
     for f in sorted(files, key=lambda f: f.path.startswith(schema_prefix)):
         io.delete(f.path)
+
+
+def _tombstone_prefix(path: str) -> tuple[str, str]:
+    parent, name = path.rsplit("/", 1)
+    return parent, f".{name}.dropping-"
+
+
+def _finish_crashed_drops(io: FileIO, path: str) -> None:
+    """Delete what a drop of this table that died after its rename left behind."""
+    parent, prefix = _tombstone_prefix(path)
+    for name in io.list_names(parent):
+        if name.startswith(prefix):
+            log.info("deleting %s, left by an interrupted drop", join(parent, name))
+            io.delete_tree(join(parent, name))
 
 
 def drop_database(warehouse: Warehouse, database: str, *, cascade: bool = False, if_exists: bool = False,
