@@ -73,6 +73,8 @@ class Warehouse:
         for name in self.file_io.list_names(path):
             if name.startswith("."):
                 continue  # a table being dropped (core/ops/drop.py renames it away first)
-            if self.file_io.exists(join(path, name, "schema")):
+            # schema files, not only a schema/ prefix: some stores (SeaweedFS) keep an
+            # emptied prefix as a directory after a drop deleted every object in it
+            if self.file_io.list_numbered(join(path, name, "schema"), "schema-"):
                 out.append(name)
         return sorted(out)

@@ -58,7 +58,7 @@ def drop_table(table: Table, *, if_exists: bool = False, dry_run: bool = False) 
     if io.local and not dry_run:
         _finish_crashed_drops(io, table.path)
     if not table.exists():
-        if io.exists(table.path) and io.list_dir(table.path):
+        if io.walk(table.path):  # files, not empty directories (an object store may keep those)
             raise UsageError(f"{table.path} is not a Paimon table (no schema files in schema/); refusing to delete it")
         if if_exists:
             return DropTableResult(table.name, table.path, False, 0, 0, dry_run)
@@ -83,6 +83,7 @@ def _remove_table_dir(io: FileIO, path: str, files: list[FileStatus]) -> None:
     # Schema files last: until they go, this is still a table a second drop may finish.
     for f in sorted(files, key=lambda f: f.path.startswith(schema_prefix)):
         io.delete(f.path)
+    io.delete_tree(path)  # directory markers some stores keep (SeaweedFS shows the emptied prefix)
 
 
 def _tombstone_prefix(path: str) -> tuple[str, str]:
