@@ -126,11 +126,10 @@ def drop_database(warehouse: Warehouse, database: str, *, cascade: bool = False,
     # Each table as drop does (whole, schema last), then whatever else the directory holds.
     for name in tables:
         drop_table(Table(warehouse.locate(f"{database}.{name}")))
-    if io.local:
-        io.delete_tree(path)
-    else:
+    if not io.local:  # file by file: an object store's recursive delete is a batch call with no fault hook
         for f in io.walk(path):
             io.delete(f.path)
+    io.delete_tree(path)
     log.info("dropped database %s (%d tables)", database, len(tables))
     return result
 
