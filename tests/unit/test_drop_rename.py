@@ -98,3 +98,12 @@ def test_rename_failure_leaves_the_old_name(tmp_path: Path) -> None:
     assert visible(wh / "db.db") == ["t"] and rows(t) == sorted(ROWS)
     rename_table(Warehouse.open(str(wh)), "db.t", "db.u")
     assert visible(wh / "db.db") == ["u"] and rows(Table.open("db.u", warehouse=str(wh))) == sorted(ROWS)
+
+
+def test_table_facade_truncate_and_drop_partitions_dry_run_by_default(tmp_path: Path) -> None:
+    t = table(tmp_path / "wh")
+    assert t.drop_partitions([{"dt": "a"}]).records_deleted == 2 and t.snapshots.list_ids() == [1]
+    assert t.drop_partitions([{"dt": "a"}], dry_run=False).snapshot_id == 2
+    assert rows(t) == [(2, "b")]
+    assert t.truncate().files_deleted == 1 and t.snapshots.list_ids() == [1, 2]
+    assert t.truncate(dry_run=False).snapshot_id == 3 and rows(t) == []
