@@ -70,3 +70,7 @@ class BucketNotFoundError(StorageError):
 
 class SparkUnreachableError(LakectlError):
     """No Spark standalone master answers at the ``--master`` address (exit 10)."""
+
+
+class DatabaseNotEmptyError(LakectlError):
+    """drop-database of a database that still holds tables, without --cascade (exit 1)."""

@@ -418,6 +418,24 @@ class FileIO:
         except FileNotFoundError:
             pass
 
+    @_store_errors
+    def delete_tree(self, path: str) -> None:
+        """Remove ``path`` and everything below it; an absent path is not an error."""
+        _before("delete")
+        try:
+            self.fs.rm(path, recursive=True)
+        except FileNotFoundError:
+            pass
+
+    @_store_errors
+    def rename_dir(self, src: str, dst: str) -> None:
+        """Rename a local directory atomically (os.rename: fails if ``dst`` exists and is not
+        empty). Object stores have no rename; callers refuse there first."""
+        if not self.local:
+            raise UsageError(f"{self.scheme}:// has no atomic rename")
+        _before("create")
+        os.rename(src, dst)
+
     def remove_empty_dir(self, path: str) -> bool:
         """Remove ``path`` if it is an empty directory; False if it is not empty or absent.
         Object stores have no directories, so there it is a no-op."""

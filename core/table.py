@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from core.ops.describe import FileInfo, SnapshotInfo, TableDescription
     from core.ops.orphans import OrphanResult
     from core.ops.rollback import RollbackResult
+    from core.ops.truncate import DropPartitionResult, TruncateResult
     from core.ops.schemas import SchemaInfo
     from core.ops.expire import ExpireResult
     from core.ops.follow import ChangeBatch
@@ -202,6 +203,19 @@ class Table:
         from core.ops.rollback import rollback
 
         return rollback(self, snapshot_id=snapshot_id, tag=tag, if_latest=if_latest, dry_run=dry_run)
+
+    def truncate(self, *, dry_run: bool = True) -> "TruncateResult":
+        """Delete every row as one OVERWRITE snapshot; dry run unless ``dry_run=False``."""
+        from core.ops.truncate import truncate
+
+        return truncate(self, dry_run=dry_run)
+
+    def drop_partitions(self, partitions: Sequence[dict[str, str]], *, dry_run: bool = True) -> "DropPartitionResult":
+        """Delete the rows of ``partitions`` (each naming every partition column) as one OVERWRITE
+        snapshot; dry run unless ``dry_run=False``."""
+        from core.ops.truncate import drop_partitions
+
+        return drop_partitions(self, partitions, dry_run=dry_run)
 
     def remove_orphan_files(self, *, older_than: str = "1d", dry_run: bool = True) -> "OrphanResult":
         """Delete unreferenced files older than ``older_than``; dry run unless ``dry_run=False``."""

@@ -72,7 +72,9 @@ class Warehouse:
         out = []
         for name in self.file_io.list_names(path):
             if name.startswith("."):
-                continue  # a hidden directory is work in progress (a clone being built), not a table
-            if self.file_io.exists(join(path, name, "schema")):
+                continue  # work in progress: a clone being built, a table being dropped
+            # schema files, not only a schema/ prefix: some stores (SeaweedFS) keep an
+            # emptied prefix as a directory after a drop deleted every object in it
+            if self.file_io.list_numbered(join(path, name, "schema"), "schema-"):
                 out.append(name)
         return sorted(out)

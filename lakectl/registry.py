@@ -30,6 +30,10 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("expire-partitions", "expire_partitions",
           "Drop partitions whose time (partition.timestamp-pattern / -formatter) has expired, as one OVERWRITE "
           "snapshot; data files go when that snapshot's predecessors expire."),
+    Entry("truncate", "truncate",
+          "Delete every row as one OVERWRITE snapshot; data files go when that snapshot's predecessors expire."),
+    Entry("drop-partition", "truncate",
+          "Drop partitions as one OVERWRITE snapshot; data files go when that snapshot's predecessors expire."),
     Entry("snapshots", "snapshots",
           "List snapshots: id, schema id, commit kind, commit time, delta and total record counts (and "
           "commit_time_millis and commit_user in the json, jsonl and csv formats)."),
@@ -54,6 +58,11 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("describe", "describe",
           "Show a table's schema (with field ids), keys, partitioning, buckets, options and size."),
     Entry("list", "listing", "List databases, or the tables of DATABASE."),
+    Entry("drop", "drop", "Drop a table: delete its directory and every file in it (no time travel afterwards)."),
+    Entry("drop-database", "drop",
+          "Drop a database (its DATABASE.db directory); refuses while it holds tables unless --cascade."),
+    Entry("rename", "rename",
+          "Rename a table by renaming its directory (local warehouses only: one atomic rename)."),
     Entry("alter-schema", "alter_schema",
           "Change a table's schema by writing a new schema version; data files are never rewritten."),
     Entry("schemas", "schemas",

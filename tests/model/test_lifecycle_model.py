@@ -1,6 +1,6 @@
 """Model test of the table lifecycle: random interleavings of write, delete --where, compact
-(minor and full), expire, tag and rollback. After every step each retained snapshot and each tag scans to
-exactly the rows the model says it held, every file a retained snapshot or tag references
+(minor and full), expire, tag, rollback, truncate and drop-partition. After every step each
+retained snapshot and each tag scans to exactly the rows the model says it held, every file a retained snapshot or tag references
 exists, and remove-orphan-files (with no age threshold) never removes a referenced file.
 """
 
@@ -26,6 +26,7 @@ from core.ops.expire import expire_snapshots
 from core.ops.orphans import remove_orphan_files
 from core.ops.rollback import rollback
 from core.ops.tags import create_tag
+from core.ops.truncate import drop_partitions, truncate
 from core.partition import partition_path
 from core.table import Table
 
@@ -38,6 +39,8 @@ OPS = st.one_of(
     st.tuples(st.just("tag"), st.integers(0, 100)),
     st.tuples(st.just("rollback"), st.integers(0, 100)),
     st.tuples(st.just("delete"), KEYS, st.sampled_from(["", "d1", "d2"])),
+    st.tuples(st.just("truncate")),
+    st.tuples(st.just("drop-partition"), st.sampled_from(["d1", "d2"])),
 )
 
 
@@ -132,6 +135,20 @@ def run(ops: list, after_step=None) -> None:
                 tags = {n: s for n, s in tags.items() if s <= target}
                 model = states[target]
                 states = {s: m for s, m in states.items() if s <= target}
+            elif op[0] == "truncate":
+                result = truncate(table)
+                if result.snapshot_id is not None:
+                    model = {}
+                    states[result.snapshot_id] = model
+            elif op[0] == "drop-partition":
+                try:
+                    result = drop_partitions(table, [{"dt": op[1]}])
+                except NotFoundError:
+                    # no live file there: then no row either
+                    assert not any(d == op[1] for d, _ in model), f"{op[1]} has rows but no live files"
+                    continue
+                model = {k: v for k, v in model.items() if k[0] != op[1]}
+                states[result.snapshot_id] = model
             _check(table, states, tags)
             # Orphan removal with no age threshold must never break a retained snapshot or tag.
             remove_orphan_files(table, older_than="0s")
@@ -148,6 +165,9 @@ SCENARIOS = [
                                                         ("write", [(6, "b", "+U")]), ("compact", True)],
     [("write", [(k, "a", "+I") for k in range(6)]), ("tag", 0), ("delete", 3, "d1"), ("compact", False),
      ("delete", 6, ""), ("delete", 6, ""), ("rollback", 1), ("write", [(2, "a", "+U")]), ("compact", True)],
+    [("write", [(k, "a", "+I") for k in range(4)]), ("tag", 0), ("drop-partition", "d1"), ("drop-partition", "d1"),
+     ("write", [(5, "a", "+I")]), ("truncate",), ("rollback", 1), ("compact", True), ("expire", 1, 0),
+     ("write", [(2, "b", "-D")]), ("drop-partition", "d2"), ("truncate",), ("truncate",)],
 ]
 
 

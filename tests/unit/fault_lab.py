@@ -4,10 +4,10 @@ tests/s3/test_s3_faults.py (a real S3 server).
 A ``Lab`` is a table plus a model of what every snapshot of it holds (id -> (id, v, dt)),
 computed from the batches the test wrote, never read back from lakectl, and the rows each of
 its tags must scan to. An ``Op`` is one command that writes (write, overwrite, CDC write,
-stream write, compact, expire, expire-partitions, rollback, rollback to an expired tag,
-alter-schema, tag create, delete, rename and replace, expire-tags, remove-orphan-files, delete
---where) with an unfaulted ``prepare`` step, the command itself, and how to tell whether it
-landed.
+stream write, compact, expire, expire-partitions, truncate, drop-partition, rollback, rollback
+to an expired tag, alter-schema, tag create, delete, rename and replace, expire-tags,
+remove-orphan-files, delete --where) with an unfaulted ``prepare`` step, the command itself,
+and how to tell whether it landed.
 
 ``fail_loop`` prepares the op once on a template table, then for n = 1, 2, ... runs it on a
 fresh copy of the template with ``inject_fault("fail", KIND, n)``, until the op completes
@@ -49,6 +49,7 @@ from core.ops.orphans import remove_orphan_files
 from core.ops.partitions import expire_partitions
 from core.ops.stream_write import StreamWriter
 from core.ops.tags import create_tag, delete_tag, expire_tags, rename_tag
+from core.ops.truncate import drop_partitions, truncate
 from core.snapshot import APPEND, COMPACT, OVERWRITE
 from core.table import Table
 from core.types import parse_type
@@ -468,6 +469,43 @@ class ExpirePartitions(Op):
     provisional = after
 
 
+class Truncate(Op):
+    """Delete every row as one OVERWRITE snapshot."""
+
+    name = "truncate"
+
+    def run(self, lab: Lab) -> Any:
+        return truncate(lab.t)
+
+    def landed(self, lab: Lab, before: int) -> bool:
+        return _commit_landed(lab, before, OVERWRITE)
+
+    def after(self, lab: Lab, before: int) -> None:
+        lab.record(before + 1, {})
+
+    provisional = after
+
+
+class DropPartition(Op):
+    """Drop the partition DTS[1] (the one expire-partitions keeps) as one OVERWRITE."""
+
+    name = "drop-partition"
+
+    def prepare(self, lab: Lab) -> None:
+        self.base = lab.latest_rows()
+
+    def run(self, lab: Lab) -> Any:
+        return drop_partitions(lab.t, [{"dt": DTS[1]}])
+
+    def landed(self, lab: Lab, before: int) -> bool:
+        return _commit_landed(lab, before, OVERWRITE)
+
+    def after(self, lab: Lab, before: int) -> None:
+        lab.record(before + 1, {k: r for k, r in self.base.items() if r[2] != DTS[1]})
+
+    provisional = after
+
+
 class TagCreate(Op):
     name = "tag-create"
 
@@ -711,8 +749,8 @@ def _expire_now(lab: Lab, retain_max: int) -> None:
 FAIL_OPS: dict[str, Callable[[], Op]] = {op.name: op for op in (Write, Overwrite, Compact, Expire, Rollback, Alter,
                                                                Delete)}
 OPS: dict[str, Callable[[], Op]] = {**FAIL_OPS, **{op.name: op for op in (
-    CdcWrite, StreamWrite, ExpirePartitions, TagCreate, TagDelete, TagRename, TagReplace, ExpireTags, RemoveOrphans,
-    RollbackToTag)}}
+    CdcWrite, StreamWrite, ExpirePartitions, Truncate, DropPartition, TagCreate, TagDelete, TagRename, TagReplace,
+    ExpireTags, RemoveOrphans, RollbackToTag)}}
 
 
 def seed(lab: Lab, writes: int = 2) -> None:

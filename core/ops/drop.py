@@ -1,0 +1,137 @@
+"""Drop a table or a database: remove its directory and every file in it, as Paimon's
+filesystem catalog does. Nothing is kept for time travel; this cannot be undone.
+
+Safety: only a directory with a ``schema/`` holding schema files is dropped as a table, so a
+mistyped name or path cannot delete an arbitrary directory.
+
+Crash safety: on local disk the table's directory is first renamed (atomically) to a hidden
+``.NAME.dropping-UUID`` next to it, so the table disappears at once and whole; the files are
+deleted after (a drop that dies in between leaves that hidden directory, which ``list`` does
+not show and the next ``drop`` of the same name deletes). On an object store, where there is no rename, the files are deleted with the
+``schema/`` files last: a drop that dies half-way leaves a (damaged) table that a second
+``drop`` finishes, never an unrecognisable directory that ``drop`` would refuse.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+
+from core.errors import DatabaseNotEmptyError, NotFoundError, UsageError
+from core.fileio import FileIO, FileStatus, join
+from core.table import Table
+from core.warehouse import Warehouse
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class DropTableResult:
+    table: str
+    path: str
+    existed: bool  # False: --if-exists on a missing table, nothing done
+    files_deleted: int  # or that would be, on a dry run
+    bytes_deleted: int
+    dry_run: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DropDatabaseResult:
+    database: str
+    path: str
+    existed: bool
+    tables: tuple[str, ...]  # tables dropped (or to drop) with the database
+    files_deleted: int
+    bytes_deleted: int
+    dry_run: bool
+
+
+def drop_table(table: Table, *, if_exists: bool = False, dry_run: bool = False) -> DropTableResult:
+    """Remove the table's directory and all its files.
+
+    Raises:
+        NotFoundError: nothing at the table's path (unless ``if_exists``).
+        UsageError: the path exists but holds no Paimon schema; nothing is deleted.
+    """
+    io = table.file_io
+    if io.local and not dry_run:
+        _finish_crashed_drops(io, table.path)
+    if not table.exists():
+        if io.walk(table.path):  # files, not empty directories (an object store may keep those)
+            raise UsageError(f"{table.path} is not a Paimon table (no schema files in schema/); refusing to delete it")
+        if if_exists:
+            return DropTableResult(table.name, table.path, False, 0, 0, dry_run)
+        raise NotFoundError(f"table {table.name} does not exist (looked in {table.path})")
+    files = io.walk(table.path)
+    result = DropTableResult(table.name, table.path, True, len(files), sum(f.size for f in files), dry_run)
+    if dry_run:
+        return result
+    _remove_table_dir(io, table.path, files)
+    log.info("dropped table %s (%d files)", table.name, len(files))
+    return result
+
+
+def _remove_table_dir(io: FileIO, path: str, files: list[FileStatus]) -> None:
+    if io.local:
+        parent, prefix = _tombstone_prefix(path)
+        tombstone = join(parent, f"{prefix}{uuid.uuid4().hex[:12]}")
+        io.rename_dir(path, tombstone)  # the table is gone from here on, whole
+        io.delete_tree(tombstone)
+        return
+    schema_prefix = join(path, "schema") + "/"
+    # Schema files last: until they go, this is still a table a second drop may finish.
+    for f in sorted(files, key=lambda f: f.path.startswith(schema_prefix)):
+        io.delete(f.path)
+    io.delete_tree(path)  # directory markers some stores keep (SeaweedFS shows the emptied prefix)
+
+
+def _tombstone_prefix(path: str) -> tuple[str, str]:
+    parent, name = path.rsplit("/", 1)
+    return parent, f".{name}.dropping-"
+
+
+def _finish_crashed_drops(io: FileIO, path: str) -> None:
+    """Delete what a drop of this table that died after its rename left behind."""
+    parent, prefix = _tombstone_prefix(path)
+    for name in io.list_names(parent):
+        if name.startswith(prefix):
+            log.info("deleting %s, left by an interrupted drop", join(parent, name))
+            io.delete_tree(join(parent, name))
+
+
+def drop_database(warehouse: Warehouse, database: str, *, cascade: bool = False, if_exists: bool = False,
+                  dry_run: bool = False) -> DropDatabaseResult:
+    """Remove ``DATABASE.db`` with everything in it.
+
+    Raises:
+        NotFoundError: no such database (unless ``if_exists``).
+        DatabaseNotEmptyError: it holds tables and ``cascade`` is not given; nothing is deleted.
+    """
+    path = warehouse.database_path(database)
+    io = warehouse.file_io
+    if not io.exists(path):
+        if if_exists:
+            return DropDatabaseResult(database, path, False, (), 0, 0, dry_run)
+        raise NotFoundError(f"database {database} does not exist in {warehouse.uri}")
+    tables = tuple(warehouse.tables(database))
+    if tables and not cascade:
+        shown = ", ".join(tables[:10]) + (f" and {len(tables) - 10} more" if len(tables) > 10 else "")
+        raise DatabaseNotEmptyError(f"database {database} still holds {len(tables)} table(s): {shown}; "
+                                    "drop them first or pass --cascade")
+    files = io.walk(path)
+    result = DropDatabaseResult(database, path, True, tables, len(files), sum(f.size for f in files), dry_run)
+    if dry_run:
+        return result
+    # Each table as drop does (whole, schema last), then whatever else the directory holds.
+    for name in tables:
+        drop_table(Table(warehouse.locate(f"{database}.{name}")))
+    if not io.local:  # file by file: an object store's recursive delete is a batch call with no fault hook
+        for f in io.walk(path):
+            io.delete(f.path)
+    io.delete_tree(path)
+    log.info("dropped database %s (%d tables)", database, len(tables))
+    return result
+
+
+__all__ = ["DropDatabaseResult", "DropTableResult", "drop_database", "drop_table"]

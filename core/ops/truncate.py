@@ -1,0 +1,138 @@
+"""Truncate a table or drop some of its partitions: one OVERWRITE snapshot that DELETEs the
+live files of the whole table or of the named partitions and ADDs nothing, as Paimon's
+TRUNCATE TABLE and ALTER TABLE ... DROP PARTITION (``sys.drop_partition``) commit.
+
+Data files stay on disk: earlier snapshots still reference them and still scan; snapshot
+expiration deletes them later, as after every overwrite.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from core.commit import FileStoreCommit, OverwriteSpec, base_entries
+from core.errors import NotFoundError, UsageError
+from core.partition import partition_path, render_value
+from core.table import Table
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class TruncateResult:
+    table: str
+    snapshot_id: int | None  # the OVERWRITE snapshot; None on a dry run or an empty table
+    files_deleted: int
+    records_deleted: int
+    dry_run: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DropPartitionResult:
+    table: str
+    snapshot_id: int | None  # the OVERWRITE snapshot; None on a dry run or when nothing was live
+    partitions: tuple[dict[str, str], ...]  # dropped (or to drop): {column: value}, as `files` shows them
+    missing: tuple[dict[str, str], ...]  # named partitions that held no live file
+    files_deleted: int
+    records_deleted: int
+    dry_run: bool
+
+
+def truncate(table: Table, *, dry_run: bool = False) -> TruncateResult:
+    """Delete every live file of the table as one OVERWRITE snapshot.
+
+    An empty table (no snapshot) gets no snapshot: there is nothing to delete. A table with
+    a snapshot but no live files still gets one, as Paimon's TRUNCATE does.
+
+    Raises:
+        CommitConflictError: the commit did not land.
+    """
+    snapshot = table.latest_snapshot()
+    if snapshot is None:
+        return TruncateResult(table.name, None, 0, 0, dry_run)
+    entries = base_entries(table.manifests(), snapshot)
+    files, records = len(entries), sum(e.file.row_count for e in entries)
+    if dry_run:
+        return TruncateResult(table.name, None, files, records, True)
+    committed = _commit_overwrite(table, OverwriteSpec(None))
+    log.info("truncated %s: %d file(s), %d record(s)", table.name, files, records)
+    return TruncateResult(table.name, committed, files, records, False)
+
+
+def drop_partitions(table: Table, partitions: Sequence[Mapping[str, str]], *,
+                    dry_run: bool = False) -> DropPartitionResult:
+    """Delete the live files of the given partitions as one OVERWRITE snapshot.
+
+    Each spec must name every partition column (``{"dt": "2024-01-01", "hr": "10"}``); the
+    partition-default-name stands for null. A named partition with no live file is reported
+    in ``missing``; when none of them holds a live file this is NotFoundError, since a typo
+    in a value should not read as success.
+
+    Raises:
+        UsageError: the table is not partitioned, no spec, or a spec that does not name
+            exactly the partition columns.
+        NotFoundError: none of the named partitions holds a live file.
+        CommitConflictError: the commit did not land.
+    """
+    from core.ops.compact import partition_filter  # pyarrow: only for this command
+
+    schema = table.schema
+    fields = schema.partition_fields
+    if not fields:
+        raise UsageError(f"table {table.name} is not partitioned; there are no partitions to drop")
+    if not partitions:
+        raise UsageError("name at least one partition to drop (--partition COLUMN=VALUE[,...])")
+    columns = [f.name for f in fields]
+    for spec in partitions:
+        if sorted(spec) != sorted(columns):
+            raise UsageError(f"--partition {_render_spec(spec)} must name every partition column "
+                             f"({', '.join(columns)}) and no other")
+    tests = [partition_filter(schema, [spec]) for spec in partitions]
+    snapshot = table.latest_snapshot()
+    entries = base_entries(table.manifests(), snapshot) if snapshot is not None else []
+    default_name = schema.core_options.partition_default_name
+    dropped_parts: set[bytes] = set()
+    found = [False] * len(partitions)
+    names: dict[bytes, tuple[str, dict[str, str]]] = {}
+    values_of: dict[bytes, tuple] = {}
+    for e in entries:
+        if e.partition not in values_of:
+            values_of[e.partition] = schema.partition_values(e.partition)
+        values = values_of[e.partition]
+        hits = [i for i, test in enumerate(tests) if test(values)]
+        if not hits:
+            continue
+        for i in hits:
+            found[i] = True
+        if e.partition not in names:
+            texts = {f.name: (default_name if v is None else render_value(v, f.type)) for f, v in zip(fields, values)}
+            names[e.partition] = (partition_path(values, fields, default_name), texts)
+        dropped_parts.add(e.partition)
+    missing = tuple(dict(spec) for spec, hit in zip(partitions, found) if not hit)
+    if not dropped_parts:
+        raise NotFoundError(f"no live files in partition(s) {'; '.join(_render_spec(s) for s in partitions)} "
+                            f"of {table.name}; nothing was dropped")
+    dropped = [e for e in entries if e.partition in dropped_parts]
+    files, records = len(dropped), sum(e.file.row_count for e in dropped)
+    ordered = sorted(names.values())
+    texts = tuple(t for _, t in ordered)
+    if dry_run:
+        return DropPartitionResult(table.name, None, texts, missing, files, records, True)
+    committed = _commit_overwrite(table, OverwriteSpec(frozenset(dropped_parts)))
+    log.info("dropped %d partition(s) of %s: %s", len(ordered), table.name, ", ".join(n for n, _ in ordered))
+    return DropPartitionResult(table.name, committed, texts, missing, files, records, False)
+
+
+def _commit_overwrite(table: Table, spec: OverwriteSpec) -> int | None:
+    """The same commit path expire-partitions takes: no new files, DELETE what ``spec`` covers."""
+    committed = FileStoreCommit(table.file_io, table.path, table.schema).commit([], overwrite=spec)
+    return committed.id if committed else None
+
+
+def _render_spec(spec: Mapping[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in spec.items())
+
+
+__all__ = ["DropPartitionResult", "TruncateResult", "drop_partitions", "truncate"]

@@ -1,0 +1,65 @@
+"""lakectl truncate DB.TABLE [--dry-run]; lakectl drop-partition DB.TABLE --partition K=V[,K=V] ... [--dry-run]"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from core.table import Table
+from lakectl.commands import output, settings
+from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would be deleted; commit nothing.")]
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("truncate")
+    def truncate_cmd(
+        ctx: typer.Context,
+        table: TableArg,
+        dry_run: DryRunOpt = False,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """Delete every row as one OVERWRITE snapshot; data files go when that snapshot's predecessors expire.
+
+        Example:
+
+        \b
+          lakectl truncate shop.orders_staging
+        """
+        from core.ops.truncate import truncate
+
+        out = output(ctx, fmt)
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        out.record(truncate(t, dry_run=dry_run))
+
+    @app.command("drop-partition")
+    def drop_partition_cmd(
+        ctx: typer.Context,
+        table: TableArg,
+        partition: Annotated[list[str], typer.Option(
+            "--partition", help="A partition to drop, naming every partition column (repeatable).",
+            metavar="COLUMN=VALUE[,COLUMN=VALUE...]", show_default=False)],
+        dry_run: DryRunOpt = False,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """Drop partitions as one OVERWRITE snapshot; data files go when that snapshot's predecessors expire.
+
+        Each --partition must name every partition column. A named partition without live files
+        is listed under "missing"; when none of them has live files nothing is committed (exit 3).
+
+        Example:
+
+        \b
+          lakectl drop-partition shop.orders --partition dt=2024-01-01
+        """
+        from core.ops.truncate import drop_partitions
+        from lakectl.config import parse_partition
+
+        out = output(ctx, fmt)
+        specs = [parse_partition(p) for p in partition]
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        out.record(drop_partitions(t, specs, dry_run=dry_run))
