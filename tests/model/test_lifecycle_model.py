@@ -1,7 +1,8 @@
 """Model test of the table lifecycle: random interleavings of write, delete --where, compact
 (minor and full), expire, tag, rollback, truncate and drop-partition. After every step each
 retained snapshot and each tag scans to exactly the rows the model says it held, every file a
-retained snapshot or tag references exists, and remove-orphan-files (with no age threshold) never removes a referenced file.
+retained snapshot or tag references exists, and remove-orphan-files (with no age threshold)
+never removes a referenced file.
 """
 
 from __future__ import annotations
