@@ -27,3 +27,6 @@ TimestampOpt = Annotated[Optional[str], typer.Option(
     show_default=False)]
 TagOpt = Annotated[Optional[str], typer.Option("--tag", help="As of the snapshot of this tag.", metavar="NAME",
                                                autocompletion=complete_tag, show_default=False)]
+BranchOpt = Annotated[Optional[str], typer.Option(
+    "--branch", help="Work on this branch of the table (its own snapshots, schemas and tags; default main).",
+    metavar="NAME", show_default=False)]

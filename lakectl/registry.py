@@ -50,6 +50,8 @@ COMMANDS: tuple[Entry, ...] = (
           "Verify every schema, snapshot, tag, manifest and referenced file (present, with its recorded size) and "
           "the LATEST/EARLIEST hints."),
     Entry("tag", "tags", "Create, delete and list tags: named snapshots that expire leaves alone."),
+    Entry("branch", "branches",
+          "Create, delete and list branches: snapshot histories of their own that share the table's data files."),
     Entry("consumer", "consumers",
           "List, move and delete consumers: the positions of streaming readers (scan --follow --consumer-id), which "
           "hold back expiration."),

@@ -69,6 +69,9 @@ def command(name: str) -> list[str]:
         "tag create": ["tag", "create", "shop.orders", f"t{n}", "--snapshot-id", "1"],
         "tag delete": ["tag", "delete", "shop.orders", f"t{n}"],
         "tag list": ["tag", "list", "shop.orders"],
+        "branch create": ["branch", "create", "shop.orders", f"b{n}"],
+        "branch delete": ["branch", "delete", "shop.orders", f"b{n}"],
+        "branch list": ["branch", "list", "shop.orders"],
         "remove-orphan-files": ["remove-orphan-files", "shop.orders", "--dry-run", "--older-than", "0s"],
         "files": ["files", "shop.orders"],
         "snapshots": ["snapshots", "shop.orders"],
@@ -86,6 +89,9 @@ def run(name: str, *options: str, env: dict[str, str] | None = None) -> Result:
     args = command(name)
     if name == "tag delete":  # something to delete
         assert runner.invoke(app, ["-q", "-w", "wh", "tag", "create", *args[2:4]]).exit_code == 0
+    if name in ("branch delete", "branch list"):  # something to delete or list
+        prepare = ["branch", "create", "shop.orders", args[3] if name == "branch delete" else "listed"]
+        runner.invoke(app, ["-q", "-w", "wh", *prepare])  # "listed" may exist from an earlier run
     if name in ("consumer delete", "consumer list"):  # something to delete or list
         prepare = ["consumer", "reset", "shop.orders", args[3] if name == "consumer delete" else "listed",
                    "--next-snapshot", "1"]
@@ -267,8 +273,8 @@ def test_output_wraps_to_the_given_width(monkeypatch: pytest.MonkeyPatch) -> Non
 
 # ---- quiet -----------------------------------------------------------------------------------------
 # Commands that exist to print data: --quiet keeps it (and silences everything else).
-DATA_COMMANDS = {"scan", "scan --follow", "lookup", "snapshots", "files", "list", "tag list", "consumer list",
-                 "schemas", "describe", "config show"}
+DATA_COMMANDS = {"scan", "scan --follow", "lookup", "snapshots", "files", "list", "tag list", "branch list",
+                 "consumer list", "schemas", "describe", "config show"}
 
 
 @pytest.mark.parametrize("name", sorted(set(readme_json_table()) - DATA_COMMANDS))

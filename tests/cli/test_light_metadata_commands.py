@@ -17,7 +17,8 @@ from lakectl.app import app
 codes = []
 for args in (["snapshots", "db.t"], ["describe", "db.t"], ["expire", "db.t", "--dry-run"], ["files", "db.t"],
              ["schemas", "db.t"], ["tag", "list", "db.t"], ["check", "db.t"], ["list", "db"],
-             ["consumer", "list", "db.t"]):
+             ["consumer", "list", "db.t"], ["branch", "create", "db.t", "b"], ["branch", "list", "db.t"],
+             ["snapshots", "db.t", "--branch", "b"], ["branch", "delete", "db.t", "b"]):
     codes.append(CliRunner().invoke(app, ["-w", sys.argv[1], "-f", "json", *args]).exit_code)
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("pyspark", "py4j", "pandas", "sqlglot")
                or m == "pyarrow.compute")
@@ -33,5 +34,5 @@ def test_metadata_commands_import_no_data_libraries(tmp_path):
     out = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path)], capture_output=True, text=True,
                          timeout=120, check=True)
     codes, heavy = json.loads(out.stdout.strip().splitlines()[-1])
-    assert codes == [0] * 9
+    assert codes == [0] * 13
     assert heavy == []
