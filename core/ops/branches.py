@@ -68,7 +68,9 @@ def create_branch(table: Table, name: str, *, tag: str | None = None, snapshot_i
     if tag is not None and snapshot_id is not None:
         raise UsageError("give --tag or --snapshot-id, not both")
     if _exists(table, name):
-        raise BranchExistsError(f"branch {name} of table {table.name} already exists")
+        if SchemaManager(table.file_io, branch_path(table.path, name)).list_ids():
+            raise BranchExistsError(f"branch {name} of table {table.name} already exists")
+        _remove_files(table, name)  # a create that was killed before its schemas: never a branch
     snapshot = _source_snapshot(table, tag, snapshot_id)
     require_whole(table, snapshot, f"cannot create branch {name}")
 
@@ -117,17 +119,24 @@ def delete_branch(table: Table, name: str, *, dry_run: bool = False) -> BranchDe
     validate_branch_name(name)
     if not _exists(table, name):
         raise NotFoundError(f"branch {name} of table {table.name} does not exist")
+    files = len(table.file_io.walk(branch_path(table.path, name)))
+    if not dry_run:
+        _remove_files(table, name)
+    return BranchDeleteResult(table.name, name, files, dry_run)
+
+
+def _remove_files(table: Table, name: str) -> None:
+    """Delete ``branch/branch-NAME``. Schemas first: from then on the branch no longer opens,
+    while its remaining snapshots still pin their files for expire and remove-orphan-files
+    until they go too; a kill part-way leaves a directory that a rerun removes."""
     path = branch_path(table.path, name)
     files = table.file_io.walk(path)
-    if not dry_run:
-        # Schemas first: from then on the branch no longer opens, while its remaining
-        # snapshots still pin their files for expire and remove-orphan-files until they go too.
-        for status in sorted(files, key=lambda s: (posixpath.basename(posixpath.dirname(s.path)) != "schema",
-                                                   s.path)):
-            table.file_io.delete(status.path)
-        for d in sorted({posixpath.dirname(s.path) for s in files} | {path}, key=lambda p: -p.count("/")):
-            table.file_io.remove_empty_dir(d)
-    return BranchDeleteResult(table.name, name, len(files), dry_run)
+    for status in sorted(files, key=lambda s: (posixpath.basename(posixpath.dirname(s.path)) != "schema", s.path)):
+        table.file_io.delete(status.path)
+    # Emptied directories too, also those a killed run already emptied (no file names them).
+    subdirs = {s.path for s in table.file_io.list_dir(path) if s.is_dir}
+    for d in sorted({posixpath.dirname(s.path) for s in files} | subdirs | {path}, key=lambda p: -p.count("/")):
+        table.file_io.remove_empty_dir(d)
 
 
 __all__ = ["BranchDeleteResult", "BranchInfo", "MAIN_BRANCH", "create_branch", "delete_branch", "list_branches"]
