@@ -208,3 +208,27 @@ def test_branch_snapshot_json_is_the_mains(main: tuple[Table, Model]) -> None:
     create_branch(t, "dev", snapshot_id=2)
     copied = json.loads((Path(t.path) / "branch" / "branch-dev" / "snapshot" / "snapshot-2").read_text())
     assert copied == json.loads((Path(t.path) / "snapshot" / "snapshot-2").read_text())
+
+
+def test_check_on_main_verifies_every_branch(main: tuple[Table, Model]) -> None:
+    from core.ops.check import check
+
+    t, model = main
+    create_branch(t, "dev", snapshot_id=1)
+    dev = t.on_branch("dev")
+    write(dev, model, {7: "x"})
+    result = check(t)
+    assert result.ok and result.branches == 1
+    assert result.snapshots == 3 + 2  # main's three, the branch's two
+    # A data file only the branch references goes missing: check on main reports it.
+    on_main = {f.file_name for s in t.snapshots.list_ids() for f in t.files(snapshot_id=s)}
+    only_branch = {f.file_name for f in dev.files()} - on_main
+    assert len(only_branch) == 1
+    victim = next(Path(t.path).rglob(only_branch.pop()))
+    victim.unlink()
+    broken = check(t)
+    assert not broken.ok and [p.kind for p in broken.problems] == ["data-file"]
+    assert broken.problems[0].path == str(victim)
+    # A branch directory without schemas (a create killed part-way) is reported, not skipped.
+    (Path(t.path) / "branch" / "branch-half" / "snapshot").mkdir(parents=True)
+    assert [p.kind for p in check(t).problems] == ["data-file", "branch"]
