@@ -13,7 +13,7 @@ import posixpath
 from dataclasses import dataclass
 
 from core.branch import MAIN_BRANCH, branch_names, branch_path, validate_branch_name
-from core.errors import BranchExistsError, NotFoundError, UsageError
+from core.errors import BranchExistsError, CommitConflictError, NotFoundError, UsageError
 from core.ops.check import require_whole
 from core.schema import SchemaManager
 from core.snapshot import Snapshot, SnapshotManager
@@ -139,4 +139,78 @@ def _remove_files(table: Table, name: str) -> None:
         table.file_io.remove_empty_dir(d)
 
 
-__all__ = ["BranchDeleteResult", "BranchInfo", "MAIN_BRANCH", "create_branch", "delete_branch", "list_branches"]
+@dataclass(frozen=True, slots=True)
+class FastForwardResult:
+    table: str
+    branch: str
+    start_snapshot_id: int  # the branch's earliest snapshot: where it and main part
+    latest_before: int  # main's
+    latest_after: int
+    snapshots_removed: tuple[int, ...]  # main's after the start, newest first
+    snapshots_copied: tuple[int, ...]  # the branch's after the start, oldest first
+    schemas_copied: tuple[int, ...]
+    tags_removed: tuple[str, ...]  # main's on the start or later
+    tags_copied: tuple[str, ...]
+    dry_run: bool
+
+
+def fast_forward(table: Table, name: str, *, dry_run: bool = False) -> FastForwardResult:
+    """Make main equal to branch ``name`` (Paimon's ``fastForward``): main's snapshots after the
+    branch's earliest, its schemas after that snapshot's schema and its tags from that
+    snapshot on are replaced by the branch's. The branch stays.
+
+    Order, so that a kill leaves main readable at a real snapshot and a rerun finishes: main's
+    later snapshots go newest first (rollback's order), then its later tags and schemas
+    (nothing main keeps references them), then the branch's schemas, snapshots (oldest first)
+    and tags are copied in, each created only if absent. Data files of the removed snapshots
+    are left to remove-orphan-files.
+
+    Raises:
+        UsageError: the table is opened on a branch, or the branch has no snapshot.
+        NotFoundError: no such branch.
+        CommitConflictError: main no longer holds the branch's earliest snapshot as the branch
+            has it (expired, or rolled back and committed again): nothing to fast-forward from.
+    """
+    if not table.is_main:
+        raise UsageError("fast-forward moves main; open the table without a branch")
+    branch = table.on_branch(name)
+    ids = branch.snapshots.list_ids()
+    if not ids:
+        raise UsageError(f"branch {name} has no snapshot to fast-forward to")
+    start = branch.snapshots.snapshot(ids[0])
+    main_ids = table.snapshots.list_ids()
+    if start.id not in main_ids or table.snapshots.snapshot(start.id).to_dict() != start.to_dict():
+        raise CommitConflictError(f"main no longer holds snapshot {start.id}, where branch {name} starts "
+                                  "(expired, or rolled back and committed again); nothing was changed")
+    removed = tuple(n for n in reversed(main_ids) if n > start.id)
+    main_tags = [t for t in table.tags.tags() if t.snapshot.id >= start.id]
+    branch_tags = branch.tags.names()
+    main_schemas = [i for i in table.schemas.list_ids() if i > start.schema_id]
+    branch_schemas = [i for i in branch.schemas.list_ids() if i > start.schema_id]
+    result = FastForwardResult(table.name, name, start.id, main_ids[-1], ids[-1], removed, tuple(ids[1:]),
+                               tuple(branch_schemas), tuple(t.name for t in main_tags), tuple(branch_tags), dry_run)
+    if dry_run:
+        return result
+    fio = table.file_io
+    for n in removed:
+        fio.delete(table.snapshots.path(n))
+    table.snapshots.write_latest_hint(start.id)
+    for tag in main_tags:
+        fio.delete(table.tags.path(tag.name))
+    for sid in reversed(main_schemas):
+        fio.delete(table.schemas.path(sid))
+    for sid in branch_schemas:
+        fio.try_create(table.schemas.path(sid), fio.read_bytes(branch.schemas.path(sid)))
+    for n in ids[1:]:
+        fio.try_create(table.snapshots.path(n), fio.read_bytes(branch.snapshots.path(n)))
+    table.snapshots.write_latest_hint(ids[-1])
+    for tag_name in branch_tags:
+        data = fio.read_bytes(branch.tags.path(tag_name))
+        if not fio.try_create(table.tags.path(tag_name), data) and fio.read_bytes(table.tags.path(tag_name)) != data:
+            fio.delete(table.tags.path(tag_name))  # main's tag of that name, on an older snapshot
+            fio.try_create(table.tags.path(tag_name), data)
+    return result
+
+
+__all__ = ["BranchDeleteResult", "BranchInfo", "FastForwardResult", "MAIN_BRANCH", "create_branch",
+           "delete_branch", "fast_forward", "list_branches"]

@@ -1,4 +1,4 @@
-"""lakectl branch create|delete|list DB.TABLE: branches in Paimon's branch/branch-NAME layout."""
+"""lakectl branch create|delete|list|fast-forward DB.TABLE: branches in Paimon's branch/branch-NAME layout."""
 
 from __future__ import annotations
 
@@ -64,6 +64,30 @@ def register(app: typer.Typer) -> None:
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
         out.record(delete_branch(t, name, dry_run=dry_run))
+
+    @branch_app.command("fast-forward")
+    def fast_forward_cmd(
+        ctx: typer.Context,
+        table: TableArg,
+        name: BranchNameArg,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; change nothing.")] = False,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """Make main equal to a branch: main's snapshots, schemas and tags after the branch's start are replaced by the branch's.
+
+        Data files of main's removed snapshots stay until remove-orphan-files; the branch stays.
+
+        Example:
+
+        \b
+          lakectl branch fast-forward shop.orders test --dry-run
+        """
+        from core.ops.branches import fast_forward
+
+        out = output(ctx, fmt)
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        out.record(fast_forward(t, name, dry_run=dry_run))
 
     @branch_app.command("list")
     def list_cmd(

@@ -112,3 +112,18 @@ def test_expire_and_orphans_on_main_keep_the_branch(tmp_path: Path, wh: str) -> 
     assert scan(wh, "--branch", "dev") == {1: "a", 2: "b"}
     assert scan(wh) == {1: "a", 2: "B", 3: "c"}
 
+
+
+def test_fast_forward(tmp_path: Path, wh: str) -> None:
+    ok("branch", "create", "db.t", "dev", "--tag", "t1", "-w", wh)
+    write_csv(tmp_path, wh, {1: "dev", 9: "z"}, "--branch", "dev")
+    dry = ok("branch", "fast-forward", "db.t", "dev", "--dry-run", "-w", wh)
+    assert dry == {"table": "db.t", "branch": "dev", "start_snapshot_id": 1, "latest_before": 2, "latest_after": 2,
+                   "snapshots_removed": [2], "snapshots_copied": [2], "schemas_copied": [], "tags_removed": ["t1"],
+                   "tags_copied": ["t1"], "dry_run": True}
+    assert scan(wh) == {1: "a", 2: "B", 3: "c"}
+    assert ok("branch", "fast-forward", "db.t", "dev", "-w", wh)["dry_run"] is False
+    assert scan(wh) == {1: "dev", 2: "b", 9: "z"} == scan(wh, "--branch", "dev")
+    assert scan(wh, "--tag", "t1") == {1: "a", 2: "b"}
+    result = invoke("branch", "fast-forward", "db.t", "nope", "-w", wh)
+    assert result.exit_code == 3 and result.stderr.startswith("error: branch nope")

@@ -72,6 +72,7 @@ def command(name: str) -> list[str]:
         "branch create": ["branch", "create", "shop.orders", f"b{n}"],
         "branch delete": ["branch", "delete", "shop.orders", f"b{n}"],
         "branch list": ["branch", "list", "shop.orders"],
+        "branch fast-forward": ["branch", "fast-forward", "shop.orders", f"b{n}", "--dry-run"],
         "remove-orphan-files": ["remove-orphan-files", "shop.orders", "--dry-run", "--older-than", "0s"],
         "files": ["files", "shop.orders"],
         "snapshots": ["snapshots", "shop.orders"],
@@ -89,8 +90,8 @@ def run(name: str, *options: str, env: dict[str, str] | None = None) -> Result:
     args = command(name)
     if name == "tag delete":  # something to delete
         assert runner.invoke(app, ["-q", "-w", "wh", "tag", "create", *args[2:4]]).exit_code == 0
-    if name in ("branch delete", "branch list"):  # something to delete or list
-        prepare = ["branch", "create", "shop.orders", args[3] if name == "branch delete" else "listed"]
+    if name in ("branch delete", "branch list", "branch fast-forward"):  # something to delete, list or move to
+        prepare = ["branch", "create", "shop.orders", args[3] if name != "branch list" else "listed"]
         runner.invoke(app, ["-q", "-w", "wh", *prepare])  # "listed" may exist from an earlier run
     if name in ("consumer delete", "consumer list"):  # something to delete or list
         prepare = ["consumer", "reset", "shop.orders", args[3] if name == "consumer delete" else "listed",

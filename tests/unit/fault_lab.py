@@ -5,8 +5,8 @@ A ``Lab`` is a table plus a model of what every snapshot of it holds (id -> (id,
 computed from the batches the test wrote, never read back from lakectl, and the rows each of
 its tags must scan to. An ``Op`` is one command that writes (write, overwrite, CDC write,
 stream write, compact, expire, expire-partitions, rollback, rollback to an expired tag,
-alter-schema, tag create and delete, remove-orphan-files, expire with a branch, branch create
-and delete) with an unfaulted ``prepare``
+alter-schema, tag create and delete, remove-orphan-files, expire with a branch, branch create,
+delete and fast-forward) with an unfaulted ``prepare``
 step, the command itself, and how to tell whether it landed.
 
 ``fail_loop`` prepares the op once on a template table, then for n = 1, 2, ... runs it on a
@@ -45,7 +45,7 @@ from core.errors import LakectlError
 from core.evolution import AddColumn
 from core.fileio import inject_fault
 from core.branch import branch_path
-from core.ops.branches import create_branch, delete_branch, list_branches
+from core.ops.branches import create_branch, delete_branch, fast_forward, list_branches
 from core.ops.check import check
 from core.ops.orphans import remove_orphan_files
 from core.ops.partitions import expire_partitions
@@ -624,6 +624,47 @@ class BranchDelete(Op):
         return not lab.t.file_io.exists(branch_path(lab.t.path, "doomed"))
 
 
+class FastForward(Op):
+    """Fast-forward main to a branch that forked at main's latest and committed once, while
+    main committed once too: main's snapshot ``before`` is replaced by the branch's."""
+
+    name = "branch-fast-forward"
+
+    def prepare(self, lab: Lab) -> None:
+        fork = lab.t.snapshots.latest_id()
+        create_branch(lab.t, "ff")
+        rows = lab.new_rows(3, "ff")
+        lab.t.on_branch("ff").write(batch(rows))
+        self.branch_rows: Rows = {**lab.states[fork], **{r[0]: r for r in rows}}
+        lab.branches["ff"] = dict(self.branch_rows)
+        write_now(lab)
+
+    def run(self, lab: Lab) -> Any:
+        return fast_forward(lab.t, "ff")
+
+    def _copied(self, lab: Lab, before: int) -> bool:
+        """Main's snapshot ``before`` is the branch's (not main's own)."""
+        snapshots = lab.t.snapshots
+        return snapshots.exists(before) and \
+            snapshots.snapshot(before).to_dict() == lab.t.on_branch("ff").snapshots.snapshot(before).to_dict()
+
+    def allowed_latest(self, lab: Lab, before: int) -> set[int]:
+        return {before - 1, before}
+
+    def keep(self, lab: Lab, before: int) -> set[int]:
+        return set(lab.states) & set(range(1, before))  # main's own ``before`` goes
+
+    def landed(self, lab: Lab, before: int) -> bool:
+        return self._copied(lab, before) and lab.t.snapshots.latest_id() == before
+
+    def observe(self, lab: Lab, before: int) -> None:
+        if self._copied(lab, before):
+            lab.record(before, self.branch_rows)
+
+    def after(self, lab: Lab, before: int) -> None:
+        lab.record(before, self.branch_rows)
+
+
 def _expire_now(lab: Lab, retain_max: int) -> None:
     """An unfaulted expire keeping the newest ``retain_max`` snapshots; the model forgets the
     snapshots that are gone (tags keep their rows)."""
@@ -639,7 +680,7 @@ def _expire_now(lab: Lab, retain_max: int) -> None:
 FAIL_OPS: dict[str, Callable[[], Op]] = {op.name: op for op in (Write, Overwrite, Compact, Expire, Rollback, Alter)}
 OPS: dict[str, Callable[[], Op]] = {**FAIL_OPS, **{op.name: op for op in (
     CdcWrite, StreamWrite, ExpirePartitions, TagCreate, TagDelete, RemoveOrphans, RollbackToTag,
-    ExpireWithBranch, BranchCreate, BranchDelete)}}
+    ExpireWithBranch, BranchCreate, BranchDelete, FastForward)}}
 
 
 def seed(lab: Lab, writes: int = 2) -> None:

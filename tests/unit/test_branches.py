@@ -232,3 +232,49 @@ def test_check_on_main_verifies_every_branch(main: tuple[Table, Model]) -> None:
     # A branch directory without schemas (a create killed part-way) is reported, not skipped.
     (Path(t.path) / "branch" / "branch-half" / "snapshot").mkdir(parents=True)
     assert [p.kind for p in check(t).problems] == ["data-file", "branch"]
+
+
+def test_fast_forward_makes_main_the_branch(main: tuple[Table, Model]) -> None:
+    from core.ops.branches import fast_forward
+    from core.evolution import AddColumn
+    from core.types import parse_type
+
+    t, model = main
+    create_tag(t, "t1", snapshot_id=1)
+    create_tag(t, "t3", snapshot_id=3)
+    create_branch(t, "dev", snapshot_id=2)
+    model.fork("dev", "main", 2)
+    dev = t.on_branch("dev")
+    write(dev, model, {1: "dev"})
+    dev.alter([AddColumn("note", parse_type("STRING"))])
+    dev.write(pa.table({"id": pa.array([9], pa.int64()), "v": ["z"], "note": ["n"]}))
+    model.record(dev, {9: "z"})
+    create_tag(dev, "d4", snapshot_id=4)
+    dry = fast_forward(t, "dev", dry_run=True)
+    assert (dry.start_snapshot_id, dry.latest_before, dry.latest_after) == (2, 3, 4)
+    assert dry.snapshots_removed == (3,) and dry.snapshots_copied == (3, 4)
+    assert dry.schemas_copied == (1,) and dry.tags_removed == ("t3",) and dry.tags_copied == ("d4",)
+    assert t.snapshots.list_ids() == [1, 2, 3] and scanned(t) == model.rows("main", 3)
+    fast_forward(t, "dev")
+    assert t.snapshots.list_ids() == [1, 2, 3, 4] and t.snapshots.latest_id() == 4
+    assert sorted(t.tags.names()) == ["d4", "t1"] and t.schema.id == 1
+    for sid in (3, 4):
+        assert [{"id": r["id"], "v": r["v"]} for r in scanned(t, sid)] == model.rows("dev", sid)
+    assert scanned(t, 1) == model.rows("main", 1)
+    # Main goes on from the branch's state; the branch is untouched.
+    write(t, model.__class__(), {10: "main-again"})
+    assert dev.snapshots.list_ids() == [2, 3, 4]
+
+
+def test_fast_forward_refuses_when_main_lost_the_start(main: tuple[Table, Model]) -> None:
+    from core.errors import CommitConflictError
+    from core.ops.branches import fast_forward
+
+    t, _ = main
+    create_branch(t, "dev", snapshot_id=1)
+    t.expire(retain_min=1, retain_max=1, older_than="0s", dry_run=False)
+    with pytest.raises(CommitConflictError):
+        fast_forward(t, "dev")
+    assert t.snapshots.list_ids() == [3]
+    with pytest.raises(NotFoundError):
+        fast_forward(t, "nope")
