@@ -104,7 +104,7 @@ class Table:
 
     @cached_property
     def schemas(self) -> SchemaManager:
-        return SchemaManager(self.file_io, self.branch_path)
+        return SchemaManager(self.file_io, self.branch_path, None if self.is_main else self.path)
 
     @cached_property
     def snapshots(self) -> SnapshotManager:

@@ -94,3 +94,26 @@ def test_lakectl_reads_and_extends_java_branches(tmp_path: Path) -> None:
     assert same(rows, dev_model) and meta["latest_snapshot"] == 3
     rows, meta = java_read(path)
     assert same(rows, {1: "a", 2: "B", 3: "c"}) and meta["latest_snapshot"] == 2
+
+
+def test_lakectl_reads_a_java_branch_that_copied_only_its_snapshots_schema(tmp_path: Path) -> None:
+    """Java Paimon 1.0 copies only the tagged snapshot's schema into the branch, while its data
+    files were written under older schemas too (Java's own reader then fails on the branch:
+    it looks for schema-0 in the branch). lakectl reads the ids the branch lacks from main,
+    where they were written before the fork and never change."""
+    path = tmp_path / "wh" / "db.db" / "t"
+    java_run(path, [
+        {"op": "write", "rows": [[1, "a"], [2, "b"]]},
+        {"op": "set-option", "key": "snapshot.num-retained.min", "value": "5"},
+        {"op": "write", "rows": [[3, "c"]]},
+        {"op": "tag", "name": "t2", "snapshot": 2},
+        {"op": "create-branch", "name": "dev", "tag": "t2"},
+    ], create={"fields": [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}],
+               "primaryKeys": ["id"], "options": {"bucket": "1"}})
+    assert sorted(p.name for p in (path / "branch" / "branch-dev" / "schema").iterdir()) == ["schema-1"]
+    dev = Table.open("db.t", warehouse=str(tmp_path / "wh"), branch="dev")
+    model = {1: "a", 2: "b", 3: "c"}
+    assert same(lakectl_rows(dev.scan()), model)
+    write(dev, model, {4: "d"})
+    assert same(lakectl_rows(dev.scan()), model)
+    assert dev.schemas.list_ids() == [1]
