@@ -77,11 +77,6 @@ class Table:
         return table
 
     @property
-    def main(self) -> "Table":
-        """The table on its main branch."""
-        return Table(self.location)
-
-    @property
     def is_main(self) -> bool:
         return self.branch == MAIN_BRANCH
 

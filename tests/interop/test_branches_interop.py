@@ -117,3 +117,23 @@ def test_lakectl_reads_a_java_branch_that_copied_only_its_snapshots_schema(tmp_p
     write(dev, model, {4: "d"})
     assert same(lakectl_rows(dev.scan()), model)
     assert dev.schemas.list_ids() == [1]
+
+
+def test_java_reads_main_after_a_lakectl_fast_forward(tmp_path: Path) -> None:
+    from core.ops.branches import fast_forward
+
+    t = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    create(t, "id BIGINT NOT NULL, v STRING", primary_keys=["id"], options={"bucket": "2", "write-only": "true"})
+    main: dict[int, str] = {}
+    write(t, main, {1: "a", 2: "b"})
+    create_branch(t, "dev")
+    dev = dict(main)
+    write(t.on_branch("dev"), dev, {1: "dev", 3: "c"})
+    write(t.on_branch("dev"), dev, {4: "d"})
+    write(t, main, {9: "main only"})
+    fast_forward(t, "dev")
+    rows, meta = java_read(t.path)
+    assert same(rows, dev) and rows == lakectl_rows(t.scan())
+    assert meta["latest_snapshot"] == 3
+    rows, _ = java_read(t.path, snapshot=1)
+    assert same(rows, {1: "a", 2: "b"})
