@@ -127,3 +127,19 @@ def test_fast_forward(tmp_path: Path, wh: str) -> None:
     assert scan(wh, "--tag", "t1") == {1: "a", 2: "b"}
     result = invoke("branch", "fast-forward", "db.t", "nope", "-w", wh)
     assert result.exit_code == 3 and result.stderr.startswith("error: branch nope")
+
+
+def test_compact_and_alter_schema_on_a_branch_leave_main_alone(tmp_path: Path, wh: str) -> None:
+    ok("branch", "create", "db.t", "dev", "-w", wh)
+    write_csv(tmp_path, wh, {5: "e"}, "--branch", "dev")
+    assert ok("compact", "db.t", "--full", "--branch", "dev", "-w", wh)["snapshot_id"] == 4
+    altered = ok("alter-schema", "db.t", "--add-column", "note STRING", "--branch", "dev", "-w", wh)
+    assert (altered["previous_schema_id"], altered["schema_id"]) == (0, 1)
+    kinds = [s["commit_kind"] for s in ok("snapshots", "db.t", "--branch", "dev", "-w", wh)]
+    assert kinds == ["COMPACT", "APPEND", "APPEND"]
+    assert [s["commit_kind"] for s in ok("snapshots", "db.t", "-w", wh)] == ["APPEND", "APPEND"]
+    assert [s["schema_id"] for s in ok("schemas", "db.t", "-w", wh)] == [0]
+    rows = ok("scan", "db.t", "--branch", "dev", "-w", wh)
+    assert {r["id"]: (r["v"], r["note"]) for r in rows} == {1: ("a", None), 2: ("B", None), 3: ("c", None),
+                                                            5: ("e", None)}
+    assert scan(wh) == {1: "a", 2: "B", 3: "c"}
