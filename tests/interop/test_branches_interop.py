@@ -1,6 +1,7 @@
-"""Branches across lakectl and Java Paimon 1.0 (the reference): Java reads the branches
-lakectl creates and writes (``switchToBranch``, what ``db.t$branch_NAME`` opens), also after
-main expired and lost its orphans; lakectl reads the branches Java creates and writes, and
+"""Branches across lakectl, Java Paimon 1.0 (the reference) and pypaimon: Java
+(``switchToBranch``, what ``db.t$branch_NAME`` opens) and pypaimon (``db.t$branch_NAME`` in
+its filesystem catalog) read the branches lakectl creates and writes, also after main
+expired and lost its orphans; lakectl reads the branches Java creates and writes, and
 writes on them for Java to read. Expected rows come from a dict model of what was written.
 """
 
@@ -12,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from java_oracle import java_read, java_run, lakectl_rows
+from oracle import official_read
 
 from core.ops.branches import create_branch
 from core.ops.create import create
@@ -63,6 +65,10 @@ def test_java_reads_lakectl_branches_after_main_expired(tmp_path: Path) -> None:
         assert same(rows, model), branch
         assert rows == lakectl_rows(view.scan())
         assert meta["latest_snapshot"] == view.snapshots.latest_id()
+        # pypaimon too, opening db.t$branch_NAME in its filesystem catalog.
+        official, official_meta = official_read(t.path, tmp_path, branch=branch)
+        assert lakectl_rows(official) == rows
+        assert official_meta["latest_snapshot"] == view.snapshots.latest_id()
     # The branch's own snapshot 1 (main's expired long ago). Not --tag: this Java build's tag
     # scanner (StaticFromTagStartingScanner) looks for tags in main's tag/ whatever the branch.
     rows, _ = java_read(t.path, branch="dev", snapshot=1)
