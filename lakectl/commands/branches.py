@@ -8,10 +8,12 @@ import typer
 
 from core.table import Table
 from lakectl.commands import output, settings
-from lakectl.completion import complete_snapshot_id, complete_tag
+from lakectl.completion import complete_branch, complete_snapshot_id, complete_tag
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
 
 BranchNameArg = Annotated[str, typer.Argument(help="Branch name.", metavar="NAME", show_default=False)]
+ExistingBranchArg = Annotated[str, typer.Argument(help="Branch name.", metavar="NAME", show_default=False,
+                                                 autocompletion=complete_branch)]
 
 
 def register(app: typer.Typer) -> None:
@@ -47,7 +49,7 @@ def register(app: typer.Typer) -> None:
     def delete_cmd(
         ctx: typer.Context,
         table: TableArg,
-        name: BranchNameArg,
+        name: ExistingBranchArg,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be removed; change nothing.")] = False,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
@@ -69,7 +71,7 @@ def register(app: typer.Typer) -> None:
     def fast_forward_cmd(
         ctx: typer.Context,
         table: TableArg,
-        name: BranchNameArg,
+        name: ExistingBranchArg,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; change nothing.")] = False,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
