@@ -84,13 +84,15 @@ class FileStoreCommit:
     identifier: int = BATCH_COMMIT_IDENTIFIER
     min_retry_wait: float = 0.01
     max_retry_wait: float = 10.0
+    # A branch's snapshot/ and schema/ live in its own directory; manifests stay in the table's.
+    branch_path: str | None = None
     snapshots: SnapshotManager = field(init=False)
     manifests: ManifestIO = field(init=False)
     index_manifests: IndexManifestIO = field(init=False)
     files_deleted: int = field(init=False, default=0)  # DELETE entries of the commit that landed
 
     def __post_init__(self) -> None:
-        self.snapshots = SnapshotManager(self.file_io, self.table_path)
+        self.snapshots = SnapshotManager(self.file_io, self.branch_path or self.table_path)
         self.manifests = ManifestIO(self.file_io, self.table_path, self.schema.core_options.manifest_compression)
         self.index_manifests = IndexManifestIO(self.file_io, self.table_path,
                                                self.schema.core_options.manifest_compression)
@@ -286,7 +288,7 @@ class FileStoreCommit:
         return out + list(index.entries if index else ())
 
     def _check_schema(self) -> None:
-        current = SchemaManager(self.file_io, self.table_path).list_ids()
+        current = SchemaManager(self.file_io, self.branch_path or self.table_path).list_ids()
         if current and current[-1] != self.schema.id:
             raise CommitConflictError(
                 f"the table schema changed to {current[-1]} while this write used schema {self.schema.id}; "

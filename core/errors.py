@@ -27,6 +27,10 @@ class TagExistsError(LakectlError):
     """create of a tag whose name is taken (exit 1)."""
 
 
+class BranchExistsError(LakectlError):
+    """branch create of a name that is taken (exit 1)."""
+
+
 class CommitConflictError(LakectlError):
     """The commit could not land after its retries, or its base vanished (exit 4)."""
 

@@ -231,18 +231,29 @@ def _renumber_nested(dt: DataType, counter: int) -> tuple[DataType, int]:
 class SchemaManager:
     """Reads and commits the schema files of one table."""
 
-    def __init__(self, file_io: FileIO, table_path: str) -> None:
+    def __init__(self, file_io: FileIO, table_path: str, main_path: str | None = None) -> None:
         self.file_io = file_io
         self.dir = join(table_path, "schema")
+        # A branch's: where to read the schemas it did not copy. Java Paimon 1.0 copies only the
+        # branch snapshot's own schema, but its data files may be written under older ones,
+        # whose ids (up to the fork) are main's and never change.
+        self.main_dir = join(main_path, "schema") if main_path else None
 
     def path(self, schema_id: int) -> str:
         return join(self.dir, f"schema-{schema_id}")
+
+    def _readable_path(self, schema_id: int) -> str:
+        path = self.path(schema_id)
+        if self.main_dir is None or self.file_io.exists(path):
+            return path
+        inherited = join(self.main_dir, f"schema-{schema_id}")
+        return inherited if self.file_io.exists(inherited) else path
 
     def list_ids(self) -> list[int]:
         return self.file_io.list_numbered(self.dir, "schema-")
 
     def schema(self, schema_id: int) -> TableSchema:
-        path = self.path(schema_id)
+        path = self._readable_path(schema_id)
         if not self.file_io.exists(path):
             raise CorruptMetadataError(f"missing schema file {path}")
         return TableSchema.from_json(self.file_io.read_text(path), path)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
+from core.branch import MAIN_BRANCH, branch_path, validate_branch_name
 from core.errors import NotFoundError
 from core.fileio import FileIO
 from core.schema import SchemaManager, TableSchema
@@ -47,6 +48,7 @@ DEFAULT_WAREHOUSE = "./warehouse"
 @dataclass(frozen=True)
 class Table:
     location: TableLocation
+    branch: str = MAIN_BRANCH
 
     # ---- opening -------------------------------------------------------------------
     @classmethod
@@ -58,12 +60,32 @@ class Table:
 
     @classmethod
     def open(cls, name: str, *, warehouse: str | None = None,
-             storage_options: dict[str, Any] | None = None) -> "Table":
-        """Open an existing table; NotFoundError if there is none."""
+             storage_options: dict[str, Any] | None = None, branch: str | None = None) -> "Table":
+        """Open an existing table (on ``branch``, main by default); NotFoundError if there is none."""
         table = cls.locate(name, warehouse=warehouse, storage_options=storage_options)
         if not table.exists():
             raise NotFoundError(f"table {name} does not exist (looked in {table.path})")
+        return table.on_branch(branch) if branch else table
+
+    def on_branch(self, branch: str) -> "Table":
+        """The same table seen through ``branch``: its snapshots, schemas and tags are the
+        branch's; NotFoundError if the branch does not exist."""
+        if branch == MAIN_BRANCH:
+            return Table(self.location)
+        validate_branch_name(branch)
+        table = Table(self.location, branch)
+        if not table.schemas.list_ids():
+            raise NotFoundError(f"branch {branch} of table {self.name} does not exist")
         return table
+
+    @property
+    def is_main(self) -> bool:
+        return self.branch == MAIN_BRANCH
+
+    @property
+    def branch_path(self) -> str:
+        """The directory holding this branch's snapshot/, schema/ and tag/ (the table's for main)."""
+        return branch_path(self.path, self.branch)
 
     @property
     def name(self) -> str:
@@ -79,15 +101,15 @@ class Table:
 
     @cached_property
     def schemas(self) -> SchemaManager:
-        return SchemaManager(self.file_io, self.path)
+        return SchemaManager(self.file_io, self.branch_path, None if self.is_main else self.path)
 
     @cached_property
     def snapshots(self) -> SnapshotManager:
-        return SnapshotManager(self.file_io, self.path)
+        return SnapshotManager(self.file_io, self.branch_path)
 
     @cached_property
     def tags(self) -> TagManager:
-        return TagManager(self.file_io, self.path)
+        return TagManager(self.file_io, self.branch_path)
 
     def manifests(self) -> ManifestIO:
         from core.manifest import ManifestIO  # fastavro: not for commands that read snapshots only

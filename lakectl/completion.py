@@ -1,5 +1,5 @@
-"""Shell completion of names from the warehouse: tables, databases, snapshot ids, tags
-and consumers.
+"""Shell completion of names from the warehouse: tables, databases, snapshot ids, tags,
+branches and consumers.
 
 When TAB is pressed the shell runs ``lakectl`` with ``_LAKECTL_COMPLETE=complete_bash`` (or
 ``_zsh``, ``_fish``) and the words typed so far; Typer parses them leniently and asks these
@@ -99,6 +99,14 @@ def _complete_tag(ctx: Any, incomplete: str) -> Candidates:
     return [(name, "tag") for name in _table(ctx).tags.names() if name.startswith(incomplete)]
 
 
+def _complete_branch(ctx: Any, incomplete: str) -> Candidates:
+    """Branch names of the table named earlier on the line, with their latest snapshot."""
+    from core.ops.branches import list_branches
+
+    return [(b.name, f"latest snapshot {b.latest_snapshot_id}") for b in list_branches(_table(ctx))
+            if b.name.startswith(incomplete)]
+
+
 def _complete_consumer(ctx: Any, incomplete: str) -> Candidates:
     """Consumer ids of the table named earlier on the line, with their next snapshot."""
     from core.consumer import ConsumerManager
@@ -151,4 +159,5 @@ complete_database = _quietly(_complete_database)
 complete_snapshot_id = _quietly(_complete_snapshot_id)
 complete_tag = _quietly(_complete_tag)
 complete_consumer = _quietly(_complete_consumer)
+complete_branch = _quietly(_complete_branch)
 complete_scan_mode = _quietly(_complete_scan_mode)

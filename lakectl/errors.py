@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import traceback
 
-from core.errors import (BucketNotFoundError, CommitConflictError, CorruptMetadataError, InvalidDataError,
+from core.errors import (BranchExistsError, BucketNotFoundError, CommitConflictError, CorruptMetadataError, InvalidDataError,
                          LakectlError, NotFoundError, StorageAccessError, StorageCredentialsError,
                          SparkUnreachableError, StorageUnreachableError, TableExistsError, TagExistsError,
                          UsageError)
@@ -32,6 +32,7 @@ EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (SparkUnreachableError, EXIT_NO_SPARK_MASTER),
     (TableExistsError, EXIT_FAILURE),
     (TagExistsError, EXIT_FAILURE),
+    (BranchExistsError, EXIT_FAILURE),
     (CorruptMetadataError, EXIT_FAILURE),
     (LakectlError, EXIT_FAILURE),
 ]

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from lakectl.completion import complete_format, complete_table, complete_tag
+from lakectl.completion import complete_branch, complete_format, complete_table, complete_tag
 
 TableArg = Annotated[str, typer.Argument(help="Table as DB.TABLE inside the warehouse, or a path/URI.",
                                          metavar="DB.TABLE", show_default=False, autocompletion=complete_table)]
@@ -27,3 +27,6 @@ TimestampOpt = Annotated[Optional[str], typer.Option(
     show_default=False)]
 TagOpt = Annotated[Optional[str], typer.Option("--tag", help="As of the snapshot of this tag.", metavar="NAME",
                                                autocompletion=complete_tag, show_default=False)]
+BranchOpt = Annotated[Optional[str], typer.Option(
+    "--branch", help="Work on this branch of the table (its own snapshots, schemas and tags; default main).",
+    metavar="NAME", show_default=False, autocompletion=complete_branch)]

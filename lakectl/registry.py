@@ -74,6 +74,8 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("expire-tags", "expire_tags",
           "Delete tags whose TTL (tag.time-retained, else tag.default-time-retained) has passed, or created before "
           "--older-than."),
+    Entry("branch", "branches",
+          "Create, delete and list branches: snapshot histories of their own that share the table's data files."),
     Entry("consumer", "consumers",
           "List, move and delete consumers: the positions of streaming readers (scan --follow --consumer-id), which "
           "hold back expiration."),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from core.branch import branch_names, branch_path
 from core.errors import CorruptMetadataError, LakectlError
 from core.deletion_vectors import read_index_file
 from core.fileio import join
@@ -25,7 +26,7 @@ from core.table import Table
 @dataclass(frozen=True, slots=True)
 class Problem:
     kind: str  # schema, snapshot, tag, manifest-list, manifest, data-file, changelog-file,
-    # index-manifest, index-file, hint
+    # index-manifest, index-file, hint, branch
     path: str
     detail: str
 
@@ -38,6 +39,7 @@ class CheckResult:
     tags: int = 0
     manifests: int = 0
     files_checked: int = 0
+    branches: int = 0  # branches checked besides main
     problems: list[Problem] = field(default_factory=list)
     # Stale LATEST/EARLIEST hints: every reader falls back to listing and the next commit or
     # expire rewrites them, so they are reported but do not make the table unsound.
@@ -47,11 +49,30 @@ class CheckResult:
 
 
 def check(table: Table) -> CheckResult:
-    """Verify ``table``; never writes."""
+    """Verify ``table`` (on main: and every branch, whose snapshots share its files); never writes."""
     result = CheckResult(table.name)
-    schemas = _check_schemas(table, result)
     checked_files: dict[str, int] = {}  # path -> size already verified
     manifest_cache: dict[str, list | None] = {}  # manifest name, or "list:" + list name -> contents
+    _check_branch(table, result, checked_files, manifest_cache)
+    for name in branch_names(table) if table.is_main else ():
+        try:
+            view = table.on_branch(name)
+        except LakectlError as e:
+            result.problems.append(Problem("branch", branch_path(table.path, name), str(e)))
+            continue
+        result.branches += 1
+        _check_branch(view, result, checked_files, manifest_cache)
+    result.manifests = sum(1 for k, v in manifest_cache.items()
+                           if v is not None and not k.startswith(("list:", "index:")))
+    result.files_checked = len(checked_files)
+    result.ok = not result.problems
+    return result
+
+
+def _check_branch(table: Table, result: CheckResult, checked_files: dict[str, int],
+                  manifest_cache: dict[str, list | None]) -> None:
+    """The schemas, snapshots, tags and hints of one branch (main or another)."""
+    schemas = _check_schemas(table, result)
     for sid in table.snapshots.list_ids():
         path = table.snapshots.path(sid)
         try:
@@ -73,11 +94,6 @@ def check(table: Table) -> CheckResult:
         result.tags += 1
         _check_snapshot(table, tag.snapshot, path, schemas, result, checked_files, manifest_cache)
     _check_hints(table, result)
-    result.manifests = sum(1 for k, v in manifest_cache.items()
-                           if v is not None and not k.startswith(("list:", "index:")))
-    result.files_checked = len(checked_files)
-    result.ok = not result.problems
-    return result
 
 
 def require_whole(table: Table, snap: Snapshot, what: str) -> None:
@@ -121,7 +137,7 @@ def _check_schemas(table: Table, result: CheckResult) -> dict[int, TableSchema]:
             out[sid] = table.schemas.schema(sid)
             result.schemas += 1
         except LakectlError as e:
-            result.problems.append(Problem("schema", join(table.path, "schema", f"schema-{sid}"), str(e)))
+            result.problems.append(Problem("schema", table.schemas.path(sid), str(e)))
     return out
 
 

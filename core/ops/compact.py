@@ -233,7 +233,7 @@ def compact(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str
         log.info("engine: %s (%s)", engine.name, why)
     messages: list[CommitMessage] = [m for m in engine.compact(tasks, table.file_io)
                                      if m.compact_before or m.compact_after]
-    committer = FileStoreCommit(table.file_io, table.path, compaction.schema)
+    committer = FileStoreCommit(table.file_io, table.path, compaction.schema, branch_path=table.branch_path)
     try:
         snapshot = committer.commit(messages, kind=COMPACT,
                                     properties={FULL_COMPACTION_PROPERTY: "full"} if full else None)

@@ -19,6 +19,8 @@ Order, chosen so that a kill at any point leaves every listed snapshot readable:
     any tag, then the index files (``index/``: HASH and deletion-vector files) of their index
     manifests that the index manifests of ``end`` and the tags do not list, then those index
     manifests (Java's ``cleanUnusedIndexManifests``); then delete the journal.
+"Any tag" above includes every snapshot and tag of the table's other branches (main, when
+expiring a branch): branches share the table's data and manifest files.
 A kill in (2) or (3) leaves unreferenced files, never a snapshot that names a missing one.
 The next expire first finishes every journal it finds, if ``end`` is still the snapshot the
 journal recorded (a rollback past it, which could make a retired snapshot's files live
@@ -43,6 +45,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
+from core.branch import pinned_snapshots
 from core.consumer import ConsumerManager, stale_consumers
 from core.engines import ProgressCallback
 from core.errors import CorruptMetadataError, NotFoundError, UsageError
@@ -287,11 +290,15 @@ def _expire(table: Table, plan: _Plan, dry_run: bool,
     protected_meta: set[str] = set(_list_names(end_snap))
     for meta_list in _list_names(end_snap):
         protected_meta.update(m.file_name for m in _read_list(mio, meta_list))
+    own_tags = []
     for name in table.tags.names():
         try:
-            tag = table.tags.snapshot(name)
+            own_tags.append(table.tags.snapshot(name))
         except NotFoundError:
             continue
+    # Other branches (main, when this is a branch) share the data and manifest files: each of
+    # their snapshots and tags pins its files just as a tag does.
+    for tag in own_tags + pinned_snapshots(table, include_own=False):
         tag_snaps.append(tag)
         tag_data |= _live_keys(mio, [tag.base_manifest_list, tag.delta_manifest_list], cache)
         if tag.changelog_manifest_list:

@@ -1,6 +1,7 @@
 """remove-orphan-files: delete files under the table directory that no metadata references.
 
-What counts as referenced (read first, from every ``snapshot-N`` present and every tag):
+What counts as referenced (read first, from every ``snapshot-N`` present and every tag, of
+main and of every branch, since branches share the table's files):
 their manifest lists, the manifests those name, the data files of each one's live set (ADD
 minus DELETE, spec §4.3; a file only a DELETE entry names is read by no snapshot) with their
 extra files, every changelog file, the index manifest and the index files it lists, and the
@@ -21,6 +22,7 @@ import posixpath
 import time
 from dataclasses import dataclass
 
+from core.branch import pinned_snapshots
 from core.engines import ProgressCallback
 from core.errors import NotFoundError
 from core.fileio import FileStatus, join
@@ -47,15 +49,10 @@ class OrphanResult:
 
 
 def referenced_files(table: Table) -> set[str]:
-    """Names of every file some snapshot or tag of ``table`` references (see module doc)."""
+    """Names of every file some snapshot or tag of any branch of ``table`` references (see module doc)."""
     mio = table.manifests()
-    roots: list[Snapshot] = []
-    for sid in table.snapshots.list_ids():
-        try:
-            roots.append(table.snapshots.snapshot(sid))
-        except NotFoundError:
-            continue  # expired (or rolled back) while we listed: its files are not ours to keep
-    roots.extend(t.snapshot for t in table.tags.tags())
+    # Branches share the table's data and manifests: every branch's snapshots and tags count.
+    roots: list[Snapshot] = pinned_snapshots(table, include_own=True)
 
     names: set[str] = set()
     list_cache: dict[str, list[str]] = {}

@@ -205,7 +205,7 @@ def expire_partitions(table: Table, *, expiration_time: str | None = None, max_e
     records = sum(e.file.row_count for e in dropped)
     if dry_run:
         return PartitionExpireResult(table.name, None, before, values, files, records, True)
-    committed = FileStoreCommit(table.file_io, table.path, schema).commit([], overwrite=OverwriteSpec(parts))
+    committed = FileStoreCommit(table.file_io, table.path, schema, branch_path=table.branch_path).commit([], overwrite=OverwriteSpec(parts))
     log.info("expired %d partition(s) of %s: %s", len(names), table.name, ", ".join(names))
     return PartitionExpireResult(table.name, committed.id if committed else None, before, values, files, records,
                                  False)

@@ -212,7 +212,8 @@ def write_and_commit(table: Table, data: Any, engine: Any, *, overwrite: bool = 
         # The HASH files of the buckets that got new keys, written before the commit names them.
         index = IndexChanges(tuple(job.assigner.index_changes()), job.assigner.planned_on)
     user = {"commit_user": commit_user} if commit_user is not None else {}
-    committer = FileStoreCommit(table.file_io, table.path, schema, identifier=identifier, **user)
+    committer = FileStoreCommit(table.file_io, table.path, schema, identifier=identifier,
+                                branch_path=table.branch_path, **user)
     snapshot = committer.commit(messages, overwrite=spec, watermark=watermark, index=index)
     maintenance = after_commit(table, engine) if snapshot else []
     return Written(snapshot, messages, rows_in, len(partitions), committer.files_deleted,

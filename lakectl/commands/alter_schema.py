@@ -17,7 +17,7 @@ from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.output import Output
 from lakectl.config import parse_pairs
-from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
 
 if TYPE_CHECKING:
     from core.ops.alter import AlterResult
@@ -114,6 +114,7 @@ def register(app: typer.Typer) -> None:
             show_default=False)] = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the new schema beside the old one; "
                                                                 "write nothing.")] = False,
+        branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -138,5 +139,5 @@ def register(app: typer.Typer) -> None:
             add=add_column or [], first=first, after=after, drop=drop_column or [], rename=rename_column or [],
             alter_type=alter_type or [], nullable=set_nullable or [], not_null=set_not_null or [],
             comment=comment or [], set_option=set_option or [], reset_option=reset_option or [])
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         render(out, t.alter(changes, dry_run=dry_run))

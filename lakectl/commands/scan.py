@@ -13,7 +13,7 @@ from core.table import Table
 from lakectl.commands import output, settings, stop_on_sigterm
 from lakectl.completion import complete_consumer, complete_scan_mode, complete_snapshot_id, complete_tag
 from lakectl.output import csv_text, jsonable
-from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -37,6 +37,7 @@ def register(app: typer.Typer) -> None:
         bounded_watermark: Annotated[Optional[int], typer.Option("--bounded-watermark", help="With --follow: stop at the first snapshot whose watermark is past this [option scan.bounded.watermark].", metavar="MILLIS")] = None,
         max_snapshots: Annotated[Optional[int], typer.Option("--max-snapshots", help="With --follow: stop after reading this many snapshots.", metavar="N")] = None,
         poll_interval: Annotated[Optional[str], typer.Option("--poll-interval", help="With --follow: how often to look for new snapshots, e.g. 500ms [option continuous.discovery-interval; default 1s].", metavar="DURATION")] = None,
+        branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -81,7 +82,7 @@ def register(app: typer.Typer) -> None:
         every_row = limit == 0 and not follow  # --limit 0: every row, on a terminal too
         if every_row:
             limit = None
-        t = Table.open(table, warehouse=s.resolve_warehouse(warehouse))
+        t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
         columns = parse_key_list(select) or None
         if follow:
             _follow(out, s, t, columns, where, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, limit=limit,

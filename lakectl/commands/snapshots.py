@@ -9,7 +9,7 @@ import typer
 
 from core.table import Table
 from lakectl.commands import output, settings
-from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -18,6 +18,7 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         table: TableArg,
         limit: Annotated[Optional[int], typer.Option("--limit", help="Only the newest N snapshots.")] = None,
+        branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -33,7 +34,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.describe import SnapshotInfo
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         history = t.history(limit=limit)
         if out.format == "table":  # for people: the commit user (a UUID per writer) is noise
             columns = [f.name for f in dataclasses.fields(SnapshotInfo) if f.name != "commit_user"]

@@ -9,7 +9,7 @@ import typer
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.completion import complete_snapshot_id, complete_tag
-from lakectl.params import FormatOpt, TableArg, TagOpt, TimestampOpt, WarehouseOpt
+from lakectl.params import BranchOpt, FormatOpt, TableArg, TagOpt, TimestampOpt, WarehouseOpt
 
 TagNameArg = Annotated[str, typer.Argument(help="Tag name.", metavar="NAME", show_default=False)]
 ExistingTagArg = Annotated[str, typer.Argument(help="Tag name.", metavar="NAME", show_default=False,
@@ -31,6 +31,7 @@ def register(app: typer.Typer) -> None:
         tag: TagOpt = None,
         time_retained: Annotated[Optional[str], typer.Option("--time-retained", help="Keep the tag this long, e.g. 7d (stored as the tag's TTL).")] = None,
         replace: Annotated[bool, typer.Option("--replace", help="Point an existing tag at this snapshot (new create time and TTL) instead of refusing.")] = False,
+        branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -48,7 +49,7 @@ def register(app: typer.Typer) -> None:
         from core.travel import snapshot_id_of
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         out.record(create_tag(t, name, snapshot_id=snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag),
                                time_retained=time_retained, replace=replace))
 
@@ -79,6 +80,7 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         table: TableArg,
         name: ExistingTagArg,
+        branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -92,13 +94,14 @@ def register(app: typer.Typer) -> None:
         from core.ops.tags import delete_tag
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         out.record(delete_tag(t, name))
 
     @tag_app.command("list")
     def list_cmd(
         ctx: typer.Context,
         table: TableArg,
+        branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -112,7 +115,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.tags import TagInfo, list_tags
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         out.records(list_tags(t), TagInfo, title=f"tags of {t.name}")
 
     app.add_typer(tag_app, name="tag")

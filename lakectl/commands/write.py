@@ -16,7 +16,7 @@ from lakectl.commands import output, settings, stop_on_sigterm
 from lakectl.commands.create import parse_options
 from lakectl.completion import complete_input_format, complete_write_mode
 from lakectl.output import Output
-from lakectl.params import FormatOpt, PartitionByOpt, PrimaryKeyOpt, TableArg, TableOptionOpt, WarehouseOpt
+from lakectl.params import BranchOpt, FormatOpt, PartitionByOpt, PrimaryKeyOpt, TableArg, TableOptionOpt, WarehouseOpt
 
 DEFAULT_COMMIT_INTERVAL = "10s"
 # Columns of a commit row in the table format (the table and commit user are in the summary).
@@ -45,6 +45,7 @@ def register(app: typer.Typer) -> None:
         commit_user: Annotated[Optional[str], typer.Option("--commit-user", help="With --stream: the stream's commit user; rerun with the same one to resume exactly once [default: a new UUID, printed].", metavar="NAME", show_default=False)] = None,
         watermark_column: Annotated[Optional[str], typer.Option("--watermark-column", help="With --stream: a TIMESTAMP or integer column; each snapshot's watermark is its max so far.", metavar="COL", show_default=False)] = None,
         input_offset: Annotated[Optional[int], typer.Option("--input-offset", help="With --stream: the input's first record is record N+1 of the stream (a producer re-sending from there).", metavar="N", show_default=False)] = None,
+        branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -82,7 +83,7 @@ def register(app: typer.Typer) -> None:
                 raise UsageError("--partition applies to --mode overwrite, not --stream")
             _stream(ctx, out, table, input, input_table, input_format, mode, row_kind_column, auto_create,
                     commit_interval, commit_rows, commit_user, watermark_column, input_offset, warehouse,
-                    fill_missing_columns)
+                    fill_missing_columns, branch)
             return
         given = [flag for flag, value in stream_flags.items() if value is not None]
         if given:
@@ -92,7 +93,11 @@ def register(app: typer.Typer) -> None:
         from lakectl.config import parse_partition
 
         s = settings(ctx)
+        if branch is not None and auto_create:
+            raise UsageError("--auto-create creates main; create the branch with `lakectl branch create`")
         t = Table.locate(table, warehouse=s.resolve_warehouse(warehouse))
+        if branch is not None:
+            t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
         create = AutoCreate(tuple(parse_key_list(primary_key)), tuple(parse_key_list(partition_by)),
                             parse_options(option)) if auto_create else None
         with out.progress() as progress:
@@ -107,7 +112,7 @@ def _stream(ctx: typer.Context, out: Output, table: str, input: str | None, inpu
             input_format: str | None, mode: str, row_kind_column: str | None, auto_create: bool,
             commit_interval: str | None, commit_rows: int | None, commit_user: str | None,
             watermark_column: str | None, input_offset: int | None, warehouse: str | None,
-            fill_missing_columns: bool) -> None:
+            fill_missing_columns: bool, branch: str | None) -> None:
     from core.ops.stream_write import write_records
     from core.options import parse_duration
     from core.record_stream import STREAM_FORMATS
@@ -125,7 +130,7 @@ def _stream(ctx: typer.Context, out: Output, table: str, input: str | None, inpu
         commit_interval = DEFAULT_COMMIT_INTERVAL
     interval = parse_duration(commit_interval, "--commit-interval").total_seconds() if commit_interval else None
     s = settings(ctx)
-    t = Table.open(table, warehouse=s.resolve_warehouse(warehouse))
+    t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
     if commit_user is None:
         commit_user = str(uuid.uuid4())
         if not out.quiet:

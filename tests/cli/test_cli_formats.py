@@ -75,6 +75,10 @@ def command(name: str) -> list[str]:
         "partitions": ["partitions", "shop.orders"],
         "buckets": ["buckets", "shop.orders"],
         "manifests": ["manifests", "shop.orders"],
+        "branch create": ["branch", "create", "shop.orders", f"b{n}"],
+        "branch delete": ["branch", "delete", "shop.orders", f"b{n}"],
+        "branch list": ["branch", "list", "shop.orders"],
+        "branch fast-forward": ["branch", "fast-forward", "shop.orders", f"b{n}", "--dry-run"],
         "remove-orphan-files": ["remove-orphan-files", "shop.orders", "--dry-run", "--older-than", "0s"],
         "files": ["files", "shop.orders"],
         "snapshots": ["snapshots", "shop.orders"],
@@ -95,6 +99,9 @@ def run(name: str, *options: str, env: dict[str, str] | None = None) -> Result:
     if name == "expire-tags":  # a tag to expire (--older-than 0s --dry-run: it stays)
         assert runner.invoke(app, ["-q", "-w", "wh", "tag", "create", "shop.orders", "expirable",
                                    "--replace"]).exit_code == 0
+    if name in ("branch delete", "branch list", "branch fast-forward"):  # something to delete, list or move to
+        prepare = ["branch", "create", "shop.orders", args[3] if name != "branch list" else "listed"]
+        runner.invoke(app, ["-q", "-w", "wh", *prepare])  # "listed" may exist from an earlier run
     if name in ("consumer delete", "consumer list"):  # something to delete or list
         prepare = ["consumer", "reset", "shop.orders", args[3] if name == "consumer delete" else "listed",
                    "--next-snapshot", "1"]
@@ -276,9 +283,8 @@ def test_output_wraps_to_the_given_width(monkeypatch: pytest.MonkeyPatch) -> Non
 
 # ---- quiet -----------------------------------------------------------------------------------------
 # Commands that exist to print data: --quiet keeps it (and silences everything else).
-DATA_COMMANDS = {"scan", "scan --follow", "lookup", "snapshots", "files", "list", "tag list", "consumer list",
-                 "partitions", "buckets", "manifests",
-                 "schemas", "describe", "config show"}
+DATA_COMMANDS = {"scan", "scan --follow", "lookup", "snapshots", "files", "list", "tag list", "branch list",
+                 "consumer list", "partitions", "buckets", "manifests", "schemas", "describe", "config show"}
 
 
 @pytest.mark.parametrize("name", sorted(set(readme_json_table()) - DATA_COMMANDS))

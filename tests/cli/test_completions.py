@@ -84,6 +84,15 @@ def test_databases_snapshot_ids_and_tags(wh: Path) -> None:
     assert complete(f"lakectl -w {wh} tag create shop.orders t2 --snapshot-id ") == ["3", "2", "1"]
 
 
+def test_branches(wh: Path) -> None:
+    for name in ("dev", "demo"):
+        assert runner.invoke(app, ["-q", "-w", str(wh), "branch", "create", "shop.orders", name]).exit_code == 0
+    assert complete(f"lakectl -w {wh} scan shop.orders --branch ") == ["demo", "dev"]
+    assert complete(f"lakectl -w {wh} branch delete shop.orders dev") == ["dev"]
+    assert complete(f"lakectl -w {wh} branch fast-forward shop.orders d") == ["demo", "dev"]
+    assert complete(f"lakectl -w {wh} write shop.items --branch ") == []
+
+
 def test_consumers_and_scan_modes(wh: Path) -> None:
     for consumer in ("billing", "audit"):
         args = ["-q", "-w", str(wh), "consumer", "reset", "shop.orders", consumer, "--next-snapshot", "2"]

@@ -20,7 +20,9 @@ for args in (["snapshots", "db.t"], ["describe", "db.t"], ["expire", "db.t", "--
              ["consumer", "list", "db.t"], ["partitions", "db.t"], ["buckets", "db.t"], ["manifests", "db.t"],
              ["expire-tags", "db.t", "--older-than", "0s", "--dry-run"], ["tag", "rename", "db.t", "t1", "t2"],
              ["truncate", "db.t", "--dry-run"], ["drop", "db.t", "--dry-run"],
-             ["drop-database", "db", "--cascade", "--dry-run"]):
+             ["drop-database", "db", "--cascade", "--dry-run"],
+             ["branch", "create", "db.t", "b"], ["branch", "list", "db.t"],
+             ["snapshots", "db.t", "--branch", "b"], ["branch", "delete", "db.t", "b"]):
     codes.append(CliRunner().invoke(app, ["-w", sys.argv[1], "-f", "json", *args]).exit_code)
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("pyspark", "py4j", "pandas", "sqlglot")
                or m == "pyarrow.compute")
@@ -36,5 +38,5 @@ def test_metadata_commands_import_no_data_libraries(tmp_path):
     out = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path)], capture_output=True, text=True,
                          timeout=120, check=True)
     codes, heavy = json.loads(out.stdout.strip().splitlines()[-1])
-    assert codes == [0] * 17
+    assert codes == [0] * 21
     assert heavy == []

@@ -73,11 +73,13 @@ def _without_logging_noise(stderr: str) -> str:
 
 def java_read(table_path: str | os.PathLike[str], *, snapshot: int | None = None, tag: str | None = None,
               equal: tuple[str, Any] | None = None, incremental_between: tuple[int, int] | None = None,
-              with_kind: bool = False) -> tuple[list[list[Any]], dict[str, Any]]:
+              with_kind: bool = False, branch: str | None = None) -> tuple[list[list[Any]], dict[str, Any]]:
     """Read a table as Java Paimon's batch reader does.
 
     Args:
         table_path: the table directory.
+        branch: read this branch (``FileStoreTable.switchToBranch``, what ``db.t$branch_NAME``
+            opens in a catalog); time travel then applies to the branch's snapshots and tags.
         snapshot / tag: time travel (``scan.snapshot-id`` / ``scan.tag-name``).
         equal: ``(column, value)``: read with Java's filter ``column = value`` (the value in the
             normal form); Java prunes files by stats and file indexes with it, and the rows
@@ -90,6 +92,8 @@ def java_read(table_path: str | os.PathLike[str], *, snapshot: int | None = None
         ``columns``, ``splits``).
     """
     args = ["read", str(table_path)]
+    if branch is not None:
+        args += ["--branch", branch]
     if snapshot is not None:
         args += ["--snapshot", str(snapshot)]
     if tag is not None:
@@ -146,7 +150,10 @@ def java_run(table_path: str | os.PathLike[str], steps: Iterable[dict[str, Any]]
             ``{"op": "compact", "full": true}`` (every partition and bucket with files),
             ``{"op": "expire", "retain_max": N, "retain_min": M, "older_than_ms": 0}``,
             ``{"op": "tag", "name": NAME, "snapshot": ID}``,
-            ``{"op": "set-option", "key": K, "value": V}`` (a new schema, as ALTER TABLE SET).
+            ``{"op": "set-option", "key": K, "value": V}`` (a new schema, as ALTER TABLE SET),
+            ``{"op": "create-branch", "name": NAME, "tag": TAG}`` (from a tag; without it an
+            empty branch with main's latest schema);
+            any step with ``"branch": NAME`` runs on that branch.
         create: ``{"fields": [{"name": ..., "type": <Paimon type string or JSON>}, ...],
             "partitionKeys": [...], "primaryKeys": [...], "options": {...}}``.
 

@@ -56,6 +56,7 @@ def official_read(
     snapshot: int | None = None,
     tag: str | None = None,
     projection: list[str] | None = None,
+    branch: str | None = None,
 ) -> tuple[pa.Table, dict[str, Any]]:
     """Read a table with pypaimon.
 
@@ -65,6 +66,7 @@ def official_read(
         snapshot: time-travel to this snapshot id.
         tag: time-travel to this tag (exclusive with ``snapshot``).
         projection: read only these columns, in this order.
+        branch: read this branch (pypaimon opens ``db.t$branch_NAME`` in a filesystem catalog).
 
     Returns:
         The rows (in pypaimon's order, unsorted) and the script's JSON line:
@@ -80,6 +82,8 @@ def official_read(
         args += ["--tag", tag]
     if projection is not None:
         args += ["--projection", ",".join(projection)]
+    if branch is not None:
+        args += ["--branch", branch]
     meta = _run("paimon_read.py", args)
     with pa.OSFile(str(out), "rb") as source:
         table = pa.ipc.open_file(source).read_all()

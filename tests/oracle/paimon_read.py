@@ -6,13 +6,16 @@ in lakectl's own environment; tests call it as a subprocess through
 
 Usage::
 
-    paimon_read.py TABLE_PATH OUT.arrow [--snapshot N | --tag NAME] [--projection a,b]
+    paimon_read.py TABLE_PATH OUT.arrow [--snapshot N | --tag NAME] [--projection a,b] [--branch NAME]
 
 Writes every row of every split to OUT.arrow (Arrow IPC file format) and prints
 one JSON line on stdout::
 
     {"rows": int, "columns": [...], "latest_snapshot": int | null,
      "snapshot": int | null, "schema": [[name, paimon type string], ...]}
+
+``--branch`` opens the table as ``db.t$branch_NAME`` through pypaimon's filesystem catalog
+(the warehouse is two levels above TABLE_PATH); time travel then reads the branch.
 
 ``schema`` lists the fields that were read (after time travel and projection)
 with their Paimon type strings; ``snapshot`` is the snapshot the read resolved
@@ -21,6 +24,7 @@ to (null for an empty table).
 
 import argparse
 import json
+import os
 import sys
 
 import pyarrow as pa
@@ -35,12 +39,23 @@ def _parse_args(argv):
     travel.add_argument("--snapshot", type=int)
     travel.add_argument("--tag")
     parser.add_argument("--projection", help="comma-separated column names")
+    parser.add_argument("--branch", help="read this branch, as db.t$branch_NAME")
     return parser.parse_args(argv)
+
+
+def _open_branch(table_path, branch):
+    from pypaimon import CatalogFactory
+
+    table_dir = os.path.abspath(table_path)
+    database_dir = os.path.dirname(table_dir)
+    catalog = CatalogFactory.create({"warehouse": os.path.dirname(database_dir)})
+    database = os.path.basename(database_dir)[:-len(".db")]
+    return catalog.get_table(f"{database}.{os.path.basename(table_dir)}$branch_{branch}")
 
 
 def main(argv):
     args = _parse_args(argv)
-    base = FileStoreTable.from_path(args.table_path)
+    base = _open_branch(args.table_path, args.branch) if args.branch else FileStoreTable.from_path(args.table_path)
     table = base
     if args.snapshot is not None:
         if base.snapshot_manager().get_snapshot_by_id(args.snapshot) is None:

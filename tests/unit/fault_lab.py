@@ -6,8 +6,9 @@ computed from the batches the test wrote, never read back from lakectl, and the 
 its tags must scan to. An ``Op`` is one command that writes (write, overwrite, CDC write,
 stream write, compact, expire, expire-partitions, truncate, drop-partition, rollback, rollback
 to an expired tag, alter-schema, tag create, delete, rename and replace, expire-tags,
-remove-orphan-files, delete --where) with an unfaulted ``prepare`` step, the command itself,
-and how to tell whether it landed.
+remove-orphan-files, delete --where, expire with a branch, branch create, delete and
+fast-forward) with an unfaulted ``prepare`` step, the command itself, and how to tell whether
+it landed.
 
 ``fail_loop`` prepares the op once on a template table, then for n = 1, 2, ... runs it on a
 fresh copy of the template with ``inject_fault("fail", KIND, n)``, until the op completes
@@ -44,12 +45,15 @@ import pyarrow as pa
 from core.errors import LakectlError
 from core.evolution import AddColumn
 from core.fileio import inject_fault
+from core.branch import branch_path
+from core.ops.branches import create_branch, delete_branch, fast_forward, list_branches
 from core.ops.check import check
 from core.ops.orphans import remove_orphan_files
 from core.ops.partitions import expire_partitions
 from core.ops.stream_write import StreamWriter
 from core.ops.tags import create_tag, delete_tag, expire_tags, rename_tag
 from core.ops.truncate import drop_partitions, truncate
+from core.schema import SchemaManager
 from core.snapshot import APPEND, COMPACT, OVERWRITE
 from core.table import Table
 from core.types import parse_type
@@ -96,11 +100,13 @@ class Lab:
     tally: Tally = field(default_factory=Tally)
     thorough: bool = True  # scan every snapshot after each rerun (else the latest and the kept ones)
     tags: dict[str, tuple[int, Rows]] = field(default_factory=dict)  # name -> (snapshot id, rows)
+    branches: dict[str, Rows] = field(default_factory=dict)  # name -> rows of its latest snapshot
 
     def copy_to(self, open_table: Callable[[], Table]) -> "Lab":
         """The model for a copy of this table (the caller copied the files)."""
         return Lab(open_table, {k: dict(v) for k, v in self.states.items()}, None, self.next_key, self.tally,
-                   self.thorough, {k: (sid, dict(rows)) for k, (sid, rows) in self.tags.items()})
+                   self.thorough, {k: (sid, dict(rows)) for k, (sid, rows) in self.tags.items()},
+                   {k: dict(rows) for k, rows in self.branches.items()})
 
     @property
     def t(self) -> Table:
@@ -137,8 +143,9 @@ class Lab:
             del self.tags[name]
 
     # ---- reading the table -----------------------------------------------------------------
-    def scan(self, snapshot_id: int | None = None, tag: str | None = None) -> Rows:
-        data = self.t.scan(snapshot_id=snapshot_id, tag=tag, select=["id", "v", "dt"])
+    def scan(self, snapshot_id: int | None = None, tag: str | None = None, branch: str | None = None) -> Rows:
+        table = self.t.on_branch(branch) if branch else self.t
+        data = table.scan(snapshot_id=snapshot_id, tag=tag, select=["id", "v", "dt"])
         out: Rows = {}
         for i, v, d in zip(*(data.column(c).to_pylist() for c in ("id", "v", "dt"))):
             assert i not in out, f"key {i} twice in snapshot {snapshot_id} / tag {tag}"
@@ -164,6 +171,9 @@ class Lab:
         for name in self.t.tags.names():
             assert name in self.tags, f"{context}: tag {name} is not one the model knows"
             assert self.scan(tag=name) == self.tags[name][1], f"{context}: tag {name} does not scan to its rows"
+        # Branches share the table's files: whatever main did, each still reads its rows.
+        for name, rows in self.branches.items():
+            assert self.scan(branch=name) == rows, f"{context}: branch {name} does not scan to its rows"
 
     def check_tags_kept(self, context: str) -> None:
         """No tag the model holds has gone (between commands, not in the middle of one)."""
@@ -724,6 +734,43 @@ class Delete(Op):
     provisional = after
 
 
+class ExpireWithBranch(Expire):
+    """Expire on main while a branch (no tag) holds the earliest snapshot: the compaction
+    DELETEs the branch's files from main, and only the branch keeps them."""
+
+    name = "expire-with-branch"
+
+    def prepare(self, lab: Lab) -> None:
+        earliest = lab.t.snapshots.earliest_id()
+        create_branch(lab.t, "side", snapshot_id=earliest)
+        lab.branches["side"] = dict(lab.states[earliest])
+        write_now(lab)
+        before = lab.t.snapshots.latest_id()
+        lab.t.compact(full=True)
+        lab.record(before + 1, lab.states[before])
+
+
+class BranchCreate(Op):
+    """Create a branch at the latest snapshot (a snapshot, then the schemas, are copied)."""
+
+    name = "branch-create"
+
+    def run(self, lab: Lab) -> Any:
+        return create_branch(lab.t, "fresh")
+
+    def allowed_latest(self, lab: Lab, before: int) -> set[int]:
+        return {before}
+
+    def landed(self, lab: Lab, before: int) -> bool:
+        return any(b.name == "fresh" for b in list_branches(lab.t)) and \
+            bool(SchemaManager(lab.t.file_io, branch_path(lab.t.path, "fresh")).list_ids())
+
+    def after(self, lab: Lab, before: int) -> None:
+        lab.branches["fresh"] = dict(lab.states[before])
+
+    provisional = after
+
+
 class AppendWrite(Write):
     """A batch of new keys only (an append table keeps every row: no upsert)."""
 
@@ -732,6 +779,66 @@ class AppendWrite(Write):
     def prepare(self, lab: Lab) -> None:
         self.base = lab.latest_rows()
         self.pending = lab.new_rows(4, "w")
+
+
+class BranchDelete(Op):
+    """Delete a branch that has a commit of its own."""
+
+    name = "branch-delete"
+
+    def prepare(self, lab: Lab) -> None:
+        create_branch(lab.t, "doomed")
+        lab.t.on_branch("doomed").write(batch(lab.new_rows(2, "branch")))
+
+    def run(self, lab: Lab) -> Any:
+        return delete_branch(lab.t, "doomed")
+
+    def allowed_latest(self, lab: Lab, before: int) -> set[int]:
+        return {before}
+
+    def landed(self, lab: Lab, before: int) -> bool:
+        return not lab.t.file_io.exists(branch_path(lab.t.path, "doomed"))
+
+
+class FastForward(Op):
+    """Fast-forward main to a branch that forked at main's latest and committed once, while
+    main committed once too: main's snapshot ``before`` is replaced by the branch's."""
+
+    name = "branch-fast-forward"
+
+    def prepare(self, lab: Lab) -> None:
+        fork = lab.t.snapshots.latest_id()
+        create_branch(lab.t, "ff")
+        rows = lab.new_rows(3, "ff")
+        lab.t.on_branch("ff").write(batch(rows))
+        self.branch_rows: Rows = {**lab.states[fork], **{r[0]: r for r in rows}}
+        lab.branches["ff"] = dict(self.branch_rows)
+        write_now(lab)
+
+    def run(self, lab: Lab) -> Any:
+        return fast_forward(lab.t, "ff")
+
+    def _copied(self, lab: Lab, before: int) -> bool:
+        """Main's snapshot ``before`` is the branch's (not main's own)."""
+        snapshots = lab.t.snapshots
+        return snapshots.exists(before) and \
+            snapshots.snapshot(before).to_dict() == lab.t.on_branch("ff").snapshots.snapshot(before).to_dict()
+
+    def allowed_latest(self, lab: Lab, before: int) -> set[int]:
+        return {before - 1, before}
+
+    def keep(self, lab: Lab, before: int) -> set[int]:
+        return set(lab.states) & set(range(1, before))  # main's own ``before`` goes
+
+    def landed(self, lab: Lab, before: int) -> bool:
+        return self._copied(lab, before) and lab.t.snapshots.latest_id() == before
+
+    def observe(self, lab: Lab, before: int) -> None:
+        if self._copied(lab, before):
+            lab.record(before, self.branch_rows)
+
+    def after(self, lab: Lab, before: int) -> None:
+        lab.record(before, self.branch_rows)
 
 
 def _expire_now(lab: Lab, retain_max: int) -> None:
@@ -750,7 +857,7 @@ FAIL_OPS: dict[str, Callable[[], Op]] = {op.name: op for op in (Write, Overwrite
                                                                Delete)}
 OPS: dict[str, Callable[[], Op]] = {**FAIL_OPS, **{op.name: op for op in (
     CdcWrite, StreamWrite, ExpirePartitions, Truncate, DropPartition, TagCreate, TagDelete, TagRename, TagReplace,
-    ExpireTags, RemoveOrphans, RollbackToTag)}}
+    ExpireTags, RemoveOrphans, RollbackToTag, ExpireWithBranch, BranchCreate, BranchDelete, FastForward)}}
 
 
 def seed(lab: Lab, writes: int = 2) -> None:

@@ -132,6 +132,7 @@ public class JavaPaimonOracle {
         String filterColumn = null;
         JsonNode filterValue = null;
         boolean withKind = false;
+        String branch = null;
         for (int i = 2; i < args.length; i++) {
             switch (args[i]) {
                 case "--snapshot":
@@ -146,6 +147,9 @@ public class JavaPaimonOracle {
                 case "--with-kind":
                     withKind = true;
                     break;
+                case "--branch":
+                    branch = args[++i];
+                    break;
                 case "--filter-equal":
                     filterColumn = args[++i];
                     filterValue = JSON.readTree(args[++i]);
@@ -153,6 +157,10 @@ public class JavaPaimonOracle {
                 default:
                     throw new IllegalArgumentException("unknown option " + args[i]);
             }
+        }
+        // The branch first, then time travel on it: a copy's options keep the branch.
+        if (branch != null) {
+            table = table.switchToBranch(branch);
         }
         if (!travel.isEmpty()) {
             table = table.copy(travel);
@@ -291,6 +299,9 @@ public class JavaPaimonOracle {
         ArrayNode snapshots = NODES.arrayNode();
         for (JsonNode step : spec.path("steps")) {
             FileStoreTable table = open(path);
+            if (step.has("branch")) {
+                table = table.switchToBranch(step.get("branch").asText());
+            }
             String op = step.get("op").asText();
             switch (op) {
                 case "write":
@@ -304,6 +315,13 @@ public class JavaPaimonOracle {
                     break;
                 case "tag":
                     table.createTag(step.get("name").asText(), step.get("snapshot").asLong());
+                    break;
+                case "create-branch":
+                    if (step.has("tag")) {
+                        table.createBranch(step.get("name").asText(), step.get("tag").asText());
+                    } else {
+                        table.createBranch(step.get("name").asText());
+                    }
                     break;
                 case "set-option":
                     new SchemaManager(table.fileIO(), table.location()).commitChanges(

@@ -1,0 +1,114 @@
+"""lakectl branch create|delete|list|fast-forward DB.TABLE: branches in Paimon's branch/branch-NAME layout."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from core.table import Table
+from lakectl.commands import output, settings
+from lakectl.completion import complete_branch, complete_snapshot_id, complete_tag
+from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+
+BranchNameArg = Annotated[str, typer.Argument(help="Branch name.", metavar="NAME", show_default=False)]
+ExistingBranchArg = Annotated[str, typer.Argument(help="Branch name.", metavar="NAME", show_default=False,
+                                                 autocompletion=complete_branch)]
+
+
+def register(app: typer.Typer) -> None:
+    branch_app = typer.Typer(help="Create, delete and list branches: snapshot histories of their own that share "
+                                  "the table's data files.\n\n"
+                                  "Example:\n\n\b\n  lakectl branch create shop.orders test --tag eod-2024-01-01",
+                             no_args_is_help=True)
+
+    @branch_app.command("create")
+    def create_cmd(
+        ctx: typer.Context,
+        table: TableArg,
+        name: BranchNameArg,
+        tag: Annotated[Optional[str], typer.Option("--tag", help="Branch from this tag of main.", autocompletion=complete_tag)] = None,
+        snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", help="Branch from this snapshot of main (default: the latest).", autocompletion=complete_snapshot_id)] = None,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """Create a branch at a tag or snapshot of main (copies that snapshot and its schemas).
+
+        Example:
+
+        \b
+          lakectl branch create shop.orders test --snapshot-id 3
+        """
+        from core.ops.branches import create_branch
+
+        out = output(ctx, fmt)
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        out.record(create_branch(t, name, tag=tag, snapshot_id=snapshot_id))
+
+    @branch_app.command("delete")
+    def delete_cmd(
+        ctx: typer.Context,
+        table: TableArg,
+        name: ExistingBranchArg,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be removed; change nothing.")] = False,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """Delete a branch's directory (files only it used become collectable by remove-orphan-files).
+
+        Example:
+
+        \b
+          lakectl branch delete shop.orders test
+        """
+        from core.ops.branches import delete_branch
+
+        out = output(ctx, fmt)
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        out.record(delete_branch(t, name, dry_run=dry_run))
+
+    @branch_app.command("fast-forward")
+    def fast_forward_cmd(
+        ctx: typer.Context,
+        table: TableArg,
+        name: ExistingBranchArg,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; change nothing.")] = False,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """Make main equal to a branch: main's snapshots, schemas and tags after the branch's start are replaced by the branch's.
+
+        Data files of main's removed snapshots stay until remove-orphan-files; the branch stays.
+
+        Example:
+
+        \b
+          lakectl branch fast-forward shop.orders test --dry-run
+        """
+        from core.ops.branches import fast_forward
+
+        out = output(ctx, fmt)
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        out.record(fast_forward(t, name, dry_run=dry_run))
+
+    @branch_app.command("list")
+    def list_cmd(
+        ctx: typer.Context,
+        table: TableArg,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """List branches: name, earliest and latest snapshot, schema, tag count, record count.
+
+        Example:
+
+        \b
+          lakectl branch list shop.orders --format json
+        """
+        from core.ops.branches import BranchInfo, list_branches
+
+        out = output(ctx, fmt)
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        out.records(list_branches(t), BranchInfo, title=f"branches of {t.name}")
+
+    app.add_typer(branch_app, name="branch")

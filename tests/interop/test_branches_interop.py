@@ -1,0 +1,145 @@
+"""Branches across lakectl, Java Paimon 1.0 (the reference) and pypaimon: Java
+(``switchToBranch``, what ``db.t$branch_NAME`` opens) and pypaimon (``db.t$branch_NAME`` in
+its filesystem catalog) read the branches lakectl creates and writes, also after main
+expired and lost its orphans; lakectl reads the branches Java creates and writes, and
+writes on them for Java to read. Expected rows come from a dict model of what was written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from java_oracle import java_read, java_run, lakectl_rows
+from oracle import official_read
+
+from core.ops.branches import create_branch
+from core.ops.create import create
+from core.ops.orphans import remove_orphan_files
+from core.ops.tags import create_tag, delete_tag
+from core.table import Table
+
+pytestmark = [pytest.mark.interop, pytest.mark.java]
+
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
+
+
+def write(table: Table, model: dict[int, str], rows: dict[int, str]) -> None:
+    table.write(pa.Table.from_pylist([{"id": k, "v": v} for k, v in rows.items()], schema=SCHEMA))
+    model.update(rows)
+
+
+def expected(model: dict[int, str]) -> list[list[Any]]:
+    return sorted([[k, v] for k, v in model.items()], key=lambda r: str(r))
+
+
+def same(rows: list[list[Any]], model: dict[int, str]) -> bool:
+    return sorted(rows, key=str) == expected(model)
+
+
+def test_java_reads_lakectl_branches_after_main_expired(tmp_path: Path) -> None:
+    t = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    create(t, "id BIGINT NOT NULL, v STRING", primary_keys=["id"], options={"bucket": "2", "write-only": "true"})
+    main: dict[int, str] = {}
+    write(t, main, {1: "a", 2: "b", 3: "c"})
+    at_tag = dict(main)
+    create_tag(t, "t1", snapshot_id=1)
+    write(t, main, {2: "B", 4: "d"})
+    create_branch(t, "dev", tag="t1")
+    create_branch(t, "snap2", snapshot_id=2)
+    dev, snap2 = dict(at_tag), dict(main)
+    write(t.on_branch("dev"), dev, {1: "dev", 9: "z"})
+    write(t.on_branch("snap2"), snap2, {5: "e"})
+    # Main forgets its history: every file the branches share is DELETEd by main's compaction.
+    delete_tag(t, "t1")
+    t.compact(full=True)
+    write(t, main, {6: "f"})
+    t.expire(retain_min=1, retain_max=1, older_than="0s", dry_run=False)
+    remove_orphan_files(t, older_than="0s")
+
+    for branch, model in (("dev", dev), ("snap2", snap2)):
+        view = t.on_branch(branch)
+        rows, meta = java_read(t.path, branch=branch)
+        assert same(rows, model), branch
+        assert rows == lakectl_rows(view.scan())
+        assert meta["latest_snapshot"] == view.snapshots.latest_id()
+        # pypaimon too, opening db.t$branch_NAME in its filesystem catalog.
+        official, official_meta = official_read(t.path, tmp_path, branch=branch)
+        assert lakectl_rows(official) == rows
+        assert official_meta["latest_snapshot"] == view.snapshots.latest_id()
+    # The branch's own snapshot 1 (main's expired long ago). Not --tag: this Java build's tag
+    # scanner (StaticFromTagStartingScanner) looks for tags in main's tag/ whatever the branch.
+    rows, _ = java_read(t.path, branch="dev", snapshot=1)
+    assert same(rows, at_tag)
+    rows, _ = java_read(t.path)
+    assert same(rows, main)
+
+
+def test_lakectl_reads_and_extends_java_branches(tmp_path: Path) -> None:
+    path = tmp_path / "wh" / "db.db" / "t"
+    java_run(path, [
+        {"op": "write", "rows": [[1, "a"], [2, "b"]]},
+        {"op": "tag", "name": "t1", "snapshot": 1},
+        {"op": "write", "rows": [[2, "B"], [3, "c"]]},
+        {"op": "create-branch", "name": "dev", "tag": "t1"},
+        {"op": "write", "rows": [[1, "dev"], [7, "g"]], "branch": "dev"},
+    ], create={"fields": [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}],
+               "primaryKeys": ["id"], "options": {"bucket": "1"}})
+    t = Table.open("db.t", warehouse=str(tmp_path / "wh"))
+    dev = t.on_branch("dev")
+    assert dev.snapshots.list_ids() == [1, 2]
+    dev_model = {1: "dev", 2: "b", 7: "g"}
+    assert same(lakectl_rows(dev.scan()), dev_model)
+    assert same(lakectl_rows(dev.scan(tag="t1")), {1: "a", 2: "b"})
+    assert same(lakectl_rows(t.scan()), {1: "a", 2: "B", 3: "c"})
+    # lakectl commits on Java's branch; Java reads it, and main is untouched.
+    write(dev, dev_model, {2: "lakectl", 8: "h"})
+    rows, meta = java_read(path, branch="dev")
+    assert same(rows, dev_model) and meta["latest_snapshot"] == 3
+    rows, meta = java_read(path)
+    assert same(rows, {1: "a", 2: "B", 3: "c"}) and meta["latest_snapshot"] == 2
+
+
+def test_lakectl_reads_a_java_branch_that_copied_only_its_snapshots_schema(tmp_path: Path) -> None:
+    """Java Paimon 1.0 copies only the tagged snapshot's schema into the branch, while its data
+    files were written under older schemas too (Java's own reader then fails on the branch:
+    it looks for schema-0 in the branch). lakectl reads the ids the branch lacks from main,
+    where they were written before the fork and never change."""
+    path = tmp_path / "wh" / "db.db" / "t"
+    java_run(path, [
+        {"op": "write", "rows": [[1, "a"], [2, "b"]]},
+        {"op": "set-option", "key": "snapshot.num-retained.min", "value": "5"},
+        {"op": "write", "rows": [[3, "c"]]},
+        {"op": "tag", "name": "t2", "snapshot": 2},
+        {"op": "create-branch", "name": "dev", "tag": "t2"},
+    ], create={"fields": [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}],
+               "primaryKeys": ["id"], "options": {"bucket": "1"}})
+    assert sorted(p.name for p in (path / "branch" / "branch-dev" / "schema").iterdir()) == ["schema-1"]
+    dev = Table.open("db.t", warehouse=str(tmp_path / "wh"), branch="dev")
+    model = {1: "a", 2: "b", 3: "c"}
+    assert same(lakectl_rows(dev.scan()), model)
+    write(dev, model, {4: "d"})
+    assert same(lakectl_rows(dev.scan()), model)
+    assert dev.schemas.list_ids() == [1]
+
+
+def test_java_reads_main_after_a_lakectl_fast_forward(tmp_path: Path) -> None:
+    from core.ops.branches import fast_forward
+
+    t = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    create(t, "id BIGINT NOT NULL, v STRING", primary_keys=["id"], options={"bucket": "2", "write-only": "true"})
+    main: dict[int, str] = {}
+    write(t, main, {1: "a", 2: "b"})
+    create_branch(t, "dev")
+    dev = dict(main)
+    write(t.on_branch("dev"), dev, {1: "dev", 3: "c"})
+    write(t.on_branch("dev"), dev, {4: "d"})
+    write(t, main, {9: "main only"})
+    fast_forward(t, "dev")
+    rows, meta = java_read(t.path)
+    assert same(rows, dev) and rows == lakectl_rows(t.scan())
+    assert meta["latest_snapshot"] == 3
+    rows, _ = java_read(t.path, snapshot=1)
+    assert same(rows, {1: "a", 2: "b"})
