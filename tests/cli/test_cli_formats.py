@@ -66,6 +66,12 @@ def command(name: str) -> list[str]:
         "expire": ["expire", "shop.orders", "--dry-run", "--retain-min", "1", "--older-than", "0s"],
         "expire-partitions": ["expire-partitions", "shop.orders", "--expiration-time", "1d", "--dry-run"],
         "rollback": ["rollback", "shop.orders", "--snapshot-id", "1", "--dry-run"],
+        "delete": ["delete", "shop.orders", "--where", "id = 1", "--dry-run"],
+        "truncate": ["truncate", "shop.orders", "--dry-run"],
+        "drop-partition": ["drop-partition", "shop.orders", "--partition", "dt=2024-01-01", "--dry-run"],
+        "drop": ["drop", f"scratch.d{n}"],
+        "drop-database": ["drop-database", f"dropped{n}", "--cascade"],
+        "rename": ["rename", f"scratch.r{n}", f"scratch.renamed{n}"],
         "clone": ["clone", "shop.orders", f"copies.orders{n}"],
         "tag create": ["tag", "create", "shop.orders", f"t{n}", "--snapshot-id", "1"],
         "tag delete": ["tag", "delete", "shop.orders", f"t{n}"],
@@ -102,6 +108,9 @@ def run(name: str, *options: str, env: dict[str, str] | None = None) -> Result:
     if name in ("branch delete", "branch list", "branch fast-forward"):  # something to delete, list or move to
         prepare = ["branch", "create", "shop.orders", args[3] if name != "branch list" else "listed"]
         runner.invoke(app, ["-q", "-w", "wh", *prepare])  # "listed" may exist from an earlier run
+    if name in ("drop", "drop-database", "rename"):  # a table of its own to drop or rename
+        made = args[1] if name != "drop-database" else f"{args[1]}.t"
+        assert runner.invoke(app, ["-q", "-w", "wh", "create", made, "--schema", "id INT"]).exit_code == 0
     if name in ("consumer delete", "consumer list"):  # something to delete or list
         prepare = ["consumer", "reset", "shop.orders", args[3] if name == "consumer delete" else "listed",
                    "--next-snapshot", "1"]
