@@ -51,12 +51,22 @@ def branches_dir(table_path: str) -> str:
 
 
 def branch_names(table: "Table") -> list[str]:
-    """The table's branches other than main, sorted (directories ``branch/branch-NAME``)."""
+    """The table's branches other than main, sorted (directories ``branch/branch-NAME`` that
+    hold a file: see ``branch_exists``)."""
     directory = branches_dir(table.path)
     if not table.file_io.exists(directory):
         return []
-    return sorted(n[len(BRANCH_DIR_PREFIX):] for n in table.file_io.list_names(directory)
-                  if n.startswith(BRANCH_DIR_PREFIX) and len(n) > len(BRANCH_DIR_PREFIX))
+    names = [n[len(BRANCH_DIR_PREFIX):] for n in table.file_io.list_names(directory)
+             if n.startswith(BRANCH_DIR_PREFIX) and len(n) > len(BRANCH_DIR_PREFIX)]
+    return sorted(n for n in names if branch_exists(table, n))
+
+
+def branch_exists(table: "Table", name: str) -> bool:
+    """Whether ``branch/branch-NAME`` holds any file. Not the directory alone: some object
+    stores (SeaweedFS) keep a prefix listed after every object under it was deleted, and a
+    deleted branch must not come back as one."""
+    path = branch_path(table.path, name)
+    return table.file_io.exists(path) and bool(table.file_io.walk(path))
 
 
 def _roots(snapshots: SnapshotManager, tags: TagManager) -> list[Snapshot]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
 import sys
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Iterator
@@ -373,22 +372,17 @@ def _read_jsonl(fh: BinaryIO, hint: pa.Schema | None, source: str) -> pa.Table:
             table = None  # e.g. "NaN" among the numbers of a DOUBLE column
     if table is None:
         table = _rows_table(_json_lines(data), hint)
-    else:
-        table = _without_absent_keys(table, data)
-    return decode_text(table, hint, "jsonl", source)
+    return _with_absent_keys(decode_text(table, hint, "jsonl", source), hint)
 
 
-def _without_absent_keys(table: pa.Table, data: bytes) -> pa.Table:
-    """``table`` without the columns no record names. Arrow's reader gives every column of
-    its explicit schema, all null where the key never occurs; an input without a table column
-    must be reported (or filled, with --fill-missing-columns) as a CSV or Parquet one is.
-    Only all-null columns are looked up, as ``"name":`` outside a string in the raw bytes."""
-    keep = []
-    for name, column in zip(table.column_names, table.columns):
-        key = re.escape(json.dumps(name, ensure_ascii=False).encode())
-        if column.null_count < len(column) or re.search(rb'(?<!\\)' + key + rb'\s*:', data):
-            keep.append(name)
-    return table if len(keep) == table.num_columns else table.select(keep)
+def _with_absent_keys(table: pa.Table, hint: pa.Schema) -> pa.Table:
+    """``table`` with a null column for each table column no record names: in JSON a key
+    left out is null (as Spark's JSON reader and Flink's json format, without
+    fail-on-missing-field, read it), whichever reader parsed the records."""
+    for f in hint:
+        if f.name not in table.column_names:
+            table = table.append_column(f.name, pa.nulls(table.num_rows, f.type))
+    return table
 
 
 def _json_lines(data: bytes) -> list[dict[str, Any]]:
@@ -431,7 +425,7 @@ def _read_json_array(fh: BinaryIO, hint: pa.Schema | None, source: str) -> pa.Ta
         raise ValueError("a .json input must hold an array of objects (use jsonl for one object per line)")
     if hint is None:
         return pa.Table.from_pylist(rows)
-    return decode_text(_rows_table(rows, hint), hint, "json", source)
+    return _with_absent_keys(decode_text(_rows_table(rows, hint), hint, "json", source), hint)
 
 
 def read_records(data: bytes, fmt: str, hint: pa.Schema | None = None, source: str = "stdin") -> pa.Table:

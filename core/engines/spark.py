@@ -403,8 +403,10 @@ class SparkEngine:
             elif fmt in ("json", "jsonl"):
                 multiline = str(fmt == "json").lower()
                 frame = reader.option("mode", "FAILFAST").option("multiLine", multiline).json(paths)
-                if hint is not None:  # every value as its JSON text (strings unquoted), for decode_text
-                    text = T.StructType([T.StructField(c, T.StringType()) for c in frame.columns])
+                if hint is not None:  # every value as its JSON text (strings unquoted), for decode_text;
+                    # a table column no record names is read as null, as the local engine reads it
+                    names = list(frame.columns) + [n for n in hint.names if n not in frame.columns]
+                    text = T.StructType([T.StructField(c, T.StringType()) for c in names])
                     frame = (reader.schema(text).option("mode", "FAILFAST").option("multiLine", multiline)
                              .json(paths))
             else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
-from core.branch import MAIN_BRANCH, branch_names, branch_path, validate_branch_name
+from core.branch import MAIN_BRANCH, branch_exists, branch_names, branch_path, validate_branch_name
 from core.errors import BranchExistsError, CommitConflictError, NotFoundError, UsageError
 from core.ops.check import require_whole
 from core.schema import SchemaManager
@@ -49,8 +49,6 @@ def _info(table: Table, name: str) -> BranchInfo:
                       (latest.total_record_count or 0) if latest else 0)
 
 
-def _exists(table: Table, name: str) -> bool:
-    return table.file_io.exists(branch_path(table.path, name))
 
 
 def create_branch(table: Table, name: str, *, tag: str | None = None, snapshot_id: int | None = None) -> BranchInfo:
@@ -67,7 +65,7 @@ def create_branch(table: Table, name: str, *, tag: str | None = None, snapshot_i
     validate_branch_name(name)
     if tag is not None and snapshot_id is not None:
         raise UsageError("give --tag or --snapshot-id, not both")
-    if _exists(table, name):
+    if branch_exists(table, name):
         if SchemaManager(table.file_io, branch_path(table.path, name)).list_ids():
             raise BranchExistsError(f"branch {name} of table {table.name} already exists")
         _remove_files(table, name)  # a create that was killed before its schemas: never a branch
@@ -117,7 +115,7 @@ def delete_branch(table: Table, name: str, *, dry_run: bool = False) -> BranchDe
         NotFoundError: no such branch.
     """
     validate_branch_name(name)
-    if not _exists(table, name):
+    if not branch_exists(table, name):
         raise NotFoundError(f"branch {name} of table {table.name} does not exist")
     files = len(table.file_io.walk(branch_path(table.path, name)))
     if not dry_run:

@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
         input_format: Annotated[Optional[str], typer.Option("--input-format", help="parquet, csv, json, jsonl (or orc on Spark); default: from the extension (jsonl with --stream).", autocompletion=complete_input_format)] = None,
         mode: Annotated[str, typer.Option("--mode", help="append, or overwrite the partitions the input touches.", autocompletion=complete_write_mode)] = "append",
         partition: Annotated[Optional[str], typer.Option("--partition", "-p", help="With --mode overwrite: replace this one partition, COLUMN=VALUE[,COLUMN=VALUE...] naming every partition column; every row must belong to it, and an empty input clears it.", metavar="SPEC", show_default=False)] = None,
-        fill_missing_columns: Annotated[bool, typer.Option("--fill-missing-columns", help="Write table columns the input lacks (JSON: that no record names; with --stream: in a batch) as null, nullable columns only; without it such an input is refused.")] = False,
+        fill_missing_columns: Annotated[bool, typer.Option("--fill-missing-columns", help="Write table columns a CSV or Parquet input lacks (with --stream: a CSV header) as null, nullable columns only; without it such an input is refused. In JSON a key left out is null anyway.")] = False,
         row_kind_column: Annotated[Optional[str], typer.Option("--row-kind-column", help="CDC column holding +I, -U, +U, -D.")] = None,
         auto_create: Annotated[bool, typer.Option("--auto-create", help="Create the table from the input's schema if it does not exist.")] = False,
         primary_key: PrimaryKeyOpt = None,

@@ -45,7 +45,7 @@ import pyarrow as pa
 from core.errors import LakectlError
 from core.evolution import AddColumn
 from core.fileio import inject_fault
-from core.branch import branch_path
+from core.branch import branch_names, branch_path
 from core.ops.branches import create_branch, delete_branch, fast_forward, list_branches
 from core.ops.check import check
 from core.ops.orphans import remove_orphan_files
@@ -797,7 +797,7 @@ class BranchDelete(Op):
         return {before}
 
     def landed(self, lab: Lab, before: int) -> bool:
-        return not lab.t.file_io.exists(branch_path(lab.t.path, "doomed"))
+        return "doomed" not in branch_names(lab.t)  # not the prefix: SeaweedFS keeps emptied ones
 
 
 class FastForward(Op):

@@ -8,6 +8,7 @@ writes, never from lakectl's readers; layout checks look at the table directory 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -229,8 +230,12 @@ def test_check_on_main_verifies_every_branch(main: tuple[Table, Model]) -> None:
     broken = check(t)
     assert not broken.ok and [p.kind for p in broken.problems] == ["data-file"]
     assert broken.problems[0].path == str(victim)
-    # A branch directory without schemas (a create killed part-way) is reported, not skipped.
-    (Path(t.path) / "branch" / "branch-half" / "snapshot").mkdir(parents=True)
+    # A branch directory without schemas (a create killed after its snapshot, before its
+    # schemas) is reported, not skipped; one that holds no file at all is no branch.
+    half = Path(t.path) / "branch" / "branch-half" / "snapshot"
+    half.mkdir(parents=True)
+    assert [p.kind for p in check(t).problems] == ["data-file"]
+    shutil.copy(Path(t.path) / "snapshot" / "snapshot-1", half / "snapshot-1")
     assert [p.kind for p in check(t).problems] == ["data-file", "branch"]
 
 
