@@ -401,29 +401,10 @@ class FileIO:
             return False
 
     @_store_errors
-    def rename_dir(self, src: str, dst: str) -> None:
-        """Move a directory into place in one step (local disks only: object stores cannot).
-        Fails if ``dst`` exists and is not empty, so a finished copy never lands on another."""
-        if not self.local:
-            raise UsageError(f"{self.scheme}:// cannot rename directories")
-        _before("write")
-        os.makedirs(os.path.dirname(dst), exist_ok=True)
-        os.rename(src, dst)
-
-    @_store_errors
     def delete(self, path: str) -> None:
         _before("delete")
         try:
             self.fs.rm_file(path)
-        except FileNotFoundError:
-            pass
-
-    @_store_errors
-    def delete_tree(self, path: str) -> None:
-        """Remove ``path`` and everything below it; an absent path is not an error."""
-        _before("delete")
-        try:
-            self.fs.rm(path, recursive=True)
         except FileNotFoundError:
             pass
 
@@ -450,8 +431,8 @@ class FileIO:
 
     @_store_errors
     def delete_tree(self, path: str) -> None:
-        """Remove a directory and everything under it (an unfinished clone). On an object store,
-        every object below the prefix, one by one."""
+        """Remove ``path`` and everything below it (a dropped table, an unfinished clone); an
+        absent path is not an error. On an object store, every object below the prefix, one by one."""
         if not self.local:
             for status in self.walk(path):
                 self.delete(status.path)
