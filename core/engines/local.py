@@ -36,6 +36,7 @@ from core.commit import CommitMessage
 from core.engines import ProgressCallback
 from core.fileio import FileIO
 from core.kernels.compact import CompactTask, compact_bucket
+from core.kernels.delete import MatchingRows, matching_parts
 from core.kernels.read import ReadSplit, read_split
 from core.kernels.write import WriteJob, write_bucket
 from core.rows import prepare_rows
@@ -73,9 +74,13 @@ class LocalEngine:
     def input_columns(self, data: pa.Table | InputFiles) -> list[str]:
         return data.column_names() if isinstance(data, InputFiles) else data.column_names
 
-    def write(self, job: WriteJob, data: pa.Table | InputFile | InputFiles, file_io: FileIO) -> tuple[list[CommitMessage], int]:
+    def write(self, job: WriteJob, data: pa.Table | InputFile | InputFiles | MatchingRows,
+              file_io: FileIO) -> tuple[list[CommitMessage], int]:
         """Validate and route every row into a WriteBuffer first (a bad row stops the write
         before any data file), then write group by group.
+
+        ``MatchingRows`` (a delete's -D records) are read split by split here and routed as
+        they come, so the rows a delete removes pass through the buffer, never whole in memory.
 
         The input comes a batch at a time (an ``InputFile``, or slices of an Arrow table); the
         buffer holds the routed rows up to ``write-buffer-size`` and spills the rest to local
@@ -87,6 +92,8 @@ class LocalEngine:
         if isinstance(data, (InputFile, InputFiles)):
             # Decoding the next batch (Arrow, off the GIL) overlaps routing this one.
             batches = _read_ahead(data.batches()) if local_threads() > 1 else data.batches()
+        elif isinstance(data, MatchingRows):
+            batches = matching_parts(data, self.read(data.splits, data.read_schema, data.schemas, file_io))
         else:
             batches = _slices(data)
         keys = schema.trimmed_primary_keys if schema.has_primary_key else []
@@ -128,6 +135,10 @@ class LocalEngine:
     def compact(self, tasks: Sequence[CompactTask], file_io: FileIO) -> list[CommitMessage]:
         """Run the compaction kernel per bucket."""
         return list(self._in_order(lambda task: compact_bucket(task, file_io), tasks, "compacting buckets"))
+
+    def run_tasks(self, work: Callable[[T], R], tasks: Sequence[T], what: str) -> list[R]:
+        """``work`` (a module-level function: the Spark engine ships it) on each task."""
+        return list(self._in_order(work, tasks, what))
 
     def _in_order(self, work: Callable[[T], R], items: Sequence[T] | Iterator[T], what: str) -> Iterator[R]:
         """``work`` over ``items`` on the thread pool, results in item order; at most

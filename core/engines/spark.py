@@ -2,9 +2,11 @@
 
 write: input rows -> ``mapInArrow`` (validate, cast, compute the Paimon bucket: ``core.rows``)
 -> shuffle by (partition, bucket) -> ``applyInArrow`` runs ``kernels.write`` per group -> the
-CommitMessages come back to the driver, which commits once.
+CommitMessages come back to the driver, which commits once. A primary-key delete enters the
+same shuffle from a ``mapInArrow`` that reads the splits and keeps the matching rows as -D.
 scan: the driver plans splits -> ``mapInArrow`` runs ``kernels.read`` per split.
-compact: the driver plans per-bucket tasks -> ``mapInArrow`` runs ``kernels.compact``.
+compact: the driver plans per-bucket tasks -> ``mapInArrow`` runs ``kernels.compact``;
+``run_tasks`` does the same for other per-bucket kernels (an append table's delete).
 
 This is the only module that imports pyspark. All table file IO happens inside the Python
 tasks through ``core.fileio`` (pip's pyspark has no s3a). Rows travel between the Python
@@ -24,7 +26,7 @@ import tempfile
 import threading
 import zipfile
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -40,6 +42,7 @@ from core.commit import CommitMessage
 from core.engines import ProgressCallback
 from core.errors import InvalidDataError, LakectlError, NotFoundError, UsageError
 from core.fileio import FileIO
+from core.kernels.delete import MatchingRows
 from core.kernels.read import ROW_KIND_COLUMN, ReadSplit, changes_schema
 from core.kernels.write import WriteJob
 from core.schema import TableSchema
@@ -132,6 +135,27 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 def _batches(table: pa.Table) -> Iterator[pa.RecordBatch]:
     yield from table.combine_chunks().to_batches() or [pa.RecordBatch.from_pylist([], schema=table.schema)]
+
+
+# ---- routing ---------------------------------------------------------------------------------
+# Rows on their way to the write shuffle: one IPC chunk per (partition, bucket) of a batch.
+_ROUTED_STRUCT = _spark_struct([(PARTITION_COLUMN, T.BinaryType()), (BUCKET_COLUMN, T.IntegerType()),
+                                (ROW_COLUMN, T.LongType()), ("rows", T.LongType()), (CHUNK_COLUMN, T.BinaryType())])
+
+
+def _route(rows: pa.Table, job: WriteJob) -> pa.RecordBatch:
+    """Rows already cast to the table (``prepare_rows``) plus a ``ROW_COLUMN`` of row ids, cut
+    into one chunk per (partition, bucket); a chunk's first row id orders it in its group."""
+    from core.rows import group_rows
+
+    out: dict[str, list[Any]] = {name: [] for name in _ROUTED_STRUCT.names}
+    for values, bucket, group in group_rows(rows, job.schema):
+        out[PARTITION_COLUMN].append(job.task_for(values, bucket).partition)
+        out[BUCKET_COLUMN].append(bucket)
+        out[ROW_COLUMN].append(group.column(ROW_COLUMN)[0].as_py())
+        out["rows"].append(group.num_rows)
+        out[CHUNK_COLUMN].append(_to_ipc(group.drop_columns([ROW_COLUMN])))
+    return pa.RecordBatch.from_pydict(out, schema=_arrow_schema(_ROUTED_STRUCT))
 
 
 # ---- text inputs ---------------------------------------------------------------------------
@@ -432,27 +456,28 @@ class SparkEngine:
         return _arrow_schema(_frame(data).schema)
 
     # ---- write ---------------------------------------------------------------------------------
-    def write(self, job: WriteJob, data: DataFrame, file_io: FileIO) -> tuple[list[CommitMessage], int]:
+    def write(self, job: WriteJob, data: DataFrame | TextInput | pa.Table | MatchingRows,
+              file_io: FileIO) -> tuple[list[CommitMessage], int]:
         """Route, shuffle and write. Rows cross the shuffle as Arrow IPC chunks, one per
         (input task, partition, bucket): Spark moves a few large binary values instead of
         converting every row to its own format and back, and the values keep their exact
         Arrow types (nanoseconds, TIME, time zones). An Arrow table given through the Python
-        API becomes a DataFrame first."""
+        API becomes a DataFrame first; a delete's ``MatchingRows`` are read and routed on the
+        executors (``_routed_matches``)."""
         if job.assigner is not None:
             from core.ops.write import DYNAMIC_NOT_ON_SPARK
 
             raise UsageError(DYNAMIC_NOT_ON_SPARK)
+        if isinstance(data, MatchingRows):
+            return self._shuffle_write(job, self._routed_matches(job, data, file_io), file_io, "deleting")
         text = (data.hint, data.fmt, data.source) if isinstance(data, TextInput) else None
         data = _frame(data)
         if isinstance(data, pa.Table):
             data = self.session.createDataFrame(data)
         schema = job.schema
-        routed_struct = _spark_struct([(PARTITION_COLUMN, T.BinaryType()), (BUCKET_COLUMN, T.IntegerType()),
-                                       (ROW_COLUMN, T.LongType()), ("rows", T.LongType()),
-                                       (CHUNK_COLUMN, T.BinaryType())])
 
         def route(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            from core.rows import group_rows, prepare_rows
+            from core.rows import prepare_rows
             from core.sources import decode_text
 
             for batch in batches:
@@ -464,15 +489,49 @@ class SparkEngine:
                         rows = _csv_empty_strings(rows)
                     rows = decode_text(rows, hint, fmt, source, row_offset=None)
                 rows = prepare_rows(rows, schema, job.row_kind_column)
-                rows = rows.append_column(ROW_COLUMN, table.column(ROW_COLUMN))
-                out: dict[str, list[Any]] = {name: [] for name in routed_struct.names}
-                for values, bucket, group in group_rows(rows, schema):
-                    out[PARTITION_COLUMN].append(job.task_for(values, bucket).partition)
-                    out[BUCKET_COLUMN].append(bucket)
-                    out[ROW_COLUMN].append(group.column(ROW_COLUMN)[0].as_py())
-                    out["rows"].append(group.num_rows)
-                    out[CHUNK_COLUMN].append(_to_ipc(group.drop_columns([ROW_COLUMN])))
-                yield pa.RecordBatch.from_pydict(out, schema=_arrow_schema(routed_struct))
+                yield _route(rows.append_column(ROW_COLUMN, table.column(ROW_COLUMN)), job)
+
+        routed_df = data.withColumn(ROW_COLUMN, _monotonic_id()).mapInArrow(route, _ROUTED_STRUCT)
+        return self._shuffle_write(job, routed_df, file_io, "writing")
+
+    def _routed_matches(self, job: WriteJob, rows: MatchingRows, file_io: FileIO) -> DataFrame:
+        """A delete's -D records as routed chunks (``_route``), read on the executors: one task
+        reads its splits (``kernels.read``), keeps the matching rows and routes them. They go
+        from the table's files into the write shuffle as Arrow, never through Spark's row types
+        (a key rounded to microseconds would delete nothing) and never through the driver."""
+        schema = job.schema
+        spec = replace(rows, splits=())  # the splits travel as the DataFrame's rows, not in the closure
+
+        def read_and_route(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            import numpy as np
+
+            from core.kernels.delete import matching_parts
+            from core.kernels.read import read_split
+            from core.rows import prepare_rows
+
+            for batch in batches:
+                for index, blob in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+                    split = pickle.loads(blob)
+                    read = read_split(split, spec.read_schema, spec.schemas, file_io)
+                    for part in matching_parts(spec, [read]):
+                        prepared = prepare_rows(part, schema, job.row_kind_column)
+                        # Row ids order the chunks of a group in write_group: split by split.
+                        ids = pa.array(np.arange(prepared.num_rows, dtype=np.int64) + (index << 32))
+                        yield _route(prepared.append_column(ROW_COLUMN, ids), job)
+
+        blobs = [(i, pickle.dumps(s)) for i, s in enumerate(rows.splits)]
+        # As many read tasks as a scan of these splits gets (scan.parallelism, else one per split).
+        n = rows.read_schema.core_options.scan_parallelism(len(blobs)) or self.session.sparkContext.defaultParallelism
+        n = max(1, min(n, len(blobs)))
+        splits_df = self.session.createDataFrame(blobs, "split_index long, split binary").repartition(n)
+        return splits_df.mapInArrow(read_and_route, _ROUTED_STRUCT)
+
+    def _shuffle_write(self, job: WriteJob, routed_df: DataFrame, file_io: FileIO,
+                       what: str) -> tuple[list[CommitMessage], int]:
+        """The write's second half, for any routed DataFrame (``_ROUTED_STRUCT``): shuffle the
+        chunks by (partition, bucket) and run ``kernels.write`` per group; the CommitMessages
+        and row counts come back to the driver."""
+        schema = job.schema
 
         def write_group(group: pa.Table) -> pa.Table:
             from core import binary_row
@@ -487,15 +546,31 @@ class SparkEngine:
             return pa.table({MESSAGE_COLUMN: pa.array([pickle.dumps(message)], pa.binary()),
                              "rows": pa.array([rows.num_rows], pa.int64())})
 
-        routed_df = data.withColumn(ROW_COLUMN, _monotonic_id()).mapInArrow(route, routed_struct)
         parallelism = schema.options.get("sink.parallelism")
         if parallelism:
             routed_df = routed_df.repartition(int(parallelism), PARTITION_COLUMN, BUCKET_COLUMN)
         result_struct = _spark_struct([(MESSAGE_COLUMN, T.BinaryType()), ("rows", T.LongType())])
         written = routed_df.groupBy(PARTITION_COLUMN, BUCKET_COLUMN).applyInArrow(write_group, result_struct)
-        rows = self._run("writing", written.collect)
+        rows = self._run(what, written.collect)
         messages = [pickle.loads(r[MESSAGE_COLUMN]) for r in rows]
         return messages, sum(r["rows"] for r in rows)
+
+    def run_tasks(self, work: Callable[[Any], Any], tasks: Sequence[Any], what: str) -> list[Any]:
+        """``work`` on each task, one Spark task per task (a bucket's rewrite, say): the tasks
+        and results travel pickled, ``work`` must be a module-level function of ``core`` (or a
+        ``functools.partial`` of one). Results come back in no particular order."""
+        if not tasks:
+            return []
+
+        def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            for batch in batches:
+                out = [pickle.dumps(work(pickle.loads(blob))) for blob in batch.column(0).to_pylist()]
+                yield pa.RecordBatch.from_arrays([pa.array(out, pa.binary())], names=[MESSAGE_COLUMN])
+
+        blobs = [(pickle.dumps(t),) for t in tasks]
+        df = self.session.createDataFrame(blobs, "task binary").repartition(len(blobs))
+        rows = self._run(what, df.mapInArrow(run, _spark_struct([(MESSAGE_COLUMN, T.BinaryType())])).collect)
+        return [pickle.loads(r[MESSAGE_COLUMN]) for r in rows]
 
     # ---- read ----------------------------------------------------------------------------------
     def output_struct(self, read_schema: TableSchema, select: Sequence[str] | None,

@@ -5,46 +5,53 @@ Two paths, as Paimon's Spark ``DELETE FROM`` takes them:
 - **Primary-key tables**: the matching rows are read merge-on-read (as ``scan`` reads them)
   and written back as ``-D`` records through the normal write path, one APPEND snapshot. The
   merge engine must be able to take a delete (``check_deletable``); deletion vectors and
-  changelog producers see an ordinary write of ``-D`` rows.
+  changelog producers see an ordinary write of ``-D`` rows. The rows are never whole in
+  memory: the local engine routes them into its write buffer split by split (which spills),
+  the Spark engine reads them on its executors straight into its write shuffle.
 - **Append tables**: every live file the predicate may match (partition and file statistics
   prune the others) is read whole, its matching rows dropped and the rest written as one new
-  file in the same partition and bucket. One OVERWRITE snapshot DELETEs the touched files and
-  ADDs their rewrites (Paimon commits a DELETE on an append table as OVERWRITE: its commit
-  removes files). A file without matching rows is left alone; one whose rows all match is
-  deleted without a rewrite.
+  file in the same partition and bucket (``kernels.delete.rewrite_bucket``, one task per
+  bucket on either engine). One OVERWRITE snapshot DELETEs the touched files and ADDs their
+  rewrites. A file without matching rows is left alone; one whose rows all match is deleted
+  without a rewrite.
+
+  Why OVERWRITE: since apache/paimon#6025 Paimon commits DELETE/UPDATE on non-primary-key
+  tables as OVERWRITE. Java Paimon 1.0 committed them as APPEND with DELETE entries (in the
+  1.0 bundle jar's FileStoreCommitImpl bytecode, ``collectChanges`` puts a message's deleted
+  files next to its new files and ``commit`` commits that list as APPEND), which makes a
+  streaming reader of an append table read the kept rows of every rewritten file again; an
+  OVERWRITE snapshot is skipped by streaming reads (``streaming-read-overwrite`` false).
+
+The engine follows ``--engine``: ``auto`` picks Spark when the candidate files (what is left
+after partition and statistics pruning) exceed the Spark threshold, as write, scan and compact
+decide. A dynamic-bucket primary-key table is deleted from locally, as it is written. A dry
+run counts on the engine the delete would use and reports it.
 
 Crash safety comes from the commit: the rewrites are unreferenced until the snapshot is
 published, so a crash leaves the table at its last snapshot plus orphan files.
-
-The work runs on the local engine (``--engine spark`` is refused): the rows deleted are read
-through the scan kernels in this process, as a point fix rather than a bulk rewrite.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from typing import Any, Iterator
+from functools import partial
+from typing import Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from core.commit import CommitMessage, FileStoreCommit
+from core.dynamic_bucket import is_dynamic
 from core.engines import EngineSettings
-from core.engines.local import LocalEngine
 from core.errors import CommitConflictError, InvalidDataError, UnsupportedTableError, UsageError
 from core.fileio import join
+from core.kernels.delete import MatchingRows, RewriteTask, count_matches, rewrite_bucket
 from core.kernels.merge import MergeEngine
-from core.kernels.read import ReadSplit
 from core.kernels.records import DELETE
-from core.kernels.write import write_bucket
 from core.options import WRITE, check_options
 from core.ops.maintenance import after_commit
-from core.ops.scan import PreparedScan, prepare, read_batches
-from core.ops.write import plan_job, write_and_commit
-from core.predicate import Predicate
-from core.rows import prepare_rows
+from core.ops.scan import PreparedScan, prepare
+from core.ops.write import choose_write_engine, plan_job, write_and_commit
 from core.snapshot import OVERWRITE
 from core.table import Table
 
@@ -92,11 +99,6 @@ def check_deletable(table: Table) -> None:
                                     "aggregation.remove-record-on-delete=true")
 
 
-def _check_engine(settings: EngineSettings | None) -> None:
-    if settings is not None and settings.engine == "spark":
-        raise UsageError("delete runs on the local engine only; pass --engine local (or auto)")
-
-
 def delete(table: Table, where: str, *, dry_run: bool = False,
            engine_settings: EngineSettings | None = None) -> DeleteResult:
     """Delete the rows of ``table`` that ``where`` matches (the ``scan --where`` language).
@@ -105,102 +107,61 @@ def delete(table: Table, where: str, *, dry_run: bool = False,
         What was (or, for a dry run, would be) deleted; ``snapshot_id`` None when nothing matched.
 
     Raises:
-        UsageError: an empty or malformed predicate, or ``--engine spark``.
+        UsageError: an empty or malformed predicate, or ``--engine spark`` on a dynamic-bucket table.
         UnsupportedTableError: a merge engine that cannot take deletes.
         CommitConflictError: another commit removed a file this delete rewrites.
     """
     if not where or not where.strip():
         raise UsageError("--where must not be empty (to empty a table, use write --mode overwrite)")
-    _check_engine(engine_settings)
     check_options(table.schema, table.name, WRITE)
     if table.schema.has_primary_key:
         check_deletable(table)
     prepared = prepare(table, where=where)
     assert prepared.predicate is not None
+    # The candidate files decide, as a scan's planned files do; dynamic-bucket tables are
+    # written locally (their buckets come from an index one process extends).
+    engine, why = choose_write_engine(engine_settings, prepared.plan.data_bytes, is_dynamic(table.schema))
+    log.info("engine: %s (%s)", engine.name, why)
     if table.schema.has_primary_key:
-        return _delete_keys(table, prepared, dry_run, engine_settings)
-    return _rewrite_files(table, prepared, dry_run, engine_settings)
+        return _delete_keys(table, prepared, dry_run, engine, engine_settings)
+    return _rewrite_files(table, prepared, dry_run, engine)
 
 
 # ---- primary-key tables ------------------------------------------------------------------
-def _delete_keys(table: Table, prepared: PreparedScan, dry_run: bool,
+def _delete_keys(table: Table, prepared: PreparedScan, dry_run: bool, engine: Any,
                  engine_settings: EngineSettings | None) -> DeleteResult:
-    engine = LocalEngine(progress=engine_settings.progress if engine_settings else None)
-    parts = list(read_batches(table, prepared.plan, predicate=prepared.predicate, engine=engine))
-    matched = sum(p.num_rows for p in parts)
-    if dry_run or not matched:
-        return DeleteResult(table.name, None, None, matched, 0, 0, engine.name, dry_run)
-    # The whole rows go into the -D records (not only the keys), as Paimon's Spark DELETE
-    # writes them: the input changelog producer stores them as they are.
-    rows = pa.concat_tables(parts)
-    rows = rows.append_column(ROW_KIND_COLUMN, pa.array(["-D"] * rows.num_rows, pa.string()))
+    plan = prepared.plan
+    assert prepared.where is not None
+    rows = MatchingRows(plan.splits, plan.read_schema, plan.schemas, prepared.where, ROW_KIND_COLUMN)
+    if dry_run:
+        return DeleteResult(table.name, None, None, _count(table, rows, engine), 0, 0, engine.name, True)
+    if not plan.splits:
+        return DeleteResult(table.name, None, None, 0, 0, 0, engine.name, False)
     done = write_and_commit(table, rows, engine, row_kind_column=ROW_KIND_COLUMN, engine_settings=engine_settings)
     snapshot = done.snapshot
     return DeleteResult(table.name, snapshot.id if snapshot else None, snapshot.commit_kind if snapshot else None,
-                        matched, 0, done.files_deleted, engine.name, False)
+                        done.rows_in, 0, done.files_deleted, engine.name, False)
+
+
+def _count(table: Table, rows: MatchingRows, engine: Any) -> int:
+    """The rows a delete would remove, counted where they would be read: one task per split."""
+    work = partial(count_matches, rows=replace(rows, splits=()), file_io=table.file_io)
+    return sum(engine.run_tasks(work, rows.splits, "counting"))
 
 
 # ---- append tables -----------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class _FileOutcome:
-    split: ReadSplit  # the one file, with its deletion vector
-    matched: int
-    kept: pa.Table | None  # the rows that stay; None when none matched
-
-
-def _matches(rows: pa.Table, predicate: Predicate) -> pa.Array:
-    """Boolean mask of the rows the predicate holds for (null counts as no: SQL's DELETE
-    removes only rows whose condition is true)."""
-    numbered = rows.append_column("__row", pa.array(np.arange(rows.num_rows, dtype=np.int64)))
-    hit = numbered.filter(predicate.to_arrow()).column("__row")
-    return pc.is_in(numbered.column("__row"), value_set=hit.combine_chunks())
-
-
-def _file_outcomes(table: Table, prepared: PreparedScan, engine: Any) -> Iterator[_FileOutcome]:
-    """Each candidate file read whole (deletion vector applied, no row-group pruning: the rows
-    that stay must all be read) and split into matching rows and the rest, one at a time."""
-    plan = prepared.plan
-    singles = [replace(split, files=(f,), predicate=None,
-                       deletion_files=tuple(d for d in split.deletion_files if d[0] == f.file_name))
-               for split in plan.splits for f in split.files]
-    for single, rows in zip(singles, engine.read(singles, plan.read_schema, plan.schemas, table.file_io)):
-        mask = _matches(rows, prepared.predicate)
-        matched = pc.sum(pc.cast(mask, pa.int64())).as_py() or 0
-        kept = rows.filter(pc.invert(mask)) if matched else None
-        yield _FileOutcome(single, matched, kept)
-
-
-def _rewrite_files(table: Table, prepared: PreparedScan, dry_run: bool,
-                   engine_settings: EngineSettings | None) -> DeleteResult:
+def _rewrite_files(table: Table, prepared: PreparedScan, dry_run: bool, engine: Any) -> DeleteResult:
     schema = table.schema
-    engine = LocalEngine(progress=engine_settings.progress if engine_settings else None)
+    plan = prepared.plan
+    assert prepared.predicate is not None
     job = plan_job(table, schema, None)
-    next_sequence: dict[tuple[bytes, int], int] = {}
-    messages: list[CommitMessage] = []
-    matched = rewritten = removed = 0
-    for outcome in _file_outcomes(table, prepared, engine):
-        if not outcome.matched:
-            continue  # untouched: not read again, not rewritten
-        split, old = outcome.split, outcome.split.files[0]
-        matched += outcome.matched
-        removed += 1
-        if dry_run:
-            rewritten += int(outcome.kept.num_rows > 0)
-            continue
-        key = (split.partition, split.bucket)
-        task = job.task_at(*key)
-        new_files: tuple = ()
-        if outcome.kept.num_rows:
-            # Each rewrite continues the bucket's sequence numbers after the previous one.
-            task = replace(task, start_sequence=next_sequence.get(key, task.start_sequence))
-            written = write_bucket(task, prepare_rows(outcome.kept, schema), table.file_io)
-            new_files = written.new_files
-            next_sequence[key] = task.start_sequence + outcome.kept.num_rows
-            rewritten += 1
-        # The replaced file travels as compact_before, which the commit turns into its DELETE
-        # entry (and a conflict if another commit removed it first).
-        messages.append(CommitMessage(split.partition, split.bucket, task.total_buckets, new_files=new_files,
-                                      compact_before=(old,)))
+    tasks = [RewriteTask(job.task_at(split.partition, split.bucket), split, plan.read_schema, plan.schemas,
+                         prepared.predicate, dry_run) for split in plan.splits]
+    outcomes = engine.run_tasks(partial(rewrite_bucket, file_io=table.file_io), tasks, "rewriting files")
+    matched = sum(o.matched for o in outcomes)
+    rewritten = sum(o.files_rewritten for o in outcomes)
+    removed = sum(o.files_removed for o in outcomes)
+    messages: list[CommitMessage] = [o.message for o in outcomes if o.message is not None]
     if dry_run or not messages:
         return DeleteResult(table.name, None, None, matched, rewritten, removed, engine.name, dry_run)
     committer = FileStoreCommit(table.file_io, table.path, schema)
@@ -217,7 +178,8 @@ def _rewrite_files(table: Table, prepared: PreparedScan, dry_run: bool,
 
 def _discard_rewrites(table: Table, commit_user: str, prepared: PreparedScan,
                       messages: list[CommitMessage]) -> None:
-    """After a conflict, delete the rewrites, unless an attempt of ours landed after all."""
+    """After a conflict, delete the rewrites (written on whichever engine: their names come
+    back in the messages), unless an attempt of ours landed after all."""
     planned = prepared.plan.snapshot.id if prepared.plan.snapshot else 0
     latest = table.snapshots.latest_id() or 0
     for sid in range(planned + 1, latest + 1):

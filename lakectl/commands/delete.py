@@ -29,8 +29,9 @@ def register(app: typer.Typer) -> None:
         engine must take deletes: not first-row, and partial-update or aggregation only with
         their remove-record-on-delete option). An append table gets the files holding matching
         rows rewritten without them (an OVERWRITE snapshot); other files are left alone.
-        Nothing matching commits nothing. Runs on the local engine: --engine spark is refused,
-        --engine auto stays local whatever the table's size.
+        Nothing matching commits nothing. Runs on either engine: --engine auto picks Spark when
+        the files left after pruning exceed the Spark threshold (a dynamic-bucket table always
+        runs locally); --dry-run counts on that engine.
 
         Example:
 

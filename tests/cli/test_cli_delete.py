@@ -129,7 +129,6 @@ def test_first_row_refuses_with_exit_1(wh: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("args, code", [
     (["delete", "db.app", "--where", "nope > 1"], 2),
     (["delete", "db.app"], 2),  # --where is required
-    (["--engine", "spark", "delete", "db.app", "--where", "id > 1"], 2),
     (["delete", "db.missing", "--where", "id > 1"], 3),
 ])
 def test_exit_codes(wh: str, tmp_path: Path, args: list[str], code: int) -> None:
@@ -137,6 +136,17 @@ def test_exit_codes(wh: str, tmp_path: Path, args: list[str], code: int) -> None
     result = invoke("--warehouse", wh, *args)
     assert result.exit_code == code, result.stderr
     assert len(as_json(wh, "snapshots", "db.app")) == 2
+
+
+def test_spark_on_a_dynamic_bucket_table_is_exit_2(wh: str, tmp_path: Path) -> None:
+    """A primary-key table without a bucket option is in dynamic bucket mode; its deletes run
+    locally, as its writes do."""
+    name = table_with(wh, tmp_path, "db.dyn", "--primary-key", "id,dt")
+    result = invoke("--warehouse", wh, "--engine", "spark", "delete", name, "--where", WHERE)
+    assert result.exit_code == 2 and "dynamic-bucket table" in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert len(as_json(wh, "snapshots", name)) == 2
+    assert rows(wh, name) == sorted(tuple(r) for r in ROWS)
 
 
 @pytest.mark.parametrize("fmt", ["table", "jsonl", "csv"])
