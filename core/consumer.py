@@ -1,5 +1,10 @@
 """Consumers: the progress of streaming readers, in ``consumer/consumer-<id>`` (spec §2).
 
+Each branch has its own: ``<table>/branch/branch-NAME/consumer/`` for branch NAME (Paimon
+1.0's ``ConsumerManager`` puts them under ``BranchManager.branchPath``), since a position is
+a snapshot id of that branch's history. Callers pass the branch's directory
+(``Table.branch_path``).
+
 A consumer file holds ``{"nextSnapshot": N}``: the first snapshot whose changes the reader
 has not processed yet. Expiration keeps every snapshot from the smallest ``nextSnapshot`` on,
 so a reader that is behind never finds a gap. Consumers nobody updated for
@@ -34,9 +39,9 @@ def check_consumer_id(consumer_id: str) -> str:
 
 
 class ConsumerManager:
-    def __init__(self, file_io: FileIO, table_path: str) -> None:
+    def __init__(self, file_io: FileIO, branch_path: str) -> None:
         self.file_io = file_io
-        self.dir = join(table_path, "consumer")
+        self.dir = join(branch_path, "consumer")
 
     def path(self, consumer_id: str) -> str:
         return join(self.dir, PREFIX + check_consumer_id(consumer_id))

@@ -242,7 +242,8 @@ class SchemaManager:
     def path(self, schema_id: int) -> str:
         return join(self.dir, f"schema-{schema_id}")
 
-    def _readable_path(self, schema_id: int) -> str:
+    def readable_path(self, schema_id: int) -> str:
+        """Where ``schema-<id>`` is read from: the branch's own file, else main's (see above)."""
         path = self.path(schema_id)
         if self.main_dir is None or self.file_io.exists(path):
             return path
@@ -252,8 +253,16 @@ class SchemaManager:
     def list_ids(self) -> list[int]:
         return self.file_io.list_numbered(self.dir, "schema-")
 
+    def readable_ids(self) -> list[int]:
+        """The ids ``schema`` can read: a branch's own and those it inherits from main (a
+        Java-made branch's data files may name main's older ids)."""
+        own = self.list_ids()
+        if self.main_dir is None:
+            return own
+        return sorted(set(own) | set(self.file_io.list_numbered(self.main_dir, "schema-")))
+
     def schema(self, schema_id: int) -> TableSchema:
-        path = self._readable_path(schema_id)
+        path = self.readable_path(schema_id)
         if not self.file_io.exists(path):
             raise CorruptMetadataError(f"missing schema file {path}")
         return TableSchema.from_json(self.file_io.read_text(path), path)

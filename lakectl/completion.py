@@ -44,13 +44,16 @@ def _warehouse_uri(ctx: Any) -> str:
     return settings.resolve_warehouse(ctx.params.get("warehouse"))
 
 
-def _table(ctx: Any) -> Any:
+def _table(ctx: Any, *, on_branch: bool = True) -> Any:
+    """The table named on the line; seen through its ``--branch`` when one was given earlier
+    (snapshot ids, tags and consumers are the branch's own)."""
     from core.table import Table
 
     # Completing an option's value, the lenient parse stops at that option before it assigns
     # the positional arguments: the table is then the first of the leftover words.
     name = ctx.params.get("table") or next(a for a in ctx.args if not a.startswith("-"))
-    return Table.open(name, warehouse=_warehouse_uri(ctx))
+    branch = ctx.params.get("branch") if on_branch else None
+    return Table.open(name, warehouse=_warehouse_uri(ctx), branch=branch if isinstance(branch, str) else None)
 
 
 def _complete_table(ctx: Any, incomplete: str) -> Candidates:
@@ -103,7 +106,7 @@ def _complete_branch(ctx: Any, incomplete: str) -> Candidates:
     """Branch names of the table named earlier on the line, with their latest snapshot."""
     from core.ops.branches import list_branches
 
-    return [(b.name, f"latest snapshot {b.latest_snapshot_id}") for b in list_branches(_table(ctx))
+    return [(b.name, f"latest snapshot {b.latest_snapshot_id}") for b in list_branches(_table(ctx, on_branch=False))
             if b.name.startswith(incomplete)]
 
 
@@ -113,7 +116,7 @@ def _complete_consumer(ctx: Any, incomplete: str) -> Candidates:
 
     t = _table(ctx)
     return [(c.consumer_id, f"next snapshot {c.next_snapshot}")
-            for c in ConsumerManager(t.file_io, t.path).consumers() if c.consumer_id.startswith(incomplete)]
+            for c in ConsumerManager(t.file_io, t.branch_path).consumers() if c.consumer_id.startswith(incomplete)]
 
 
 def _complete_scan_mode(_ctx: Any, incomplete: str) -> Candidates:

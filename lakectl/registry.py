@@ -69,7 +69,7 @@ COMMANDS: tuple[Entry, ...] = (
           "List schema versions: id, time, column count and what each changed (columns paired by field id)."),
     Entry("check", "check",
           "Verify every schema, snapshot, tag, manifest and referenced file (present, with its recorded size) and "
-          "the LATEST/EARLIEST hints."),
+          "the LATEST/EARLIEST hints, of main and of every branch."),
     Entry("tag", "tags", "Create, rename, delete and list tags: named snapshots that expire leaves alone."),
     Entry("expire-tags", "expire_tags",
           "Delete tags whose TTL (tag.time-retained, else tag.default-time-retained) has passed, or created before "

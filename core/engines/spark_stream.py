@@ -149,7 +149,7 @@ class TableStreamReader(DataSourceStreamReader):
 
     def commit(self, end: dict) -> None:
         if self.settings.consumer_id and end["next"] > 0:
-            ConsumerManager(self.table.file_io, self.table.path).record(self.settings.consumer_id, end["next"])
+            ConsumerManager(self.table.file_io, self.table.branch_path).record(self.settings.consumer_id, end["next"])
 
 
 # ---- the sink side: Table.write_stream (core.ops.stream_write) ----------------------------------

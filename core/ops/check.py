@@ -5,14 +5,16 @@ and manifests) and every file they reference (data files of each snapshot's live
 files, with their recorded sizes), each snapshot's index manifest and the index files it lists
 (sizes; deletion-vector files decoded: version, lengths, checksums, bitmaps, and each vector
 naming a live data file and no position past its rows), plus the LATEST/EARLIEST hints. Problems are collected, not
-raised, so one run reports all of them; each names the file it is about.
+raised, so one run reports all of them; each names the file it is about and the branch whose
+snapshot, tag, schema or hint led to it (a file shared by branches is checked, and reported,
+once: under the first branch that reads it, main first).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from core.branch import branch_names, branch_path
+from core.branch import MAIN_BRANCH, branch_names, branch_path
 from core.errors import CorruptMetadataError, LakectlError
 from core.deletion_vectors import read_index_file
 from core.fileio import join
@@ -29,6 +31,7 @@ class Problem:
     # index-manifest, index-file, hint, branch
     path: str
     detail: str
+    branch: str = MAIN_BRANCH  # whose snapshot, tag, schema or hint it was found through
 
 
 @dataclass(slots=True)
@@ -48,17 +51,19 @@ class CheckResult:
     ok: bool = True
 
 
-def check(table: Table) -> CheckResult:
-    """Verify ``table`` (on main: and every branch, whose snapshots share its files); never writes."""
+def check(table: Table, *, all_branches: bool = True) -> CheckResult:
+    """Verify ``table``; never writes. On main (with ``all_branches``) every branch is checked
+    too: their snapshots share its files, and a user asking whether the table is sound means
+    all of it. A branch's view checks that branch alone."""
     result = CheckResult(table.name)
     checked_files: dict[str, int] = {}  # path -> size already verified
     manifest_cache: dict[str, list | None] = {}  # manifest name, or "list:" + list name -> contents
     _check_branch(table, result, checked_files, manifest_cache)
-    for name in branch_names(table) if table.is_main else ():
+    for name in branch_names(table) if table.is_main and all_branches else ():
         try:
             view = table.on_branch(name)
         except LakectlError as e:
-            result.problems.append(Problem("branch", branch_path(table.path, name), str(e)))
+            result.problems.append(Problem("branch", branch_path(table.path, name), str(e), name))
             continue
         result.branches += 1
         _check_branch(view, result, checked_files, manifest_cache)
@@ -71,7 +76,17 @@ def check(table: Table) -> CheckResult:
 
 def _check_branch(table: Table, result: CheckResult, checked_files: dict[str, int],
                   manifest_cache: dict[str, list | None]) -> None:
-    """The schemas, snapshots, tags and hints of one branch (main or another)."""
+    """The schemas, snapshots, tags and hints of one branch (main or another); what it finds
+    is labelled with the branch."""
+    problems, warnings = len(result.problems), len(result.warnings)
+    _check_branch_files(table, result, checked_files, manifest_cache)
+    if not table.is_main:
+        result.problems[problems:] = [replace(p, branch=table.branch) for p in result.problems[problems:]]
+        result.warnings[warnings:] = [replace(w, branch=table.branch) for w in result.warnings[warnings:]]
+
+
+def _check_branch_files(table: Table, result: CheckResult, checked_files: dict[str, int],
+                        manifest_cache: dict[str, list | None]) -> None:
     schemas = _check_schemas(table, result)
     for sid in table.snapshots.list_ids():
         path = table.snapshots.path(sid)

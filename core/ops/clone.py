@@ -4,7 +4,8 @@ The copy gets its own copies of the files the snapshot reads (data files with th
 files, index files: deletion vectors and hash indexes) and the schema versions those files
 were written with (every schema id up to the snapshot's), and a fresh history of one APPEND
 snapshot, ``snapshot-1``, committed through ``core.commit`` with new manifests that list the
-copied files. No tags, consumers or changelog files are copied. Nothing is shared with the
+copied files. No tags, consumers or changelog files are copied. The source may be a branch's
+view: its snapshot becomes the copy's main. Nothing is shared with the
 source, so writing, compacting or expiring either table never touches the other's files.
 
 Order, so that an interrupted clone never leaves something that reads as a complete table:
@@ -50,6 +51,7 @@ _CHUNK = 8 * 1024 * 1024  # copy in pieces: data files can be larger than memory
 @dataclass(frozen=True, slots=True)
 class CloneResult:
     source: str
+    branch: str  # the source's branch the snapshot came from
     target: str
     snapshot_id: int  # the source's snapshot that was copied
     files_copied: int  # data, side and index files
@@ -84,7 +86,7 @@ def clone(source: Table, target: Table, *, snapshot_id: int | None = None, tag: 
     _refuse_existing(target)
     plan = _plan(source, snapshot)
     total_bytes = sum(size for _, _, size in plan.files)
-    result = CloneResult(source.name, target.name, snapshot.id, len(plan.files), total_bytes,
+    result = CloneResult(source.name, source.branch, target.name, snapshot.id, len(plan.files), total_bytes,
                          len(plan.schema_ids), dry_run)
     if dry_run:
         return result
@@ -110,7 +112,7 @@ def _build(source: Table, file_io: FileIO, build_at: str, snapshot: Snapshot, pl
     # latest schema, and an interruption before the older ones fails loudly on their files.
     for sid in sorted(plan.schema_ids, reverse=True):
         file_io.write_bytes(join(build_at, "schema", f"schema-{sid}"),
-                            source.file_io.read_bytes(source.schemas.path(sid)))
+                            source.file_io.read_bytes(source.schemas.readable_path(sid)))
 
 
 def _remove_quietly(file_io: FileIO, path: str) -> None:
@@ -146,7 +148,7 @@ def _plan(source: Table, snapshot: Snapshot) -> _CopyPlan:
         files.append((join(index_dir(source.path), name), join("index", name), ie.index_file.file_size))
     # Every schema up to the snapshot's: data files may name any older one, and a reader maps
     # columns through them by field id. Later schemas are the source's future, not the copy's.
-    schema_ids = tuple(sid for sid in source.schemas.list_ids() if sid <= schema.id)
+    schema_ids = tuple(sid for sid in source.schemas.readable_ids() if sid <= schema.id)
     return _CopyPlan(tuple(files), tuple(entries), tuple(index_entries), schema_ids)
 
 

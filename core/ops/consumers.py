@@ -1,5 +1,8 @@
 """Consumers of a table: list them, move one, delete one (metadata only).
 
+Consumers belong to a branch, as in Paimon: each branch's are in its own ``consumer/`` and
+count its own snapshots (``table`` is the branch's view, main by default).
+
 A consumer's position holds back expiration (``core.ops.expire``), so an abandoned consumer
 keeps every snapshot from its position on until ``consumer.expiration-time`` passes or it is
 deleted here.
@@ -25,6 +28,7 @@ class ConsumerInfo:
 @dataclass(frozen=True, slots=True)
 class ConsumerChange:
     table: str
+    branch: str
     consumer_id: str
     action: str  # reset or delete
     next_snapshot_before: int | None
@@ -35,7 +39,7 @@ class ConsumerChange:
 def list_consumers(table: Table) -> list[ConsumerInfo]:
     latest = table.snapshots.latest_id() or 0
     return [ConsumerInfo(c.consumer_id, c.next_snapshot, max(0, latest - c.next_snapshot + 1), c.modified_millis)
-            for c in ConsumerManager(table.file_io, table.path).consumers()]
+            for c in ConsumerManager(table.file_io, table.branch_path).consumers()]
 
 
 def reset_consumer(table: Table, consumer_id: str, next_snapshot: int, *, dry_run: bool = False) -> ConsumerChange:
@@ -52,11 +56,11 @@ def reset_consumer(table: Table, consumer_id: str, next_snapshot: int, *, dry_ru
     earliest = table.snapshots.earliest_id()
     if earliest is not None and next_snapshot < earliest:
         raise NotFoundError(f"snapshot {next_snapshot} of table {table.name} has expired (earliest: {earliest})")
-    manager = ConsumerManager(table.file_io, table.path)
+    manager = ConsumerManager(table.file_io, table.branch_path)
     before = manager.next_snapshot(consumer_id)
     if not dry_run:
         manager.record(consumer_id, next_snapshot)
-    return ConsumerChange(table.name, consumer_id, "reset", before, next_snapshot, dry_run)
+    return ConsumerChange(table.name, table.branch, consumer_id, "reset", before, next_snapshot, dry_run)
 
 
 def delete_consumer(table: Table, consumer_id: str, *, dry_run: bool = False) -> ConsumerChange:
@@ -65,13 +69,13 @@ def delete_consumer(table: Table, consumer_id: str, *, dry_run: bool = False) ->
     Raises:
         NotFoundError: no such consumer.
     """
-    manager = ConsumerManager(table.file_io, table.path)
+    manager = ConsumerManager(table.file_io, table.branch_path)
     before = manager.next_snapshot(consumer_id)
     if before is None:
         raise NotFoundError(f"consumer {consumer_id} does not exist in table {table.name}")
     if not dry_run:
         manager.delete(consumer_id)
-    return ConsumerChange(table.name, consumer_id, "delete", before, None, dry_run)
+    return ConsumerChange(table.name, table.branch, consumer_id, "delete", before, None, dry_run)
 
 
 __all__ = ["ConsumerChange", "ConsumerInfo", "delete_consumer", "list_consumers", "reset_consumer"]

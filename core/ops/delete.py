@@ -164,7 +164,7 @@ def _rewrite_files(table: Table, prepared: PreparedScan, dry_run: bool, engine: 
     messages: list[CommitMessage] = [o.message for o in outcomes if o.message is not None]
     if dry_run or not messages:
         return DeleteResult(table.name, None, None, matched, rewritten, removed, engine.name, dry_run)
-    committer = FileStoreCommit(table.file_io, table.path, schema)
+    committer = FileStoreCommit(table.file_io, table.path, schema, branch_path=table.branch_path)
     try:
         snapshot = committer.commit(messages, kind=OVERWRITE)
     except CommitConflictError:

@@ -42,6 +42,7 @@ class ColumnInfo:
 class TableDescription:
     table: str
     path: str
+    branch: str  # whose schema, snapshots and files these are (main unless --branch)
     schema_id: int
     columns: tuple[ColumnInfo, ...]
     primary_keys: tuple[str, ...]
@@ -98,6 +99,7 @@ def describe(table: Table, snapshot_id: int | None = None) -> TableDescription:
     return TableDescription(
         table=table.name,
         path=table.path,
+        branch=table.branch,
         schema_id=schema.id,
         columns=columns,
         primary_keys=schema.primary_keys,

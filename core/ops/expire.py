@@ -69,6 +69,7 @@ DEFAULT_EXPIRE_LIMIT = 10
 @dataclass(frozen=True, slots=True)
 class ExpireResult:
     table: str
+    branch: str
     snapshots_expired: list[int]
     earliest_before: int | None
     earliest_after: int | None
@@ -111,7 +112,7 @@ def _consumers(table: Table, now_ms: int, dry_run: bool) -> tuple[int | None, li
 
     With ``consumer.expiration-time`` set, a consumer not updated within it is removed first
     (not in a dry run) and no longer holds snapshots back, as in Paimon."""
-    manager = ConsumerManager(table.file_io, table.path)
+    manager = ConsumerManager(table.file_io, table.branch_path)
     consumers = manager.consumers()
     text = table.schema.options.get("consumer.expiration-time")
     stale = stale_consumers(consumers, duration_millis(text, "option consumer.expiration-time"), now_ms) \
@@ -262,7 +263,7 @@ def expire_snapshots(table: Table, *, retain_min: int | None = None, retain_max:
             # before writing it): repair it so earliest_id stays two existence checks. A table
             # that never expired anything keeps having no hint (Java would write one here).
             table.snapshots.write_earliest_hint(earliest)
-        result = ExpireResult(table.name, [], earliest, earliest, 0, 0, 0, dry_run, consumers_expired)
+        result = ExpireResult(table.name, table.branch, [], earliest, earliest, 0, 0, 0, dry_run, consumers_expired)
     else:
         result = replace(_expire(table, plan, dry_run, progress), consumers_expired=consumers_expired)
     return resumed.add_to(result, earliest_before) if resumed.snapshots or resumed.files else result
@@ -379,7 +380,7 @@ def _expire(table: Table, plan: _Plan, dry_run: bool,
     expired_ids = sorted(expiring)
     bytes_deleted = sum(s for _, s in data_files) + sum(s for _, s in changelog_files) \
         + sum(s or 0 for s in meta_files.values()) + sum(index_files.values())
-    result = ExpireResult(table.name, expired_ids, E, end, len(data_files) + len(changelog_files),
+    result = ExpireResult(table.name, table.branch, expired_ids, E, end, len(data_files) + len(changelog_files),
                           len(meta_files), bytes_deleted, dry_run,
                           index_files_deleted=len(index_files) + len(index_manifests))
     if dry_run:

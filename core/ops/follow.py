@@ -138,7 +138,7 @@ def plan_start(table: Table, settings: FollowSettings) -> FollowStart:
     """
     snapshots = table.snapshots
     if settings.consumer_id and not settings.ignore_progress:
-        recorded = ConsumerManager(table.file_io, table.path).next_snapshot(settings.consumer_id)
+        recorded = ConsumerManager(table.file_io, table.branch_path).next_snapshot(settings.consumer_id)
         if recorded is not None:
             _check_not_expired(table, recorded, f"consumer {settings.consumer_id}'s next snapshot")
             return FollowStart(settings.mode, None, recorded, resumed=True)
@@ -208,7 +208,7 @@ def follow(table: Table, settings: FollowSettings, *, max_snapshots: int | None 
         raise UsageError(f"--max-snapshots must be 1 or more (got {max_snapshots})")
     check_options(table.schema, table.name, READ)
     start = plan_start(table, settings)
-    consumers = ConsumerManager(table.file_io, table.path) if settings.consumer_id else None
+    consumers = ConsumerManager(table.file_io, table.branch_path) if settings.consumer_id else None
     log.info("following %s: mode %s, %s%s", table.name, start.mode,
              f"full snapshot {start.full_snapshot}, " if start.full_snapshot else "",
              f"changes from snapshot {start.next_id}" if start.next_id else "waiting for a compaction")

@@ -14,6 +14,11 @@ This is the order of rollback (1) and expire (2), so a kill of repair itself lea
 contiguous run whose every snapshot is readable, and a rerun finishes the job. Readable tags
 stay even when their snapshot is removed: a tag is a whole snapshot on its own.
 
+Every branch is repaired the same way, each in its own ``snapshot/`` and ``tag/`` (main
+first, then the branches by name): a branch's ids, hints and tags are its own, so a branch
+that is damaged (a torn rollback on it, a stale hint) never costs main a snapshot, and the
+other way round. Repairing a branch's view repairs that branch alone.
+
 Nothing else is deleted: data files, manifests and index files the removed snapshots used stay
 for ``remove-orphan-files`` (which keeps whatever a kept snapshot or tag references), and
 leftover expire journals are left to the next expire. Run it with the writers stopped: a
@@ -23,8 +28,9 @@ commit landing during the repair is not looked at.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from core.branch import MAIN_BRANCH, branch_names, branch_path
 from core.errors import CorruptMetadataError, LakectlError
 from core.fileio import join
 from core.ops.check import CheckResult, Problem, _check_schemas, _check_snapshot, check
@@ -48,8 +54,26 @@ class RemovedTag:
 
 
 @dataclass(slots=True)
+class BranchRepair:
+    """What repair did (or would do) to one branch (main's is spread into RepairResult)."""
+
+    branch: str
+    snapshots_removed: list[RemovedSnapshot] = field(default_factory=list)
+    tags_removed: list[RemovedTag] = field(default_factory=list)
+    latest_after: int | None = None
+    earliest_after: int | None = None
+    hints_rewritten: list[str] = field(default_factory=list)  # LATEST, EARLIEST
+    problems_left: list[Problem] = field(default_factory=list)  # what repair cannot fix
+    ok: bool = True  # the branch checks sound afterwards (in a dry run: would)
+
+
+@dataclass(slots=True)
 class RepairResult:
+    """Main's repair (or, for a branch's view, that branch's) in the top-level fields, and
+    the other branches' in ``branches``; ``ok`` only when all of them are sound."""
+
     table: str
+    branch: str = MAIN_BRANCH
     snapshots_removed: list[RemovedSnapshot] = field(default_factory=list)
     tags_removed: list[RemovedTag] = field(default_factory=list)
     latest_after: int | None = None
@@ -58,6 +82,7 @@ class RepairResult:
     problems_left: list[Problem] = field(default_factory=list)  # what repair cannot fix
     ok: bool = True  # the table checks sound afterwards (in a dry run: would)
     dry_run: bool = False
+    branches: list[BranchRepair] = field(default_factory=list)
 
 
 class _Health:
@@ -153,25 +178,43 @@ def _stale_hint(table: Table, name: str, wanted: int, removed_at_that_end: bool)
 
 def repair(table: Table, dry_run: bool = False) -> RepairResult:
     """Remove the unreadable snapshots and tags of ``table`` (and the readable snapshots older
-    than an unreadable one) and rewrite stale hints; see the module docstring for the order.
+    than an unreadable one) and rewrite stale hints, on main and then on every branch (on a
+    branch's view: that branch only); see the module docstring for the order.
 
     Args:
         table: the table.
         dry_run: work out and report the same result, change nothing.
 
     Returns:
-        A RepairResult; ``ok`` when the table checks sound afterwards.
+        A RepairResult; ``ok`` when the table (every branch) checks sound afterwards.
 
     Raises:
-        CorruptMetadataError: the table has snapshots but none of them is readable (nothing
-            is changed: repair never turns a table into an empty one).
+        CorruptMetadataError: main (or the branch of the view) has snapshots but none of them
+            is readable (nothing is changed: repair never turns a table into an empty one).
+            Such a branch seen from main is reported in its ``problems_left`` instead.
     """
+    own = _repair_branch(table, dry_run)
+    result = RepairResult(table.name, table.branch, own.snapshots_removed, own.tags_removed, own.latest_after,
+                          own.earliest_after, own.hints_rewritten, own.problems_left, own.ok, dry_run)
+    for name in branch_names(table) if table.is_main else ():
+        try:
+            result.branches.append(_repair_branch(table.on_branch(name), dry_run))
+        except LakectlError as e:  # a branch that does not open, or has no readable snapshot
+            problem = Problem("branch", branch_path(table.path, name), str(e), name)
+            result.branches.append(BranchRepair(name, problems_left=[problem], ok=False))
+    result.ok = own.ok and all(b.ok for b in result.branches)
+    return result
+
+
+def _repair_branch(table: Table, dry_run: bool) -> BranchRepair:
+    """Repair one branch (main or another) in its own directories."""
     health = _Health(table)
     status = _snapshot_problems(table, health)
-    result = RepairResult(table.name, dry_run=dry_run)
+    result = BranchRepair(table.branch)
     if status and all(why is not None for why in status.values()):
         first = min(status)
-        raise CorruptMetadataError(f"cannot repair {table.name}: none of its {len(status)} snapshots can be read "
+        where = table.name if table.is_main else f"branch {table.branch} of {table.name}"
+        raise CorruptMetadataError(f"cannot repair {where}: none of its {len(status)} snapshots can be read "
                                    f"(snapshot {first}: {status[first]}); nothing was changed")
     tags = _plan_tags(table, health)
     newer, older = [], []
@@ -185,7 +228,7 @@ def repair(table: Table, dry_run: bool = False) -> RepairResult:
     result.tags_removed = tags
     # What is left once the plan is carried out: repair keeps only readable snapshots and tags
     # in a contiguous run, so only broken schema files no kept snapshot uses remain.
-    result.problems_left = list(health.schema_problems)
+    result.problems_left = [replace(p, branch=table.branch) for p in health.schema_problems]
     if not dry_run:
         _carry_out(table, result, newer, older)
         _add_unforeseen(table, result)
@@ -193,7 +236,7 @@ def repair(table: Table, dry_run: bool = False) -> RepairResult:
     return result
 
 
-def _carry_out(table: Table, result: RepairResult, newer: list[RemovedSnapshot],
+def _carry_out(table: Table, result: BranchRepair, newer: list[RemovedSnapshot],
                older: list[RemovedSnapshot]) -> None:
     fio, sm = table.file_io, table.snapshots
     for removed in newer:  # newest first: a kill leaves a contiguous run below
@@ -211,13 +254,13 @@ def _carry_out(table: Table, result: RepairResult, newer: list[RemovedSnapshot],
         fio.delete(table.tags.path(tag.tag))
 
 
-def _add_unforeseen(table: Table, result: RepairResult) -> None:
-    """Check the repaired table; anything the plan did not foresee (a file broken while we
+def _add_unforeseen(table: Table, result: BranchRepair) -> None:
+    """Check the repaired branch; anything the plan did not foresee (a file broken while we
     worked, say) is reported too rather than hidden behind ``ok``."""
     known = {(p.kind, p.path) for p in result.problems_left}
-    for p in check(table).problems:
+    for p in check(table, all_branches=False).problems:
         if (p.kind, p.path) not in known:
             result.problems_left.append(p)
 
 
-__all__ = ["RemovedSnapshot", "RemovedTag", "RepairResult", "repair"]
+__all__ = ["BranchRepair", "RemovedSnapshot", "RemovedTag", "RepairResult", "repair"]

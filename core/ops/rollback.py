@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class RollbackResult:
     table: str
+    branch: str
     target_snapshot_id: int
     snapshots_removed: tuple[int, ...]
     tags_removed: tuple[str, ...]
@@ -34,6 +35,9 @@ class RollbackResult:
 def rollback(table: Table, *, snapshot_id: int | None = None, tag: str | None = None,
              if_latest: int | None = None, dry_run: bool = False) -> RollbackResult:
     """Roll the table back to ``snapshot_id`` or to the snapshot of ``tag``.
+
+    On a branch's view (``Table.on_branch``) only that branch's snapshots, tags and hints
+    change: its ids and tag names are its own, and main's history is never touched.
 
     Args:
         table: the table.
@@ -74,7 +78,7 @@ def rollback(table: Table, *, snapshot_id: int | None = None, tag: str | None = 
     removed = tuple(n for n in reversed(snapshots.list_ids()) if n > target)
     tags_removed = tuple(t.name for t in table.tags.tags() if t.snapshot.id > target)
     if dry_run:
-        return RollbackResult(table.name, target, removed, tags_removed, True)
+        return RollbackResult(table.name, table.branch, target, removed, tags_removed, True)
 
     # Highest first, so that a crash leaves a contiguous run of whole snapshots whose latest is
     # a real one. Restoring a tag's expired snapshot S below the earliest E: everything above E
@@ -93,4 +97,4 @@ def rollback(table: Table, *, snapshot_id: int | None = None, tag: str | None = 
     for name in tags_removed:
         table.file_io.delete(table.tags.path(name))
     snapshots.write_latest_hint(target)
-    return RollbackResult(table.name, target, removed, tags_removed, False)
+    return RollbackResult(table.name, table.branch, target, removed, tags_removed, False)

@@ -127,7 +127,8 @@ def drop_partitions(table: Table, partitions: Sequence[Mapping[str, str]], *,
 
 def _commit_overwrite(table: Table, spec: OverwriteSpec) -> int | None:
     """The same commit path expire-partitions takes: no new files, DELETE what ``spec`` covers."""
-    committed = FileStoreCommit(table.file_io, table.path, table.schema).commit([], overwrite=spec)
+    committed = FileStoreCommit(table.file_io, table.path, table.schema,
+                                branch_path=table.branch_path).commit([], overwrite=spec)
     return committed.id if committed else None
 
 

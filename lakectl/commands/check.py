@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from core.branch import MAIN_BRANCH
 from core.errors import UsageError
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.output import Output
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+
+if TYPE_CHECKING:
+    from core.ops.repair import BranchRepair
 
 
 def register(app: typer.Typer) -> None:
@@ -30,7 +34,8 @@ def register(app: typer.Typer) -> None:
         fmt: FormatOpt = None,
     ) -> None:
         """Verify every schema, snapshot, tag, manifest and referenced file (present, with its
-        recorded size) and the LATEST/EARLIEST hints. Changes nothing. Exit 0 when the table is
+        recorded size) and the LATEST/EARLIEST hints, of main and of every branch. Each
+        finding names its branch. Changes nothing. Exit 0 when the table is
         sound, 1 when problems were found (each names its file; a one-line summary goes to stderr).
         A stale hint is a warning on stderr only: readers fall back to listing, the next commit
         rewrites it.
@@ -38,8 +43,9 @@ def register(app: typer.Typer) -> None:
         With --repair: keep the longest run of readable snapshots ending at the newest readable
         one, remove the others (newer ones newest first, older ones oldest first) and the tags
         whose snapshot cannot be read, and rewrite stale hints. Only snapshot and tag files and
-        hints are touched. Exit 0 when the table is sound afterwards, 1 when problems remain or
-        no snapshot at all can be read (then nothing is changed).
+        hints are touched. Every branch is repaired the same way in its own snapshot/ and tag/.
+        Exit 0 when the table is sound afterwards, 1 when problems remain or no snapshot of main
+        at all can be read (then nothing is changed).
 
         Example:
 
@@ -69,7 +75,7 @@ def _check(out: Output, t: Table) -> None:
         summary = {k: v for k, v in dataclasses.asdict(result).items() if k not in ("problems", "warnings")}
         out.record(summary, title=f"{t.name} is sound")
     for w in result.warnings:
-        print(f"warning: {w.kind} {w.path} {w.detail}", file=sys.stderr)
+        print(f"warning: {_on(w.branch)}{w.kind} {w.path} {w.detail}", file=sys.stderr)
     if result.problems:
         print(f"error: {len(result.problems)} problem(s) in {t.name}", file=sys.stderr)
         raise typer.Exit(1)
@@ -82,13 +88,29 @@ def _repair(out: Output, t: Table, dry_run: bool) -> None:
     if out.format != "table":
         out.record(result)
     else:
-        # One line per removed snapshot, tag or remaining problem: readable in a field/value table.
+        # One line per removed snapshot, tag or remaining problem: readable in a field/value
+        # table; the other branches' lines are prefixed with the branch.
         summary = dataclasses.asdict(result)
         summary["snapshots_removed"] = [f"{r.snapshot_id}: {r.reason}" for r in result.snapshots_removed]
         summary["tags_removed"] = [f"{r.tag}: {r.reason}" for r in result.tags_removed]
         summary["problems_left"] = [f"{p.kind} {p.path} {p.detail}" for p in result.problems_left]
+        summary["branches"] = [_branch_line(b) for b in result.branches]
         verb = "would repair" if dry_run else "repaired"
         out.record(summary, title=f"{verb} {t.name}")
-    if result.problems_left:
-        print(f"error: {len(result.problems_left)} problem(s) left in {t.name}", file=sys.stderr)
+    left = len(result.problems_left) + sum(len(b.problems_left) for b in result.branches)
+    if left:
+        print(f"error: {left} problem(s) left in {t.name}", file=sys.stderr)
         raise typer.Exit(1)
+
+
+def _on(branch: str) -> str:
+    return "" if branch == MAIN_BRANCH else f"branch {branch}: "
+
+
+def _branch_line(b: "BranchRepair") -> str:
+    """A branch's repair in one line: what went, the hints rewritten, what is left."""
+    parts = [f"snapshots removed {[r.snapshot_id for r in b.snapshots_removed]}" if b.snapshots_removed else "",
+             f"tags removed {[r.tag for r in b.tags_removed]}" if b.tags_removed else "",
+             f"hints rewritten {b.hints_rewritten}" if b.hints_rewritten else "",
+             "; ".join(f"{p.kind} {p.path} {p.detail}" for p in b.problems_left)]
+    return f"{b.branch}: " + (", ".join(p for p in parts if p) or "sound")

@@ -9,7 +9,7 @@ import typer
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.completion import complete_snapshot_id
-from lakectl.params import FormatOpt, TableArg, TagOpt, TimestampOpt, WarehouseOpt
+from lakectl.params import BranchOpt, FormatOpt, TableArg, TagOpt, TimestampOpt, WarehouseOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -26,6 +26,7 @@ def register(app: typer.Typer) -> None:
         timestamp: TimestampOpt = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be copied; write nothing.")]
         = False,
+        branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -36,18 +37,21 @@ def register(app: typer.Typer) -> None:
         source. On a local disk the copy is built in a hidden sibling directory and renamed
         into place; a killed clone leaves only that directory (.NAME.clone-*, remove it with
         rm -r). On an object store a killed clone leaves a partial target: remove it and re-run.
+        With --branch, the snapshot is the branch's (--snapshot-id, --tag and --timestamp name
+        the branch's own) and the copy is a table whose main holds it.
 
         Examples:
 
         \b
           lakectl clone shop.orders shop.orders_backup --tag release-1
           lakectl clone shop.orders s3://other-bucket/wh/shop.db/orders
+          lakectl clone shop.orders shop.orders_dev --branch dev
         """
         from core.ops.clone import clone
 
         out = output(ctx, fmt)
         wh = settings(ctx).resolve_warehouse(warehouse)
-        source = Table.open(table, warehouse=wh)
+        source = Table.open(table, warehouse=wh, branch=branch)
         target = Table.locate(copy, warehouse=wh)
         with out.progress() as progress:
             result = clone(source, target, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp,

@@ -9,7 +9,7 @@ import typer
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.completion import complete_consumer
-from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
 
 ConsumerArg = Annotated[str, typer.Argument(help="Consumer id (as given to scan --follow --consumer-id).",
                                             metavar="ID", show_default=False, autocompletion=complete_consumer)]
@@ -23,7 +23,8 @@ def register(app: typer.Typer) -> None:
                                no_args_is_help=True)
 
     @consumer_app.command("list")
-    def list_cmd(ctx: typer.Context, table: TableArg, warehouse: WarehouseOpt = None, fmt: FormatOpt = None) -> None:
+    def list_cmd(ctx: typer.Context, table: TableArg, branch: BranchOpt = None, warehouse: WarehouseOpt = None,
+                 fmt: FormatOpt = None) -> None:
         """List consumers: id, next snapshot to read, snapshots pending, last update.
 
         Example:
@@ -34,7 +35,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.consumers import ConsumerInfo, list_consumers
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         out.records(list_consumers(t), ConsumerInfo, title=f"consumers of {t.name}")
 
     @consumer_app.command("reset")
@@ -44,6 +45,7 @@ def register(app: typer.Typer) -> None:
         consumer_id: ConsumerArg,
         next_snapshot: Annotated[int, typer.Option("--next-snapshot", help="The snapshot the consumer reads next.")],
         dry_run: DryRunOpt = False,
+        branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -57,7 +59,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.consumers import reset_consumer
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         out.record(reset_consumer(t, consumer_id, next_snapshot, dry_run=dry_run))
 
     @consumer_app.command("delete")
@@ -66,6 +68,7 @@ def register(app: typer.Typer) -> None:
         table: TableArg,
         consumer_id: ConsumerArg,
         dry_run: DryRunOpt = False,
+        branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -79,7 +82,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.consumers import delete_consumer
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         out.record(delete_consumer(t, consumer_id, dry_run=dry_run))
 
     app.add_typer(consumer_app, name="consumer")

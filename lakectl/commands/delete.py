@@ -8,7 +8,7 @@ import typer
 
 from core.table import Table
 from lakectl.commands import output, settings
-from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -20,6 +20,7 @@ def register(app: typer.Typer) -> None:
             "--where", help="SQL filter of the rows to delete, as scan --where reads it, e.g. \"dt = '2024-01-01' "
                             "AND amount < 0\".")],
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would be deleted; commit nothing.")] = False,
+        branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -42,7 +43,7 @@ def register(app: typer.Typer) -> None:
 
         out = output(ctx, fmt)
         s = settings(ctx)
-        t = Table.open(table, warehouse=s.resolve_warehouse(warehouse))
+        t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
         with out.progress() as progress:
             result = delete(t, where, dry_run=dry_run, engine_settings=s.engine_settings(progress))
         out.record(result)

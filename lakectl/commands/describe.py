@@ -10,7 +10,7 @@ import typer
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.completion import complete_snapshot_id
-from lakectl.params import FormatOpt, TableArg, TagOpt, TimestampOpt, WarehouseOpt
+from lakectl.params import BranchOpt, FormatOpt, TableArg, TagOpt, TimestampOpt, WarehouseOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -23,6 +23,7 @@ def register(app: typer.Typer) -> None:
             autocompletion=complete_snapshot_id)] = None,
         timestamp: TimestampOpt = None,
         tag: TagOpt = None,
+        branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -37,7 +38,7 @@ def register(app: typer.Typer) -> None:
         from core.travel import snapshot_id_of
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         d = describe(t, snapshot_id=snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag))
         if out.format == "table":
             summary = {f.name: getattr(d, f.name) for f in dataclasses.fields(d) if f.name != "columns"}

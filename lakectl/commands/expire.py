@@ -8,7 +8,7 @@ import typer
 
 from core.table import Table
 from lakectl.commands import output, settings
-from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -30,6 +30,7 @@ def register(app: typer.Typer) -> None:
             show_default=False)] = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would be deleted; delete nothing.")]
         = False,
+        branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -38,17 +39,21 @@ def register(app: typer.Typer) -> None:
         Safe to run from cron next to writers: a killed run leaves the table readable and the
         next run finishes it.
 
+        With --branch, the branch's own snapshots expire by its retention options and its own
+        consumers; a file that main, another branch or any tag still reads is kept.
+
         Examples:
 
         \b
           lakectl expire shop.orders --retain-max 50 --older-than 7d --dry-run
           lakectl expire shop.orders --format json >> /var/log/lakectl-expire.log
+          lakectl expire shop.orders --branch dev --retain-max 5
         """
         from core.ops.expire import expire_snapshots
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         with out.progress() as progress:
             result = expire_snapshots(t, retain_min=retain_min, retain_max=retain_max, older_than=older_than,
                                       max_deletes=max_deletes, dry_run=dry_run, progress=progress)
-        out.record(result, title=f"expire {t.name}")
+        out.record(result, title=f"expire {t.name}" + ("" if t.is_main else f" branch {t.branch}"))

@@ -8,7 +8,7 @@ import typer
 
 from core.table import Table
 from lakectl.commands import output, settings
-from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -22,6 +22,7 @@ def register(app: typer.Typer) -> None:
         max_expires: Annotated[Optional[int], typer.Option(
             "--max-expires", min=1, help="Expire at most N partitions, the oldest first.")] = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would expire; commit nothing.")] = False,
+        branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -37,6 +38,6 @@ def register(app: typer.Typer) -> None:
 
         out = output(ctx, fmt)
         s = settings(ctx)
-        t = Table.open(table, warehouse=s.resolve_warehouse(warehouse))
+        t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
         result = expire_partitions(t, expiration_time=expiration_time, max_expires=max_expires, dry_run=dry_run)
         out.record(result)

@@ -8,7 +8,7 @@ import typer
 
 from core.table import Table
 from lakectl.commands import output, settings
-from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -18,6 +18,7 @@ def register(app: typer.Typer) -> None:
         table: TableArg,
         older_than: Annotated[Optional[str], typer.Option("--older-than", help="Also delete tags created before this: a duration back from now (30d) or an ISO 8601 time.", metavar="DURATION|TIME")] = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Show which tags would be deleted; change nothing.")] = False,
+        branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -34,6 +35,6 @@ def register(app: typer.Typer) -> None:
         from core.ops.tags import ExpiredTag, expire_tags
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         out.records(expire_tags(t, older_than=older_than, dry_run=dry_run), ExpiredTag,
                     title=f"expired tags of {t.name}", data=False)

@@ -10,7 +10,7 @@ import typer
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.completion import complete_snapshot_id
-from lakectl.params import FormatOpt, TableArg, TagOpt, TimestampOpt, WarehouseOpt
+from lakectl.params import BranchOpt, FormatOpt, TableArg, TagOpt, TimestampOpt, WarehouseOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -24,6 +24,7 @@ def register(app: typer.Typer) -> None:
         partition: Annotated[Optional[list[str]], typer.Option(
             "--partition", "-p", help="Only this partition, COLUMN=VALUE[,COLUMN=VALUE...] (repeatable).")] = None,
         limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N files.")] = None,
+        branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -41,7 +42,7 @@ def register(app: typer.Typer) -> None:
         from lakectl.config import parse_partition
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         specs = [parse_partition(p) for p in partition] if partition else None
         chosen = snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
         out.records(live_files(t, chosen, partitions=specs, limit=limit), FileInfo, title=f"files of {t.name}")

@@ -9,7 +9,7 @@ import typer
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.completion import complete_snapshot_id, complete_tag
-from lakectl.params import FormatOpt, TableArg, TimestampOpt, WarehouseOpt
+from lakectl.params import BranchOpt, FormatOpt, TableArg, TimestampOpt, WarehouseOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -22,23 +22,27 @@ def register(app: typer.Typer) -> None:
         timestamp: TimestampOpt = None,
         if_latest: Annotated[Optional[int], typer.Option("--if-latest", help="Refuse (exit 4) unless the latest snapshot is this id.", autocompletion=complete_snapshot_id)] = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be removed; change nothing.")] = False,
+        branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
         """Make an earlier snapshot the latest: removes newer snapshots and the tags on them.
 
-        Data files of the removed snapshots stay until remove-orphan-files.
+        Data files of the removed snapshots stay until remove-orphan-files. With --branch, the
+        branch's own snapshots and tags are rolled back (--snapshot-id, --tag and --timestamp
+        name the branch's); main and other branches are untouched.
 
         Example:
 
         \b
           lakectl rollback shop.orders --snapshot-id 12 --if-latest 15
+          lakectl rollback shop.orders --branch dev --tag before-backfill
         """
         from core.ops.rollback import rollback
         from core.travel import snapshot_id_of
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         if timestamp is not None:  # a tag stays a tag: rollback to it works after its snapshot expired
             snapshot_id = snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
         out.record(rollback(t, snapshot_id=snapshot_id, tag=tag, if_latest=if_latest, dry_run=dry_run))

@@ -9,7 +9,7 @@ import typer
 
 from core.table import Table
 from lakectl.commands import output, settings
-from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -18,6 +18,7 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         table: TableArg,
         limit: Annotated[Optional[int], typer.Option("--limit", help="Only the newest N schemas.")] = None,
+        branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -31,7 +32,8 @@ def register(app: typer.Typer) -> None:
         from core.ops.schemas import SchemaInfo
 
         out = output(ctx, fmt)
-        history = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse)).schema_history(limit=limit)
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
+        history = t.schema_history(limit=limit)
         if out.format == "table":  # one change per line; the epoch millis only in the script formats
             rows = [{**dataclasses.asdict(s), "changes": "\n".join(s.changes)} for s in history]
             columns = [f.name for f in dataclasses.fields(SchemaInfo) if f.name != "time_millis"]

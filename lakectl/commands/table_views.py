@@ -10,7 +10,7 @@ import typer
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.completion import complete_snapshot_id
-from lakectl.params import FormatOpt, TableArg, TagOpt, TimestampOpt, WarehouseOpt
+from lakectl.params import BranchOpt, FormatOpt, TableArg, TagOpt, TimestampOpt, WarehouseOpt
 
 SnapshotIdOpt = Annotated[Optional[int], typer.Option("--snapshot-id", help="Snapshot (default: latest).",
                                                       autocompletion=complete_snapshot_id)]
@@ -35,6 +35,7 @@ def _register_partitions(app: typer.Typer) -> None:
         tag: TagOpt = None,
         partition: PartitionOpt = None,
         limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N partitions.")] = None,
+        branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -53,7 +54,7 @@ def _register_partitions(app: typer.Typer) -> None:
         from lakectl.config import parse_partition
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         specs = [parse_partition(p) for p in partition] if partition else None
         chosen = snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
         out.records(partition_stats(t, chosen, partitions=specs, limit=limit), PartitionStats,
@@ -69,6 +70,7 @@ def _register_buckets(app: typer.Typer) -> None:
         timestamp: TimestampOpt = None,
         tag: TagOpt = None,
         partition: PartitionOpt = None,
+        branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -85,7 +87,7 @@ def _register_buckets(app: typer.Typer) -> None:
         from lakectl.config import parse_partition
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         specs = [parse_partition(p) for p in partition] if partition else None
         chosen = snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
         out.records(bucket_stats(t, chosen, partitions=specs), BucketStats, title=f"buckets of {t.name}")
@@ -99,6 +101,7 @@ def _register_manifests(app: typer.Typer) -> None:
         snapshot_id: SnapshotIdOpt = None,
         timestamp: TimestampOpt = None,
         tag: TagOpt = None,
+        branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -114,6 +117,6 @@ def _register_manifests(app: typer.Typer) -> None:
         from core.travel import snapshot_id_of
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         chosen = snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
         out.records(manifests(t, chosen), ManifestInfo, title=f"manifests of {t.name}")

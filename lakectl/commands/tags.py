@@ -59,6 +59,7 @@ def register(app: typer.Typer) -> None:
         table: TableArg,
         old: ExistingTagArg,
         new: Annotated[str, typer.Argument(help="New tag name.", metavar="NEW", show_default=False)],
+        branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -72,7 +73,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.tags import rename_tag
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         out.record(rename_tag(t, old, new))
 
     @tag_app.command("delete")

@@ -8,7 +8,7 @@ import typer
 
 from core.table import Table
 from lakectl.commands import output, settings
-from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
 
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would be deleted; commit nothing.")]
 
@@ -19,6 +19,7 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         table: TableArg,
         dry_run: DryRunOpt = False,
+        branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -32,7 +33,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.truncate import truncate
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         out.record(truncate(t, dry_run=dry_run))
 
     @app.command("drop-partition")
@@ -43,6 +44,7 @@ def register(app: typer.Typer) -> None:
             "--partition", help="A partition to drop, naming every partition column (repeatable).",
             metavar="COLUMN=VALUE[,COLUMN=VALUE...]", show_default=False)],
         dry_run: DryRunOpt = False,
+        branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
@@ -61,5 +63,5 @@ def register(app: typer.Typer) -> None:
 
         out = output(ctx, fmt)
         specs = [parse_partition(p) for p in partition]
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         out.record(drop_partitions(t, specs, dry_run=dry_run))

@@ -91,7 +91,7 @@ def test_rollback(tmp_path: Path, table: Table) -> None:
     assert cli(tmp_path, "tag", "create", "db.t", "late", "--snapshot-id", "3").exit_code == 0
     assert cli(tmp_path, "tag", "create", "db.t", "early", "--snapshot-id", "1").exit_code == 0
     preview = ok_json(cli(tmp_path, "rollback", "db.t", "--snapshot-id", "1", "--dry-run", "-f", "json"))
-    assert preview == {"table": "db.t", "target_snapshot_id": 1, "snapshots_removed": [3, 2],
+    assert preview == {"table": "db.t", "branch": "main", "target_snapshot_id": 1, "snapshots_removed": [3, 2],
                        "tags_removed": ["late"], "dry_run": True}
     assert ids(table) == [1, 2, 3]
     error(cli(tmp_path, "rollback", "db.t", "--snapshot-id", "1", "--if-latest", "2"), 4, "latest snapshot is 3")

@@ -93,6 +93,21 @@ def test_branches(wh: Path) -> None:
     assert complete(f"lakectl -w {wh} write shop.items --branch ") == []
 
 
+def test_snapshot_ids_and_tags_of_the_branch_given(wh: Path) -> None:
+    """After --branch, snapshot ids and tags are the branch's own."""
+    rows = wh.parent / "rows.csv"
+    for args in (["branch", "create", "shop.orders", "old", "--snapshot-id", "2"],
+                 ["write", "shop.orders", "-i", rows, "--branch", "old"],
+                 ["write", "shop.orders", "-i", rows, "--branch", "old"],
+                 ["tag", "create", "shop.orders", "b1", "--branch", "old"]):
+        assert runner.invoke(app, ["-q", "-w", str(wh), *map(str, args)]).exit_code == 0
+    assert complete(f"lakectl -w {wh} rollback shop.orders --branch old --snapshot-id ") == ["4", "3", "2"]
+    assert complete(f"lakectl -w {wh} rollback shop.orders --snapshot-id ") == ["3", "2", "1"]
+    assert complete(f"lakectl -w {wh} describe shop.orders --branch old --tag ") == ["b1"]
+    assert complete(f"lakectl -w {wh} describe shop.orders --tag ") == ["t1"]
+    assert complete(f"lakectl -w {wh} expire shop.orders --branch o") == ["old"]
+
+
 def test_consumers_and_scan_modes(wh: Path) -> None:
     for consumer in ("billing", "audit"):
         args = ["-q", "-w", str(wh), "consumer", "reset", "shop.orders", consumer, "--next-snapshot", "2"]

@@ -7,7 +7,7 @@ its tags must scan to. An ``Op`` is one command that writes (write, overwrite, C
 stream write, compact, expire, expire-partitions, truncate, drop-partition, rollback, rollback
 to an expired tag, alter-schema, tag create, delete, rename and replace, expire-tags,
 remove-orphan-files, delete --where, expire with a branch, branch create, delete and
-fast-forward) with an unfaulted ``prepare`` step, the command itself, and how to tell whether
+fast-forward, rollback and expire on a branch) with an unfaulted ``prepare`` step, the command itself, and how to tell whether
 it landed.
 
 ``fail_loop`` prepares the op once on a template table, then for n = 1, 2, ... runs it on a
@@ -101,12 +101,18 @@ class Lab:
     thorough: bool = True  # scan every snapshot after each rerun (else the latest and the kept ones)
     tags: dict[str, tuple[int, Rows]] = field(default_factory=dict)  # name -> (snapshot id, rows)
     branches: dict[str, Rows] = field(default_factory=dict)  # name -> rows of its latest snapshot
+    # Branches an op changes (rollback, expire on a branch): the rows of each of their snapshots
+    # and tags, so that every listed one is checked, not only the latest.
+    branch_states: dict[str, dict[int, Rows]] = field(default_factory=dict)
+    branch_tags: dict[str, dict[str, Rows]] = field(default_factory=dict)
 
     def copy_to(self, open_table: Callable[[], Table]) -> "Lab":
         """The model for a copy of this table (the caller copied the files)."""
         return Lab(open_table, {k: dict(v) for k, v in self.states.items()}, None, self.next_key, self.tally,
                    self.thorough, {k: (sid, dict(rows)) for k, (sid, rows) in self.tags.items()},
-                   {k: dict(rows) for k, rows in self.branches.items()})
+                   {k: dict(rows) for k, rows in self.branches.items()},
+                   {b: {sid: dict(rows) for sid, rows in states.items()} for b, states in self.branch_states.items()},
+                   {b: {n: dict(rows) for n, rows in tags.items()} for b, tags in self.branch_tags.items()})
 
     @property
     def t(self) -> Table:
@@ -174,6 +180,16 @@ class Lab:
         # Branches share the table's files: whatever main did, each still reads its rows.
         for name, rows in self.branches.items():
             assert self.scan(branch=name) == rows, f"{context}: branch {name} does not scan to its rows"
+        for name, states in self.branch_states.items():
+            view = self.t.on_branch(name)
+            for sid in view.snapshots.list_ids():
+                assert sid in states, f"{context}: snapshot {sid} of branch {name} is not one the model knows"
+                assert self.scan(sid, branch=name) == states[sid], \
+                    f"{context}: snapshot {sid} of branch {name} does not scan to its rows"
+            for tag in view.tags.names():
+                assert tag in self.branch_tags.get(name, {}), f"{context}: tag {tag} of branch {name} is unknown"
+                assert self.scan(tag=tag, branch=name) == self.branch_tags[name][tag], \
+                    f"{context}: tag {tag} of branch {name} does not scan to its rows"
 
     def check_tags_kept(self, context: str) -> None:
         """No tag the model holds has gone (between commands, not in the middle of one)."""
@@ -771,6 +787,92 @@ class BranchCreate(Op):
     provisional = after
 
 
+def _branch_commits(lab: Lab, name: str, writes: int) -> Table:
+    """Fork branch ``name`` at main's latest and commit ``writes`` batches of new keys on it,
+    modelling each of its snapshots."""
+    fork = lab.t.snapshots.latest_id()
+    assert fork is not None
+    create_branch(lab.t, name)
+    view = lab.t.on_branch(name)
+    states = lab.branch_states[name] = {fork: dict(lab.states[fork])}
+    for _ in range(writes):
+        rows = lab.new_rows(3, name)
+        base = states[max(states)]
+        view.write(batch(rows))
+        states[view.snapshots.latest_id()] = {**base, **{r[0]: r for r in rows}}
+    lab.branches[name] = dict(states[max(states)])
+    return view
+
+
+class RollbackOnBranch(Op):
+    """Roll a branch back over its two commits: only the branch's snapshot files and hint go;
+    main (``allowed_latest``, ``keep``) and its files stay as they were."""
+
+    name = "rollback-on-branch"
+
+    def prepare(self, lab: Lab) -> None:
+        view = _branch_commits(lab, "rb", 2)
+        self.target = view.snapshots.list_ids()[0]
+        lab.t.on_branch("rb").tags.create("rb-first", view.snapshots.snapshot(self.target))
+        lab.branch_tags["rb"] = {"rb-first": dict(lab.branch_states["rb"][self.target])}
+
+    def run(self, lab: Lab) -> Any:
+        return lab.t.on_branch("rb").rollback(snapshot_id=self.target, dry_run=False)
+
+    def allowed_latest(self, lab: Lab, before: int) -> set[int]:
+        return {before}
+
+    def landed(self, lab: Lab, before: int) -> bool:
+        return lab.t.on_branch("rb").snapshots.list_ids() == [self.target]
+
+    def observe(self, lab: Lab, before: int) -> None:
+        # A kill leaves a contiguous run from the target to some snapshot the branch had.
+        ids = lab.t.on_branch("rb").snapshots.list_ids()
+        assert ids == list(range(self.target, ids[-1] + 1)), f"branch rb lists {ids}"
+        lab.branches["rb"] = dict(lab.branch_states["rb"][ids[-1]])
+
+    def after(self, lab: Lab, before: int) -> None:
+        lab.branch_states["rb"] = {self.target: lab.branch_states["rb"][self.target]}
+        lab.branches["rb"] = dict(lab.branch_states["rb"][self.target])
+
+
+class ExpireOnBranch(Op):
+    """Expire a branch down to its newest two snapshots after it compacted (which DELETEs the
+    files main's snapshots read, and the branch's own): only what the branch alone read goes,
+    never a file of main, of the branch's tag or of its kept snapshots."""
+
+    name = "expire-on-branch"
+
+    def prepare(self, lab: Lab) -> None:
+        view = _branch_commits(lab, "ex", 2)
+        states = lab.branch_states["ex"]
+        tagged = sorted(states)[1]  # its first own commit: a tag keeps its files
+        view.tags.create("ex-tag", view.snapshots.snapshot(tagged))
+        lab.branch_tags["ex"] = {"ex-tag": dict(states[tagged])}
+        last = view.snapshots.latest_id()
+        view.compact(full=True)
+        states[last + 1] = dict(states[last])
+        rows = lab.new_rows(2, "ex")
+        view.write(batch(rows))
+        states[last + 2] = {**states[last + 1], **{r[0]: r for r in rows}}
+        lab.branches["ex"] = dict(states[last + 2])
+        self.kept = [last + 1, last + 2]
+
+    def run(self, lab: Lab) -> Any:
+        return lab.t.on_branch("ex").expire(retain_min=1, retain_max=2, max_deletes=1000, dry_run=False)
+
+    def allowed_latest(self, lab: Lab, before: int) -> set[int]:
+        return {before}
+
+    def landed(self, lab: Lab, before: int) -> bool:
+        return lab.t.on_branch("ex").snapshots.list_ids() == self.kept
+
+    def after(self, lab: Lab, before: int) -> None:
+        states = lab.branch_states["ex"]
+        lab.branch_states["ex"] = {sid: states[sid] for sid in self.kept}
+        assert lab.t.on_branch("ex").snapshots.earliest_id() == self.kept[0]
+
+
 class AppendWrite(Write):
     """A batch of new keys only (an append table keeps every row: no upsert)."""
 
@@ -857,7 +959,8 @@ FAIL_OPS: dict[str, Callable[[], Op]] = {op.name: op for op in (Write, Overwrite
                                                                Delete)}
 OPS: dict[str, Callable[[], Op]] = {**FAIL_OPS, **{op.name: op for op in (
     CdcWrite, StreamWrite, ExpirePartitions, Truncate, DropPartition, TagCreate, TagDelete, TagRename, TagReplace,
-    ExpireTags, RemoveOrphans, RollbackToTag, ExpireWithBranch, BranchCreate, BranchDelete, FastForward)}}
+    ExpireTags, RemoveOrphans, RollbackToTag, ExpireWithBranch, BranchCreate, BranchDelete, FastForward,
+    RollbackOnBranch, ExpireOnBranch)}}
 
 
 def seed(lab: Lab, writes: int = 2) -> None:

@@ -182,7 +182,7 @@ def test_duration_millis() -> None:
 
 def test_empty_table_and_facade_defaults_to_dry_run(tmp_path: Path) -> None:
     t = make_table(tmp_path)
-    assert t.expire(retain_min=1, older_than=NO_TIME) == ExpireResult("db.t", [], None, None, 0, 0, 0, True)
+    assert t.expire(retain_min=1, older_than=NO_TIME) == ExpireResult("db.t", "main", [], None, None, 0, 0, 0, True)
     write_n(t, 4)
     before = tree(t)
     r = t.expire(retain_min=1, older_than=NO_TIME)

@@ -149,11 +149,11 @@ def test_rollback_to_snapshot(tmp_path: Path) -> None:
     create_tag(t, "gone", snapshot_id=3)
     data_before = sorted(p.name for p in Path(t.path).rglob("data-*"))
     preview = rollback(t, snapshot_id=2, dry_run=True)
-    assert preview == RollbackResult("db.t", 2, (4, 3), ("gone",), True)
+    assert preview == RollbackResult("db.t", "main", 2, (4, 3), ("gone",), True)
     assert t.snapshots.list_ids() == [1, 2, 3, 4] and t.tags.names() == ["gone", "keep"]
     assert t.rollback(snapshot_id=2).dry_run  # the Python facade defaults to a dry run
     result = rollback(t, snapshot_id=2)
-    assert result == RollbackResult("db.t", 2, (4, 3), ("gone",), False)
+    assert result == RollbackResult("db.t", "main", 2, (4, 3), ("gone",), False)
     assert t.snapshots.list_ids() == [1, 2]
     assert Path(t.snapshots.dir, "LATEST").read_text() == "2"
     assert t.tags.names() == ["keep"]
@@ -169,7 +169,7 @@ def test_rollback_to_snapshot(tmp_path: Path) -> None:
 
 def test_rollback_to_latest_is_a_no_op(tmp_path: Path) -> None:
     t, states = make_table(tmp_path, 2)
-    assert rollback(t, snapshot_id=2) == RollbackResult("db.t", 2, (), (), False)
+    assert rollback(t, snapshot_id=2) == RollbackResult("db.t", "main", 2, (), (), False)
     assert rows(t.scan()) == states[1]
 
 
