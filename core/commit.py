@@ -31,6 +31,12 @@ from core.snapshot import APPEND, COMPACT, OVERWRITE, Snapshot, SnapshotManager
 log = logging.getLogger(__name__)
 
 
+def now_millis() -> int:
+    """A snapshot's commit time (epoch millis). Module-level so tests can set the clock: the
+    automatic tags of ``tag.automatic-creation=process-time`` follow it."""
+    return int(time.time() * 1000)
+
+
 @dataclass(frozen=True, slots=True)
 class CommitMessage:
     """What one (partition, bucket) task produced; plain data that travels executor -> driver."""
@@ -197,7 +203,7 @@ class FileStoreCommit:
             commit_user=self.commit_user,
             commit_identifier=self.identifier,
             commit_kind=kind,
-            time_millis=int(time.time() * 1000),
+            time_millis=now_millis(),
             total_record_count=(latest.total_record_count if latest else 0) + delta_count,
             delta_record_count=delta_count,
             index_manifest=index_manifest,

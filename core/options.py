@@ -284,6 +284,9 @@ def validate(options: Mapping[str, str], *, has_primary_key: bool) -> None:
         if mode not in ("none", "counts", "full") and not re.fullmatch(r"truncate\(\d+\)", mode):
             raise UsageError(f"option metadata.stats-mode={mode} must be none, counts, full or truncate(N)")
     _validate_scan_options(options)
+    from core.ops.auto_tags import auto_tag_options  # the tag.* options of automatic tags
+
+    auto_tag_options(options)
     if not opts.partition_legacy_name:
         raise UsageError("option partition.legacy-name=false is not supported yet")
 
@@ -463,6 +466,15 @@ def check_options(schema: Any, table_name: str, action: str) -> None:
         more = f" (and {', '.join(k for k, _, _ in found[1:])})" if len(found) > 1 else ""
         raise UnsupportedTableError(f"table {table_name} uses {key}={value}{more}, which lakectl does not "
                                     f"support for {_VERBS[action]} ({why})")
+    if action == WRITE:
+        # Java builds its committer's tag manager from these and refuses bad values before
+        # writing; lakectl too, rather than warning after every commit.
+        from core.ops.auto_tags import auto_tag_options
+
+        try:
+            auto_tag_options(schema.options)
+        except UsageError as e:
+            raise UnsupportedTableError(f"table {table_name}: {e}") from None
     if schema.has_primary_key and action in (READ, WRITE):
         from core.merge_options import merge_options
 

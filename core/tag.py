@@ -62,12 +62,13 @@ def _local_date_time(raw: Any) -> dt.datetime | None:
     return dt.datetime(*parts[:6], microsecond=parts[6] // 1000)
 
 
-def validate_tag_name(name: str) -> None:
+def validate_tag_name(name: str, *, allow_number: bool = False) -> None:
     """Paimon's rules: not blank, not a pure number (it would read as a snapshot id), and a
-    plain file name (no path separators)."""
+    plain file name (no path separators). ``allow_number``: for naming a tag that may exist
+    already, such as an automatic daily tag without dashes (``20240501``)."""
     if not name or not name.strip():
         raise UsageError("tag name must not be empty")
-    if name.isdigit():
+    if name.isdigit() and not allow_number:
         raise UsageError(f"tag name {name!r} must not be a number (it would read as a snapshot id)")
     if "/" in name or "\\" in name or name in (".", "..") or name != name.strip():
         raise UsageError(f"tag name {name!r} must be a plain name: no '/', no '\\\\', no surrounding spaces")
@@ -108,19 +109,24 @@ class TagManager:
         return out
 
     def create(self, name: str, snapshot: Snapshot, *, time_retained: dt.timedelta | None = None,
-               create_time: dt.datetime | None = None) -> Tag:
-        """Write ``tag-<name>``; TagExistsError if the name is taken (also by a racing creator)."""
-        validate_tag_name(name)
+               create_time: dt.datetime | None = None, check_name: bool = True) -> Tag:
+        """Write ``tag-<name>``; TagExistsError if the name is taken (also by a racing creator).
+        ``check_name=False`` for names Paimon itself makes (an automatic daily tag without
+        dashes, ``20240501``, is a number)."""
+        if check_name:
+            validate_tag_name(name)
         tag = Tag(name, snapshot, create_time or dt.datetime.now(), time_retained)
         if not self.file_io.try_create(self.path(name), tag.to_json().encode("utf-8")):
             raise TagExistsError(f"tag {name} already exists")
         return tag
 
-    def replace(self, name: str, snapshot: Snapshot, *, time_retained: dt.timedelta | None = None) -> Tag:
+    def replace(self, name: str, snapshot: Snapshot, *, time_retained: dt.timedelta | None = None,
+                check_name: bool = True) -> Tag:
         """Point ``tag-<name>`` at ``snapshot`` (creating it if absent), as Paimon's replace_tag:
         a new create time and TTL. One whole-file overwrite, so a reader sees the old tag or
         the new one, never none."""
-        validate_tag_name(name)
+        if check_name:
+            validate_tag_name(name)
         tag = Tag(name, snapshot, dt.datetime.now(), time_retained)
         self.file_io.overwrite_hint(self.path(name), tag.to_json())
         return tag
@@ -150,8 +156,9 @@ class TagManager:
         except (NotFoundError, FileNotFoundError, CorruptMetadataError, ValueError):
             return False  # gone meanwhile, or not a tag we could have written
 
-    def delete(self, name: str) -> None:
-        validate_tag_name(name)
+    def delete(self, name: str, *, check_name: bool = True) -> None:
+        if check_name:
+            validate_tag_name(name, allow_number=True)
         if not self.exists(name):
             raise NotFoundError(f"tag {name} does not exist")
         self.file_io.delete(self.path(name))

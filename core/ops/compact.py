@@ -192,7 +192,8 @@ def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, s
 # ---- the operation -----------------------------------------------------------------------
 def compact(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, str]] | None = None,
             dry_run: bool = False, engine: Any = None,
-            engine_settings: EngineSettings | None = None, level0_buckets: bool = False) -> CompactResult:
+            engine_settings: EngineSettings | None = None, level0_buckets: bool = False,
+            auto_tags: bool = True) -> CompactResult:
     """Compact the table's buckets (all, or those of ``partitions``) as one COMPACT snapshot.
 
     Args:
@@ -205,6 +206,8 @@ def compact(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str
         engine: an engine object with ``compact(tasks, file_io)``; None picks one by data size.
         engine_settings: how to pick the engine when ``engine`` is None.
         level0_buckets: only the buckets that hold level-0 files, each in full.
+        auto_tags: run the table's automatic tags after the commit, as Java's compaction job
+            does (False when a write's maintenance runs this, which tags after its last step).
 
     Returns:
         What was (or, for a dry run, would be) rewritten; ``snapshot_id`` None if nothing was.
@@ -240,6 +243,10 @@ def compact(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str
     except CommitConflictError:
         _discard_if_unreferenced(table, committer.commit_user, compaction.snapshot, messages)
         raise
+    if snapshot is not None and auto_tags:
+        from core.ops.auto_tags import run_quietly
+
+        run_quietly(table)
     before = [f for m in messages for f in m.compact_before]
     after = [f for m in messages for f in m.compact_after]
     return CompactResult(
@@ -295,7 +302,7 @@ def compact_after_commit(table: Table, engine: Any) -> CompactResult | None:
     # (First-row tables hide it too; their universal pick forces level 0 up by itself.)
     schema = table.schema
     level0 = not full and schema.has_primary_key and schema.core_options.deletion_vectors_enabled
-    result = compact(table, full=full, engine=engine, level0_buckets=level0)
+    result = compact(table, full=full, engine=engine, level0_buckets=level0, auto_tags=False)
     return result if result.snapshot_id is not None else None
 
 

@@ -1,6 +1,8 @@
 """Maintenance a Paimon writer does after its commit, unless the table sets `write-only=true`:
 minor compaction of buckets past the sorted-run trigger, snapshot expiration past the
-retention options, partition expiration past `partition.expiration-time`.
+retention options, partition expiration past `partition.expiration-time`, then Paimon's
+automatic tags (`tag.automatic-creation`, and tags past their own `tagTimeRetained`;
+``core.ops.auto_tags``), last as in Java's TableCommitImpl.
 
 Each step is a function of (table, engine) called in order by ``after_commit``; a step that
 fails leaves the committed write intact (the data is already durable), so failures are
@@ -13,6 +15,7 @@ import logging
 from typing import Any, Callable
 
 from core.errors import LakectlError
+from core.ops.auto_tags import auto_tag_after_commit
 from core.ops.compact import compact_after_commit
 from core.ops.partitions import expire_partitions_after_commit
 from core.ops.expire import expire_snapshots
@@ -39,8 +42,10 @@ STEPS: tuple[tuple[str, Step], ...] = (
 )
 
 
-def after_commit(table: Table, engine: Any) -> list[tuple[str, Any]]:
+def after_commit(table: Table, engine: Any, *, batch: bool = True) -> list[tuple[str, Any]]:
     """Run the maintenance steps; returns (step name, its result) for the ones that did work.
+    ``batch``: the commit ends a batch job (False for a streaming write's commits), which
+    ``tag.automatic-creation=batch`` tags.
 
     Never raises: the write is committed, and a caller that saw an error would rerun it."""
     try:
@@ -50,7 +55,8 @@ def after_commit(table: Table, engine: Any) -> list[tuple[str, Any]]:
         log.warning("maintenance after commit skipped: %s", e)
         return []
     done = []
-    for name, step in STEPS:
+    steps = STEPS + (("tags", lambda t, e: auto_tag_after_commit(t, batch=batch)),)
+    for name, step in steps:
         try:
             result = step(table, engine)
         except (LakectlError, OSError) as e:

@@ -15,6 +15,7 @@ from typing import Mapping, Sequence
 from core.commit import FileStoreCommit, OverwriteSpec, base_entries
 from core.errors import NotFoundError, UsageError
 from core.partition import partition_path, render_value
+from core.ops.auto_tags import run_quietly
 from core.table import Table
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ def truncate(table: Table, *, dry_run: bool = False) -> TruncateResult:
     if dry_run:
         return TruncateResult(table.name, None, files, records, True)
     committed = _commit_overwrite(table, OverwriteSpec(None))
+    _tags_after(table, committed)
     log.info("truncated %s: %d file(s), %d record(s)", table.name, files, records)
     return TruncateResult(table.name, committed, files, records, False)
 
@@ -121,6 +123,7 @@ def drop_partitions(table: Table, partitions: Sequence[Mapping[str, str]], *,
     if dry_run:
         return DropPartitionResult(table.name, None, texts, missing, files, records, True)
     committed = _commit_overwrite(table, OverwriteSpec(frozenset(dropped_parts)))
+    _tags_after(table, committed)
     log.info("dropped %d partition(s) of %s: %s", len(ordered), table.name, ", ".join(n for n, _ in ordered))
     return DropPartitionResult(table.name, committed, texts, missing, files, records, False)
 
@@ -130,6 +133,14 @@ def _commit_overwrite(table: Table, spec: OverwriteSpec) -> int | None:
     committed = FileStoreCommit(table.file_io, table.path, table.schema,
                                 branch_path=table.branch_path).commit([], overwrite=spec)
     return committed.id if committed else None
+
+
+def _tags_after(table: Table, committed: int | None) -> None:
+    """Java's truncate and drop-partition commits run no tag step; Java's next commit tags
+    their snapshot by the same rules, so running the step now gives the same tags. They are
+    no batch sink's jobs: ``batch`` mode makes no tag here."""
+    if committed is not None:
+        run_quietly(table, batch=False)
 
 
 def _render_spec(spec: Mapping[str, str]) -> str:

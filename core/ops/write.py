@@ -215,7 +215,8 @@ def write_and_commit(table: Table, data: Any, engine: Any, *, overwrite: bool = 
     committer = FileStoreCommit(table.file_io, table.path, schema, identifier=identifier,
                                 branch_path=table.branch_path, **user)
     snapshot = committer.commit(messages, overwrite=spec, watermark=watermark, index=index)
-    maintenance = after_commit(table, engine) if snapshot else []
+    # A batch write commits under Long.MAX; a streaming write numbers its commits.
+    maintenance = after_commit(table, engine, batch=identifier == BATCH_COMMIT_IDENTIFIER) if snapshot else []
     return Written(snapshot, messages, rows_in, len(partitions), committer.files_deleted,
                    tuple(name for name, _ in maintenance))
 

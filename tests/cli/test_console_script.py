@@ -202,3 +202,28 @@ def test_metadata_commands_never_import_spark(env: dict[str, str], tmp_path: Pat
     assert probe["ran"] == ["lakectl.app", "core.ops.describe", "core.ops.create"]
     assert probe["spark"] == []
     assert probe["spark_engine"] is False
+
+
+@pytest.mark.slow
+def test_write_creates_the_automatic_tag_java_would(env: dict[str, str], tmp_path: Path) -> None:
+    """`lakectl write` on a table with tag.automatic-creation=process-time (hourly): the first
+    snapshot gets the tag of the hour before its commit time, read here from the snapshot file;
+    a second write in the same hour adds none."""
+    import datetime as dt
+
+    lakectl = entry_point("script")
+    wh = tmp_path / "wh"
+    check(run(lakectl, "-w", wh, "create", "db.t", "--schema", "id BIGINT, v STRING",
+              "--option", "tag.automatic-creation=process-time", "--option", "tag.creation-period=hourly",
+              env=env, cwd=tmp_path))
+    data = write_csv(tmp_path / "in.csv", ["id", "v"], [[1, "a"]])
+    for _ in range(2):
+        check(run(lakectl, "-w", wh, "write", "db.t", "-i", data, env=env, cwd=tmp_path))
+    listed = json.loads(check(run(lakectl, "-w", wh, "tag", "list", "db.t", "-f", "json", env=env, cwd=tmp_path)))
+    snapshot_dir = wh / "db.db" / "t" / "snapshot"
+    t1, t2 = (dt.datetime.fromtimestamp(json.loads((snapshot_dir / f"snapshot-{i}").read_text())["timeMillis"] / 1000)
+              for i in (1, 2))
+    expected = [{"name": (t1 - dt.timedelta(hours=1)).strftime("%Y-%m-%d %H"), "snapshot_id": 1}]
+    if t2.strftime("%Y-%m-%d %H") != t1.strftime("%Y-%m-%d %H"):  # an hour turned between the writes
+        expected.append({"name": t1.strftime("%Y-%m-%d %H"), "snapshot_id": 2})
+    assert [{"name": t["name"], "snapshot_id": t["snapshot_id"]} for t in listed] == expected

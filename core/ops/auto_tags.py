@@ -1,0 +1,384 @@
+"""Paimon's automatic tags (``tag.automatic-creation``), run after each commit.
+
+Java Paimon 1.0 runs a ``TagAutoManager`` after every commit of a table that is not
+``write-only``: first ``TagAutoCreation`` (modes ``process-time`` and ``watermark``), then
+``TagTimeExpire`` (every tag whose own ``tagTimeRetained`` has passed since its
+``tagCreateTime`` is deleted, whatever the mode). Flink's batch jobs add the ``batch`` mode:
+after the job's commit, the latest snapshot is tagged ``batch-write-<yyyy-MM-dd>``.
+
+TagAutoCreation, as 1.0 has it:
+
+* Its state is rebuilt from the tags whose names parse in the period's format ("auto tags"):
+  with none, it starts at the earliest snapshot with no "next tag time"; else after the
+  snapshot of the auto tag with the highest snapshot id, the next tag time being one period
+  after that tag's time.
+* Each snapshot from there to the latest, in order, gets a time: its commit time in the
+  local zone (process-time), or its watermark in ``sink.watermark-time-zone`` (watermark
+  mode; no watermark, no time and no tag).
+* A snapshot whose time minus ``tag.creation-delay`` is at or past the next tag time plus
+  one period (or any snapshot, when there is no next tag time yet) is tagged with the period
+  before the one its time falls in (``tag.automatic-completion``: with the next tag time
+  instead, so no period is skipped), unless that name exists; the next tag time becomes
+  that tag's time plus one period. So a daily tag ``2024-05-01`` points at the first snapshot
+  committed on or after ``2024-05-02`` plus the delay.
+* ``tag.num-retained-max`` then deletes the auto tags of the oldest snapshots beyond it.
+
+On a branch Java 1.0 puts the automatic tags into main's tag directory, naming the branch's
+snapshots; lakectl creates none there (``auto_tag_after_commit``).
+
+A lakectl process starts fresh for each commit, as a Java batch job does, so the state comes
+from the tags every time: a crash after the snapshot commit and before the tag leaves no
+trace, and the next commit's run tags the snapshot it missed. Tag files are written with the
+create-if-absent primitive (batch mode: one whole-file overwrite).
+
+Deleting a tag here removes its file only, as ``lakectl tag delete`` does (Java also deletes
+the data files only that tag held, when its snapshot has expired): ``expire`` and
+``remove-orphan-files`` reclaim them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from core.errors import LakectlError, NotFoundError, TagExistsError, UsageError
+from core.options import parse_bool, parse_duration, parse_int
+from core.snapshot import Snapshot
+from core.table import Table
+
+log = logging.getLogger(__name__)
+
+MODES = ("none", "process-time", "watermark", "batch")
+PERIODS = ("daily", "hourly", "two-hours")
+FORMATTERS = ("with_dashes", "without_dashes")
+BATCH_TAG_PREFIX = "batch-write-"
+LONG_MIN = -9223372036854775808  # Java's "no watermark" marker
+
+_PERIOD_LENGTH = {"daily": dt.timedelta(days=1), "hourly": dt.timedelta(hours=1),
+                  "two-hours": dt.timedelta(hours=2)}
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class AutoTagOptions:
+    """The tag.* options of Paimon 1.0's automatic tags, typed, with Java's defaults."""
+
+    mode: str = "none"
+    period: str = "daily"
+    delay: dt.timedelta = dt.timedelta(0)
+    formatter: str = "with_dashes"
+    num_retained_max: int | None = None
+    default_time_retained: dt.timedelta | None = None
+    automatic_completion: bool = False
+    watermark_zone: dt.tzinfo = dt.timezone.utc
+
+    @property
+    def period_length(self) -> dt.timedelta:
+        return _PERIOD_LENGTH[self.period]
+
+
+def _enum(options: Mapping[str, str], key: str, allowed: tuple[str, ...], default: str) -> str:
+    # Java reads enum options case-insensitively.
+    value = options.get(key, default).strip().lower()
+    if value not in allowed:
+        raise UsageError(f"option {key}={options[key]} must be one of {', '.join(allowed)}")
+    return value
+
+
+def auto_tag_options(options: Mapping[str, str]) -> AutoTagOptions:
+    """Read the tag.* options; UsageError naming the option whose value Java would refuse
+    (including a ``tag.creation-delay`` not shorter than one period, in the modes that use it)."""
+    mode = _enum(options, "tag.automatic-creation", MODES, "none")
+    period = _enum(options, "tag.creation-period", PERIODS, "daily")
+    formatter = _enum(options, "tag.period-formatter", FORMATTERS, "with_dashes")
+    delay = parse_duration(options.get("tag.creation-delay", "0 ms"), "option tag.creation-delay")
+    raw_max = options.get("tag.num-retained-max")
+    raw_ttl = options.get("tag.default-time-retained")
+    out = AutoTagOptions(
+        mode=mode, period=period, delay=delay, formatter=formatter,
+        num_retained_max=parse_int(raw_max, "tag.num-retained-max") if raw_max is not None else None,
+        default_time_retained=parse_duration(raw_ttl, "option tag.default-time-retained") if raw_ttl else None,
+        automatic_completion=parse_bool(options.get("tag.automatic-completion", "false"), "tag.automatic-completion"),
+        # Java reads the zone only for watermark mode's extractor.
+        watermark_zone=_zone(options.get("sink.watermark-time-zone", "UTC")) if mode == "watermark"
+        else dt.timezone.utc,
+    )
+    # TagPeriodHandler.validateDelay: Java refuses to build the committer otherwise.
+    if mode in ("process-time", "watermark") and not delay < out.period_length:
+        raise UsageError(f"option tag.creation-delay={options['tag.creation-delay']} must be shorter than one "
+                         f"tag.creation-period ({period})")
+    return out
+
+
+def _zone(text: str) -> dt.tzinfo:
+    """A Java ZoneId: a region (``Asia/Shanghai``), ``UTC``/``GMT``/``Z``, or an offset
+    (``+08:00``, ``GMT-08:00``, ``UTC+8``)."""
+    name = text.strip()
+    m = re.fullmatch(r"(?:UTC|GMT|UT)?([+-])(\d{1,2})(?::?(\d{2}))?", name)
+    if m:
+        sign = -1 if m.group(1) == "-" else 1
+        return dt.timezone(sign * dt.timedelta(hours=int(m.group(2)), minutes=int(m.group(3) or 0)))
+    if name in ("UTC", "GMT", "UT", "Z"):
+        return dt.timezone.utc
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise UsageError(f"option sink.watermark-time-zone={text} is not a time zone such as UTC, "
+                         "Asia/Shanghai or +08:00") from None
+
+
+# ---- TagPeriodHandler: tag names <-> period start times (naive local times) ----------------
+
+def tag_name(time: dt.datetime, opts: AutoTagOptions) -> str:
+    """The name of the tag of the period starting at ``time`` (Java's ``timeToTag``)."""
+    date = f"{time.year}-{time.month:02d}-{time.day:02d}"
+    if opts.formatter == "without_dashes" and opts.period != "two-hours":
+        date = date.replace("-", "")
+    # The year is Java's appendValue(YEAR, 1, 10): no padding.
+    return date if opts.period == "daily" else f"{date} {time.hour:02d}"
+
+
+_DATE = {"with_dashes": r"([0-9]{1,10})-([0-9]{2})-([0-9]{2})",
+         "without_dashes": r"([0-9]{1,10})([0-9]{2})([0-9]{2})"}
+
+
+def tag_time(name: str, opts: AutoTagOptions) -> dt.datetime | None:
+    """The period start a tag name stands for, or None if it is not an auto tag of this period
+    and format (Java's ``tagToTime``/``isAutoTag``). Java parses leniently: a month 13 or an
+    hour 24 rolls over into the next year or day, and so does this."""
+    formatter = "with_dashes" if opts.period == "two-hours" else opts.formatter
+    if opts.period == "daily":
+        # Java's daily handler parses the text before the first space as a date.
+        m = re.fullmatch(_DATE[formatter], name.split(" ")[0])
+        hour = "0"
+    else:
+        m = re.fullmatch(_DATE[formatter] + r" ([0-9]{2})", name)
+        hour = m.group(4) if m else "0"
+    if m is None:
+        return None
+    year, month, day = (int(m.group(i)) for i in (1, 2, 3))
+    try:
+        months = year * 12 + month - 1
+        start = dt.datetime(months // 12, months % 12 + 1, 1)
+        return start + dt.timedelta(days=day - 1, hours=int(hour))
+    except (ValueError, OverflowError):
+        return None  # outside Python's years 1..9999
+
+
+def previous_period(time: dt.datetime, opts: AutoTagOptions) -> dt.datetime:
+    """The start of the period before the one ``time`` falls in (``normalizeToPreviousTag``:
+    Java floors the local time's millis, counted as if it were UTC, to the period)."""
+    period = opts.period_length
+    floored = _EPOCH + ((time - _EPOCH) // period) * period
+    return floored - period
+
+
+# ---- the time of a snapshot ------------------------------------------------------------------
+
+def local_time(millis: int) -> dt.datetime:
+    """Epoch millis -> naive local time, as Java's LocalDateTime in the system zone."""
+    return dt.datetime.fromtimestamp(millis // 1000) + dt.timedelta(milliseconds=millis % 1000)
+
+
+def snapshot_time(snapshot: Snapshot, opts: AutoTagOptions) -> dt.datetime | None:
+    if opts.mode == "process-time":
+        return local_time(snapshot.time_millis)
+    watermark = snapshot.watermark
+    if watermark is None or watermark == LONG_MIN:
+        return None  # Java's watermark mode creates no tag for a snapshot without a watermark
+    moment = dt.datetime.fromtimestamp(0, dt.timezone.utc) + dt.timedelta(milliseconds=watermark)
+    return moment.astimezone(opts.watermark_zone).replace(tzinfo=None)
+
+
+# ---- the step ------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class AutoTagResult:
+    created: tuple[tuple[str, int], ...]  # (tag, snapshot id)
+    deleted: tuple[str, ...]  # beyond tag.num-retained-max, or past their own tagTimeRetained
+
+    def __bool__(self) -> bool:
+        return bool(self.created or self.deleted)
+
+
+def _auto_tags(table: Table, opts: AutoTagOptions) -> dict[int, list[str]]:
+    """snapshot id -> the auto tags (names in the period's format) on it."""
+    out: dict[int, list[str]] = {}
+    for name in table.tags.names():
+        if tag_time(name, opts) is None:
+            continue
+        try:
+            sid = table.tags.snapshot(name).id
+        except NotFoundError:
+            continue  # deleted meanwhile
+        out.setdefault(sid, []).append(name)
+    return dict(sorted(out.items()))
+
+
+def _one_auto_tag(names: list[str]) -> str:
+    if len(names) != 1:
+        # TagAutoCreation.checkAndGetOneAutoTag: Java stops here too.
+        raise UsageError(f"there are more than 1 auto-created tags of the same snapshot: {','.join(sorted(names))}")
+    return names[0]
+
+
+def create_auto_tags(table: Table, opts: AutoTagOptions) -> tuple[list[tuple[str, int]], list[str]]:
+    """TagAutoCreation.run for process-time and watermark modes: (created, deleted)."""
+    period = opts.period_length
+    tags = _auto_tags(table, opts)
+    next_tag: dt.datetime | None = None
+    if tags:
+        last_id = max(tags)
+        next_snapshot = last_id + 1
+        next_tag = tag_time(_one_auto_tag(tags[last_id]), opts) + period  # type: ignore[operator]
+    else:
+        next_snapshot = table.snapshots.earliest_id() or 1
+    created: list[tuple[str, int]] = []
+    deleted: list[str] = []
+    while True:
+        if not table.snapshots.exists(next_snapshot):
+            earliest = table.snapshots.earliest_id()
+            if earliest is not None and earliest > next_snapshot:
+                next_snapshot = earliest  # expired meanwhile: carry on from the earliest
+                continue
+            break
+        snapshot = table.snapshots.snapshot(next_snapshot)
+        next_snapshot += 1
+        time = snapshot_time(snapshot, opts)
+        if time is None or not (next_tag is None or time - opts.delay >= next_tag + period):
+            continue
+        this_tag = next_tag if opts.automatic_completion and next_tag is not None else previous_period(time, opts)
+        name = tag_name(this_tag, opts)
+        if not table.tags.exists(name):
+            try:
+                table.tags.create(name, snapshot, time_retained=opts.default_time_retained, check_name=False)
+                created.append((name, snapshot.id))
+            except TagExistsError:
+                pass  # a concurrent writer made it: Java's check-then-create would skip it too
+        next_tag = this_tag + period
+        if opts.num_retained_max is not None:
+            deleted += _retain_auto_tags(table, opts, opts.num_retained_max)
+    return created, deleted
+
+
+def _retain_auto_tags(table: Table, opts: AutoTagOptions, keep: int) -> list[str]:
+    """Delete the auto tags of the oldest snapshots until ``keep`` remain (manual tags stay)."""
+    tags = _auto_tags(table, opts)
+    out = []
+    for sid in list(tags)[:max(len(tags) - keep, 0)]:
+        name = _one_auto_tag(tags[sid])
+        _delete_quietly(table, name)
+        out.append(name)
+    return out
+
+
+def create_batch_tag(table: Table, opts: AutoTagOptions) -> tuple[list[tuple[str, int]], list[str]]:
+    """Flink's BatchWriteGeneratorTagOperator: tag the latest snapshot ``batch-write-<its
+    local commit date>`` (replacing a tag of that name), then keep ``tag.num-retained-max``
+    tags of all kinds, deleting those of the oldest snapshots first (of one snapshot, the
+    oldest files first)."""
+    latest = table.snapshots.latest()
+    if latest is None:
+        return [], []
+    day = local_time(latest.time_millis)
+    name = f"{BATCH_TAG_PREFIX}{day.year:04d}-{day.month:02d}-{day.day:02d}"
+    # One whole-file overwrite where Java deletes and creates: the same tag at the end, and a
+    # reader never finds the name missing.
+    table.tags.replace(name, latest, time_retained=opts.default_time_retained, check_name=False)
+    deleted = []
+    if opts.num_retained_max is not None:
+        deleted = _retain_all_tags(table, opts.num_retained_max)
+    return [(name, latest.id)], deleted
+
+
+def _retain_all_tags(table: Table, keep: int) -> list[str]:
+    mtimes = {s.path.rstrip("/").rsplit("/", 1)[-1][len("tag-"):]: s.mtime or 0
+              for s in table.file_io.list_dir(table.tags.dir)}
+    by_snapshot: dict[int, list[str]] = {}
+    for tag in table.tags.tags():
+        by_snapshot.setdefault(tag.snapshot.id, []).append(tag.name)
+    count = sum(len(v) for v in by_snapshot.values())
+    out: list[str] = []
+    for sid in sorted(by_snapshot):
+        if count <= keep:
+            break
+        for name in sorted(by_snapshot[sid], key=lambda n: (mtimes.get(n, 0), n)):
+            if count <= keep:
+                break
+            _delete_quietly(table, name)
+            out.append(name)
+            count -= 1
+    return out
+
+
+def expire_tags_by_time(table: Table, now: dt.datetime) -> list[str]:
+    """TagTimeExpire as a commit runs it: a tag with both a create time and its own
+    ``tagTimeRetained`` is deleted once ``now`` (local) is past their sum. (Unlike
+    ``lakectl expire-tags``, the table's tag.default-time-retained is not consulted.)"""
+    out = []
+    for tag in table.tags.tags():
+        if tag.create_time is None or tag.time_retained is None:
+            continue
+        if now > tag.create_time + tag.time_retained:
+            _delete_quietly(table, tag.name)
+            out.append(tag.name)
+    return out
+
+
+def _delete_quietly(table: Table, name: str) -> None:
+    try:
+        table.tags.delete(name, check_name=False)
+    except NotFoundError:
+        pass  # deleted meanwhile
+
+
+def auto_tag_after_commit(table: Table, *, batch: bool = True,
+                          now: Callable[[], dt.datetime] = dt.datetime.now) -> AutoTagResult | None:
+    """The tag step after a commit (the caller skips it for ``write-only`` tables, as Java
+    does): automatic creation by the table's mode, then expiration by time. ``batch``: the
+    commit ended a batch job (not a streaming write), the only kind ``batch`` mode tags after.
+    ``now`` is the local clock for expiration by time (tests). None if nothing changed.
+
+    Raises UsageError for tag options Java would refuse; the caller logs it, since the data is
+    committed by then."""
+    if not table.is_main:
+        # Java 1.0's committer walks the branch's snapshots but creates and expires tags in
+        # main's tag/ directory (its TagManager is built without the branch), so main would
+        # get tags naming the branch's snapshots. lakectl makes no automatic tags on a branch.
+        log.debug("automatic tags skipped on branch %s", table.branch)
+        return None
+    opts = auto_tag_options(table.schema.options)
+    created: list[tuple[str, int]] = []
+    deleted: list[str] = []
+    if opts.mode in ("process-time", "watermark"):
+        created, deleted = create_auto_tags(table, opts)
+    elif opts.mode == "batch" and batch:
+        created, deleted = create_batch_tag(table, opts)
+    deleted += expire_tags_by_time(table, now())
+    result = AutoTagResult(tuple(created), tuple(deleted))
+    for name, sid in created:
+        log.info("created tag %s of snapshot %d (tag.automatic-creation=%s)", name, sid, opts.mode)
+    if deleted:
+        log.info("deleted tag(s) %s", ", ".join(deleted))
+    return result if result else None
+
+
+def run_quietly(table: Table, *, batch: bool = True) -> AutoTagResult | None:
+    """``auto_tag_after_commit`` for commits outside ``after_commit`` (compact, truncate,
+    drop-partition): never raises over the committed data, logs instead."""
+    try:
+        if parse_bool(table.schema.options.get("write-only", "false"), "write-only"):
+            return None
+        return auto_tag_after_commit(table, batch=batch)
+    except (LakectlError, OSError) as e:
+        log.warning("automatic tags after commit failed: %s", e)
+        return None
+
+
+__all__ = ["AutoTagOptions", "AutoTagResult", "auto_tag_after_commit", "auto_tag_options", "previous_period",
+           "run_quietly", "snapshot_time", "tag_name", "tag_time"]
