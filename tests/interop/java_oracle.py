@@ -78,8 +78,11 @@ def java_read(table_path: str | os.PathLike[str], *, snapshot: int | None = None
 
     Args:
         table_path: the table directory.
-        branch: read this branch (``FileStoreTable.switchToBranch``, what ``db.t$branch_NAME``
-            opens in a catalog); time travel then applies to the branch's snapshots and tags.
+        branch: read this branch as Flink and Spark users address it, by the identifier
+            ``db.t$branch_NAME`` in the filesystem catalog of the table's warehouse (the table
+            must live in ``<warehouse>/<db>.db/<t>``); time travel then applies to the
+            branch's snapshots (and, in this Java build, to main's tags: see
+            test_branches_interop).
         snapshot / tag: time travel (``scan.snapshot-id`` / ``scan.tag-name``).
         equal: ``(column, value)``: read with Java's filter ``column = value`` (the value in the
             normal form); Java prunes files by stats and file indexes with it, and the rows
@@ -113,13 +116,14 @@ def java_read(table_path: str | os.PathLike[str], *, snapshot: int | None = None
     return sort_rows(rows), meta
 
 
-def java_read_snapshots(table_path: str | os.PathLike[str], snapshot_ids: Sequence[int]
-                        ) -> dict[int, list[list[Any]]]:
-    """Java's rows (sorted, normal form) at each of ``snapshot_ids``, read in one JVM (a JVM
-    start costs more than a small read)."""
+def java_read_snapshots(table_path: str | os.PathLike[str], snapshot_ids: Sequence[int], *,
+                        branch: str | None = None) -> dict[int, list[list[Any]]]:
+    """Java's rows (sorted, normal form) at each of ``snapshot_ids`` (of ``branch``, opened as
+    in ``java_read``), read in one JVM (a JVM start costs more than a small read)."""
+    on_branch = ["--branch", branch] if branch is not None else []
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as fh:
         for sid in snapshot_ids:
-            fh.write(json.dumps([str(table_path), "--snapshot", str(sid)]) + "\n")
+            fh.write(json.dumps([str(table_path), *on_branch, "--snapshot", str(sid)]) + "\n")
         requests = fh.name
     try:
         lines = _java(["reads", requests])
@@ -153,12 +157,13 @@ def java_run(table_path: str | os.PathLike[str], steps: Iterable[dict[str, Any]]
             ``{"op": "set-option", "key": K, "value": V}`` (a new schema, as ALTER TABLE SET),
             ``{"op": "create-branch", "name": NAME, "tag": TAG}`` (from a tag; without it an
             empty branch with main's latest schema);
-            any step with ``"branch": NAME`` runs on that branch.
+            any step with ``"branch": NAME`` runs on ``db.t$branch_NAME`` of the filesystem
+            catalog (a write commits to the branch).
         create: ``{"fields": [{"name": ..., "type": <Paimon type string or JSON>}, ...],
             "partitionKeys": [...], "primaryKeys": [...], "options": {...}}``.
 
     Returns:
-        ``{"snapshots": [latest snapshot id after each step]}``.
+        ``{"snapshots": [latest snapshot id after each step]}`` (of the step's branch).
     """
     spec: dict[str, Any] = {"table": str(table_path), "steps": list(steps)}
     if create is not None:

@@ -4,15 +4,19 @@
 // against the Paimon bundle that the PyPI package paimon-python-ali ships. It never runs
 // inside lakectl: tests call it and compare its answers with lakectl's.
 //
-//   read <table-path> [--snapshot N | --tag NAME | --incremental-between A,B] [--filter-equal COLUMN JSON-VALUE]
-//   reads <file>: many reads in one JVM, a JSON array of read's arguments per line
+//   read <table-path> [--branch NAME] [--snapshot N | --tag NAME | --incremental-between A,B]
+//        [--filter-equal COLUMN JSON-VALUE]
 //        [--with-kind]
+//   reads <file>: many reads in one JVM, a JSON array of read's arguments per line
 //       Prints each row as a JSON array (values in the normal form below), one per line, then
 //       a last line {"meta": {...}} with the row count and the snapshot that was read. With
 //       --with-kind each row starts with its row kind ("+I", "-U", "+U", "-D").
 //   run <spec.json>
 //       Creates a table (optional "create"), then runs "steps" in order (write, compact,
-//       expire, tag, set-option). Prints {"meta": {...}} with the snapshot after each step.
+//       expire, tag, set-option, create-branch). Prints {"meta": {...}} with the latest snapshot
+//       after each step (of the step's branch). A step with "branch" runs on the catalog's
+//       db.t$branch_NAME, as a read with --branch does (the table must then live in
+//       <warehouse>/<db>.db/<table>).
 //
 // Normal form of values (the Python side, tests/interop/java_oracle.py, uses the same):
 //   strings as they are; DECIMAL as a plain string ("10.50"); BINARY/VARBINARY as base64;
@@ -38,6 +42,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
+import org.apache.paimon.catalog.FileSystemCatalog;
+import org.apache.paimon.catalog.Identifier;
 import org.apache.paimon.data.BinaryRow;
 import org.apache.paimon.data.BinaryString;
 import org.apache.paimon.data.Decimal;
@@ -124,10 +130,29 @@ public class JavaPaimonOracle {
         return FileStoreTableFactory.create(LocalFileIO.create(), new Path(path));
     }
 
+    // A branch is opened as Flink and Spark users address it: by the identifier
+    // db.t$branch_NAME, which the filesystem catalog of the table's warehouse resolves (the
+    // table lives in <warehouse>/<db>.db/<t>). Time travel then applies to the branch.
+    private static FileStoreTable open(String path, String branch) throws Exception {
+        if (branch == null) {
+            return open(path);
+        }
+        java.nio.file.Path table = Paths.get(path).toAbsolutePath().normalize();
+        java.nio.file.Path database = table.getParent();
+        String dbDir = database.getFileName().toString();
+        if (!dbDir.endsWith(".db")) {
+            throw new IllegalArgumentException("a branch is read through the catalog: " + path
+                    + " is not <warehouse>/<db>.db/<table>");
+        }
+        Identifier id = Identifier.fromString(
+                dbDir.substring(0, dbDir.length() - 3) + "." + table.getFileName() + "$branch_" + branch);
+        Path warehouse = new Path(database.getParent().toString());
+        return (FileStoreTable) new FileSystemCatalog(LocalFileIO.create(), warehouse).getTable(id);
+    }
+
     // ---------------------------------------------------------------- read
 
     private static void read(String[] args) throws Exception {
-        FileStoreTable table = open(args[1]);
         Map<String, String> travel = new HashMap<>();
         String filterColumn = null;
         JsonNode filterValue = null;
@@ -159,9 +184,7 @@ public class JavaPaimonOracle {
             }
         }
         // The branch first, then time travel on it: a copy's options keep the branch.
-        if (branch != null) {
-            table = table.switchToBranch(branch);
-        }
+        FileStoreTable table = open(args[1], branch);
         if (!travel.isEmpty()) {
             table = table.copy(travel);
         }
@@ -298,10 +321,8 @@ public class JavaPaimonOracle {
         }
         ArrayNode snapshots = NODES.arrayNode();
         for (JsonNode step : spec.path("steps")) {
-            FileStoreTable table = open(path);
-            if (step.has("branch")) {
-                table = table.switchToBranch(step.get("branch").asText());
-            }
+            String branch = step.has("branch") ? step.get("branch").asText() : null;
+            FileStoreTable table = open(path, branch);
             String op = step.get("op").asText();
             switch (op) {
                 case "write":
@@ -330,7 +351,7 @@ public class JavaPaimonOracle {
                 default:
                     throw new IllegalArgumentException("unknown step " + op);
             }
-            snapshots.add(open(path).snapshotManager().latestSnapshotId());
+            snapshots.add(open(path, branch).snapshotManager().latestSnapshotId());  // the step's branch
         }
         ObjectNode meta = NODES.objectNode();
         meta.set("snapshots", snapshots);
