@@ -78,3 +78,8 @@ class SparkUnreachableError(LakectlError):
 
 class DatabaseNotEmptyError(LakectlError):
     """drop-database of a database that still holds tables, without --cascade (exit 1)."""
+
+
+class RenameInProgressError(LakectlError):
+    """A table a rename on an object store is copying into or deleting from (exit 1): the
+    message names the ``lakectl rename`` to rerun."""

@@ -119,6 +119,9 @@ class FileStatus:
     size: int
     is_dir: bool
     mtime: float | None = None
+    # The object store's ETag (from walk): it changes when a file is rewritten, even within the
+    # second that LastModified resolves to. None on a local disk.
+    etag: str | None = None
 
 
 def join(*parts: str) -> str:
@@ -301,7 +304,7 @@ class FileIO:
         mtime = e.get("mtime")
         if mtime is None and e.get("LastModified") is not None:
             mtime = e["LastModified"].timestamp()
-        return FileStatus(name, int(e.get("size") or 0), e.get("type") == "directory", mtime)
+        return FileStatus(name, int(e.get("size") or 0), e.get("type") == "directory", mtime, e.get("ETag"))
 
     def list_names(self, path: str) -> list[str]:
         return [s.path.rstrip("/").rsplit("/", 1)[-1] for s in self.list_dir(path)]
@@ -337,6 +340,23 @@ class FileIO:
         if self.local:
             os.makedirs(os.path.dirname(path), exist_ok=True)
         return self.fs.open(path, "wb")
+
+    def same_store(self, other: "FileIO") -> bool:
+        """True when ``other`` reaches the same store with the same settings, so a copy between
+        them can be ``copy`` (the store's own) rather than bytes streamed through this process."""
+        if self is other or (self.local and other.local):
+            return True
+        return not self.local and not other.local and self.scheme == other.scheme and self._options == other._options
+
+    @_store_errors
+    def copy(self, src: str, dst: str) -> None:
+        """Copy one file to another path of this store, replacing ``dst``. On an object store the
+        store copies it (CopyObject: no byte passes through this process, and the new object
+        appears whole); on a local disk, a file copy. A missing ``src`` is FileNotFoundError."""
+        _before("write")
+        if self.local:
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+        self.fs.cp_file(src, dst)
 
     @_store_errors
     def overwrite_hint(self, path: str, text: str) -> None:

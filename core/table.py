@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 from core.branch import MAIN_BRANCH, branch_path, validate_branch_name
 from core.errors import NotFoundError
 from core.fileio import FileIO
+from core.renaming import refuse_renaming
 from core.schema import SchemaManager, TableSchema
 from core.snapshot import Snapshot, SnapshotManager
 from core.tag import TagManager
@@ -63,6 +64,8 @@ class Table:
              storage_options: dict[str, Any] | None = None, branch: str | None = None) -> "Table":
         """Open an existing table (on ``branch``, main by default); NotFoundError if there is none."""
         table = cls.locate(name, warehouse=warehouse, storage_options=storage_options)
+        # A rename on an object store copies file by file: say so rather than open half a table.
+        refuse_renaming(table.file_io, table.path, table.name)
         if not table.exists():
             raise NotFoundError(f"table {name} does not exist (looked in {table.path})")
         return table.on_branch(branch) if branch else table

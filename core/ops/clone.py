@@ -31,10 +31,10 @@ import os
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Callable
 
 from core.commit import CommitMessage, FileStoreCommit, IndexChanges
-from core.errors import LakectlError, NotFoundError, TableExistsError
+from core.copying import Progress, copy_files, copy_in_order, remove_quietly
+from core.errors import NotFoundError, TableExistsError
 from core.fileio import FileIO, join
 from core.index_manifest import IndexManifestEntry, index_dir, live_index_entries
 from core.manifest import ManifestEntry, live_entries
@@ -44,8 +44,6 @@ from core.table import Table
 from core.travel import choose_snapshot
 
 log = logging.getLogger(__name__)
-Progress = Callable[[int, int, str], None]
-_CHUNK = 8 * 1024 * 1024  # copy in pieces: data files can be larger than memory should hold
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,27 +97,20 @@ def clone(source: Table, target: Table, *, snapshot_id: int | None = None, tag: 
     except Exception:
         # An error (not a kill) removes what this clone wrote: the staging directory, or on an
         # object store the target itself, which was empty when the clone began.
-        _remove_quietly(target.file_io, staging or target.path)
+        remove_quietly(target.file_io, staging or target.path, "the unfinished clone")
         raise
     return result
 
 
 def _build(source: Table, file_io: FileIO, build_at: str, snapshot: Snapshot, plan: _CopyPlan,
            progress: Progress | None) -> None:
-    _copy_files(source.file_io, file_io, plan.files, build_at, progress)
+    copy_files(source.file_io, file_io, [(src, join(build_at, relative), size) for src, relative, size in plan.files],
+               progress=progress)
     _commit_copy(file_io, build_at, source.schemas.schema(snapshot.schema_id), snapshot, plan)
     # Schemas last, the snapshot's own first: the directory becomes a table with its right
     # latest schema, and an interruption before the older ones fails loudly on their files.
-    for sid in sorted(plan.schema_ids, reverse=True):
-        file_io.write_bytes(join(build_at, "schema", f"schema-{sid}"),
-                            source.file_io.read_bytes(source.schemas.readable_path(sid)))
-
-
-def _remove_quietly(file_io: FileIO, path: str) -> None:
-    try:
-        file_io.delete_tree(path)
-    except (OSError, LakectlError):  # the error that brought us here is the one to report
-        log.warning("could not remove the unfinished clone %s; remove it with rm -r", path, exc_info=True)
+    copy_in_order(source.file_io, file_io, [(source.schemas.readable_path(sid), join(build_at, "schema", f"schema-{sid}"), 0)
+                                            for sid in sorted(plan.schema_ids, reverse=True)])
 
 
 def _refuse_existing(target: Table) -> None:
@@ -159,19 +150,6 @@ def _staging_dir(target: Table) -> str | None:
         return None
     parent, name = os.path.split(target.path.rstrip("/"))
     return join(parent, f".{name}.clone-{uuid.uuid4().hex[:12]}")
-
-
-def _copy_files(src_io: FileIO, dst_io: FileIO, files: tuple[tuple[str, str, int], ...], dest_root: str,
-                progress: Progress | None) -> None:
-    total = sum(size for _, _, size in files)
-    done = 0
-    for src, relative, size in files:
-        with src_io.open_input(src) as reader, dst_io.open_output(join(dest_root, relative)) as writer:
-            while chunk := reader.read(_CHUNK):
-                writer.write(chunk)
-        done += size
-        if progress:
-            progress(done, total, "copying files")
 
 
 def _commit_copy(file_io: FileIO, table_path: str, schema: TableSchema, snapshot: Snapshot, plan: _CopyPlan) -> None:

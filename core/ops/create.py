@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 
 from core.errors import TableExistsError, UsageError
+from core.renaming import refuse_renaming
 from core.schema import SchemaManager, TableSchema, new_table_schema
 from core.table import Table
 from core.types import DataType, from_arrow, parse_columns
@@ -27,6 +28,7 @@ def create(table: Table, schema: str | Sequence[tuple[str, DataType, str | None]
     columns = parse_columns(schema) if isinstance(schema, str) else list(schema)
     new = new_table_schema(columns, primary_keys=primary_keys, partition_keys=partition_keys,
                            options=options, comment=comment)
+    refuse_renaming(table.file_io, table.path, table.name)  # not a table yet, but a rename's target
     existing = table.schemas.latest()
     if existing is not None:
         if if_not_exists:

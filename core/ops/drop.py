@@ -2,7 +2,9 @@
 filesystem catalog does. Nothing is kept for time travel; this cannot be undone.
 
 Safety: only a directory with a ``schema/`` holding schema files is dropped as a table, so a
-mistyped name or path cannot delete an arbitrary directory.
+mistyped name or path cannot delete an arbitrary directory; or one holding a rename's marker
+(``RENAMING``/``RENAMED``, ``core/renaming.py``): the partial copy or the leftover of a rename
+on an object store that stopped half-way.
 
 Crash safety: on local disk the table's directory is first renamed (atomically) to a hidden
 ``.NAME.dropping-UUID`` next to it, so the table disappears at once and whole; the files are
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 
 from core.errors import DatabaseNotEmptyError, NotFoundError, UsageError
 from core.fileio import FileIO, FileStatus, join
+from core.renaming import MARKERS, marker_names
 from core.table import Table
 from core.warehouse import Warehouse
 
@@ -57,18 +60,25 @@ def drop_table(table: Table, *, if_exists: bool = False, dry_run: bool = False) 
     io = table.file_io
     if io.local and not dry_run:
         _finish_crashed_drops(io, table.path)
+    leftover = False
     if not table.exists():
-        if io.walk(table.path):  # files, not empty directories (an object store may keep those)
-            raise UsageError(f"{table.path} is not a Paimon table (no schema files in schema/); refusing to delete it")
-        if if_exists:
+        # files, not empty directories (an object store may keep those); a rename's marker
+        # (core/renaming.py) makes the rest a rename's partial copy or leftover, safe to drop
+        if io.walk(table.path):
+            if not marker_names(io, table.path):
+                raise UsageError(f"{table.path} is not a Paimon table (no schema files in schema/); "
+                                 "refusing to delete it")
+            leftover = True
+        elif if_exists:
             return DropTableResult(table.name, table.path, False, 0, 0, dry_run)
-        raise NotFoundError(f"table {table.name} does not exist (looked in {table.path})")
+        else:
+            raise NotFoundError(f"table {table.name} does not exist (looked in {table.path})")
     files = io.walk(table.path)
     result = DropTableResult(table.name, table.path, True, len(files), sum(f.size for f in files), dry_run)
     if dry_run:
         return result
     _remove_table_dir(io, table.path, files)
-    log.info("dropped table %s (%d files)", table.name, len(files))
+    log.info("dropped %s %s (%d files)", "the rename leftover" if leftover else "table", table.name, len(files))
     return result
 
 
@@ -80,8 +90,10 @@ def _remove_table_dir(io: FileIO, path: str, files: list[FileStatus]) -> None:
         io.delete_tree(tombstone)
         return
     schema_prefix = join(path, "schema") + "/"
-    # Schema files last: until they go, this is still a table a second drop may finish.
-    for f in sorted(files, key=lambda f: f.path.startswith(schema_prefix)):
+    markers = {join(path, name) for name in MARKERS}
+    # Schema files last: until they go, this is still a table a second drop may finish; a
+    # rename's marker after them, so that a rename's leftover stays one until its end.
+    for f in sorted(files, key=lambda f: (f.path in markers, f.path.startswith(schema_prefix))):
         io.delete(f.path)
     io.delete_tree(path)  # directory markers some stores keep (SeaweedFS shows the emptied prefix)
 

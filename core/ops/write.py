@@ -20,6 +20,7 @@ from core.engines import EngineSettings, choose_engine
 from core.errors import InvalidDataError, NotFoundError, UsageError
 from core.ops.create import columns_from_arrow, create
 from core.ops.maintenance import after_commit
+from core.renaming import refuse_renaming
 from core.rows import prepare_rows
 from core.kernels.write import WriteJob, removal_changelog
 from core.index_manifest import IndexManifestIO
@@ -334,6 +335,7 @@ def write_input(table: Table, path: str | None, *, input_format: str | None = No
     """
     if (path is None) == (input_table is None):
         raise UsageError("give exactly one of --input and --input-table")
+    refuse_renaming(table.file_io, table.path, table.name)  # --auto-create must not create into a rename's target
     exists = table.exists()
     if not exists and auto_create is None:
         raise NotFoundError(f"table {table.name} does not exist (looked in {table.path}); "

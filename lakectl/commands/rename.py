@@ -20,14 +20,20 @@ def register(app: typer.Typer) -> None:
         new_name: Annotated[str, typer.Argument(help="The new name, DB.TABLE (the database must exist).",
                                                 metavar="DB.NEW", show_default=False,
                                                 autocompletion=complete_table)],
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Check the names and show what would be copied "
+                                                                "(object stores); change nothing.")] = False,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
-        """Rename a table by renaming its directory (local warehouses only: one atomic rename).
+        """Rename a table: one atomic rename on local disk; on object stores, copy then delete.
 
-        Refuses (exit 1) when the new name is taken, and on object stores, which have no atomic
-        rename: copying every object and deleting the old ones could leave two partial tables
-        if interrupted, so nothing is changed there.
+        Refuses (exit 1) when the new name is taken. On an object store (no rename) the
+        store copies every file into the new name, data first and schema files last, marked
+        by a RENAMING file there, then the old table is deleted, schema files first. A rename
+        that stops half-way leaves the old table or the new one readable, and commands on the
+        other name say which rename to rerun: running the same rename again finishes it.
+        Commits landing on the old table during the copy are copied too; one that lands
+        after the last check would be lost, so stop writers first.
 
         Example:
 
@@ -38,4 +44,9 @@ def register(app: typer.Typer) -> None:
 
         out = output(ctx, fmt)
         wh = Warehouse.open(settings(ctx).resolve_warehouse(warehouse))
-        out.record(rename_table(wh, table, new_name))
+        if wh.file_io.local or dry_run:  # one rename, or nothing copied: no bar (and no rich imported)
+            result = rename_table(wh, table, new_name, dry_run=dry_run)
+        else:
+            with out.progress() as progress:
+                result = rename_table(wh, table, new_name, dry_run=dry_run, progress=progress)
+        out.record(result)

@@ -225,8 +225,13 @@ def test_rename_table(tmp_path: Path) -> None:
     wh = tmp_path / "wh"
     t = orders(wh)
     files = tree(Path(t.path))
+    dry = as_json(invoke("rename", "db.t", "db.t2", "-w", wh, "-f", "json", "--dry-run"))
+    assert dry["dry_run"] is True and tree(Path(t.path)) == files and not (wh / "db.db" / "t2").exists()
     out = as_json(invoke("rename", "db.t", "db.t2", "-w", wh, "-f", "json"))
-    assert out == {"table": "db.t", "new_name": "db.t2", "path": t.path, "new_path": str(wh / "db.db" / "t2")}
+    # one atomic rename on a local disk: nothing is copied
+    assert out == {"table": "db.t", "new_name": "db.t2", "path": t.path, "new_path": str(wh / "db.db" / "t2"),
+                   "method": "rename", "files_copied": 0, "bytes_copied": 0, "files_deleted": 0, "rounds": 0,
+                   "resumed": False, "dry_run": False}
     assert not os.path.exists(t.path) and tree(wh / "db.db" / "t2") == files
     renamed = Table.open("db.t2", warehouse=str(wh))
     assert rows(renamed) == ALL and check(renamed).ok

@@ -19,7 +19,7 @@ for args in (["snapshots", "db.t"], ["describe", "db.t"], ["expire", "db.t", "--
              ["schemas", "db.t"], ["tag", "list", "db.t"], ["check", "db.t"], ["list", "db"],
              ["consumer", "list", "db.t"], ["partitions", "db.t"], ["buckets", "db.t"], ["manifests", "db.t"],
              ["expire-tags", "db.t", "--older-than", "0s", "--dry-run"], ["tag", "rename", "db.t", "t1", "t2"],
-             ["truncate", "db.t", "--dry-run"], ["drop", "db.t", "--dry-run"],
+             ["truncate", "db.t", "--dry-run"], ["drop", "db.t", "--dry-run"], ["rename", "db.t", "db.u", "--dry-run"],
              ["drop-database", "db", "--cascade", "--dry-run"],
              ["branch", "create", "db.t", "b"], ["branch", "list", "db.t"],
              ["snapshots", "db.t", "--branch", "b"], ["describe", "db.t", "--branch", "b"],
@@ -42,5 +42,5 @@ def test_metadata_commands_import_no_data_libraries(tmp_path):
     out = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path)], capture_output=True, text=True,
                          timeout=120, check=True)
     codes, heavy = json.loads(out.stdout.strip().splitlines()[-1])
-    assert codes == [0] * 29
+    assert codes == [0] * 30
     assert heavy == []

@@ -133,3 +133,29 @@ def test_clone_to_s3_interrupted_before_every_mutation(s3: Any, tmp_path: Path, 
         raise AssertionError("clone was still interrupted after 200 mutations")
     assert sorted(src.scan().to_pylist(), key=lambda r: r["id"]) == expected
     assert "complete" in states and ("not a table" in states or action == "fail")
+
+
+def test_clone_within_one_store_is_copied_by_the_store(s3, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A clone into the same S3 warehouse copies objects server-side: no file is opened for
+    streaming (the table and the clone are opened through FileIOs of their own, as the CLI does)."""
+    from core.fileio import FileIO
+
+    wh, options = s3.warehouse(), s3.storage_options()
+    src = Table.locate("db.t", warehouse=wh, storage_options=options)
+    create(src, "id BIGINT NOT NULL, v STRING", primary_keys=["id"], options={"bucket": "2"})
+    src.write(pa.table({"id": pa.array(range(6), pa.int64()), "v": [f"v{i}" for i in range(6)]}))
+    expected = sorted(src.scan().to_pylist(), key=lambda r: r["id"])
+
+    def no_streaming(self: FileIO, path: str) -> None:
+        raise AssertionError(f"{path} was streamed through lakectl")
+
+    from core.ops.clone import clone
+
+    with monkeypatch.context() as m:
+        m.setattr(FileIO, "open_input", no_streaming)
+        m.setattr(FileIO, "open_output", no_streaming)
+        result = clone(Table.open("db.t", warehouse=wh, storage_options=options),
+                       Table.locate("db.copy", warehouse=wh, storage_options=options))
+    assert result.files_copied > 0
+    copy = Table.open("db.copy", warehouse=wh, storage_options=options)
+    assert sorted(copy.scan().to_pylist(), key=lambda r: r["id"]) == expected
