@@ -62,7 +62,7 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("drop-database", "drop",
           "Drop a database (its DATABASE.db directory); refuses while it holds tables unless --cascade."),
     Entry("rename", "rename",
-          "Rename a table by renaming its directory (local warehouses only: one atomic rename)."),
+          "Rename a table: one atomic rename on local disk; on object stores, copy then delete."),
     Entry("alter-schema", "alter_schema",
           "Change a table's schema by writing a new schema version; data files are never rewritten."),
     Entry("schemas", "schemas",
