@@ -49,7 +49,8 @@ from typing import IO, Any, Iterator
 import fsspec
 
 from core.errors import (BucketNotFoundError, CorruptMetadataError, LakectlError, StorageAccessError,
-                         StorageCredentialsError, StorageError, StorageUnreachableError, UsageError)
+                         StorageCredentialsError, StorageError, StorageFullError, StorageRefusedError,
+                         StorageUnreachableError, UsageError)
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +145,10 @@ def _store_errors(method: Any) -> Any:
         except (LakectlError, FileNotFoundError, FileExistsError):
             raise
         except Exception as e:
-            mapped = None if self.local else storage_error(e)
+            path = str(args[0]) if args else None
+            # An object store's refusal is first a setup problem (s3fs raises PermissionError
+            # for AccessDenied, which storage_error names with its S3 code).
+            mapped = refused_error(e, path) if self.local else storage_error(e) or refused_error(e, path)
             if mapped is None:
                 raise
             if isinstance(mapped, StorageAccessError) and mapped.code == "403" and args:
@@ -318,11 +322,18 @@ class FileIO:
         return sorted(ids)
 
     @_store_errors
+    def is_dir(self, path: str) -> bool:
+        """True if ``path`` is a directory (on an object store: a prefix holding something)."""
+        _before("read")
+        return bool(self.fs.isdir(path))
+
+    @_store_errors
     def size(self, path: str) -> int:
         _before("read")
         return int(self.fs.size(path))
 
     # ---- writes --------------------------------------------------------------------
+    @_store_errors
     def mkdirs(self, path: str) -> None:
         self.fs.makedirs(path, exist_ok=True)
 
@@ -366,9 +377,15 @@ class FileIO:
         if self.local:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             tmp = f"{os.path.dirname(path)}/.{os.path.basename(path)}.{uuid.uuid4().hex}.tmp"
-            with open(tmp, "w", encoding="ascii") as f:
-                f.write(text)
-            os.replace(tmp, path)
+            try:
+                with open(tmp, "w", encoding="ascii") as f:
+                    f.write(text)
+                os.replace(tmp, path)
+            except OSError:
+                # A full disk fails the write at close: leave no temp file behind.
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
         else:
             self.fs.pipe_file(path, text.encode("ascii"))
 
@@ -609,6 +626,52 @@ def storage_error(exc: BaseException) -> StorageError | None:
                 return StorageAccessError(f"S3 refused the request ({code}: {error.get('Message') or 'access denied'}); "
                                           "check s3.access-key-id and s3.secret-access-key", code)
     return None
+
+
+# Tag, branch, table and database names become file and directory names, with prefixes
+# (tag-, branch-, .db) and lakectl's temporary and staging names around them (``.tag-NAME.<32
+# hex>.tmp``, ``.NAME.clone-<hex>``). Most filesystems allow 255 bytes per name; 200 for the
+# name itself leaves room for all of these, and holds on object stores too so that a table
+# copied between stores keeps working.
+MAX_NAME_BYTES = 200
+
+
+def check_name_length(kind: str, name: str) -> None:
+    """UsageError if ``name`` (of a tag, branch, table, database) is too long to become a file name."""
+    size = len(name.encode("utf-8"))
+    if size > MAX_NAME_BYTES:
+        raise UsageError(f"{kind} name is {size} bytes long; at most {MAX_NAME_BYTES} fit in a file name "
+                         f"({name[:20]}...)")
+
+
+# errno -> what the storage refused, for ``storage: <what> at <path>``. ENOSPC and EDQUOT are
+# StorageFullError: expire and remove-orphan-files go on without their journal on a full disk.
+_FULL_ERRNOS = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded"}
+_REFUSED_ERRNOS = {errno.EROFS: "read-only file system", errno.EACCES: "permission denied",
+                   errno.EPERM: "operation not permitted", errno.ENOTDIR: "not a directory (a file is in the way)",
+                   errno.EISDIR: "is a directory", errno.EFBIG: "file too large"}
+
+
+def refused_error(exc: BaseException, path: str | None = None) -> StorageRefusedError | None:
+    """The ``StorageRefusedError`` for a filesystem refusal anywhere in ``exc``'s causes (out of
+    space, read-only, permission denied, not a directory), naming ``path`` or the error's own
+    file name; None for any other error."""
+    for e in _chain(exc):
+        if isinstance(e, StorageRefusedError):
+            return e
+        if not isinstance(e, OSError) or e.errno is None:
+            continue
+        where = path or e.filename or "an unnamed file"
+        if e.errno in _FULL_ERRNOS:
+            return StorageFullError(_FULL_ERRNOS[e.errno], str(where), e.errno)
+        if e.errno in _REFUSED_ERRNOS:
+            return StorageRefusedError(_REFUSED_ERRNOS[e.errno], str(where), e.errno)
+    return None
+
+
+def is_storage_full(exc: BaseException) -> bool:
+    """True when ``exc`` (or one of its causes) says the disk is full or the quota used up."""
+    return isinstance(refused_error(exc), StorageFullError)
 
 
 def _local_create_if_absent(path: str, data: bytes) -> bool:

@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import NotFoundError, UsageError
-from core.fileio import FileIO, join
+from core.errors import NotFoundError, StorageRefusedError, UsageError
+from core.fileio import FileIO, check_name_length, join
 
 DEFAULT_DATABASE = "default"
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
@@ -50,11 +50,14 @@ class Warehouse:
         if len(parts) != 2 or not all(_NAME.match(p) for p in parts):
             raise UsageError(f"table name {name!r} must be DB.TABLE (letters, digits, _ and -) or a path")
         db, table = parts
+        check_name_length("database", db)
+        check_name_length("table", table)
         return TableLocation(f"{db}.{table}", join(self.uri, f"{db}.db", table), self.file_io)
 
     def database_path(self, db: str) -> str:
         if not _NAME.match(db):
             raise UsageError(f"database name {db!r} may hold only letters, digits, _ and -")
+        check_name_length("database", db)
         return join(self.uri, f"{db}.db")
 
     def databases(self) -> list[str]:
@@ -63,6 +66,8 @@ class Warehouse:
         warehouse exists once anything is stored under it."""
         if not self.file_io.exists(self.uri):
             raise NotFoundError(f"warehouse {self.uri} does not exist")
+        if self.file_io.local and not self.file_io.is_dir(self.uri):
+            raise StorageRefusedError("not a directory (the warehouse path is a file)", self.uri)
         return sorted(n[:-3] for n in self.file_io.list_names(self.uri) if n.endswith(".db"))
 
     def tables(self, db: str) -> list[str]:
