@@ -148,7 +148,7 @@ def _store_errors(method: Any) -> Any:
             path = str(args[0]) if args else None
             # An object store's refusal is first a setup problem (s3fs raises PermissionError
             # for AccessDenied, which storage_error names with its S3 code).
-            mapped = refused_error(e, path) if self.local else storage_error(e) or refused_error(e, path)
+            mapped = refused_error(e, path) if self.local else storage_error(e, path) or refused_error(e, path)
             if mapped is None:
                 raise
             if isinstance(mapped, StorageAccessError) and mapped.code == "403" and args:
@@ -596,7 +596,7 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
         current = current.__cause__ or current.__context__
 
 
-def storage_error(exc: BaseException) -> StorageError | None:
+def storage_error(exc: BaseException, path: str | None = None) -> StorageError | None:
     """The ``StorageError`` an object-store failure stands for, or None if it is none of the
     setup problems (missing credentials, refused credentials, unreachable endpoint, missing
     bucket). Looks through the exception's causes: s3fs wraps botocore's errors."""
@@ -622,6 +622,12 @@ def storage_error(exc: BaseException) -> StorageError | None:
             code = str(error.get("Code", ""))
             if code == "NoSuchBucket":
                 return BucketNotFoundError(f"bucket {error.get('BucketName') or ''} does not exist".replace("  ", " "))
+            if code == "AccessDenied" and path:
+                # Valid credentials without the right to this object (a bucket policy, a key
+                # scoped to another prefix): name the object, as for a local permission error.
+                return StorageAccessError(f"storage: access denied at {path} (S3 AccessDenied: "
+                                          f"{error.get('Message') or 'access denied'}); check the key's permissions "
+                                          "and s3.access-key-id", code)
             if code in _ACCESS_CODES:
                 return StorageAccessError(f"S3 refused the request ({code}: {error.get('Message') or 'access denied'}); "
                                           "check s3.access-key-id and s3.secret-access-key", code)
