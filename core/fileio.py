@@ -321,11 +321,20 @@ class FileIO:
                 ids.append(int(name[len(prefix):]))
         return sorted(ids)
 
-    @_store_errors
-    def is_dir(self, path: str) -> bool:
-        """True if ``path`` is a directory (on an object store: a prefix holding something)."""
-        _before("read")
-        return bool(self.fs.isdir(path))
+    def refuse_file_in_the_way(self, path: str) -> None:
+        """Raise StorageRefusedError if ``path`` or a directory above it is a regular file (a
+        warehouse given as a file's path), which would otherwise read as "does not exist".
+        Local disks only: object stores have no directories to be in the way."""
+        if not self.local:
+            return
+        current = os.path.abspath(path)
+        while True:
+            if os.path.isfile(current):
+                raise StorageRefusedError("not a directory (a file is in the way)", current, errno.ENOTDIR)
+            parent = os.path.dirname(current)
+            if parent == current or os.path.isdir(current):
+                return
+            current = parent
 
     @_store_errors
     def size(self, path: str) -> int:

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import NotFoundError, StorageRefusedError, UsageError
+from core.errors import NotFoundError, UsageError
 from core.fileio import FileIO, check_name_length, join
 
 DEFAULT_DATABASE = "default"
@@ -64,14 +64,14 @@ class Warehouse:
         """The databases; a warehouse that does not exist is an error, not an empty list (a
         typo in a cron job's -w must not read as "nothing there"). On an object store the
         warehouse exists once anything is stored under it."""
+        self.file_io.refuse_file_in_the_way(self.uri)
         if not self.file_io.exists(self.uri):
             raise NotFoundError(f"warehouse {self.uri} does not exist")
-        if self.file_io.local and not self.file_io.is_dir(self.uri):
-            raise StorageRefusedError("not a directory (the warehouse path is a file)", self.uri)
         return sorted(n[:-3] for n in self.file_io.list_names(self.uri) if n.endswith(".db"))
 
     def tables(self, db: str) -> list[str]:
         path = self.database_path(db)
+        self.file_io.refuse_file_in_the_way(path)
         if not self.file_io.exists(path):
             raise NotFoundError(f"database {db} does not exist in {self.uri}")
         out = []
