@@ -12,10 +12,10 @@ from __future__ import annotations
 import sys
 import traceback
 
-from core.errors import (BranchExistsError, BucketNotFoundError, CommitConflictError, CorruptMetadataError, InvalidDataError,
-                         LakectlError, NotFoundError, StorageAccessError, StorageCredentialsError, StorageRefusedError,
-                         SparkUnreachableError, StorageUnreachableError, TableExistsError, TagExistsError,
-                         UsageError)
+from core.errors import (BranchExistsError, BucketNotFoundError, CommitConflictError, CorruptMetadataError,
+                         InvalidDataError, LakectlError, NotFoundError, SparkUnreachableError, StorageAccessError,
+                         StorageCredentialsError, StorageRefusedError, StorageUnreachableError, TableExistsError,
+                         TagExistsError, UsageError)
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_INVALID_DATA = 0, 1, 2, 3, 4, 5
 # Object store setup problems: each its own code, so a cron wrapper can tell them apart.

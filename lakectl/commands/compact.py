@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
             "--full", help="Rewrite every bucket into one sorted run at the top level (drops deleted keys); "
                            "without it only buckets holding several sorted runs are compacted.")] = False,
         partition: Annotated[Optional[list[str]], typer.Option(
-            "--partition", "-p", help="Only these partitions, COLUMN=VALUE[,COLUMN=VALUE...], several separated by ; (repeatable).")] = None,
+            "--partition", "-p", help="Only these partitions: COLUMN=VALUE[,...], several joined by ; (repeatable).")] = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be rewritten; write nothing.")] = False,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,

@@ -22,7 +22,7 @@ def register(app: typer.Typer) -> None:
         timestamp: TimestampOpt = None,
         tag: TagOpt = None,
         partition: Annotated[Optional[list[str]], typer.Option(
-            "--partition", "-p", help="Only these partitions, COLUMN=VALUE[,COLUMN=VALUE...], several separated by ; (repeatable).")] = None,
+            "--partition", "-p", help="Only these partitions: COLUMN=VALUE[,...], several joined by ; (repeatable).")] = None,
         limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N files.")] = None,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,

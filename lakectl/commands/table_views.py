@@ -15,7 +15,7 @@ from lakectl.params import BranchOpt, FormatOpt, TableArg, TagOpt, TimestampOpt,
 SnapshotIdOpt = Annotated[Optional[int], typer.Option("--snapshot-id", help="Snapshot (default: latest).",
                                                       autocompletion=complete_snapshot_id)]
 PartitionOpt = Annotated[Optional[list[str]], typer.Option(
-    "--partition", "-p", help="Only these partitions, COLUMN=VALUE[,COLUMN=VALUE...], several separated by ; (repeatable).")]
+    "--partition", "-p", help="Only these partitions: COLUMN=VALUE[,...], several joined by ; (repeatable).")]
 
 
 def register(app: typer.Typer) -> None:
