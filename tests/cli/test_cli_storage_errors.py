@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import gzip
+import json
 import os
 import subprocess
 import sys
@@ -149,3 +150,47 @@ def test_names_longer_than_a_file_name_are_usage_errors_creating_nothing(t: Tabl
     # 200 bytes fit, with the tag- prefix and the temporary name lakectl writes it through
     ok(*t.args("tag", "create", TABLE, "y" * 200))
     assert (t.dir / "tag" / f"tag-{'y' * 200}").is_file()
+
+
+@pytest.fixture()
+def read_only_warehouse(tmp_path: Path) -> Path:
+    """A warehouse holding db.t (two rows) on a tmpfs remounted read-only, where the machine lets
+    the tests mount one; root cannot write there (unlike a chmod 0555 directory)."""
+    mount_point = tmp_path / "ro"
+    mount_point.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount_point)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        wh = mount_point / "wh"
+        ok("-w", wh, "create", TABLE, "--schema", "id INT, name STRING")
+        ok("-w", wh, "write", TABLE, "-i", write_csv(tmp_path / "rows.csv", ["id", "name"], [[1, "a"], [2, "b"]]))
+        subprocess.run(["mount", "-o", "remount,ro", str(mount_point)], check=True)
+        yield wh
+    finally:
+        subprocess.run(["umount", str(mount_point)], check=False)
+
+
+def test_a_read_only_filesystem_through_the_console_script(read_only_warehouse: Path, tmp_path: Path) -> None:
+    script = Path(sys.executable).with_name("lakectl")
+    if not script.exists():
+        pytest.skip(f"no console script next to {sys.executable}")
+    wh, table_dir = read_only_warehouse, read_only_warehouse / "db.db" / "t"
+    files = tree(wh)
+    more = write_csv(tmp_path / "more.csv", ["id", "name"], [[3, "c"]])
+
+    def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(script), "-w", str(wh), *map(str, args)], capture_output=True, text=True,
+                              timeout=120, cwd=tmp_path, env={**os.environ, "HOME": str(tmp_path)})
+
+    for args, where in ((("write", TABLE, "-i", more), f"{table_dir}/"),
+                        (("tag", "create", TABLE, "v1"), f"{table_dir}/tag/"),
+                        (("create", "db.u", "--schema", "id INT"), f"{wh}/db.db/u/")):
+        result = run(*args)
+        assert result.returncode == 11, (args, result.stderr)
+        assert result.stderr.startswith(f"error: storage: read-only file system at {where}"), result.stderr
+        assert len(result.stderr.splitlines()) == 1 and result.stdout == ""
+    scanned = run("scan", TABLE, "-f", "json")
+    assert scanned.returncode == 0 and sorted(r["id"] for r in json.loads(scanned.stdout)) == [1, 2]
+    assert tree(wh) == files
