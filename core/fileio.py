@@ -366,7 +366,8 @@ class FileIO:
         them can be ``copy`` (the store's own) rather than bytes streamed through this process."""
         if self is other or (self.local and other.local):
             return True
-        return not self.local and not other.local and self.scheme == other.scheme and self._options == other._options
+        same_scheme = _store_scheme(self.scheme) == _store_scheme(other.scheme)  # s3a:// is s3://
+        return not self.local and not other.local and same_scheme and self._options == other._options
 
     @_store_errors
     def copy(self, src: str, dst: str) -> None:
@@ -495,6 +496,10 @@ class FileIO:
             self.delete(path)
         except OSError:
             log.warning("could not delete %s", path, exc_info=True)
+
+
+def _store_scheme(scheme: str) -> str:
+    return "s3" if scheme == "s3a" else scheme
 
 
 def _refusal(error: OSError) -> str | None:

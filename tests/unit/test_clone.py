@@ -122,6 +122,7 @@ def test_clone_interrupted_before_every_mutation(tmp_path: Path, action: str) ->
     ("s3a://b/wh/db.db/t", "s3a://b/wh/db.db/t/branch/x/", "lies inside"),
     ("s3://b/wh/db.db/t", "s3://b/wh", "contains"),
     ("s3://b/wh/db.db/t", "s3://b/", "contains"),
+    ("s3://b/wh/db.db/t", "s3a://b/wh/db.db/t/copy", "lies inside"),  # s3a:// is the same store
 ])
 def test_clone_refuses_nested_object_store_paths_before_any_request(source: str, target: str, says: str) -> None:
     """Paths are compared as written (no store is contacted: the endpoint below does not exist)."""
