@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from core.errors import NotFoundError, UsageError
-from core.fileio import join
+from core.fileio import check_name_length, join
 from core.snapshot import Snapshot, SnapshotManager
 from core.tag import TagManager
 
@@ -35,6 +35,7 @@ def validate_branch_name(name: str) -> None:
         raise UsageError(f"branch name {name!r} must not be a number")
     if "/" in name or "\\" in name or name in (".", "..") or name != name.strip():
         raise UsageError(f"branch name {name!r} must be a plain name: no '/', no '\\\\', no surrounding spaces")
+    check_name_length("branch", name)
 
 
 def branch_path(table_path: str, branch: str) -> str:

@@ -64,6 +64,28 @@ class StorageAccessError(StorageError):
         self.code = code
 
 
+class StorageRefusedError(StorageError, OSError):
+    """The filesystem or store refused an operation on one path: out of space, read-only
+    filesystem, permission denied, a path through a file (not a directory) (exit 11). Also an
+    ``OSError`` with the original ``errno``, so code that treats a failed write as an unknown
+    outcome (a commit) still does. The message is ``storage: <what> at <path>``."""
+
+    def __init__(self, what: str, path: str, errno: int | None = None) -> None:
+        OSError.__init__(self, errno, what, path)
+        self.what = what
+        self.path = path
+
+    def __str__(self) -> str:
+        return f"storage: {self.what} at {self.path}"
+
+    def __reduce__(self) -> tuple:  # OSError pickles its args, which are not this __init__'s
+        return (type(self), (self.what, self.path, self.errno))
+
+
+class StorageFullError(StorageRefusedError):
+    """No space left on the device, or the disk quota is used up (exit 11)."""
+
+
 class StorageUnreachableError(StorageError):
     """The store's endpoint could not be reached within the connect timeout (exit 8)."""
 

@@ -49,7 +49,8 @@ from typing import IO, Any, Iterator
 import fsspec
 
 from core.errors import (BucketNotFoundError, CorruptMetadataError, LakectlError, StorageAccessError,
-                         StorageCredentialsError, StorageError, StorageUnreachableError, UsageError)
+                         StorageCredentialsError, StorageError, StorageFullError, StorageRefusedError,
+                         StorageUnreachableError, UsageError)
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +145,10 @@ def _store_errors(method: Any) -> Any:
         except (LakectlError, FileNotFoundError, FileExistsError):
             raise
         except Exception as e:
-            mapped = None if self.local else storage_error(e)
+            path = str(args[0]) if args else None
+            # An object store's refusal is first a setup problem (s3fs raises PermissionError
+            # for AccessDenied, which storage_error names with its S3 code).
+            mapped = refused_error(e, path) if self.local else storage_error(e, path) or refused_error(e, path)
             if mapped is None:
                 raise
             if isinstance(mapped, StorageAccessError) and mapped.code == "403" and args:
@@ -317,12 +321,28 @@ class FileIO:
                 ids.append(int(name[len(prefix):]))
         return sorted(ids)
 
+    def refuse_file_in_the_way(self, path: str) -> None:
+        """Raise StorageRefusedError if ``path`` or a directory above it is a regular file (a
+        warehouse given as a file's path), which would otherwise read as "does not exist".
+        Local disks only: object stores have no directories to be in the way."""
+        if not self.local:
+            return
+        current = os.path.abspath(path)
+        while True:
+            if os.path.isfile(current):
+                raise StorageRefusedError("not a directory (a file is in the way)", current, errno.ENOTDIR)
+            parent = os.path.dirname(current)
+            if parent == current or os.path.isdir(current):
+                return
+            current = parent
+
     @_store_errors
     def size(self, path: str) -> int:
         _before("read")
         return int(self.fs.size(path))
 
     # ---- writes --------------------------------------------------------------------
+    @_store_errors
     def mkdirs(self, path: str) -> None:
         self.fs.makedirs(path, exist_ok=True)
 
@@ -346,7 +366,8 @@ class FileIO:
         them can be ``copy`` (the store's own) rather than bytes streamed through this process."""
         if self is other or (self.local and other.local):
             return True
-        return not self.local and not other.local and self.scheme == other.scheme and self._options == other._options
+        same_scheme = _store_scheme(self.scheme) == _store_scheme(other.scheme)  # s3a:// is s3://
+        return not self.local and not other.local and same_scheme and self._options == other._options
 
     @_store_errors
     def copy(self, src: str, dst: str) -> None:
@@ -366,9 +387,15 @@ class FileIO:
         if self.local:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             tmp = f"{os.path.dirname(path)}/.{os.path.basename(path)}.{uuid.uuid4().hex}.tmp"
-            with open(tmp, "w", encoding="ascii") as f:
-                f.write(text)
-            os.replace(tmp, path)
+            try:
+                with open(tmp, "w", encoding="ascii") as f:
+                    f.write(text)
+                os.replace(tmp, path)
+            except OSError:
+                # A full disk fails the write at close: leave no temp file behind.
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
         else:
             self.fs.pipe_file(path, text.encode("ascii"))
 
@@ -469,6 +496,10 @@ class FileIO:
             self.delete(path)
         except OSError:
             log.warning("could not delete %s", path, exc_info=True)
+
+
+def _store_scheme(scheme: str) -> str:
+    return "s3" if scheme == "s3a" else scheme
 
 
 def _refusal(error: OSError) -> str | None:
@@ -579,7 +610,7 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
         current = current.__cause__ or current.__context__
 
 
-def storage_error(exc: BaseException) -> StorageError | None:
+def storage_error(exc: BaseException, path: str | None = None) -> StorageError | None:
     """The ``StorageError`` an object-store failure stands for, or None if it is none of the
     setup problems (missing credentials, refused credentials, unreachable endpoint, missing
     bucket). Looks through the exception's causes: s3fs wraps botocore's errors."""
@@ -605,10 +636,62 @@ def storage_error(exc: BaseException) -> StorageError | None:
             code = str(error.get("Code", ""))
             if code == "NoSuchBucket":
                 return BucketNotFoundError(f"bucket {error.get('BucketName') or ''} does not exist".replace("  ", " "))
+            if code == "AccessDenied" and path:
+                # Valid credentials without the right to this object (a bucket policy, a key
+                # scoped to another prefix): name the object, as for a local permission error.
+                return StorageAccessError(f"storage: access denied at {path} (S3 AccessDenied: "
+                                          f"{error.get('Message') or 'access denied'}); check the key's permissions "
+                                          "and s3.access-key-id", code)
             if code in _ACCESS_CODES:
                 return StorageAccessError(f"S3 refused the request ({code}: {error.get('Message') or 'access denied'}); "
                                           "check s3.access-key-id and s3.secret-access-key", code)
     return None
+
+
+# Tag, branch, table and database names become file and directory names, with prefixes
+# (tag-, branch-, .db) and lakectl's temporary and staging names around them (``.tag-NAME.<32
+# hex>.tmp``, ``.NAME.clone-<hex>``). Most filesystems allow 255 bytes per name; 200 for the
+# name itself leaves room for all of these, and holds on object stores too so that a table
+# copied between stores keeps working.
+MAX_NAME_BYTES = 200
+
+
+def check_name_length(kind: str, name: str) -> None:
+    """UsageError if ``name`` (of a tag, branch, table, database) is too long to become a file name."""
+    size = len(name.encode("utf-8"))
+    if size > MAX_NAME_BYTES:
+        raise UsageError(f"{kind} name is {size} bytes long; at most {MAX_NAME_BYTES} fit in a file name "
+                         f"({name[:20]}...)")
+
+
+# errno -> what the storage refused, for ``storage: <what> at <path>``. ENOSPC and EDQUOT are
+# StorageFullError: expire and remove-orphan-files go on without their journal on a full disk.
+_FULL_ERRNOS = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded"}
+_REFUSED_ERRNOS = {errno.EROFS: "read-only file system", errno.EACCES: "permission denied",
+                   errno.EPERM: "operation not permitted", errno.ENOTDIR: "not a directory (a file is in the way)",
+                   errno.EISDIR: "is a directory", errno.EFBIG: "file too large"}
+
+
+def refused_error(exc: BaseException, path: str | None = None) -> StorageRefusedError | None:
+    """The ``StorageRefusedError`` for a filesystem refusal anywhere in ``exc``'s causes (out of
+    space, read-only, permission denied, not a directory), naming ``path`` or the error's own
+    file name; None for any other error."""
+    for e in _chain(exc):
+        if isinstance(e, StorageRefusedError):
+            return e
+        if not isinstance(e, OSError) or e.errno is None:
+            continue
+        where = path or e.filename or "an unnamed file"
+        if e.errno in _FULL_ERRNOS:
+            return StorageFullError(_FULL_ERRNOS[e.errno], str(where), e.errno)
+        if e.errno in _REFUSED_ERRNOS:
+            return StorageRefusedError(_REFUSED_ERRNOS[e.errno], str(where), e.errno)
+    return None
+
+
+def is_storage_full(exc: BaseException) -> bool:
+    """True when ``exc`` (or one of its causes) says the disk is full or the quota used up."""
+    return isinstance(refused_error(exc), StorageFullError)
 
 
 def _local_create_if_absent(path: str, data: bytes) -> bool:

@@ -16,7 +16,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from core.errors import UsageError
+from core.errors import StorageRefusedError, UsageError
 from core.kernels.write import dictionary_columns
 from core.text_values import csv_field, csv_line, python_values, text_value
 from core.text_values import json_value as text_json_value
@@ -85,6 +85,17 @@ def write_output(data: pa.Table, path: str, json_value: JsonValue | None = None)
     return write_output_parts([data], data.schema, path, json_value)[1]
 
 
+def _output_error(error: OSError, path: str) -> StorageRefusedError:
+    """Name what kept ``path`` from being written (pyarrow's errors carry no errno to go by)."""
+    from core.fileio import refused_error
+
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        what = "no such directory" if not os.path.exists(directory) else "not a directory (a file is in the way)"
+        return StorageRefusedError(what, directory)
+    return refused_error(error, path) or StorageRefusedError(f"cannot write ({error.strerror or error})", path)
+
+
 def write_output_parts(parts: Iterable[pa.Table], schema: pa.Schema, path: str,
                        json_value: JsonValue | None = None) -> tuple[int, int]:
     """Write the parts' rows, in order, as one file at ``path`` (atomically: a temp file renamed
@@ -94,7 +105,9 @@ def write_output_parts(parts: Iterable[pa.Table], schema: pa.Schema, path: str,
         (rows written, bytes of the file).
 
     Raises:
-        UsageError: the file cannot be written.
+        UsageError: the format is not known.
+        StorageRefusedError: the file cannot be written: its directory is missing, the disk is
+            full, the filesystem read-only or the directory not writable.
     """
     fmt = output_format(path)
     tmp = f"{path}.tmp-{os.getpid()}"
@@ -115,7 +128,7 @@ def write_output_parts(parts: Iterable[pa.Table], schema: pa.Schema, path: str,
                     f.write(chunk)
         os.replace(tmp, path)
     except OSError as e:
-        raise UsageError(f"cannot write {path}: {e.strerror or e}") from e
+        raise _output_error(e, path) from e
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

@@ -189,10 +189,18 @@ class _ReadErrors:
         return None
 
     def __exit__(self, kind: type | None, error: BaseException | None, tb: object) -> None:
-        if isinstance(error, (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError)):
+        if isinstance(error, (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError, EOFError)) \
+                or _is_decode_error(error):
             text = str(error).strip()
             first = text.splitlines()[0] if text else type(error).__name__
             raise InvalidDataError(f"cannot read {self.fmt} input {self.path}: {first}") from error
+
+
+def _is_decode_error(error: BaseException | None) -> bool:
+    """Arrow reports damaged bytes (corrupt snappy or zlib data, a truncated ORC postscript or
+    gzip stream) as an OSError without an errno; a real I/O failure (permission denied, a disk
+    error) carries one and is left to the storage error mapping."""
+    return isinstance(error, OSError) and error.errno is None and not isinstance(error, InvalidDataError)
 
 
 def decode_text(data: pa.Table, hint: pa.Schema | None, fmt: str, source: str,

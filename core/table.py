@@ -67,6 +67,7 @@ class Table:
         # A rename on an object store copies file by file: say so rather than open half a table.
         refuse_renaming(table.file_io, table.path, table.name)
         if not table.exists():
+            table.file_io.refuse_file_in_the_way(table.path)
             raise NotFoundError(f"table {name} does not exist (looked in {table.path})")
         return table.on_branch(branch) if branch else table
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from core.errors import CorruptMetadataError, NotFoundError, TagExistsError, UsageError
-from core.fileio import FileIO, join
+from core.fileio import FileIO, check_name_length, join
 from core.snapshot import Snapshot
 
 TAG_PREFIX = "tag-"
@@ -115,6 +115,7 @@ class TagManager:
         dashes, ``20240501``, is a number)."""
         if check_name:
             validate_tag_name(name)
+        check_name_length("tag", name)  # new names only: a longer tag Java made stays readable
         tag = Tag(name, snapshot, create_time or dt.datetime.now(), time_retained)
         if not self.file_io.try_create(self.path(name), tag.to_json().encode("utf-8")):
             raise TagExistsError(f"tag {name} already exists")
@@ -127,6 +128,7 @@ class TagManager:
         the new one, never none."""
         if check_name:
             validate_tag_name(name)
+        check_name_length("tag", name)
         tag = Tag(name, snapshot, dt.datetime.now(), time_retained)
         self.file_io.overwrite_hint(self.path(name), tag.to_json())
         return tag
@@ -137,6 +139,7 @@ class TagManager:
         names, never neither, and the same rename run again completes it. NotFoundError if ``old``
         is absent, TagExistsError if ``new`` is another tag."""
         validate_tag_name(new)
+        check_name_length("tag", new)
         old_path = self.path(old)
         if not self.file_io.exists(old_path):
             raise NotFoundError(f"tag {old} does not exist")

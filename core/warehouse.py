@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.errors import NotFoundError, UsageError
-from core.fileio import FileIO, join
+from core.fileio import FileIO, check_name_length, join
 
 DEFAULT_DATABASE = "default"
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
@@ -50,23 +50,28 @@ class Warehouse:
         if len(parts) != 2 or not all(_NAME.match(p) for p in parts):
             raise UsageError(f"table name {name!r} must be DB.TABLE (letters, digits, _ and -) or a path")
         db, table = parts
+        check_name_length("database", db)
+        check_name_length("table", table)
         return TableLocation(f"{db}.{table}", join(self.uri, f"{db}.db", table), self.file_io)
 
     def database_path(self, db: str) -> str:
         if not _NAME.match(db):
             raise UsageError(f"database name {db!r} may hold only letters, digits, _ and -")
+        check_name_length("database", db)
         return join(self.uri, f"{db}.db")
 
     def databases(self) -> list[str]:
         """The databases; a warehouse that does not exist is an error, not an empty list (a
         typo in a cron job's -w must not read as "nothing there"). On an object store the
         warehouse exists once anything is stored under it."""
+        self.file_io.refuse_file_in_the_way(self.uri)
         if not self.file_io.exists(self.uri):
             raise NotFoundError(f"warehouse {self.uri} does not exist")
         return sorted(n[:-3] for n in self.file_io.list_names(self.uri) if n.endswith(".db"))
 
     def tables(self, db: str) -> list[str]:
         path = self.database_path(db)
+        self.file_io.refuse_file_in_the_way(path)
         if not self.file_io.exists(path):
             raise NotFoundError(f"database {db} does not exist in {self.uri}")
         out = []

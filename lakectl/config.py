@@ -116,10 +116,40 @@ class ConfigFile:
         return UsageError(f"{where}: {message}")
 
 
+PARTITION_SHAPE = "COLUMN=VALUE[,COLUMN=VALUE...]"
+
+
 def parse_partition(text: str) -> dict[str, str]:
-    """``dt=2024-01-01,hr=10`` -> {"dt": "2024-01-01", "hr": "10"} (values cannot hold commas)."""
-    return parse_pairs(text.split(","), flag="--partition", shape="COLUMN=VALUE[,COLUMN=VALUE...]",
-                       shown=text)
+    """``dt=2024-01-01,hr=10`` -> {"dt": "2024-01-01", "hr": "10"} (values cannot hold commas or
+    semicolons). One partition only: Paimon's ``;``-separated list is refused here (``write
+    --partition`` replaces exactly one), and a column named twice is refused rather than letting
+    the last value win, which would silently act on a partition the user did not mean."""
+    if ";" in text:
+        raise UsageError(f"--partition {text!r} names several partitions (;); this option takes one, {PARTITION_SHAPE}")
+    return _one_partition(text, shown=text)
+
+
+def parse_partitions(texts: Iterable[str]) -> list[dict[str, str]]:
+    """Every partition of repeated ``--partition`` options, each of which may list several in
+    Paimon's procedure form ``dt=1,hh=2;dt=3,hh=4``. Empty items (a trailing ``;``) are skipped;
+    an option with no partition at all is a usage error."""
+    out: list[dict[str, str]] = []
+    for text in texts:
+        specs = [item for item in text.split(";") if item.strip()]
+        if not specs:
+            raise UsageError(f"--partition {text!r} must be {PARTITION_SHAPE}[;{PARTITION_SHAPE}...]")
+        out.extend(_one_partition(spec, shown=text) for spec in specs)
+    return out
+
+
+def _one_partition(spec: str, *, shown: str) -> dict[str, str]:
+    items = spec.split(",")
+    out = parse_pairs(items, flag="--partition", shape=PARTITION_SHAPE, shown=shown)
+    if len(out) < len(items):
+        columns = [item.partition("=")[0].strip() for item in items]
+        twice = next(c for c in columns if columns.count(c) > 1)
+        raise UsageError(f"--partition {shown!r} names column {twice} twice")
+    return out
 
 
 def config_path(explicit: str | None) -> tuple[Path, str] | None:

@@ -2,7 +2,9 @@
 
 Exit codes (also in ``lakectl --help`` and the man pages): 0 ok, 1 failure, 2 usage,
 3 not found, 4 commit conflict after retries, 5 invalid input data, 6-9 object store setup (no
-credentials, credentials refused, endpoint unreachable, bucket missing), 130 interrupted.
+credentials, credentials refused, endpoint unreachable, bucket missing), 10 no Spark master,
+11 storage refused an operation (out of space, read-only, permission denied, not a directory),
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -10,15 +12,16 @@ from __future__ import annotations
 import sys
 import traceback
 
-from core.errors import (BranchExistsError, BucketNotFoundError, CommitConflictError, CorruptMetadataError, InvalidDataError,
-                         LakectlError, NotFoundError, StorageAccessError, StorageCredentialsError,
-                         SparkUnreachableError, StorageUnreachableError, TableExistsError, TagExistsError,
-                         UsageError)
+from core.errors import (BranchExistsError, BucketNotFoundError, CommitConflictError, CorruptMetadataError,
+                         InvalidDataError, LakectlError, NotFoundError, SparkUnreachableError, StorageAccessError,
+                         StorageCredentialsError, StorageRefusedError, StorageUnreachableError, TableExistsError,
+                         TagExistsError, UsageError)
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_INVALID_DATA = 0, 1, 2, 3, 4, 5
 # Object store setup problems: each its own code, so a cron wrapper can tell them apart.
 EXIT_NO_CREDENTIALS, EXIT_ACCESS_DENIED, EXIT_UNREACHABLE, EXIT_NO_BUCKET = 6, 7, 8, 9
 EXIT_NO_SPARK_MASTER = 10
+EXIT_STORAGE_REFUSED = 11  # out of space, read-only, permission denied, not a directory
 
 EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (UsageError, EXIT_USAGE),
@@ -30,6 +33,7 @@ EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (StorageUnreachableError, EXIT_UNREACHABLE),
     (BucketNotFoundError, EXIT_NO_BUCKET),
     (SparkUnreachableError, EXIT_NO_SPARK_MASTER),
+    (StorageRefusedError, EXIT_STORAGE_REFUSED),
     (TableExistsError, EXIT_FAILURE),
     (TagExistsError, EXIT_FAILURE),
     (BranchExistsError, EXIT_FAILURE),
@@ -52,6 +56,7 @@ EXIT_CODE_MEANINGS: tuple[tuple[int, str], ...] = (
     (EXIT_UNREACHABLE, "object store endpoint unreachable"),
     (EXIT_NO_BUCKET, "bucket does not exist"),
     (EXIT_NO_SPARK_MASTER, "Spark master unreachable"),
+    (EXIT_STORAGE_REFUSED, "storage refused (out of space, read-only, permission denied, not a directory)"),
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
 )
 EXIT_CODES_HELP = "Exit codes: " + ", ".join(f"{code} {meaning}" for code, meaning in EXIT_CODE_MEANINGS) + "."
@@ -66,9 +71,11 @@ def exit_code_for(exc: BaseException) -> int:
 
 def report(exc: BaseException, verbose: bool) -> int:
     """Print the one-line message (traceback only when verbose) and return the exit code."""
-    from core.fileio import storage_error
+    from core.fileio import refused_error, storage_error
 
-    exc = storage_error(exc) or exc  # an S3 setup failure that surfaced outside FileIO
+    # An S3 setup failure or a filesystem refusal that surfaced outside FileIO (a Parquet
+    # writer's ENOSPC, an --output file in a missing directory).
+    exc = storage_error(exc) or refused_error(exc) or exc
     if verbose:
         traceback.print_exception(exc, file=sys.stderr)
     if isinstance(exc, LakectlError):

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from core.commit import CommitMessage, FileStoreCommit, IndexChanges
 from core.copying import Progress, copy_files, copy_in_order, remove_quietly
-from core.errors import NotFoundError, TableExistsError
+from core.errors import NotFoundError, TableExistsError, UsageError
 from core.fileio import FileIO, join
 from core.index_manifest import IndexManifestEntry, index_dir, live_index_entries
 from core.manifest import ManifestEntry, live_entries
@@ -75,8 +75,10 @@ def clone(source: Table, target: Table, *, snapshot_id: int | None = None, tag: 
     Raises:
         UsageError: more than one of snapshot_id, tag, timestamp.
         NotFoundError: the snapshot or tag does not exist, or the source has no snapshot.
+        UsageError: the target lies inside the source's directory or the source inside the target's.
         TableExistsError: the target is a table, or a directory that is not empty.
     """
+    _refuse_nesting(source, target)
     snapshot = choose_snapshot(source, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag) \
         if (snapshot_id, tag, timestamp) != (None, None, None) else source.latest_snapshot()
     if snapshot is None:
@@ -111,6 +113,34 @@ def _build(source: Table, file_io: FileIO, build_at: str, snapshot: Snapshot, pl
     # latest schema, and an interruption before the older ones fails loudly on their files.
     copy_in_order(source.file_io, file_io, [(source.schemas.readable_path(sid), join(build_at, "schema", f"schema-{sid}"), 0)
                                             for sid in sorted(plan.schema_ids, reverse=True)])
+
+
+def _refuse_nesting(source: Table, target: Table) -> None:
+    """A copy inside its source would be copied into itself (and listed by the source's orphan
+    cleanup as garbage); a source inside the target's directory would make the target non-empty
+    and be removed with it. Both are mistakes in the command line, refused before anything is written."""
+    if not source.file_io.same_store(target.file_io):
+        return
+    src, dst = _comparable(source.file_io, source.path), _comparable(target.file_io, target.path)
+    if src is None or dst is None or src == dst:  # the source itself: _refuse_existing says it exists
+        return
+    if dst.startswith(src + "/"):
+        raise UsageError(f"clone target {target.path} lies inside the source table's directory {source.path}")
+    if src.startswith(dst + "/"):
+        raise UsageError(f"clone target {target.path} contains the source table's directory {source.path}")
+
+
+def _comparable(file_io: FileIO, path: str) -> str | None:
+    """``path`` in a form two tables' paths can be compared by prefix: a resolved absolute local
+    path (symlinks followed), or ``s3://bucket/key`` (``s3a://`` is the same store); None for a
+    scheme whose paths lakectl cannot compare."""
+    if file_io.local:
+        return os.path.realpath(file_io.normalize(path)).rstrip("/") or "/"
+    scheme, sep, rest = path.partition("://")
+    if not sep:
+        return None
+    scheme = "s3" if scheme == "s3a" else scheme
+    return f"{scheme}://{rest.strip('/')}"
 
 
 def _refuse_existing(target: Table) -> None:

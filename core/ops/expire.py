@@ -22,6 +22,9 @@ Order, chosen so that a kill at any point leaves every listed snapshot readable:
 "Any tag" above includes every snapshot and tag of the table's other branches (main, when
 expiring a branch): branches share the table's data and manifest files.
 A kill in (2) or (3) leaves unreferenced files, never a snapshot that names a missing one.
+On a full disk (the journal write fails with ENOSPC or EDQUOT) the run goes on without a
+journal in the same order, so a kill leaves orphans for ``remove-orphan-files``; if
+``EARLIEST`` cannot be written either, it is written after the files are deleted.
 The next expire first finishes every journal it finds, if ``end`` is still the snapshot the
 journal recorded (a rollback past it, which could make a retired snapshot's files live
 again, voids the journal: its files are left to ``remove-orphan-files``). Paimon deletes the
@@ -49,7 +52,7 @@ from core.branch import pinned_snapshots
 from core.consumer import ConsumerManager, stale_consumers
 from core.engines import ProgressCallback
 from core.errors import CorruptMetadataError, NotFoundError, UsageError
-from core.fileio import FileIO, join
+from core.fileio import FileIO, is_storage_full, join
 from core.index_manifest import IndexManifestEntry, IndexManifestIO
 from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO
 from core.options import EXPIRE, check_options, parse_duration, parse_int
@@ -392,7 +395,17 @@ def _expire(table: Table, plan: _Plan, dry_run: bool,
         + [imio.index_path(n) for n in index_files] + [join(imio.dir, n) for n in index_manifests]
     journal = _Journal(expired_ids, end, end_snap.commit_user, end_snap.time_millis, files)
     journal_path = join(sm.dir, f"{JOURNAL_PREFIX}{end}-{uuid.uuid4()}.json")
-    fio.write_bytes(journal_path, json.dumps(dataclasses.asdict(journal)).encode("utf-8"))
+    try:
+        fio.write_bytes(journal_path, json.dumps(dataclasses.asdict(journal)).encode("utf-8"))
+    except OSError as e:
+        if not is_storage_full(e):
+            raise
+        # A full disk is when expire is needed most. The same safe order without the journal:
+        # a kill then leaves only unreferenced files, for remove-orphan-files.
+        log.warning("no space for the expire journal of %s (%s); expiring without one", table.name, e)
+        fio.delete(journal_path)  # a torn journal, if the write got that far
+        _carry_out(table, journal, progress, hint_after_files=True)
+        return result
     _carry_out(table, journal, progress)
     fio.delete(journal_path)
     return result
@@ -411,19 +424,32 @@ class _Journal:
     files: list[str]  # data, changelog and metadata files only the expired snapshots referenced
 
 
-def _carry_out(table: Table, journal: _Journal, progress: ProgressCallback | None = None) -> None:
-    """Steps (2) and (3): retire the snapshots oldest first, then delete their files."""
+def _carry_out(table: Table, journal: _Journal, progress: ProgressCallback | None = None, *,
+               hint_after_files: bool = False) -> None:
+    """Steps (2) and (3): retire the snapshots oldest first, then delete their files.
+
+    ``hint_after_files`` (a run without a journal on a full disk): if ``EARLIEST`` cannot be
+    written yet, delete the files first and write it after, once they freed space. Until then
+    the hint names a retired snapshot, which readers check and list past."""
     fio, sm = table.file_io, table.snapshots
     total = len(journal.expired) + len(journal.files)
     for done, sid in enumerate(journal.expired, 1):
         fio.delete(sm.path(sid))
         if progress is not None:
             progress(done, total, "retiring expired snapshots")
-    sm.write_earliest_hint(journal.end)
+    hint_pending = False
+    try:
+        sm.write_earliest_hint(journal.end)
+    except OSError as e:
+        if not (hint_after_files and is_storage_full(e)):
+            raise
+        hint_pending = True
     for done, path in enumerate(journal.files, len(journal.expired) + 1):
         fio.delete(path)
         if progress is not None:
             progress(done, total, "deleting expired files")
+    if hint_pending:
+        sm.write_earliest_hint(journal.end)
 
 
 @dataclass

@@ -8,7 +8,7 @@ import typer
 
 from core.table import Table
 from lakectl.commands import output, settings
-from lakectl.config import parse_partition
+from lakectl.config import parse_partitions
 from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
 
 
@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
             "--full", help="Rewrite every bucket into one sorted run at the top level (drops deleted keys); "
                            "without it only buckets holding several sorted runs are compacted.")] = False,
         partition: Annotated[Optional[list[str]], typer.Option(
-            "--partition", "-p", help="Only this partition, COLUMN=VALUE[,COLUMN=VALUE...] (repeatable).")] = None,
+            "--partition", "-p", help="Only these partitions: COLUMN=VALUE[,...], several joined by ; (repeatable).")] = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be rewritten; write nothing.")] = False,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
@@ -40,7 +40,7 @@ def register(app: typer.Typer) -> None:
         out = output(ctx, fmt)
         s = settings(ctx)
         t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
-        specs = [parse_partition(p) for p in partition] if partition else None
+        specs = parse_partitions(partition) if partition else None
         with out.progress() as progress:
             result = compact(t, full=full, partitions=specs, dry_run=dry_run,
                              engine_settings=s.engine_settings(progress))

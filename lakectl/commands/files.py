@@ -22,7 +22,7 @@ def register(app: typer.Typer) -> None:
         timestamp: TimestampOpt = None,
         tag: TagOpt = None,
         partition: Annotated[Optional[list[str]], typer.Option(
-            "--partition", "-p", help="Only this partition, COLUMN=VALUE[,COLUMN=VALUE...] (repeatable).")] = None,
+            "--partition", "-p", help="Only these partitions: COLUMN=VALUE[,...], several joined by ; (repeatable).")] = None,
         limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N files.")] = None,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
@@ -39,10 +39,10 @@ def register(app: typer.Typer) -> None:
         """
         from core.ops.describe import FileInfo, live_files
         from core.travel import snapshot_id_of
-        from lakectl.config import parse_partition
+        from lakectl.config import parse_partitions
 
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
-        specs = [parse_partition(p) for p in partition] if partition else None
+        specs = parse_partitions(partition) if partition else None
         chosen = snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
         out.records(live_files(t, chosen, partitions=specs, limit=limit), FileInfo, title=f"files of {t.name}")

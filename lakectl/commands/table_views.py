@@ -15,7 +15,7 @@ from lakectl.params import BranchOpt, FormatOpt, TableArg, TagOpt, TimestampOpt,
 SnapshotIdOpt = Annotated[Optional[int], typer.Option("--snapshot-id", help="Snapshot (default: latest).",
                                                       autocompletion=complete_snapshot_id)]
 PartitionOpt = Annotated[Optional[list[str]], typer.Option(
-    "--partition", "-p", help="Only this partition, COLUMN=VALUE[,COLUMN=VALUE...] (repeatable).")]
+    "--partition", "-p", help="Only these partitions: COLUMN=VALUE[,...], several joined by ; (repeatable).")]
 
 
 def register(app: typer.Typer) -> None:
@@ -51,11 +51,11 @@ def _register_partitions(app: typer.Typer) -> None:
         """
         from core.ops.table_stats import PartitionStats, partition_stats
         from core.travel import snapshot_id_of
-        from lakectl.config import parse_partition
+        from lakectl.config import parse_partitions
 
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
-        specs = [parse_partition(p) for p in partition] if partition else None
+        specs = parse_partitions(partition) if partition else None
         chosen = snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
         out.records(partition_stats(t, chosen, partitions=specs, limit=limit), PartitionStats,
                     title=f"partitions of {t.name}")
@@ -84,11 +84,11 @@ def _register_buckets(app: typer.Typer) -> None:
         """
         from core.ops.table_stats import BucketStats, bucket_stats
         from core.travel import snapshot_id_of
-        from lakectl.config import parse_partition
+        from lakectl.config import parse_partitions
 
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
-        specs = [parse_partition(p) for p in partition] if partition else None
+        specs = parse_partitions(partition) if partition else None
         chosen = snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
         out.records(bucket_stats(t, chosen, partitions=specs), BucketStats, title=f"buckets of {t.name}")
 

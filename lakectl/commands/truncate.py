@@ -41,8 +41,9 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         table: TableArg,
         partition: Annotated[list[str], typer.Option(
-            "--partition", help="A partition to drop, naming every partition column (repeatable).",
-            metavar="COLUMN=VALUE[,COLUMN=VALUE...]", show_default=False)],
+            "--partition", help="Partitions to drop, each naming every partition column; several separated by ; "
+                                "(as in Paimon's procedures) or the option repeated.",
+            metavar="COLUMN=VALUE[,COLUMN=VALUE...][;...]", show_default=False)],
         dry_run: DryRunOpt = False,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
@@ -50,18 +51,20 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Drop partitions as one OVERWRITE snapshot; data files go when that snapshot's predecessors expire.
 
-        Each --partition must name every partition column. A named partition without live files
+        Each partition must name every partition column, each column once. A named partition without live files
         is listed under "missing"; when none of them has live files nothing is committed (exit 3).
 
         Example:
 
         \b
           lakectl drop-partition shop.orders --partition dt=2024-01-01
+          lakectl drop-partition shop.orders \\
+              --partition 'dt=2024-01-01,hr=10;dt=2024-01-02,hr=11'
         """
         from core.ops.truncate import drop_partitions
-        from lakectl.config import parse_partition
+        from lakectl.config import parse_partitions
 
         out = output(ctx, fmt)
-        specs = [parse_partition(p) for p in partition]
+        specs = parse_partitions(partition)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         out.record(drop_partitions(t, specs, dry_run=dry_run))

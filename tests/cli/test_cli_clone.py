@@ -214,3 +214,27 @@ def test_clone_of_a_dynamic_bucket_table_keeps_its_hash_index(tmp_path: Path) ->
     upsert(copy, copy_model, {i: f"b{i}" for i in range(0, 16, 2)})
     assert rows(copy) == as_rows(copy_model)  # each key once: old ones updated in place
     assert rows(t) == as_rows(model)
+
+
+def tree_of(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def test_clone_refuses_a_target_inside_the_source_and_the_source_inside_the_target(tmp_path: Path) -> None:
+    """Usage error (exit 2) before anything is written: the warehouse holds the same files after."""
+    wh = tmp_path / "wh"
+    pk_table(wh)
+    source_dir = wh / "db.db" / "pk"
+    (tmp_path / "link").symlink_to(source_dir)  # the same directory under another name
+    before = tree_of(tmp_path)
+    for target, says in [(source_dir / "copy", "lies inside"), (source_dir / "snapshot" / "x", "lies inside"),
+                         (tmp_path / "link" / "copy", "lies inside"), (wh / "db.db" / "pk" / ".." / "pk" / "c", "lies inside"),
+                         (wh, "contains"), (wh / "db.db", "contains"), (tmp_path, "contains")]:
+        for extra in ([], ["--dry-run"]):
+            result = invoke("clone", "db.pk", target, "-w", wh, *extra)
+            assert result.exit_code == 2, (target, result.stderr)
+            assert result.stderr.startswith("error: clone target") and says in result.stderr, result.stderr
+            assert tree_of(tmp_path) == before
+    # a sibling whose name merely starts with the source's is not inside it
+    assert invoke("clone", "db.pk", wh / "db.db" / "pk2", "-w", wh).exit_code == 0
+    assert check(Table.open(str(wh / "db.db" / "pk2"))).ok

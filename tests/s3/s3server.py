@@ -81,6 +81,10 @@ def weed_binary() -> str:
     return path
 
 
+# A second identity of the require_auth server, allowed to read and list only.
+READER_KEY, READER_SECRET = "lakectl-reader", "reader-secret-key"
+
+
 @contextmanager
 def seaweed_server(workdir: Path, *, require_auth: bool = False) -> Iterator[S3Server]:
     """Start ``weed server -s3`` on loopback ports, wait until a bucket can be made, stop by pid."""
@@ -101,7 +105,11 @@ def seaweed_server(workdir: Path, *, require_auth: bool = False) -> Iterator[S3S
         config.write_text(json.dumps({"identities": [{
             "name": "lakectl-tests",
             "credentials": [{"accessKey": server_proto.access_key, "secretKey": server_proto.secret_key}],
-            "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}))
+            "actions": ["Admin", "Read", "Write", "List", "Tagging"]}, {
+            # valid credentials that may only read: writes get AccessDenied
+            "name": "lakectl-reader",
+            "credentials": [{"accessKey": READER_KEY, "secretKey": READER_SECRET}],
+            "actions": ["Read", "List"]}]}))
         cmd.append(f"-s3.config={config}")
     log = open(workdir / "weed.log", "wb")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

@@ -159,3 +159,21 @@ def test_clone_within_one_store_is_copied_by_the_store(s3, monkeypatch: pytest.M
     assert result.files_copied > 0
     copy = Table.open("db.copy", warehouse=wh, storage_options=options)
     assert sorted(copy.scan().to_pylist(), key=lambda r: r["id"]) == expected
+
+
+def test_clone_refuses_nesting_within_one_bucket(s3: Any, tmp_path: Path) -> None:
+    """Through the CLI on the server: a target under the source's prefix, or a prefix holding the
+    source, is a usage error (exit 2) and no object is written."""
+    env, wh = s3.env(), s3.warehouse()
+    lakectl(env, "-w", wh, "create", "db.t", "--schema", "id BIGINT")
+    data = tmp_path / "rows.csv"
+    data.write_text("id\n1\n2\n")
+    lakectl(env, "-w", wh, "write", "db.t", "-i", data)
+    fs = s3.fs()
+    before = sorted(fs.find(wh.split("://", 1)[1]))
+    for target, says in ((f"{wh}/db.db/t/copy", "lies inside"), (f"{wh}/db.db", "contains"),
+                         (f"{wh}/db.db/t/snapshot", "lies inside")):
+        result = runner.invoke(app, ["-w", wh, "clone", "db.t", target], env=env)
+        assert result.exit_code == 2, (target, result.stderr)
+        assert result.stderr.startswith("error: clone target") and says in result.stderr
+        assert sorted(fs.find(wh.split("://", 1)[1])) == before

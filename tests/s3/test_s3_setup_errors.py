@@ -107,3 +107,21 @@ def test_missing_table_in_existing_bucket_is_still_not_found(s3, table: str, tmp
     result = _lakectl(tmp_path, ["-w", table, "scan", "db.other"], s3.env())
     assert result.returncode == 3
     assert "table db.other does not exist" in _one_error_line(result)
+
+
+def test_access_denied_to_valid_credentials_names_the_object(s3, table: str, tmp_path: Path) -> None:
+    """A key that may only read: reads work, a write is refused (exit 7) naming what it could not
+    write, and nothing is committed."""
+    from s3server import READER_KEY, READER_SECRET
+
+    env = _settings(s3, LAKECTL_S3_ACCESS_KEY_ID=READER_KEY, LAKECTL_S3_SECRET_ACCESS_KEY=READER_SECRET)
+    assert _lakectl(tmp_path, ["-w", table, "snapshots", "db.t"], env).returncode == 0
+    data = tmp_path / "rows.csv"
+    data.write_text("id\n1\n")
+    result = _lakectl(tmp_path, ["-w", table, "write", "db.t", "-i", str(data)], env)
+    assert result.returncode == 7, result.stderr
+    line = _one_error_line(result)
+    assert line.startswith(f"error: storage: access denied at {table}/db.db/t/") and "AccessDenied" in line, line
+    assert READER_SECRET not in result.stderr
+    scanned = _lakectl(tmp_path, ["-w", table, "scan", "db.t", "-f", "json"], s3.env())
+    assert scanned.returncode == 0 and scanned.stdout.strip() in ("", "[]"), scanned.stdout

@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from core.errors import LakectlError, NotFoundError
+from core.errors import LakectlError, NotFoundError, UsageError
 from core.fileio import inject_fault
 from core.ops.check import check
 from core.ops.clone import clone
@@ -115,3 +115,27 @@ def test_clone_interrupted_before_every_mutation(tmp_path: Path, action: str) ->
         raise AssertionError(f"clone was still interrupted at {LIMIT} mutations")
     assert n > 5 and "absent" in states and "complete" in states
     assert ordered(src.scan().to_pylist()) == expected and check(src).ok
+
+
+@pytest.mark.parametrize("source, target, says", [
+    ("s3://b/wh/db.db/t", "s3://b/wh/db.db/t/copy", "lies inside"),
+    ("s3a://b/wh/db.db/t", "s3a://b/wh/db.db/t/branch/x/", "lies inside"),
+    ("s3://b/wh/db.db/t", "s3://b/wh", "contains"),
+    ("s3://b/wh/db.db/t", "s3://b/", "contains"),
+    ("s3://b/wh/db.db/t", "s3a://b/wh/db.db/t/copy", "lies inside"),  # s3a:// is the same store
+])
+def test_clone_refuses_nested_object_store_paths_before_any_request(source: str, target: str, says: str) -> None:
+    """Paths are compared as written (no store is contacted: the endpoint below does not exist)."""
+    options = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": "http://127.0.0.1:9"}}
+    src = Table.locate(source, storage_options=options)
+    dst = Table.locate(target, storage_options=options)
+    with pytest.raises(UsageError, match=says):
+        clone(src, dst)
+
+
+def test_clone_between_different_buckets_is_not_nested() -> None:
+    from core.ops.clone import _refuse_nesting
+
+    options = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": "http://127.0.0.1:9"}}
+    _refuse_nesting(Table.locate("s3://b/wh/db.db/t", storage_options=options),
+                    Table.locate("s3://b2/wh/db.db/t/copy", storage_options=options))
