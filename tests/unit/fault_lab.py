@@ -1205,6 +1205,24 @@ def kill_loop(template: Lab, op: Op, kind: str, clone: Clone, *, limit: int = LO
     raise AssertionError(f"{op.name} was still killed at kill:{kind}:{limit}")
 
 
+def kill_then(template: Lab, op: Op, kind: str, clone: Clone, then: Callable[[Lab, int, str], None], *,
+              limit: int = LOOP_LIMIT, timeout: float = 120.0) -> int:
+    """SIGKILL the op before its n-th ``kind`` operation for every n, as ``kill_loop``, but
+    after each kill run ``then(lab, before, context)`` (the user's next command, not the
+    rerun); returns how many kills there were."""
+    op.prepare(template)
+    before = template.t.snapshots.latest_id() or 0
+    for n in range(1, limit + 1):
+        lab = clone(template, f"{op.name}-then-{kind}-{n}")
+        context = f"{op.name} with kill:{kind}:{n}"
+        status = _run_forked(lambda: _child(lab, op, kind, n), timeout, context)
+        if not os.WIFSIGNALED(status):
+            assert os.WEXITSTATUS(status) == 0, f"{context}: the child failed (exit {os.WEXITSTATUS(status)})"
+            return n - 1
+        then(lab, before, context)
+    raise AssertionError(f"{op.name} was still killed at kill:{kind}:{limit}")
+
+
 def _child(lab: Lab, op: Op, kind: str, n: int) -> None:
     lab.reopen()
     with inject_fault("kill", kind, n):
