@@ -19,6 +19,11 @@ first, then the branches by name): a branch's ids, hints and tags are its own, s
 that is damaged (a torn rollback on it, a stale hint) never costs main a snapshot, and the
 other way round. Repairing a branch's view repairs that branch alone.
 
+Before that, on main, the directories that a killed ``branch create`` or ``branch delete``
+left (``core/branch.py``: not branches) are removed as ``branch delete`` removes them; an
+unfinished ``branch fast-forward`` is reported in ``problems_left`` (only its rerun can
+finish it).
+
 Nothing else is deleted: data files, manifests and index files the removed snapshots used stay
 for ``remove-orphan-files`` (which keeps whatever a kept snapshot or tag references), and
 leftover expire journals are left to the next expire. Run it with the writers stopped: a

@@ -114,6 +114,8 @@ def test_a_killed_fast_forward_refuses_writes_until_its_rerun(wh: Path) -> None:
     assert refused.returncode == 1 and "rerun `lakectl branch fast-forward db.t dev`" in refused.stderr, refused.stderr
     refused = lakectl(wh, "rollback", "db.t", "--snapshot-id", "1")
     assert refused.returncode == 1 and "lakectl branch fast-forward db.t dev" in refused.stderr
+    refused = lakectl(wh, "expire", "db.t", "--retain-max", "1")
+    assert refused.returncode == 1 and "lakectl branch fast-forward db.t dev" in refused.stderr
     assert [s["snapshot_id"] for s in ok(wh, "snapshots", "db.t")] == [2, 1]
     checked = lakectl(wh, "check", "db.t")
     assert checked.returncode == 1 and "lakectl branch fast-forward db.t dev" in checked.stdout, checked.stdout
