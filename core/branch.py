@@ -22,10 +22,9 @@ Two markers make the branch commands crash safe (``core/ops/branches.py``):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import json
 import posixpath
+from typing import TYPE_CHECKING
 
 from core.errors import CorruptMetadataError, FastForwardUnfinishedError, NotFoundError, UsageError
 from core.fileio import FileIO, join

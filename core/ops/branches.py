@@ -15,10 +15,9 @@ refuses every change to main until the fast-forward is rerun.
 
 from __future__ import annotations
 
+import json
 import posixpath
 from dataclasses import dataclass
-
-import json
 
 from core.branch import (ABSENT, LEFTOVER, MAIN_BRANCH, UNFINISHED, WHOLE, branch_names, branch_path, branch_state,
                          fast_forward_marker, fast_forward_marker_path, fast_forward_rerun,
@@ -157,12 +156,8 @@ def _remove_files(table: Table, name: str) -> None:
     A kill part-way leaves a leftover that the next run removes."""
     path = branch_path(table.path, name)
     files = table.file_io.walk(path)
-
-    def order(status) -> tuple:
-        base = posixpath.basename(status.path)
-        return (base == UNFINISHED and status.path.endswith(f"/{posixpath.basename(path)}/{UNFINISHED}"),
-                posixpath.basename(posixpath.dirname(status.path)) != "schema", status.path)
-
+    marker = f"/{posixpath.basename(path)}/{UNFINISHED}"
+    order = (lambda s: (s.path.endswith(marker), posixpath.basename(posixpath.dirname(s.path)) != "schema", s.path))
     for status in sorted(files, key=order):
         table.file_io.delete(status.path)
     # Emptied directories too, also those a killed run already emptied (no file names them).
