@@ -27,6 +27,14 @@ only changes at mutations, so killing before each one reaches every state a cras
 With ``aftermath_steps`` it is the crash matrix of issue 17: after each kill and rerun, every
 listed snapshot must be a valid rollback target and a seeded random sequence of further
 commands (``aftermath``) runs, each checked against the model, then ``check`` must pass.
+
+The branch commands (issue 24) add their own model to step 1: after a killed ``branch
+create`` or ``branch delete`` every command sees the branch whole (listed, opening with all
+its schemas, scanning to its rows) or not at all, and ``check`` reports a leftover directory
+exactly when one is there, naming the commands that clear it (``whole_or_none``; with
+``kill_then`` the next command is ``check --repair`` instead of the rerun). After a killed
+``branch fast-forward`` main is untouched or marked unfinished, and then a write, rollback,
+tag or expire on it is refused naming the rerun, and ``check`` reports it.
 """
 
 from __future__ import annotations
