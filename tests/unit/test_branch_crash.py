@@ -71,6 +71,11 @@ def test_a_half_fast_forward_refuses_changes_to_main_and_its_branch_only(table: 
         with pytest.raises(FastForwardUnfinishedError, match=rerun.replace(" ", r"\s")):
             attempt()
     assert table.snapshots.list_ids() == [1] and table.schemas.list_ids() == [0] and not table.tags.names()
+    files = {p for p in Path(table.path).rglob("*") if p.is_file()}
+    for attempt in refused[:1] + refused[6:7]:  # write and compact refuse before writing a data file
+        with pytest.raises(FastForwardUnfinishedError):
+            attempt()
+    assert {p for p in Path(table.path).rglob("*") if p.is_file()} == files
     # Dry runs, reads and the other branch go on.
     assert table.rollback(snapshot_id=1, dry_run=True).snapshots_removed == ()
     write(table.on_branch("other"), {7: "other"})
