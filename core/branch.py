@@ -5,14 +5,29 @@ A branch NAME keeps its own ``snapshot/``, ``schema/`` and ``tag/`` directories 
 and index files are the table's, shared with main and every other branch. So a file may be
 deleted only when no snapshot or tag of *any* branch references it: ``pinned_snapshots``
 gives expire and remove-orphan-files that list.
+
+Two markers make the branch commands crash safe (``core/ops/branches.py``):
+
+- ``UNFINISHED`` at the top of ``branch/branch-NAME/``: ``branch create`` writes it before any
+  other file and deletes it after the last, ``branch delete`` writes it before deleting
+  anything and deletes it last. A directory holding it, or holding no schema file, is a
+  *leftover*: not a branch to any command, reported by ``check`` and removed by the next
+  ``branch create`` or ``branch delete`` of that name or by ``check --repair``. So a kill
+  leaves no branch or a whole one, never half of one.
+- ``FAST-FORWARD`` in main's ``snapshot/``: written before ``branch fast-forward`` changes main,
+  deleted once main is the branch's. While it is there every command that would change main
+  (or the branch it names) is refused with the fast-forward to rerun, so no commit lands in a
+  main that the rerun would then rewrite.
 """
 
 from __future__ import annotations
 
+import json
+import posixpath
 from typing import TYPE_CHECKING
 
-from core.errors import NotFoundError, UsageError
-from core.fileio import check_name_length, join
+from core.errors import CorruptMetadataError, FastForwardUnfinishedError, NotFoundError, UsageError
+from core.fileio import FileIO, check_name_length, join
 from core.snapshot import Snapshot, SnapshotManager
 from core.tag import TagManager
 
@@ -22,6 +37,11 @@ if TYPE_CHECKING:
 MAIN_BRANCH = "main"
 BRANCH_DIR = "branch"
 BRANCH_DIR_PREFIX = "branch-"
+UNFINISHED = "UNFINISHED"  # in branch/branch-NAME/: a create or delete has not finished
+FAST_FORWARD = "FAST-FORWARD"  # in main's snapshot/: a fast-forward has not finished
+
+# What ``branch_state`` finds under branch/branch-NAME.
+ABSENT, WHOLE, LEFTOVER = "absent", "whole", "leftover"
 
 
 def validate_branch_name(name: str) -> None:
@@ -51,23 +71,91 @@ def branches_dir(table_path: str) -> str:
     return join(table_path, BRANCH_DIR)
 
 
-def branch_names(table: "Table") -> list[str]:
-    """The table's branches other than main, sorted (directories ``branch/branch-NAME`` that
-    hold a file: see ``branch_exists``)."""
+def _dir_names(table: "Table") -> list[str]:
+    """Every NAME with a directory ``branch/branch-NAME`` (branch or leftover or emptied)."""
     directory = branches_dir(table.path)
     if not table.file_io.exists(directory):
         return []
-    names = [n[len(BRANCH_DIR_PREFIX):] for n in table.file_io.list_names(directory)
-             if n.startswith(BRANCH_DIR_PREFIX) and len(n) > len(BRANCH_DIR_PREFIX)]
-    return sorted(n for n in names if branch_exists(table, n))
+    return sorted(n[len(BRANCH_DIR_PREFIX):] for n in table.file_io.list_names(directory)
+                  if n.startswith(BRANCH_DIR_PREFIX) and len(n) > len(BRANCH_DIR_PREFIX))
+
+
+def branch_state(table: "Table", name: str) -> str:
+    """ABSENT when ``branch/branch-NAME`` holds no file (not the directory alone: some object
+    stores, SeaweedFS, keep a prefix listed after every object under it was deleted); WHOLE
+    when it holds schema files and no UNFINISHED marker; LEFTOVER otherwise (what a killed
+    create or delete left, or a hand: not a branch)."""
+    path = branch_path(table.path, name)
+    io = table.file_io
+    if not io.exists(path):
+        return ABSENT
+    files = io.walk(path)
+    if not files:
+        return ABSENT
+    parents = {(posixpath.basename(posixpath.dirname(f.path)), posixpath.basename(f.path)) for f in files}
+    has_schema = any(parent == "schema" and base.startswith("schema-") for parent, base in parents)
+    marked = any(f.path.endswith(f"/{BRANCH_DIR_PREFIX}{name}/{UNFINISHED}") for f in files)
+    if marked or not has_schema:
+        return LEFTOVER
+    return WHOLE
+
+
+def branch_names(table: "Table") -> list[str]:
+    """The table's branches other than main, sorted: the WHOLE ones (``branch_state``)."""
+    return [n for n in _dir_names(table) if branch_state(table, n) == WHOLE]
+
+
+def leftover_branches(table: "Table") -> list[str]:
+    """Names whose directory is a LEFTOVER: a killed create or delete, not a branch."""
+    return [n for n in _dir_names(table) if branch_state(table, n) == LEFTOVER]
 
 
 def branch_exists(table: "Table", name: str) -> bool:
-    """Whether ``branch/branch-NAME`` holds any file. Not the directory alone: some object
-    stores (SeaweedFS) keep a prefix listed after every object under it was deleted, and a
-    deleted branch must not come back as one."""
-    path = branch_path(table.path, name)
-    return table.file_io.exists(path) and bool(table.file_io.walk(path))
+    """Whether branch ``name`` is a whole branch (``branch_state``)."""
+    return branch_state(table, name) == WHOLE
+
+
+# ---- the fast-forward marker ----------------------------------------------------------------
+def fast_forward_marker_path(table_path: str) -> str:
+    return join(table_path, "snapshot", FAST_FORWARD)
+
+
+def fast_forward_marker(file_io: FileIO, table_path: str) -> dict | None:
+    """The unfinished fast-forward of the table (``branch``, ``startSnapshotId``,
+    ``latestBefore``), or None."""
+    path = fast_forward_marker_path(table_path)
+    if not file_io.exists(path):
+        return None
+    try:
+        d = json.loads(file_io.read_text(path))
+        return {"branch": str(d["branch"]), "startSnapshotId": int(d["startSnapshotId"]),
+                "latestBefore": int(d["latestBefore"])}
+    except (ValueError, KeyError, TypeError) as e:
+        raise CorruptMetadataError(f"{path} is not a fast-forward marker lakectl can read ({e})") from e
+
+
+def table_name(table_path: str) -> str:
+    """``db.t`` of a table directory ``.../db.db/t`` (for messages of code that has no Table)."""
+    parent, name = posixpath.split(table_path.rstrip("/"))
+    database = posixpath.basename(parent)
+    return f"{database.removesuffix('.db')}.{name}"
+
+
+def fast_forward_rerun(table_name: str, branch: str) -> str:
+    return f"lakectl branch fast-forward {table_name} {branch}"
+
+
+def refuse_unfinished_fast_forward(file_io: FileIO, table_path: str, table_name: str, branch: str,
+                                   what: str) -> None:
+    """Raise FastForwardUnfinishedError if a fast-forward of the table is unfinished and
+    ``branch`` (the one ``what`` would change) is main or the branch being fast-forwarded:
+    the rerun would otherwise rewrite main over the change, or find its branch changed."""
+    marker = fast_forward_marker(file_io, table_path)
+    if marker is None or branch not in (MAIN_BRANCH, marker["branch"]):
+        return
+    raise FastForwardUnfinishedError(
+        f"cannot {what}: a fast-forward of {table_name} to branch {marker['branch']} was interrupted and main "
+        f"is half-way; rerun `{fast_forward_rerun(table_name, marker['branch'])}` first; nothing was changed")
 
 
 def _roots(snapshots: SnapshotManager, tags: TagManager) -> list[Snapshot]:
@@ -90,7 +178,9 @@ def pinned_snapshots(table: "Table", *, include_own: bool) -> list[Snapshot]:
     files that must survive. Without ``include_own``, those of ``table``'s own branch are left
     out (the caller decides about them itself, as expire does)."""
     out: list[Snapshot] = []
-    for branch in [MAIN_BRANCH, *branch_names(table)]:
+    # Leftovers too: a branch being created pins its snapshot before it is whole, and one
+    # being deleted keeps pinning until its snapshot files are gone (keeping more is safe).
+    for branch in [MAIN_BRANCH, *(n for n in _dir_names(table) if branch_state(table, n) != ABSENT)]:
         if branch == table.branch and not include_own:
             continue
         path = branch_path(table.path, branch)

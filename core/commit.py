@@ -17,6 +17,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from core.branch import MAIN_BRANCH, refuse_unfinished_fast_forward, table_name
 from core.deletion_vectors import read_index_file, write_index_file
 from core.errors import CommitConflictError, CorruptMetadataError
 from core.fileio import FileIO
@@ -125,6 +126,9 @@ class FileStoreCommit:
         if not has_changes and overwrite is None:
             return None
         self.file_io.check_atomic_create()  # refuse before writing manifests nobody would reference
+        if self.branch_path in (None, self.table_path):  # main: not while a fast-forward is half-way
+            refuse_unfinished_fast_forward(self.file_io, self.table_path, table_name(self.table_path),
+                                           MAIN_BRANCH, "commit")
         retries = self.schema.core_options.commit_max_retries
         first_latest = self.snapshots.latest_id()
         for attempt in range(retries + 1):

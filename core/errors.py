@@ -105,3 +105,8 @@ class DatabaseNotEmptyError(LakectlError):
 class RenameInProgressError(LakectlError):
     """A table a rename on an object store is copying into or deleting from (exit 1): the
     message names the ``lakectl rename`` to rerun."""
+
+
+class FastForwardUnfinishedError(LakectlError):
+    """A change to main (or to the branch being fast-forwarded) while a killed ``branch
+    fast-forward`` is unfinished (exit 1): the message names the fast-forward to rerun."""

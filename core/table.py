@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
-from core.branch import MAIN_BRANCH, branch_path, validate_branch_name
+from core.branch import (MAIN_BRANCH, UNFINISHED, branch_path, refuse_unfinished_fast_forward,
+                         validate_branch_name)
 from core.errors import NotFoundError
-from core.fileio import FileIO
+from core.fileio import FileIO, join
 from core.renaming import refuse_renaming
 from core.schema import SchemaManager, TableSchema
 from core.snapshot import Snapshot, SnapshotManager
@@ -78,9 +79,19 @@ class Table:
             return Table(self.location)
         validate_branch_name(branch)
         table = Table(self.location, branch)
-        if not table.schemas.list_ids():
-            raise NotFoundError(f"branch {branch} of table {self.name} does not exist")
+        if not table.schemas.list_ids() or self.file_io.exists(join(table.branch_path, UNFINISHED)):
+            # No schema, or a create or delete was killed part-way (core/branch.py): not a branch.
+            hint = ""
+            if self.file_io.exists(table.branch_path) and self.file_io.walk(table.branch_path):
+                hint = (f" (an interrupted branch create or delete left its directory: "
+                        f"`lakectl branch delete {self.name} {branch}` or `lakectl check --repair` removes it)")
+            raise NotFoundError(f"branch {branch} of table {self.name} does not exist{hint}")
         return table
+
+    def refuse_unfinished_fast_forward(self, what: str) -> None:
+        """Raise FastForwardUnfinishedError if an interrupted ``branch fast-forward`` left main
+        half-way and ``what`` would change main or the branch being fast-forwarded."""
+        refuse_unfinished_fast_forward(self.file_io, self.path, self.name, self.branch, what)
 
     @property
     def is_main(self) -> bool:
@@ -220,6 +231,8 @@ class Table:
         table's ``snapshot.*`` retention options."""
         from core.ops.expire import expire_snapshots
 
+        if not dry_run:
+            self.refuse_unfinished_fast_forward("expire snapshots")
         return expire_snapshots(self, retain_min=retain_min, retain_max=retain_max, older_than=older_than,
                                 max_deletes=max_deletes, dry_run=dry_run)
 

@@ -139,6 +139,8 @@ def alter(table: Table, changes: Sequence[SchemaChange], *, dry_run: bool = Fals
     """
     if not changes:
         raise UsageError("give at least one change (see lakectl alter-schema --help)")
+    if not dry_run:
+        table.refuse_unfinished_fast_forward("alter the schema")
     latest = table.latest_snapshot()
     if latest is not None and not dry_run:
         require_manifest_lists(table, latest, "cannot alter the schema")

@@ -5,15 +5,26 @@ the snapshot file, the tag file when created from a tag, and the schema files up
 snapshot's schema id, all under ``<table>/branch/branch-NAME/``. Its data and manifest files
 are main's, shared; expire and remove-orphan-files keep every file a branch references
 (``core.branch.pinned_snapshots``).
+
+Crash safety (markers in ``core/branch.py``): create and delete bracket their work with an
+``UNFINISHED`` file in the branch's directory, so a kill leaves no branch or a whole one and a
+leftover directory that the next create or delete of the name, or ``check --repair``, removes;
+fast-forward brackets its work with a ``FAST-FORWARD`` file in main's ``snapshot/`` that
+refuses every change to main until the fast-forward is rerun.
 """
 
 from __future__ import annotations
 
+import json
 import posixpath
 from dataclasses import dataclass
 
-from core.branch import MAIN_BRANCH, branch_exists, branch_names, branch_path, validate_branch_name
-from core.errors import BranchExistsError, CommitConflictError, NotFoundError, UsageError
+from core.branch import (ABSENT, LEFTOVER, MAIN_BRANCH, UNFINISHED, WHOLE, branch_names, branch_path, branch_state,
+                         fast_forward_marker, fast_forward_marker_path, fast_forward_rerun,
+                         refuse_unfinished_fast_forward, validate_branch_name)
+from core.errors import (BranchExistsError, CommitConflictError, FastForwardUnfinishedError, NotFoundError,
+                         UsageError)
+from core.fileio import join
 from core.ops.check import require_whole
 from core.schema import SchemaManager
 from core.snapshot import Snapshot, SnapshotManager
@@ -37,6 +48,7 @@ class BranchDeleteResult:
     branch: str
     files: int  # the branch's own metadata files (snapshots, schemas, tags, hints)
     dry_run: bool
+    leftover: bool = False  # it was what an interrupted create or delete left, not a branch
 
 
 def _info(table: Table, name: str) -> BranchInfo:
@@ -65,17 +77,21 @@ def create_branch(table: Table, name: str, *, tag: str | None = None, snapshot_i
     validate_branch_name(name)
     if tag is not None and snapshot_id is not None:
         raise UsageError("give --tag or --snapshot-id, not both")
-    if branch_exists(table, name):
-        if SchemaManager(table.file_io, branch_path(table.path, name)).list_ids():
-            raise BranchExistsError(f"branch {name} of table {table.name} already exists")
-        _remove_files(table, name)  # a create that was killed before its schemas: never a branch
+    state = branch_state(table, name)
+    if state == WHOLE:
+        raise BranchExistsError(f"branch {name} of table {table.name} already exists")
     snapshot = _source_snapshot(table, tag, snapshot_id)
     require_whole(table, snapshot, f"cannot create branch {name}")
+    if state == LEFTOVER:
+        _remove_files(table, name)  # an interrupted create or delete: never a branch
 
     fio, path = table.file_io, branch_path(table.path, name)
-    # The branch counts as existing once its schema files are there (Table.on_branch), so they
-    # are written last: a kill before leaves a directory `branch delete` removes, not a branch
-    # without a schema. Every file is created only if absent: two racing creators cannot mix.
+    # UNFINISHED first, deleted last: until it goes the directory is not a branch to any
+    # command, so a kill leaves a leftover for the next create, delete or check --repair.
+    # Create-if-absent: a second creator racing this one stops here.
+    if not fio.try_create(join(path, UNFINISHED), _marker("create")):
+        raise CommitConflictError(f"another branch create or delete of {name} on table {table.name} is running; "
+                                  "nothing was changed")
     if tag is not None:
         fio.try_create(TagManager(fio, path).path(tag), fio.read_bytes(table.tags.path(tag)))
     branch_snapshots = SnapshotManager(fio, path)
@@ -87,6 +103,7 @@ def create_branch(table: Table, name: str, *, tag: str | None = None, snapshot_i
     for sid in table.schemas.list_ids():
         if sid <= snapshot.schema_id:  # as Paimon: every schema up to the snapshot's
             fio.try_create(branch_schemas.path(sid), fio.read_bytes(table.schemas.path(sid)))
+    fio.delete(join(path, UNFINISHED))  # the branch exists from here on
     return _info(table, name)
 
 
@@ -115,21 +132,33 @@ def delete_branch(table: Table, name: str, *, dry_run: bool = False) -> BranchDe
         NotFoundError: no such branch.
     """
     validate_branch_name(name)
-    if not branch_exists(table, name):
+    state = branch_state(table, name)
+    if state == ABSENT:
         raise NotFoundError(f"branch {name} of table {table.name} does not exist")
+    refuse_unfinished_fast_forward(table.file_io, table.path, table.name, name, f"delete branch {name}")
     files = len(table.file_io.walk(branch_path(table.path, name)))
     if not dry_run:
+        if state == WHOLE:
+            # The branch is gone from here on: a kill leaves a leftover, never half a branch.
+            table.file_io.try_create(join(branch_path(table.path, name), UNFINISHED), _marker("delete"))
         _remove_files(table, name)
-    return BranchDeleteResult(table.name, name, files, dry_run)
+    return BranchDeleteResult(table.name, name, files, dry_run, state == LEFTOVER)
+
+
+def _marker(command: str) -> bytes:
+    return json.dumps({"command": f"branch {command}"}).encode("utf-8")
 
 
 def _remove_files(table: Table, name: str) -> None:
-    """Delete ``branch/branch-NAME``. Schemas first: from then on the branch no longer opens,
-    while its remaining snapshots still pin their files for expire and remove-orphan-files
-    until they go too; a kill part-way leaves a directory that a rerun removes."""
+    """Delete ``branch/branch-NAME``: schemas first, the UNFINISHED marker last, so the
+    directory is never a whole branch on the way (and without a marker, no schema makes it
+    none); its snapshots pin their files for expire and remove-orphan-files until they go.
+    A kill part-way leaves a leftover that the next run removes."""
     path = branch_path(table.path, name)
     files = table.file_io.walk(path)
-    for status in sorted(files, key=lambda s: (posixpath.basename(posixpath.dirname(s.path)) != "schema", s.path)):
+    marker = f"/{posixpath.basename(path)}/{UNFINISHED}"
+    order = (lambda s: (s.path.endswith(marker), posixpath.basename(posixpath.dirname(s.path)) != "schema", s.path))
+    for status in sorted(files, key=order):
         table.file_io.delete(status.path)
     # Emptied directories too, also those a killed run already emptied (no file names them).
     subdirs = {s.path for s in table.file_io.list_dir(path) if s.is_dir}
@@ -157,21 +186,50 @@ def fast_forward(table: Table, name: str, *, dry_run: bool = False) -> FastForwa
     branch's earliest, its schemas after that snapshot's schema and its tags from that
     snapshot on are replaced by the branch's. The branch stays.
 
-    Order, so that a kill leaves main readable at a real snapshot and a rerun finishes: main's
-    later snapshots go newest first (rollback's order), then its later tags and schemas
-    (nothing main keeps references them), then the branch's schemas, snapshots (oldest first)
-    and tags are copied in, each created only if absent. Data files of the removed snapshots
-    are left to remove-orphan-files.
+    A ``FAST-FORWARD`` marker in main's ``snapshot/`` is created first and deleted last: while
+    it is there every command that would change main (or this branch) is refused with this
+    fast-forward to rerun, so nothing lands in main that the rerun would then discard. Between
+    the two, main's later snapshots go newest first (rollback's order), then its later tags and
+    schemas (nothing main keeps references them), then the branch's schemas, snapshots (oldest
+    first) and tags are copied in, each created only if absent: a kill leaves main readable at
+    a real snapshot, and the rerun, finding its own marker, redoes the same steps. Data files
+    of the removed snapshots are left to remove-orphan-files.
 
     Raises:
         UsageError: the table is opened on a branch, or the branch has no snapshot.
         NotFoundError: no such branch.
+        FastForwardUnfinishedError: a fast-forward to another branch is unfinished.
         CommitConflictError: main no longer holds the branch's earliest snapshot as the branch
             has it (expired, or rolled back and committed again): nothing to fast-forward from.
     """
     if not table.is_main:
         raise UsageError("fast-forward moves main; open the table without a branch")
+    fio = table.file_io
+    marker = fast_forward_marker(fio, table.path)
+    if marker is not None and marker["branch"] != name:
+        raise FastForwardUnfinishedError(
+            f"cannot fast-forward to branch {name}: a fast-forward of {table.name} to branch {marker['branch']} was "
+            f"interrupted; rerun `{fast_forward_rerun(table.name, marker['branch'])}` first; nothing was changed")
     branch = table.on_branch(name)
+    result = _plan_fast_forward(table, branch, dry_run, marker["latestBefore"] if marker else None)
+    if dry_run:
+        return result
+    if marker is None:
+        body = json.dumps({"branch": name, "startSnapshotId": result.start_snapshot_id,
+                           "latestBefore": result.latest_before}).encode("utf-8")
+        if not fio.try_create(fast_forward_marker_path(table.path), body):
+            raise CommitConflictError(f"another fast-forward of {table.name} started meanwhile; nothing was changed")
+        # Planned again behind the marker: a commit that landed before it is replaced too.
+        result = _plan_fast_forward(table, branch, False, result.latest_before)
+    _carry_out_fast_forward(table, branch, result)
+    fio.delete(fast_forward_marker_path(table.path))  # main is the branch's: writes may go on
+    return result
+
+
+def _plan_fast_forward(table: Table, branch: Table, dry_run: bool, latest_before: int | None) -> FastForwardResult:
+    """What fast-forward replaces; ``latest_before`` is main's latest when the (interrupted)
+    first run began, if this is a rerun."""
+    name = branch.branch
     ids = branch.snapshots.list_ids()
     if not ids:
         raise UsageError(f"branch {name} has no snapshot to fast-forward to")
@@ -183,31 +241,32 @@ def fast_forward(table: Table, name: str, *, dry_run: bool = False) -> FastForwa
     removed = tuple(n for n in reversed(main_ids) if n > start.id)
     main_tags = [t for t in table.tags.tags() if t.snapshot.id >= start.id]
     branch_tags = branch.tags.names()
-    main_schemas = [i for i in table.schemas.list_ids() if i > start.schema_id]
     branch_schemas = [i for i in branch.schemas.list_ids() if i > start.schema_id]
-    result = FastForwardResult(table.name, name, start.id, main_ids[-1], ids[-1], removed, tuple(ids[1:]),
-                               tuple(branch_schemas), tuple(t.name for t in main_tags), tuple(branch_tags), dry_run)
-    if dry_run:
-        return result
+    return FastForwardResult(table.name, name, start.id, main_ids[-1] if latest_before is None else latest_before,
+                             ids[-1], removed, tuple(ids[1:]), tuple(branch_schemas),
+                             tuple(t.name for t in main_tags), tuple(branch_tags), dry_run)
+
+
+def _carry_out_fast_forward(table: Table, branch: Table, plan: FastForwardResult) -> None:
     fio = table.file_io
-    for n in removed:
+    start = table.snapshots.snapshot(plan.start_snapshot_id)
+    for n in plan.snapshots_removed:  # newest first
         fio.delete(table.snapshots.path(n))
     table.snapshots.write_latest_hint(start.id)
-    for tag in main_tags:
-        fio.delete(table.tags.path(tag.name))
-    for sid in reversed(main_schemas):
+    for tag_name in plan.tags_removed:
+        fio.delete(table.tags.path(tag_name))
+    for sid in reversed([i for i in table.schemas.list_ids() if i > start.schema_id]):
         fio.delete(table.schemas.path(sid))
-    for sid in branch_schemas:
+    for sid in plan.schemas_copied:
         fio.try_create(table.schemas.path(sid), fio.read_bytes(branch.schemas.path(sid)))
-    for n in ids[1:]:
+    for n in plan.snapshots_copied:  # oldest first
         fio.try_create(table.snapshots.path(n), fio.read_bytes(branch.snapshots.path(n)))
-    table.snapshots.write_latest_hint(ids[-1])
-    for tag_name in branch_tags:
+    table.snapshots.write_latest_hint(plan.latest_after)
+    for tag_name in plan.tags_copied:
         data = fio.read_bytes(branch.tags.path(tag_name))
         if not fio.try_create(table.tags.path(tag_name), data) and fio.read_bytes(table.tags.path(tag_name)) != data:
             fio.delete(table.tags.path(tag_name))  # main's tag of that name, on an older snapshot
             fio.try_create(table.tags.path(tag_name), data)
-    return result
 
 
 __all__ = ["BranchDeleteResult", "BranchInfo", "FastForwardResult", "MAIN_BRANCH", "create_branch",

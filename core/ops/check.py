@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from core.branch import MAIN_BRANCH, branch_names, branch_path
+from core.branch import (MAIN_BRANCH, branch_names, branch_path, fast_forward_marker, fast_forward_marker_path,
+                         fast_forward_rerun, leftover_branches)
 from core.errors import CorruptMetadataError, LakectlError
 from core.deletion_vectors import read_index_file
 from core.fileio import join
@@ -28,7 +29,7 @@ from core.table import Table
 @dataclass(frozen=True, slots=True)
 class Problem:
     kind: str  # schema, snapshot, tag, manifest-list, manifest, data-file, changelog-file,
-    # index-manifest, index-file, hint, branch
+    # index-manifest, index-file, hint, branch, fast-forward
     path: str
     detail: str
     branch: str = MAIN_BRANCH  # whose snapshot, tag, schema or hint it was found through
@@ -67,6 +68,8 @@ def check(table: Table, *, all_branches: bool = True) -> CheckResult:
             continue
         result.branches += 1
         _check_branch(view, result, checked_files, manifest_cache)
+    if table.is_main and all_branches:
+        result.problems.extend(interrupted_branch_commands(table))
     result.manifests = sum(1 for k, v in manifest_cache.items()
                            if v is not None and not k.startswith(("list:", "index:")))
     result.files_checked = len(checked_files)
@@ -109,6 +112,22 @@ def _check_branch_files(table: Table, result: CheckResult, checked_files: dict[s
         result.tags += 1
         _check_snapshot(table, tag.snapshot, path, schemas, result, checked_files, manifest_cache)
     _check_hints(table, result)
+
+
+def interrupted_branch_commands(table: Table) -> list[Problem]:
+    """What killed branch commands left (``core/branch.py``): leftover branch directories, and
+    main half-way through a fast-forward. Each names the command that clears it."""
+    out = [Problem("branch", branch_path(table.path, name),
+                   f"is not a branch but what an interrupted `branch create` or `branch delete` left; "
+                   f"`lakectl branch delete {table.name} {name}` or `lakectl check {table.name} --repair` removes it",
+                   name)
+           for name in leftover_branches(table)]
+    marker = fast_forward_marker(table.file_io, table.path)
+    if marker is not None:
+        out.append(Problem("fast-forward", fast_forward_marker_path(table.path),
+                           f"a fast-forward to branch {marker['branch']} was interrupted: main is half-way and "
+                           f"refuses changes until `{fast_forward_rerun(table.name, marker['branch'])}` is rerun"))
+    return out
 
 
 def require_whole(table: Table, snap: Snapshot, what: str) -> None:

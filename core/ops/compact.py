@@ -217,6 +217,8 @@ def compact(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str
         CommitConflictError: another commit removed input files (or changed the schema)
             before this one landed; nothing was committed.
     """
+    if not dry_run and table.is_main:  # the commit would be refused (core/commit.py): rewrite nothing first
+        table.refuse_unfinished_fast_forward("compact")
     compaction = plan(table, full=full or level0_buckets, partitions=partitions, level0_buckets=level0_buckets)
     tasks = list(compaction.tasks)
     bytes_in = sum(f.file_size for t in tasks for f in t.files)

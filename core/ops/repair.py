@@ -19,6 +19,11 @@ first, then the branches by name): a branch's ids, hints and tags are its own, s
 that is damaged (a torn rollback on it, a stale hint) never costs main a snapshot, and the
 other way round. Repairing a branch's view repairs that branch alone.
 
+Before that, on main, the directories that a killed ``branch create`` or ``branch delete``
+left (``core/branch.py``: not branches) are removed as ``branch delete`` removes them; an
+unfinished ``branch fast-forward`` is reported in ``problems_left`` (only its rerun can
+finish it).
+
 Nothing else is deleted: data files, manifests and index files the removed snapshots used stay
 for ``remove-orphan-files`` (which keeps whatever a kept snapshot or tag references), and
 leftover expire journals are left to the next expire. Run it with the writers stopped: a
@@ -30,10 +35,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field, replace
 
-from core.branch import MAIN_BRANCH, branch_names, branch_path
+from core.branch import MAIN_BRANCH, branch_names, branch_path, leftover_branches
 from core.errors import CorruptMetadataError, LakectlError
 from core.fileio import join
-from core.ops.check import CheckResult, Problem, _check_schemas, _check_snapshot, check
+from core.ops.check import CheckResult, Problem, _check_schemas, _check_snapshot, check, interrupted_branch_commands
 from core.schema import TableSchema
 from core.snapshot import Snapshot
 from core.table import Table
@@ -83,6 +88,8 @@ class RepairResult:
     ok: bool = True  # the table checks sound afterwards (in a dry run: would)
     dry_run: bool = False
     branches: list[BranchRepair] = field(default_factory=list)
+    # Directories an interrupted branch create or delete left (not branches), removed.
+    leftovers_removed: list[str] = field(default_factory=list)
 
 
 class _Health:
@@ -196,14 +203,31 @@ def repair(table: Table, dry_run: bool = False) -> RepairResult:
     own = _repair_branch(table, dry_run)
     result = RepairResult(table.name, table.branch, own.snapshots_removed, own.tags_removed, own.latest_after,
                           own.earliest_after, own.hints_rewritten, own.problems_left, own.ok, dry_run)
+    if table.is_main:
+        _remove_leftovers(table, result)
     for name in branch_names(table) if table.is_main else ():
         try:
             result.branches.append(_repair_branch(table.on_branch(name), dry_run))
         except LakectlError as e:  # a branch that does not open, or has no readable snapshot
             problem = Problem("branch", branch_path(table.path, name), str(e), name)
             result.branches.append(BranchRepair(name, problems_left=[problem], ok=False))
-    result.ok = own.ok and all(b.ok for b in result.branches)
+    result.ok = not result.problems_left and all(b.ok for b in result.branches)
     return result
+
+
+def _remove_leftovers(table: Table, result: RepairResult) -> None:
+    """Clear what killed branch creates and deletes left, as the next ``branch delete`` of the
+    name would; an interrupted fast-forward only its rerun can finish (reported, kept)."""
+    from core.ops.branches import delete_branch
+
+    result.leftovers_removed = leftover_branches(table)
+    if not result.dry_run:
+        for name in result.leftovers_removed:
+            log.info("removing %s, left by an interrupted branch create or delete", branch_path(table.path, name))
+            delete_branch(table, name)
+    # A dry run's leftovers are still there but would go; the fast-forward stays either way.
+    result.problems_left.extend(p for p in interrupted_branch_commands(table)
+                                if p.kind == "fast-forward" or not result.dry_run)
 
 
 def _repair_branch(table: Table, dry_run: bool) -> BranchRepair:

@@ -58,6 +58,8 @@ def rollback(table: Table, *, snapshot_id: int | None = None, tag: str | None = 
     """
     if (snapshot_id is None) == (tag is None):
         raise UsageError("give exactly one of --snapshot-id or --tag")
+    if not dry_run:
+        table.refuse_unfinished_fast_forward("roll back")
     snapshots = table.snapshots
     latest = snapshots.latest_id()
     if latest is None:

@@ -56,6 +56,7 @@ def create_tag(table: Table, name: str, *, snapshot_id: int | None = None,
     """
     # As Paimon's createTag: without a TTL the tag gets the table's tag.default-time-retained.
     ttl = parse_duration(time_retained, "--time-retained") if time_retained is not None else _default_ttl(table)
+    table.refuse_unfinished_fast_forward(f"create tag {name}")
     if snapshot_id is None:
         snapshot = table.latest_snapshot()
         if snapshot is None:
@@ -78,12 +79,14 @@ def rename_tag(table: Table, old: str, new: str) -> TagInfo:
         TagExistsError: ``new`` is taken.
         UsageError: ``new`` is not a valid tag name.
     """
+    table.refuse_unfinished_fast_forward(f"rename tag {old}")
     return _info(table.tags.rename(old, new))
 
 
 def delete_tag(table: Table, name: str) -> TagInfo:
     """Remove a tag; NotFoundError if absent. Files it pinned become orphans unless still
     referenced (expire or remove-orphan-files reclaims them). Returns what was deleted."""
+    table.refuse_unfinished_fast_forward(f"delete tag {name}")
     info = _info(table.tags.tag(name))
     table.tags.delete(name)
     return info
@@ -124,6 +127,8 @@ def expire_tags(table: Table, *, older_than: str | None = None, dry_run: bool = 
     """
     from core.ops.expire import older_than_cutoff
 
+    if not dry_run:
+        table.refuse_unfinished_fast_forward("expire tags")
     now = now or dt.datetime.now()
     cutoff = None
     if older_than is not None:

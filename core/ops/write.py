@@ -186,6 +186,8 @@ def write_and_commit(table: Table, data: Any, engine: Any, *, overwrite: bool = 
     with no rows it is cleared."""
     schema = table.schema
     check_options(schema, table.name, WRITE)
+    if table.is_main:  # the commit would be refused (core/commit.py): write no data file first
+        table.refuse_unfinished_fast_forward("write")
     # Paimon's `rowkind.field` option names a table column that carries the row kind.
     job = plan_job(table, schema, row_kind_column or schema.options.get("rowkind.field"), overwrite=overwrite)
     messages, rows_in = engine.write(job, data, table.file_io)

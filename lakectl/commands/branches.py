@@ -56,6 +56,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Delete a branch's directory (files only it used become collectable by remove-orphan-files).
 
+        Also removes what an interrupted branch create or delete left under that name (not a
+        branch; check reports it); a killed delete is gone at once and its rerun finishes.
+
         Example:
 
         \b
@@ -79,6 +82,7 @@ def register(app: typer.Typer) -> None:
         """Make main equal to a branch: main's snapshots, schemas and tags after the branch's start are replaced by the branch's.
 
         Data files of main's removed snapshots stay until remove-orphan-files; the branch stays.
+        If it is killed, main refuses every change (naming this command) until it is rerun.
 
         Example:
 

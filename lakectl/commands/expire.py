@@ -53,6 +53,8 @@ def register(app: typer.Typer) -> None:
 
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
+        if not dry_run:  # Table.expire's guard; core/ops/expire.py is called directly here
+            t.refuse_unfinished_fast_forward("expire snapshots")
         with out.progress() as progress:
             result = expire_snapshots(t, retain_min=retain_min, retain_max=retain_max, older_than=older_than,
                                       max_deletes=max_deletes, dry_run=dry_run, progress=progress)

@@ -52,7 +52,8 @@ def test_dry_run_then_repair_then_check(damaged: Table, tmp_path: Path) -> None:
     assert dry.returncode == 0, dry.stderr
     body = json.loads(dry.stdout)
     assert list(body) == ["table", "branch", "snapshots_removed", "tags_removed", "latest_after", "earliest_after",
-                          "hints_rewritten", "problems_left", "ok", "dry_run", "branches"]
+                          "hints_rewritten", "problems_left", "ok", "dry_run", "branches",
+                          "leftovers_removed"]
     assert [r["snapshot_id"] for r in body["snapshots_removed"]] == [3]
     assert body["snapshots_removed"][0]["reason"].startswith("unreadable: manifest-list ")
     assert (body["latest_after"], body["earliest_after"], body["ok"], body["dry_run"]) == (2, 1, True, True)

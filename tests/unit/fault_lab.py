@@ -27,6 +27,14 @@ only changes at mutations, so killing before each one reaches every state a cras
 With ``aftermath_steps`` it is the crash matrix of issue 17: after each kill and rerun, every
 listed snapshot must be a valid rollback target and a seeded random sequence of further
 commands (``aftermath``) runs, each checked against the model, then ``check`` must pass.
+
+The branch commands (issue 24) add their own model to step 1: after a killed ``branch
+create`` or ``branch delete`` every command sees the branch whole (listed, opening with all
+its schemas, scanning to its rows) or not at all, and ``check`` reports a leftover directory
+exactly when one is there, naming the commands that clear it (``whole_or_none``; with
+``kill_then`` the next command is ``check --repair`` instead of the rerun). After a killed
+``branch fast-forward`` main is untouched or marked unfinished, and then a write, rollback,
+tag or expire on it is refused naming the rerun, and ``check`` reports it.
 """
 
 from __future__ import annotations
@@ -42,10 +50,10 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
-from core.errors import LakectlError
+from core.errors import FastForwardUnfinishedError, LakectlError, NotFoundError
 from core.evolution import AddColumn
 from core.fileio import inject_fault
-from core.branch import branch_names, branch_path
+from core.branch import ABSENT, LEFTOVER, WHOLE, branch_state, fast_forward_marker
 from core.ops.branches import create_branch, delete_branch, fast_forward, list_branches
 from core.ops.check import check
 from core.ops.orphans import remove_orphan_files
@@ -53,7 +61,6 @@ from core.ops.partitions import expire_partitions
 from core.ops.stream_write import StreamWriter
 from core.ops.tags import create_tag, delete_tag, expire_tags, rename_tag
 from core.ops.truncate import drop_partitions, truncate
-from core.schema import SchemaManager
 from core.snapshot import APPEND, COMPACT, OVERWRITE
 from core.table import Table
 from core.types import parse_type
@@ -766,10 +773,49 @@ class ExpireWithBranch(Expire):
         lab.record(before + 1, lab.states[before])
 
 
+def whole_or_none(lab: Lab, name: str, rows: Rows, schema_ids: list[int], context: str) -> bool:
+    """Every command sees branch ``name`` whole or not at all, never half (issue 24): listed,
+    it opens with ``schema_ids`` and scans to ``rows``; not listed, it does not open, and
+    ``check`` reports a leftover directory (with the commands that clear it) exactly when one
+    is there. Returns whether the branch is there."""
+    t = lab.t
+    state = branch_state(t, name)
+    listed = name in [b.name for b in list_branches(t)]
+    assert listed == (state == WHOLE), f"{context}: branch {name} is {state} but listed={listed}"
+    if listed:
+        assert t.on_branch(name).schemas.list_ids() == schema_ids, f"{context}: branch {name} lacks schemas"
+        assert lab.scan(branch=name) == rows, f"{context}: branch {name} does not scan to its rows"
+        return True
+    try:
+        t.on_branch(name)
+        raise AssertionError(f"{context}: branch {name} opens although it is not listed")
+    except NotFoundError:
+        pass
+    reported = [p for p in check(t).problems if p.kind == "branch" and p.branch == name]
+    if state == LEFTOVER:
+        assert len(reported) == 1 and f"lakectl branch delete {t.name} {name}" in reported[0].detail \
+            and "--repair" in reported[0].detail, f"{context}: check reports {reported}"
+    else:
+        assert not reported, f"{context}: check reports {reported} for an absent branch"
+    return False
+
+
+def _second_schema(lab: Lab) -> None:
+    """Add a nullable column and commit under it: a branch of the latest snapshot then copies
+    two schema files, so a kill can fall between them."""
+    lab.t.alter([AddColumn("extra", parse_type("INT"))])
+    write_now(lab)
+
+
 class BranchCreate(Op):
-    """Create a branch at the latest snapshot (a snapshot, then the schemas, are copied)."""
+    """Create a branch at the latest snapshot, which uses the second of two schemas (a marker,
+    a snapshot, two schemas, the marker removed)."""
 
     name = "branch-create"
+
+    def prepare(self, lab: Lab) -> None:
+        _second_schema(lab)
+        self.schemas = lab.t.schemas.list_ids()
 
     def run(self, lab: Lab) -> Any:
         return create_branch(lab.t, "fresh")
@@ -778,8 +824,11 @@ class BranchCreate(Op):
         return {before}
 
     def landed(self, lab: Lab, before: int) -> bool:
-        return any(b.name == "fresh" for b in list_branches(lab.t)) and \
-            bool(SchemaManager(lab.t.file_io, branch_path(lab.t.path, "fresh")).list_ids())
+        return branch_state(lab.t, "fresh") == WHOLE
+
+    def observe(self, lab: Lab, before: int) -> None:
+        if whole_or_none(lab, "fresh", lab.states[before], self.schemas, f"{self.name} killed"):
+            self.provisional(lab, before)
 
     def after(self, lab: Lab, before: int) -> None:
         lab.branches["fresh"] = dict(lab.states[before])
@@ -884,13 +933,18 @@ class AppendWrite(Write):
 
 
 class BranchDelete(Op):
-    """Delete a branch that has a commit of its own."""
+    """Delete a branch with two schemas and a commit of its own."""
 
     name = "branch-delete"
 
     def prepare(self, lab: Lab) -> None:
+        _second_schema(lab)
+        fork = lab.t.snapshots.latest_id()
         create_branch(lab.t, "doomed")
-        lab.t.on_branch("doomed").write(batch(lab.new_rows(2, "branch")))
+        rows = lab.new_rows(2, "branch")
+        lab.t.on_branch("doomed").write(batch(rows))
+        self.rows: Rows = {**lab.states[fork], **{r[0]: r for r in rows}}
+        self.schemas = lab.t.on_branch("doomed").schemas.list_ids()
 
     def run(self, lab: Lab) -> Any:
         return delete_branch(lab.t, "doomed")
@@ -899,7 +953,11 @@ class BranchDelete(Op):
         return {before}
 
     def landed(self, lab: Lab, before: int) -> bool:
-        return "doomed" not in branch_names(lab.t)  # not the prefix: SeaweedFS keeps emptied ones
+        # No file left: a leftover directory is not a branch, but not done either.
+        return branch_state(lab.t, "doomed") == ABSENT
+
+    def observe(self, lab: Lab, before: int) -> None:
+        whole_or_none(lab, "doomed", self.rows, self.schemas, f"{self.name} killed")
 
 
 class FastForward(Op):
@@ -916,6 +974,7 @@ class FastForward(Op):
         self.branch_rows: Rows = {**lab.states[fork], **{r[0]: r for r in rows}}
         lab.branches["ff"] = dict(self.branch_rows)
         write_now(lab)
+        self.main_before = lab.t.snapshots.snapshot(lab.t.snapshots.latest_id()).to_dict()
 
     def run(self, lab: Lab) -> Any:
         return fast_forward(lab.t, "ff")
@@ -933,11 +992,36 @@ class FastForward(Op):
         return set(lab.states) & set(range(1, before))  # main's own ``before`` goes
 
     def landed(self, lab: Lab, before: int) -> bool:
-        return self._copied(lab, before) and lab.t.snapshots.latest_id() == before
+        return self._copied(lab, before) and lab.t.snapshots.latest_id() == before and \
+            fast_forward_marker(lab.t.file_io, lab.t.path) is None
 
     def observe(self, lab: Lab, before: int) -> None:
+        """Main is untouched, or marked unfinished: then every change to it is refused with
+        the fast-forward to rerun (so the rerun can discard no commit) and ``check`` says so;
+        reads go on at a real snapshot (``_check_after_fault``)."""
+        t = lab.t
         if self._copied(lab, before):
             lab.record(before, self.branch_rows)
+        if self.landed(lab, before):
+            return
+        if fast_forward_marker(t.file_io, t.path) is None:
+            assert t.snapshots.exists(before) and t.snapshots.snapshot(before).to_dict() == self.main_before, \
+                f"{self.name} killed: main changed without a FAST-FORWARD marker"
+            return
+        ids = t.snapshots.list_ids()
+        rerun = f"lakectl branch fast-forward {t.name} ff"
+        for attempt in (lambda: t.write(batch(lab.new_rows(2, "lost"))),
+                        lambda: t.rollback(snapshot_id=ids[0], dry_run=False),
+                        lambda: create_tag(t, "mid-ff"),
+                        lambda: t.expire(retain_min=1, retain_max=1, max_deletes=1000, dry_run=False)):
+            try:
+                attempt()
+                raise AssertionError(f"{self.name} killed: main changed while the fast-forward is unfinished")
+            except FastForwardUnfinishedError as e:
+                assert rerun in str(e), f"{self.name} killed: the refusal does not name the rerun: {e}"
+        assert t.snapshots.list_ids() == ids and "mid-ff" not in t.tags.names()
+        problems = [p for p in check(t).problems if p.kind == "fast-forward"]
+        assert len(problems) == 1 and rerun in problems[0].detail, f"{self.name} killed: check reports {problems}"
 
     def after(self, lab: Lab, before: int) -> None:
         lab.record(before, self.branch_rows)
@@ -1126,6 +1210,24 @@ def kill_loop(template: Lab, op: Op, kind: str, clone: Clone, *, limit: int = LO
         if not killed:
             lab.check_all(f"{op.name} after every kill:{kind}:N")
             return kills
+    raise AssertionError(f"{op.name} was still killed at kill:{kind}:{limit}")
+
+
+def kill_then(template: Lab, op: Op, kind: str, clone: Clone, then: Callable[[Lab, int, str], None], *,
+              limit: int = LOOP_LIMIT, timeout: float = 120.0) -> int:
+    """SIGKILL the op before its n-th ``kind`` operation for every n, as ``kill_loop``, but
+    after each kill run ``then(lab, before, context)`` (the user's next command, not the
+    rerun); returns how many kills there were."""
+    op.prepare(template)
+    before = template.t.snapshots.latest_id() or 0
+    for n in range(1, limit + 1):
+        lab = clone(template, f"{op.name}-then-{kind}-{n}")
+        context = f"{op.name} with kill:{kind}:{n}"
+        status = _run_forked(lambda: _child(lab, op, kind, n), timeout, context)
+        if not os.WIFSIGNALED(status):
+            assert os.WEXITSTATUS(status) == 0, f"{context}: the child failed (exit {os.WEXITSTATUS(status)})"
+            return n - 1
+        then(lab, before, context)
     raise AssertionError(f"{op.name} was still killed at kill:{kind}:{limit}")
 
 

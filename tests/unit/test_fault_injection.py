@@ -21,7 +21,11 @@ from core.errors import UsageError
 from core.fileio import FileIO, OPERATIONS, inject_fault
 from core.ops.create import create
 from core.table import Table
-from fault_lab import FAIL_OPS, OPS, AppendWrite, Clone, Delete, Lab, Tally, batch, fail_loop, kill_loop, seed
+from core.branch import ABSENT, LEFTOVER, WHOLE, branch_state
+from core.ops.check import check
+from core.ops.repair import repair
+from fault_lab import (FAIL_OPS, OPS, AppendWrite, BranchCreate, BranchDelete, Clone, Delete, Lab, Tally, batch,
+                       fail_loop, kill_loop, kill_then, seed, whole_or_none)
 
 REPO = Path(__file__).resolve().parents[2]
 KINDS = OPERATIONS  # read, write, create, delete, list
@@ -76,6 +80,33 @@ def test_kill_before_every_mutation(tmp_path: Path, op_name: str) -> None:
     assert kills >= 1
     print(f"\n{op_name} kill:mutation: {lab.tally.runs} runs, {kills} kills, {lab.tally.retries} reruns, "
           f"{AFTERMATH_STEPS} commands after each")
+
+
+@pytest.mark.parametrize("op_class", [BranchCreate, BranchDelete], ids=["create", "delete"])
+def test_a_killed_branch_command_then_check_repair(tmp_path: Path, op_class: type) -> None:
+    """Issue 24: after each kill of ``branch create`` or ``branch delete`` the user runs
+    ``check --repair`` instead of the rerun. It removes exactly the leftover directory, if
+    the kill left one, and the table checks sound; the branch is then whole (a create that
+    had finished its files, a delete that had not begun) or gone, and scans to its rows."""
+    op = op_class()
+    name = "fresh" if op_class is BranchCreate else "doomed"
+    outcomes: dict[str, int] = {}
+
+    def then(lab: Lab, before: int, context: str) -> None:
+        state = branch_state(lab.t, name)
+        result = repair(lab.t)
+        assert result.leftovers_removed == ([name] if state == LEFTOVER else []), context
+        assert result.ok and check(lab.t).ok, f"{context}: {result.problems_left} / {check(lab.t).problems}"
+        after = branch_state(lab.t, name)
+        assert after == (ABSENT if state == LEFTOVER else state), context
+        rows = lab.states[before] if op_class is BranchCreate else op.rows
+        whole_or_none(lab, name, rows, op.schemas, f"{context}, then check --repair")
+        outcomes[f"{state}->{after}"] = outcomes.get(f"{state}->{after}", 0) + 1
+
+    kills = kill_then(local_template(tmp_path), op, "mutation", local_clone(tmp_path), then)
+    assert outcomes.get(f"{LEFTOVER}->{ABSENT}", 0) >= 3, outcomes  # kills inside the bracket
+    assert sum(outcomes.values()) == kills
+    print(f"\nbranch {op_class.name} killed {kills} times, then check --repair: {outcomes}")
 
 
 def append_template(root: Path) -> Lab:
