@@ -6,6 +6,16 @@ deletes what is live *now*), checks for conflicts, writes manifests and then tri
 ``snapshot-(latest+1)``. Losing that race means someone else committed: retry. A retry first
 checks whether our own commit already landed (same commit user and kind), so an attempt whose
 outcome was unknown is never committed twice.
+
+Winning the create is not enough: a committer that stalled between reading the latest snapshot
+L and creating ``snapshot-(L+1)`` can find that id free again because ``expire`` removed it
+meanwhile. So every publish (and every own snapshot found after an unknown outcome) is verified
+before LATEST moves: the base ``snapshot-(N-1)`` must still be the very snapshot the attempt
+built on and EARLIEST must not be above it (for N = 1: EARLIEST at most 1 and no expire journal
+retiring id 1). A publish that fails this is undone (our ``snapshot-N`` and manifests deleted;
+the data files are kept) and retried on the real latest. Base files that vanish while an
+attempt reads them are a lost race against expire when the base snapshot is gone too: also a
+retry. docs/architecture.md ("Commit protocol") argues why this covers every interleaving.
 """
 
 from __future__ import annotations
@@ -18,15 +28,16 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from core.deletion_vectors import read_index_file, write_index_file
-from core.errors import CommitConflictError, CorruptMetadataError
-from core.fileio import FileIO
+from core.errors import CommitConflictError, CorruptMetadataError, ExpiredWhileReadingError, NotFoundError
+from core.fileio import FileIO, before_publish
 from core.index_manifest import ADD as INDEX_ADD
 from core.index_manifest import DELETE as INDEX_DELETE
 from core.index_manifest import DELETION_VECTORS, IndexFileMeta, IndexManifestEntry, IndexManifestIO, combine, index_dir
 from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO, live_entries
 from core.options import BATCH_COMMIT_IDENTIFIER
+from core.replan import lost_race
 from core.schema import SchemaManager, TableSchema
-from core.snapshot import APPEND, COMPACT, OVERWRITE, Snapshot, SnapshotManager
+from core.snapshot import APPEND, COMPACT, OVERWRITE, Snapshot, SnapshotManager, same_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +72,16 @@ class Success:
 @dataclass(frozen=True, slots=True)
 class Retry:
     reason: str
+    expired: bool = False  # lost a race against expire (the base went away), not against a committer
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """What one attempt published on, and wrote: enough to verify and undo its snapshot."""
+
+    base: Snapshot | None
+    written: tuple[str, ...]
+    written_index: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +117,8 @@ class FileStoreCommit:
     manifests: ManifestIO = field(init=False)
     index_manifests: IndexManifestIO = field(init=False)
     files_deleted: int = field(init=False, default=0)  # DELETE entries of the commit that landed
+    retries: int = field(init=False, default=0)  # lost attempts of the last commit() call
+    _attempts: dict[int, _Attempt] = field(init=False, default_factory=dict)  # by snapshot id tried
 
     def __post_init__(self) -> None:
         self.snapshots = SnapshotManager(self.file_io, self.branch_path or self.table_path)
@@ -127,17 +150,27 @@ class FileStoreCommit:
         self.file_io.check_atomic_create()  # refuse before writing manifests nobody would reference
         retries = self.schema.core_options.commit_max_retries
         first_latest = self.snapshots.latest_id()
+        self._attempts, self.retries = {}, 0
+        expired = 0
         for attempt in range(retries + 1):
             if attempt:
                 landed = self._find_own_commit(first_latest, kind)
                 if landed is not None:
+                    self.snapshots.write_latest_hint(landed.id)
                     return landed
                 self._wait(attempt)
             result = self._try_commit_once(messages, kind, overwrite, properties, watermark, index)
             if isinstance(result, Success):
                 self.snapshots.write_latest_hint(result.snapshot.id)
                 return result.snapshot
-            log.info("commit attempt %d: %s", attempt + 1, result.reason)
+            self.retries += 1
+            expired += result.expired
+            log.info("commit attempt %d of %d lost, retrying: %s", attempt + 1, retries + 1, result.reason)
+        if expired:
+            raise CommitConflictError(
+                f"commit did not land after {retries + 1} attempts: a concurrent expire removed the snapshot "
+                f"it built on {expired} times (other writers won the rest); nothing was committed, re-run it "
+                "or let expire retain more snapshots (--retain-min)")
         raise CommitConflictError(f"commit did not land after {retries + 1} attempts: other writers kept winning")
 
     # ---- one attempt ---------------------------------------------------------------
@@ -145,9 +178,15 @@ class FileStoreCommit:
                          overwrite: OverwriteSpec | None,
                          properties: dict[str, str] | None = None,
                          watermark: int | None = None, index: IndexChanges | None = None) -> Success | Retry:
-        latest = self.snapshots.latest()
+        try:
+            latest = self.snapshots.latest()
+        except NotFoundError as e:  # the latest id was expired between finding and reading it
+            return Retry(f"the latest snapshot went away while it was read ({e})", expired=True)
         self._check_schema()
-        base_metas = self._base_manifests(latest)
+        try:
+            base_metas = self._base_manifests(latest)
+        except ExpiredWhileReadingError as e:
+            return Retry(str(e), expired=True)
         old_index = latest.index_manifest if latest else None
         if index is not None and overwrite is None and index.planned_on != old_index:
             raise CommitConflictError(
@@ -156,7 +195,10 @@ class FileStoreCommit:
         live: list[ManifestEntry] | None = None
         needs_live = overwrite is not None or any(m.compact_before for m in messages)
         if needs_live and latest is not None:
-            live = base_entries(self.manifests, latest)
+            try:
+                live = base_entries(self.manifests, latest, self.snapshots)
+            except ExpiredWhileReadingError as e:
+                return Retry(str(e), expired=True)
         entries = self._delta_entries(messages, overwrite, live or [])
         changelog = [ManifestEntry(ADD, m.partition, m.bucket, m.total_buckets, f)
                      for m in messages for f in m.changelog_files]
@@ -184,6 +226,11 @@ class FileStoreCommit:
                 written.append(changelog_meta.file_name)
                 changelog_name, changelog_size = self.manifests.write_manifest_list([changelog_meta])
                 written.append(changelog_name)
+        except CorruptMetadataError as e:
+            self._clean(written, written_index)  # nothing references these yet
+            if latest is not None and self.snapshots.retired(latest):  # its index files went with it
+                return Retry(f"snapshot {latest.id} was expired while this commit read it ({e})", expired=True)
+            raise
         except Exception:
             self._clean(written, written_index)  # nothing references these yet
             raise
@@ -210,17 +257,60 @@ class FileStoreCommit:
             watermark=next_watermark(watermark, latest.watermark if latest else None),
             properties=dict(properties) if properties else None,
         )
+        self._attempts[new_id] = _Attempt(latest, tuple(written), tuple(written_index))
         try:
+            before_publish()  # LAKECTL_FAULT=stall:publish:N holds a test's committer right here
             published = self.snapshots.try_publish(snapshot)
         except OSError as e:
             # The outcome is unknown: the snapshot may exist. Delete nothing; the retry's
-            # idempotence check finds it if it landed.
+            # idempotence check finds it if it landed (and verifies it as below).
             return Retry(f"publishing snapshot-{new_id} failed ({e}); state unknown")
         if not published:
             self._clean(written, written_index)  # another committer owns snapshot-{new_id}; ours are unreferenced
             return Retry(f"snapshot-{new_id} was taken by another writer")
+        why = self._illegitimate(snapshot, latest)
+        if why is not None:
+            self._undo(snapshot)
+            return Retry(f"snapshot-{new_id} was free only because expire had removed it ({why}); undone", expired=True)
         self.files_deleted = sum(1 for e in entries if e.kind == DELETE)
         return Success(snapshot)
+
+    # ---- verifying a publish -------------------------------------------------------
+    def _illegitimate(self, snapshot: Snapshot, base: Snapshot | None) -> str | None:
+        """Why creating ``snapshot`` on ``base`` re-used an id that expire had retired, or None.
+
+        Expire writes EARLIEST before it retires anything and retires oldest first, so when
+        ``snapshot-N`` was free because expire removed it, ``snapshot-(N-1)`` was removed
+        before it (and may since have been re-created by another stalled committer, hence
+        the identity check) and EARLIEST is above N-1 already. Costs one hint read and one
+        snapshot read; the directory is listed only for N = 1, which has no base to check."""
+        earliest = self.snapshots.earliest_hint()
+        if earliest is not None and earliest > max(snapshot.id - 1, 1):
+            return f"EARLIEST is {earliest}"
+        if base is None:
+            if snapshot.id == 1 and self.snapshots.journal_retires(1):
+                return "an expire journal retires snapshot 1"
+            return None
+        try:
+            current = self.snapshots.snapshot(base.id)
+        except (NotFoundError, CorruptMetadataError):
+            return f"base snapshot {base.id} is gone"
+        if not same_snapshot(current, base):
+            return f"base snapshot {base.id} was re-created by another committer"
+        return None
+
+    def _undo(self, snapshot: Snapshot) -> None:
+        """Delete our re-created ``snapshot-N`` and the manifests its attempt wrote. Nobody
+        builds on it: readers never take an id below EARLIEST or below a gap for the latest."""
+        try:
+            if same_snapshot(self.snapshots.snapshot(snapshot.id), snapshot):
+                self.file_io.delete(self.snapshots.path(snapshot.id))
+        except (NotFoundError, CorruptMetadataError):
+            pass  # the expire that retired the id (or its journal) removed ours too
+        attempt = self._attempts.pop(snapshot.id, None)
+        if attempt is not None:
+            self._clean(list(attempt.written), attempt.written_index)
+        log.info("undid snapshot-%d: its id had been retired by expire", snapshot.id)
 
     def _index_manifest(self, messages: Sequence[CommitMessage], entries: list[ManifestEntry],
                         latest: Snapshot | None, written: list[str], written_index: list[str],
@@ -311,7 +401,7 @@ class FileStoreCommit:
             for name in (latest.base_manifest_list, latest.delta_manifest_list):
                 out.extend(self.manifests.read_manifest_list(name))
         except CorruptMetadataError as e:
-            raise damaged_base(latest, e) from e
+            raise damaged_base(latest, e, self.snapshots) from e
         return out
 
     def _check_conflicts(self, entries: list[ManifestEntry], live: list[ManifestEntry],
@@ -330,16 +420,24 @@ class FileStoreCommit:
                         f"this write used {sorted(expected)}")
 
     def _find_own_commit(self, since: int | None, kind: str) -> Snapshot | None:
+        """Our snapshot, if an attempt with an unknown outcome landed after all; one that landed
+        on an id expire had retired is undone like a verified publish."""
         latest = self.snapshots.latest_id()
         if latest is None:
             return None
         for sid in range((since or 0) + 1, latest + 1):
-            if not self.snapshots.exists(sid):
+            try:
+                snap = self.snapshots.snapshot(sid)
+            except NotFoundError:
                 continue
-            snap = self.snapshots.snapshot(sid)
             if snap.commit_user == self.commit_user and snap.commit_kind == kind \
                     and snap.commit_identifier == self.identifier:
-                return snap
+                attempt = self._attempts.get(sid)
+                why = self._illegitimate(snap, attempt.base) if attempt is not None else None
+                if why is None:
+                    return snap
+                log.info("own snapshot-%d landed on a retired id (%s)", sid, why)
+                self._undo(snap)
         return None
 
     def _wait(self, attempt: int) -> None:
@@ -353,19 +451,27 @@ class FileStoreCommit:
             self.file_io.delete_quietly(f"{index_dir(self.table_path)}/{name}")
 
 
-def damaged_base(latest: Snapshot, cause: Exception) -> CorruptMetadataError:
-    """The error of a command that would build on a snapshot it cannot read."""
+def damaged_base(latest: Snapshot, cause: CorruptMetadataError,
+                 snapshots: SnapshotManager | None = None) -> CorruptMetadataError | ExpiredWhileReadingError:
+    """The error of a command that would build on a snapshot it cannot read: a lost race
+    (ExpiredWhileReadingError, to retry) when ``snapshots`` shows that the snapshot itself was
+    expired meanwhile, else damage."""
+    lost = lost_race(snapshots, latest, cause) if snapshots is not None else None
+    if lost is not None:
+        return lost
     return CorruptMetadataError(f"cannot commit on snapshot {latest.id}: {cause}; nothing was committed "
                                 "(`lakectl check --repair` removes snapshots that cannot be read)")
 
 
-def base_entries(manifests: ManifestIO, latest: Snapshot) -> list[ManifestEntry]:
+def base_entries(manifests: ManifestIO, latest: Snapshot,
+                 snapshots: SnapshotManager | None = None) -> list[ManifestEntry]:
     """The live files of the snapshot a write, compaction or overwrite builds on; its missing
-    manifest list or manifest stops the command before it writes anything."""
+    manifest list or manifest stops the command before it writes anything (with
+    ``snapshots``: as ExpiredWhileReadingError when the snapshot was expired meanwhile)."""
     try:
         return live_entries(manifests, latest)
     except CorruptMetadataError as e:
-        raise damaged_base(latest, e) from e
+        raise damaged_base(latest, e, snapshots) from e
 
 
 def next_watermark(new: int | None, latest: int | None) -> int | None:

@@ -192,7 +192,7 @@ def fast_forward(table: Table, name: str, *, dry_run: bool = False) -> FastForwa
     fio = table.file_io
     for n in removed:
         fio.delete(table.snapshots.path(n))
-    table.snapshots.write_latest_hint(start.id)
+    table.snapshots.write_latest_hint(start.id, rewind=True)
     for tag in main_tags:
         fio.delete(table.tags.path(tag.name))
     for sid in reversed(main_schemas):
