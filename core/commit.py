@@ -268,7 +268,11 @@ class FileStoreCommit:
         if not published:
             self._clean(written, written_index)  # another committer owns snapshot-{new_id}; ours are unreferenced
             return Retry(f"snapshot-{new_id} was taken by another writer")
-        why = self._illegitimate(snapshot, latest)
+        try:
+            why = self._illegitimate(snapshot, latest)
+        except OSError as e:
+            # Landed but not verified: as an unknown outcome, the retry finds it and verifies it.
+            return Retry(f"verifying snapshot-{new_id} failed ({e}); state unknown")
         if why is not None:
             self._undo(snapshot)
             return Retry(f"snapshot-{new_id} was free only because expire had removed it ({why}); undone", expired=True)

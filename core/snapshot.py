@@ -265,11 +265,11 @@ class SnapshotManager:
 
         Two hint writers can still race (read 5, read 6, write 6, write 5); that leaves a stale
         hint, which every reader checks against the snapshot files anyway."""
-        if not rewind:
-            current = self._hint("LATEST")
-            if current is not None and current >= snapshot_id:
-                return
         try:
+            if not rewind:
+                current = self._hint("LATEST")
+                if current is not None and current >= snapshot_id:
+                    return
             self.file_io.overwrite_hint(join(self.dir, "LATEST"), str(snapshot_id))
         except OSError:
             pass  # a stale hint is tolerated by every reader (spec §3.1)
