@@ -82,6 +82,7 @@ class _Attempt:
     base: Snapshot | None
     written: tuple[str, ...]
     written_index: tuple[str, ...]
+    chain: tuple[str, ...]  # the manifests a snapshot built on ours lists in its base list
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,7 +258,8 @@ class FileStoreCommit:
             watermark=next_watermark(watermark, latest.watermark if latest else None),
             properties=dict(properties) if properties else None,
         )
-        self._attempts[new_id] = _Attempt(latest, tuple(written), tuple(written_index))
+        chain = tuple(m.file_name for m in base_metas) + ((delta_meta.file_name,) if delta_meta else ())
+        self._attempts[new_id] = _Attempt(latest, tuple(written), tuple(written_index), chain)
         try:
             before_publish()  # LAKECTL_FAULT=stall:publish:N holds a test's committer right here
             published = self.snapshots.try_publish(snapshot)
@@ -281,27 +283,57 @@ class FileStoreCommit:
 
     # ---- verifying a publish -------------------------------------------------------
     def _illegitimate(self, snapshot: Snapshot, base: Snapshot | None) -> str | None:
-        """Why creating ``snapshot`` on ``base`` re-used an id that expire had retired, or None.
+        """Why our freshly created ``snapshot-N`` re-used an id expire had retired, or None.
 
-        Expire writes EARLIEST before it retires anything and retires oldest first, so when
-        ``snapshot-N`` was free because expire removed it, ``snapshot-(N-1)`` was removed
-        before it (and may since have been re-created by another stalled committer, hence
-        the identity check) and EARLIEST is above N-1 already. Costs one hint read and one
-        snapshot read; the directory is listed only for N = 1, which has no base to check."""
+        Expire writes EARLIEST = end before it retires anything, retires oldest first, and
+        never retires the latest. So if ``snapshot-N`` was free because expire removed the
+        original N, EARLIEST was above N before we created it, and the original base N-1 was
+        gone too. The fast path (one hint read, one snapshot read): EARLIEST at most N, and the
+        base is the very snapshot we built on (or, EARLIEST = N: an expire that planned with us
+        as its end retired it). EARLIEST above N is also what a legitimate snapshot looks like
+        when an expire is retiring it right now (others committed on it meanwhile); then our
+        own file, or a successor built on our manifests, tells. The arguments are in
+        docs/architecture.md ("Commit protocol")."""
+        n = snapshot.id
         earliest = self.snapshots.earliest_hint()
-        if earliest is not None and earliest > max(snapshot.id - 1, 1):
-            return f"EARLIEST is {earliest}"
-        if base is None:
-            if snapshot.id == 1 and self.snapshots.journal_retires(1):
+        base_same = base is None or self._still_there(base)
+        if earliest is None or earliest <= max(n - 1, 1):
+            if base is None and self.snapshots.journal_retires(1):
                 return "an expire journal retires snapshot 1"
+            # An expire that writes EARLIEST first cannot have removed our base yet: one that
+            # writes it last (Java's, an older lakectl) did, so our id was free because of it.
+            return None if base_same else f"base snapshot {base.id if base else 0} is gone or re-created"
+        if earliest == n or (base is not None and base_same):
+            return None  # an expire that had our snapshot as its end (or has not reached our base)
+        if not self._still_ours(snapshot):
+            return None  # landed, and already expired: a re-created id is never retired (not contiguous)
+        if self._built_on(snapshot):
             return None
+        return f"EARLIEST is {earliest} and base snapshot {base.id if base else 0} is gone"
+
+    def _still_there(self, base: Snapshot) -> bool:
         try:
-            current = self.snapshots.snapshot(base.id)
+            return same_snapshot(self.snapshots.snapshot(base.id), base)
         except (NotFoundError, CorruptMetadataError):
-            return f"base snapshot {base.id} is gone"
-        if not same_snapshot(current, base):
-            return f"base snapshot {base.id} was re-created by another committer"
-        return None
+            return False
+
+    def _still_ours(self, snapshot: Snapshot) -> bool:
+        try:
+            return same_snapshot(self.snapshots.snapshot(snapshot.id), snapshot)
+        except (NotFoundError, CorruptMetadataError):
+            return False
+
+    def _built_on(self, snapshot: Snapshot) -> bool:
+        """Does ``snapshot-(N+1)`` build on our N (its base list holds our base and delta
+        manifests)? A snapshot-(N+1) gone meanwhile was expired after ours (oldest first), so
+        then ours counts as built on if it is gone too."""
+        attempt = self._attempts.get(snapshot.id)
+        try:
+            successor = self.snapshots.snapshot(snapshot.id + 1)
+            names = tuple(m.file_name for m in self.manifests.read_manifest_list(successor.base_manifest_list))
+        except (NotFoundError, CorruptMetadataError):
+            return not self._still_ours(snapshot)
+        return attempt is not None and names == attempt.chain
 
     def _undo(self, snapshot: Snapshot) -> None:
         """Delete our re-created ``snapshot-N`` and the manifests its attempt wrote. Nobody
