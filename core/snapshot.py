@@ -135,18 +135,19 @@ class SnapshotManager:
 
     def snapshot(self, snapshot_id: int) -> Snapshot:
         path = self.path(snapshot_id)
-        if not self.file_io.exists(path):
-            raise NotFoundError(f"snapshot {snapshot_id} does not exist")
-        return Snapshot.from_json(self.file_io.read_text(path), path)
+        try:
+            text = self.file_io.read_text(path)  # one read, no existence check first: commits verify with it
+        except CorruptMetadataError as e:
+            if isinstance(e.__cause__, FileNotFoundError):
+                raise NotFoundError(f"snapshot {snapshot_id} does not exist") from None
+            raise
+        return Snapshot.from_json(text, path)
 
     def _hint(self, name: str) -> int | None:
-        path = join(self.dir, name)
-        if not self.file_io.exists(path):
-            return None
         try:
-            return int(self.file_io.read_text(path).strip())
+            return int(self.file_io.read_text(join(self.dir, name)).strip())
         except (ValueError, CorruptMetadataError):
-            return None  # a garbled hint is just a missing hint
+            return None  # a missing or garbled hint is just a missing hint
 
     def latest_id(self) -> int | None:
         """Trust LATEST only if snapshot-h exists, snapshot-(h+1) does not, and h is not below
