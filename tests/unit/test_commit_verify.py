@@ -290,3 +290,41 @@ def test_commit_gives_up_with_exit_4_naming_expire(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(commit_module.FileStoreCommit, "_base_manifests", always_expired)
     with pytest.raises(CommitConflictError, match="a concurrent expire removed the snapshot it built on 3 times"):
         _write(t, [8], "late")
+
+
+# ---- the stall point -----------------------------------------------------------------------
+def test_stall_publish_holds_the_commit_until_the_stall_file_is_deleted(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``stall:publish:1`` stops right before the create of snapshot-N (nothing published yet)
+    and goes on once the test deletes the file; ``publish`` is counted apart from ``any``."""
+    import threading
+    import time
+
+    from core import fileio
+    from core.fileio import inject_fault
+
+    t = _table(tmp_path, writes=1)
+    stall = tmp_path / "stall"
+    monkeypatch.setenv("LAKECTL_STALL_FILE", str(stall))
+    seen_while_stalled: list[list[int]] = []
+
+    def release() -> None:
+        deadline = time.monotonic() + 30
+        while not stall.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen_while_stalled.append(_ids(t))
+        stall.unlink()
+    helper = threading.Thread(target=release)
+    helper.start()
+    with inject_fault("stall", "publish", 1) as fault:
+        landed = _write(t, [5], "held")
+    helper.join()
+    assert seen_while_stalled == [[1]] and landed == 2 and fault.seen == 1
+    # A publish is also a create, so kill|fail:any:N and :create:N still count it once (their
+    # op numbering is unchanged); only a fault on "publish" sees the publish point itself.
+    with inject_fault("fail", "any", 10**9) as anything:
+        fileio.before_publish()
+    with inject_fault("fail", "publish", 10**9) as publishes:
+        fileio.before_publish()
+        t.file_io.exists(t.snapshots.path(1))
+    assert anything.seen == 0 and publishes.seen == 1
