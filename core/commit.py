@@ -10,12 +10,14 @@ outcome was unknown is never committed twice.
 Winning the create is not enough: a committer that stalled between reading the latest snapshot
 L and creating ``snapshot-(L+1)`` can find that id free again because ``expire`` removed it
 meanwhile. So every publish (and every own snapshot found after an unknown outcome) is verified
-before LATEST moves: the base ``snapshot-(N-1)`` must still be the very snapshot the attempt
-built on and EARLIEST must not be above it (for N = 1: EARLIEST at most 1 and no expire journal
-retiring id 1). A publish that fails this is undone (our ``snapshot-N`` and manifests deleted;
-the data files are kept) and retried on the real latest. Base files that vanish while an
-attempt reads them are a lost race against expire when the base snapshot is gone too: also a
-retry. docs/architecture.md ("Commit protocol") argues why this covers every interleaving.
+before LATEST moves (``_illegitimate``): in the common case EARLIEST is at most N-1 and the base
+``snapshot-(N-1)`` is still the very snapshot the attempt built on (for N = 1: no expire journal
+retires id 1); EARLIEST above N with the base gone is a re-used id unless our snapshot was
+already expired or a successor was built on it. A re-used id is undone (our ``snapshot-N`` and
+this attempt's manifests deleted; the data files are kept) and the commit retried on the real
+latest. Base files that vanish while an attempt reads them are a lost race against expire when
+the base snapshot is gone too: also a retry. docs/architecture.md ("Publishing next to a
+running expire") argues why this covers every interleaving.
 """
 
 from __future__ import annotations
