@@ -328,3 +328,46 @@ def test_stall_publish_holds_the_commit_until_the_stall_file_is_deleted(tmp_path
         fileio.before_publish()
         t.file_io.exists(t.snapshots.path(1))
     assert anything.seen == 0 and publishes.seen == 1
+
+
+def _first_call_runs(module: object, name: str, action: Callable[[], None], monkeypatch: pytest.MonkeyPatch) -> list:
+    """Replace ``module.name`` so that its first call runs ``action`` (a concurrent expire) first."""
+    real = getattr(module, name)
+    calls: list = []
+
+    def wrapped(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if not calls:
+            calls.append(True)
+            action()
+        return real(*args, **kwargs)
+    monkeypatch.setattr(module, name, wrapped)
+    return calls
+
+
+def _commit_then_expire(t: Table) -> Callable[[], None]:
+    def action() -> None:
+        _write(t, [77], "meanwhile")
+        t.expire(retain_min=1, retain_max=1, older_than="0s", dry_run=False)  # the planned snapshot's lists go
+    return action
+
+
+def test_compaction_replans_when_its_snapshot_is_expired_while_planning(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import core.ops.compact as compact_module
+
+    t = _table(tmp_path, writes=3)
+    calls = _first_call_runs(compact_module, "base_entries", _commit_then_expire(t), monkeypatch)
+    result = t.compact()
+    assert calls and result.snapshot_id == 5 and result.files_before == 4 and result.files_after == 1
+    assert _rows(t) == [(0, "x"), (1, "x"), (2, "x"), (77, "meanwhile")]
+
+
+def test_delete_replans_when_its_snapshot_is_expired_while_planning(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import core.ops.scan as scan_module
+
+    t = _table(tmp_path, writes=2)
+    calls = _first_call_runs(scan_module, "live_entries", _commit_then_expire(t), monkeypatch)
+    result = t.delete("id = 0")
+    assert calls and result.rows_deleted == 1 and result.snapshot_id == 4
+    assert _rows(t) == [(1, "x"), (77, "meanwhile")]
