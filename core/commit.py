@@ -6,6 +6,18 @@ deletes what is live *now*), checks for conflicts, writes manifests and then tri
 ``snapshot-(latest+1)``. Losing that race means someone else committed: retry. A retry first
 checks whether our own commit already landed (same commit user and kind), so an attempt whose
 outcome was unknown is never committed twice.
+
+Winning the create is not enough: a committer that stalled between reading the latest snapshot
+L and creating ``snapshot-(L+1)`` can find that id free again because ``expire`` removed it
+meanwhile. So every publish (and every own snapshot found after an unknown outcome) is verified
+before LATEST moves (``_illegitimate``): in the common case EARLIEST is at most N-1 and the base
+``snapshot-(N-1)`` is still the very snapshot the attempt built on (for N = 1: no expire journal
+retires id 1); EARLIEST above N with the base gone is a re-used id unless our snapshot was
+already expired or a successor was built on it. A re-used id is undone (our ``snapshot-N`` and
+this attempt's manifests deleted; the data files are kept) and the commit retried on the real
+latest. Base files that vanish while an attempt reads them are a lost race against expire when
+the base snapshot is gone too: also a retry. docs/architecture.md ("Publishing next to a
+running expire") argues why this covers every interleaving.
 """
 
 from __future__ import annotations
@@ -19,15 +31,16 @@ from typing import Sequence
 
 from core.branch import MAIN_BRANCH, refuse_unfinished_fast_forward, table_name
 from core.deletion_vectors import read_index_file, write_index_file
-from core.errors import CommitConflictError, CorruptMetadataError
-from core.fileio import FileIO
+from core.errors import CommitConflictError, CorruptMetadataError, ExpiredWhileReadingError, NotFoundError
+from core.fileio import FileIO, before_publish
 from core.index_manifest import ADD as INDEX_ADD
 from core.index_manifest import DELETE as INDEX_DELETE
 from core.index_manifest import DELETION_VECTORS, IndexFileMeta, IndexManifestEntry, IndexManifestIO, combine, index_dir
 from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO, live_entries
 from core.options import BATCH_COMMIT_IDENTIFIER
+from core.replan import lost_race
 from core.schema import SchemaManager, TableSchema
-from core.snapshot import APPEND, COMPACT, OVERWRITE, Snapshot, SnapshotManager
+from core.snapshot import APPEND, COMPACT, OVERWRITE, Snapshot, SnapshotManager, same_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +75,17 @@ class Success:
 @dataclass(frozen=True, slots=True)
 class Retry:
     reason: str
+    expired: bool = False  # lost a race against expire (the base went away), not against a committer
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """What one attempt published on, and wrote: enough to verify and undo its snapshot."""
+
+    base: Snapshot | None
+    written: tuple[str, ...]
+    written_index: tuple[str, ...]
+    chain: tuple[str, ...]  # the manifests a snapshot built on ours lists in its base list
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +121,8 @@ class FileStoreCommit:
     manifests: ManifestIO = field(init=False)
     index_manifests: IndexManifestIO = field(init=False)
     files_deleted: int = field(init=False, default=0)  # DELETE entries of the commit that landed
+    retries: int = field(init=False, default=0)  # lost attempts of the last commit() call
+    _attempts: dict[int, _Attempt] = field(init=False, default_factory=dict)  # by snapshot id tried
 
     def __post_init__(self) -> None:
         self.snapshots = SnapshotManager(self.file_io, self.branch_path or self.table_path)
@@ -131,17 +157,27 @@ class FileStoreCommit:
                                            MAIN_BRANCH, "commit")
         retries = self.schema.core_options.commit_max_retries
         first_latest = self.snapshots.latest_id()
+        self._attempts, self.retries = {}, 0
+        expired = 0
         for attempt in range(retries + 1):
             if attempt:
                 landed = self._find_own_commit(first_latest, kind)
                 if landed is not None:
+                    self.snapshots.write_latest_hint(landed.id)
                     return landed
                 self._wait(attempt)
             result = self._try_commit_once(messages, kind, overwrite, properties, watermark, index)
             if isinstance(result, Success):
                 self.snapshots.write_latest_hint(result.snapshot.id)
                 return result.snapshot
-            log.info("commit attempt %d: %s", attempt + 1, result.reason)
+            self.retries += 1
+            expired += result.expired
+            log.info("commit attempt %d of %d lost, retrying: %s", attempt + 1, retries + 1, result.reason)
+        if expired:
+            raise CommitConflictError(
+                f"commit did not land after {retries + 1} attempts: a concurrent expire removed the snapshot "
+                f"it built on {expired} times (other writers won the rest); nothing was committed, re-run it "
+                "or let expire retain more snapshots (--retain-min)")
         raise CommitConflictError(f"commit did not land after {retries + 1} attempts: other writers kept winning")
 
     # ---- one attempt ---------------------------------------------------------------
@@ -149,9 +185,15 @@ class FileStoreCommit:
                          overwrite: OverwriteSpec | None,
                          properties: dict[str, str] | None = None,
                          watermark: int | None = None, index: IndexChanges | None = None) -> Success | Retry:
-        latest = self.snapshots.latest()
+        try:
+            latest = self.snapshots.latest()
+        except NotFoundError as e:  # the latest id was expired between finding and reading it
+            return Retry(f"the latest snapshot went away while it was read ({e})", expired=True)
         self._check_schema()
-        base_metas = self._base_manifests(latest)
+        try:
+            base_metas = self._base_manifests(latest)
+        except ExpiredWhileReadingError as e:
+            return Retry(str(e), expired=True)
         old_index = latest.index_manifest if latest else None
         if index is not None and overwrite is None and index.planned_on != old_index:
             raise CommitConflictError(
@@ -160,7 +202,10 @@ class FileStoreCommit:
         live: list[ManifestEntry] | None = None
         needs_live = overwrite is not None or any(m.compact_before for m in messages)
         if needs_live and latest is not None:
-            live = base_entries(self.manifests, latest)
+            try:
+                live = base_entries(self.manifests, latest, self.snapshots)
+            except ExpiredWhileReadingError as e:
+                return Retry(str(e), expired=True)
         entries = self._delta_entries(messages, overwrite, live or [])
         changelog = [ManifestEntry(ADD, m.partition, m.bucket, m.total_buckets, f)
                      for m in messages for f in m.changelog_files]
@@ -188,6 +233,11 @@ class FileStoreCommit:
                 written.append(changelog_meta.file_name)
                 changelog_name, changelog_size = self.manifests.write_manifest_list([changelog_meta])
                 written.append(changelog_name)
+        except CorruptMetadataError as e:
+            self._clean(written, written_index)  # nothing references these yet
+            if latest is not None and self.snapshots.retired(latest):  # its index files went with it
+                return Retry(f"snapshot {latest.id} was expired while this commit read it ({e})", expired=True)
+            raise
         except Exception:
             self._clean(written, written_index)  # nothing references these yet
             raise
@@ -214,17 +264,95 @@ class FileStoreCommit:
             watermark=next_watermark(watermark, latest.watermark if latest else None),
             properties=dict(properties) if properties else None,
         )
+        chain = tuple(m.file_name for m in base_metas) + ((delta_meta.file_name,) if delta_meta else ())
+        self._attempts[new_id] = _Attempt(latest, tuple(written), tuple(written_index), chain)
         try:
+            before_publish()  # LAKECTL_FAULT=stall:publish:N holds a test's committer right here
             published = self.snapshots.try_publish(snapshot)
         except OSError as e:
             # The outcome is unknown: the snapshot may exist. Delete nothing; the retry's
-            # idempotence check finds it if it landed.
+            # idempotence check finds it if it landed (and verifies it as below).
             return Retry(f"publishing snapshot-{new_id} failed ({e}); state unknown")
         if not published:
             self._clean(written, written_index)  # another committer owns snapshot-{new_id}; ours are unreferenced
             return Retry(f"snapshot-{new_id} was taken by another writer")
+        try:
+            why = self._illegitimate(snapshot, latest)
+        except OSError as e:
+            # Landed but not verified: as an unknown outcome, the retry finds it and verifies it.
+            return Retry(f"verifying snapshot-{new_id} failed ({e}); state unknown")
+        if why is not None:
+            self._undo(snapshot)
+            return Retry(f"snapshot-{new_id} was free only because expire had removed it ({why}); undone", expired=True)
         self.files_deleted = sum(1 for e in entries if e.kind == DELETE)
         return Success(snapshot)
+
+    # ---- verifying a publish -------------------------------------------------------
+    def _illegitimate(self, snapshot: Snapshot, base: Snapshot | None) -> str | None:
+        """Why our freshly created ``snapshot-N`` re-used an id expire had retired, or None.
+
+        Expire writes EARLIEST = end before it retires anything, retires oldest first, and
+        never retires the latest. So if ``snapshot-N`` was free because expire removed the
+        original N, EARLIEST was above N before we created it, and the original base N-1 was
+        gone too. The fast path (one hint read, one snapshot read): EARLIEST at most N, and the
+        base is the very snapshot we built on (or, EARLIEST = N: an expire that planned with us
+        as its end retired it). EARLIEST above N is also what a legitimate snapshot looks like
+        when an expire is retiring it right now (others committed on it meanwhile); then our
+        own file, or a successor built on our manifests, tells. The arguments are in
+        docs/architecture.md ("Commit protocol")."""
+        n = snapshot.id
+        earliest = self.snapshots.earliest_hint()
+        base_same = base is None or self._still_there(base)
+        if earliest is None or earliest <= max(n - 1, 1):
+            if base is None and self.snapshots.journal_retires(1):
+                return "an expire journal retires snapshot 1"
+            # An expire that writes EARLIEST first cannot have removed our base yet: one that
+            # writes it last (Java's, an older lakectl) did, so our id was free because of it.
+            return None if base_same else f"base snapshot {base.id if base else 0} is gone or re-created"
+        if earliest == n or (base is not None and base_same):
+            return None  # an expire that had our snapshot as its end (or has not reached our base)
+        if not self._still_ours(snapshot):
+            return None  # landed, and already expired: a re-created id is never retired (not contiguous)
+        if self._built_on(snapshot):
+            return None
+        return f"EARLIEST is {earliest} and base snapshot {base.id if base else 0} is gone"
+
+    def _still_there(self, base: Snapshot) -> bool:
+        try:
+            return same_snapshot(self.snapshots.snapshot(base.id), base)
+        except (NotFoundError, CorruptMetadataError):
+            return False
+
+    def _still_ours(self, snapshot: Snapshot) -> bool:
+        try:
+            return same_snapshot(self.snapshots.snapshot(snapshot.id), snapshot)
+        except (NotFoundError, CorruptMetadataError):
+            return False
+
+    def _built_on(self, snapshot: Snapshot) -> bool:
+        """Does ``snapshot-(N+1)`` build on our N (its base list holds our base and delta
+        manifests)? A snapshot-(N+1) gone meanwhile was expired after ours (oldest first), so
+        then ours counts as built on if it is gone too."""
+        attempt = self._attempts.get(snapshot.id)
+        try:
+            successor = self.snapshots.snapshot(snapshot.id + 1)
+            names = tuple(m.file_name for m in self.manifests.read_manifest_list(successor.base_manifest_list))
+        except (NotFoundError, CorruptMetadataError):
+            return not self._still_ours(snapshot)
+        return attempt is not None and names == attempt.chain
+
+    def _undo(self, snapshot: Snapshot) -> None:
+        """Delete our re-created ``snapshot-N`` and the manifests its attempt wrote. Nobody
+        builds on it: readers never take an id below EARLIEST or below a gap for the latest."""
+        try:
+            if same_snapshot(self.snapshots.snapshot(snapshot.id), snapshot):
+                self.file_io.delete(self.snapshots.path(snapshot.id))
+        except (NotFoundError, CorruptMetadataError):
+            pass  # the expire that retired the id (or its journal) removed ours too
+        attempt = self._attempts.pop(snapshot.id, None)
+        if attempt is not None:
+            self._clean(list(attempt.written), attempt.written_index)
+        log.info("undid snapshot-%d: its id had been retired by expire", snapshot.id)
 
     def _index_manifest(self, messages: Sequence[CommitMessage], entries: list[ManifestEntry],
                         latest: Snapshot | None, written: list[str], written_index: list[str],
@@ -315,7 +443,7 @@ class FileStoreCommit:
             for name in (latest.base_manifest_list, latest.delta_manifest_list):
                 out.extend(self.manifests.read_manifest_list(name))
         except CorruptMetadataError as e:
-            raise damaged_base(latest, e) from e
+            raise damaged_base(latest, e, self.snapshots) from e
         return out
 
     def _check_conflicts(self, entries: list[ManifestEntry], live: list[ManifestEntry],
@@ -334,16 +462,24 @@ class FileStoreCommit:
                         f"this write used {sorted(expected)}")
 
     def _find_own_commit(self, since: int | None, kind: str) -> Snapshot | None:
+        """Our snapshot, if an attempt with an unknown outcome landed after all; one that landed
+        on an id expire had retired is undone like a verified publish."""
         latest = self.snapshots.latest_id()
         if latest is None:
             return None
         for sid in range((since or 0) + 1, latest + 1):
-            if not self.snapshots.exists(sid):
+            try:
+                snap = self.snapshots.snapshot(sid)
+            except NotFoundError:
                 continue
-            snap = self.snapshots.snapshot(sid)
             if snap.commit_user == self.commit_user and snap.commit_kind == kind \
                     and snap.commit_identifier == self.identifier:
-                return snap
+                attempt = self._attempts.get(sid)
+                why = self._illegitimate(snap, attempt.base) if attempt is not None else None
+                if why is None:
+                    return snap
+                log.info("own snapshot-%d landed on a retired id (%s)", sid, why)
+                self._undo(snap)
         return None
 
     def _wait(self, attempt: int) -> None:
@@ -357,19 +493,27 @@ class FileStoreCommit:
             self.file_io.delete_quietly(f"{index_dir(self.table_path)}/{name}")
 
 
-def damaged_base(latest: Snapshot, cause: Exception) -> CorruptMetadataError:
-    """The error of a command that would build on a snapshot it cannot read."""
+def damaged_base(latest: Snapshot, cause: CorruptMetadataError,
+                 snapshots: SnapshotManager | None = None) -> CorruptMetadataError | ExpiredWhileReadingError:
+    """The error of a command that would build on a snapshot it cannot read: a lost race
+    (ExpiredWhileReadingError, to retry) when ``snapshots`` shows that the snapshot itself was
+    expired meanwhile, else damage."""
+    lost = lost_race(snapshots, latest, cause) if snapshots is not None else None
+    if lost is not None:
+        return lost
     return CorruptMetadataError(f"cannot commit on snapshot {latest.id}: {cause}; nothing was committed "
                                 "(`lakectl check --repair` removes snapshots that cannot be read)")
 
 
-def base_entries(manifests: ManifestIO, latest: Snapshot) -> list[ManifestEntry]:
+def base_entries(manifests: ManifestIO, latest: Snapshot,
+                 snapshots: SnapshotManager | None = None) -> list[ManifestEntry]:
     """The live files of the snapshot a write, compaction or overwrite builds on; its missing
-    manifest list or manifest stops the command before it writes anything."""
+    manifest list or manifest stops the command before it writes anything (with
+    ``snapshots``: as ExpiredWhileReadingError when the snapshot was expired meanwhile)."""
     try:
         return live_entries(manifests, latest)
     except CorruptMetadataError as e:
-        raise damaged_base(latest, e) from e
+        raise damaged_base(latest, e, snapshots) from e
 
 
 def next_watermark(new: int | None, latest: int | None) -> int | None:

@@ -35,6 +35,13 @@ class CommitConflictError(LakectlError):
     """The commit could not land after its retries, or its base vanished (exit 4)."""
 
 
+class ExpiredWhileReadingError(CommitConflictError):
+    """A lost race, not damage: the snapshot a command was reading or building on was expired
+    (by a concurrent ``expire``) while it read its files. Commands re-plan on the new latest
+    snapshot; this reaches the user (exit 4) only when that kept happening, or when a scan had
+    already emitted rows of the expired snapshot."""
+
+
 class InvalidDataError(LakectlError):
     """Input rows that do not fit the table: null key, unknown column, bad value (exit 5)."""
 

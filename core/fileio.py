@@ -26,10 +26,14 @@ further attempts, defaults 3 s and 1, so a wrong endpoint fails fast), bucket mi
 once per bucket the first time something reads as absent, so a missing bucket never reads
 as a missing table).
 
-Fault injection for tests: ``LAKECTL_FAULT="kill|fail:OP:N"`` SIGKILLs the process, or raises
-OSError, right before its N-th operation of kind OP (read, write, delete, list, create, any);
-``LAKECTL_KILL_AFTER_WRITES=N`` kills before the N-th mutating operation. ``inject_fault``
-does the same in-process.
+Fault injection for tests: ``LAKECTL_FAULT="kill|fail|stall:OP:N"`` SIGKILLs the process,
+raises OSError, or stalls it, right before its N-th operation of kind OP (read, write, delete,
+list, create, any; or ``publish``: the create of a ``snapshot-N`` by a commit, counted on its
+own and never by ``any``); ``LAKECTL_KILL_AFTER_WRITES=N`` kills before the N-th mutating
+operation. ``inject_fault`` does the same in-process. A stall is a committer frozen by a GC
+pause or Ctrl-Z: the process creates the file named by ``LAKECTL_STALL_FILE`` and waits until
+someone deletes it (at most ``LAKECTL_STALL_SECONDS``, default 300), so a test knows exactly
+when the stalled process holds still and when it goes on.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ import logging
 import os
 import signal
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import IO, Any, Iterator
@@ -55,6 +60,7 @@ from core.errors import (BucketNotFoundError, CorruptMetadataError, LakectlError
 log = logging.getLogger(__name__)
 
 OPERATIONS = ("read", "write", "create", "delete", "list")
+PUBLISH = "publish"  # a commit's create of snapshot-N (also a "create"); matched only by name
 _MUTATIONS = ("write", "create", "delete")
 
 
@@ -70,7 +76,7 @@ class _Fault:
 
     def check(self, operation: str) -> None:
         matches = self.operation in (operation, "any") or (self.operation == "mutation" and operation in _MUTATIONS)
-        if not matches:
+        if not matches or (operation == PUBLISH and self.operation != PUBLISH):
             return
         with self.lock:
             self.seen += 1
@@ -79,16 +85,32 @@ class _Fault:
             return
         if self.action == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
-        if seen == self.at:
+        if seen == self.at and self.action == "stall":
+            _stall(operation)
+        elif seen == self.at:
             raise OSError(errno.EIO, f"injected fault before {operation} #{self.at}")
+
+
+def _stall(operation: str) -> None:
+    """Hold still until the test deletes the stall file (see the module docstring)."""
+    path = os.environ.get("LAKECTL_STALL_FILE")
+    if not path:
+        raise UsageError("LAKECTL_FAULT=stall:... needs LAKECTL_STALL_FILE (the file to wait on)")
+    limit = float(os.environ.get("LAKECTL_STALL_SECONDS", "300"))
+    with open(path, "w") as f:
+        f.write(f"{os.getpid()} stalled before {operation}\n")
+    deadline = time.monotonic() + limit
+    while os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def _fault_from_env() -> _Fault | None:
     spec = os.environ.get("LAKECTL_FAULT", "")
     if spec:
         action, operation, at = spec.split(":")
-        if action not in ("kill", "fail") or operation not in (*OPERATIONS, "any", "mutation") or not at.isdigit():
-            raise UsageError(f"LAKECTL_FAULT={spec!r} must be kill|fail:OPERATION:N")
+        if action not in ("kill", "fail", "stall") or operation not in (*OPERATIONS, PUBLISH, "any", "mutation") \
+                or not at.isdigit():
+            raise UsageError(f"LAKECTL_FAULT={spec!r} must be kill|fail|stall:OPERATION:N")
         return _Fault(action, operation, int(at))
     kill_after = int(os.environ.get("LAKECTL_KILL_AFTER_WRITES", "0") or 0)
     return _Fault("kill", "mutation", kill_after) if kill_after else None
@@ -100,6 +122,11 @@ _fault: _Fault | None = _fault_from_env()
 def _before(operation: str) -> None:
     if _fault is not None:
         _fault.check(operation)
+
+
+def before_publish() -> None:
+    """The fault point of a commit's snapshot publish (``LAKECTL_FAULT=...:publish:N``)."""
+    _before(PUBLISH)
 
 
 @contextlib.contextmanager

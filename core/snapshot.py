@@ -17,6 +17,12 @@ SNAPSHOT_VERSION = 3
 
 APPEND, COMPACT, OVERWRITE, ANALYZE = "APPEND", "COMPACT", "OVERWRITE", "ANALYZE"
 
+# An expiration's journal in snapshot/ (core.ops.expire): ``.expire-<end>-<uuid>.json``, whose
+# ``expired`` list names the ids it retires. It exists from before the first retirement until
+# after EARLIEST is written.
+JOURNAL_PREFIX = ".expire-"
+_LATEST_TRIES = 5  # reads of the latest snapshot that may each lose it to expire
+
 # (python attribute, JSON key) in the order Paimon writes them.
 _WIRE = [
     ("version", "version"),
@@ -129,24 +135,29 @@ class SnapshotManager:
 
     def snapshot(self, snapshot_id: int) -> Snapshot:
         path = self.path(snapshot_id)
-        if not self.file_io.exists(path):
-            raise NotFoundError(f"snapshot {snapshot_id} does not exist")
-        return Snapshot.from_json(self.file_io.read_text(path), path)
+        try:
+            text = self.file_io.read_text(path)  # one read, no existence check first: commits verify with it
+        except CorruptMetadataError as e:
+            if isinstance(e.__cause__, FileNotFoundError):
+                raise NotFoundError(f"snapshot {snapshot_id} does not exist") from None
+            raise
+        return Snapshot.from_json(text, path)
 
     def _hint(self, name: str) -> int | None:
-        path = join(self.dir, name)
-        if not self.file_io.exists(path):
-            return None
         try:
-            return int(self.file_io.read_text(path).strip())
+            return int(self.file_io.read_text(join(self.dir, name)).strip())
         except (ValueError, CorruptMetadataError):
-            return None  # a garbled hint is just a missing hint
+            return None  # a missing or garbled hint is just a missing hint
 
     def latest_id(self) -> int | None:
-        """Trust LATEST only if snapshot-h exists and snapshot-(h+1) does not."""
+        """Trust LATEST only if snapshot-h exists, snapshot-(h+1) does not, and h is not below
+        EARLIEST: a snapshot below EARLIEST is one a stalled committer re-created after expire
+        removed the id, and it is never the latest (its writer undoes it)."""
         h = self._hint("LATEST")
         if h is not None and self.exists(h) and not self.exists(h + 1):
-            return h
+            e = self._hint("EARLIEST")
+            if e is None or h >= e:
+                return h
         ids = self.list_ids()
         return ids[-1] if ids else None
 
@@ -160,14 +171,37 @@ class SnapshotManager:
 
     def earliest_id(self) -> int | None:
         """Trust EARLIEST only if snapshot-e exists and snapshot-(e-1) does not: two existence
-        checks when the hint is right, a listing only when it is stale or missing."""
+        checks when the hint is right, a listing only when it is stale or missing. The listing
+        takes the start of the contiguous run of ids that ends at the newest: an id below a gap
+        is a snapshot a stalled committer re-created after expire removed it, not the earliest."""
         e = self._hint("EARLIEST")
         if e is not None and self.exists(e) and not self.exists(e - 1):
             return e
-        ids = self.list_ids()
-        return ids[0] if ids else None
+        return contiguous_start(self.list_ids())
+
+    def retired(self, snap: Snapshot) -> bool:
+        """Has ``snap`` been expired (or rolled back) since it was read? True when its file is
+        gone, holds another snapshot (the id was re-created), or lies below EARLIEST (an
+        expiration is removing it). Callers ask only after a read of its files failed."""
+        e = self._hint("EARLIEST")
+        if e is not None and snap.id < e:
+            return True
+        try:
+            return not same_snapshot(self.snapshot(snap.id), snap)
+        except (NotFoundError, CorruptMetadataError):
+            return True
 
     def latest(self) -> Snapshot | None:
+        """The latest snapshot. Expire never removes the latest, but a commit and an expire can
+        both land between finding its id and reading it: then find it again."""
+        for _ in range(_LATEST_TRIES - 1):
+            sid = self.latest_id()
+            if sid is None:
+                return None
+            try:
+                return self.snapshot(sid)
+            except NotFoundError:
+                continue
         sid = self.latest_id()
         return self.snapshot(sid) if sid is not None else None
 
@@ -205,13 +239,54 @@ class SnapshotManager:
         """Create ``snapshot-<id>`` if absent; False if another committer took the id."""
         return self.file_io.try_create(self.path(snapshot.id), snapshot.to_json().encode("utf-8"))
 
+    def journal_retires(self, snapshot_id: int) -> bool:
+        """Does an expiration journal (one running, or one a kill left) retire ``snapshot_id``?
+        Lists the directory: only asked when committing ``snapshot-1``, the one commit that has
+        no base snapshot whose absence would tell."""
+        try:
+            names = [n for n in self.file_io.list_names(self.dir) if n.startswith(JOURNAL_PREFIX)]
+        except FileNotFoundError:
+            return False
+        for name in names:
+            try:
+                journal = json.loads(self.file_io.read_text(join(self.dir, name)))
+            except (ValueError, CorruptMetadataError, FileNotFoundError):
+                continue  # torn (its run deleted nothing) or finished meanwhile
+            if isinstance(journal, dict) and snapshot_id in journal.get("expired", ()):
+                return True
+        return False
+
     def write_earliest_hint(self, snapshot_id: int) -> None:
         """Written by expiration (Java does the same); unlike LATEST a failure is raised, so a
         crash-interrupted expire that never wrote it is finished by the next run."""
         self.file_io.overwrite_hint(join(self.dir, "EARLIEST"), str(snapshot_id))
 
-    def write_latest_hint(self, snapshot_id: int) -> None:
+    def write_latest_hint(self, snapshot_id: int, *, rewind: bool = False) -> None:
+        """Move LATEST forward to ``snapshot_id`` (never back, unless ``rewind``: a rollback).
+
+        Two hint writers can still race (read 5, read 6, write 6, write 5); that leaves a stale
+        hint, which every reader checks against the snapshot files anyway."""
         try:
+            if not rewind:
+                current = self._hint("LATEST")
+                if current is not None and current >= snapshot_id:
+                    return
             self.file_io.overwrite_hint(join(self.dir, "LATEST"), str(snapshot_id))
         except OSError:
             pass  # a stale hint is tolerated by every reader (spec §3.1)
+
+
+def same_snapshot(a: Snapshot, b: Snapshot) -> bool:
+    """The same commit: an id re-created by another writer differs in user, identifier or time."""
+    return (a.id, a.commit_user, a.commit_identifier, a.commit_kind, a.time_millis) == \
+        (b.id, b.commit_user, b.commit_identifier, b.commit_kind, b.time_millis)
+
+
+def contiguous_start(ids: list[int]) -> int | None:
+    """The first id of the gapless run that ends at the largest of the sorted ``ids``."""
+    if not ids:
+        return None
+    start = len(ids) - 1
+    while start > 0 and ids[start - 1] == ids[start] - 1:
+        start -= 1
+    return ids[start]

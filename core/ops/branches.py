@@ -252,7 +252,7 @@ def _carry_out_fast_forward(table: Table, branch: Table, plan: FastForwardResult
     start = table.snapshots.snapshot(plan.start_snapshot_id)
     for n in plan.snapshots_removed:  # newest first
         fio.delete(table.snapshots.path(n))
-    table.snapshots.write_latest_hint(start.id)
+    table.snapshots.write_latest_hint(start.id, rewind=True)
     for tag_name in plan.tags_removed:
         fio.delete(table.tags.path(tag_name))
     for sid in reversed([i for i in table.schemas.list_ids() if i > start.schema_id]):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
@@ -27,7 +28,7 @@ import pyarrow as pa
 from core.commit import CommitMessage, FileStoreCommit, base_entries
 from core.deletion_vectors import bucket_index_files, snapshot_deletion_files, split_deletion_files
 from core.engines import EngineSettings, choose_engine, engine_choice
-from core.errors import CommitConflictError, UsageError
+from core.errors import CommitConflictError, CorruptMetadataError, UsageError
 from core.options import WRITE, check_options, parse_int
 from core.fileio import join
 from core.index_manifest import index_dir
@@ -35,6 +36,7 @@ from core.kernels.compact import (CompactTask, UniversalOptions, in_sequence_ord
                                   pick_universal)
 from core.manifest import ManifestEntry
 from core.partition import render_value
+from core.replan import lost_race, retry_on_expire
 from core.schema import TableSchema
 from core.snapshot import COMPACT, Snapshot
 from core.table import Table
@@ -129,10 +131,19 @@ def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, s
     snapshot = table.latest_snapshot()
     if snapshot is None:
         return CompactPlan(None, schema, ())
+    try:
+        return _plan_on(table, snapshot, selected, full=full, level0_buckets=level0_buckets)
+    except CorruptMetadataError as e:
+        raise lost_race(table.snapshots, snapshot, e) or e
+
+
+def _plan_on(table: Table, snapshot: Snapshot, selected: Callable[[tuple[Any, ...]], bool], *, full: bool,
+             level0_buckets: bool) -> CompactPlan:
+    schema = table.schema
     level = output_level(schema)
     if schema.has_primary_key and level < 1:
         raise UsageError(f"option num-levels={schema.core_options.num_levels} leaves no level above 0 to compact to")
-    entries = base_entries(table.manifests(), snapshot)
+    entries = base_entries(table.manifests(), snapshot, table.snapshots)
     groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
     values_of: dict[bytes, tuple[Any, ...]] = {}
     for e in entries:  # manifest order: files of equal sequence numbers stay in commit order
@@ -216,9 +227,19 @@ def compact(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str
         UsageError: a bad partition spec.
         CommitConflictError: another commit removed input files (or changed the schema)
             before this one landed; nothing was committed.
+        ExpiredWhileReadingError: a concurrent expire removed the snapshot the compaction
+            planned on every time it planned (``commit.max-retries`` + 1 times).
     """
     if not dry_run and table.is_main:  # the commit would be refused (core/commit.py): rewrite nothing first
         table.refuse_unfinished_fast_forward("compact")
+    run = partial(_compact_once, table, full=full, partitions=partitions, dry_run=dry_run, engine=engine,
+                  engine_settings=engine_settings, level0_buckets=level0_buckets, auto_tags=auto_tags)
+    return retry_on_expire(table.schema.core_options.commit_max_retries, run, "compaction")
+
+
+def _compact_once(table: Table, *, full: bool, partitions: Sequence[Mapping[str, str]] | None, dry_run: bool,
+                  engine: Any, engine_settings: EngineSettings | None, level0_buckets: bool,
+                  auto_tags: bool) -> CompactResult:
     compaction = plan(table, full=full or level0_buckets, partitions=partitions, level0_buckets=level0_buckets)
     tasks = list(compaction.tasks)
     bytes_in = sum(f.file_size for t in tasks for f in t.files)
@@ -236,8 +257,11 @@ def compact(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str
     if engine is None:
         engine, why = choose_engine(engine_settings, data_bytes=bytes_in)
         log.info("engine: %s (%s)", engine.name, why)
-    messages: list[CommitMessage] = [m for m in engine.compact(tasks, table.file_io)
-                                     if m.compact_before or m.compact_after]
+    try:
+        messages: list[CommitMessage] = [m for m in engine.compact(tasks, table.file_io)
+                                         if m.compact_before or m.compact_after]
+    except CorruptMetadataError as e:  # an input file gone: damage, or its snapshot expired meanwhile
+        raise lost_race(table.snapshots, compaction.snapshot, e) or e
     committer = FileStoreCommit(table.file_io, table.path, compaction.schema, branch_path=table.branch_path)
     try:
         snapshot = committer.commit(messages, kind=COMPACT,

@@ -43,7 +43,7 @@ import pyarrow as pa
 from core.commit import CommitMessage, FileStoreCommit
 from core.dynamic_bucket import is_dynamic
 from core.engines import EngineSettings
-from core.errors import CommitConflictError, InvalidDataError, UnsupportedTableError, UsageError
+from core.errors import CommitConflictError, CorruptMetadataError, InvalidDataError, UnsupportedTableError, UsageError
 from core.fileio import join
 from core.kernels.delete import MatchingRows, RewriteTask, count_matches, rewrite_bucket
 from core.kernels.merge import MergeEngine
@@ -52,6 +52,7 @@ from core.options import WRITE, check_options
 from core.ops.maintenance import after_commit
 from core.ops.scan import PreparedScan, prepare
 from core.ops.write import choose_write_engine, plan_job, write_and_commit
+from core.replan import lost_race, retry_on_expire
 from core.snapshot import OVERWRITE
 from core.table import Table
 
@@ -110,21 +111,30 @@ def delete(table: Table, where: str, *, dry_run: bool = False,
         UsageError: an empty or malformed predicate, or ``--engine spark`` on a dynamic-bucket table.
         UnsupportedTableError: a merge engine that cannot take deletes.
         CommitConflictError: another commit removed a file this delete rewrites.
+        ExpiredWhileReadingError: a concurrent expire removed the snapshot the delete planned
+            on every time it planned (``commit.max-retries`` + 1 times).
     """
     if not where or not where.strip():
         raise UsageError("--where must not be empty (to empty a table, use write --mode overwrite)")
     check_options(table.schema, table.name, WRITE)
     if table.schema.has_primary_key:
         check_deletable(table)
-    prepared = prepare(table, where=where)
-    assert prepared.predicate is not None
-    # The candidate files decide, as a scan's planned files do; dynamic-bucket tables are
-    # written locally (their buckets come from an index one process extends).
-    engine, why = choose_write_engine(engine_settings, prepared.plan.data_bytes, is_dynamic(table.schema))
-    log.info("engine: %s (%s)", engine.name, why)
-    if table.schema.has_primary_key:
-        return _delete_keys(table, prepared, dry_run, engine, engine_settings)
-    return _rewrite_files(table, prepared, dry_run, engine)
+
+    def once() -> DeleteResult:
+        prepared = prepare(table, where=where)
+        assert prepared.predicate is not None
+        # The candidate files decide, as a scan's planned files do; dynamic-bucket tables are
+        # written locally (their buckets come from an index one process extends).
+        engine, why = choose_write_engine(engine_settings, prepared.plan.data_bytes, is_dynamic(table.schema))
+        log.info("engine: %s (%s)", engine.name, why)
+        try:
+            if table.schema.has_primary_key:
+                return _delete_keys(table, prepared, dry_run, engine, engine_settings)
+            return _rewrite_files(table, prepared, dry_run, engine)
+        except CorruptMetadataError as e:  # a file the plan reads is gone: damage, or expired meanwhile
+            raise lost_race(table.snapshots, prepared.plan.snapshot, e) or e
+
+    return retry_on_expire(table.schema.core_options.commit_max_retries, once, "delete")
 
 
 # ---- primary-key tables ------------------------------------------------------------------

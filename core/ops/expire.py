@@ -10,8 +10,11 @@ Order, chosen so that a kill at any point leaves every listed snapshot readable:
 (1) plan everything below from the metadata, deleting nothing, and write the plan as a
     journal (``snapshot/.expire-<end>-<uuid>.json``: the snapshots to retire, the snapshot
     ``end`` as it was, the files to delete);
-(2) retire the snapshots ``[E, end)``, oldest first, then write ``EARLIEST = end``: a kill
-    here leaves a contiguous tail of snapshots whose files are all still there;
+(2) write ``EARLIEST = end``, then retire the snapshots ``[E, end)``, oldest first: a kill
+    here leaves a contiguous tail of snapshots whose files are all still there (EARLIEST is
+    written first so that an id is never free again while EARLIEST is at or below it: a
+    stalled committer that re-creates a retired id finds it below EARLIEST and undoes it,
+    see docs/architecture.md "Commit protocol");
 (3) only then delete what only the retired snapshots referenced: (a) data files DELETEd by
     the delta lists of ``(E, end]`` that are not live at ``end`` (not re-ADDed later in that
     range) and not live in any tag; (b) changelog files of ``[E, end)`` not in any tag's
@@ -56,7 +59,7 @@ from core.fileio import FileIO, is_storage_full, join
 from core.index_manifest import IndexManifestEntry, IndexManifestIO
 from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO
 from core.options import EXPIRE, check_options, parse_duration, parse_int
-from core.snapshot import Snapshot
+from core.snapshot import JOURNAL_PREFIX, Snapshot
 from core.table import Table
 
 log = logging.getLogger(__name__)
@@ -412,7 +415,6 @@ def _expire(table: Table, plan: _Plan, dry_run: bool,
 
 
 # ---- the journal: what a run killed in its deletions still has to do ---------------------------
-JOURNAL_PREFIX = ".expire-"
 
 
 @dataclass(frozen=True)
@@ -426,17 +428,18 @@ class _Journal:
 
 def _carry_out(table: Table, journal: _Journal, progress: ProgressCallback | None = None, *,
                hint_after_files: bool = False) -> None:
-    """Steps (2) and (3): retire the snapshots oldest first, then delete their files.
+    """Steps (2) and (3): write EARLIEST, retire the snapshots oldest first, then delete their files.
+
+    EARLIEST goes first (Java writes it last) so that by the time any id is free again, every
+    reader and committer can tell that an id below it is not live: a stalled committer that
+    re-creates a retired id sees its id below EARLIEST and undoes its snapshot, and readers
+    never take such a snapshot for the latest (``SnapshotManager.latest_id``).
 
     ``hint_after_files`` (a run without a journal on a full disk): if ``EARLIEST`` cannot be
-    written yet, delete the files first and write it after, once they freed space. Until then
-    the hint names a retired snapshot, which readers check and list past."""
+    written yet, retire and delete first and write it after, once they freed space. Until then
+    a committer tells a retired id by its vanished base (the verification's other rule)."""
     fio, sm = table.file_io, table.snapshots
     total = len(journal.expired) + len(journal.files)
-    for done, sid in enumerate(journal.expired, 1):
-        fio.delete(sm.path(sid))
-        if progress is not None:
-            progress(done, total, "retiring expired snapshots")
     hint_pending = False
     try:
         sm.write_earliest_hint(journal.end)
@@ -444,6 +447,10 @@ def _carry_out(table: Table, journal: _Journal, progress: ProgressCallback | Non
         if not (hint_after_files and is_storage_full(e)):
             raise
         hint_pending = True
+    for done, sid in enumerate(journal.expired, 1):
+        fio.delete(sm.path(sid))
+        if progress is not None:
+            progress(done, total, "retiring expired snapshots")
     for done, path in enumerate(journal.files, len(journal.expired) + 1):
         fio.delete(path)
         if progress is not None:

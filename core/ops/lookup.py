@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import struct
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Iterable, Mapping, Sequence
 
 import pyarrow as pa
@@ -28,7 +29,7 @@ from core import binary_row
 from core.bucket import bucket_from_hash, hash_bytes
 from core.deletion_vectors import snapshot_deletion_files, split_deletion_files
 from core.engines.local import LocalEngine
-from core.errors import UsageError
+from core.errors import CorruptMetadataError, UsageError
 from core.fileio import join
 from core.kernels.read import ReadSplit
 from core.manifest import ManifestEntry, live_entries
@@ -36,7 +37,9 @@ from core.ops.scan import check_select, choose_snapshot, output_schema
 from core.options import READ, check_options
 from core.partition import render_value
 from core.predicate import text_value
+from core.replan import lost_race, retry_on_expire
 from core.schema import TableSchema
+from core.snapshot import Snapshot
 from core.table import Table
 from core.types import DataField, to_arrow
 
@@ -341,7 +344,16 @@ def lookup(table: Table, keys: Sequence[str | Mapping[str, Any]], *, snapshot_id
         UsageError: the table has no primary key, no key was given, a key is malformed,
             or ``select`` names an unknown column.
         NotFoundError: ``snapshot_id`` does not exist.
+        ExpiredWhileReadingError: a concurrent expire removed the snapshot while it was read
+            (for the latest snapshot: every time, ``commit.max-retries`` + 1 tries).
     """
+    replans = 0 if snapshot_id is not None else table.schema.core_options.commit_max_retries
+    return retry_on_expire(replans, partial(_lookup_once, table, keys, snapshot_id=snapshot_id, select=select),
+                           "lookup")
+
+
+def _lookup_once(table: Table, keys: Sequence[str | Mapping[str, Any]], *, snapshot_id: int | None,
+                 select: Sequence[str] | None) -> LookupResult:
     snapshot = choose_snapshot(table, snapshot_id=snapshot_id)
     snapshot_schema = table.schemas.schema(snapshot.schema_id) if snapshot is not None else None
     read_schema = snapshot_schema if snapshot_id is not None and snapshot_schema is not None else table.schema
@@ -355,6 +367,14 @@ def lookup(table: Table, keys: Sequence[str | Mapping[str, Any]], *, snapshot_id
     schema = output_schema(read_schema, select)
     if snapshot is None:
         return _result(schema.empty_table(), wanted, set(), [], [])
+    try:
+        return _read_keys(table, snapshot, read_schema, wanted, schema, select)
+    except CorruptMetadataError as e:  # a file gone: damage, or the snapshot expired meanwhile
+        raise lost_race(table.snapshots, snapshot, e) or e
+
+
+def _read_keys(table: Table, snapshot: Snapshot, read_schema: TableSchema, wanted: list[LookupKey],
+               schema: pa.Schema, select: Sequence[str] | None) -> LookupResult:
     entries = live_entries(table.manifests(), snapshot)
     if read_schema.hides_level0:
         entries = [e for e in entries if e.file.level > 0]  # as a scan reads it

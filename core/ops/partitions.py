@@ -164,7 +164,7 @@ def expire_partitions(table: Table, *, expiration_time: str | None = None, max_e
     empty = PartitionExpireResult(table.name, None, before, (), 0, 0, dry_run)
     if snapshot is None:
         return empty
-    entries = base_entries(table.manifests(), snapshot)
+    entries = base_entries(table.manifests(), snapshot, table.snapshots)
     types = [f.type for f in fields]
     default_name = schema.core_options.partition_default_name
     by_partition: dict[bytes, list[Any]] = {}

@@ -98,5 +98,10 @@ def rollback(table: Table, *, snapshot_id: int | None = None, tag: str | None = 
         table.file_io.delete(snapshots.path(n))
     for name in tags_removed:
         table.file_io.delete(table.tags.path(name))
-    snapshots.write_latest_hint(target)
+    earliest_hint = snapshots.earliest_hint()
+    if not restore and earliest_hint is not None and earliest_hint > target:
+        # An expiration killed after writing EARLIEST (it writes it before retiring anything)
+        # left the target below it; commits on the target would read as re-created ids.
+        snapshots.write_earliest_hint(snapshots.earliest_id() or target)
+    snapshots.write_latest_hint(target, rewind=True)
     return RollbackResult(table.name, table.branch, target, removed, tags_removed, False)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -18,11 +18,12 @@ from core import binary_row, file_index, stats
 from core.engines import EngineSettings, choose_engine
 from core.deletion_vectors import snapshot_deletion_files, split_deletion_files
 from core.engines.local import LocalEngine
-from core.errors import CorruptMetadataError, UsageError
+from core.errors import CorruptMetadataError, ExpiredWhileReadingError, UsageError
 from core.fileio import join
 from core.kernels.read import ReadSplit
 from core.manifest import ManifestEntry, live_entries
 from core.predicate import ColumnRange, Predicate, parse_where
+from core.replan import lost_race, retry_on_expire
 from core.schema import TableSchema
 from core.sinks import output_format, write_output_parts
 from core.options import READ, check_limit, check_options, parse_int
@@ -121,6 +122,14 @@ def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None
     schemas: dict[int, TableSchema] = {read_schema.id: read_schema}
     if snapshot is None:
         return ScanPlan(None, read_schema, schemas, (), 0, 0)
+    try:
+        return _plan_on(table, snapshot, predicate, read_schema, schemas)
+    except CorruptMetadataError as e:
+        raise lost_race(table.snapshots, snapshot, e) or e
+
+
+def _plan_on(table: Table, snapshot: Snapshot, predicate: Predicate | None, read_schema: TableSchema,
+             schemas: dict[int, TableSchema]) -> ScanPlan:
     entries = live_entries(table.manifests(), snapshot)
     if read_schema.hides_level0:
         entries = [e for e in entries if e.file.level > 0]
@@ -239,16 +248,32 @@ def _engine_for(prepared: PreparedScan, settings: EngineSettings | None) -> Any:
 def scan(table: Table, *, snapshot_id: int | None = None, timestamp: str | None = None, tag: str | None = None,
          select: Sequence[str] | None = None, where: str | None = None, limit: int | None = None,
          engine_settings: EngineSettings | None = None) -> pa.Table:
-    """The rows of the table at a snapshot, merged, filtered and projected."""
+    """The rows of the table at a snapshot, merged, filtered and projected. A read of the
+    latest snapshot that loses it to a concurrent expire reads the new latest instead."""
     check_limit(limit)
-    prepared = prepare(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where)
-    engine = _engine_for(prepared, engine_settings)
-    parts = list(read_batches(table, prepared.plan, predicate=prepared.predicate, select=prepared.select,
-                              limit=limit, engine=engine))
-    schema = output_schema(prepared.plan.read_schema, prepared.select)
-    if not parts:
-        return schema.empty_table()
-    return pa.concat_tables([p.cast(schema) for p in parts])
+
+    def once() -> pa.Table:
+        prepared = prepare(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where)
+        engine = _engine_for(prepared, engine_settings)
+        try:
+            parts = list(read_batches(table, prepared.plan, predicate=prepared.predicate, select=prepared.select,
+                                      limit=limit, engine=engine))
+        except CorruptMetadataError as e:
+            raise lost_race(table.snapshots, prepared.plan.snapshot, e) or e
+        schema = output_schema(prepared.plan.read_schema, prepared.select)
+        if not parts:
+            return schema.empty_table()
+        return pa.concat_tables([p.cast(schema) for p in parts])
+
+    return retry_on_expire(_replans(table, snapshot_id, timestamp, tag), once, "scan")
+
+
+def _replans(table: Table, snapshot_id: int | None, timestamp: str | None, tag: str | None) -> int:
+    """How often a read may plan again after losing its snapshot to expire: only a read of the
+    latest snapshot moves on to the new latest (time travel names the snapshot it wants)."""
+    if snapshot_id is not None or timestamp is not None or tag is not None:
+        return 0
+    return table.schema.core_options.commit_max_retries
 
 
 def to_spark(table: Table, *, snapshot_id: int | None = None, timestamp: str | None = None, tag: str | None = None,
@@ -284,15 +309,50 @@ def scan_stream(table: Table, *, snapshot_id: int | None = None, timestamp: str 
     read (a few at a time), or the Spark job's partitions collected to the driver one after
     another. Reading stops once ``limit`` rows came out."""
     check_limit(limit)
-    prepared = prepare(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where)
+    replans = _replans(table, snapshot_id, timestamp, tag)
+
+    def planned() -> PreparedScan:
+        return prepare(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where)
+
+    prepared = retry_on_expire(replans, planned, "scan")
     engine = _engine_for(prepared, engine_settings)
     schema = output_schema(prepared.plan.read_schema, prepared.select)
     if engine.name == "spark":
         parts = filtered(engine.collect_parts(_spark_frame(engine, prepared, table), schema), None, None, limit)
     else:
-        parts = read_batches(table, prepared.plan, predicate=prepared.predicate, select=prepared.select,
-                             limit=limit, engine=engine)
+        def read(p: PreparedScan) -> Iterator[pa.Table]:
+            return read_batches(table, p.plan, predicate=p.predicate, select=p.select, limit=limit, engine=engine)
+        parts = _replanning_parts(table, prepared, planned, read, replans)
     return ScanStream(schema, (p.cast(schema) for p in parts), engine.name)
+
+
+def _replanning_parts(table: Table, prepared: PreparedScan, planned: Callable[[], PreparedScan],
+                      read: Callable[[PreparedScan], Iterator[pa.Table]], replans: int) -> Iterator[pa.Table]:
+    """``read(prepared)``; when its snapshot is expired under it before the first part came out,
+    the whole read again on a fresh plan (at most ``replans`` times). Once parts are out, a
+    lost snapshot ends the stream with ExpiredWhileReadingError: never a partial result."""
+    emitted = False
+    for attempt in range(replans + 1):
+        try:
+            if attempt:
+                prepared = planned()
+            for part in read(prepared):
+                emitted = True
+                yield part
+            return
+        except (CorruptMetadataError, ExpiredWhileReadingError) as e:
+            lost = e if isinstance(e, ExpiredWhileReadingError) else lost_race(table.snapshots,
+                                                                                prepared.plan.snapshot, e)
+            if lost is None:
+                raise
+            if emitted:
+                raise ExpiredWhileReadingError(f"{lost}; rows of it were already written out, so the scan "
+                                               "stopped rather than mix two snapshots: run it again") from e
+            log.info("scan attempt %d of %d lost a race against expire, planning again: %s",
+                     attempt + 1, replans + 1, lost)
+            last = lost
+    raise ExpiredWhileReadingError(f"scan gave up after {replans + 1} tries: a concurrent expire removed the "
+                                   f"snapshot it read every time (last: {last})")
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,7 +53,7 @@ def truncate(table: Table, *, dry_run: bool = False) -> TruncateResult:
     snapshot = table.latest_snapshot()
     if snapshot is None:
         return TruncateResult(table.name, None, 0, 0, dry_run)
-    entries = base_entries(table.manifests(), snapshot)
+    entries = base_entries(table.manifests(), snapshot, table.snapshots)
     files, records = len(entries), sum(e.file.row_count for e in entries)
     if dry_run:
         return TruncateResult(table.name, None, files, records, True)
@@ -93,7 +93,7 @@ def drop_partitions(table: Table, partitions: Sequence[Mapping[str, str]], *,
                              f"({', '.join(columns)}) and no other")
     tests = [partition_filter(schema, [spec]) for spec in partitions]
     snapshot = table.latest_snapshot()
-    entries = base_entries(table.manifests(), snapshot) if snapshot is not None else []
+    entries = base_entries(table.manifests(), snapshot, table.snapshots) if snapshot is not None else []
     default_name = schema.core_options.partition_default_name
     dropped_parts: set[bytes] = set()
     found = [False] * len(partitions)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -17,10 +18,11 @@ from core.commit import CommitMessage, FileStoreCommit, IndexChanges, OverwriteS
 from core.deletion_vectors import snapshot_deletion_files, split_deletion_files
 from core.dynamic_bucket import DynamicBucketAssigner, check_writable, is_dynamic
 from core.engines import EngineSettings, choose_engine
-from core.errors import InvalidDataError, NotFoundError, UsageError
+from core.errors import CorruptMetadataError, InvalidDataError, NotFoundError, UsageError
 from core.ops.create import columns_from_arrow, create
 from core.ops.maintenance import after_commit
 from core.renaming import refuse_renaming
+from core.replan import lost_race, retry_on_expire
 from core.rows import prepare_rows
 from core.kernels.write import WriteJob, removal_changelog
 from core.index_manifest import IndexManifestIO
@@ -56,7 +58,15 @@ def plan_job(table: Table, schema: TableSchema, row_kind_column: str | None, *, 
     the kernels look records up (``changelog-producer=lookup``, first-row tables, the
     changelog of an overwrite), each bucket's live files."""
     latest = table.latest_snapshot()
-    entries = base_entries(table.manifests(), latest) if latest is not None else []
+    try:
+        return _plan_job_on(table, latest, schema, row_kind_column, overwrite)
+    except CorruptMetadataError as e:
+        raise lost_race(table.snapshots, latest, e) or e
+
+
+def _plan_job_on(table: Table, latest: Snapshot | None, schema: TableSchema, row_kind_column: str | None,
+                 overwrite: bool) -> WriteJob:
+    entries = base_entries(table.manifests(), latest, table.snapshots) if latest is not None else []
     assigner = None
     if is_dynamic(schema):
         check_writable(schema)
@@ -189,7 +199,10 @@ def write_and_commit(table: Table, data: Any, engine: Any, *, overwrite: bool = 
     if table.is_main:  # the commit would be refused (core/commit.py): write no data file first
         table.refuse_unfinished_fast_forward("write")
     # Paimon's `rowkind.field` option names a table column that carries the row kind.
-    job = plan_job(table, schema, row_kind_column or schema.options.get("rowkind.field"), overwrite=overwrite)
+    # A plan that loses its snapshot to a concurrent expire is made again: the input is not read yet.
+    job = retry_on_expire(schema.core_options.commit_max_retries,
+                          partial(plan_job, table, schema, row_kind_column or schema.options.get("rowkind.field"),
+                                  overwrite=overwrite), "write")
     messages, rows_in = engine.write(job, data, table.file_io)
     partitions = {m.partition for m in messages}
     if static_partition is not None:
