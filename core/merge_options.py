@@ -1,7 +1,8 @@
 """Merge-engine options of a primary-key table, read and checked without touching any data.
 
 ``merge_options(schema)`` turns ``merge-engine``, ``ignore-delete``,
-``<engine>.remove-record-on-delete`` and the ``fields.<col>.*`` aggregation options into a
+``<engine>.remove-record-on-delete``, ``sequence.field`` (with ``sequence.field.sort-order``)
+and the ``fields.<col>.*`` aggregation options into a
 ``MergeOptions``, refusing what lakectl cannot honour with the option named. Schema
 validation (create, alter-schema) calls it; the kernels build their ``MergeEngine`` from it.
 Pure Python, so metadata commands stay light.
@@ -62,6 +63,10 @@ class MergeOptions:
     ignore_delete: bool = False
     remove_record_on_delete: bool = False
     aggregates: tuple[FieldAggregate, ...] = ()  # aggregation only: one per non-key column
+    # sequence.field: the records of a key merge in the order of these columns (then of
+    # _SEQUENCE_NUMBER), ascending unless sequence.field.sort-order=descending.
+    sequence_fields: tuple[str, ...] = ()
+    sequence_ascending: bool = True
 
 
 def merge_options(schema) -> MergeOptions:
@@ -82,13 +87,43 @@ def merge_options(schema) -> MergeOptions:
             raise UsageError(f"option {key}: partial-update sequence groups are not supported by lakectl yet")
         if key.endswith(".aggregate-function") and kind != "aggregation":
             raise UsageError(f"option {key} needs merge-engine=aggregation (this table uses {kind})")
-    if "sequence.field" in opts:
-        raise UsageError("option sequence.field is not supported by lakectl yet")
-    aggregates = _aggregates(schema, opts) if kind == "aggregation" else ()
-    return MergeOptions(kind, tuple(schema.trimmed_primary_keys), ignore, remove, aggregates)
+    sequence_fields, ascending = _sequence_fields(schema, opts, kind)
+    aggregates = _aggregates(schema, opts, sequence_fields) if kind == "aggregation" else ()
+    return MergeOptions(kind, tuple(schema.trimmed_primary_keys), ignore, remove, aggregates, sequence_fields,
+                        ascending)
 
 
-def _aggregates(schema, opts: dict[str, str]) -> tuple[FieldAggregate, ...]:
+def _sequence_fields(schema, opts: dict[str, str], kind: str) -> tuple[tuple[str, ...], bool]:
+    """``sequence.field`` (comma-separated, split as Java splits it: no trimming) and whether
+    ``sequence.field.sort-order`` is ascending, checked as Java's SchemaValidation checks them."""
+    order = (opts.get("sequence.field.sort-order") or "ascending").strip().lower()
+    if order not in ("ascending", "descending"):
+        raise UsageError(f"option sequence.field.sort-order={order} is not supported "
+                         "(supported: ascending, descending)")
+    text = opts.get("sequence.field")
+    if text is None:
+        return (), True
+    fields = tuple(text.split(","))
+    names = set(schema.field_names)
+    for name in fields:
+        if name not in names:
+            raise UsageError(f"option sequence.field names column {name!r}, which the table does not have")
+        if fields.count(name) > 1:
+            raise UsageError(f"option sequence.field names column {name!r} more than once")
+        if f"fields.{name}.aggregate-function" in opts:
+            raise UsageError(f"option sequence.field: column {name!r} must not have an aggregate function "
+                             f"(fields.{name}.aggregate-function)")
+    if kind == "first-row":
+        raise UsageError("option sequence.field cannot be used with merge-engine=first-row "
+                         "(the first record of a key always wins)")
+    partition = list(schema.partition_keys)
+    if partition and not set(partition) <= set(schema.primary_keys):
+        raise UsageError("option sequence.field cannot be used when the primary key leaves out partition "
+                         "columns (a cross-partition upsert table)")
+    return fields, order == "ascending"
+
+
+def _aggregates(schema, opts: dict[str, str], sequence_fields: tuple[str, ...] = ()) -> tuple[FieldAggregate, ...]:
     names = set(schema.field_names)
     for key in opts:
         if key.startswith("fields.") and key.endswith(".aggregate-function"):
@@ -103,6 +138,8 @@ def _aggregates(schema, opts: dict[str, str]) -> tuple[FieldAggregate, ...]:
         if field.name in schema.primary_keys:
             continue
         fn = (opts.get(f"fields.{field.name}.aggregate-function") or default).strip().lower()
+        if field.name in sequence_fields:
+            fn = "last_non_null_value"  # Java's rule: a sequence field is not aggregated, the newest value stays
         key = f"fields.{field.name}.aggregate-function"
         if fn in _NOT_IMPLEMENTED:
             raise UsageError(f"option {key}={fn} is a Paimon function lakectl does not support yet")

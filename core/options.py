@@ -381,8 +381,6 @@ class OptionRule:
 
 _RW = frozenset({READ, WRITE})
 OPTION_RULES: tuple[OptionRule, ...] = (
-    OptionRule("sequence.field", _RW, "rows of a key would merge in a different order than Paimon's",
-               _on_primary_key),
     OptionRule("fields.*.sequence-group", _RW, "partial-update would merge sequence groups differently "
                "from Paimon", _on_primary_key),
     OptionRule("fields.*.default-value", frozenset({READ}), "Paimon's reader replaces nulls of the column "

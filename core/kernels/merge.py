@@ -9,7 +9,9 @@ into folds (a commit [-D, +I] folds to one +I that no longer resets older record
 lakectl as in Paimon.
 
 Input of ``merge``: the table columns plus ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``, sorted
-by the trimmed primary key and then by sequence number. Output: one record per key (after
+by the trimmed primary key and then by sequence number (``MergeEngine.sorted``); with
+``sequence.field`` by the key, those fields and then the sequence number, so "newest" means
+the largest sequence-field value whatever the arrival order. Output: one record per key (after
 ignored deletes are dropped), sorted by key, in the same columns. Its ``_VALUE_KIND`` tells
 whether the key is alive (+I, +U) or deleted (-U, -D), and its sequence number is the last
 record's, as Paimon's merge functions return them. A key with a single record keeps it
@@ -44,7 +46,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from core.errors import InvalidDataError
-from core.kernels.records import DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, key_changes, retract_kinds
+from core.kernels.records import (DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, key_changes,
+                                  key_columns_sorted, retract_kinds)
 from core.merge_options import FieldAggregate, MergeOptions, merge_options
 from core.schema import TableSchema
 
@@ -57,7 +60,13 @@ class MergeEngine(MergeOptions):
     def of(cls, schema: TableSchema) -> "MergeEngine":
         """The engine of ``schema``; raises UsageError for options lakectl cannot honour."""
         spec = merge_options(schema)
-        return cls(spec.kind, spec.keys, spec.ignore_delete, spec.remove_record_on_delete, spec.aggregates)
+        return cls(spec.kind, spec.keys, spec.ignore_delete, spec.remove_record_on_delete, spec.aggregates,
+                   spec.sequence_fields, spec.sequence_ascending)
+
+    def sorted(self, rows: pa.Table) -> pa.Table:
+        """``rows`` in merge order: by key, then ``sequence.field`` (if set), then sequence number."""
+        return key_columns_sorted(rows, list(self.keys), SEQUENCE_NUMBER, self.sequence_fields,
+                                  self.sequence_ascending)
 
     # ---- input checks ------------------------------------------------------------------
     def check_input(self, kinds: pa.Array | pa.ChunkedArray) -> None:
