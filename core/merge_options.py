@@ -57,6 +57,14 @@ class FieldAggregate:
 
 
 @dataclass(frozen=True, slots=True)
+class SequenceGroup:
+    """One ``fields.<sequence fields>.sequence-group=<columns>`` option."""
+
+    sequence_fields: tuple[str, ...]
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class MergeOptions:
     kind: str
     keys: tuple[str, ...]  # trimmed primary key: the columns files are sorted and merged by
@@ -67,6 +75,12 @@ class MergeOptions:
     # _SEQUENCE_NUMBER), ascending unless sequence.field.sort-order=descending.
     sequence_fields: tuple[str, ...] = ()
     sequence_ascending: bool = True
+    # partial-update sequence groups (fields.<seq,...>.sequence-group=<col,...>): each group's
+    # columns change only with a record whose group sequence is not older.
+    sequence_groups: tuple["SequenceGroup", ...] = ()
+    # partial-update.remove-record-on-sequence-group: a -D that wins one of these groups
+    # (named by a sequence field) deletes the whole record.
+    remove_on_group_delete: tuple[str, ...] = ()
 
 
 def merge_options(schema) -> MergeOptions:
@@ -83,14 +97,60 @@ def merge_options(schema) -> MergeOptions:
     remove_key = f"{kind}.remove-record-on-delete"
     remove = parse_bool(opts[remove_key], remove_key) if remove_key in opts else False
     for key in opts:
-        if key.endswith(".sequence-group"):
-            raise UsageError(f"option {key}: partial-update sequence groups are not supported by lakectl yet")
         if key.endswith(".aggregate-function") and kind != "aggregation":
             raise UsageError(f"option {key} needs merge-engine=aggregation (this table uses {kind})")
     sequence_fields, ascending = _sequence_fields(schema, opts, kind)
     aggregates = _aggregates(schema, opts, sequence_fields) if kind == "aggregation" else ()
+    groups = _sequence_groups(schema, opts)
+    remove_on_group = ()
+    if kind == "partial-update":
+        remove_on_group = _remove_on_group_delete(opts, groups)
+        if groups and remove:
+            raise UsageError("options fields.*.sequence-group and partial-update.remove-record-on-delete cannot be "
+                             "used together (Java refuses the combination)")
+        if remove and ignore:
+            raise UsageError("options ignore-delete and partial-update.remove-record-on-delete cannot be used "
+                             "together (Java refuses the combination)")
+    else:
+        groups = ()  # Java checks sequence groups on every table but only partial-update uses them
     return MergeOptions(kind, tuple(schema.trimmed_primary_keys), ignore, remove, aggregates, sequence_fields,
-                        ascending)
+                        ascending, groups, remove_on_group)
+
+
+def _sequence_groups(schema, opts: dict[str, str]) -> tuple[SequenceGroup, ...]:
+    """``fields.<seq,...>.sequence-group`` options, checked as Java's SchemaValidation checks them."""
+    names = set(schema.field_names)
+    groups, owner = [], {}
+    for key in sorted(opts):
+        if not (key.startswith("fields.") and key.endswith(".sequence-group")):
+            continue
+        sequence = tuple(key[len("fields."):-len(".sequence-group")].split(","))
+        columns = tuple(opts[key].split(","))
+        for name in sequence:
+            if name not in names:
+                raise UsageError(f"option {key}: sequence field {name!r} is not a column of the table")
+        for name in columns:
+            if name not in names:
+                raise UsageError(f"option {key}: column {name!r} is not a column of the table")
+            if name in owner:
+                raise UsageError(f"option {key}: column {name!r} is already in the sequence group of {owner[name]}")
+            owner[name] = key
+        for name in sequence:
+            if f"fields.{name}.aggregate-function" in opts:
+                raise UsageError(f"option {key}: sequence field {name!r} must not have an aggregate function")
+        groups.append(SequenceGroup(sequence, columns))
+    return tuple(groups)
+
+
+def _remove_on_group_delete(opts: dict[str, str], groups: tuple[SequenceGroup, ...]) -> tuple[str, ...]:
+    key = "partial-update.remove-record-on-sequence-group"
+    if key not in opts:
+        return ()
+    named = tuple(opts[key].split(","))
+    sequence = {f for g in groups for f in g.sequence_fields}
+    if not set(named) <= sequence:
+        raise UsageError(f"option {key}={opts[key]}: each field must be a sequence field of a sequence group")
+    return named
 
 
 def _sequence_fields(schema, opts: dict[str, str], kind: str) -> tuple[tuple[str, ...], bool]:
