@@ -44,7 +44,7 @@ def test_schema_file_round_trip_and_paimon_field_names(tmp_path):
      "does not take column dt"),
     ({"primary_keys": ["id"], "options": {"merge-engine": "aggregation", "fields.nope.aggregate-function": "sum"}},
      "nope"),
-    ({"primary_keys": ["id"], "options": {"merge-engine": "partial-update", "fields.dt.sequence-group": "id"}},
+    ({"primary_keys": ["id"], "options": {"merge-engine": "partial-update", "fields.nope.sequence-group": "dt"}},
      "sequence-group"),
     ({"primary_keys": ["id"], "options": {"changelog-producer": "changes"}}, "changelog-producer"),
     ({"options": {"changelog-producer": "lookup"}}, "needs a primary key"),
