@@ -1,8 +1,8 @@
 """Merge-engine options of a primary-key table, read and checked without touching any data.
 
 ``merge_options(schema)`` turns ``merge-engine``, ``ignore-delete``,
-``<engine>.remove-record-on-delete``, ``sequence.field`` (with ``sequence.field.sort-order``)
-and the ``fields.<col>.*`` aggregation options into a
+``<engine>.remove-record-on-delete``, ``sequence.field`` (with ``sequence.field.sort-order``),
+partial-update sequence groups and the ``fields.<col>.*`` aggregation options into a
 ``MergeOptions``, refusing what lakectl cannot honour with the option named. Schema
 validation (create, alter-schema) calls it; the kernels build their ``MergeEngine`` from it.
 Pure Python, so metadata commands stay light.

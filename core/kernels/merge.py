@@ -20,7 +20,9 @@ for two or more records).
 
 - ``deduplicate``: the newest record.
 - ``first-row``: the oldest record.
-- ``partial-update``: per column the newest non-null value.
+- ``partial-update``: per column the newest non-null value; with sequence groups
+  (``fields.<seq>.sequence-group``) each group's columns follow the records whose group
+  sequence is not older, folded record by record (``_partial_update_groups``).
 - ``aggregation``: per column ``fields.<name>.aggregate-function`` (default
   ``fields.default-aggregate-function``, else ``last_non_null_value``); the result is +I.
 
@@ -254,7 +256,8 @@ def _partial_update_groups(rows: pa.Table, starts: np.ndarray, engine: "MergeEng
     wins a group named by ``partial-update.remove-record-on-sequence-group`` clears the row and
     makes the result -D (unless a later record follows). The result keeps the sequence number of
     the last insert (Java's latestSequenceNumber)."""
-    names = [n for n in rows.column_names if n not in (SEQUENCE_NUMBER, VALUE_KIND)]
+    # Key columns come from the records (Java keeps the key apart from the folded value).
+    names = [n for n in rows.column_names if n not in (SEQUENCE_NUMBER, VALUE_KIND, *engine.keys)]
     group_of = {c: g for g in engine.sequence_groups for c in (*g.columns, *g.sequence_fields)}
     data = {n: rows.column(n).to_pylist() for n in names}
     seqs = rows.column(SEQUENCE_NUMBER).to_pylist()
@@ -293,7 +296,9 @@ def _partial_update_groups(rows: pa.Table, starts: np.ndarray, engine: "MergeEng
         out_kind.append(DELETE if deleted else INSERT)
     arrays = []
     for field in rows.schema:
-        if field.name == SEQUENCE_NUMBER:
+        if field.name in engine.keys:
+            arrays.append(pc.take(rows.column(field.name), pa.array(starts)))
+        elif field.name == SEQUENCE_NUMBER:
             arrays.append(pa.array(out_seq, field.type))
         elif field.name == VALUE_KIND:
             arrays.append(pa.array(out_kind, field.type))

@@ -267,3 +267,112 @@ def test_cross_partition_tables_refuse_sequence_field(tmp_path) -> None:
     with pytest.raises((UsageError, UnsupportedTableError), match="sequence.field"):
         create(t, "id BIGINT NOT NULL, dt STRING NOT NULL, ts BIGINT", primary_keys=["id"], partition_keys=["dt"],
                options={"sequence.field": "ts"})
+
+
+# ---- partial-update sequence groups ---------------------------------------------------------
+# Columns: k (key), a and b in the group of g (one sequence field), c in the group of (h1, h2)
+# (two sequence fields), f in no group. The reference folds record by record as Java's
+# PartialUpdateMergeFunction does: a group changes only with a record whose group sequence is
+# set and not older than the row's (nulls oldest, fields in order); an insert sets the group's
+# columns (nulls too), a retraction nulls them; f takes an insert's non-null value only.
+GROUPS = {"g": ("g",), "h": ("h1", "h2")}
+MEMBERS = {"a": "g", "b": "g", "c": "h"}
+GROUP_COLUMNS = ("a", "b", "g", "c", "h1", "h2", "f")
+
+
+def _not_older(mine: tuple, theirs: tuple) -> bool:
+    for x, y in zip(mine, theirs):
+        if x is None and y is None:
+            continue
+        if x is None or y is None:
+            return y is None
+        if x != y:
+            return x > y
+    return True
+
+
+def group_fold(records: Sequence[tuple[str, dict]]) -> tuple[str, dict]:
+    """records: (kind, values) in arrival order; a single record passes as it is."""
+    if len(records) == 1:
+        return records[0]
+    row = dict.fromkeys(GROUP_COLUMNS)
+    for kind, values in records:
+        retract = kind in ("-U", "-D")
+        for group, fields in GROUPS.items():
+            mine = tuple(values[f] for f in fields)
+            if all(v is None for v in mine) or not _not_older(mine, tuple(row[f] for f in fields)):
+                continue
+            for f in fields:
+                row[f] = values[f]
+            for column, owner in MEMBERS.items():
+                if owner == group:
+                    row[column] = None if retract else values[column]
+        if not retract and values["f"] is not None:
+            row["f"] = values["f"]
+    return "+I", row
+
+
+def group_table(warehouse: str) -> Table:
+    t = Table.locate("db.t", warehouse=warehouse)
+    create(t, "k INT NOT NULL, a INT, b INT, g INT, c INT, h1 INT, h2 INT, f INT", primary_keys=["k"],
+           options={"bucket": "1", "write-only": "true", "merge-engine": "partial-update",
+                    "fields.g.sequence-group": "a,b", "fields.h1,h2.sequence-group": "c"})
+    return Table.open("db.t", warehouse=warehouse)
+
+
+@st.composite
+def group_scenario(draw: st.DrawFn) -> list[Any]:
+    small = st.sampled_from((None, 1, 2, 3))
+    record = st.tuples(st.sampled_from(("+I", "+I", "+U", "-U", "-D")), st.sampled_from((1, 2)),
+                       st.fixed_dictionaries({c: small for c in GROUP_COLUMNS}))
+    step = st.one_of(st.lists(record, min_size=1, max_size=5), st.just(COMPACT))
+    return draw(st.lists(step, min_size=1, max_size=6))
+
+
+@pytest.mark.slow
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_sequence_groups_scan_to_the_record_by_record_reference(tmp_path_factory, data) -> None:
+    steps = data.draw(group_scenario())
+    t = group_table(str(tmp_path_factory.mktemp("wh")))
+    stored: dict[int, list[tuple[str, dict]]] = {}
+    for n, step in enumerate(steps):
+        if step == COMPACT:
+            t.compact(full=True)
+            for key in list(stored):
+                kind, row = group_fold(stored[key])
+                if kind in ("-U", "-D"):
+                    del stored[key]
+                else:
+                    stored[key] = [(kind, row)]
+        else:
+            t.write(pa.table({"op": [r[0] for r in step], "k": pa.array([r[1] for r in step], pa.int32()),
+                              **{c: pa.array([r[2][c] for r in step], pa.int32()) for c in GROUP_COLUMNS}}),
+                    row_kind_column="op")
+            by_key: dict[int, list] = {}
+            for kind, key, values in step:
+                by_key.setdefault(key, []).append((kind, values))
+            for key, records in by_key.items():
+                stored.setdefault(key, []).append(group_fold(records))
+        expected = {}
+        for key, records in stored.items():
+            kind, row = group_fold(records)
+            if kind not in ("-U", "-D"):
+                expected[key] = row
+        got = {r.pop("k"): r for r in t.scan().to_pylist()}
+        assert got == expected, f"after step {n} ({step})"
+
+
+@pytest.mark.parametrize("options,message", [
+    ({"fields.nope.sequence-group": "v"}, "sequence field 'nope'"),
+    ({"fields.ts.sequence-group": "nope"}, "column 'nope'"),
+    ({"fields.ts.sequence-group": "v", "fields.ts2.sequence-group": "v"}, "already in the sequence group"),
+    ({"fields.ts.sequence-group": "v", "partial-update.remove-record-on-delete": "true"}, "cannot be used together"),
+    ({"fields.ts.sequence-group": "v", "partial-update.remove-record-on-sequence-group": "v"},
+     "must be a sequence field"),
+])
+def test_invalid_sequence_groups_are_usage_errors(tmp_path, options, message) -> None:
+    t = Table.locate("db.t", warehouse=str(tmp_path))
+    with pytest.raises(UsageError, match=message):
+        create(t, "id BIGINT NOT NULL, ts BIGINT, ts2 BIGINT, v BIGINT", primary_keys=["id"],
+               options={"bucket": "1", "merge-engine": "partial-update", **options})
