@@ -40,7 +40,8 @@ def changes(rows: pa.Table, is_old: np.ndarray, engine: MergeEngine, *, row_dedu
     """Changelog records for the keys that records not in the old state touch.
 
     Args:
-        rows: records of one bucket, sorted by key then sequence number, ignored deletes dropped.
+        rows: records of one bucket in the engine's merge order (``MergeEngine.sorted``: key,
+            sequence.field, sequence number), ignored deletes dropped.
         is_old: marks the records that make up the state before.
         engine: the table's merge engine.
         row_deduplicate: no -U/+U pair for a key whose value did not change.
