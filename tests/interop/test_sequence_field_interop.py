@@ -209,3 +209,30 @@ def test_sequence_groups_lakectl_writes_java_reads(tmp_path: Path) -> None:
                           "kinds": [k for _, kinds in GROUP_COMMITS for k in kinds]}],
              create={"fields": GROUP_FIELDS, "primaryKeys": ["k"], "partitionKeys": [], "options": GROUP_OPTIONS})
     assert java_read(table2.path)[0] == java_read(java_path)[0] == lakectl_rows(table2.scan())
+
+
+# ---- fields.<col>.default-value: a read-time option in Java 1.0 ----------------------------------
+def test_default_value_is_filled_by_java_reads_not_stored_by_writes(tmp_path: Path) -> None:
+    """Java 1.0 fills ``fields.<col>.default-value`` into nulls when it reads
+    (AbstractDataTableRead's DefaultValueAssigner) and its writer stores the nulls as they come.
+    lakectl's writes store nulls too (the data files hold null, as Java's do) and Java reads the
+    default from them; lakectl still refuses to read such tables (core/options.py)."""
+    import pyarrow.parquet as pq
+
+    from core.errors import UnsupportedTableError
+    from core.ops.create import create
+
+    options = {"bucket": "1", "fields.v.default-value": "dflt", "file.format": "parquet"}
+    table = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    create(table, "k INT NOT NULL, ts BIGINT, v STRING", primary_keys=["k"], options=options)
+    table = open_table(tmp_path)
+    table.write(pa.table({"k": [1, 2], "ts": [1, 1], "v": [None, "x"]}, schema=ARROW))
+    java_path = tmp_path / "wh" / "db.db" / "j"
+    java_run(java_path, [{"op": "write", "rows": [[1, 1, None], [2, 1, "x"]]}],
+             create={"fields": FIELDS, "primaryKeys": ["k"], "partitionKeys": [], "options": options})
+    for path in (table.path, java_path):
+        stored = [pq.read_table(f, columns=["v"]).column("v").to_pylist() for f in Path(path).rglob("data-*.parquet")]
+        assert stored == [[None, "x"]], path
+        assert java_read(path)[0] == [[1, 1, "dflt"], [2, 1, "x"]]
+    with pytest.raises(UnsupportedTableError, match="fields.v.default-value"):
+        table.scan()

@@ -46,6 +46,8 @@ def test_schema_file_round_trip_and_paimon_field_names(tmp_path):
      "nope"),
     ({"primary_keys": ["id"], "options": {"merge-engine": "partial-update", "fields.nope.sequence-group": "dt"}},
      "sequence-group"),
+    ({"primary_keys": ["id"], "options": {"fields.id.default-value": "1"}}, "primary key column 'id' cannot have"),
+    ({"partition_keys": ["dt"], "options": {"fields.dt.default-value": "x"}}, "partition column 'dt' cannot have"),
     ({"primary_keys": ["id"], "options": {"changelog-producer": "changes"}}, "changelog-producer"),
     ({"options": {"changelog-producer": "lookup"}}, "needs a primary key"),
     ({"options": {"bucket": "2"}}, "bucket-key"),
