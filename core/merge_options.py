@@ -164,10 +164,14 @@ def _sequence_fields(schema, opts: dict[str, str], kind: str) -> tuple[tuple[str
     if text is None:
         return (), True
     fields = tuple(text.split(","))
-    names = set(schema.field_names)
+    types = {f.name: f.type for f in schema.fields}
     for name in fields:
-        if name not in names:
+        if name not in types:
             raise UsageError(f"option sequence.field names column {name!r}, which the table does not have")
+        if types[name].is_composite:
+            # Java compares nested values element by element; Arrow cannot sort them.
+            raise UsageError(f"option sequence.field: column {name!r} has nested type {types[name]}, which lakectl "
+                             "cannot order records by (use a primitive column)")
         if fields.count(name) > 1:
             raise UsageError(f"option sequence.field names column {name!r} more than once")
         if f"fields.{name}.aggregate-function" in opts:

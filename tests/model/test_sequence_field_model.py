@@ -255,11 +255,13 @@ def test_partial_update_folds_are_stored_as_java_stores_them(tmp_path) -> None:
     ({"sequence.field": "ts", "merge-engine": "aggregation", "fields.ts.aggregate-function": "max"},
      "must not have an aggregate function"),
     ({"sequence.field": "ts", "sequence.field.sort-order": "sideways"}, "sequence.field.sort-order=sideways"),
+    ({"sequence.field": "arr"}, "nested type"),
 ])
 def test_invalid_sequence_options_are_usage_errors(tmp_path, options, message) -> None:
     t = Table.locate("db.t", warehouse=str(tmp_path))
     with pytest.raises(UsageError, match=message.replace(".", r"\.").replace("(", r"\(")):
-        create(t, "id BIGINT NOT NULL, ts BIGINT, v BIGINT", primary_keys=["id"], options={"bucket": "1", **options})
+        create(t, "id BIGINT NOT NULL, ts BIGINT, v BIGINT, arr ARRAY<INT>", primary_keys=["id"],
+               options={"bucket": "1", **options})
 
 
 def test_cross_partition_tables_refuse_sequence_field(tmp_path) -> None:
