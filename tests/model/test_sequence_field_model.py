@@ -19,6 +19,9 @@ compactions; after each step ``scan()`` must equal the reference. Tables are wri
 compaction runs unasked, except the deletion-vector variant whose commits run Java's lookup
 compaction (deduplicate only: its fold is associative, so when the fold happens does not
 matter).
+
+Partial-update sequence groups (``fields.<seq>.sequence-group``) have their own reference
+(``group_fold``), record by record as Java's PartialUpdateMergeFunction, with random row kinds.
 """
 
 from __future__ import annotations
