@@ -335,10 +335,6 @@ def _is_true(value: str, options: Mapping[str, str], has_primary_key: bool) -> b
     return value.strip().lower() == "true"
 
 
-def _on_primary_key(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
-    return has_primary_key and value.strip() != ""
-
-
 def _not_main(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
     return value.strip() not in ("", "main")
 
@@ -381,10 +377,6 @@ class OptionRule:
 
 _RW = frozenset({READ, WRITE})
 OPTION_RULES: tuple[OptionRule, ...] = (
-    OptionRule("sequence.field", _RW, "rows of a key would merge in a different order than Paimon's",
-               _on_primary_key),
-    OptionRule("fields.*.sequence-group", _RW, "partial-update would merge sequence groups differently "
-               "from Paimon", _on_primary_key),
     OptionRule("fields.*.default-value", frozenset({READ}), "Paimon's reader replaces nulls of the column "
                "with the default value"),
     OptionRule("scan.mode", frozenset({READ}), "Paimon starts its reads there (e.g. incremental, "

@@ -175,6 +175,12 @@ def new_table_schema(
             raise UsageError(f"partition column {name!r} cannot have composite type {dt}")
         if name in primary_keys and dt.is_composite:
             raise UsageError(f"primary key column {name!r} cannot have composite type {dt}")
+    # Java's SchemaValidation: key columns take no default value (Paimon fills a column's
+    # default into nulls when it reads; it writes the nulls as they come).
+    for label, keys in (("partition", partition_keys), ("primary key", primary_keys)):
+        for k in keys:
+            if f"fields.{k}.default-value" in options:
+                raise UsageError(f"option fields.{k}.default-value: {label} column {k!r} cannot have a default value")
     # Top-level ids are 0..n-1 in column order; nested ROW ids continue after them (spec §2.1).
     top = []
     for i, (name, dt, desc) in enumerate(columns):

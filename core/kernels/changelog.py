@@ -40,7 +40,8 @@ def changes(rows: pa.Table, is_old: np.ndarray, engine: MergeEngine, *, row_dedu
     """Changelog records for the keys that records not in the old state touch.
 
     Args:
-        rows: records of one bucket, sorted by key then sequence number, ignored deletes dropped.
+        rows: records of one bucket in the engine's merge order (``MergeEngine.sorted``: key,
+            sequence.field, sequence number), ignored deletes dropped.
         is_old: marks the records that make up the state before.
         engine: the table's merge engine.
         row_deduplicate: no -U/+U pair for a key whose value did not change.
@@ -108,13 +109,13 @@ def _equal_rows(a: pa.Table, b: pa.Table, engine: MergeEngine) -> np.ndarray:
     return same
 
 
-def tagged_sort(old: pa.Table, new: pa.Table, keys: list[str]) -> tuple[pa.Table, np.ndarray]:
-    """Old and new records sorted together by key and sequence, and the mask of old ones."""
+def tagged_sort(old: pa.Table, new: pa.Table, engine: MergeEngine) -> tuple[pa.Table, np.ndarray]:
+    """Old and new records sorted together in ``engine``'s merge order, and the mask of old ones."""
     both = pa.concat_tables([
         old.append_column(_OLD, pa.array(np.ones(old.num_rows, bool))),
         new.append_column(_OLD, pa.array(np.zeros(new.num_rows, bool))),
     ])
-    ordered = key_columns_sorted(both, keys, SEQUENCE_NUMBER)
+    ordered = engine.sorted(both)
     mask = np.asarray(ordered.column(_OLD).to_numpy(zero_copy_only=False), dtype=bool)
     return ordered.drop_columns([_OLD]), mask
 
@@ -188,7 +189,7 @@ def lookup_changelog(task: "WriteTask", written: pa.Table, engine: MergeEngine, 
     """The changelog of a write: ``written`` (the folded new records of one bucket) against
     what the bucket's files held for those keys."""
     old = old_records(task, file_io, keys_of=written).cast(written.schema)
-    rows, is_old = tagged_sort(old, written, list(engine.keys))
+    rows, is_old = tagged_sort(old, written, engine)
     return changes(rows, is_old, engine, row_deduplicate=task.schema.core_options.changelog_row_deduplicate)
 
 
@@ -197,10 +198,10 @@ def overwrite_changelog(old: pa.Table, written: pa.Table, engine: MergeEngine, *
     """The changelog of replacing a bucket's records ``old`` by ``written`` (an overwrite): the
     diff of the two states, with -D for every key the overwrite removes."""
     keys = list(engine.keys)
-    before = alive(engine.merge(key_columns_sorted(old, keys, SEQUENCE_NUMBER))).cast(written.schema)
+    before = alive(engine.merge(engine.sorted(old))).cast(written.schema)
     # The new records replace the old ones whatever the engine: compare as "newest wins".
     replace = MergeEngine("deduplicate", engine.keys)
-    rows, is_old = tagged_sort(before, written, keys)
+    rows, is_old = tagged_sort(before, written, replace)
     touched = changes(rows, is_old, replace, row_deduplicate=row_deduplicate)
     removed = _with_kind(without_existing_keys(before, written, keys), DELETE)
     return key_columns_sorted(pa.concat_tables([touched, removed]), keys, SEQUENCE_NUMBER)

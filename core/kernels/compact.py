@@ -334,7 +334,7 @@ def lookup_compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
     if upper:
         old = pa.concat_tables([old, *(new_parts[i] for i in upper)])
         new = pa.concat_tables([new_parts[i] for i, m in enumerate(picked) if m.level == 0])
-    rows, is_old = tagged_sort(old, new, keys)
+    rows, is_old = tagged_sort(old, new, engine)
     merged = alive(engine.merge(rows))
     after = write_files(merged, schema, task.bucket_dir, file_io, level=level, file_source=FILE_SOURCE_COMPACT,
                         measure_size=True)
@@ -380,7 +380,6 @@ def _merged_rows(task: CompactTask, files: Sequence[DataFileMeta], file_io: File
     """
     schema = task.schema
     engine = MergeEngine.of(schema)
-    keys = schema.trimmed_primary_keys
     top = schema.core_options.num_levels - 1
     full_changelog = schema.core_options.changelog_producer == "full-compaction" and task.output_level == top
     old_parts, new_parts = [], []
@@ -390,7 +389,7 @@ def _merged_rows(task: CompactTask, files: Sequence[DataFileMeta], file_io: File
     empty = (old_parts or new_parts)[0].slice(0, 0)
     old = pa.concat_tables(old_parts) if old_parts else empty
     new = pa.concat_tables(new_parts) if new_parts else empty
-    rows, is_old = tagged_sort(old, new, keys)
+    rows, is_old = tagged_sort(old, new, engine)
     merged = engine.merge(rows)
     log = None
     if full_changelog:

@@ -9,7 +9,9 @@ into folds (a commit [-D, +I] folds to one +I that no longer resets older record
 lakectl as in Paimon.
 
 Input of ``merge``: the table columns plus ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``, sorted
-by the trimmed primary key and then by sequence number. Output: one record per key (after
+by the trimmed primary key and then by sequence number (``MergeEngine.sorted``); with
+``sequence.field`` by the key, those fields and then the sequence number, so "newest" means
+the largest sequence-field value whatever the arrival order. Output: one record per key (after
 ignored deletes are dropped), sorted by key, in the same columns. Its ``_VALUE_KIND`` tells
 whether the key is alive (+I, +U) or deleted (-U, -D), and its sequence number is the last
 record's, as Paimon's merge functions return them. A key with a single record keeps it
@@ -18,7 +20,9 @@ for two or more records).
 
 - ``deduplicate``: the newest record.
 - ``first-row``: the oldest record.
-- ``partial-update``: per column the newest non-null value.
+- ``partial-update``: per column the newest non-null value; with sequence groups
+  (``fields.<seq>.sequence-group``) each group's columns follow the records whose group
+  sequence is not older, folded record by record (``_partial_update_groups``).
 - ``aggregation``: per column ``fields.<name>.aggregate-function`` (default
   ``fields.default-aggregate-function``, else ``last_non_null_value``); the result is +I.
 
@@ -44,7 +48,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from core.errors import InvalidDataError
-from core.kernels.records import DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, key_changes, retract_kinds
+from core.kernels.records import (DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, key_changes,
+                                  key_columns_sorted, retract_kinds)
 from core.merge_options import FieldAggregate, MergeOptions, merge_options
 from core.schema import TableSchema
 
@@ -57,7 +62,13 @@ class MergeEngine(MergeOptions):
     def of(cls, schema: TableSchema) -> "MergeEngine":
         """The engine of ``schema``; raises UsageError for options lakectl cannot honour."""
         spec = merge_options(schema)
-        return cls(spec.kind, spec.keys, spec.ignore_delete, spec.remove_record_on_delete, spec.aggregates)
+        return cls(spec.kind, spec.keys, spec.ignore_delete, spec.remove_record_on_delete, spec.aggregates,
+                   spec.sequence_fields, spec.sequence_ascending, spec.sequence_groups, spec.remove_on_group_delete)
+
+    def sorted(self, rows: pa.Table) -> pa.Table:
+        """``rows`` in merge order: by key, then ``sequence.field`` (if set), then sequence number."""
+        return key_columns_sorted(rows, list(self.keys), SEQUENCE_NUMBER, self.sequence_fields,
+                                  self.sequence_ascending)
 
     # ---- input checks ------------------------------------------------------------------
     def check_input(self, kinds: pa.Array | pa.ChunkedArray) -> None:
@@ -71,8 +82,8 @@ class MergeEngine(MergeOptions):
             raise InvalidDataError("the first-row merge engine cannot take -U/-D rows; "
                                    "set option ignore-delete=true to drop them")
         if self.kind == "partial-update":
-            if self.remove_record_on_delete:
-                return
+            if self.remove_record_on_delete or self.sequence_groups:
+                return  # sequence groups retract their columns (Java's retractWithSequenceGroup)
             raise InvalidDataError("the partial-update merge engine cannot take -U/-D rows; set option "
                                    "ignore-delete=true or partial-update.remove-record-on-delete=true")
         if self.remove_record_on_delete and not pc.any(pc.equal(kinds, UPDATE_BEFORE)).as_py():
@@ -102,6 +113,8 @@ class MergeEngine(MergeOptions):
             return rows.take(segment_ends(starts, rows.num_rows))
         if self.kind == "first-row":
             return rows.take(starts)
+        if self.kind == "partial-update" and self.sequence_groups:
+            return _single_records_as_they_are(rows, starts, _partial_update_groups(rows, starts, self))
         folding = rows
         if self.remove_record_on_delete:
             folding = _from_last_delete(rows, starts, drop_update_before=self.kind == "partial-update")
@@ -231,6 +244,84 @@ def _partial_update(rows: pa.Table, starts: np.ndarray, keys: Sequence[str]) -> 
         col = rows.column(name)
         columns[name] = _take_or_null(col, _last_where(counts & _valid(col), starts))
     return _assemble(rows, columns, starts, _result_kinds(rows, starts, (DELETE, UPDATE_BEFORE)))
+
+
+def _partial_update_groups(rows: pa.Table, starts: np.ndarray, engine: "MergeEngine") -> pa.Table:
+    """partial-update with sequence groups, record by record as Java's PartialUpdateMergeFunction
+    folds them (the groups' comparisons do not vectorise). Per record and group: a record whose
+    group sequence fields are all null leaves the group alone; otherwise, if its group sequence
+    is not older than the row's (nulls oldest), an insert sets the group's columns (nulls
+    included) and a retraction sets them to null, both taking the record's sequence values.
+    Columns outside groups take an insert's non-null values and ignore retractions. A -D that
+    wins a group named by ``partial-update.remove-record-on-sequence-group`` clears the row and
+    makes the result -D (unless a later record follows). The result keeps the sequence number of
+    the last insert (Java's latestSequenceNumber)."""
+    # Key columns come from the records (Java keeps the key apart from the folded value).
+    names = [n for n in rows.column_names if n not in (SEQUENCE_NUMBER, VALUE_KIND, *engine.keys)]
+    group_of = {c: g for g in engine.sequence_groups for c in (*g.columns, *g.sequence_fields)}
+    data = {n: rows.column(n).to_pylist() for n in names}
+    seqs = rows.column(SEQUENCE_NUMBER).to_pylist()
+    kinds = _kinds(rows)
+    out: dict[str, list] = {n: [] for n in names}
+    out_seq, out_kind = [], []
+    bounds = list(starts) + [rows.num_rows]
+    for s, e in zip(bounds[:-1], bounds[1:]):
+        row = dict.fromkeys(names)
+        last_seq, deleted = seqs[e - 1], False
+        for i in range(s, e):
+            retract = kinds[i] in (UPDATE_BEFORE, DELETE)
+            deleted = False
+            if not retract:
+                last_seq = seqs[i]
+            wins = {id(g): _group_wins(g, data, i, row) for g in engine.sequence_groups}
+            for name in names:
+                group = group_of.get(name)
+                if group is None:
+                    if not retract and data[name][i] is not None:
+                        row[name] = data[name][i]
+                    continue
+                if not wins[id(group)]:
+                    continue
+                if name in group.sequence_fields:
+                    if retract and kinds[i] == DELETE and name in engine.remove_on_group_delete:
+                        row, deleted = dict.fromkeys(names), True
+                        break
+                    for f in group.sequence_fields:
+                        row[f] = data[f][i]
+                else:
+                    row[name] = None if retract else data[name][i]
+        for n in names:
+            out[n].append(row[n])
+        out_seq.append(last_seq)
+        out_kind.append(DELETE if deleted else INSERT)
+    arrays = []
+    for field in rows.schema:
+        if field.name in engine.keys:
+            arrays.append(pc.take(rows.column(field.name), pa.array(starts)))
+        elif field.name == SEQUENCE_NUMBER:
+            arrays.append(pa.array(out_seq, field.type))
+        elif field.name == VALUE_KIND:
+            arrays.append(pa.array(out_kind, field.type))
+        else:
+            arrays.append(pa.array(out[field.name], field.type))
+    return pa.Table.from_arrays(arrays, schema=rows.schema)
+
+
+def _group_wins(group, data: dict[str, list], i: int, row: dict) -> bool:
+    """Whether record ``i`` may change ``group``: some sequence field is set, and its sequence
+    is not older than the row's (compared field by field, nulls first, ascending: Java's
+    group comparator)."""
+    mine = [data[f][i] for f in group.sequence_fields]
+    if all(v is None for v in mine):
+        return False
+    for a, b in zip(mine, (row[f] for f in group.sequence_fields)):
+        if a is None and b is None:
+            continue
+        if a is None or b is None:
+            return b is None
+        if a != b:
+            return a > b
+    return True
 
 
 def _aggregate(rows: pa.Table, starts: np.ndarray, aggregates: dict[str, FieldAggregate],

@@ -21,7 +21,7 @@ from core import binary_row, formats
 from core.deletion_vectors import DeletionFile, deleted_mask, read_vector
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
-from core.kernels.records import KIND_NAMES, SEQUENCE_NUMBER, VALUE_KIND, alive, key_columns_sorted
+from core.kernels.records import KIND_NAMES, SEQUENCE_NUMBER, VALUE_KIND, alive
 from core.kernels.merge import MergeEngine
 from core.manifest import DataFileMeta, sorted_runs
 from core.predicate import ColumnRange, Predicate
@@ -220,7 +220,7 @@ def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int,
     if not primary_key:
         return table
     engine = MergeEngine.of(read_schema)
-    merged = engine.merge(key_columns_sorted(table, read_schema.trimmed_primary_keys, SEQUENCE_NUMBER))
+    merged = engine.merge(engine.sorted(table))
     return alive(merged).select([f.name for f in read_fields])
 
 

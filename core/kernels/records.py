@@ -3,6 +3,8 @@ and ``_VALUE_KIND``, and the sorting every merge starts from."""
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,15 +23,30 @@ def retract_kinds() -> pa.Array:
     return pa.array(np.array([UPDATE_BEFORE, DELETE], np.int8))
 
 
-def key_columns_sorted(table: pa.Table, keys: list[str], seq_column: str) -> pa.Table:
-    """Sort by key ascending, then sequence ascending (so the newest version of a key is last).
+def key_columns_sorted(table: pa.Table, keys: list[str], seq_column: str, sequence_fields: Sequence[str] = (),
+                       ascending: bool = True) -> pa.Table:
+    """Sort by key ascending, then by the ``sequence_fields`` (``sequence.field``, ascending or
+    not), then sequence ascending: the newest version of a key is last, in the order Java
+    Paimon's merge readers and write buffer compare records.
 
-    Key columns are NOT NULL, so null placement does not matter here."""
-    order = [(k, "ascending") for k in keys] + [(seq_column, "ascending")]
-    indices = pc.sort_indices(table, sort_keys=order)
+    Key columns are NOT NULL. A null sequence field sorts first in either direction, as in
+    Java's generated record comparator (nullIsLast=false, not flipped by descending)."""
+    direction = "ascending" if ascending else "descending"
+    order = ([(k, "ascending") for k in keys] + [(f, direction) for f in sequence_fields]
+             + [(seq_column, "ascending")])
+    indices = _sort_indices_nulls_first(table, order) if sequence_fields else pc.sort_indices(table, sort_keys=order)
     if _is_identity(indices):
         return table  # already in order (the local engine hands over key-sorted groups)
     return table.take(indices)
+
+
+def _sort_indices_nulls_first(table: pa.Table, order: list[tuple[str, str]]) -> pa.Array:
+    """``pc.sort_indices`` with nulls first: per sort key where pyarrow takes it (newer
+    versions deprecate the global option), else the global ``null_placement``."""
+    try:
+        return pc.sort_indices(table, sort_keys=[(name, direction, "at_start") for name, direction in order])
+    except (TypeError, ValueError):
+        return pc.sort_indices(table, sort_keys=order, null_placement="at_start")
 
 
 def _is_identity(indices: pa.Array) -> bool:

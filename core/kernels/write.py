@@ -30,7 +30,7 @@ from core import binary_row, file_index, formats, stats
 from core.commit import CommitMessage
 from core.deletion_vectors import DeletionFile
 from core.fileio import FileIO, join
-from core.kernels.records import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, key_columns_sorted, retract_kinds
+from core.kernels.records import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, retract_kinds
 from core.kernels.changelog import lookup_changelog, old_records, overwrite_changelog, without_existing_keys
 from core.kernels.merge import MergeEngine
 from core.manifest import FILE_SOURCE_APPEND, DataFileMeta
@@ -121,8 +121,9 @@ def write_bucket(task: WriteTask, rows: pa.Table, file_io: FileIO) -> CommitMess
     kinds = rows.column(VALUE_KIND) if VALUE_KIND in rows.column_names else pa.array(np.zeros(n, np.int8))
     engine = MergeEngine.of(schema)
     work = rows.select(schema.field_names).append_column(SEQUENCE_NUMBER, seq).append_column(VALUE_KIND, kinds)
-    # Paimon's write buffer: records sorted by key and sequence, each key folded by the engine.
-    ordered = key_columns_sorted(engine.drop_ignored(work), schema.trimmed_primary_keys, SEQUENCE_NUMBER)
+    # Paimon's write buffer: records sorted by key (and sequence.field) and sequence, each key
+    # folded by the engine.
+    ordered = engine.sorted(engine.drop_ignored(work))
     merged = engine.merge(ordered)
     if engine.kind == "first-row" and task.lookup_files and not task.overwrite:
         # A key already stored keeps its first record: drop it here, so no key ever sits in

@@ -54,13 +54,10 @@ def assert_refused(result: Result, option: str, action: str) -> None:
 
 
 @pytest.mark.parametrize("options,option,merges", [
-    ({"bucket": "1", "sequence.field": "ts"}, "sequence.field=ts", True),
-    ({"bucket": "1", "merge-engine": "partial-update", "fields.ts.sequence-group": "v"},
-     "fields.ts.sequence-group=v", True),
     ({"bucket": "1", "fields.v.default-value": "7"}, "fields.v.default-value=7", False),
     ({"bucket": "1", "incremental-between": "1,2"}, "incremental-between=1,2", False),
     ({"bucket": "1", "scan.file-creation-time-millis": "4102444800000"}, "scan.file-creation-time-millis", False),
-], ids=["sequence-field", "sequence-group", "default-value", "incremental-between", "file-creation-time"])
+], ids=["default-value", "incremental-between", "file-creation-time"])
 def test_options_that_change_java_reads_are_refused_on_read(tmp_path: Path, options: dict[str, str],
                                                             option: str, merges: bool) -> None:
     """Options of the merge are refused for writes too; the others change only what Java reads."""

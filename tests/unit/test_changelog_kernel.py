@@ -35,7 +35,7 @@ def _log(table):
 
 def _changes(options, old, new, **kw):
     schema, engine = _engine(options)
-    rows, is_old = tagged_sort(_records(schema, old), _records(schema, new), ["id"])
+    rows, is_old = tagged_sort(_records(schema, old), _records(schema, new), engine)
     return _log(changes(rows, is_old, engine, **kw))
 
 

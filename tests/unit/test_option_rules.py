@@ -29,9 +29,6 @@ def refused(options: dict[str, str], **layout) -> set[str]:
 
 
 @pytest.mark.parametrize("options,actions", [
-    ({"sequence.field": "ts"}, {READ, WRITE}),
-    ({"fields.ts.sequence-group": "v"}, {READ, WRITE}),
-    ({"fields.a,b.sequence-group": "v"}, {READ, WRITE}),
     ({"fields.v.default-value": "0"}, {READ}),
     ({"scan.timestamp": "2024-01-01 00:00:00"}, {READ}),
     ({"scan.mode": "incremental"}, {READ}),
@@ -65,6 +62,8 @@ def test_refused_options_and_their_actions(options: dict[str, str], actions: set
     {"changelog-producer.row-deduplicate-ignore-fields": "ts"},  # no effect without row-deduplicate
     {"record-level.expire-time": "1 d"},  # no effect without a time field
     {"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"},
+    {"sequence.field": "ts"}, {"sequence.field": "ts,v", "sequence.field.sort-order": "descending"},  # honoured
+    {"merge-engine": "partial-update", "fields.ts.sequence-group": "v"},  # honoured
     {"ignore-delete": "true"}, {"rowkind.field": "v"}, {"dynamic-partition-overwrite": "false"},
     {"scan.snapshot-id": "1"}, {"scan.tag-name": "t"}, {"scan.mode": "latest"}, {"scan.mode": "From-Snapshot"},
     {"file-index.bloom-filter.columns": "v"}, {"write-buffer-size": "64 mb"},
@@ -91,12 +90,12 @@ def test_cross_partition_upsert_tables_are_refused_for_writes_only() -> None:
 
 def test_message_names_the_table_option_value_and_action() -> None:
     with pytest.raises(UnsupportedTableError) as e:
-        check_options(schema({"sequence.field": "ts", "fields.v.default-value": "1"}), "db.t", READ)
-    assert str(e.value) == ("table db.t uses fields.v.default-value=1 (and sequence.field), which lakectl does not "
+        check_options(schema({"scan.version": "3", "fields.v.default-value": "1"}), "db.t", READ)
+    assert str(e.value) == ("table db.t uses fields.v.default-value=1 (and scan.version), which lakectl does not "
                             "support for reads (Paimon's reader replaces nulls of the column with the default value)")
-    with pytest.raises(UnsupportedTableError, match=r"^table db\.t uses sequence\.field=ts, which lakectl does not "
-                                                    r"support for writes \(rows of a key would merge"):
-        check_options(schema({"sequence.field": "ts"}), "db.t", WRITE)
+    with pytest.raises(UnsupportedTableError, match=r"^table db\.t uses branch=dev, which lakectl "
+                                                    r"does not support for writes \(Paimon reads and writes that"):
+        check_options(schema({"branch": "dev"}), "db.t", WRITE)
 
 
 def test_merge_options_lakectl_lacks_are_refused_through_the_same_check() -> None:
