@@ -98,7 +98,10 @@ def _typed(value: Any, f: DataField, default_name: str | None) -> Any:
     if isinstance(value, str):
         return text_value(value, f)
     try:
-        return pa.scalar(value, to_arrow(f.type)).as_py()
+        scalar = pa.scalar(value, to_arrow(f.type))
+        if _is_nanos(scalar.type):
+            return scalar.cast(pa.int64()).as_py()  # epoch nanos, as text_value gives them
+        return scalar.as_py()
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError,
             OverflowError):
         raise UsageError(f"{value!r} is not a value of column {f.name!r} ({f.type.root_text()})") from None
@@ -299,7 +302,7 @@ def _matches(part: pa.Table, keys: Sequence[LookupKey], wanted: Sequence[int],
     indices = pc.indices_nonzero(mask).to_pylist()
     if not indices:
         return []
-    narrowed = part.take(indices).select(list(columns)).to_pylist()
+    narrowed = _comparable(part.take(indices).select(list(columns))).to_pylist()
     rows = {tuple(r[c] for c in columns): idx for r, idx in zip(narrowed, indices)}
     out = []
     for i in wanted:
@@ -307,6 +310,19 @@ def _matches(part: pa.Table, keys: Sequence[LookupKey], wanted: Sequence[int],
         if idx is not None:
             out.append((i, idx))
     return out
+
+
+def _is_nanos(t: pa.DataType) -> bool:
+    return pa.types.is_timestamp(t) and t.unit == "ns"
+
+
+def _comparable(rows: pa.Table) -> pa.Table:
+    """Key columns in the Python form keys hold: nanosecond timestamps as epoch nanos (ints),
+    which a datetime cannot hold and ``to_pylist`` would refuse without pandas."""
+    for i, f in enumerate(rows.schema):
+        if _is_nanos(f.type):
+            rows = rows.set_column(i, f.name, rows.column(i).cast(pa.int64()))
+    return rows
 
 
 def _distinct(keys: Iterable[LookupKey]) -> list[LookupKey]:
