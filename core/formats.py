@@ -12,7 +12,8 @@ row for primary-key tables) and are laid out as Java Paimon 1.0 lays them out:
   nullable fields are ``["null", T]`` unions; TINYINT and SMALLINT as int; DECIMAL as bytes
   with the decimal logical type; DATE, TIME (millis) and TIMESTAMP (millis up to precision
   3, micros up to 6; local-timestamp-* for WITH LOCAL TIME ZONE) as logical types; ROW as a
-  nested record named after its parent; MAP with string keys as an Avro map.
+  nested record named after its parent; MAP with string keys as an Avro map, other MAPs as Java writes them: an array
+  (logicalType "map") of key-value records.
 """
 
 from __future__ import annotations
@@ -170,6 +171,12 @@ def avro_type(t: DataType, name: str) -> Any:
         out = {"type": "array", "items": avro_type(t.element, name)}
     elif n == "MAP" and t.key.is_string:
         out = {"type": "map", "values": avro_type(t.value, name)}
+    elif n == "MAP":
+        # Avro maps have string keys; Java Paimon stores other maps as an array of key-value
+        # records (logicalType "map"), named after the map's field.
+        entry = {"type": "record", "name": name,
+                 "fields": [avro_field("key", t.key, f"{name}_key"), avro_field("value", t.value, f"{name}_value")]}
+        out = {"type": "array", "logicalType": "map", "items": entry}
     elif n == "ROW":
         out = {"type": "record", "name": name,
                "fields": [avro_field(f.name, f.type, f"{name}_{f.name}") for f in t.fields]}
@@ -233,7 +240,9 @@ def _python_value(value: Any, t: DataType) -> Any:
     if n == "ARRAY":
         return [_python_value(v, t.element) for v in value]
     if n == "MAP":
-        return [(k, _python_value(v, t.value)) for k, v in value.items()]
+        # An Avro map is a dict; a map with non-string keys is a list of key-value records.
+        pairs = value.items() if isinstance(value, dict) else ((e["key"], e["value"]) for e in value)
+        return [(_python_value(k, t.key), _python_value(v, t.value)) for k, v in pairs]
     if n == "ROW":
         return {f.name: _python_value(value.get(f.name), f.type) for f in t.fields}
     return value
@@ -298,6 +307,8 @@ def _has_map(t: DataType) -> bool:
 def _map_as_dict(value: Any, t: DataType) -> Any:
     if value is None:
         return None
+    if t.name == "MAP" and not t.key.is_string:
+        return [{"key": _map_as_dict(k, t.key), "value": _map_as_dict(v, t.value)} for k, v in value]
     if t.name == "MAP":
         return {k: _map_as_dict(v, t.value) for k, v in value}
     if t.name == "ARRAY":
