@@ -37,6 +37,7 @@ import struct
 from dataclasses import dataclass
 from datetime import date, datetime, time, timezone
 from decimal import ROUND_FLOOR, Context, Decimal, InvalidOperation
+from fractions import Fraction
 from itertools import product
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -517,7 +518,7 @@ class _Lit:
     value: Any
     kind: str
     text: str  # the SQL, for messages
-    nanos: int = 0  # a time or timestamp's digits past the microsecond (0-999), which datetime lacks
+    nanos: int | Fraction = 0  # a time or timestamp's digits past the microsecond (0 <= nanos < 1000), which datetime lacks
 
 
 @dataclass(frozen=True, slots=True)
@@ -621,7 +622,7 @@ def _fit(lit: _Lit, f: DataField) -> _Fit:
     raise UsageError(f"column {f.name!r} has type {t.root_text()}; --where compares only atomic columns")
 
 
-def _fit_timestamp(t: DataType, stamp: date | datetime, nanos: int, bad: Callable[[str], UsageError]) -> _Fit:
+def _fit_timestamp(t: DataType, stamp: date | datetime, nanos: int | Fraction, bad: Callable[[str], UsageError]) -> _Fit:
     """A timestamp literal (``nanos`` past its microsecond) in a TIMESTAMP(_LTZ) column's
     terms: a datetime for precision up to 6, epoch nanos for 7 to 9 (a datetime would drop
     the last three digits and match nothing)."""
@@ -632,10 +633,10 @@ def _fit_timestamp(t: DataType, stamp: date | datetime, nanos: int, bad: Callabl
     if t.name == "TIMESTAMP_LTZ":
         stamp = stamp.replace(tzinfo=timezone.utc) if stamp.tzinfo is None else stamp.astimezone(timezone.utc)
     if _is_nano_stamp(t):
-        value = epoch_nanos(stamp, nanos)
+        value = epoch_nanos(stamp, math.floor(nanos))
         if value not in _INT64:  # Arrow's nanosecond columns hold 1677-09-21 to 2262-04-11 only
             return _Fit("below" if value < 0 else "above")
-        return _Fit("exact", value)
+        return _Fit("exact" if nanos == math.floor(nanos) else "between", value)
     if to_arrow(t).unit == "ms" and (stamp.microsecond % 1000 or nanos):
         return _Fit("between", stamp.replace(microsecond=stamp.microsecond // 1000 * 1000))
     return _Fit("between" if nanos else "exact", stamp)
@@ -661,7 +662,7 @@ def _float32(x: float) -> float:
         return math.copysign(math.inf, x)
 
 
-def _temporal(lit: _Lit, bad: Callable[[str], UsageError]) -> tuple[date | datetime, int]:
+def _temporal(lit: _Lit, bad: Callable[[str], UsageError]) -> tuple[date | datetime, int | Fraction]:
     """A date or timestamp literal and its nanos past the microsecond."""
     if lit.kind in ("date", "timestamp"):
         return lit.value, lit.nanos
@@ -681,21 +682,21 @@ def _temporal(lit: _Lit, bad: Callable[[str], UsageError]) -> tuple[date | datet
 _FRACTION = re.compile(r"(.*\d\d:\d\d:\d\d)[.,](\d+)(.*)", re.DOTALL)
 
 
-def _iso_with_nanos(parse: Callable[[str], Any], text: str) -> tuple[Any, int]:
+def _iso_with_nanos(parse: Callable[[str], Any], text: str) -> tuple[Any, int | Fraction]:
     """``parse`` (a ``fromisoformat``) of ``text``, and the fraction's digits past the
-    microsecond as nanos: Python's parsers drop those digits without a word.
+    microsecond as nanos: Python's parsers drop those digits without a word. Digits past
+    the nanosecond make the nanos a Fraction, a literal between two nanoseconds.
 
     Raises:
-        ValueError: the text does not parse, or has nonzero digits past the nanosecond.
+        ValueError: the text does not parse.
     """
     text = text.strip()
     m = _FRACTION.fullmatch(text)
     if m is None or len(m.group(2)) <= 6:
         return parse(text), 0
     digits = m.group(2)
-    if digits[9:].strip("0"):
-        raise ValueError(f"{text!r} has more than 9 fractional digits")
-    return parse(f"{m.group(1)}.{digits[:6]}{m.group(3)}"), int(digits[6:9].ljust(3, "0"))
+    nanos = Fraction(int(digits[6:].ljust(3, "0")), 10 ** max(len(digits) - 9, 0))
+    return parse(f"{m.group(1)}.{digits[:6]}{m.group(3)}"), int(nanos) if nanos.denominator == 1 else nanos
 
 
 def text_value(text: str, f: DataField) -> Any:
@@ -734,7 +735,7 @@ def _binary_key_text(text: str) -> bytes | None:
     return _base64_bytes(m.group(1)) if m else None
 
 
-def _literal_text_value(kind: str, text: str) -> tuple[Any, int]:
+def _literal_text_value(kind: str, text: str) -> tuple[Any, int | Fraction]:
     """The value of ``DATE '...'``, ``TIMESTAMP '...'`` or ``TIME '...'``, and its nanos past the microsecond."""
     parse: Callable[[str], Any] = {"date": date.fromisoformat, "timestamp": datetime.fromisoformat,
                                    "time": time.fromisoformat}[kind]
