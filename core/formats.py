@@ -52,8 +52,9 @@ def read_orc(source: str | BinaryIO, columns: Mapping[str, DataType]) -> pa.Tabl
     except pa.ArrowInvalid as e:
         if "out of range for nanosecond" in str(e):
             # pyarrow's ORC reader only produces nanosecond timestamps (years 1677 to 2262).
-            raise ValueError(f"a timestamp outside the years 1677-2262 in an ORC file ({e}); lakectl reads "
-                             "such timestamps from Parquet and Avro files only") from e
+            raise ValueError(f"column {_orc_culprit(source, columns)} holds a timestamp outside 1677-09-21 to "
+                             f"2262-04-11, which lakectl's ORC reader cannot hold ({e}); read the other columns "
+                             "with --select") from e
         raise
     for name, t in columns.items():
         if t.name == "CHAR":
@@ -62,6 +63,18 @@ def read_orc(source: str | BinaryIO, columns: Mapping[str, DataType]) -> pa.Tabl
             # CHAR to its length); so do we, whoever wrote the file.
             table = table.set_column(i, name, pc.utf8_rtrim(table.column(i), characters=" "))
     return table
+
+
+def _orc_culprit(source: str | BinaryIO, columns: Mapping[str, DataType]) -> str:
+    """The first column of ``columns`` that pyarrow's ORC reader cannot read on its own."""
+    for name in columns:
+        if hasattr(source, "seek"):
+            source.seek(0)
+        try:
+            orc.ORCFile(source).read(columns=[name])
+        except pa.ArrowInvalid:
+            return name
+    return "?"
 
 
 def _orc_column(column: pa.ChunkedArray) -> pa.ChunkedArray:
