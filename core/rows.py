@@ -48,6 +48,8 @@ def _cast_column(col: pa.ChunkedArray | pa.Array, f: DataField) -> pa.ChunkedArr
         out = pc.cast(col, target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         reason = str(e).strip().splitlines()[0]
+        if "out of bounds timestamp" in reason:
+            reason += " (TIMESTAMP(7..9) values lakectl can hold lie in 1677-09-21 to 2262-04-11)"
         raise InvalidDataError(f"column {f.name}: values of type {col.type} do not fit {f.type.root_text()}: {reason}") \
             from e
     bad = first_float_overflow(col, out)  # a safe cast still turns 1e39 into a FLOAT's Infinity

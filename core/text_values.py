@@ -200,7 +200,11 @@ def parse_timestamp(text: str, t: pa.TimestampType) -> int:
         moment -= sign * dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
     delta = moment - _EPOCH
     seconds = delta.days * 86400 + delta.seconds
-    return seconds * _UNITS[t.unit] + _count(_nanos(m.group(7)), t.unit, text)
+    count = seconds * _UNITS[t.unit] + _count(_nanos(m.group(7)), t.unit, text)
+    if not -(2 ** 63) <= count < 2 ** 63:  # only nanosecond counts can overflow (years 1677-2262)
+        raise ValueError(f"{text!r} is outside 1677-09-21T00:12:43.145224192 to 2262-04-11T23:47:16.854775807, "
+                         "the TIMESTAMP(7..9) values lakectl can hold")
+    return count
 
 
 def parse_time(text: str, t: pa.DataType) -> int:

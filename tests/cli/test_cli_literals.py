@@ -205,3 +205,19 @@ def test_values_a_column_holds_are_stored_exactly(tmp_path: Path) -> None:
     assert got[0] == {"id": 1, "f": float(np.float32(3.4e38)), "t0": "12:00:01", "t1": "12:00:00.200",
                       "s7": "2024-01-01T00:00:00.123456700"}
     assert got[1]["f"] == "Infinity"  # an infinity given as such is a value
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+@pytest.mark.parametrize("value", ["1500-01-01T00:00:00", "2262-04-11T23:47:16.854775808", "9999-12-31T23:59:59"])
+def test_timestamp9_input_outside_what_nanoseconds_hold_is_refused(tmp_path: Path, fmt: str, value: str) -> None:
+    wh = tmp_path / "wh"
+    ok(wh, "-q", "create", "db.u", "--schema", "id INT, s9 TIMESTAMP(9)")
+    path = tmp_path / f"in.{fmt}"
+    path.write_text(json.dumps({"id": 1, "s9": value}) + "\n" if fmt == "jsonl" else f"id,s9\n1,{value}\n")
+    err = refused(wh, 5, "write", "db.u", "-i", path)
+    assert "column s9" in err and "outside 1677-09-21" in err and "2262-04-11" in err
+    # The last value a nanosecond column holds is stored exactly.
+    path.write_text(json.dumps({"id": 2, "s9": "2262-04-11T23:47:16.854775807"}) + "\n" if fmt == "jsonl"
+                    else "id,s9\n2,2262-04-11T23:47:16.854775807\n")
+    ok(wh, "-q", "write", "db.u", "-i", path)
+    assert rows(wh, "scan", "db.u") == [{"id": 2, "s9": "2262-04-11T23:47:16.854775807"}]
