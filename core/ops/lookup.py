@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import struct
+from datetime import datetime
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -35,7 +36,7 @@ from core.manifest import ManifestEntry, live_entries
 from core.ops.scan import check_select, choose_snapshot, output_schema
 from core.options import READ, check_options
 from core.partition import render_value
-from core.predicate import text_value
+from core.predicate import epoch_nanos, text_value
 from core.schema import TableSchema
 from core.table import Table
 from core.types import DataField, to_arrow
@@ -221,8 +222,8 @@ class _Planner:
             return candidates
         types = [f.type for f in file_schema.key_fields]
         try:
-            lo = binary_row.sort_key(binary_row.decode(entry.file.min_key, types))
-            hi = binary_row.sort_key(binary_row.decode(entry.file.max_key, types))
+            lo = binary_row.sort_key(_nanos_bounds(binary_row.decode(entry.file.min_key, types), types, 0))
+            hi = binary_row.sort_key(_nanos_bounds(binary_row.decode(entry.file.max_key, types), types, 999))
         except (ValueError, struct.error):
             return candidates  # stats we cannot read prune nothing
         out = []
@@ -235,6 +236,13 @@ class _Planner:
             if inside:
                 out.append(i)
         return out
+
+
+def _nanos_bounds(values: tuple, types: Sequence[Any], slack: int) -> tuple:
+    """Key bounds with TIMESTAMP(7..9) values as epoch nanos, the form keys hold them in: a
+    decoded datetime lost its last three digits, so an upper bound gets ``slack`` (999) back."""
+    return tuple(epoch_nanos(v) + slack if isinstance(v, datetime) and t.name in ("TIMESTAMP", "TIMESTAMP_LTZ")
+                 and t.precision > 6 else v for v, t in zip(values, types))
 
 
 def _partition_allows(key: LookupKey, fields: Sequence[DataField], values: tuple) -> bool:

@@ -169,3 +169,18 @@ def test_select_reads_only_the_columns_it_uses(tmp_path: Path, monkeypatch: pyte
     assert got.to_pylist() == [{"a": "z"}]
     assert asked and all("b" not in cols for cols in asked)
     assert all({"id", "a", "c"} <= set(cols) for cols in asked)
+
+
+def test_lookup_prunes_files_by_nanosecond_key_ranges(tmp_path: Path) -> None:
+    """Each commit is a file with a key range; a TIMESTAMP(9) key is looked for only in the
+    files whose range (its bounds decoded to microseconds, widened by 999 nanos) holds it."""
+    table = Table.locate("db.keys", warehouse=str(tmp_path / "wh"))
+    create(table, "k TIMESTAMP(9) NOT NULL, v INT", primary_keys=["k"], options={"bucket": "1"})
+    for first in (0, 10_000, 20_000):  # three files: BASE+first .. BASE+first+1 nanos
+        table.write(pa.table({"k": pa.array([BASE + first, BASE + first + 1], pa.timestamp("ns")),
+                              "v": pa.array([first, first + 1], pa.int32())}))
+    result = table.lookup(["k=2024-02-29T12:00:00.000010001"])
+    assert result.rows.column("v").to_pylist() == [10_001]
+    assert result.files_read == 1 and result.files_total == 3
+    missing = table.lookup(["k=2024-02-29T12:00:00.000010002"])
+    assert missing.rows.num_rows == 0 and missing.files_read == 1  # within the widened bound
