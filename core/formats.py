@@ -129,6 +129,37 @@ def _contains_time(t: pa.DataType) -> bool:
     return False
 
 
+# ---- Parquet -------------------------------------------------------------------------------
+def int96_out_of_range(source: Any, parquet: Any, names: Sequence[str]) -> tuple[str, str] | None:
+    """The first top-level INT96 column among ``names`` of the Parquet file ``parquet`` (opened
+    from ``source``) holding a value outside 1677-2262, with that value as ISO text; None if
+    there is none.
+
+    pyarrow reads INT96 timestamps (Paimon's TIMESTAMP(7..9), Spark's and Impala's legacy
+    timestamps) as nanoseconds and wraps such a value into a wrong date without a word; the
+    columns are read again in milliseconds, which hold every year, to find them.
+    """
+    import pyarrow.parquet as pq
+
+    schema = parquet.metadata.schema
+    int96 = [schema.column(i).name for i in range(len(schema))
+             if schema.column(i).physical_type == "INT96" and schema.column(i).path == schema.column(i).name
+             and schema.column(i).name in names]
+    if not int96:
+        return None
+    if hasattr(source, "seek"):
+        source.seek(0)
+    with pq.ParquetFile(source, coerce_int96_timestamp_unit="ms") as again:
+        millis = again.read(columns=int96)
+    lo, hi = -(2 ** 63) // 1_000_000, (2 ** 63 - 1) // 1_000_000
+    for name in int96:
+        counts = pc.cast(millis.column(name), pa.int64())
+        outside = pc.or_(pc.less(counts, lo), pc.greater(counts, hi))
+        if pc.any(outside).as_py():
+            return name, pc.filter(millis.column(name), outside)[0].as_py().isoformat()
+    return None
+
+
 # ---- Avro ---------------------------------------------------------------------------------
 # fastavro's names of the Avro codecs lakectl writes (``avro.codec``); snappy needs a library
 # lakectl does not ship.

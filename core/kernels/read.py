@@ -124,26 +124,10 @@ def _out_of_range(path: str, column: str, detail: str) -> str:
 
 
 def _check_int96_range(source: Any, parquet: pq.ParquetFile, table: pa.Table, path: str) -> None:
-    """pyarrow reads Parquet INT96 timestamps (Paimon's TIMESTAMP(7..9)) as nanoseconds and
-    wraps a value outside 1677-2262 around into a wrong date; reread such columns in
-    milliseconds, which hold every year, and refuse a value the nanoseconds cannot hold."""
-    schema = parquet.metadata.schema
-    int96 = [schema.column(i).name for i in range(len(schema))
-             if schema.column(i).physical_type == "INT96" and schema.column(i).path == schema.column(i).name
-             and schema.column(i).name in table.column_names]
-    if not int96:
-        return
-    if hasattr(source, "seek"):
-        source.seek(0)
-    with pq.ParquetFile(source, coerce_int96_timestamp_unit="ms") as again:
-        millis = again.read(columns=int96)
-    lo, hi = -(2 ** 63) // 1_000_000, (2 ** 63 - 1) // 1_000_000
-    for name in int96:
-        counts = pc.cast(millis.column(name), pa.int64())
-        outside = pc.or_(pc.less(counts, lo), pc.greater(counts, hi))
-        if pc.any(outside).as_py():
-            first = pc.filter(millis.column(name), outside)[0].as_py()
-            raise CorruptMetadataError(_out_of_range(path, name, f"e.g. {first.isoformat()}"))
+    """Refuse a read of a Parquet INT96 column holding a value pyarrow wraps into a wrong date."""
+    found = formats.int96_out_of_range(source, parquet, table.column_names)
+    if found is not None:
+        raise CorruptMetadataError(_out_of_range(path, found[0], f"e.g. {found[1]}"))
 
 
 def _without_deleted(table: pa.Table, group_rows: list[int], groups: list[int] | None, deleted: Any) -> pa.Table:

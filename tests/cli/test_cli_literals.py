@@ -221,3 +221,31 @@ def test_timestamp9_input_outside_what_nanoseconds_hold_is_refused(tmp_path: Pat
                     else "id,s9\n2,2262-04-11T23:47:16.854775807\n")
     ok(wh, "-q", "write", "db.u", "-i", path)
     assert rows(wh, "scan", "db.u") == [{"id": 2, "s9": "2262-04-11T23:47:16.854775807"}]
+
+
+def test_parquet_input_int96_outside_what_nanoseconds_hold_is_refused(tmp_path: Path) -> None:
+    """A legacy INT96 timestamp of 1500 (as Spark and Impala write them) would be read by
+    pyarrow as a date in 2084; lakectl refuses the input naming the column instead, a file or a
+    folder of files, and stores an INT96 value in range to the nanosecond."""
+    import datetime as dt
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    wh = tmp_path / "wh"
+    ok(wh, "-q", "create", "db.u", "--schema", "id INT, s9 TIMESTAMP(9)")
+    far = tmp_path / "far.parquet"
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int32()),
+                             "s9": pa.array([dt.datetime(2000, 1, 1), dt.datetime(1500, 1, 1)], pa.timestamp("us"))}),
+                   far, use_deprecated_int96_timestamps=True)
+    folder = tmp_path / "dir"
+    folder.mkdir()
+    (folder / "part-0.parquet").write_bytes(far.read_bytes())
+    for source in (far, folder):
+        err = refused(wh, 5, "write", "db.u", "-i", source)
+        assert "column s9" in err and "1500-01-01T00:00:00" in err and "outside 1677-09-21" in err
+    near = tmp_path / "near.parquet"
+    pq.write_table(pa.table({"id": pa.array([3], pa.int32()), "s9": pa.array([BASE + 123456789], pa.timestamp("ns"))}),
+                   near, use_deprecated_int96_timestamps=True)
+    ok(wh, "-q", "write", "db.u", "-i", near)
+    assert rows(wh, "scan", "db.u") == [{"id": 3, "s9": _text(BASE + 123456789)}]
