@@ -154,9 +154,11 @@ def int96_out_of_range(source: Any, parquet: Any, names: Sequence[str]) -> tuple
     lo, hi = -(2 ** 63) // 1_000_000, (2 ** 63 - 1) // 1_000_000
     for name in int96:
         counts = pc.cast(millis.column(name), pa.int64())
+        bounds = pc.min_max(counts)  # one pass; the rare offender is looked for only when there is one
+        if bounds["min"].as_py() is None or lo <= bounds["min"].as_py() and bounds["max"].as_py() <= hi:
+            continue
         outside = pc.or_(pc.less(counts, lo), pc.greater(counts, hi))
-        if pc.any(outside).as_py():
-            return name, pc.filter(millis.column(name), outside)[0].as_py().isoformat()
+        return name, pc.filter(millis.column(name), outside)[0].as_py().isoformat()
     return None
 
 
