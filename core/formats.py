@@ -12,7 +12,8 @@ row for primary-key tables) and are laid out as Java Paimon 1.0 lays them out:
   nullable fields are ``["null", T]`` unions; TINYINT and SMALLINT as int; DECIMAL as bytes
   with the decimal logical type; DATE, TIME (millis) and TIMESTAMP (millis up to precision
   3, micros up to 6; local-timestamp-* for WITH LOCAL TIME ZONE) as logical types; ROW as a
-  nested record named after its parent; MAP with string keys as an Avro map.
+  nested record named after its parent; MAP with string keys as an Avro map, other MAPs as Java writes them: an array
+  (logicalType "map") of key-value records.
 """
 
 from __future__ import annotations
@@ -51,8 +52,9 @@ def read_orc(source: str | BinaryIO, columns: Mapping[str, DataType]) -> pa.Tabl
     except pa.ArrowInvalid as e:
         if "out of range for nanosecond" in str(e):
             # pyarrow's ORC reader only produces nanosecond timestamps (years 1677 to 2262).
-            raise ValueError(f"a timestamp outside the years 1677-2262 in an ORC file ({e}); lakectl reads "
-                             "such timestamps from Parquet and Avro files only") from e
+            raise ValueError(f"column {_orc_culprit(source, columns)} holds a timestamp outside 1677-09-21 to "
+                             f"2262-04-11, which lakectl's ORC reader cannot hold ({e}); read the other columns "
+                             "with --select") from e
         raise
     for name, t in columns.items():
         if t.name == "CHAR":
@@ -61,6 +63,18 @@ def read_orc(source: str | BinaryIO, columns: Mapping[str, DataType]) -> pa.Tabl
             # CHAR to its length); so do we, whoever wrote the file.
             table = table.set_column(i, name, pc.utf8_rtrim(table.column(i), characters=" "))
     return table
+
+
+def _orc_culprit(source: str | BinaryIO, columns: Mapping[str, DataType]) -> str:
+    """The first column of ``columns`` that pyarrow's ORC reader cannot read on its own."""
+    for name in columns:
+        if hasattr(source, "seek"):
+            source.seek(0)
+        try:
+            orc.ORCFile(source).read(columns=[name])
+        except pa.ArrowInvalid:
+            return name
+    return "?"
 
 
 def _orc_column(column: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -113,6 +127,39 @@ def _contains_time(t: pa.DataType) -> bool:
     if pa.types.is_list(t):
         return _contains_time(t.value_type)
     return False
+
+
+# ---- Parquet -------------------------------------------------------------------------------
+def int96_out_of_range(source: Any, parquet: Any, names: Sequence[str]) -> tuple[str, str] | None:
+    """The first top-level INT96 column among ``names`` of the Parquet file ``parquet`` (opened
+    from ``source``) holding a value outside 1677-2262, with that value as ISO text; None if
+    there is none.
+
+    pyarrow reads INT96 timestamps (Paimon's TIMESTAMP(7..9), Spark's and Impala's legacy
+    timestamps) as nanoseconds and wraps such a value into a wrong date without a word; the
+    columns are read again in milliseconds, which hold every year, to find them.
+    """
+    import pyarrow.parquet as pq
+
+    schema = parquet.metadata.schema
+    int96 = [schema.column(i).name for i in range(len(schema))
+             if schema.column(i).physical_type == "INT96" and schema.column(i).path == schema.column(i).name
+             and schema.column(i).name in names]
+    if not int96:
+        return None
+    if hasattr(source, "seek"):
+        source.seek(0)
+    with pq.ParquetFile(source, coerce_int96_timestamp_unit="ms") as again:
+        millis = again.read(columns=int96)
+    lo, hi = -(2 ** 63) // 1_000_000, (2 ** 63 - 1) // 1_000_000
+    for name in int96:
+        counts = pc.cast(millis.column(name), pa.int64())
+        bounds = pc.min_max(counts)  # one pass; the rare offender is looked for only when there is one
+        if bounds["min"].as_py() is None or lo <= bounds["min"].as_py() and bounds["max"].as_py() <= hi:
+            continue
+        outside = pc.or_(pc.less(counts, lo), pc.greater(counts, hi))
+        return name, pc.filter(millis.column(name), outside)[0].as_py().isoformat()
+    return None
 
 
 # ---- Avro ---------------------------------------------------------------------------------
@@ -170,6 +217,12 @@ def avro_type(t: DataType, name: str) -> Any:
         out = {"type": "array", "items": avro_type(t.element, name)}
     elif n == "MAP" and t.key.is_string:
         out = {"type": "map", "values": avro_type(t.value, name)}
+    elif n == "MAP":
+        # Avro maps have string keys; Java Paimon stores other maps as an array of key-value
+        # records (logicalType "map"), named after the map's field.
+        entry = {"type": "record", "name": name,
+                 "fields": [avro_field("key", t.key, f"{name}_key"), avro_field("value", t.value, f"{name}_value")]}
+        out = {"type": "array", "logicalType": "map", "items": entry}
     elif n == "ROW":
         out = {"type": "record", "name": name,
                "fields": [avro_field(f.name, f.type, f"{name}_{f.name}") for f in t.fields]}
@@ -233,7 +286,9 @@ def _python_value(value: Any, t: DataType) -> Any:
     if n == "ARRAY":
         return [_python_value(v, t.element) for v in value]
     if n == "MAP":
-        return [(k, _python_value(v, t.value)) for k, v in value.items()]
+        # An Avro map is a dict; a map with non-string keys is a list of key-value records.
+        pairs = value.items() if isinstance(value, dict) else ((e["key"], e["value"]) for e in value)
+        return [(_python_value(k, t.key), _python_value(v, t.value)) for k, v in pairs]
     if n == "ROW":
         return {f.name: _python_value(value.get(f.name), f.type) for f in t.fields}
     return value
@@ -298,6 +353,8 @@ def _has_map(t: DataType) -> bool:
 def _map_as_dict(value: Any, t: DataType) -> Any:
     if value is None:
         return None
+    if t.name == "MAP" and not t.key.is_string:
+        return [{"key": _map_as_dict(k, t.key), "value": _map_as_dict(v, t.value)} for k, v in value]
     if t.name == "MAP":
         return {k: _map_as_dict(v, t.value) for k, v in value}
     if t.name == "ARRAY":

@@ -50,6 +50,7 @@ class FieldAggregate:
     ignore_retract: bool = False
     delimiter: str = ","
     distinct: bool = False
+    nullable: bool = True  # a NOT NULL column keeps a restarting -D's value (remove-record-on-delete)
 
     @property
     def retracts(self) -> bool:
@@ -219,5 +220,5 @@ def _aggregates(schema, opts: dict[str, str], sequence_fields: tuple[str, ...] =
         distinct_key = f"fields.{field.name}.distinct"
         distinct = parse_bool(opts[distinct_key], distinct_key) if distinct_key in opts else False
         delimiter = opts.get(f"fields.{field.name}.list-agg-delimiter", ",")
-        out.append(FieldAggregate(field.name, fn, ignore, delimiter, distinct))
+        out.append(FieldAggregate(field.name, fn, ignore, delimiter, distinct, field.type.nullable))
     return tuple(out)

@@ -27,14 +27,17 @@ Semantics the SQL text alone does not pin down:
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import math
 import operator
 import re
 import struct
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import date, datetime, time, timezone
 from decimal import ROUND_FLOOR, Context, Decimal, InvalidOperation
+from fractions import Fraction
 from itertools import product
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -394,15 +397,44 @@ class _Known:
         values = not (r.null_count is not None and r.row_count is not None and r.null_count >= r.row_count)
         lo = None if r.min is None or _is_nan(r.min) else r.min
         hi = None if r.max is None or _is_nan(r.max) else r.max
-        if hi is not None and type_ is not None and type_.name in ("TIMESTAMP", "TIMESTAMP_LTZ") \
-                and type_.precision > 6:
-            # A datetime holds microseconds, so a nanosecond max arrives rounded down and
-            # is no upper bound; one microsecond more is.
-            hi = hi + timedelta(microseconds=1)
+        if _is_nano_stamp(type_):
+            # Values of a nanosecond column compare as epoch nanos (ints). A bound that arrives
+            # as a datetime lost its digits past the microsecond: rounded down, it is still a
+            # lower bound, and 999 nanos more make it an upper one.
+            lo = _bound_nanos(lo, 0)
+            hi = _bound_nanos(hi, 999)
         # Writers may leave NaN out of min/max; only one known non-null value rules it out.
         one_value = r.null_count is not None and r.row_count is not None and r.row_count - r.null_count == 1
         nan = values and _is_float(type_) and not (one_value and lo is not None)
         return _Known(nulls, values, nan, lo, hi)
+
+
+def _is_nano_stamp(t: DataType | None) -> bool:
+    """A TIMESTAMP(7..9) column: its literals and bounds are epoch nanos, not datetimes."""
+    return t is not None and t.name in ("TIMESTAMP", "TIMESTAMP_LTZ") and t.precision > 6
+
+
+def _bound_nanos(v: Any, slack: int) -> int | None:
+    """A stats bound of a nanosecond column as epoch nanos; ``slack`` is added to a bound
+    that kept only microseconds (a datetime), 0 for a lower bound and 999 for an upper one."""
+    if v is None or isinstance(v, int):
+        return v
+    exact = getattr(v, "value", None)  # pandas' Timestamp (Parquet stats) holds its epoch nanos
+    if isinstance(exact, int):
+        return exact
+    return epoch_nanos(v) + slack
+
+
+def epoch_nanos(stamp: datetime, nanos: int = 0) -> int:
+    """Epoch nanoseconds of a datetime (naive: wall clock as UTC) plus sub-microsecond ``nanos``."""
+    if stamp.tzinfo is not None:
+        stamp = stamp.astimezone(timezone.utc).replace(tzinfo=None)
+    delta = stamp - _EPOCH
+    return ((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds) * 1_000 + nanos
+
+
+_EPOCH = datetime(1970, 1, 1)
+_INT64 = range(-2 ** 63, 2 ** 63)
 
 
 def _compare_outcomes(op: str, v: Any, lo: Any, hi: Any) -> tuple[bool, bool]:
@@ -486,6 +518,7 @@ class _Lit:
     value: Any
     kind: str
     text: str  # the SQL, for messages
+    nanos: int | Fraction = 0  # a time or timestamp's digits past the microsecond (0 <= nanos < 1000), which datetime lacks
 
 
 @dataclass(frozen=True, slots=True)
@@ -556,44 +589,57 @@ def _fit(lit: _Lit, f: DataField) -> _Fit:
             return _Fit("exact", v)
         raise bad(" (quote string literals: 'text')")
     if t.is_binary:
+        if kind == "binary":
+            return _Fit("exact", v)
         if kind == "string":
             return _Fit("exact", v.encode("utf-8"))
-        raise bad()
+        raise bad(" (binary literals: X'0700ff' or FROM_BASE64('BwD/'))")
     if n == "DATE":
-        stamp = _temporal(lit, bad)
+        stamp, nanos = _temporal(lit, bad)
         if isinstance(stamp, datetime):
             if stamp.tzinfo is not None:
                 raise bad(" (a DATE has no time zone)")
             day = stamp.date()
-            return _Fit("exact" if stamp.time() == time() else "between", day)
+            return _Fit("exact" if stamp.time() == time() and not nanos else "between", day)
         return _Fit("exact", stamp)
     if n in ("TIMESTAMP", "TIMESTAMP_LTZ"):
-        stamp = _temporal(lit, bad)
-        if not isinstance(stamp, datetime):
-            stamp = datetime.combine(stamp, time())
-        if n == "TIMESTAMP" and stamp.tzinfo is not None:
-            raise bad(" (the column is TIMESTAMP without time zone; drop the offset)")
-        if n == "TIMESTAMP_LTZ":
-            stamp = stamp.replace(tzinfo=timezone.utc) if stamp.tzinfo is None else stamp.astimezone(timezone.utc)
-        if to_arrow(t).unit == "ms" and stamp.microsecond % 1000:
-            return _Fit("between", stamp.replace(microsecond=stamp.microsecond // 1000 * 1000))
-        return _Fit("exact", stamp)
+        return _fit_timestamp(t, *_temporal(lit, bad), bad)
     if n == "TIME":
         if kind == "time":
-            clock = v
+            clock, nanos = v, lit.nanos
         elif kind == "string":
             try:
-                clock = time.fromisoformat(v.strip())
+                clock, nanos = _iso_with_nanos(time.fromisoformat, v)
             except ValueError:
                 raise bad() from None
         else:
             raise bad()
         if clock.tzinfo is not None:
             raise bad(" (TIME has no time zone)")
-        if clock.microsecond % 1000:  # TIME is stored in milliseconds
+        if clock.microsecond % 1000 or nanos:  # TIME is stored in milliseconds
             return _Fit("between", clock.replace(microsecond=clock.microsecond // 1000 * 1000))
         return _Fit("exact", clock)
     raise UsageError(f"column {f.name!r} has type {t.root_text()}; --where compares only atomic columns")
+
+
+def _fit_timestamp(t: DataType, stamp: date | datetime, nanos: int | Fraction, bad: Callable[[str], UsageError]) -> _Fit:
+    """A timestamp literal (``nanos`` past its microsecond) in a TIMESTAMP(_LTZ) column's
+    terms: a datetime for precision up to 6, epoch nanos for 7 to 9 (a datetime would drop
+    the last three digits and match nothing)."""
+    if not isinstance(stamp, datetime):
+        stamp = datetime.combine(stamp, time())
+    if t.name == "TIMESTAMP" and stamp.tzinfo is not None:
+        raise bad(" (the column is TIMESTAMP without time zone; drop the offset)")
+    if t.name == "TIMESTAMP_LTZ":
+        stamp = stamp.replace(tzinfo=timezone.utc) if stamp.tzinfo is None else stamp.astimezone(timezone.utc)
+    if _is_nano_stamp(t):
+        value = epoch_nanos(stamp, math.floor(nanos))
+        if value not in _INT64:  # Arrow's nanosecond columns hold 1677-09-21 to 2262-04-11 only
+            return _Fit("below" if value < 0 else "above")
+        return _Fit("exact" if nanos == math.floor(nanos) else "between", value)
+    if to_arrow(t).unit == "ms" and (stamp.microsecond % 1000 or nanos):
+        return _Fit("between", stamp.replace(microsecond=stamp.microsecond // 1000 * 1000))
+    return _Fit("between" if nanos else "exact", stamp)
 
 
 def _number(lit: _Lit, bad: Callable[[], UsageError]) -> Decimal:
@@ -616,20 +662,41 @@ def _float32(x: float) -> float:
         return math.copysign(math.inf, x)
 
 
-def _temporal(lit: _Lit, bad: Callable[[str], UsageError]) -> date | datetime:
+def _temporal(lit: _Lit, bad: Callable[[str], UsageError]) -> tuple[date | datetime, int | Fraction]:
+    """A date or timestamp literal and its nanos past the microsecond."""
     if lit.kind in ("date", "timestamp"):
-        return lit.value
+        return lit.value, lit.nanos
     if lit.kind == "string":
         text = lit.value.strip()
         try:
-            return date.fromisoformat(text)
+            return date.fromisoformat(text), 0
         except ValueError:
             pass
         try:
-            return datetime.fromisoformat(text)
+            return _iso_with_nanos(datetime.fromisoformat, text)
         except ValueError:
             pass
     raise bad("")
+
+
+_FRACTION = re.compile(r"(.*\d\d:\d\d:\d\d)[.,](\d+)(.*)", re.DOTALL)
+
+
+def _iso_with_nanos(parse: Callable[[str], Any], text: str) -> tuple[Any, int | Fraction]:
+    """``parse`` (a ``fromisoformat``) of ``text``, and the fraction's digits past the
+    microsecond as nanos: Python's parsers drop those digits without a word. Digits past
+    the nanosecond make the nanos a Fraction, a literal between two nanoseconds.
+
+    Raises:
+        ValueError: the text does not parse.
+    """
+    text = text.strip()
+    m = _FRACTION.fullmatch(text)
+    if m is None or len(m.group(2)) <= 6:
+        return parse(text), 0
+    digits = m.group(2)
+    nanos = Fraction(int(digits[6:].ljust(3, "0")), 10 ** max(len(digits) - 9, 0))
+    return parse(f"{m.group(1)}.{digits[:6]}{m.group(3)}"), int(nanos) if nanos.denominator == 1 else nanos
 
 
 def text_value(text: str, f: DataField) -> Any:
@@ -640,6 +707,10 @@ def text_value(text: str, f: DataField) -> Any:
         UsageError: ``text`` spells no value of the type (``abc`` or ``4.5`` for an INT).
     """
     bad = UsageError(f"{text!r} is not a value of column {f.name!r} ({f.type.root_text()})")
+    if f.type.is_binary:
+        binary = _binary_key_text(text)
+        if binary is not None:
+            return binary
     try:
         fit = _fit(_Lit(text, "string", repr(text)), f)
     except UsageError:
@@ -649,12 +720,27 @@ def text_value(text: str, f: DataField) -> Any:
     return fit.value
 
 
-def _literal_text_value(kind: str, text: str) -> Any:
-    """The value of ``DATE '...'``, ``TIMESTAMP '...'`` or ``TIME '...'``."""
+_HEX_TEXT = re.compile(r"[xX]'([0-9a-fA-F]*)'")
+_BASE64_TEXT = re.compile(r"(?i:from_base64|unbase64)\('([^']*)'\)")
+
+
+def _binary_key_text(text: str) -> bytes | None:
+    """The bytes of a binary literal written as in --where (``X'0700ff'``, ``FROM_BASE64('BwD/')``);
+    None for other text, which stands for its UTF-8 bytes."""
+    text = text.strip()
+    m = _HEX_TEXT.fullmatch(text)
+    if m:
+        return _hex_bytes(m.group(1))
+    m = _BASE64_TEXT.fullmatch(text)
+    return _base64_bytes(m.group(1)) if m else None
+
+
+def _literal_text_value(kind: str, text: str) -> tuple[Any, int | Fraction]:
+    """The value of ``DATE '...'``, ``TIMESTAMP '...'`` or ``TIME '...'``, and its nanos past the microsecond."""
     parse: Callable[[str], Any] = {"date": date.fromisoformat, "timestamp": datetime.fromisoformat,
                                    "time": time.fromisoformat}[kind]
     try:
-        return parse(text.strip())
+        return _iso_with_nanos(parse, text)
     except ValueError:
         raise UsageError(f"invalid {kind.upper()} literal {text!r} in --where") from None
 
@@ -744,7 +830,8 @@ def _fold(a: _Lit, op: str, b: _Lit) -> Predicate:
     naive = (a.kind == "timestamp" and a.value.tzinfo is None, b.kind == "timestamp" and b.value.tzinfo is None)
     if a.kind != b.kind or naive[0] != naive[1]:
         raise UsageError(f"cannot compare {a.text} with {b.text} in --where")
-    return Constant(bool(_ARROW_OPS[op](a.value, b.value)))
+    # Times and timestamps compare with their digits past the microsecond (0 for other kinds).
+    return Constant(bool(_ARROW_OPS[op]((a.value, a.nanos), (b.value, b.nanos))))
 
 
 def _in(lhs: _Operand, items: list[_Operand]) -> Predicate:
@@ -792,6 +879,7 @@ class _WhereDialect(Dialect):
 
     class Tokenizer(tokens.Tokenizer):
         IDENTIFIERS = ['"', "`"]
+        HEX_STRINGS = [("x'", "'"), ("X'", "'")]  # SQL's binary literal X'0700ff'
 
     class Parser(parser.Parser):
         def _warn_unsupported(self) -> None:
@@ -915,6 +1003,12 @@ class _Builder:
             return Or((pred, And((_compare(x, ">=", high), _compare(x, "<=", low)))))
         return pred
 
+    def _base64(self, node: exp.Expression) -> _Lit:
+        args = [node.this] if isinstance(node, exp.FromBase64) else node.expressions
+        if len(args) != 1 or not isinstance(args[0], exp.Literal) or not args[0].is_string:
+            raise UsageError(f"base64 literals take one string: {_snippet(node)}")
+        return _Lit(_base64_bytes(args[0].this), "binary", _snippet(node))
+
     def column(self, node: exp.Column) -> DataField:
         ident = node.this
         if node.args.get("table") is not None:
@@ -950,15 +1044,40 @@ class _Builder:
             return _Lit(bool(node.this), "bool", _snippet(node))
         if isinstance(node, exp.Null):
             return _Lit(None, "null", "NULL")
+        if isinstance(node, exp.HexString):
+            return _Lit(_hex_bytes(node.this), "binary", f"X'{node.this}'")
+        if _is_base64_call(node):
+            return self._base64(node)
         if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string:
             kind = _CAST_KINDS.get(node.to.this)
             if kind is None:
                 raise UsageError(f"only DATE, TIME and TIMESTAMP literals may be cast in --where: {_snippet(node)}")
             text = node.this.this
-            return _Lit(_literal_text_value(kind, text), kind, f"{kind.upper()} '{text}'")
+            value, nanos = _literal_text_value(kind, text)
+            return _Lit(value, kind, f"{kind.upper()} '{text}'", nanos)
         if isinstance(node, exp.Cast):
             raise UsageError(f"CAST is supported only for DATE, TIME and TIMESTAMP literals in --where: {_snippet(node)}")
         raise _unsupported(node)
+
+
+def _hex_bytes(digits: str) -> bytes:
+    try:
+        return bytes.fromhex(digits) if len(digits) % 2 == 0 else bytes.fromhex("x")  # odd: refuse
+    except ValueError:
+        raise UsageError(f"X'{digits}' is not a binary literal: give an even number of hex digits") from None
+
+
+def _is_base64_call(node: exp.Expression) -> bool:
+    """``FROM_BASE64('...')`` (MySQL, Flink) or ``UNBASE64('...')`` (Spark, Hive): the base64
+    that scan prints for a BYTES value, as a binary literal."""
+    return isinstance(node, exp.FromBase64) or (isinstance(node, exp.Anonymous) and str(node.this).upper() == "UNBASE64")
+
+
+def _base64_bytes(text: str) -> bytes:
+    try:
+        return base64.b64decode(text.strip(), validate=True)
+    except binascii.Error:
+        raise UsageError(f"{text!r} is not base64 text (A-Z a-z 0-9 + /, padded with =)") from None
 
 
 def _parse_number(text: str) -> int | Decimal:

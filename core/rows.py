@@ -19,6 +19,7 @@ from core.errors import InvalidDataError, UsageError
 from core.kernels.merge import MergeEngine
 from core.kernels.records import ROW_KINDS, VALUE_KIND, retract_kinds
 from core.schema import TableSchema
+from core.text_values import first_float_overflow, float_overflow_message, python_values, text_value
 from core.types import DataField, arrow_field
 
 
@@ -44,11 +45,41 @@ def _cast_column(col: pa.ChunkedArray | pa.Array, f: DataField) -> pa.ChunkedArr
     if col.type == target:
         return col
     try:
-        return pc.cast(col, target, safe=True)
+        out = pc.cast(col, target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         reason = str(e).strip().splitlines()[0]
+        if "out of bounds timestamp" in reason:
+            reason += " (TIMESTAMP(7..9) values lakectl can hold lie in 1677-09-21 to 2262-04-11)"
         raise InvalidDataError(f"column {f.name}: values of type {col.type} do not fit {f.type.root_text()}: {reason}") \
             from e
+    bad = first_float_overflow(col, out)  # a safe cast still turns 1e39 into a FLOAT's Infinity
+    if bad is not None:
+        raise InvalidDataError(f"column {f.name}: {float_overflow_message(col[bad].as_py(), out.type)}")
+    return out
+
+
+_UNIT_DIGITS = {"ms": 3, "us": 6, "ns": 9}
+
+
+def _check_precision(col: pa.ChunkedArray | pa.Array, f: DataField) -> None:
+    """Refuse fractional digits a TIME(p) or TIMESTAMP(p) column does not keep (TIME(0)
+    given 12:00:00.5): Arrow stores such a column in ms, us or ns, so it would keep them."""
+    if f.type.name not in ("TIME", "TIMESTAMP", "TIMESTAMP_LTZ"):
+        return
+    t = arrow_field(f).type
+    digits = _UNIT_DIGITS.get(t.unit, 0)
+    if f.type.precision is None or f.type.precision >= digits:
+        return
+    ticks = pc.fill_null(col.cast(pa.int32() if pa.types.is_time32(t) else pa.int64()), 0)  # null: no digits
+    if isinstance(ticks, pa.ChunkedArray):
+        ticks = ticks.combine_chunks()
+    values = ticks.to_numpy(zero_copy_only=False).astype(np.int64)
+    extra = values % 10 ** (digits - f.type.precision) != 0
+    if extra.any():
+        first = int(np.flatnonzero(extra)[0])
+        text = text_value(python_values(col.slice(first, 1))[0])
+        raise InvalidDataError(f"column {f.name}: {text!r} has more fractional digits than "
+                               f"{f.type.root_text()} keeps")
 
 
 def _check_lengths(col: pa.ChunkedArray | pa.Array, f: DataField) -> None:
@@ -93,6 +124,7 @@ def prepare_rows(data: pa.Table, schema: TableSchema, row_kind_column: str | Non
         else:
             raise InvalidDataError(f"input lacks column {f.name!r}, which is NOT NULL")
         _check_lengths(col, f)
+        _check_precision(col, f)
         if not f.type.nullable and col.null_count:
             # Key columns may never be null; other NOT NULL columns may be null on -U/-D rows,
             # which only carry a key.

@@ -28,6 +28,7 @@ import pyarrow.json as pajson
 import pyarrow.orc as paorc
 import pyarrow.parquet as pq
 
+from core import formats
 from core.errors import InvalidDataError, UsageError
 from core.record_stream import STREAM_FORMATS
 from core.text_values import TextValueError, decode_column
@@ -160,6 +161,16 @@ def _open(path: str) -> BinaryIO:
         raise InvalidDataError(f"cannot read input {path}: {e.strerror or e}") from e
 
 
+def _check_int96(source: Any, parquet: pq.ParquetFile, path: str) -> None:
+    """Refuse an input INT96 timestamp outside 1677-2262: pyarrow would wrap it into a wrong date."""
+    found = formats.int96_out_of_range(source, parquet, parquet.schema_arrow.names)
+    if found is not None:
+        raise InvalidDataError(f"parquet input {path}, column {found[0]}: {found[1]} is outside 1677-09-21 to "
+                               "2262-04-11, the nanosecond timestamps lakectl can hold")
+    if hasattr(source, "seek"):
+        source.seek(0)
+
+
 def read_input(path: str, fmt: str, hint: pa.Schema | None = None) -> pa.Table:
     """Read the whole input as one Arrow table; with ``hint`` (the table's types) CSV and
     JSON values are decoded to them.
@@ -169,7 +180,9 @@ def read_input(path: str, fmt: str, hint: pa.Schema | None = None) -> pa.Table:
     """
     with _open(path) as fh, _ReadErrors(fmt, path):
         if fmt == "parquet":
-            return pq.read_table(fh)
+            with pq.ParquetFile(fh) as parquet:
+                _check_int96(fh, parquet, path)
+                return parquet.read()
         if fmt == "orc":
             return paorc.read_table(fh)
         if fmt == "csv":
@@ -269,6 +282,7 @@ class InputFile:
                 # No pre-buffering: it would cache the compressed column chunks of every row
                 # group the reader is given, i.e. the whole file.
                 with pq.ParquetFile(self.path, pre_buffer=False) as f:
+                    _check_int96(self.path, f, self.path)
                     if f.metadata.num_rows == 0:
                         yield f.schema_arrow.empty_table()
                     for batch in f.iter_batches(batch_size=BATCH_ROWS):

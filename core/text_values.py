@@ -200,7 +200,11 @@ def parse_timestamp(text: str, t: pa.TimestampType) -> int:
         moment -= sign * dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
     delta = moment - _EPOCH
     seconds = delta.days * 86400 + delta.seconds
-    return seconds * _UNITS[t.unit] + _count(_nanos(m.group(7)), t.unit, text)
+    count = seconds * _UNITS[t.unit] + _count(_nanos(m.group(7)), t.unit, text)
+    if not -(2 ** 63) <= count < 2 ** 63:  # only nanosecond counts can overflow (years 1677-2262)
+        raise ValueError(f"{text!r} is outside 1677-09-21T00:12:43.145224192 to 2262-04-11T23:47:16.854775807, "
+                         "the TIMESTAMP(7..9) values lakectl can hold")
+    return count
 
 
 def parse_time(text: str, t: pa.DataType) -> int:
@@ -325,6 +329,7 @@ def decode_column(col: pa.Array | pa.ChunkedArray, t: pa.DataType) -> pa.Array:
     nested = pa.types.is_list(col.type) or pa.types.is_struct(col.type) or pa.types.is_map(col.type)
     converted = _fast_cast(col, t) if text else None if nested else _plain_cast(col, t)
     if converted is not None:
+        _check_float_range(col, converted)
         return converted
     values = col.to_pylist()
     out = []
@@ -334,9 +339,46 @@ def decode_column(col: pa.Array | pa.ChunkedArray, t: pa.DataType) -> pa.Array:
         except (ValueError, TypeError, OverflowError, decimal.InvalidOperation) as e:
             raise TextValueError(i, str(e) or type(e).__name__) from None
     try:
-        return pa.array(out, type=t)
+        converted = pa.array(out, type=t)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
         raise TextValueError(_first_bad(out, t), str(e).splitlines()[0]) from None
+    _check_float_range(col, converted)
+    return converted
+
+
+def first_float_overflow(source: pa.Array | pa.ChunkedArray, converted: pa.Array | pa.ChunkedArray) -> int | None:
+    """The index of the first finite ``source`` number that became an infinity in the
+    floating-point column ``converted`` (1e39 in a FLOAT), or None.
+
+    Arrow's casts overflow to Infinity silently; the value written would not be the value
+    given, so writers refuse it as they refuse 128 for a TINYINT.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_floating(converted.type):
+        return None
+    infinite = pc.is_inf(converted)
+    if not pc.any(infinite).as_py():
+        return None
+    try:
+        meant = pc.is_inf(pc.cast(source, pa.float64(), safe=False))  # the input spelled Infinity
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        meant = pa.array([isinstance(v, float) and math.isinf(v) or v in _FLOAT_WORDS
+                          for v in source.to_pylist()])
+    bad = pc.and_(infinite, pc.invert(pc.fill_null(meant, False)))
+    return int(pc.index(bad, True).as_py()) if pc.any(bad).as_py() else None
+
+
+def float_overflow_message(value: Any, t: pa.DataType) -> str:
+    name = "FLOAT" if t.bit_width == 32 else "DOUBLE"
+    return f"{value} is out of range for {name} (it would be stored as Infinity)"
+
+
+def _check_float_range(source: pa.Array, converted: pa.Array) -> None:
+    bad = first_float_overflow(source, converted)
+    if bad is not None:
+        raise TextValueError(bad, float_overflow_message(source[bad].as_py(), converted.type))
 
 
 def _first_bad(values: list[Any], t: pa.DataType) -> int:

@@ -31,7 +31,10 @@ refuse them, aggregation retracts with the functions that can (sum, product, las
 last_non_null_value) and refuses others unless ``fields.<name>.ignore-retract``; and
 ``partial-update.remove-record-on-delete`` / ``aggregation.remove-record-on-delete`` make a
 -D restart the key from that record (the result is -D if nothing follows it); partial-update
-then ignores -U rows, aggregation still retracts them. Refusals are
+then ignores -U rows, aggregation still retracts them. Aggregation restarts from an empty row
+(what follows a -D is aggregated as if the key were new), except that NOT NULL columns start
+from the -D's values, as Paimon's AggregateMergeFunction (1.1+; Java 1.0 lacks the option)
+seeds them. Refusals are
 checked on the input (``check_input``) so bad rows fail a write before any file exists.
 
 The per-key folds are vectorised: rows of one key form a segment, and each column's result
@@ -330,15 +333,18 @@ def _aggregate(rows: pa.Table, starts: np.ndarray, aggregates: dict[str, FieldAg
     retract = np.isin(kinds, (UPDATE_BEFORE, DELETE))
     restart = np.zeros(len(kinds), bool)
     if remove_record_on_delete:
-        # The leading -D of a key (what _from_last_delete left) restarts it: it counts as an insert.
+        # The leading -D of a key (what _from_last_delete left) restarts it: it neither adds
+        # nor retracts, except that a NOT NULL column takes its value as the start.
         restart[starts] = kinds[starts] == DELETE
-    adds = ~retract | restart
+    inserts = ~retract
     retract = retract & ~restart
     seg = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, rows.num_rows)))
+    no_restart = np.zeros(len(kinds), bool)
     columns = {}
     for name, agg in aggregates.items():
         col = rows.column(name)
-        columns[name] = _aggregate_column(col, agg, adds, retract & agg.retracts, starts, seg, restart)
+        seeds = no_restart if agg.nullable else restart
+        columns[name] = _aggregate_column(col, agg, inserts | seeds, retract & agg.retracts, starts, seg, seeds)
     # Only a -D restarts (and, if last, deletes) a key; a -U retracts like without the option.
     deleting = (DELETE,) if remove_record_on_delete else ()
     return _assemble(rows, columns, starts, _result_kinds(rows, starts, deleting))
@@ -392,13 +398,17 @@ def _aggregate_column(col: pa.ChunkedArray, agg: FieldAggregate, adds: np.ndarra
 
 def _listagg(col: pa.ChunkedArray, agg: FieldAggregate, taking: np.ndarray, starts: np.ndarray,
              restart: np.ndarray) -> pa.Array:
-    """Non-blank strings of each key joined by the delimiter, in record order. A restarting -D
-    (``restart``) sets the result to its own value, which stays (even if blank) when no
-    non-blank value follows."""
+    """The strings of each key joined by the delimiter, in record order: every one, empty
+    and blank ones included, as Java Paimon 1.0's FieldListaggAgg appends them. With
+    ``distinct`` (which Java 1.0 lacks) pypaimon 2.1's fold: blank values are skipped and
+    only new tokens are appended. A seeding -D (``restart``, a NOT NULL column) sets the
+    result to its own value, which stays (even if blank) when nothing is appended to it."""
     text = pc.cast(col, pa.string())
-    blank = np.asarray(pc.fill_null(pc.equal(pc.utf8_trim_whitespace(text), ""), True).to_numpy(zero_copy_only=False),
-                       dtype=bool)
-    keep = taking & ~blank
+    if agg.distinct:
+        blank = pc.fill_null(pc.equal(pc.utf8_trim_whitespace(text), ""), True)
+    else:
+        blank = pc.is_null(text)
+    keep = taking & ~np.asarray(blank.to_numpy(zero_copy_only=False), dtype=bool)
     kept = pc.filter(text, pa.array(keep))
     counts = np.add.reduceat(keep.astype(np.int64), starts) if len(starts) else np.zeros(0, np.int64)
     offsets = np.append(0, np.cumsum(counts)).astype(np.int32)

@@ -46,6 +46,10 @@ class ReadSplit:
     predicate: Predicate | None = None
     # Deletion vectors of the files that have one: (data file name, where its vector is).
     deletion_files: tuple[tuple[str, DeletionFile], ...] = ()
+    # The read-schema columns the caller uses (None: all). The others are not read from the
+    # files and come out null: merge engines fold each column on its own, so they change
+    # nothing the caller sees, and a value lakectl cannot hold there stops nothing.
+    columns: frozenset[str] | None = None
 
     @property
     def row_count(self) -> int:
@@ -66,11 +70,17 @@ def _file_columns(read_fields: Sequence[DataField], file_schema: TableSchema) ->
 
 def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fields: Sequence[DataField],
               file_io: FileIO, *, system_columns: bool, row_filter: Predicate | None = None,
-              deletion: DeletionFile | None = None) -> pa.Table:
+              deletion: DeletionFile | None = None, needed: frozenset[str] | None = None) -> pa.Table:
     """Read one data file and present it in ``read_fields`` (plus seq/kind if asked); with a
     ``row_filter``, only the row groups whose stats may satisfy it; with a ``deletion``
-    vector, without the rows it marks deleted."""
-    mapping = _file_columns(read_fields, file_schema)
+    vector, without the rows it marks deleted; with ``needed``, only those read fields are
+    read (the others are null).
+
+    Raises:
+        CorruptMetadataError: the file is missing or unreadable, or holds a timestamp outside
+            the years a nanosecond column can hold (1677-2262) in a column that is read.
+    """
+    mapping = _file_columns([f for f in read_fields if needed is None or f.name in needed], file_schema)
     wanted = [mapping[f.id].name for f in read_fields if f.id in mapping]
     if system_columns:
         wanted += [SEQUENCE_NUMBER, VALUE_KIND]
@@ -91,7 +101,12 @@ def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fiel
                 counted = timestamps_from_counts(col.type, target.type)
                 if counted != col.type:
                     col = col.cast(counted)
-                col = pc.cast(col, target.type)
+                try:
+                    col = pc.cast(col, target.type)
+                except pa.ArrowInvalid as e:
+                    if not pa.types.is_timestamp(target.type):
+                        raise
+                    raise CorruptMetadataError(_out_of_range(path, f.name, str(e))) from None
         else:
             col = pa.nulls(table.num_rows, target.type)
         columns.append(col)
@@ -100,6 +115,19 @@ def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fiel
         columns += [pc.cast(table.column(SEQUENCE_NUMBER), pa.int64()), pc.cast(table.column(VALUE_KIND), pa.int8())]
         fields += [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())]
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def _out_of_range(path: str, column: str, detail: str) -> str:
+    return (f"cannot read column {column} of data file {path}: it holds a timestamp outside 1677-09-21 to "
+            f"2262-04-11, which lakectl cannot hold with nanoseconds ({detail.splitlines()[0]}); "
+            f"read the other columns with --select")
+
+
+def _check_int96_range(source: Any, parquet: pq.ParquetFile, table: pa.Table, path: str) -> None:
+    """Refuse a read of a Parquet INT96 column holding a value pyarrow wraps into a wrong date."""
+    found = formats.int96_out_of_range(source, parquet, table.column_names)
+    if found is not None:
+        raise CorruptMetadataError(_out_of_range(path, found[0], f"e.g. {found[1]}"))
 
 
 def _without_deleted(table: pa.Table, group_rows: list[int], groups: list[int] | None, deleted: Any) -> pa.Table:
@@ -148,9 +176,12 @@ def _read_columns(path: str, meta: DataFileMeta, file_io: FileIO, wanted: Sequen
         metadata = parquet.metadata
         group_rows = [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
         if row_filter is None:
-            return parquet.read(columns=list(wanted)), group_rows, None
-        groups = matching_row_groups(parquet, row_filter, read_fields, mapping)
-        return parquet.read_row_groups(groups, columns=list(wanted)), group_rows, groups
+            table, groups = parquet.read(columns=list(wanted)), None
+        else:
+            groups = matching_row_groups(parquet, row_filter, read_fields, mapping)
+            table = parquet.read_row_groups(groups, columns=list(wanted))
+        _check_int96_range(source, parquet, table, path)
+        return table, group_rows, groups
 
 
 # Types whose Parquet min/max come back from pyarrow in the form ``ColumnRange`` holds (that of
@@ -212,7 +243,8 @@ def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int,
     for meta in split.files:
         path = meta.external_path or join(split.bucket_dir, meta.file_name)
         parts.append(read_file(path, meta, schemas[meta.schema_id], read_fields, file_io,
-                               system_columns=primary_key, row_filter=row_filter, deletion=split.deletion(meta)))
+                               system_columns=primary_key, row_filter=row_filter, deletion=split.deletion(meta),
+                               needed=_needed(split, read_schema)))
     empty = pa.schema([arrow_field(f).with_nullable(True) for f in read_fields])
     if not parts:
         return empty.empty_table()
@@ -235,6 +267,16 @@ def _row_group_filter(predicate: Predicate | None, merged: TableSchema | None) -
     if predicate is None or merged is None:
         return predicate
     return predicate if predicate.columns <= set(merged.primary_keys) else None
+
+
+def _needed(split: ReadSplit, read_schema: TableSchema) -> frozenset[str] | None:
+    """The columns to read for ``split``: what the caller uses, plus the key columns merges
+    compare and the columns options read (sequence and row-kind fields)."""
+    if split.columns is None:
+        return None
+    options = read_schema.options
+    named = [n.strip() for key in ("sequence.field", "rowkind.field") for n in options.get(key, "").split(",")]
+    return split.columns | set(read_schema.primary_keys) | set(read_schema.partition_keys) | {n for n in named if n}
 
 
 def raw_convertible(split: ReadSplit, read_schema: TableSchema) -> bool:
@@ -261,7 +303,7 @@ def _read_sorted_run(split: ReadSplit, read_schema: TableSchema, schemas: Mappin
         path = meta.external_path or join(split.bucket_dir, meta.file_name)
         deletes = meta.delete_row_count is None or meta.delete_row_count > 0
         part = read_file(path, meta, schemas[meta.schema_id], read_fields, file_io, system_columns=deletes,
-                         row_filter=split.predicate, deletion=split.deletion(meta))
+                         row_filter=split.predicate, deletion=split.deletion(meta), needed=_needed(split, read_schema))
         if deletes:
             part = alive(part).select([f.name for f in read_fields])
         parts.append(part)

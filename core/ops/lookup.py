@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import struct
+from datetime import datetime
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Iterable, Mapping, Sequence
@@ -36,7 +37,7 @@ from core.manifest import ManifestEntry, live_entries
 from core.ops.scan import check_select, choose_snapshot, output_schema
 from core.options import READ, check_options
 from core.partition import render_value
-from core.predicate import text_value
+from core.predicate import epoch_nanos, text_value
 from core.replan import lost_race, retry_on_expire
 from core.schema import TableSchema
 from core.snapshot import Snapshot
@@ -101,7 +102,10 @@ def _typed(value: Any, f: DataField, default_name: str | None) -> Any:
     if isinstance(value, str):
         return text_value(value, f)
     try:
-        return pa.scalar(value, to_arrow(f.type)).as_py()
+        scalar = pa.scalar(value, to_arrow(f.type))
+        if _is_nanos(scalar.type):
+            return scalar.cast(pa.int64()).as_py()  # epoch nanos, as text_value gives them
+        return scalar.as_py()
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError,
             OverflowError):
         raise UsageError(f"{value!r} is not a value of column {f.name!r} ({f.type.root_text()})") from None
@@ -221,8 +225,8 @@ class _Planner:
             return candidates
         types = [f.type for f in file_schema.key_fields]
         try:
-            lo = binary_row.sort_key(binary_row.decode(entry.file.min_key, types))
-            hi = binary_row.sort_key(binary_row.decode(entry.file.max_key, types))
+            lo = binary_row.sort_key(_nanos_bounds(binary_row.decode(entry.file.min_key, types), types, 0))
+            hi = binary_row.sort_key(_nanos_bounds(binary_row.decode(entry.file.max_key, types), types, 999))
         except (ValueError, struct.error):
             return candidates  # stats we cannot read prune nothing
         out = []
@@ -235,6 +239,13 @@ class _Planner:
             if inside:
                 out.append(i)
         return out
+
+
+def _nanos_bounds(values: tuple, types: Sequence[Any], slack: int) -> tuple:
+    """Key bounds with TIMESTAMP(7..9) values as epoch nanos, the form keys hold them in: a
+    decoded datetime lost its last three digits, so an upper bound gets ``slack`` (999) back."""
+    return tuple(epoch_nanos(v) + slack if isinstance(v, datetime) and t.name in ("TIMESTAMP", "TIMESTAMP_LTZ")
+                 and t.precision > 6 else v for v, t in zip(values, types))
 
 
 def _partition_allows(key: LookupKey, fields: Sequence[DataField], values: tuple) -> bool:
@@ -302,7 +313,7 @@ def _matches(part: pa.Table, keys: Sequence[LookupKey], wanted: Sequence[int],
     indices = pc.indices_nonzero(mask).to_pylist()
     if not indices:
         return []
-    narrowed = part.take(indices).select(list(columns)).to_pylist()
+    narrowed = _comparable(part.take(indices).select(list(columns))).to_pylist()
     rows = {tuple(r[c] for c in columns): idx for r, idx in zip(narrowed, indices)}
     out = []
     for i in wanted:
@@ -310,6 +321,19 @@ def _matches(part: pa.Table, keys: Sequence[LookupKey], wanted: Sequence[int],
         if idx is not None:
             out.append((i, idx))
     return out
+
+
+def _is_nanos(t: pa.DataType) -> bool:
+    return pa.types.is_timestamp(t) and t.unit == "ns"
+
+
+def _comparable(rows: pa.Table) -> pa.Table:
+    """Key columns in the Python form keys hold: nanosecond timestamps as epoch nanos (ints),
+    which a datetime cannot hold and ``to_pylist`` would refuse without pandas."""
+    for i, f in enumerate(rows.schema):
+        if _is_nanos(f.type):
+            rows = rows.set_column(i, f.name, rows.column(i).cast(pa.int64()))
+    return rows
 
 
 def _distinct(keys: Iterable[LookupKey]) -> list[LookupKey]:

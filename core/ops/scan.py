@@ -108,7 +108,7 @@ def _index_may_match(table: Table, entry: ManifestEntry, file_schema: TableSchem
 
 
 def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None = None,
-         read_schema: TableSchema | None = None) -> ScanPlan:
+         read_schema: TableSchema | None = None, columns: frozenset[str] | None = None) -> ScanPlan:
     """Live files of ``snapshot`` grouped into splits, pruned by ``predicate``, to be read in
     ``read_schema`` (by default the schema the snapshot was committed with). Level-0 files
     are left out where Java's batch scan leaves them out (``TableSchema.hides_level0``).
@@ -169,7 +169,7 @@ def _plan_on(table: Table, snapshot: Snapshot, predicate: Predicate | None, read
         files = sorted(groups[(part, bucket)], key=lambda e: (e.file.min_sequence_number, e.file.file_name))
         directory = join(table.path, read_schema.partition_dir(partition_values[part]), f"bucket-{bucket}")
         splits.append(ReadSplit(part, bucket, directory, tuple(e.file for e in files), predicate=predicate,
-                                deletion_files=split_deletion_files(vectors, part, bucket, files)))
+                                deletion_files=split_deletion_files(vectors, part, bucket, files), columns=columns))
     return ScanPlan(snapshot, read_schema, schemas, tuple(splits), len(entries), pruned)
 
 
@@ -235,8 +235,10 @@ def prepare(table: Table, *, snapshot_id: int | None = None, timestamp: str | No
     check_options(read_schema, table.name, READ)
     check_select(read_schema, select)
     predicate = parse_where(where, read_schema.fields) if where is not None else None
-    return PreparedScan(plan(table, snapshot, predicate=predicate, read_schema=read_schema), predicate,
-                        tuple(select) if select else None, where)
+    # With --select only the selected and filtered columns are read from the files.
+    columns = frozenset(select) | (predicate.columns if predicate is not None else frozenset()) if select else None
+    return PreparedScan(plan(table, snapshot, predicate=predicate, read_schema=read_schema, columns=columns),
+                        predicate, tuple(select) if select else None, where)
 
 
 def _engine_for(prepared: PreparedScan, settings: EngineSettings | None) -> Any:

@@ -19,7 +19,8 @@ def register(app: typer.Typer) -> None:
         table: TableArg,
         key: Annotated[Optional[list[str]], typer.Option(
             "--key", "-k", help="One key as COL=VALUE[,COL=VALUE...] (repeatable): every primary-key column "
-                                "outside the partition; partition columns are optional.",
+                                "outside the partition; partition columns are optional. Values as scan prints "
+                                "them; binary ones as X'0700ff' or FROM_BASE64('BwD/').",
             metavar="COL=VALUE", show_default=False)] = None,
         snapshot_id: Annotated[Optional[int], typer.Option(
             "--snapshot-id", help="Read as of this snapshot.", autocompletion=complete_snapshot_id)] = None,

@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
         timestamp: Annotated[Optional[str], typer.Option("--timestamp", help="Read as of this time (ISO 8601 or epoch ms).")] = None,
         tag: Annotated[Optional[str], typer.Option("--tag", help="Read the snapshot of this tag.", autocompletion=complete_tag)] = None,
         select: Annotated[Optional[str], typer.Option("--select", help="Comma-separated columns.")] = None,
-        where: Annotated[Optional[str], typer.Option("--where", help="SQL filter, e.g. \"dt = '2024-01-01' AND id > 5\".")] = None,
+        where: Annotated[Optional[str], typer.Option("--where", help="SQL filter, e.g. \"dt = '2024-01-01' AND id > 5\"; binary literals as X'0700ff' or FROM_BASE64('BwD/').")] = None,
         limit: Annotated[Optional[int], typer.Option("--limit", help="At most this many rows; 0 for all [default: all; 100 for a table on a terminal].")] = None,
         output_path: Annotated[Optional[str], typer.Option("--output", "-O", help="Write rows to one .parquet, .csv or .jsonl file (on every engine), or to stdout (-) in the --format given (parquet too).")] = None,
         between: Annotated[Optional[str], typer.Option("--incremental-between", help="Read the changes of snapshots after A up to B (A,B), with a _row_kind column.")] = None,

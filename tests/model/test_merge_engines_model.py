@@ -198,12 +198,14 @@ class ListAgg(Agg):
         self.delimiter, self.distinct = delimiter, distinct
 
     def agg(self, acc, v):
+        if not self.distinct:
+            # Java Paimon 1.0's FieldListaggAgg: only null is skipped; "" and " " are appended.
+            return acc if v is None else v if acc is None else acc + self.delimiter + v
+        # distinct (Java 1.0 lacks it): pypaimon 2.1's fold, which skips blank values.
         if _blank(v):
             return acc
         if _blank(acc):
             return v
-        if not self.distinct:
-            return acc + self.delimiter + v
         existing = set(acc.split(self.delimiter))
         out = acc
         for token in v.split(self.delimiter):
@@ -345,7 +347,9 @@ class Aggregate(MergeFunction):
         self.latest = rec
         self.current_delete_row = self.remove_record_on_delete and rec.kind == "-D"
         if self.current_delete_row:
-            self.row = list(rec.values)
+            # AggregateMergeFunction (1.1+) restarts from an empty row; its initRow seeds only the
+            # NOT NULL columns with the -D's values, and every aggregated column here is nullable.
+            self.row = [None] * len(self.aggs)
             return
         retract = rec.kind in RETRACT
         for i, (a, v) in enumerate(zip(self.aggs, rec.values)):
@@ -824,16 +828,29 @@ def test_aggregation_remove_record_on_delete_retracts_update_before(tmp_path):
     h = _fixed(tmp_path, v, [(_row(v, "+I", 1, c_sum=5),), (_row(v, "-U", 1, c_sum=2),),
                              (_row(v, "+I", 2, c_sum=5), _row(v, "-U", 2, c_sum=2)),
                              (_row(v, "-D", 3, c_sum=1), _row(v, "-U", 3, c_sum=2), _row(v, "+I", 3, c_sum=7))])
-    assert [s[_col(v, "c_sum")] for s in h.ref.visible().values()] == [3, 3, 6]
+    # Key 3: the -D empties the row, the -U retracts 2 from nothing (-2), the +I adds 7.
+    assert [s[_col(v, "c_sum")] for s in h.ref.visible().values()] == [3, 3, 5]
 
 
-def test_restarting_delete_keeps_its_blank_listagg_value(tmp_path):
-    """A -D that restarts a key sets the row to its own values; a blank listagg string stays
-    when no non-blank value follows (Paimon's agg keeps a blank accumulator for null input)."""
+def test_restarting_delete_starts_the_key_empty(tmp_path):
+    """A -D that restarts a key removes it: an insert after it aggregates as into a new key
+    (sum 3, -D 1, +I 5 gives 5, not 1 + 5), its own nullable values seed nothing."""
     v = "aggregation_remove_record_on_delete"
-    h = _fixed(tmp_path, v, [(_row(v, "+I", 1, c_list="a"),), (_row(v, "-D", 1, c_list=" ", c_listd=""),),
-                             (_row(v, "+I", 1, c_sum=1),)])
-    assert h.ref.visible()[(1,)][_col(v, "c_list")] == " "
+    h = _fixed(tmp_path, v, [(_row(v, "+I", 1, c_sum=3, c_list="a"),),
+                             (_row(v, "-D", 1, c_sum=1, c_list=" ", c_listd="x"),),
+                             (_row(v, "+I", 1, c_sum=5),)])
+    row = h.ref.visible()[(1,)]
+    assert (row[_col(v, "c_sum")], row[_col(v, "c_list")], row[_col(v, "c_listd")]) == (5, None, None)
+
+
+def test_listagg_appends_empty_and_blank_strings(tmp_path):
+    """Java Paimon 1.0 appends "" and " " like any other string; only null is skipped."""
+    v = "aggregation"
+    h = _fixed(tmp_path, v, [(_row(v, "+I", 1, c_list="a"), _row(v, "+I", 1, c_list=""),
+                              _row(v, "+I", 1, c_list=None), _row(v, "+I", 1, c_list=" "),
+                              _row(v, "+I", 2, c_list=""), _row(v, "+I", 2, c_list="b"))])
+    assert h.ref.visible()[(1,)][_col(v, "c_list")] == "a,, "
+    assert h.ref.visible()[(2,)][_col(v, "c_list")] == ",b"
 
 
 def test_remove_record_on_delete_in_one_commit_does_not_restart_older_records(tmp_path):
@@ -896,12 +913,9 @@ _AGG_RROD_FIRST = Variant("aggregation_remove_record_on_delete_first",
                           ALL_KINDS)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="aggregation.remove-record-on-delete: Paimon's first_value/first_non_null_value "
-                          "keep their 'initialized' flag across a -D, so a -D that starts a fold is replaced "
-                          "by the next insert's value (first_value 3, first_non_null_value 6), while lakectl "
-                          "keeps the -D's values (2, 5)")
 def test_aggregation_remove_record_on_delete_first_value(tmp_path):
+    """A fold that starts with a -D: the first insert after it gives first_value 3 and
+    first_non_null_value 6, in Paimon as in lakectl."""
     h = Harness.create(_AGG_RROD_FIRST, False, str(tmp_path))
     names = [c.name for c in _AGG_RROD_FIRST.columns]
 
@@ -911,8 +925,11 @@ def test_aggregation_remove_record_on_delete_first_value(tmp_path):
     h.run([(row("-D", c_first=2, c_fnn=5), row("+I", c_first=3, c_fnn=6))])
 
 
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="aggregation.remove-record-on-delete: Paimon's first_value/first_non_null_value "
+                          "keep their 'initialized' flag across a -D, so after [+I, -D, +I] in one fold they "
+                          "stay null (the -D emptied the row); lakectl takes the insert after the -D (3, 6)")
 def test_aggregation_remove_record_on_delete_first_value_after_insert(tmp_path):
-    """What does agree: with an insert before the -D in the fold, the -D's values stay."""
     h = Harness.create(_AGG_RROD_FIRST, False, str(tmp_path))
     names = [c.name for c in _AGG_RROD_FIRST.columns]
 
