@@ -123,13 +123,13 @@ def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None
     if snapshot is None:
         return ScanPlan(None, read_schema, schemas, (), 0, 0)
     try:
-        return _plan_on(table, snapshot, predicate, read_schema, schemas)
+        return _plan_on(table, snapshot, predicate, read_schema, schemas, columns)
     except CorruptMetadataError as e:
         raise lost_race(table.snapshots, snapshot, e) or e
 
 
 def _plan_on(table: Table, snapshot: Snapshot, predicate: Predicate | None, read_schema: TableSchema,
-             schemas: dict[int, TableSchema]) -> ScanPlan:
+             schemas: dict[int, TableSchema], columns: frozenset[str] | None) -> ScanPlan:
     entries = live_entries(table.manifests(), snapshot)
     if read_schema.hides_level0:
         entries = [e for e in entries if e.file.level > 0]
