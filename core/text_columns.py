@@ -1,0 +1,391 @@
+"""The text encoding of ``core.text_values``, a column at a time: the same bytes as encoding
+every cell in Python (``text_value`` / ``json_value``), at Arrow's and numpy's speed.
+
+Each column becomes an Arrow string array of its cells' text (Arrow's casts where they print
+exactly our encoding: integers, booleans, decimals, dates, most doubles; numpy for the rest:
+timestamps and times with 0/3/6/9 fractional digits, base64); CSV quoting, JSON escaping and
+the joining of cells into lines are Arrow string kernels. Nested values become JSON text
+built from their children's JSON text. A type this module does not know (a timestamp in a
+zone other than UTC, DATE64) is encoded cell by cell with ``core.text_values``, so the bytes
+are the same whichever path a column takes.
+
+Everything here is imported on the first text output: pyarrow.compute and numpy are not
+needed by commands that print no rows.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from core.text_values import json_value, python_values, text_value
+
+# Every character Python's ``str.strip()`` removes (``str.isspace``), for RE2: a CSV field
+# with one at either end is quoted, as ``text_values.csv_field`` does.
+_SPACES = ("\\t\\n\\x{0b}\\x{0c}\\r\\x{1c}\\x{1d}\\x{1e}\\x{1f} \\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}"
+           "\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}")
+_NEEDS_QUOTES = f'[,"\\r\\n]|^[{_SPACES}]|[{_SPACES}]$'
+_JSON_ESCAPES = {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_CONTROL = "[\\x{00}-\\x{1f}]"
+_B64 = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", dtype=np.uint8)
+_UNIT_PER_SECOND = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
+_UTC = ("UTC", "Etc/UTC", "+00:00", "Z")
+# Days since the epoch of 0001-01-01 and 9999-12-31: Python's dates (the per-cell encoding
+# refuses values beyond them, and so does this one by handing them to it).
+_MIN_DAY, _MAX_DAY = -719162, 2932896
+
+
+# ---- the text of one column ------------------------------------------------------------------
+class _Column:
+    """A column's cells as text: ``text`` (a string array, null where the cell is null) and
+    whether JSON shows that text as a string (quoted) rather than as it is (numbers,
+    booleans, nested values' JSON); ``json`` and ``csv`` where a column's JSON or CSV text
+    is not derived from ``text`` that way (NaN quoted in JSON only; the per-cell path)."""
+
+    __slots__ = ("text", "quoted", "json", "csv")
+
+    def __init__(self, text: pa.Array, quoted: bool, json: pa.Array | None = None,
+                 csv: pa.Array | None = None) -> None:
+        self.text, self.quoted, self.json, self.csv = text, quoted, json, csv
+
+
+def _plain(arr: pa.Array) -> pa.Array:
+    """``arr`` in one of the types the encoders below know (dictionary decoded, large string
+    and binary types as their plain forms, float as double: Python prints a float's double)."""
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        return _plain(arr.dictionary_decode())
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return arr.cast(pa.string())
+    if pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t) or pa.types.is_binary_view(t):
+        return arr.cast(pa.binary())
+    if pa.types.is_float16(t) or pa.types.is_float32(t):
+        return arr.cast(pa.float64())
+    return arr
+
+
+def _encode(arr: pa.Array) -> _Column:
+    arr = _plain(arr)
+    t = arr.type
+    if pa.types.is_null(t):
+        return _Column(pa.nulls(len(arr), pa.string()), False)
+    if pa.types.is_string(t):
+        return _Column(arr, True)
+    if pa.types.is_boolean(t) or pa.types.is_integer(t):
+        return _Column(arr.cast(pa.string()), False)
+    if pa.types.is_float64(t):
+        return _float_text(arr)
+    if pa.types.is_decimal(t) and t.scale >= 0:
+        return _Column(_decimal_text(arr), True)
+    if pa.types.is_binary(t):
+        return _Column(_base64(arr), True)
+    if pa.types.is_date32(t):
+        days = _int_values(arr)
+        if _in_range(days, arr):
+            return _Column(arr.cast(pa.string()), True)
+    if pa.types.is_time(t):
+        return _Column(_time_text(arr), True)
+    if pa.types.is_timestamp(t) and (t.tz is None or t.tz in _UTC):
+        text = _timestamp_text(arr)
+        if text is not None:
+            return _Column(text, True)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _Column(_list_json(arr), False)
+    if pa.types.is_map(t):
+        return _Column(_map_json(arr), False)
+    if pa.types.is_struct(t) and len({f.name for f in t}) == t.num_fields:
+        return _Column(_struct_json(arr), False)
+    return _per_cell(arr)
+
+
+def _per_cell(arr: pa.Array) -> _Column:
+    """The Python encoding, cell by cell, for the types above do not cover: JSON text for
+    every cell, so the column reads as raw JSON; CSV takes the ``text_value`` form."""
+    values = python_values(arr)
+    json_texts = pa.array([None if v is None else json.dumps(json_value(v), ensure_ascii=False) for v in values],
+                          pa.string())
+    return _Column(json_texts, False, csv=pa.array([text_value(v) for v in values], pa.string()))
+
+
+def _int_values(arr: pa.Array) -> np.ndarray:
+    """The integers behind a temporal array, nulls as 0."""
+    storage = arr.view(pa.int32() if arr.type.bit_width == 32 else pa.int64())
+    return storage.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _in_range(days: np.ndarray, arr: pa.Array) -> bool:
+    valid = ~np.asarray(arr.is_null().to_numpy(zero_copy_only=False))
+    return bool(((days[valid] >= _MIN_DAY) & (days[valid] <= _MAX_DAY)).all())
+
+
+# ---- numbers -----------------------------------------------------------------------------------
+def _float_text(arr: pa.Array) -> _Column:
+    """Doubles as Python's ``repr`` prints them: Arrow prints the same shortest digits, so
+    its text serves where both print them positionally (adding Python's ``.0`` to whole
+    numbers); other magnitudes (Arrow and Python switch to exponents at different places)
+    go through ``repr``. NaN and the infinities are the words JSON lacks, quoted in JSON."""
+    values = arr.fill_null(0.0).to_numpy(zero_copy_only=False)
+    text = arr.cast(pa.string())
+    magnitude = np.abs(values)
+    positional = ((magnitude >= 1e-4) & (magnitude < 1e16)) | (values == 0)
+    positional &= ~np.asarray(pc.match_substring(text, "e").fill_null(False))
+    whole = pc.invert(pc.match_substring(text, "."))
+    text = pc.if_else(whole, pc.binary_join_element_wise(text, ".0", ""), text)
+    others = np.flatnonzero(~positional & np.isfinite(values))
+    if len(others):
+        reprs = pa.array([repr(v) for v in values[others].tolist()], pa.string())
+        text = pc.replace_with_mask(text, pa.array(~positional & np.isfinite(values)), reprs)
+    finite = np.isfinite(values)
+    if not finite.all():
+        words = np.where(np.isnan(values), "NaN", np.where(values > 0, "Infinity", "-Infinity"))
+        text = pc.if_else(pa.array(finite), text, pa.array(words))
+        text = pc.if_else(arr.is_null(), pa.nulls(len(arr), pa.string()), text)
+        json_text = pc.if_else(pa.array(finite), text, pc.binary_join_element_wise('"', text, '"', ""))
+        return _Column(text, False, json=json_text)
+    return _Column(text, False)
+
+
+def _decimal_text(arr: pa.Array) -> pa.Array:
+    """Decimals with all their scale's digits: Arrow's text, but Arrow writes a value below
+    1e-6 (a zero with a scale above 6 among them) with an exponent, so those go to Python."""
+    text = arr.cast(pa.string())
+    exponent = pc.match_substring(text, "E").fill_null(False)
+    if not pc.any(exponent).as_py():
+        return text
+    rows = pc.indices_nonzero(exponent)
+    fixed = pa.array([format(v, "f") for v in arr.take(rows).to_pylist()], pa.string())
+    return pc.replace_with_mask(text, exponent, fixed)
+
+
+# ---- bytes -------------------------------------------------------------------------------------
+def _base64(arr: pa.Array) -> pa.Array:
+    """Standard base64 with padding of each value: the values' bytes are laid out in slots
+    padded to multiples of 3, encoded 3 bytes to 4 characters at once, then the characters
+    that stand for padding become ``=``."""
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset:arr.offset + len(arr) + 1].astype(np.int64)
+    data = arr.buffers()[2]
+    raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    lengths = np.diff(offsets)
+    padded = (lengths + 2) // 3 * 3
+    slot = np.concatenate([[0], np.cumsum(padded)])
+    source = raw[offsets[0]:offsets[-1]]
+    # each source byte's place in the padded layout: its offset in its value + its slot's start
+    owner = np.repeat(np.arange(len(lengths)), lengths)
+    place = np.arange(len(source)) - (offsets[:-1] - offsets[0])[owner] + slot[:-1][owner]
+    layout = np.zeros(int(slot[-1]), dtype=np.uint8)
+    layout[place] = source
+    groups = layout.reshape(-1, 3).astype(np.uint32)
+    word = (groups[:, 0] << 16) | (groups[:, 1] << 8) | groups[:, 2]
+    chars = _B64[np.stack([(word >> 18) & 63, (word >> 12) & 63, (word >> 6) & 63, word & 63], axis=1)].reshape(-1)
+    out_offsets = slot // 3 * 4
+    short = padded - lengths  # 0, 1 or 2 padding bytes in the value's last group
+    ends = out_offsets[1:]
+    chars[(ends - 1)[short >= 1]] = ord("=")
+    chars[(ends - 2)[short == 2]] = ord("=")
+    return _string_array(chars, out_offsets, arr)
+
+
+def _string_array(chars: np.ndarray, offsets: np.ndarray, like: pa.Array) -> pa.Array:
+    """A string array of ``chars`` cut at ``offsets``, null where ``like`` is."""
+    validity = _copy_bits(like.is_valid()) if like.null_count else None
+    return pa.Array.from_buffers(pa.string(), len(like),
+                                 [validity, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(chars)],
+                                 null_count=like.null_count)
+
+
+def _copy_bits(valid: pa.BooleanArray) -> pa.Buffer:
+    """A boolean array's bits from bit 0 (a slice's bits start at its offset)."""
+    return pa.concat_arrays([valid]).buffers()[1] if valid.offset else valid.buffers()[1]
+
+
+def _digits(values: np.ndarray, width: int) -> np.ndarray:
+    """Non-negative integers as ``width`` ASCII digits each, zero-padded (an n x width matrix)."""
+    powers = 10 ** np.arange(width - 1, -1, -1, dtype=np.int64)
+    return (values[:, None] // powers % 10 + 48).astype(np.uint8)
+
+
+def _compact(matrix: np.ndarray, lengths: np.ndarray, like: pa.Array) -> pa.Array:
+    """Rows of a character matrix, each cut to its length, as a string array."""
+    keep = np.arange(matrix.shape[1])[None, :] < lengths[:, None]
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    return _string_array(np.ascontiguousarray(matrix[keep]), offsets, like)
+
+
+# ---- times and timestamps -------------------------------------------------------------------------
+def _fraction(nanos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``.fffffffff`` of each value (a matrix of 10 characters) and how many of them to keep:
+    none for a whole second, else the fewest groups of 3 digits that hold it (1 + 3, 6 or 9)."""
+    matrix = np.concatenate([np.full((len(nanos), 1), ord("."), np.uint8), _digits(nanos, 9)], axis=1)
+    lengths = np.where(nanos == 0, 0, np.where(nanos % 1_000_000 == 0, 4, np.where(nanos % 1000 == 0, 7, 10)))
+    return matrix, lengths
+
+
+def _clock(seconds_of_day: np.ndarray) -> np.ndarray:
+    """HH:MM:SS as an n x 8 character matrix."""
+    colon = np.full((len(seconds_of_day), 1), ord(":"), np.uint8)
+    return np.concatenate([_digits(seconds_of_day // 3600, 2), colon, _digits(seconds_of_day // 60 % 60, 2), colon,
+                           _digits(seconds_of_day % 60, 2)], axis=1)
+
+
+def _split(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A time or timestamp column as (whole seconds, nanoseconds of the second), floored."""
+    per = _UNIT_PER_SECOND[arr.type.unit]
+    values = _int_values(arr)
+    seconds = values // per
+    return seconds, (values - seconds * per) * (1_000_000_000 // per)
+
+
+def _time_text(arr: pa.Array) -> pa.Array:
+    """HH:MM:SS[.fff]: Python's time holds microseconds, so a nanosecond TIME prints those."""
+    seconds, nanos = _split(arr)
+    nanos -= nanos % 1000
+    fraction, lengths = _fraction(nanos)
+    return _compact(np.concatenate([_clock(seconds), fraction], axis=1), 8 + lengths, arr)
+
+
+def _civil(days: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(year, month, day) of days since 1970-01-01, proleptic Gregorian (H. Hinnant's
+    civil_from_days)."""
+    z = days + 719468
+    era = np.floor_divide(z, 146097)
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = np.where(mp < 10, mp + 3, mp - 9)
+    return yoe + era * 400 + (month <= 2), month, day
+
+
+def _timestamp_text(arr: pa.Array) -> pa.Array | None:
+    """YYYY-MM-DDTHH:MM:SS[.fff][+00:00]; None when a value is outside Python's years."""
+    seconds, nanos = _split(arr)
+    days = np.floor_divide(seconds, 86400)
+    if not _in_range(days, arr):
+        return None
+    year, month, day = _civil(days)
+    n = len(arr)
+    dash, tee = np.full((n, 1), ord("-"), np.uint8), np.full((n, 1), ord("T"), np.uint8)
+    fraction, lengths = _fraction(nanos)
+    parts = [_digits(year, 4), dash, _digits(month, 2), dash, _digits(day, 2), tee, _clock(seconds - days * 86400),
+             fraction]
+    if arr.type.tz is None:
+        return _compact(np.concatenate(parts, axis=1), 19 + lengths, arr)
+    # the zone goes right after the kept fraction digits: lay it over the first dropped ones
+    matrix = np.concatenate(parts + [np.zeros((n, 6), np.uint8)], axis=1)
+    zone = np.frombuffer(b"+00:00", np.uint8)
+    columns = (19 + lengths)[:, None] + np.arange(6)[None, :]
+    matrix[np.arange(n)[:, None], columns] = zone
+    return _compact(matrix, 25 + lengths, arr)
+
+
+# ---- JSON ----------------------------------------------------------------------------------------
+def _json_string(text: pa.Array) -> pa.Array:
+    """Strings as JSON string literals, as ``json.dumps(s, ensure_ascii=False)`` writes them."""
+    text = pc.replace_substring(text, "\\", "\\\\")
+    text = pc.replace_substring(text, '"', '\\"')
+    if pc.any(pc.match_substring_regex(text, _CONTROL)).as_py():
+        for code in range(32):
+            char = chr(code)
+            text = pc.replace_substring(text, char, _JSON_ESCAPES.get(char, f"\\u{code:04x}"))
+    return pc.binary_join_element_wise('"', text, '"', "")
+
+
+def _json(col: _Column) -> pa.Array:
+    """A column's cells as JSON text, ``null`` for null."""
+    text = col.json
+    if text is None:
+        text = _json_string(col.text) if col.quoted else col.text
+    return text.fill_null("null")
+
+
+def json_text(arr: pa.Array) -> pa.Array:
+    """Each cell's JSON text (``json.dumps(json_value(v), ensure_ascii=False)``), no nulls."""
+    return _json(_encode(arr))
+
+
+def _wrap(joined: pa.Array, left: str, right: str, valid: pa.Array) -> pa.Array:
+    """``left + joined + right`` where ``valid``, JSON null elsewhere."""
+    text = pc.binary_join_element_wise(left, joined, right, "")
+    return pc.if_else(valid, text, pa.nulls(len(text), pa.string()))
+
+
+def _list_json(arr: pa.Array) -> pa.Array:
+    items = json_text(arr.values)
+    lists = pa.ListArray.from_arrays(arr.offsets.cast(pa.int32()), items)
+    return _wrap(pc.binary_join(lists, ", "), "[", "]", arr.is_valid())
+
+
+def _map_json(arr: pa.MapArray) -> pa.Array:
+    """A map as the JSON array of its ``[key, value]`` pairs."""
+    pairs = pc.binary_join_element_wise("[", json_text(arr.keys), ", ", json_text(arr.items), "]", "")
+    lists = pa.ListArray.from_arrays(arr.offsets, pairs)
+    return _wrap(pc.binary_join(lists, ", "), "[", "]", arr.is_valid())
+
+
+def _struct_json(arr: pa.StructArray) -> pa.Array:
+    """A row as a JSON object of its fields, in their order."""
+    pieces: list[pa.Array | str] = []
+    for i, f in enumerate(arr.type):
+        pieces += [("" if i == 0 else ", ") + json.dumps(f.name, ensure_ascii=False) + ": ", json_text(arr.field(i))]
+    if not pieces:
+        joined = pa.array([""] * len(arr), pa.string())
+    else:
+        joined = pc.binary_join_element_wise(*pieces, "")
+    return _wrap(joined, "{", "}", arr.is_valid())
+
+
+# ---- lines ---------------------------------------------------------------------------------------
+def _csv_field(col: _Column) -> pa.Array:
+    """The CSV field of each cell (``text_values.csv_field``): null empty and unquoted, an
+    empty string or one holding a separator, a quote, a line break or outer spaces quoted."""
+    text = col.csv
+    if text is None:
+        text = col.text
+    needs = pc.or_(pc.equal(text, ""), pc.match_substring_regex(text, _NEEDS_QUOTES))
+    if pc.any(needs).as_py():
+        quoted = pc.binary_join_element_wise('"', pc.replace_substring(text, '"', '""'), '"', "")
+        text = pc.if_else(needs, quoted, text)
+    return text.fill_null("")
+
+
+def _as_bytes(lines: pa.Array) -> bytes:
+    """The concatenated text of a string array without nulls."""
+    if not len(lines):
+        return b""
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)
+    start, end = offsets[lines.offset], offsets[lines.offset + len(lines)]
+    return lines.buffers()[2].to_pybytes()[start:end]
+
+
+def _columns(table: pa.Table) -> list[pa.Array]:
+    return [col.combine_chunks() if col.num_chunks != 1 else col.chunk(0) for col in table.columns]
+
+
+def csv_rows(table: pa.Table) -> bytes:
+    """The rows as CSV lines (no header), UTF-8."""
+    if not table.num_rows:
+        return b""
+    fields = [_csv_field(_encode(arr)) for arr in _columns(table)]
+    if not fields:
+        return b"\n" * table.num_rows
+    return _as_bytes(pc.binary_join_element_wise(pc.binary_join_element_wise(*fields, ","), "\n", ""))
+
+
+def jsonl_rows(table: pa.Table) -> bytes:
+    """The rows as JSON lines (``json.dumps(row, ensure_ascii=False)``), UTF-8."""
+    if not table.num_rows:
+        return b""
+    pieces: list[pa.Array | str] = []
+    for i, (name, arr) in enumerate(zip(table.column_names, _columns(table))):
+        pieces += [("{" if i == 0 else ", ") + json.dumps(name, ensure_ascii=False) + ": ", json_text(arr)]
+    if not pieces:
+        return b"{}\n" * table.num_rows
+    return _as_bytes(pc.binary_join_element_wise(*pieces, "}\n", ""))
+
+
+ROWS_ENCODERS: dict[str, Callable[[pa.Table], bytes]] = {"csv": csv_rows, "jsonl": jsonl_rows}
