@@ -22,6 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from core.arrow_values import boolean_array, boolean_scalar, numpy_bools, numpy_values, string_array
+from core.arrow_values import string_scalar as _lit
 from core.text_values import json_value, python_values, text_value
 
 # Every character Python's ``str.strip()`` removes (``str.isspace``), for RE2: a CSV field
@@ -113,13 +115,25 @@ def _per_cell(arr: pa.Array) -> _Column:
 
 def _int_values(arr: pa.Array) -> np.ndarray:
     """The integers behind a temporal array, nulls as 0."""
-    storage = arr.view(pa.int32() if arr.type.bit_width == 32 else pa.int64())
-    return storage.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    values = numpy_values(arr, np.int32 if arr.type.bit_width == 32 else np.int64).astype(np.int64)
+    if arr.null_count:
+        values[_nulls(arr)] = 0
+    return values
+
+
+def _nulls(arr: pa.Array) -> np.ndarray:
+    return ~numpy_bools(arr.is_valid())
 
 
 def _in_range(days: np.ndarray, arr: pa.Array) -> bool:
-    valid = ~np.asarray(arr.is_null().to_numpy(zero_copy_only=False))
+    valid = ~_nulls(arr)
     return bool(((days[valid] >= _MIN_DAY) & (days[valid] <= _MAX_DAY)).all())
+
+
+def _join(*parts: pa.Array | str) -> pa.Array:
+    """``binary_join_element_wise`` of arrays and literal texts, the last part the separator
+    (literals as scalars made from memory: see core/arrow_values.py)."""
+    return pc.binary_join_element_wise(*(_lit(p) if isinstance(p, str) else p for p in parts))
 
 
 # ---- numbers -----------------------------------------------------------------------------------
@@ -128,23 +142,26 @@ def _float_text(arr: pa.Array) -> _Column:
     its text serves where both print them positionally (adding Python's ``.0`` to whole
     numbers); other magnitudes (Arrow and Python switch to exponents at different places)
     go through ``repr``. NaN and the infinities are the words JSON lacks, quoted in JSON."""
-    values = arr.fill_null(0.0).to_numpy(zero_copy_only=False)
+    values = numpy_values(arr, np.float64).copy()
+    if arr.null_count:
+        values[_nulls(arr)] = np.nan  # their text is made null again below
     text = arr.cast(pa.string())
     magnitude = np.abs(values)
     positional = ((magnitude >= 1e-4) & (magnitude < 1e16)) | (values == 0)
-    positional &= ~np.asarray(pc.match_substring(text, "e").fill_null(False))
+    positional &= ~numpy_bools(pc.match_substring(text, "e"))
     whole = pc.invert(pc.match_substring(text, "."))
-    text = pc.if_else(whole, pc.binary_join_element_wise(text, ".0", ""), text)
+    text = pc.if_else(whole, _join(text, ".0", ""), text)
     others = np.flatnonzero(~positional & np.isfinite(values))
     if len(others):
-        reprs = pa.array([repr(v) for v in values[others].tolist()], pa.string())
-        text = pc.replace_with_mask(text, pa.array(~positional & np.isfinite(values)), reprs)
+        reprs = string_array([repr(v) for v in values[others].tolist()])
+        text = pc.replace_with_mask(text, boolean_array(~positional & np.isfinite(values)), reprs)
     finite = np.isfinite(values)
     if not finite.all():
-        words = np.where(np.isnan(values), "NaN", np.where(values > 0, "Infinity", "-Infinity"))
-        text = pc.if_else(pa.array(finite), text, pa.array(words))
+        words = pc.if_else(boolean_array(np.isnan(values)), _lit("NaN"),
+                           pc.if_else(boolean_array(values > 0), _lit("Infinity"), _lit("-Infinity")))
+        text = pc.if_else(boolean_array(finite), text, words)
         text = pc.if_else(arr.is_null(), pa.nulls(len(arr), pa.string()), text)
-        json_text = pc.if_else(pa.array(finite), text, pc.binary_join_element_wise('"', text, '"', ""))
+        json_text = pc.if_else(boolean_array(finite), text, _join('"', text, '"', ""))
         return _Column(text, False, json=json_text)
     return _Column(text, False)
 
@@ -153,11 +170,11 @@ def _decimal_text(arr: pa.Array) -> pa.Array:
     """Decimals with all their scale's digits: Arrow's text, but Arrow writes a value below
     1e-6 (a zero with a scale above 6 among them) with an exponent, so those go to Python."""
     text = arr.cast(pa.string())
-    exponent = pc.match_substring(text, "E").fill_null(False)
+    exponent = pc.match_substring(text, "E").fill_null(boolean_scalar(False))
     if not pc.any(exponent).as_py():
         return text
     rows = pc.indices_nonzero(exponent)
-    fixed = pa.array([format(v, "f") for v in arr.take(rows).to_pylist()], pa.string())
+    fixed = string_array([format(v, "f") for v in arr.take(rows).to_pylist()])
     return pc.replace_with_mask(text, exponent, fixed)
 
 
@@ -292,7 +309,7 @@ def _json_string(text: pa.Array) -> pa.Array:
         for code in range(32):
             char = chr(code)
             text = pc.replace_substring(text, char, _JSON_ESCAPES.get(char, f"\\u{code:04x}"))
-    return pc.binary_join_element_wise('"', text, '"', "")
+    return _join('"', text, '"', "")
 
 
 def _json(col: _Column) -> pa.Array:
@@ -300,7 +317,7 @@ def _json(col: _Column) -> pa.Array:
     text = col.json
     if text is None:
         text = _json_string(col.text) if col.quoted else col.text
-    return text.fill_null("null")
+    return text.fill_null(_lit("null"))
 
 
 def json_text(arr: pa.Array) -> pa.Array:
@@ -310,21 +327,21 @@ def json_text(arr: pa.Array) -> pa.Array:
 
 def _wrap(joined: pa.Array, left: str, right: str, valid: pa.Array) -> pa.Array:
     """``left + joined + right`` where ``valid``, JSON null elsewhere."""
-    text = pc.binary_join_element_wise(left, joined, right, "")
+    text = _join(left, joined, right, "")
     return pc.if_else(valid, text, pa.nulls(len(text), pa.string()))
 
 
 def _list_json(arr: pa.Array) -> pa.Array:
     items = json_text(arr.values)
     lists = pa.ListArray.from_arrays(arr.offsets.cast(pa.int32()), items)
-    return _wrap(pc.binary_join(lists, ", "), "[", "]", arr.is_valid())
+    return _wrap(pc.binary_join(lists, _lit(", ")), "[", "]", arr.is_valid())
 
 
 def _map_json(arr: pa.MapArray) -> pa.Array:
     """A map as the JSON array of its ``[key, value]`` pairs."""
-    pairs = pc.binary_join_element_wise("[", json_text(arr.keys), ", ", json_text(arr.items), "]", "")
+    pairs = _join("[", json_text(arr.keys), ", ", json_text(arr.items), "]", "")
     lists = pa.ListArray.from_arrays(arr.offsets, pairs)
-    return _wrap(pc.binary_join(lists, ", "), "[", "]", arr.is_valid())
+    return _wrap(pc.binary_join(lists, _lit(", ")), "[", "]", arr.is_valid())
 
 
 def _struct_json(arr: pa.StructArray) -> pa.Array:
@@ -333,9 +350,9 @@ def _struct_json(arr: pa.StructArray) -> pa.Array:
     for i, f in enumerate(arr.type):
         pieces += [("" if i == 0 else ", ") + json.dumps(f.name, ensure_ascii=False) + ": ", json_text(arr.field(i))]
     if not pieces:
-        joined = pa.array([""] * len(arr), pa.string())
+        joined = pa.nulls(len(arr), pa.string()).fill_null(_lit(""))
     else:
-        joined = pc.binary_join_element_wise(*pieces, "")
+        joined = _join(*pieces, "")
     return _wrap(joined, "{", "}", arr.is_valid())
 
 
@@ -346,11 +363,11 @@ def _csv_field(col: _Column) -> pa.Array:
     text = col.csv
     if text is None:
         text = col.text
-    needs = pc.or_(pc.equal(text, ""), pc.match_substring_regex(text, _NEEDS_QUOTES))
+    needs = pc.or_(pc.equal(text, _lit("")), pc.match_substring_regex(text, _NEEDS_QUOTES))
     if pc.any(needs).as_py():
-        quoted = pc.binary_join_element_wise('"', pc.replace_substring(text, '"', '""'), '"', "")
+        quoted = _join('"', pc.replace_substring(text, '"', '""'), '"', "")
         text = pc.if_else(needs, quoted, text)
-    return text.fill_null("")
+    return text.fill_null(_lit(""))
 
 
 def _as_bytes(lines: pa.Array) -> bytes:
@@ -373,7 +390,7 @@ def csv_rows(table: pa.Table) -> bytes:
     fields = [_csv_field(_encode(arr)) for arr in _columns(table)]
     if not fields:
         return b"\n" * table.num_rows
-    return _as_bytes(pc.binary_join_element_wise(pc.binary_join_element_wise(*fields, ","), "\n", ""))
+    return _as_bytes(_join(_join(*fields, ","), "\n", ""))
 
 
 def jsonl_rows(table: pa.Table) -> bytes:
@@ -385,7 +402,7 @@ def jsonl_rows(table: pa.Table) -> bytes:
         pieces += [("{" if i == 0 else ", ") + json.dumps(name, ensure_ascii=False) + ": ", json_text(arr)]
     if not pieces:
         return b"{}\n" * table.num_rows
-    return _as_bytes(pc.binary_join_element_wise(*pieces, "}\n", ""))
+    return _as_bytes(_join(*pieces, "}\n", ""))
 
 
 ROWS_ENCODERS: dict[str, Callable[[pa.Table], bytes]] = {"csv": csv_rows, "jsonl": jsonl_rows}

@@ -35,7 +35,7 @@ MIN_DAY, MAX_DAY = -719162, 2932896  # Python's dates: 0001-01-01 .. 9999-12-31
 PER_SECOND = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
 TIME_LIMIT = {"s": 86400, "ms": 86400 * 1000, "us": 86400 * 10**6, "ns": 86400 * 10**9}
 
-texts = st.text(alphabet=st.one_of(st.characters(), st.sampled_from(',"\r\n \t\x00\x1f\x85\u2028\u3000é€😀')),
+texts = st.text(alphabet=st.one_of(st.characters(codec="utf-8"), st.sampled_from(',"\r\n \t\x00\x1f\x85\u2028\u3000é€😀')),
                 max_size=12)
 floats = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
                    st.sampled_from([0.0, -0.0, 1e16, 9999999999999998.0, 1e-4, 0.99999e-4, 5e-324, 1e22, 123.0]))
@@ -51,7 +51,8 @@ def timestamp_values(unit: str) -> st.SearchStrategy[int]:
 
 def decimals(precision: int, scale: int) -> st.SearchStrategy[decimal.Decimal]:
     bound = 10**precision - 1
-    return st.integers(-bound, bound).map(lambda n: decimal.Decimal(n).scaleb(-scale))
+    exact = decimal.Context(prec=80)  # the default context would round 38 digits to 28
+    return st.integers(-bound, bound).map(lambda n: decimal.Decimal(n).scaleb(-scale, exact))
 
 
 @st.composite
