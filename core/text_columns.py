@@ -46,13 +46,15 @@ class _Column:
     """A column's cells as text: ``text`` (a string array, null where the cell is null) and
     whether JSON shows that text as a string (quoted) rather than as it is (numbers,
     booleans, nested values' JSON); ``json`` and ``csv`` where a column's JSON or CSV text
-    is not derived from ``text`` that way (NaN quoted in JSON only; the per-cell path)."""
+    is not derived from ``text`` that way (NaN quoted in JSON only; the per-cell path).
+    ``bare``: no cell's text is ever empty or holds a character CSV quotes (numbers, dates,
+    times), so CSV need not look."""
 
-    __slots__ = ("text", "quoted", "json", "csv")
+    __slots__ = ("text", "quoted", "json", "csv", "bare")
 
     def __init__(self, text: pa.Array, quoted: bool, json: pa.Array | None = None,
-                 csv: pa.Array | None = None) -> None:
-        self.text, self.quoted, self.json, self.csv = text, quoted, json, csv
+                 csv: pa.Array | None = None, bare: bool = False) -> None:
+        self.text, self.quoted, self.json, self.csv, self.bare = text, quoted, json, csv, bare
 
 
 def _plain(arr: pa.Array) -> pa.Array:
@@ -78,23 +80,23 @@ def _encode(arr: pa.Array) -> _Column:
     if pa.types.is_string(t):
         return _Column(arr, True)
     if pa.types.is_boolean(t) or pa.types.is_integer(t):
-        return _Column(arr.cast(pa.string()), False)
+        return _Column(arr.cast(pa.string()), False, bare=True)
     if pa.types.is_float64(t):
         return _float_text(arr)
     if pa.types.is_decimal(t) and t.scale >= 0:
-        return _Column(_decimal_text(arr), True)
+        return _Column(_decimal_text(arr), True, bare=True)
     if pa.types.is_binary(t):
         return _Column(_base64(arr), True)
     if pa.types.is_date32(t):
         days = _int_values(arr)
         if _in_range(days, arr):
-            return _Column(arr.cast(pa.string()), True)
+            return _Column(arr.cast(pa.string()), True, bare=True)
     if pa.types.is_time(t):
-        return _Column(_time_text(arr), True)
+        return _Column(_time_text(arr), True, bare=True)
     if pa.types.is_timestamp(t) and (t.tz is None or t.tz in _UTC):
         text = _timestamp_text(arr)
         if text is not None:
-            return _Column(text, True)
+            return _Column(text, True, bare=True)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return _Column(_list_json(arr), False)
     if pa.types.is_map(t):
@@ -162,8 +164,8 @@ def _float_text(arr: pa.Array) -> _Column:
         text = pc.if_else(boolean_array(finite), text, words)
         text = pc.if_else(arr.is_null(), pa.nulls(len(arr), pa.string()), text)
         json_text = pc.if_else(boolean_array(finite), text, _join('"', text, '"', ""))
-        return _Column(text, False, json=json_text)
-    return _Column(text, False)
+        return _Column(text, False, json=json_text, bare=True)
+    return _Column(text, False, bare=True)
 
 
 def _decimal_text(arr: pa.Array) -> pa.Array:
@@ -219,10 +221,21 @@ def _copy_bits(valid: pa.BooleanArray) -> pa.Buffer:
     return pa.concat_arrays([valid]).buffers()[1] if valid.offset else valid.buffers()[1]
 
 
+# The ASCII digits of every number below 10, 100 and 1000, zero-padded: a table lookup per
+# group of up to 3 digits instead of a division per digit.
+_DIGIT_TABLES = {size: np.array([[48 + i // 10**k % 10 for k in range(size - 1, -1, -1)] for i in range(10**size)],
+                                dtype=np.uint8) for size in (1, 2, 3)}
+
+
 def _digits(values: np.ndarray, width: int) -> np.ndarray:
-    """Non-negative integers as ``width`` ASCII digits each, zero-padded (an n x width matrix)."""
-    powers = 10 ** np.arange(width - 1, -1, -1, dtype=np.int64)
-    return (values[:, None] // powers % 10 + 48).astype(np.uint8)
+    """Integers as their last ``width`` ASCII digits each, zero-padded (an n x width matrix)."""
+    groups = []
+    while width:
+        size = 2 if width == 4 else min(3, width)
+        groups.insert(0, _DIGIT_TABLES[size][values % 10**size])
+        values = values // 10**size
+        width -= size
+    return np.concatenate(groups, axis=1) if len(groups) > 1 else groups[0]
 
 
 def _compact(matrix: np.ndarray, lengths: np.ndarray, like: pa.Array) -> pa.Array:
@@ -363,6 +376,8 @@ def _csv_field(col: _Column) -> pa.Array:
     text = col.csv
     if text is None:
         text = col.text
+    if col.bare:
+        return text.fill_null(_lit(""))
     needs = pc.or_(pc.equal(text, _lit("")), pc.match_substring_regex(text, _NEEDS_QUOTES))
     if pc.any(needs).as_py():
         quoted = _join('"', pc.replace_substring(text, '"', '""'), '"', "")
