@@ -174,3 +174,35 @@ def test_zones_other_than_utc_fall_back_to_the_cell_encoding() -> None:
 def test_an_empty_table_is_no_bytes(fmt: str) -> None:
     table = pa.table({"a": pa.array([], pa.int64())})
     assert (csv_rows if fmt == "csv" else jsonl_rows)(table) == b""
+
+
+# ---- decoding base64 a column at a time ----------------------------------------------------------
+def python_base64(values: list[str | None]) -> list[bytes | None] | int:
+    """The per-cell decoding (the model): the values, or the index of the first refused."""
+    import base64
+
+    out = []
+    for i, v in enumerate(values):
+        try:
+            out.append(None if v is None else base64.b64decode(v, validate=True))
+        except ValueError:  # binascii.Error, or text that is not ASCII
+            return i
+    return out
+
+
+base64ish = st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/= é\n", max_size=13)
+encoded = st.binary(max_size=13).map(lambda b: __import__("base64").b64encode(b).decode())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.none(), encoded, base64ish), max_size=8), st.integers(0, 3))
+def test_base64_input_decodes_as_python_does(values: list[str | None], start: int) -> None:
+    from core.text_values import TextValueError, decode_column
+
+    column = pa.array(values, pa.string()).slice(min(start, len(values)))
+    expected = python_base64(column.to_pylist())
+    try:
+        got: list[bytes | None] | int = decode_column(column, pa.binary()).to_pylist()
+    except TextValueError as e:
+        got = e.index
+    assert got == expected
