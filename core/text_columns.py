@@ -221,21 +221,20 @@ def _copy_bits(valid: pa.BooleanArray) -> pa.Buffer:
     return pa.concat_arrays([valid]).buffers()[1] if valid.offset else valid.buffers()[1]
 
 
-# The ASCII digits of every number below 10, 100 and 1000, zero-padded: a table lookup per
-# group of up to 3 digits instead of a division per digit.
-_DIGIT_TABLES = {size: np.array([[48 + i // 10**k % 10 for k in range(size - 1, -1, -1)] for i in range(10**size)],
-                                dtype=np.uint8) for size in (1, 2, 3)}
+def _template(n: int, text: bytes) -> np.ndarray:
+    """An n x len(text) character matrix, every row ``text`` (the digits are filled in after)."""
+    matrix = np.empty((n, len(text)), dtype=np.uint8)
+    matrix[:] = np.frombuffer(text, dtype=np.uint8)
+    return matrix
 
 
-def _digits(values: np.ndarray, width: int) -> np.ndarray:
-    """Integers as their last ``width`` ASCII digits each, zero-padded (an n x width matrix)."""
-    groups = []
-    while width:
-        size = 2 if width == 4 else min(3, width)
-        groups.insert(0, _DIGIT_TABLES[size][values % 10**size])
-        values = values // 10**size
-        width -= size
-    return np.concatenate(groups, axis=1) if len(groups) > 1 else groups[0]
+def _put(matrix: np.ndarray, start: int, width: int, values: np.ndarray) -> None:
+    """Write non-negative integers as ``width`` zero-padded digits at column ``start`` (int32
+    arithmetic: every field here, nanoseconds included, is below 2**31)."""
+    left = values.astype(np.int32)
+    for column in range(start + width - 1, start - 1, -1):
+        matrix[:, column] = left % 10 + 48
+        left //= 10
 
 
 def _compact(matrix: np.ndarray, lengths: np.ndarray, like: pa.Array) -> pa.Array:
@@ -246,19 +245,22 @@ def _compact(matrix: np.ndarray, lengths: np.ndarray, like: pa.Array) -> pa.Arra
 
 
 # ---- times and timestamps -------------------------------------------------------------------------
-def _fraction(nanos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``.fffffffff`` of each value (a matrix of 10 characters) and how many of them to keep:
-    none for a whole second, else the fewest groups of 3 digits that hold it (1 + 3, 6 or 9)."""
-    matrix = np.concatenate([np.full((len(nanos), 1), ord("."), np.uint8), _digits(nanos, 9)], axis=1)
-    lengths = np.where(nanos == 0, 0, np.where(nanos % 1_000_000 == 0, 4, np.where(nanos % 1000 == 0, 7, 10)))
-    return matrix, lengths
+_TIME = b"00:00:00.000000000"
+_TIMESTAMP = b"0000-00-00T00:00:00.000000000"
 
 
-def _clock(seconds_of_day: np.ndarray) -> np.ndarray:
-    """HH:MM:SS as an n x 8 character matrix."""
-    colon = np.full((len(seconds_of_day), 1), ord(":"), np.uint8)
-    return np.concatenate([_digits(seconds_of_day // 3600, 2), colon, _digits(seconds_of_day // 60 % 60, 2), colon,
-                           _digits(seconds_of_day % 60, 2)], axis=1)
+def _fraction_lengths(nanos: np.ndarray) -> np.ndarray:
+    """Characters of ``.fffffffff`` to keep: none for a whole second, else the fewest groups
+    of 3 digits that hold the value (1 + 3, 6 or 9)."""
+    return np.where(nanos == 0, 0, np.where(nanos % 1_000_000 == 0, 4, np.where(nanos % 1000 == 0, 7, 10)))
+
+
+def _put_clock(matrix: np.ndarray, start: int, seconds_of_day: np.ndarray, nanos: np.ndarray) -> None:
+    """HH:MM:SS.fffffffff at column ``start`` of a template."""
+    _put(matrix, start, 2, seconds_of_day // 3600)
+    _put(matrix, start + 3, 2, seconds_of_day // 60 % 60)
+    _put(matrix, start + 6, 2, seconds_of_day % 60)
+    _put(matrix, start + 9, 9, nanos)
 
 
 def _split(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -273,8 +275,9 @@ def _time_text(arr: pa.Array) -> pa.Array:
     """HH:MM:SS[.fff]: Python's time holds microseconds, so a nanosecond TIME prints those."""
     seconds, nanos = _split(arr)
     nanos -= nanos % 1000
-    fraction, lengths = _fraction(nanos)
-    return _compact(np.concatenate([_clock(seconds), fraction], axis=1), 8 + lengths, arr)
+    matrix = _template(len(arr), _TIME)
+    _put_clock(matrix, 0, seconds, nanos)
+    return _compact(matrix, 8 + _fraction_lengths(nanos), arr)
 
 
 def _civil(days: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -299,14 +302,16 @@ def _timestamp_text(arr: pa.Array) -> pa.Array | None:
         return None
     year, month, day = _civil(days)
     n = len(arr)
-    dash, tee = np.full((n, 1), ord("-"), np.uint8), np.full((n, 1), ord("T"), np.uint8)
-    fraction, lengths = _fraction(nanos)
-    parts = [_digits(year, 4), dash, _digits(month, 2), dash, _digits(day, 2), tee, _clock(seconds - days * 86400),
-             fraction]
-    if arr.type.tz is None:
-        return _compact(np.concatenate(parts, axis=1), 19 + lengths, arr)
+    zoned = arr.type.tz is not None
+    matrix = _template(n, _TIMESTAMP + (b"000000" if zoned else b""))
+    _put(matrix, 0, 4, year)
+    _put(matrix, 5, 2, month)
+    _put(matrix, 8, 2, day)
+    _put_clock(matrix, 11, seconds - days * 86400, nanos)
+    lengths = _fraction_lengths(nanos)
+    if not zoned:
+        return _compact(matrix, 19 + lengths, arr)
     # the zone goes right after the kept fraction digits: lay it over the first dropped ones
-    matrix = np.concatenate(parts + [np.zeros((n, 6), np.uint8)], axis=1)
     zone = np.frombuffer(b"+00:00", np.uint8)
     columns = (19 + lengths)[:, None] + np.arange(6)[None, :]
     matrix[np.arange(n)[:, None], columns] = zone
@@ -405,7 +410,8 @@ def csv_rows(table: pa.Table) -> bytes:
     fields = [_csv_field(_encode(arr)) for arr in _columns(table)]
     if not fields:
         return b"\n" * table.num_rows
-    return _as_bytes(_join(_join(*fields, ","), "\n", ""))
+    fields[-1] = _join(fields[-1], "\n", "")  # the line break on the last field: one pass less over the lines
+    return _as_bytes(_join(*fields, ","))
 
 
 def jsonl_rows(table: pa.Table) -> bytes:
