@@ -333,7 +333,9 @@ def _json_string(text: pa.Array) -> pa.Array:
 def _json(col: _Column) -> pa.Array:
     """A column's cells as JSON text, ``null`` for null."""
     text = col.json
-    if text is None:
+    if text is None and col.quoted and col.bare:
+        text = _join('"', col.text, '"', "")  # decimals, dates, times: nothing to escape
+    elif text is None:
         text = _json_string(col.text) if col.quoted else col.text
     return text.fill_null(_lit("null"))
 
