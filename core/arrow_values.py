@@ -35,7 +35,8 @@ def string_array(texts: list[str]) -> pa.Array:
     encoded = [t.encode("utf-8") for t in texts]
     offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
     np.cumsum([len(e) for e in encoded], out=offsets[1:])
-    return pa.Array.from_buffers(pa.string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
+    data = pa.py_buffer(b"".join(encoded))
+    return pa.Array.from_buffers(pa.string(), len(encoded), [None, pa.py_buffer(offsets), data])
 
 
 def numpy_bools(arr: pa.Array) -> np.ndarray:
