@@ -107,7 +107,7 @@ def _encode(arr: pa.Array) -> _Column:
 
 
 def _per_cell(arr: pa.Array) -> _Column:
-    """The Python encoding, cell by cell, for the types above do not cover: JSON text for
+    """The Python encoding, cell by cell, for what the encoders above do not cover: JSON text for
     every cell, so the column reads as raw JSON; CSV takes the ``text_value`` form."""
     values = python_values(arr)
     json_texts = pa.array([None if v is None else json.dumps(json_value(v), ensure_ascii=False) for v in values],
@@ -280,18 +280,12 @@ def _time_text(arr: pa.Array) -> pa.Array:
     return _compact(matrix, 8 + _fraction_lengths(nanos), arr)
 
 
-def _civil(days: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(year, month, day) of days since 1970-01-01, proleptic Gregorian (H. Hinnant's
-    civil_from_days)."""
-    z = days + 719468
-    era = np.floor_divide(z, 146097)
-    doe = z - era * 146097
-    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    day = doy - (153 * mp + 2) // 5 + 1
-    month = np.where(mp < 10, mp + 3, mp - 9)
-    return yoe + era * 400 + (month <= 2), month, day
+def _dates(days: np.ndarray) -> np.ndarray:
+    """YYYY-MM-DD of days since 1970-01-01 as an n x 10 character matrix: Arrow's text of a
+    date (4-digit years within Python's, as ``date.isoformat``)."""
+    dates = pa.Array.from_buffers(pa.date32(), len(days), [None, pa.py_buffer(days.astype(np.int32))])
+    text = dates.cast(pa.string())
+    return np.frombuffer(text.buffers()[2], dtype=np.uint8)[:len(days) * 10].reshape(-1, 10)
 
 
 def _timestamp_text(arr: pa.Array) -> pa.Array | None:
@@ -300,13 +294,10 @@ def _timestamp_text(arr: pa.Array) -> pa.Array | None:
     days = np.floor_divide(seconds, 86400)
     if not _in_range(days, arr):
         return None
-    year, month, day = _civil(days)
     n = len(arr)
     zoned = arr.type.tz is not None
     matrix = _template(n, _TIMESTAMP + (b"000000" if zoned else b""))
-    _put(matrix, 0, 4, year)
-    _put(matrix, 5, 2, month)
-    _put(matrix, 8, 2, day)
+    matrix[:, :10] = _dates(days)  # null rows' days are 0: 1970-01-01
     _put_clock(matrix, 11, seconds - days * 86400, nanos)
     lengths = _fraction_lengths(nanos)
     if not zoned:

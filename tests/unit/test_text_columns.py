@@ -207,3 +207,11 @@ def test_base64_input_decodes_as_python_does(values: list[str | None], start: in
     except TextValueError as e:
         got = e.index
     assert got == expected
+
+
+def test_timestamps_at_the_ends_of_pythons_years() -> None:
+    first, last = -62135596800 * 10**6, 253402300799 * 10**6 + 999999  # 0001-01-01, 9999-12-31T23:59:59.999999
+    table = pa.table({"t": pa.array([first, None, last, -1], pa.timestamp("us"))})
+    assert csv_rows(table).decode().splitlines() == [
+        "0001-01-01T00:00:00", "", "9999-12-31T23:59:59.999999", "1969-12-31T23:59:59.999999"]
+    assert csv_rows(table).decode() == model_csv(table)
