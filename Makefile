@@ -98,6 +98,7 @@ bench: bench-venvs
 	$(BIN)/python bench/spark_write.py --rows $(BENCH_ROWS) --repeat 3 --out bench/results-spark.md
 	$(BIN)/python bench/expire.py --snapshots 5000 --out bench/results-expire.md
 	$(BIN)/python bench/invocation.py --repeat 9 --out bench/results-invocation.md $(if $(BENCH_BEFORE),--before $(BENCH_BEFORE))
+	$(BIN)/python bench/text.py --rows 1000000 --write-rows 200000 --repeat 3 --out bench/results-text.md $(if $(BENCH_BEFORE),--before $(BENCH_BEFORE))
 	mkdir -p bench/out && $(BIN)/python bench/deletion_vectors.py --rows 1000000 5000000 --repeat 2 | tee bench/out/results-dv-table.md
 
 # For development: N=200k, one repetition, into bench/out/ (not committed).

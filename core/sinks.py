@@ -24,8 +24,11 @@ from core.text_values import json_value as text_json_value
 # Parts (splits) are gathered into row groups of about this much Arrow data: fewer, larger
 # row groups than one per split, and a bounded amount held.
 _ROW_GROUP_BYTES = 8 << 20
-# Text is encoded this many rows at a time: a large split still reaches a pipe in pieces.
-_TEXT_ROWS = 4096
+# Text is encoded column-wise about this much Arrow data at a time (at most _TEXT_ROWS rows):
+# large enough that Arrow's kernels, not the calls into them, take the time, small enough
+# that a large split still reaches a pipe in pieces.
+_TEXT_BYTES = 1 << 20
+_TEXT_ROWS = 1 << 16
 
 _EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 
@@ -47,20 +50,40 @@ def csv_cell(value: Any) -> str:
 
 def text_chunks(parts: Iterable[pa.Table], schema: pa.Schema, fmt: str,
                 json_value: JsonValue | None = None) -> Iterator[str]:
-    """The rows of ``parts`` as CSV (with a header) or JSON lines, a few thousand rows a chunk."""
-    names = schema.names
+    """The rows of ``parts`` as CSV (with a header) or JSON lines, a piece of a part a chunk.
+
+    Encoded a column at a time (``core.text_columns``); a caller's own ``json_value`` (one
+    that is not ``core.text_values.json_value``) is applied cell by cell."""
     if fmt == "csv":
-        yield csv_line(names)
-    convert = json_value or text_json_value
+        yield csv_line(schema.names)
+    if json_value is not None and json_value is not text_json_value and fmt == "jsonl":
+        yield from _cell_chunks(parts, schema.names, json_value)
+        return
+    from core.text_columns import ROWS_ENCODERS
+
+    encode = ROWS_ENCODERS[fmt]
     for part in parts:
-        for start in range(0, part.num_rows, _TEXT_ROWS):
-            piece = part.slice(start, _TEXT_ROWS)
+        step = _piece_rows(part)
+        for start in range(0, part.num_rows, step):
+            yield encode(part.slice(start, step)).decode("utf-8")
+
+
+def _piece_rows(part: pa.Table) -> int:
+    """Rows of ``part`` to encode at once: about _TEXT_BYTES of its Arrow data."""
+    if not part.num_rows:
+        return 1
+    per_row = max(1, part.nbytes // part.num_rows)
+    return max(1, min(_TEXT_ROWS, _TEXT_BYTES // per_row))
+
+
+def _cell_chunks(parts: Iterable[pa.Table], names: list[str], convert: JsonValue) -> Iterator[str]:
+    """JSON lines with each cell converted by ``convert``, in Python."""
+    for part in parts:
+        for start in range(0, part.num_rows, 4096):
+            piece = part.slice(start, 4096)
             columns = [python_values(piece.column(i)) for i in range(piece.num_columns)]
-            if fmt == "csv":
-                yield "".join(csv_line([text_value(v) for v in row]) for row in zip(*columns))
-            else:
-                yield "".join(json.dumps({k: convert(v) for k, v in zip(names, row)}, ensure_ascii=False) + "\n"
-                              for row in zip(*columns))
+            yield "".join(json.dumps({k: convert(v) for k, v in zip(names, row)}, ensure_ascii=False) + "\n"
+                          for row in zip(*columns))
 
 
 def write_parquet(parts: Iterable[pa.Table], schema: pa.Schema, sink: str | BinaryIO) -> int:

@@ -328,6 +328,10 @@ def decode_column(col: pa.Array | pa.ChunkedArray, t: pa.DataType) -> pa.Array:
     text = pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
     nested = pa.types.is_list(col.type) or pa.types.is_struct(col.type) or pa.types.is_map(col.type)
     converted = _fast_cast(col, t) if text else None if nested else _plain_cast(col, t)
+    if converted is None and text and (pa.types.is_binary(t) or pa.types.is_large_binary(t)):
+        from core.text_columns import base64_column
+
+        converted = base64_column(col.cast(pa.string()), t)
     if converted is not None:
         _check_float_range(col, converted)
         return converted

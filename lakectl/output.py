@@ -330,7 +330,7 @@ class Output:
         if self.format == "json":
             chunks: Iterable[str] = _json_array(parts)
         elif self.format in ("csv", "jsonl"):
-            chunks = text_chunks(parts, schema, self.format, jsonable)
+            chunks = text_chunks(parts, schema, self.format)
         else:
             chunks = self._plain_chunks(schema.names, parts)
         for chunk in chunks:

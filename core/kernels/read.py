@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from core import binary_row, formats
+from core.arrow_values import boolean_array
 from core.deletion_vectors import DeletionFile, deleted_mask, read_vector
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
@@ -139,7 +140,8 @@ def _without_deleted(table: pa.Table, group_rows: list[int], groups: list[int] |
     if groups is not None:
         starts = np.cumsum([0] + group_rows)
         mask = np.concatenate([mask[starts[g]:starts[g + 1]] for g in groups]) if groups else mask[:0]
-    return table.filter(pa.array(~mask))
+    # not pa.array(~mask): pyarrow's first conversion of a numpy array imports pandas
+    return table.filter(boolean_array(~mask))
 
 
 def _read_columns(path: str, meta: DataFileMeta, file_io: FileIO, wanted: Sequence[str],

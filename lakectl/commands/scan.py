@@ -114,7 +114,7 @@ def register(app: typer.Typer) -> None:
             output_format(output_path)  # a bad extension is refused before any reading
             with out.progress() as progress:
                 stream = open_stream(limit, s.engine_settings(progress))
-                rows, size = write_output_parts(stream.parts, stream.schema, output_path, jsonable)
+                rows, size = write_output_parts(stream.parts, stream.schema, output_path)
             out.record(ScanOutput(t.name, output_path, rows, size, stream.engine))
             return
         _print_rows(out, s, limit, every_row, open_stream)

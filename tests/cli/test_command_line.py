@@ -275,3 +275,55 @@ def test_importing_the_write_and_scan_paths_imports_no_pandas(env: dict[str, str
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path,
                          timeout=120)
     assert out.stdout.strip() == "False", out.stderr
+
+
+@pytest.fixture
+def dv_table(tmp_path: Path) -> Path:
+    """db.dv, a deletion-vector table whose scan filters deleted rows out of its files: ids
+    0..19 with 1 and 2 updated and 3 and 4 deleted."""
+    import pyarrow as pa
+
+    from core.ops.create import create
+    from core.table import Table
+
+    wh = tmp_path / "dvwh"
+    t = Table.locate("db.dv", warehouse=str(wh))
+    create(t, "id BIGINT, v STRING, x DOUBLE, ts TIMESTAMP(6)", primary_keys=["id"],
+           options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    ids = pa.array(range(20), pa.int64())
+    t.write(pa.table({"id": ids, "v": [f"a{i}" for i in range(20)], "x": pa.array([i / 4 for i in range(20)]),
+                      "ts": pa.array([i * 1500 for i in range(20)], pa.timestamp("us"))}))
+    t.write(pa.table({"id": pa.array([1, 2, 3, 4], pa.int64()), "v": ["b", "b", None, None],
+                      "x": pa.array([1e20, None, None, None]), "ts": pa.array([None] * 4, pa.timestamp("us")),
+                      "op": ["+U", "+U", "-D", "-D"]}), row_kind_column="op")
+    assert sum(f.deleted_rows for f in t.files()) == 4
+    return wh
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_a_deletion_vector_scan_never_asks_for_pandas(fmt: str, dv_table: Path, env: dict[str, str],
+                                                      tmp_path: Path) -> None:
+    """The console script's gate refuses pandas, but any Python or numpy value handed to
+    pyarrow still makes it try (``-X importtime`` lists the attempt): the deletion-vector
+    mask and the text encoders build their Arrow values from memory (core/arrow_values.py)."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "lakectl", "-w", str(dv_table), "scan", "db.dv",
+                           "-f", fmt], capture_output=True, env=env, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    if fmt == "csv":
+        lines = proc.stdout.decode().splitlines()
+        assert len(lines) == 1 + 18 and "1,b,1e+20," in lines  # the header, 20 rows less the 2 deleted
+        assert not any(line.startswith(("3,", "4,")) for line in lines)
+    attempts = [line for line in proc.stderr.decode().splitlines() if line.rstrip().endswith("| pandas")]
+    assert attempts == []
+
+
+def test_the_python_api_reads_a_deletion_vector_table_without_pandas(dv_table: Path, env: dict[str, str],
+                                                                     tmp_path: Path) -> None:
+    """Without the console script's gate: the first read of a deletion-vector table imported
+    pandas through ``pa.array(numpy_mask)``."""
+    probe = ("import sys; from core.table import Table; "
+             f"t = Table.locate('db.dv', warehouse={str(dv_table)!r}); "
+             "print(t.scan().num_rows, 'pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path,
+                         timeout=120)
+    assert out.stdout.split() == ["18", "False"], out.stderr

@@ -1,0 +1,54 @@
+"""Arrow arrays and scalars built from memory, without pyarrow's conversion of Python or
+numpy values: a process's first such conversion (``pa.array``, ``pa.scalar``, a Python value
+handed to a compute function) makes pyarrow import pandas (0.4 CPU s) only to ask whether
+the value is a pandas object (core/pandas_probe.py). The read and text paths use these."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pyarrow as pa
+
+
+def boolean_array(values: np.ndarray) -> pa.Array:
+    """A numpy bool array as an Arrow one, from its packed bits."""
+    bits = np.packbits(np.asarray(values, dtype=bool), bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(bits)])
+
+
+@functools.cache
+def string_scalar(text: str) -> pa.Scalar:
+    """A string scalar, from its UTF-8 bytes."""
+    data = text.encode("utf-8")
+    offsets = np.array([0, len(data)], dtype=np.int32)
+    return pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])[0]
+
+
+@functools.cache
+def boolean_scalar(value: bool) -> pa.Scalar:
+    return boolean_array(np.array([value]))[0]
+
+
+def string_array(texts: list[str]) -> pa.Array:
+    """Python strings (no nulls) as an Arrow string array, from their UTF-8 bytes."""
+    encoded = [t.encode("utf-8") for t in texts]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    data = pa.py_buffer(b"".join(encoded))
+    return pa.Array.from_buffers(pa.string(), len(encoded), [None, pa.py_buffer(offsets), data])
+
+
+def numpy_bools(arr: pa.Array) -> np.ndarray:
+    """A boolean Arrow array (nulls read as False) as numpy, from its bits."""
+    bits = np.unpackbits(np.frombuffer(arr.buffers()[1], dtype=np.uint8), bitorder="little")
+    values = bits[arr.offset:arr.offset + len(arr)].astype(bool)
+    if arr.null_count:
+        values &= numpy_bools(arr.is_valid())
+    return values
+
+
+def numpy_values(arr: pa.Array, dtype: type) -> np.ndarray:
+    """The values buffer of a fixed-width Arrow array as numpy (a view; null slots hold
+    whatever the buffer does)."""
+    return np.frombuffer(arr.buffers()[1], dtype=dtype)[arr.offset:arr.offset + len(arr)]
