@@ -89,6 +89,16 @@ def check_deletable(table: Table) -> None:
     if engine.ignore_delete:
         raise UnsupportedTableError(f"cannot delete from {table.name}: option ignore-delete is true, so its "
                                     "writers drop -D records and the rows would stay")
+    # The write path's hints name ignore-delete=true, which a delete refuses in turn (above):
+    # name only the option that makes a delete work, or say that none does.
+    if engine.kind == "first-row":
+        raise UnsupportedTableError(f"cannot delete from {table.name}: the first-row merge engine keeps a key's "
+                                    "first row and cannot remove it (with ignore-delete=true its writers drop "
+                                    "-D records, so no option makes a delete work)")
+    if engine.kind == "partial-update" and not engine.remove_record_on_delete:
+        raise UnsupportedTableError(f"cannot delete from {table.name}: the partial-update merge engine removes a "
+                                    "key on -D only with option partial-update.remove-record-on-delete=true, "
+                                    "which is set when the table is created")
     try:
         engine.check_input(pa.array([DELETE], pa.int8()))
     except InvalidDataError as e:
@@ -112,7 +122,7 @@ def delete(table: Table, where: str, *, dry_run: bool = False,
         CommitConflictError: another commit removed a file this delete rewrites.
     """
     if not where or not where.strip():
-        raise UsageError("--where must not be empty (to empty a table, use write --mode overwrite)")
+        raise UsageError("--where must not be empty (to delete every row, use lakectl truncate)")
     check_options(table.schema, table.name, WRITE)
     if table.schema.has_primary_key:
         check_deletable(table)

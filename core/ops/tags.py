@@ -43,13 +43,13 @@ def create_tag(table: Table, name: str, *, snapshot_id: int | None = None,
         time_retained: a TTL such as ``7d``, stored as ``tagTimeRetained``; the table option
             ``tag.default-time-retained`` if None (and set).
         replace: point an existing tag at the snapshot instead of refusing (Paimon's
-            replace_tag: a new create time and TTL); creates the tag when absent.
+            replace_tag: a new create time and TTL); a missing tag is NotFoundError, as there.
 
     Returns:
         The new tag.
 
     Raises:
-        NotFoundError: the snapshot does not exist (or the table has none).
+        NotFoundError: the snapshot does not exist (or the table has none); ``replace`` of a missing tag.
         TagExistsError: the name is taken (and not ``replace``).
         UsageError: a bad name or duration.
         CorruptMetadataError: the snapshot's manifests or data files are missing.
@@ -65,6 +65,10 @@ def create_tag(table: Table, name: str, *, snapshot_id: int | None = None,
     # A tag pins its snapshot for rollback; pinning one whose files are gone pins nothing.
     require_whole(table, snapshot, f"cannot create tag {name}")
     if replace:
+        # Paimon's replace_tag refuses a missing tag: --replace never creates one by accident.
+        if not table.tags.exists(name):
+            raise NotFoundError(f"tag {name} does not exist: --replace points an existing tag elsewhere; "
+                                f"drop --replace to create it")
         return _info(table.tags.replace(name, snapshot, time_retained=ttl))
     return _info(table.tags.create(name, snapshot, time_retained=ttl))
 

@@ -116,10 +116,10 @@ def test_tag_create_replace_repoints_an_existing_tag(tmp_path: Path, table: Tabl
     raw = json.loads(tag_file(table, "rel").read_text())
     assert (raw["id"], raw["tagTimeRetained"]) == (3, 3600.0)
     assert scanned(tmp_path, "--tag", "rel") == MODEL[3]
-    # --replace on a name not yet taken creates it
-    assert ok_json(cli(tmp_path, "tag", "create", "db.t", "fresh", "--snapshot-id", "2", "--replace",
-                       "-f", "json"))["snapshot_id"] == 2
-    assert scanned(tmp_path, "--tag", "fresh") == MODEL[2]
+    # --replace on a name not yet taken is Paimon's replace_tag refusal: exit 3, no tag written
+    error(cli(tmp_path, "tag", "create", "db.t", "fresh", "--snapshot-id", "2", "--replace"), 3,
+          "tag fresh does not exist")
+    assert not tag_file(table, "fresh").exists()
 
 
 # ---- --timestamp: the latest snapshot at or before T -----------------------------------------
