@@ -62,12 +62,23 @@ def test_expire_dry_run_then_real(tmp_path: Path) -> None:
     (["--retain-min", "0"], "retain-min must be at least 1"),
     (["--retain-min", "3", "--retain-max", "2"], "must not be smaller than retain-min"),
     (["--older-than", "soon"], "neither a duration"),
+    # Paimon's default retain-min (10) against a smaller --retain-max: the refusal says where
+    # the 10 comes from and how to get past it
+    (["--retain-max", "3"], "retain-max (3) must not be smaller than retain-min (10): retain-min comes from "
+                            "the table option snapshot.num-retained.min (10); pass --retain-min N (N <= 3)"),
 ])
 def test_expire_refusals_exit_2(tmp_path: Path, flags: list[str], fragment: str) -> None:
     t = table_with(tmp_path, 3)
     res = invoke("expire", "db.t", "-w", str(tmp_path / "wh"), *flags)
-    assert res.exit_code == 2 and fragment in res.stderr
+    assert res.exit_code == 2 and fragment in res.stderr, res.stderr
     assert t.snapshots.list_ids() == [1, 2, 3]
+
+
+def test_following_the_retain_min_hint_works(tmp_path: Path) -> None:
+    t = table_with(tmp_path, 5)
+    res = invoke("expire", "db.t", "-w", str(tmp_path / "wh"), "--retain-max", "3", "--retain-min", "1", "-f", "json")
+    assert res.exit_code == 0, res.stderr
+    assert json.loads(res.stdout)["snapshots_expired"] == [1, 2] and t.snapshots.list_ids() == [3, 4, 5]
 
 
 def test_expire_missing_table_exit_3(tmp_path: Path) -> None:

@@ -135,6 +135,10 @@ def test_timestamp_names_the_latest_snapshot_at_or_before_it(tmp_path: Path, tab
     early = str(times[1] - 1)
     error(cli(tmp_path, "tag", "create", "db.t", "early", "--timestamp", early), 3, "no snapshot at or before")
     error(cli(tmp_path, "rollback", "db.t", "--timestamp", early), 3, "no snapshot at or before")
+    # an ISO time is echoed as typed, not as the epoch millis it became
+    for command in (["rollback", "db.t"], ["tag", "create", "db.t", "early"], ["scan", "db.t"]):
+        error(cli(tmp_path, *command, "--timestamp", "2020-01-01T00:00:00"), 3,
+              "no snapshot at or before 2020-01-01T00:00:00 (")
     done = ok_json(cli(tmp_path, "rollback", "db.t", "--timestamp", str(times[2] - 1), "-f", "json"))
     assert done["target_snapshot_id"] == 1 and table.snapshots.list_ids() == [1]
     assert scanned(tmp_path) == MODEL[1]
