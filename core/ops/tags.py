@@ -14,7 +14,9 @@ from core.tag import Tag
 
 @dataclass(frozen=True, slots=True)
 class TagInfo:
-    name: str
+    table: str
+    branch: str
+    tag: str
     snapshot_id: int
     schema_id: int
     commit_time: str  # ISO 8601 with the local zone offset
@@ -23,13 +25,13 @@ class TagInfo:
     record_count: int
 
 
-def _info(tag: Tag) -> TagInfo:
+def _info(table: Table, tag: Tag) -> TagInfo:
     s = tag.snapshot
     commit = dt.datetime.fromtimestamp(s.time_millis / 1000).astimezone().isoformat(timespec="milliseconds")
     # A naive create time is a local time (Java's LocalDateTime): astimezone() attaches the offset.
     created = tag.create_time.astimezone().isoformat(timespec="milliseconds") if tag.create_time else None
     ttl = round(tag.time_retained.total_seconds()) if tag.time_retained is not None else None
-    return TagInfo(tag.name, s.id, s.schema_id, commit, created, ttl, s.total_record_count or 0)
+    return TagInfo(table.name, table.branch, tag.name, s.id, s.schema_id, commit, created, ttl, s.total_record_count or 0)
 
 
 def create_tag(table: Table, name: str, *, snapshot_id: int | None = None,
@@ -69,8 +71,8 @@ def create_tag(table: Table, name: str, *, snapshot_id: int | None = None,
         if not table.tags.exists(name):
             raise NotFoundError(f"tag {name} does not exist: --replace points an existing tag elsewhere; "
                                 f"drop --replace to create it")
-        return _info(table.tags.replace(name, snapshot, time_retained=ttl))
-    return _info(table.tags.create(name, snapshot, time_retained=ttl))
+        return _info(table, table.tags.replace(name, snapshot, time_retained=ttl))
+    return _info(table, table.tags.create(name, snapshot, time_retained=ttl))
 
 
 def rename_tag(table: Table, old: str, new: str) -> TagInfo:
@@ -82,28 +84,37 @@ def rename_tag(table: Table, old: str, new: str) -> TagInfo:
         TagExistsError: ``new`` is taken.
         UsageError: ``new`` is not a valid tag name.
     """
-    return _info(table.tags.rename(old, new))
+    return _info(table, table.tags.rename(old, new))
 
 
 def delete_tag(table: Table, name: str) -> TagInfo:
     """Remove a tag; NotFoundError if absent. Files it pinned become orphans unless still
     referenced (expire or remove-orphan-files reclaims them). Returns what was deleted."""
-    info = _info(table.tags.tag(name))
+    info = _info(table, table.tags.tag(name))
     table.tags.delete(name)
     return info
 
 
 def list_tags(table: Table) -> list[TagInfo]:
-    return [_info(t) for t in table.tags.tags()]
+    return [_info(table, t) for t in table.tags.tags()]
 
 
 @dataclass(frozen=True, slots=True)
 class ExpiredTag:
-    name: str
+    tag: str
     snapshot_id: int
     create_time: str | None  # ISO 8601 with the local zone offset
     time_retained: int | None  # whole seconds: the tag's own TTL, else tag.default-time-retained
     reason: str  # "time-retained" or "older-than"
+    dry_run: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ExpireTagsResult:
+    """What ``expire-tags`` prints: an object even when no tag was due (never a bare [])."""
+    table: str
+    branch: str
+    tags_expired: list[ExpiredTag]
     dry_run: bool
 
 
@@ -144,7 +155,7 @@ def expire_tags(table: Table, *, older_than: str | None = None, dry_run: bool = 
                 table.tags.delete(tag.name)
             except NotFoundError:
                 pass  # deleted meanwhile: expired all the same
-        info = _info(with_fields(tag, time_retained=tag.time_retained or default_ttl))
+        info = _info(table, with_fields(tag, time_retained=tag.time_retained or default_ttl))
         out.append(ExpiredTag(tag.name, info.snapshot_id, info.create_time, info.time_retained, reason, dry_run))
     return out
 

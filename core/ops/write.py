@@ -46,7 +46,7 @@ class WriteResult:
     bytes_added: int
     files_deleted: int
     partitions: int
-    buckets: int
+    buckets_written: int  # (partition, bucket) pairs that got new files; create's `buckets` is the setting
     engine: str
     maintenance: tuple[str, ...] = ()  # post-commit steps that did work (compact, expire, ...)
 
@@ -260,7 +260,7 @@ def write(table: Table, data: Any, *, mode: str = "append", row_kind_column: str
         bytes_added=sum(f.file_size for f in files),
         files_deleted=done.files_deleted,
         partitions=done.partitions,
-        buckets=sum(1 for m in messages if m.new_files),
+        buckets_written=sum(1 for m in messages if m.new_files),
         engine=engine.name,
         maintenance=done.maintenance,
     )
