@@ -122,8 +122,24 @@ class LazyCommands(MutableMapping):
 
 
 # ---- usage errors --------------------------------------------------------------------------
+# How alike an unknown option and a suggestion must be (difflib's ratio). Click's own 0.6
+# suggests --verbose for --bogus; a typo (--verbos, --dryrun) stays well above this.
+_SUGGESTION_CUTOFF = 0.8
+
+
+def _only_close_matches(e: Any) -> None:
+    """Keep only the suggestions of an unknown option that are near misses of what was typed."""
+    possibilities = getattr(e, "possibilities", None)
+    option = getattr(e, "option_name", None)
+    if possibilities and option:
+        import difflib
+
+        e.possibilities = difflib.get_close_matches(option, possibilities, cutoff=_SUGGESTION_CUTOFF)
+
+
 def _usage_error(e: Any) -> NoReturn:
     """Click's usage block as the one ``error:`` line every other failure prints; exit 2."""
+    _only_close_matches(e)
     message = " ".join(e.format_message().split())
     where = f" (see {e.ctx.command_path} --help)" if e.ctx is not None else ""
     print(f"error: {message}{where}", file=sys.stderr)
@@ -148,9 +164,8 @@ class LakectlGroup(TyperGroup):
         """The command list of --help from the registry: no command module is imported."""
         rows = [(e.name, e.summary) for e in COMMANDS]
         rows += [(n, self.commands[n].get_short_help_str(10_000)) for n in self.commands if n not in BY_NAME]
-        limit = formatter.width - 6 - max(len(name) for name, _ in rows)
         with formatter.section("Commands"):
-            formatter.write_dl([(name, make_default_short_help(text, limit)) for name, text in rows])
+            formatter.write_dl(rows)  # whole summaries, wrapped: a cut one ends mid-phrase
 
     def shell_complete(self, ctx: Any, incomplete: str) -> list[Any]:
         """``lakectl <TAB>``: command names and summaries from the registry (no imports), then
