@@ -150,6 +150,32 @@ def _verbose(ctx: Any) -> bool:
     return bool(getattr(getattr(ctx, "obj", None), "verbose", 0))
 
 
+_SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
+
+
+def _named_shell(args: list[str]) -> tuple[str, str] | None:
+    """(flag, shell) when the root's args are ``--show-completion SHELL`` or
+    ``--install-completion SHELL``, else None."""
+    for flag, shell in zip(args, args[1:]):
+        if flag in ("--show-completion", "--install-completion") and shell in _SHELLS:
+            return flag, shell
+        if not flag.startswith("-"):
+            return None  # the command's own arguments begin
+    return None
+
+
+def _completion_for(prog_name: str, flag: str, shell: str) -> NoReturn:
+    from typer._completion_shared import get_completion_script, install
+
+    complete_var = "_{}_COMPLETE".format(prog_name.replace("-", "_").upper())
+    if flag == "--show-completion":
+        print(get_completion_script(prog_name=prog_name, complete_var=complete_var, shell=shell))
+    else:
+        _, path = install(shell=shell, prog_name=prog_name, complete_var=complete_var)
+        print(f"{shell} completion installed in {path}\nCompletion will take effect once you restart the terminal")
+    raise typer.Exit(0)
+
+
 class LakectlGroup(TyperGroup):
     """The root group of ``lakectl``."""
 
@@ -166,6 +192,14 @@ class LakectlGroup(TyperGroup):
         rows += [(n, self.commands[n].get_short_help_str(10_000)) for n in self.commands if n not in BY_NAME]
         with formatter.section("Commands"):
             formatter.write_dl(rows)  # whole summaries, wrapped: a cut one ends mid-phrase
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """``--show-completion zsh`` / ``--install-completion fish``: the shell named, not the
+        one detected (Typer's flags take no value and would print the running shell's script)."""
+        shell = _named_shell(args)
+        if shell is not None:
+            _completion_for(ctx.info_name or "lakectl", *shell)
+        return super().parse_args(ctx, args)
 
     def shell_complete(self, ctx: Any, incomplete: str) -> list[Any]:
         """``lakectl <TAB>``: command names and summaries from the registry (no imports), then
