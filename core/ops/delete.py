@@ -65,6 +65,7 @@ ROW_KIND_COLUMN = "__lakectl_delete_kind"
 @dataclass(frozen=True, slots=True)
 class DeleteResult:
     table: str
+    branch: str
     snapshot_id: int | None  # None: nothing matched, or a dry run
     commit_kind: str | None
     rows_deleted: int  # rows that matched (for a dry run: that would be deleted)
@@ -144,12 +145,12 @@ def _delete_keys(table: Table, prepared: PreparedScan, dry_run: bool, engine: An
     assert prepared.where is not None
     rows = MatchingRows(plan.splits, plan.read_schema, plan.schemas, prepared.where, ROW_KIND_COLUMN)
     if dry_run:
-        return DeleteResult(table.name, None, None, _count(table, rows, engine), 0, 0, engine.name, True)
+        return DeleteResult(table.name, table.branch, None, None, _count(table, rows, engine), 0, 0, engine.name, True)
     if not plan.splits:
-        return DeleteResult(table.name, None, None, 0, 0, 0, engine.name, False)
+        return DeleteResult(table.name, table.branch, None, None, 0, 0, 0, engine.name, False)
     done = write_and_commit(table, rows, engine, row_kind_column=ROW_KIND_COLUMN, engine_settings=engine_settings)
     snapshot = done.snapshot
-    return DeleteResult(table.name, snapshot.id if snapshot else None, snapshot.commit_kind if snapshot else None,
+    return DeleteResult(table.name, table.branch, snapshot.id if snapshot else None, snapshot.commit_kind if snapshot else None,
                         done.rows_in, 0, done.files_deleted, engine.name, False)
 
 
@@ -173,7 +174,7 @@ def _rewrite_files(table: Table, prepared: PreparedScan, dry_run: bool, engine: 
     removed = sum(o.files_removed for o in outcomes)
     messages: list[CommitMessage] = [o.message for o in outcomes if o.message is not None]
     if dry_run or not messages:
-        return DeleteResult(table.name, None, None, matched, rewritten, removed, engine.name, dry_run)
+        return DeleteResult(table.name, table.branch, None, None, matched, rewritten, removed, engine.name, dry_run)
     committer = FileStoreCommit(table.file_io, table.path, schema, branch_path=table.branch_path)
     try:
         snapshot = committer.commit(messages, kind=OVERWRITE)
@@ -182,7 +183,7 @@ def _rewrite_files(table: Table, prepared: PreparedScan, dry_run: bool, engine: 
         raise
     assert snapshot is not None
     after_commit(table, engine)  # as after a write: expiration etc., unless write-only; never raises
-    return DeleteResult(table.name, snapshot.id, snapshot.commit_kind, matched, rewritten, committer.files_deleted,
+    return DeleteResult(table.name, table.branch, snapshot.id, snapshot.commit_kind, matched, rewritten, committer.files_deleted,
                         engine.name, False)
 
 
