@@ -59,3 +59,12 @@ def test_scan_formats_agree_on_parquet(tmp_path: Path) -> None:
     # a command that does not take parquet says whose it is
     other = invoke("-w", wh, "snapshots", "db.t", "--format", "parquet")
     assert other.exit_code == 2 and "parquet is scan's alone" in other.stderr, other.stderr
+
+
+def test_global_options_work_after_the_command_as_the_man_pages_say(tmp_path: Path) -> None:
+    page = (Path(__file__).parents[2] / "man" / "lakectl-scan.1").read_text()
+    assert "go before or after the command" in page and "go before the command;" not in page
+    wh = str(tmp_path / "wh")
+    assert invoke("create", "db.t", "--schema", "id INT", "-w", wh, "-q").exit_code == 0
+    after = invoke("snapshots", "db.t", "-w", wh, "-f", "json", "-q")
+    assert after.exit_code == 0 and after.stdout.strip() == "[]", after.stderr
