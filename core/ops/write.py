@@ -39,6 +39,7 @@ MODES = ("append", "overwrite")
 @dataclass(frozen=True, slots=True)
 class WriteResult:
     table: str
+    branch: str
     snapshot_id: int | None
     commit_kind: str | None
     rows_written: int
@@ -253,6 +254,7 @@ def write(table: Table, data: Any, *, mode: str = "append", row_kind_column: str
     files = [f for m in messages for f in m.new_files]
     return WriteResult(
         table=table.name,
+        branch=table.branch,
         snapshot_id=snapshot.id if snapshot else None,
         commit_kind=snapshot.commit_kind if snapshot else None,
         rows_written=done.rows_in,
