@@ -3,6 +3,7 @@ only a near miss, and every list of output formats names parquet where scan take
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -68,3 +69,21 @@ def test_global_options_work_after_the_command_as_the_man_pages_say(tmp_path: Pa
     assert invoke("create", "db.t", "--schema", "id INT", "-w", wh, "-q").exit_code == 0
     after = invoke("snapshots", "db.t", "-w", wh, "-f", "json", "-q")
     assert after.exit_code == 0 and after.stdout.strip() == "[]", after.stderr
+
+
+def test_checks_plain_table_names_each_path_once(tmp_path: Path) -> None:
+    wh = tmp_path / "wh"
+    assert invoke("-w", str(wh), "create", "db.t", "--schema", "id INT", "-q").exit_code == 0
+    rows = tmp_path / "rows.csv"
+    rows.write_text("id\n1\n")
+    assert invoke("-w", str(wh), "write", "db.t", "-i", str(rows), "-q").exit_code == 0
+    snapshot = wh / "db.db" / "t" / "snapshot" / "snapshot-1"
+    snapshot.write_text("{garbage")
+    plain = invoke("-w", str(wh), "check", "db.t")
+    assert plain.exit_code == 1
+    line = next(x for x in plain.stdout.splitlines() if x.startswith("snapshot "))
+    assert line.split()[1] == "snapshot/snapshot-1" and line.count("snapshot-1") == 1, line
+    assert str(snapshot) not in plain.stdout and "cannot decode snapshot file" in line
+    # the JSON keeps the full path for scripts
+    problem = json.loads(invoke("-w", str(wh), "check", "db.t", "-f", "json").stdout)["problems"][0]
+    assert problem["path"] == str(snapshot)
