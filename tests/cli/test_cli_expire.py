@@ -84,3 +84,29 @@ def test_following_the_retain_min_hint_works(tmp_path: Path) -> None:
 def test_expire_missing_table_exit_3(tmp_path: Path) -> None:
     res = invoke("expire", "db.nope", "-w", str(tmp_path / "wh"))
     assert res.exit_code == 3
+
+
+def test_the_cron_script_runs_on_a_fresh_table_with_default_options(tmp_path: Path) -> None:
+    """Issue 26's cron script: write; compact; expire --retain-max 3 --retain-min 1; check, each
+    -f json, on a table created with no options at all."""
+    wh = str(tmp_path / "wh")
+
+    def json_of(*args: str) -> Any:
+        res = invoke("-w", wh, "-f", "json", *args)
+        assert res.exit_code == 0, (args, res.stderr)
+        return json.loads(res.stdout)
+
+    json_of("create", "db.cron", "--schema", "id BIGINT NOT NULL, v STRING", "--primary-key", "id")
+    rows = tmp_path / "rows.csv"
+    for n in range(5):
+        rows.write_text(f"id,v\n{n},v{n}\n")
+        assert json_of("write", "db.cron", "-i", str(rows))["snapshot_id"] == n + 1
+    compacted = json_of("compact", "db.cron")
+    assert (compacted["table"], compacted["branch"]) == ("db.cron", "main")
+    # (the fifth write's own maintenance may have compacted already: count what is there)
+    latest = max(s["snapshot_id"] for s in json_of("snapshots", "db.cron"))
+    expired = json_of("expire", "db.cron", "--retain-max", "3", "--retain-min", "1")
+    # retain-max keeps the newest three whatever their age (snapshot.time-retained is 1h)
+    assert expired["snapshots_expired"] == list(range(1, latest - 2))
+    assert json_of("check", "db.cron")["ok"] is True
+    assert sorted(r["id"] for r in json_of("scan", "db.cron")) == [0, 1, 2, 3, 4]
