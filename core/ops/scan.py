@@ -298,6 +298,7 @@ def scan_stream(table: Table, *, snapshot_id: int | None = None, timestamp: str 
 @dataclass(frozen=True, slots=True)
 class ScanOutput:
     table: str
+    branch: str
     output: str
     rows: int
     bytes: int
@@ -314,4 +315,4 @@ def scan_to_output(table: Table, output: str, *, snapshot_id: int | None = None,
     stream = scan_stream(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where,
                          limit=limit, engine_settings=engine_settings)
     rows, size = write_output_parts(stream.parts, stream.schema, output, json_value)
-    return ScanOutput(table.name, output, rows, size, stream.engine)
+    return ScanOutput(table.name, table.branch, output, rows, size, stream.engine)

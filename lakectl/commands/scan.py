@@ -115,7 +115,7 @@ def register(app: typer.Typer) -> None:
             with out.progress() as progress:
                 stream = open_stream(limit, s.engine_settings(progress))
                 rows, size = write_output_parts(stream.parts, stream.schema, output_path, jsonable)
-            out.record(ScanOutput(t.name, output_path, rows, size, stream.engine))
+            out.record(ScanOutput(t.name, t.branch, output_path, rows, size, stream.engine))
             return
         _print_rows(out, s, limit, every_row, open_stream)
 

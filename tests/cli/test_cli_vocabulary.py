@@ -130,9 +130,9 @@ def test_table_format_shows_durations_as_typed(tmp_path: Path) -> None:
     assert result.exit_code == 0 and re.search(r"older_than\s+1d 12h", result.stdout), result.stdout
 
 
-# Results that still lack `branch` (issue 26, not yet converted); a new command's result must not
-# join them, and converting one must remove it here.
-_WITHOUT_BRANCH = {"create", "scan --output", "check"}
+# Results without `branch`: check verifies main and every branch at once (its `branches` counts
+# them; each problem names its branch). A new command's result must not join it.
+_WITHOUT_BRANCH = {"check"}
 
 
 def test_results_on_a_table_name_table_and_branch(outputs: dict[str, Any]) -> None:
