@@ -102,7 +102,7 @@ def test_verbose_and_quiet_after_the_command(tmp_path: Path, env: dict[str, str]
 
 def test_options_of_a_subcommand_group_take_globals_too(tmp_path: Path, env: dict[str, str], table: Path) -> None:
     rows = json.loads(ok(lakectl("tag", "list", "db.t", "-w", table, "-f", "json", env=env, cwd=tmp_path)))
-    assert [r["name"] for r in rows] == ["t1"]
+    assert [r["tag"] for r in rows] == ["t1"]
 
 
 # ---- usage errors ----------------------------------------------------------------------------
