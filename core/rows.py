@@ -21,6 +21,7 @@ from core.kernels.records import ROW_KINDS, VALUE_KIND, retract_kinds
 from core.schema import TableSchema
 from core.text_values import first_float_overflow, float_overflow_message, python_values, text_value
 from core.types import DataField, arrow_field
+from core.value_range import first_misfit
 
 
 
@@ -40,13 +41,17 @@ def _row_kinds(data: pa.Table, column: str, has_primary_key: bool) -> pa.Array:
     return pc.cast(values, pa.int8()).combine_chunks() if isinstance(values, pa.ChunkedArray) else values
 
 
-def _cast_column(col: pa.ChunkedArray | pa.Array, f: DataField) -> pa.ChunkedArray | pa.Array:
+def _cast_column(col: pa.ChunkedArray | pa.Array, f: DataField, row_offset: int = 0) -> pa.ChunkedArray | pa.Array:
     target = arrow_field(f).type
     if col.type == target:
         return col
     try:
         out = pc.cast(col, target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        found = first_misfit(col.to_pylist(), target, f.type.root_text())  # the error path only
+        if found is not None:
+            row, reason = found
+            raise InvalidDataError(f"column {f.name} (input row {row_offset + row + 1}): {reason}") from e
         reason = str(e).strip().splitlines()[0]
         if "out of bounds timestamp" in reason:
             reason += " (TIMESTAMP(7..9) values lakectl can hold lie in 1677-09-21 to 2262-04-11)"
@@ -118,7 +123,7 @@ def prepare_rows(data: pa.Table, schema: TableSchema, row_kind_column: str | Non
     columns = []
     for f in schema.fields:
         if f.name in data.column_names:
-            col = _cast_column(data.column(f.name), f)
+            col = _cast_column(data.column(f.name), f, row_offset)
         elif f.type.nullable or n == 0:  # an empty input (e.g. an overwrite clearing a partition)
             col = pa.nulls(n, arrow_field(f).type)
         else:

@@ -345,6 +345,11 @@ def decode_column(col: pa.Array | pa.ChunkedArray, t: pa.DataType) -> pa.Array:
     try:
         converted = pa.array(out, type=t)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
+        from core.value_range import first_misfit  # the error path only: it imports pyarrow
+
+        found = first_misfit(out, t)  # a range lakectl can explain (Arrow's words do not name the value)
+        if found is not None:
+            raise TextValueError(*found) from None
         raise TextValueError(_first_bad(out, t), str(e).splitlines()[0]) from None
     _check_float_range(col, converted)
     return converted

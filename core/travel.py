@@ -41,10 +41,22 @@ def choose_snapshot(table: Table, *, snapshot_id: int | None = None, timestamp: 
     if snapshot_id is not None:
         return table.snapshots.snapshot(snapshot_id)
     if timestamp is not None:
-        return table.snapshots.at_or_before(parse_timestamp(timestamp))
+        return _at_or_before(table, timestamp)
     if tag is not None:
         return table.tags.snapshot(tag)
     return _snapshot_of_options(table)
+
+
+def _at_or_before(table: Table, timestamp: str) -> Snapshot:
+    """The newest snapshot at or before ``timestamp``; a refusal echoes the time as typed
+    (an ISO time stays ISO, not the epoch millis it was turned into)."""
+    try:
+        return table.snapshots.at_or_before(parse_timestamp(timestamp))
+    except NotFoundError as e:
+        if "no snapshot at or before" not in str(e):
+            raise
+        raise NotFoundError(f"table {table.name} has no snapshot at or before {timestamp.strip()} "
+                            "(its first commit is later)") from None
 
 
 def snapshot_id_of(table: Table, *, snapshot_id: int | None = None, timestamp: str | None = None,

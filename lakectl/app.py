@@ -59,7 +59,7 @@ def root(
         "--warehouse", "-w", help="Warehouse URI [env LAKECTL_WAREHOUSE; default ./warehouse].", metavar="URI",
         show_default=False)] = None,
     fmt: Annotated[Optional[str], typer.Option(
-        "--format", "-f", help="Output: table, json, jsonl or csv [env LAKECTL_FORMAT; default table].",
+        "--format", "-f", help="Output: table, json, jsonl or csv; scan also parquet [env LAKECTL_FORMAT; default table].",
         metavar="FORMAT", show_default=False, autocompletion=complete_format)] = None,
     config: Annotated[Optional[str], typer.Option(
         "--config", help="TOML config file [env LAKECTL_CONFIG; default ./lakectl.toml, then "

@@ -154,6 +154,8 @@ def _input_formats() -> tuple[str, ...]:
 
 
 complete_format = _choices("output format", _output_formats)
+# scan's rows may also go to stdout as Parquet (lakectl.commands.scan)
+complete_scan_format = _choices("output format", lambda: (*_output_formats(), "parquet"))
 complete_engine = _choices("engine", _engines)
 complete_input_format = _choices("input format", _input_formats)
 complete_write_mode = _choices("write mode", lambda: ("append", "overwrite"))

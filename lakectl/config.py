@@ -389,7 +389,8 @@ class Settings:
         fmt = self.resolve("format", flag)
         if fmt.value not in FORMATS:
             origin = "" if fmt.source.startswith("flag") else f" (from {fmt.source.removeprefix('env ')})"
-            raise UsageError(f"--format {fmt.value!r}{origin} must be one of {', '.join(FORMATS)}")
+            scan_only = " (parquet is scan's alone)" if str(fmt.value).strip().lower() == "parquet" else ""
+            raise UsageError(f"--format {fmt.value!r}{origin} must be one of {', '.join(FORMATS)}{scan_only}")
         return str(fmt.value)
 
     def engine_settings(self, progress: ProgressCallback | None = None) -> EngineSettings:

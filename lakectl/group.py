@@ -122,8 +122,24 @@ class LazyCommands(MutableMapping):
 
 
 # ---- usage errors --------------------------------------------------------------------------
+# How alike an unknown option and a suggestion must be (difflib's ratio). Click's own 0.6
+# suggests --verbose for --bogus; a typo (--verbos, --dryrun) stays well above this.
+_SUGGESTION_CUTOFF = 0.8
+
+
+def _only_close_matches(e: Any) -> None:
+    """Keep only the suggestions of an unknown option that are near misses of what was typed."""
+    possibilities = getattr(e, "possibilities", None)
+    option = getattr(e, "option_name", None)
+    if possibilities and option:
+        import difflib
+
+        e.possibilities = difflib.get_close_matches(option, possibilities, cutoff=_SUGGESTION_CUTOFF)
+
+
 def _usage_error(e: Any) -> NoReturn:
     """Click's usage block as the one ``error:`` line every other failure prints; exit 2."""
+    _only_close_matches(e)
     message = " ".join(e.format_message().split())
     where = f" (see {e.ctx.command_path} --help)" if e.ctx is not None else ""
     print(f"error: {message}{where}", file=sys.stderr)
@@ -132,6 +148,32 @@ def _usage_error(e: Any) -> NoReturn:
 
 def _verbose(ctx: Any) -> bool:
     return bool(getattr(getattr(ctx, "obj", None), "verbose", 0))
+
+
+_SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
+
+
+def _named_shell(args: list[str]) -> tuple[str, str] | None:
+    """(flag, shell) when the root's args are ``--show-completion SHELL`` or
+    ``--install-completion SHELL``, else None."""
+    for flag, shell in zip(args, args[1:]):
+        if flag in ("--show-completion", "--install-completion") and shell in _SHELLS:
+            return flag, shell
+        if not flag.startswith("-"):
+            return None  # the command's own arguments begin
+    return None
+
+
+def _completion_for(prog_name: str, flag: str, shell: str) -> NoReturn:
+    from typer._completion_shared import get_completion_script, install
+
+    complete_var = "_{}_COMPLETE".format(prog_name.replace("-", "_").upper())
+    if flag == "--show-completion":
+        print(get_completion_script(prog_name=prog_name, complete_var=complete_var, shell=shell))
+    else:
+        _, path = install(shell=shell, prog_name=prog_name, complete_var=complete_var)
+        print(f"{shell} completion installed in {path}\nCompletion will take effect once you restart the terminal")
+    raise typer.Exit(0)
 
 
 class LakectlGroup(TyperGroup):
@@ -148,9 +190,16 @@ class LakectlGroup(TyperGroup):
         """The command list of --help from the registry: no command module is imported."""
         rows = [(e.name, e.summary) for e in COMMANDS]
         rows += [(n, self.commands[n].get_short_help_str(10_000)) for n in self.commands if n not in BY_NAME]
-        limit = formatter.width - 6 - max(len(name) for name, _ in rows)
         with formatter.section("Commands"):
-            formatter.write_dl([(name, make_default_short_help(text, limit)) for name, text in rows])
+            formatter.write_dl(rows)  # whole summaries, wrapped: a cut one ends mid-phrase
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """``--show-completion zsh`` / ``--install-completion fish``: the shell named, not the
+        one detected (Typer's flags take no value and would print the running shell's script)."""
+        shell = _named_shell(args)
+        if shell is not None:
+            _completion_for(ctx.info_name or "lakectl", *shell)
+        return super().parse_args(ctx, args)
 
     def shell_complete(self, ctx: Any, incomplete: str) -> list[Any]:
         """``lakectl <TAB>``: command names and summaries from the registry (no imports), then

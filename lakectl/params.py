@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from lakectl.completion import complete_branch, complete_format, complete_table, complete_tag
+from lakectl.completion import complete_branch, complete_format, complete_scan_format, complete_table, complete_tag
 
 TableArg = Annotated[str, typer.Argument(help="Table as DB.TABLE inside the warehouse, or a path/URI.",
                                          metavar="DB.TABLE", show_default=False, autocompletion=complete_table)]
@@ -16,6 +16,10 @@ WarehouseOpt = Annotated[Optional[str], typer.Option(
 FormatOpt = Annotated[Optional[str], typer.Option(
     "--format", "-f", help="Output format: table, json, jsonl or csv [env LAKECTL_FORMAT; default table].",
     metavar="FORMAT", show_default=False, autocompletion=complete_format)]
+ScanFormatOpt = Annotated[Optional[str], typer.Option(
+    "--format", "-f", help="Output format: table, json, jsonl, csv or parquet (rows to stdout, not a terminal) "
+                           "[env LAKECTL_FORMAT; default table].",
+    metavar="FORMAT", show_default=False, autocompletion=complete_scan_format)]
 PrimaryKeyOpt = Annotated[Optional[str], typer.Option("--primary-key", help="Comma-separated key columns.",
                                                       metavar="COLUMNS")]
 PartitionByOpt = Annotated[Optional[str], typer.Option("--partition-by", help="Comma-separated partition columns.",

@@ -72,10 +72,11 @@ COMMANDS: tuple[Entry, ...] = (
           "the LATEST/EARLIEST hints, of main and of every branch."),
     Entry("tag", "tags", "Create, rename, delete and list tags: named snapshots that expire leaves alone."),
     Entry("expire-tags", "expire_tags",
-          "Delete tags whose TTL (tag.time-retained, else tag.default-time-retained) has passed, or created before "
-          "--older-than."),
+          "Delete tags whose TTL (their own, from tag create --time-retained, else the table option "
+          "tag.default-time-retained) has passed, or created before --older-than."),
     Entry("branch", "branches",
-          "Create, delete and list branches: snapshot histories of their own that share the table's data files."),
+          "Create, delete, list and fast-forward branches: snapshot histories of their own that share the table's "
+          "data files."),
     Entry("consumer", "consumers",
           "List, move and delete consumers: the positions of streaming readers (scan --follow --consumer-id), which "
           "hold back expiration."),

@@ -141,7 +141,7 @@ def page(path: tuple[str, ...], command: Any, ctx: Any, all_pages: list[tuple[st
         out += [".PP", ".nf", ".RS 4", *(line(b) for b in block), ".RE", ".fi"]
     if len(path) > 1:
         out += [".PP", f"Global options (\\fB\\-\\-warehouse\\fR, \\fB\\-\\-format\\fR, \\fB\\-\\-profile\\fR, "
-                       f"\\fB\\-\\-quiet\\fR, ...) go before the command; see \\fB{PROG}\\fR(1)."]
+                       f"\\fB\\-\\-quiet\\fR, ...) go before or after the command; see \\fB{PROG}\\fR(1)."]
     subcommands = getattr(command, "commands", None)
     if subcommands:
         out.append(".SH COMMANDS")

@@ -50,6 +50,7 @@ FULL_COMPACTION_PROPERTY = "lakectl.compaction"  # value "full" on snapshots of 
 @dataclass(frozen=True, slots=True)
 class CompactResult:
     table: str
+    branch: str
     snapshot_id: int | None  # None when nothing needed compaction (or dry run)
     buckets_compacted: int
     files_before: int
@@ -250,7 +251,7 @@ def _compact_once(table: Table, *, full: bool, partitions: Sequence[Mapping[str,
         elif tasks:
             would_run, why = engine_choice(engine_settings, bytes_in)
             log.info("engine: %s (%s)", would_run, why)
-        return CompactResult(table=table.name, snapshot_id=None, buckets_compacted=len(tasks),
+        return CompactResult(table=table.name, branch=table.branch, snapshot_id=None, buckets_compacted=len(tasks),
                              files_before=sum(len(t.files) for t in tasks), files_after=None if dry_run else 0,
                              bytes_before=bytes_in, bytes_after=None if dry_run else 0, dry_run=dry_run,
                              engine=would_run)
@@ -277,6 +278,7 @@ def _compact_once(table: Table, *, full: bool, partitions: Sequence[Mapping[str,
     after = [f for m in messages for f in m.compact_after]
     return CompactResult(
         table=table.name,
+        branch=table.branch,
         snapshot_id=snapshot.id if snapshot else None,
         buckets_compacted=len(messages),
         files_before=len(before),

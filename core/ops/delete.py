@@ -66,6 +66,7 @@ ROW_KIND_COLUMN = "__lakectl_delete_kind"
 @dataclass(frozen=True, slots=True)
 class DeleteResult:
     table: str
+    branch: str
     snapshot_id: int | None  # None: nothing matched, or a dry run
     commit_kind: str | None
     rows_deleted: int  # rows that matched (for a dry run: that would be deleted)
@@ -90,6 +91,16 @@ def check_deletable(table: Table) -> None:
     if engine.ignore_delete:
         raise UnsupportedTableError(f"cannot delete from {table.name}: option ignore-delete is true, so its "
                                     "writers drop -D records and the rows would stay")
+    # The write path's hints name ignore-delete=true, which a delete refuses in turn (above):
+    # name only the option that makes a delete work, or say that none does.
+    if engine.kind == "first-row":
+        raise UnsupportedTableError(f"cannot delete from {table.name}: the first-row merge engine keeps a key's "
+                                    "first row and cannot remove it (with ignore-delete=true its writers drop "
+                                    "-D records, so no option makes a delete work)")
+    if engine.kind == "partial-update" and not engine.remove_record_on_delete:
+        raise UnsupportedTableError(f"cannot delete from {table.name}: the partial-update merge engine removes a "
+                                    "key on -D only with option partial-update.remove-record-on-delete=true, "
+                                    "which is set when the table is created")
     try:
         engine.check_input(pa.array([DELETE], pa.int8()))
     except InvalidDataError as e:
@@ -115,7 +126,7 @@ def delete(table: Table, where: str, *, dry_run: bool = False,
             on every time it planned (``commit.max-retries`` + 1 times).
     """
     if not where or not where.strip():
-        raise UsageError("--where must not be empty (to empty a table, use write --mode overwrite)")
+        raise UsageError("--where must not be empty (to delete every row, use lakectl truncate)")
     check_options(table.schema, table.name, WRITE)
     if table.schema.has_primary_key:
         check_deletable(table)
@@ -144,12 +155,12 @@ def _delete_keys(table: Table, prepared: PreparedScan, dry_run: bool, engine: An
     assert prepared.where is not None
     rows = MatchingRows(plan.splits, plan.read_schema, plan.schemas, prepared.where, ROW_KIND_COLUMN)
     if dry_run:
-        return DeleteResult(table.name, None, None, _count(table, rows, engine), 0, 0, engine.name, True)
+        return DeleteResult(table.name, table.branch, None, None, _count(table, rows, engine), 0, 0, engine.name, True)
     if not plan.splits:
-        return DeleteResult(table.name, None, None, 0, 0, 0, engine.name, False)
+        return DeleteResult(table.name, table.branch, None, None, 0, 0, 0, engine.name, False)
     done = write_and_commit(table, rows, engine, row_kind_column=ROW_KIND_COLUMN, engine_settings=engine_settings)
     snapshot = done.snapshot
-    return DeleteResult(table.name, snapshot.id if snapshot else None, snapshot.commit_kind if snapshot else None,
+    return DeleteResult(table.name, table.branch, snapshot.id if snapshot else None, snapshot.commit_kind if snapshot else None,
                         done.rows_in, 0, done.files_deleted, engine.name, False)
 
 
@@ -173,7 +184,7 @@ def _rewrite_files(table: Table, prepared: PreparedScan, dry_run: bool, engine: 
     removed = sum(o.files_removed for o in outcomes)
     messages: list[CommitMessage] = [o.message for o in outcomes if o.message is not None]
     if dry_run or not messages:
-        return DeleteResult(table.name, None, None, matched, rewritten, removed, engine.name, dry_run)
+        return DeleteResult(table.name, table.branch, None, None, matched, rewritten, removed, engine.name, dry_run)
     committer = FileStoreCommit(table.file_io, table.path, schema, branch_path=table.branch_path)
     try:
         snapshot = committer.commit(messages, kind=OVERWRITE)
@@ -182,7 +193,7 @@ def _rewrite_files(table: Table, prepared: PreparedScan, dry_run: bool, engine: 
         raise
     assert snapshot is not None
     after_commit(table, engine)  # as after a write: expiration etc., unless write-only; never raises
-    return DeleteResult(table.name, snapshot.id, snapshot.commit_kind, matched, rewritten, committer.files_deleted,
+    return DeleteResult(table.name, table.branch, snapshot.id, snapshot.commit_kind, matched, rewritten, committer.files_deleted,
                         engine.name, False)
 
 

@@ -208,6 +208,15 @@ def _list_names(snap: Snapshot) -> list[str]:
     return [n for n in (snap.base_manifest_list, snap.delta_manifest_list, snap.changelog_manifest_list) if n]
 
 
+def _retain_conflict(retain_max: int, retain_min: int, retain_min_given: bool) -> str:
+    """Paimon's refusal, naming where retain-min came from and how to get past it."""
+    message = f"retain-max ({retain_max}) must not be smaller than retain-min ({retain_min})"
+    if retain_min_given:
+        return message
+    return (f"{message}: retain-min comes from the table option snapshot.num-retained.min "
+            f"({retain_min}); pass --retain-min N (N <= {retain_max}) or set the option")
+
+
 def expire_snapshots(table: Table, *, retain_min: int | None = None, retain_max: int | None = None,
                      older_than: str | None = None, max_deletes: int | None = None,
                      dry_run: bool = False, progress: ProgressCallback | None = None) -> ExpireResult:
@@ -232,6 +241,7 @@ def expire_snapshots(table: Table, *, retain_min: int | None = None, retain_max:
     """
     check_options(table.schema, table.name, EXPIRE)
     opts = table.schema.options
+    retain_min_given = retain_min is not None
     if retain_min is None:
         retain_min = parse_int(opts.get("snapshot.num-retained.min", str(DEFAULT_RETAIN_MIN)),
                                "snapshot.num-retained.min")
@@ -243,7 +253,7 @@ def expire_snapshots(table: Table, *, retain_min: int | None = None, retain_max:
     if retain_min < 1:
         raise UsageError(f"retain-min must be at least 1 (got {retain_min}): the latest snapshot is always kept")
     if retain_max < retain_min:
-        raise UsageError(f"retain-max ({retain_max}) must not be smaller than retain-min ({retain_min})")
+        raise UsageError(_retain_conflict(retain_max, retain_min, retain_min_given))
     if max_deletes < 0:
         raise UsageError(f"max-deletes must not be negative (got {max_deletes})")
     now_ms = int(time.time() * 1000)

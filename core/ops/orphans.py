@@ -41,6 +41,7 @@ _PROTECTED_DIRS = frozenset({"schema", "tag", "consumer", "branch", "changelog"}
 @dataclass(frozen=True, slots=True)
 class OrphanResult:
     table: str
+    branch: str
     files: int
     bytes: int
     dry_run: bool
@@ -145,7 +146,7 @@ def remove_orphan_files(table: Table, *, older_than: str = "1d", dry_run: bool =
         _remove_empty_dirs(table, dirs)
     log.info("%s %d orphan files (%d bytes) older than %s", "would remove" if dry_run else "removed",
              len(orphans), sum(s.size for s in orphans), older_than)
-    return OrphanResult(table.name, len(orphans), sum(s.size for s in orphans), dry_run, round(age),
+    return OrphanResult(table.name, table.branch, len(orphans), sum(s.size for s in orphans), dry_run, round(age),
                         tuple(s.path for s in orphans))
 
 

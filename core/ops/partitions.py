@@ -40,6 +40,7 @@ DEFAULT_CHECK_INTERVAL = "1h"
 @dataclass(frozen=True, slots=True)
 class PartitionExpireResult:
     table: str
+    branch: str
     snapshot_id: int | None  # the OVERWRITE snapshot; None when nothing expired (or dry run)
     expire_before: str  # partitions whose time is before this expire (ISO 8601, local zone offset)
     partitions: tuple[dict[str, str], ...]  # expired (or expiring) partitions, oldest first: {column: value}
@@ -161,7 +162,7 @@ def expire_partitions(table: Table, *, expiration_time: str | None = None, max_e
     # Partition times are zone-less local times, as in Paimon: the cutoff is printed with the
     # local offset, so it reads as the same instant everywhere.
     before = cutoff.astimezone().isoformat(timespec="milliseconds")
-    empty = PartitionExpireResult(table.name, None, before, (), 0, 0, dry_run)
+    empty = PartitionExpireResult(table.name, table.branch, None, before, (), 0, 0, dry_run)
     if snapshot is None:
         return empty
     entries = base_entries(table.manifests(), snapshot, table.snapshots)
@@ -204,10 +205,10 @@ def expire_partitions(table: Table, *, expiration_time: str | None = None, max_e
     files = len(dropped)
     records = sum(e.file.row_count for e in dropped)
     if dry_run:
-        return PartitionExpireResult(table.name, None, before, values, files, records, True)
+        return PartitionExpireResult(table.name, table.branch, None, before, values, files, records, True)
     committed = FileStoreCommit(table.file_io, table.path, schema, branch_path=table.branch_path).commit([], overwrite=OverwriteSpec(parts))
     log.info("expired %d partition(s) of %s: %s", len(names), table.name, ", ".join(names))
-    return PartitionExpireResult(table.name, committed.id if committed else None, before, values, files, records,
+    return PartitionExpireResult(table.name, table.branch, committed.id if committed else None, before, values, files, records,
                                  False)
 
 

@@ -360,6 +360,7 @@ def _replanning_parts(table: Table, prepared: PreparedScan, planned: Callable[[]
 @dataclass(frozen=True, slots=True)
 class ScanOutput:
     table: str
+    branch: str
     output: str
     rows: int
     bytes: int
@@ -376,4 +377,4 @@ def scan_to_output(table: Table, output: str, *, snapshot_id: int | None = None,
     stream = scan_stream(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where,
                          limit=limit, engine_settings=engine_settings)
     rows, size = write_output_parts(stream.parts, stream.schema, output, json_value)
-    return ScanOutput(table.name, output, rows, size, stream.engine)
+    return ScanOutput(table.name, table.branch, output, rows, size, stream.engine)

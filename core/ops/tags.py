@@ -14,7 +14,9 @@ from core.tag import Tag
 
 @dataclass(frozen=True, slots=True)
 class TagInfo:
-    name: str
+    table: str
+    branch: str
+    tag: str
     snapshot_id: int
     schema_id: int
     commit_time: str  # ISO 8601 with the local zone offset
@@ -23,13 +25,13 @@ class TagInfo:
     record_count: int
 
 
-def _info(tag: Tag) -> TagInfo:
+def _info(table: Table, tag: Tag) -> TagInfo:
     s = tag.snapshot
     commit = dt.datetime.fromtimestamp(s.time_millis / 1000).astimezone().isoformat(timespec="milliseconds")
     # A naive create time is a local time (Java's LocalDateTime): astimezone() attaches the offset.
     created = tag.create_time.astimezone().isoformat(timespec="milliseconds") if tag.create_time else None
     ttl = round(tag.time_retained.total_seconds()) if tag.time_retained is not None else None
-    return TagInfo(tag.name, s.id, s.schema_id, commit, created, ttl, s.total_record_count or 0)
+    return TagInfo(table.name, table.branch, tag.name, s.id, s.schema_id, commit, created, ttl, s.total_record_count or 0)
 
 
 def create_tag(table: Table, name: str, *, snapshot_id: int | None = None,
@@ -43,13 +45,13 @@ def create_tag(table: Table, name: str, *, snapshot_id: int | None = None,
         time_retained: a TTL such as ``7d``, stored as ``tagTimeRetained``; the table option
             ``tag.default-time-retained`` if None (and set).
         replace: point an existing tag at the snapshot instead of refusing (Paimon's
-            replace_tag: a new create time and TTL); creates the tag when absent.
+            replace_tag: a new create time and TTL); a missing tag is NotFoundError, as there.
 
     Returns:
         The new tag.
 
     Raises:
-        NotFoundError: the snapshot does not exist (or the table has none).
+        NotFoundError: the snapshot does not exist (or the table has none); ``replace`` of a missing tag.
         TagExistsError: the name is taken (and not ``replace``).
         UsageError: a bad name or duration.
         CorruptMetadataError: the snapshot's manifests or data files are missing.
@@ -66,8 +68,12 @@ def create_tag(table: Table, name: str, *, snapshot_id: int | None = None,
     # A tag pins its snapshot for rollback; pinning one whose files are gone pins nothing.
     require_whole(table, snapshot, f"cannot create tag {name}")
     if replace:
-        return _info(table.tags.replace(name, snapshot, time_retained=ttl))
-    return _info(table.tags.create(name, snapshot, time_retained=ttl))
+        # Paimon's replace_tag refuses a missing tag: --replace never creates one by accident.
+        if not table.tags.exists(name):
+            raise NotFoundError(f"tag {name} does not exist: --replace points an existing tag elsewhere; "
+                                f"drop --replace to create it")
+        return _info(table, table.tags.replace(name, snapshot, time_retained=ttl))
+    return _info(table, table.tags.create(name, snapshot, time_retained=ttl))
 
 
 def rename_tag(table: Table, old: str, new: str) -> TagInfo:
@@ -80,29 +86,38 @@ def rename_tag(table: Table, old: str, new: str) -> TagInfo:
         UsageError: ``new`` is not a valid tag name.
     """
     table.refuse_unfinished_fast_forward(f"rename tag {old}")
-    return _info(table.tags.rename(old, new))
+    return _info(table, table.tags.rename(old, new))
 
 
 def delete_tag(table: Table, name: str) -> TagInfo:
     """Remove a tag; NotFoundError if absent. Files it pinned become orphans unless still
     referenced (expire or remove-orphan-files reclaims them). Returns what was deleted."""
     table.refuse_unfinished_fast_forward(f"delete tag {name}")
-    info = _info(table.tags.tag(name))
+    info = _info(table, table.tags.tag(name))
     table.tags.delete(name)
     return info
 
 
 def list_tags(table: Table) -> list[TagInfo]:
-    return [_info(t) for t in table.tags.tags()]
+    return [_info(table, t) for t in table.tags.tags()]
 
 
 @dataclass(frozen=True, slots=True)
 class ExpiredTag:
-    name: str
+    tag: str
     snapshot_id: int
     create_time: str | None  # ISO 8601 with the local zone offset
     time_retained: int | None  # whole seconds: the tag's own TTL, else tag.default-time-retained
     reason: str  # "time-retained" or "older-than"
+    dry_run: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ExpireTagsResult:
+    """What ``expire-tags`` prints: an object even when no tag was due (never a bare [])."""
+    table: str
+    branch: str
+    tags_expired: list[ExpiredTag]
     dry_run: bool
 
 
@@ -145,7 +160,7 @@ def expire_tags(table: Table, *, older_than: str | None = None, dry_run: bool = 
                 table.tags.delete(tag.name)
             except NotFoundError:
                 pass  # deleted meanwhile: expired all the same
-        info = _info(with_fields(tag, time_retained=tag.time_retained or default_ttl))
+        info = _info(table, with_fields(tag, time_retained=tag.time_retained or default_ttl))
         out.append(ExpiredTag(tag.name, info.snapshot_id, info.create_time, info.time_retained, reason, dry_run))
     return out
 

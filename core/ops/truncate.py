@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from core.commit import FileStoreCommit, OverwriteSpec, base_entries
-from core.errors import NotFoundError, UsageError
+from core.errors import UsageError
 from core.partition import partition_path, render_value
 from core.ops.auto_tags import run_quietly
 from core.table import Table
@@ -24,7 +24,8 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class TruncateResult:
     table: str
-    snapshot_id: int | None  # the OVERWRITE snapshot; None on a dry run or an empty table
+    branch: str
+    snapshot_id: int | None  # the OVERWRITE snapshot; None on a dry run or when no file was live
     files_deleted: int
     records_deleted: int
     dry_run: bool
@@ -33,6 +34,7 @@ class TruncateResult:
 @dataclass(frozen=True, slots=True)
 class DropPartitionResult:
     table: str
+    branch: str
     snapshot_id: int | None  # the OVERWRITE snapshot; None on a dry run or when nothing was live
     partitions: tuple[dict[str, str], ...]  # dropped (or to drop): {column: value}, as `files` shows them
     missing: tuple[dict[str, str], ...]  # named partitions that held no live file
@@ -44,23 +46,26 @@ class DropPartitionResult:
 def truncate(table: Table, *, dry_run: bool = False) -> TruncateResult:
     """Delete every live file of the table as one OVERWRITE snapshot.
 
-    An empty table (no snapshot) gets no snapshot: there is nothing to delete. A table with
-    a snapshot but no live files still gets one, as Paimon's TRUNCATE does.
+    Nothing to do is no commit (lakectl's one rule for truncate, delete, drop-partition,
+    expire and compact): a table with no live file gets no snapshot (``snapshot_id`` None),
+    where Paimon's TRUNCATE would commit an empty OVERWRITE.
 
     Raises:
         CommitConflictError: the commit did not land.
     """
     snapshot = table.latest_snapshot()
     if snapshot is None:
-        return TruncateResult(table.name, None, 0, 0, dry_run)
+        return TruncateResult(table.name, table.branch, None, 0, 0, dry_run)
     entries = base_entries(table.manifests(), snapshot, table.snapshots)
     files, records = len(entries), sum(e.file.row_count for e in entries)
+    if not entries:
+        return TruncateResult(table.name, table.branch, None, 0, 0, dry_run)
     if dry_run:
-        return TruncateResult(table.name, None, files, records, True)
+        return TruncateResult(table.name, table.branch, None, files, records, True)
     committed = _commit_overwrite(table, OverwriteSpec(None))
     _tags_after(table, committed)
     log.info("truncated %s: %d file(s), %d record(s)", table.name, files, records)
-    return TruncateResult(table.name, committed, files, records, False)
+    return TruncateResult(table.name, table.branch, committed, files, records, False)
 
 
 def drop_partitions(table: Table, partitions: Sequence[Mapping[str, str]], *,
@@ -69,13 +74,13 @@ def drop_partitions(table: Table, partitions: Sequence[Mapping[str, str]], *,
 
     Each spec must name every partition column (``{"dt": "2024-01-01", "hr": "10"}``); the
     partition-default-name stands for null. A named partition with no live file is reported
-    in ``missing``; when none of them holds a live file this is NotFoundError, since a typo
-    in a value should not read as success.
+    in ``missing``; when none of them holds a live file nothing is committed (``snapshot_id``
+    None, every spec in ``missing``), lakectl's one rule for nothing to do: ``missing`` is
+    where a typo in a value shows.
 
     Raises:
         UsageError: the table is not partitioned, no spec, or a spec that does not name
             exactly the partition columns.
-        NotFoundError: none of the named partitions holds a live file.
         CommitConflictError: the commit did not land.
     """
     from core.ops.compact import partition_filter  # pyarrow: only for this command
@@ -114,18 +119,19 @@ def drop_partitions(table: Table, partitions: Sequence[Mapping[str, str]], *,
         dropped_parts.add(e.partition)
     missing = tuple(dict(spec) for spec, hit in zip(partitions, found) if not hit)
     if not dropped_parts:
-        raise NotFoundError(f"no live files in partition(s) {'; '.join(_render_spec(s) for s in partitions)} "
-                            f"of {table.name}; nothing was dropped")
+        log.info("no live files in partition(s) %s of %s; nothing was dropped",
+                 "; ".join(_render_spec(s) for s in partitions), table.name)
+        return DropPartitionResult(table.name, table.branch, None, (), missing, 0, 0, dry_run)
     dropped = [e for e in entries if e.partition in dropped_parts]
     files, records = len(dropped), sum(e.file.row_count for e in dropped)
     ordered = sorted(names.values())
     texts = tuple(t for _, t in ordered)
     if dry_run:
-        return DropPartitionResult(table.name, None, texts, missing, files, records, True)
+        return DropPartitionResult(table.name, table.branch, None, texts, missing, files, records, True)
     committed = _commit_overwrite(table, OverwriteSpec(frozenset(dropped_parts)))
     _tags_after(table, committed)
     log.info("dropped %d partition(s) of %s: %s", len(ordered), table.name, ", ".join(n for n, _ in ordered))
-    return DropPartitionResult(table.name, committed, texts, missing, files, records, False)
+    return DropPartitionResult(table.name, table.branch, committed, texts, missing, files, records, False)
 
 
 def _commit_overwrite(table: Table, spec: OverwriteSpec) -> int | None:

@@ -41,6 +41,7 @@ MODES = ("append", "overwrite")
 @dataclass(frozen=True, slots=True)
 class WriteResult:
     table: str
+    branch: str
     snapshot_id: int | None
     commit_kind: str | None
     rows_written: int
@@ -48,7 +49,7 @@ class WriteResult:
     bytes_added: int
     files_deleted: int
     partitions: int
-    buckets: int
+    buckets_written: int  # (partition, bucket) pairs that got new files; create's `buckets` is the setting
     engine: str
     maintenance: tuple[str, ...] = ()  # post-commit steps that did work (compact, expire, ...)
 
@@ -268,6 +269,7 @@ def write(table: Table, data: Any, *, mode: str = "append", row_kind_column: str
     files = [f for m in messages for f in m.new_files]
     return WriteResult(
         table=table.name,
+        branch=table.branch,
         snapshot_id=snapshot.id if snapshot else None,
         commit_kind=snapshot.commit_kind if snapshot else None,
         rows_written=done.rows_in,
@@ -275,7 +277,7 @@ def write(table: Table, data: Any, *, mode: str = "append", row_kind_column: str
         bytes_added=sum(f.file_size for f in files),
         files_deleted=done.files_deleted,
         partitions=done.partitions,
-        buckets=sum(1 for m in messages if m.new_files),
+        buckets_written=sum(1 for m in messages if m.new_files),
         engine=engine.name,
         maintenance=done.maintenance,
     )

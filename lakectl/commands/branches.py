@@ -17,7 +17,7 @@ ExistingBranchArg = Annotated[str, typer.Argument(help="Branch name.", metavar="
 
 
 def register(app: typer.Typer) -> None:
-    branch_app = typer.Typer(help="Create, delete and list branches: snapshot histories of their own that share "
+    branch_app = typer.Typer(help="Create, delete, list and fast-forward branches: snapshot histories of their own that share "
                                   "the table's data files.\n\n"
                                   "Example:\n\n\b\n  lakectl branch create shop.orders test --tag eod-2024-01-01",
                              no_args_is_help=True)

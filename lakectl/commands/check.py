@@ -70,7 +70,8 @@ def _check(out: Output, t: Table) -> None:
     if out.format != "table":
         out.record(result)
     elif result.problems:
-        out.records(result.problems, Problem, title=f"problems in {t.name}", data=False)
+        plain = [_readable(p, t.path) for p in result.problems]
+        out.records(plain, Problem, title=f"problems in {t.name} ({t.path})", data=False)
     else:
         summary = {k: v for k, v in dataclasses.asdict(result).items() if k not in ("problems", "warnings")}
         out.record(summary, title=f"{t.name} is sound")
@@ -101,6 +102,16 @@ def _repair(out: Output, t: Table, dry_run: bool) -> None:
     if left:
         print(f"error: {left} problem(s) left in {t.name}", file=sys.stderr)
         raise typer.Exit(1)
+
+
+def _readable(problem: "Problem", table_path: str) -> "Problem":
+    """A problem for the plain table: its path relative to the table (the title names the
+    table's path once) and a detail that does not repeat the path (an error's message often
+    names its file)."""
+    detail = problem.detail.replace(f" {problem.path}", "").replace(problem.path, "").strip()
+    prefix = table_path.rstrip("/") + "/"
+    path = problem.path[len(prefix):] if problem.path.startswith(prefix) else problem.path
+    return dataclasses.replace(problem, path=path, detail=detail)
 
 
 def _on(branch: str) -> str:

@@ -48,6 +48,6 @@ def register(app: typer.Typer) -> None:
         new, created = create(t, schema, primary_keys=parse_key_list(primary_key),
                               partition_keys=parse_key_list(partition_by), options=parse_options(option),
                               comment=comment, if_not_exists=if_not_exists)
-        out.record({"table": t.name, "path": t.path, "created": created, "schema_id": new.id,
+        out.record({"table": t.name, "branch": t.branch, "path": t.path, "created": created, "schema_id": new.id,
                     "primary_keys": list(new.primary_keys), "partition_keys": list(new.partition_keys),
                     "buckets": new.num_buckets})

@@ -22,8 +22,8 @@ def register(app: typer.Typer) -> None:
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
-        """Delete tags whose TTL (tag.time-retained, else tag.default-time-retained) has passed, or
-        created before --older-than.
+        """Delete tags whose TTL (their own, from tag create --time-retained, else the table option
+        tag.default-time-retained) has passed, or created before --older-than.
 
         Files only those tags held are reclaimed by expire and remove-orphan-files.
 
@@ -32,9 +32,9 @@ def register(app: typer.Typer) -> None:
         \b
           lakectl expire-tags shop.orders --older-than 90d --dry-run
         """
-        from core.ops.tags import ExpiredTag, expire_tags
+        from core.ops.tags import ExpireTagsResult, expire_tags
 
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
-        out.records(expire_tags(t, older_than=older_than, dry_run=dry_run), ExpiredTag,
-                    title=f"expired tags of {t.name}", data=False)
+        expired = expire_tags(t, older_than=older_than, dry_run=dry_run)
+        out.record(ExpireTagsResult(t.name, t.branch, expired, dry_run), title=f"expired tags of {t.name}")

@@ -13,7 +13,7 @@ from core.table import Table
 from lakectl.commands import output, settings, stop_on_sigterm
 from lakectl.completion import complete_consumer, complete_scan_mode, complete_snapshot_id, complete_tag
 from lakectl.output import csv_text, jsonable
-from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
+from lakectl.params import BranchOpt, ScanFormatOpt, TableArg, WarehouseOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -39,7 +39,7 @@ def register(app: typer.Typer) -> None:
         poll_interval: Annotated[Optional[str], typer.Option("--poll-interval", help="With --follow: how often to look for new snapshots, e.g. 500ms [option continuous.discovery-interval; default 1s].", metavar="DURATION")] = None,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
-        fmt: FormatOpt = None,
+        fmt: ScanFormatOpt = None,
     ) -> None:
         """Read the table (merge-on-read) at the latest or an earlier snapshot.
 
@@ -114,8 +114,8 @@ def register(app: typer.Typer) -> None:
             output_format(output_path)  # a bad extension is refused before any reading
             with out.progress() as progress:
                 stream = open_stream(limit, s.engine_settings(progress))
-                rows, size = write_output_parts(stream.parts, stream.schema, output_path)
-            out.record(ScanOutput(t.name, output_path, rows, size, stream.engine))
+                rows, size = write_output_parts(stream.parts, stream.schema, output_path, jsonable)
+            out.record(ScanOutput(t.name, t.branch, output_path, rows, size, stream.engine))
             return
         _print_rows(out, s, limit, every_row, open_stream)
 
@@ -127,10 +127,15 @@ TERMINAL_ROWS = 100
 def _scan_output(ctx: typer.Context, fmt: str | None) -> Any:
     """The command's Output; ``parquet`` is a format of scan's rows on stdout alone."""
     s = settings(ctx)
-    if str(s.resolve("format", fmt).value).strip().lower() == "parquet":
+    chosen = str(s.resolve("format", fmt).value).strip().lower()
+    if chosen == "parquet":
         from lakectl.output import Output
 
         return Output("parquet", quiet=s.quiet)
+    from lakectl.config import FORMATS
+
+    if chosen not in FORMATS:  # the shared refusal would not list parquet, which scan takes
+        raise UsageError(f"--format {chosen!r} must be one of {', '.join(FORMATS)}, parquet")
     return output(ctx, fmt)
 
 

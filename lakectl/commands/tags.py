@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
         timestamp: TimestampOpt = None,
         tag: TagOpt = None,
         time_retained: Annotated[Optional[str], typer.Option("--time-retained", help="Keep the tag this long, e.g. 7d (stored as the tag's TTL).")] = None,
-        replace: Annotated[bool, typer.Option("--replace", help="Point an existing tag at this snapshot (new create time and TTL) instead of refusing.")] = False,
+        replace: Annotated[bool, typer.Option("--replace", help="Point an existing tag at this snapshot (new create time and TTL) instead of refusing; a missing tag is an error (Paimon's replace_tag).")] = False,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,

@@ -38,7 +38,7 @@ def wh(tmp_path: Path) -> str:
 def main_untouched(wh: str) -> None:
     assert scan(wh) == MAIN
     assert [s["snapshot_id"] for s in ok("snapshots", "db.t", "-w", wh)] == [2, 1]
-    assert [t["name"] for t in ok("tag", "list", "db.t", "-w", wh)] == ["t1"]
+    assert [t["tag"] for t in ok("tag", "list", "db.t", "-w", wh)] == ["t1"]
 
 
 def test_rollback_on_a_branch(wh: str) -> None:
@@ -101,11 +101,11 @@ def test_describe_files_and_views_on_a_branch(tmp_path: Path, wh: str) -> None:
 
 def test_tags_on_a_branch_rename_and_expire(wh: str) -> None:
     renamed = ok("tag", "rename", "db.t", "d2", "dev-2", "--branch", "dev", "-w", wh)
-    assert (renamed["name"], renamed["snapshot_id"]) == ("dev-2", 2)
-    assert [t["name"] for t in ok("tag", "list", "db.t", "--branch", "dev", "-w", wh)] == ["dev-2", "t1"]
+    assert (renamed["tag"], renamed["branch"], renamed["snapshot_id"]) == ("dev-2", "dev", 2)
+    assert [(t["tag"], t["branch"]) for t in ok("tag", "list", "db.t", "--branch", "dev", "-w", wh)] == [("dev-2", "dev"), ("t1", "dev")]
     assert invoke("tag", "rename", "db.t", "d2", "x", "-w", wh).exit_code == 3  # not main's
     expired = ok("expire-tags", "db.t", "--branch", "dev", "--older-than", "0s", "-w", wh)
-    assert sorted(t["name"] for t in expired) == ["dev-2", "t1"]
+    assert expired["branch"] == "dev" and sorted(t["tag"] for t in expired["tags_expired"]) == ["dev-2", "t1"]
     assert ok("tag", "list", "db.t", "--branch", "dev", "-w", wh) == []
     main_untouched(wh)
 

@@ -64,8 +64,8 @@ def test_write_scan_snapshots_on_a_branch(tmp_path: Path, wh: str) -> None:
     assert [s["snapshot_id"] for s in ok("snapshots", "db.t", "-w", wh)] == [3, 2, 1]
     # Tags and lookups follow the branch too.
     assert ok("tag", "create", "db.t", "d1", "--branch", "dev", "-w", wh)["snapshot_id"] == 2
-    assert [t["name"] for t in ok("tag", "list", "db.t", "-w", wh)] == ["t1"]
-    assert [t["name"] for t in ok("tag", "list", "db.t", "--branch", "dev", "-w", wh)] == ["d1", "t1"]
+    assert [t["tag"] for t in ok("tag", "list", "db.t", "-w", wh)] == ["t1"]
+    assert [t["tag"] for t in ok("tag", "list", "db.t", "--branch", "dev", "-w", wh)] == ["d1", "t1"]
     looked = ok("lookup", "db.t", "--key", "id=9", "--branch", "dev", "-w", wh)
     assert [r["v"] for r in looked] == ["z"]
     assert ok("lookup", "db.t", "--key", "id=9", "-w", wh) == []

@@ -83,7 +83,7 @@ def test_full_compaction_json_result_and_unchanged_rows(wh: str, sales: str) -> 
     assert len(before) == 18
     files = parquet_files(wh)
     result = as_json(wh, "compact", sales, "--full")
-    assert set(result) == {"table", "snapshot_id", "buckets_compacted", "files_before", "files_after",
+    assert set(result) == {"table", "branch", "snapshot_id", "buckets_compacted", "files_before", "files_after",
                            "bytes_before", "bytes_after", "dry_run", "engine"}
     assert result["table"] == TABLE and result["snapshot_id"] == 4 and result["dry_run"] is False
     assert result["engine"] == "local"

@@ -15,7 +15,7 @@ from typer.testing import CliRunner, Result
 from lakectl.app import app
 
 runner = CliRunner()
-KEYS = {"table", "snapshot_id", "commit_kind", "rows_deleted", "files_rewritten", "files_deleted", "engine",
+KEYS = {"table", "branch", "snapshot_id", "commit_kind", "rows_deleted", "files_rewritten", "files_deleted", "engine",
         "dry_run"}
 
 
@@ -81,7 +81,7 @@ def test_primary_key_table(wh: str, tmp_path: Path) -> None:
     name = table_with(wh, tmp_path, "db.pk", "--primary-key", "id,dt", "--option", "bucket=2")
     result = as_json(wh, "delete", name, "--where", WHERE)
     assert set(result) == KEYS
-    assert result == {"table": name, "snapshot_id": 3, "commit_kind": "APPEND",
+    assert result == {"table": name, "branch": "main", "snapshot_id": 3, "commit_kind": "APPEND",
                       "rows_deleted": sum(map(doomed, ROWS)), "files_rewritten": 0, "files_deleted": 0,
                       "engine": "local", "dry_run": False}
     assert rows(wh, name) == model()
@@ -154,3 +154,12 @@ def test_other_formats(wh: str, tmp_path: Path, fmt: str) -> None:
     name = table_with(wh, tmp_path, "db.app")
     out = ok("--warehouse", wh, "--format", fmt, "delete", name, "--where", WHERE, "--dry-run").stdout
     assert "rows_deleted" in out and str(sum(map(doomed, ROWS))) in out
+
+
+def test_an_empty_where_points_to_truncate_and_following_it_works(wh: str, tmp_path: Path) -> None:
+    name = table_with(wh, tmp_path, "db.e")
+    refused = runner.invoke(app, ["--warehouse", wh, "delete", name, "--where", " "])
+    assert refused.exit_code == 2 and "use lakectl truncate" in refused.stderr, refused.stderr
+    done = as_json(wh, "truncate", name)
+    assert (done["branch"], done["records_deleted"]) == ("main", len(ROWS))
+    assert as_json(wh, "scan", name) == []

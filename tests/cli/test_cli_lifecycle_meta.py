@@ -62,17 +62,18 @@ def ids(t: Table) -> list[int]:
 def test_tag_create_list_delete(tmp_path: Path, table: Table) -> None:
     made = ok_json(cli(tmp_path, "tag", "create", "db.t", "v1", "--snapshot-id", "1", "--time-retained", "7d",
                        "-f", "json"))
-    assert (made["name"], made["snapshot_id"], made["time_retained"], made["record_count"]) == ("v1", 1, 604800, 1)
+    assert (made["table"], made["branch"], made["tag"], made["snapshot_id"], made["time_retained"], made["record_count"]) \
+        == ("db.t", "main", "v1", 1, 604800, 1)
     latest = ok_json(cli(tmp_path, "tag", "create", "db.t", "now", "-f", "json"))
     assert latest["snapshot_id"] == 3 and latest["time_retained"] is None
     listed = ok_json(cli(tmp_path, "tag", "list", "db.t", "-f", "json"))
-    assert [(r["name"], r["snapshot_id"]) for r in listed] == [("now", 3), ("v1", 1)]
-    assert set(listed[0]) == {"name", "snapshot_id", "schema_id", "commit_time", "create_time", "time_retained",
+    assert [(r["tag"], r["snapshot_id"]) for r in listed] == [("now", 3), ("v1", 1)]
+    assert set(listed[0]) == {"table", "branch", "tag", "snapshot_id", "schema_id", "commit_time", "create_time", "time_retained",
                               "record_count"}
     scanned = ok_json(cli(tmp_path, "scan", "db.t", "--tag", "v1", "-f", "json"))
     assert scanned == [{"id": 1, "dt": "x"}]
-    assert ok_json(cli(tmp_path, "tag", "delete", "db.t", "v1", "-f", "json"))["name"] == "v1"
-    assert [r["name"] for r in ok_json(cli(tmp_path, "tag", "list", "db.t", "-f", "json"))] == ["now"]
+    assert ok_json(cli(tmp_path, "tag", "delete", "db.t", "v1", "-f", "json"))["tag"] == "v1"
+    assert [r["tag"] for r in ok_json(cli(tmp_path, "tag", "list", "db.t", "-f", "json"))] == ["now"]
     assert cli(tmp_path, "tag", "list", "db.t").exit_code == 0  # rich table smoke test
 
 

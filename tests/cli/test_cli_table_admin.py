@@ -75,7 +75,7 @@ def test_truncate_empties_the_table_in_one_overwrite(tmp_path: Path, primary_key
     assert len(data_before) == len(live)
     args = ["truncate", "db.t", "-w", tmp_path / "wh", "-f", "json"]
     dry = as_json(invoke(*args, "--dry-run"))
-    assert dry == {"table": "db.t", "snapshot_id": None, "files_deleted": len(live), "records_deleted": 6,
+    assert dry == {"table": "db.t", "branch": "main", "snapshot_id": None, "files_deleted": len(live), "records_deleted": 6,
                    "dry_run": True}
     assert t.snapshots.list_ids() == [1, 2] and rows(t) == ALL
     real = as_json(invoke(*args))
@@ -85,6 +85,10 @@ def test_truncate_empties_the_table_in_one_overwrite(tmp_path: Path, primary_key
     assert rows(t, snapshot_id=2) == ALL  # time travel still reads: the files stay for expire
     assert data_files(t) == data_before  # nothing deleted from disk
     assert check(t).ok
+    # nothing left to delete: no empty snapshot (the one rule for nothing to do)
+    again = as_json(invoke(*args))
+    assert again == {**real, "snapshot_id": None, "files_deleted": 0, "records_deleted": 0}
+    assert t.snapshots.list_ids() == [1, 2, 3]
 
 
 def test_truncate_without_snapshots_commits_nothing(tmp_path: Path) -> None:
@@ -108,7 +112,7 @@ def test_drop_partition_deletes_exactly_those_partitions(tmp_path: Path, primary
             "--partition", "dt=c,hr=9", "-f", "json"]
     dry = as_json(invoke(*args, "--dry-run"))
     # a/1 holds ids 1, 2 (first commit) and 6 (second): two files; b/1 one file of ids 4, 5.
-    assert dry == {"table": "db.t", "snapshot_id": None, "partitions": [{"dt": "a", "hr": "1"}, {"dt": "b", "hr": "1"}],
+    assert dry == {"table": "db.t", "branch": "main", "snapshot_id": None, "partitions": [{"dt": "a", "hr": "1"}, {"dt": "b", "hr": "1"}],
                    "missing": [{"dt": "c", "hr": "9"}], "files_deleted": 3, "records_deleted": 5, "dry_run": True}
     assert t.snapshots.list_ids() == [1, 2]
     real = as_json(invoke(*args))
@@ -122,8 +126,10 @@ def test_drop_partition_deletes_exactly_those_partitions(tmp_path: Path, primary
 def test_drop_partition_refusals(tmp_path: Path) -> None:
     t = orders(tmp_path / "wh")
     wh = tmp_path / "wh"
-    none_live = invoke("drop-partition", "db.t", "-w", wh, "--partition", "dt=c,hr=1")
-    assert none_live.exit_code == 3 and "no live files in partition(s) dt=c,hr=1" in none_live.stderr
+    # nothing to do: exit 0, nothing committed, the named partition reported missing
+    none_live = as_json(invoke("drop-partition", "db.t", "-w", wh, "--partition", "dt=c,hr=1", "-f", "json"))
+    assert (none_live["snapshot_id"], none_live["partitions"], none_live["missing"], none_live["files_deleted"]) \
+        == (None, [], [{"dt": "c", "hr": "1"}], 0)
     partial = invoke("drop-partition", "db.t", "-w", wh, "--partition", "dt=a")
     assert partial.exit_code == 2 and "must name every partition column (dt, hr)" in partial.stderr
     extra = invoke("drop-partition", "db.t", "-w", wh, "--partition", "dt=a,hr=1,id=1")

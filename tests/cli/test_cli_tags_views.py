@@ -78,7 +78,7 @@ def test_tag_rename_moves_the_file_and_keeps_snapshot_create_time_and_ttl(tmp_pa
                        "-f", "json"))
     before = tag_file(table, "old").read_text()
     renamed = ok_json(cli(tmp_path, "tag", "rename", "db.t", "old", "new", "-f", "json"))
-    assert renamed == {**made, "name": "new"}
+    assert renamed == {**made, "tag": "new"}
     assert not tag_file(table, "old").exists() and tag_file(table, "new").exists()
     assert tag_file(table, "new").read_text() == before  # copied byte for byte
     assert scanned(tmp_path, "--tag", "new") == MODEL[1]
@@ -116,10 +116,10 @@ def test_tag_create_replace_repoints_an_existing_tag(tmp_path: Path, table: Tabl
     raw = json.loads(tag_file(table, "rel").read_text())
     assert (raw["id"], raw["tagTimeRetained"]) == (3, 3600.0)
     assert scanned(tmp_path, "--tag", "rel") == MODEL[3]
-    # --replace on a name not yet taken creates it
-    assert ok_json(cli(tmp_path, "tag", "create", "db.t", "fresh", "--snapshot-id", "2", "--replace",
-                       "-f", "json"))["snapshot_id"] == 2
-    assert scanned(tmp_path, "--tag", "fresh") == MODEL[2]
+    # --replace on a name not yet taken is Paimon's replace_tag refusal: exit 3, no tag written
+    error(cli(tmp_path, "tag", "create", "db.t", "fresh", "--snapshot-id", "2", "--replace"), 3,
+          "tag fresh does not exist")
+    assert not tag_file(table, "fresh").exists()
 
 
 # ---- --timestamp: the latest snapshot at or before T -----------------------------------------
@@ -135,6 +135,10 @@ def test_timestamp_names_the_latest_snapshot_at_or_before_it(tmp_path: Path, tab
     early = str(times[1] - 1)
     error(cli(tmp_path, "tag", "create", "db.t", "early", "--timestamp", early), 3, "no snapshot at or before")
     error(cli(tmp_path, "rollback", "db.t", "--timestamp", early), 3, "no snapshot at or before")
+    # an ISO time is echoed as typed, not as the epoch millis it became
+    for command in (["rollback", "db.t"], ["tag", "create", "db.t", "early"], ["scan", "db.t"]):
+        error(cli(tmp_path, *command, "--timestamp", "2020-01-01T00:00:00"), 3,
+              "no snapshot at or before 2020-01-01T00:00:00 (")
     done = ok_json(cli(tmp_path, "rollback", "db.t", "--timestamp", str(times[2] - 1), "-f", "json"))
     assert done["target_snapshot_id"] == 1 and table.snapshots.list_ids() == [1]
     assert scanned(tmp_path) == MODEL[1]
@@ -154,14 +158,17 @@ def test_expire_tags_by_ttl_and_older_than_keeps_what_remaining_snapshots_and_ta
     _tag(table, "old", 2, 10 * day, None)              # no TTL: only --older-than expires it
     _tag(table, "young", 2, hour, None)
     plan = ok_json(cli(tmp_path, "expire-tags", "db.t", "--dry-run", "-f", "json"))
-    assert [(r["name"], r["reason"], r["dry_run"]) for r in plan] == [("gone-ttl", "time-retained", True)]
+    assert (plan["table"], plan["branch"], plan["dry_run"]) == ("db.t", "main", True)
+    assert [(r["tag"], r["reason"], r["dry_run"]) for r in plan["tags_expired"]] == [("gone-ttl", "time-retained", True)]
     assert tag_file(table, "gone-ttl").exists()
 
     done = ok_json(cli(tmp_path, "expire-tags", "db.t", "--older-than", "5d", "-f", "json"))
-    assert sorted((r["name"], r["reason"], r["snapshot_id"]) for r in done) == [
+    assert sorted((r["tag"], r["reason"], r["snapshot_id"]) for r in done["tags_expired"]) == [
         ("gone-ttl", "time-retained", 1), ("old", "older-than", 2)]
     assert sorted(p.name for p in (Path(table.path) / "tag").iterdir()) == ["tag-kept-ttl", "tag-young"]
-    assert ok_json(cli(tmp_path, "expire-tags", "db.t", "-f", "json")) == []
+    # nothing due: an object all the same, never a bare []
+    assert ok_json(cli(tmp_path, "expire-tags", "db.t", "-f", "json")) == \
+        {"table": "db.t", "branch": "main", "tags_expired": [], "dry_run": False}
 
     # Expire snapshots 1-2 and remove orphans: snapshot 1's files live on through kept-ttl.
     assert cli(tmp_path, "expire", "db.t", "--retain-min", "1", "--retain-max", "1").exit_code == 0
@@ -186,7 +193,7 @@ def test_expire_tags_uses_the_table_default_time_retained(tmp_path: Path) -> Non
     _tag(t, "stale", 1, dt.timedelta(hours=2), None)
     _tag(t, "own-ttl", 1, dt.timedelta(hours=2), dt.timedelta(days=1))  # its own TTL wins
     done = ok_json(cli(tmp_path, "expire-tags", "db.d", "-f", "json"))
-    assert [(r["name"], r["time_retained"]) for r in done] == [("stale", 3600)]
+    assert [(r["tag"], r["time_retained"]) for r in done["tags_expired"]] == [("stale", 3600)]
     assert t.tags.names() == ["own-ttl"]
     # as Paimon's createTag, a tag created without --time-retained stores the default TTL
     made = ok_json(cli(tmp_path, "tag", "create", "db.d", "new", "-f", "json"))
@@ -325,7 +332,7 @@ def test_files_only_an_expired_tag_held_are_reclaimed_and_nothing_else(tmp_path:
     assert all(p.exists() for p in a_files.values())  # still tagged
     assert scanned_table(tmp_path, "db.o", "--tag", "gone") == model_a
 
-    assert [r["name"] for r in ok_json(cli(tmp_path, "expire-tags", "db.o", "-f", "json"))] == ["gone"]
+    assert [r["tag"] for r in ok_json(cli(tmp_path, "expire-tags", "db.o", "-f", "json"))["tags_expired"]] == ["gone"]
     assert all(p.exists() for p in a_files.values())  # tag files only: data waits for the sweep
     assert cli(tmp_path, "remove-orphan-files", "db.o", "--older-than", "0s").exit_code == 0
     assert not any(p.exists() for p in a_files.values())

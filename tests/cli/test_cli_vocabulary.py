@@ -128,3 +128,27 @@ def test_table_format_shows_durations_as_typed(tmp_path: Path) -> None:
     assert runner.invoke(app, ["-w", wh, "create", "db.t", "-s", "id BIGINT"]).exit_code == 0
     result = runner.invoke(app, ["-w", wh, "remove-orphan-files", "db.t", "--older-than", "36h", "--dry-run"])
     assert result.exit_code == 0 and re.search(r"older_than\s+1d 12h", result.stdout), result.stdout
+
+
+# Results without `branch`: check verifies main and every branch at once (its `branches` counts
+# them; each problem names its branch). A new command's result must not join it.
+_WITHOUT_BRANCH = {"check"}
+
+
+def test_results_on_a_table_name_table_and_branch(outputs: dict[str, Any]) -> None:
+    """An object names its table and branch; a listing's items about tags name them by `tag`."""
+    lacking = set()
+    for command, data in outputs.items():
+        if isinstance(data, dict) and "table" in data:
+            if data.get("branch") != "main":
+                lacking.add(command)
+    assert lacking == _WITHOUT_BRANCH
+    for command in ("tag create", "tag delete"):
+        assert (outputs[command]["table"], outputs[command]["branch"]) == ("db.t", "main"), command
+        assert "name" not in outputs[command]
+    assert [(t["table"], t["branch"], t["tag"]) for t in outputs["tag list"]] == [("db.t", "main", "kept"),
+                                                                                ("db.t", "main", "nightly")]
+    assert outputs["tag create"]["tag"] == "nightly"
+    # write counts the buckets it wrote under a name that says so; create's `buckets` is the setting
+    assert outputs["write"]["buckets_written"] == 2 and "buckets" not in outputs["write"]
+    assert outputs["create"]["buckets"] == 1

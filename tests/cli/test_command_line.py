@@ -102,7 +102,7 @@ def test_verbose_and_quiet_after_the_command(tmp_path: Path, env: dict[str, str]
 
 def test_options_of_a_subcommand_group_take_globals_too(tmp_path: Path, env: dict[str, str], table: Path) -> None:
     rows = json.loads(ok(lakectl("tag", "list", "db.t", "-w", table, "-f", "json", env=env, cwd=tmp_path)))
-    assert [r["name"] for r in rows] == ["t1"]
+    assert [r["tag"] for r in rows] == ["t1"]
 
 
 # ---- usage errors ----------------------------------------------------------------------------
@@ -228,8 +228,16 @@ def test_help_lists_every_command_without_importing_them(tmp_path: Path, env: di
     assert proc.returncode == 0
     assert "lakectl.app" in modules
     assert not [m for m in modules if m.startswith("lakectl.commands") or m.split(".")[0] in ("pyarrow", "pandas")]
-    listed = proc.stdout.split("Commands:")[1]
-    assert [line.split()[0] for line in listed.splitlines()[1:len(COMMANDS) + 1]] == [e.name for e in COMMANDS]
+    listed = proc.stdout.split("Commands:")[1].split("\n\n")[0]
+    # a command's line starts two spaces in; its summary's wrapped lines further in
+    rows = [line.split(maxsplit=1) for line in listed.splitlines() if line.startswith("  ") and line[2] != " "]
+    assert [name for name, _ in rows] == [e.name for e in COMMANDS]
+    # each summary whole (never cut mid-phrase with "..."): the registry's text, rewrapped
+    text = " ".join(listed.split()).replace("- ", "-")  # textwrap also breaks after a hyphen
+    for entry in COMMANDS:
+        assert f"{entry.name} {entry.summary}" in text, entry.name
+    assert "..." not in listed
+    assert "fast-forward" in next(e.summary for e in COMMANDS if e.name == "branch")
 
 
 def test_registry_summaries_are_the_commands_own_help() -> None:

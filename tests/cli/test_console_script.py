@@ -223,10 +223,10 @@ def test_write_creates_the_automatic_tag_java_would(env: dict[str, str], tmp_pat
     snapshot_dir = wh / "db.db" / "t" / "snapshot"
     t1, t2 = (dt.datetime.fromtimestamp(json.loads((snapshot_dir / f"snapshot-{i}").read_text())["timeMillis"] / 1000)
               for i in (1, 2))
-    expected = [{"name": (t1 - dt.timedelta(hours=1)).strftime("%Y-%m-%d %H"), "snapshot_id": 1}]
+    expected = [{"tag": (t1 - dt.timedelta(hours=1)).strftime("%Y-%m-%d %H"), "snapshot_id": 1}]
     if t2.strftime("%Y-%m-%d %H") != t1.strftime("%Y-%m-%d %H"):  # an hour turned between the writes
-        expected.append({"name": t1.strftime("%Y-%m-%d %H"), "snapshot_id": 2})
-    assert [{"name": t["name"], "snapshot_id": t["snapshot_id"]} for t in listed] == expected
+        expected.append({"tag": t1.strftime("%Y-%m-%d %H"), "snapshot_id": 2})
+    assert [{"tag": t["tag"], "snapshot_id": t["snapshot_id"]} for t in listed] == expected
 
 
 @pytest.mark.slow

@@ -107,7 +107,7 @@ def test_lakectl_reads_and_rolls_back_to_pypaimon_tags(tmp_path: Path) -> None:
     t = Table.open("db.p", warehouse=str(tmp_path / "wh"))
     expected_t1, _ = official_read(t.path, tmp_path, tag="t1")
     expected_t2, _ = official_read(t.path, tmp_path, tag="t2")
-    tags = {i.name: i for i in list_tags(t)}
+    tags = {i.tag: i for i in list_tags(t)}
     assert sorted(tags) == ["t1", "t2"] and tags["t1"].snapshot_id < tags["t2"].snapshot_id
     assert tags["t1"].time_retained is None  # pypaimon 2.1 writes no tag fields without a TTL
     raw = json.loads(Path(t.tags.path("t1")).read_text())
@@ -139,7 +139,7 @@ def test_java_and_pypaimon_read_renamed_replaced_and_surviving_expired_tags(tmp_
                   create_time=dt.datetime.now() - dt.timedelta(days=1))
     rename_tag(t, "draft", "release")
     create_tag(t, "moving", snapshot_id=3, replace=True)
-    assert [e.name for e in expire_tags(t)] == ["stale"]
+    assert [e.tag for e in expire_tags(t)] == ["stale"]
     t.expire(retain_min=1, retain_max=1, max_deletes=1000, dry_run=False)
     old = time.time() - 2 * 86400
     for p in Path(t.path).rglob("*"):

@@ -229,11 +229,11 @@ def run(ops: list, after_step=None) -> None:
                 if result.snapshot_id is not None:
                     main.committed(result.snapshot_id, {}, next(commits))
             elif op[0] == "drop-partition":
-                try:
-                    result = drop_partitions(table, [{"dt": op[1]}])
-                except NotFoundError:
-                    # no live file there: then no row either
+                result = drop_partitions(table, [{"dt": op[1]}])
+                if result.snapshot_id is None:
+                    # nothing to do (no live file there): then no row either, and it is reported missing
                     assert not any(d == op[1] for d, _ in main.model), f"{op[1]} has rows but no live files"
+                    assert result.missing == ({"dt": op[1]},)
                     continue
                 main.committed(result.snapshot_id, {k: v for k, v in main.model.items() if k[0] != op[1]},
                                next(commits))

@@ -30,7 +30,7 @@ def test_automatic_tags_on_s3(s3, tmp_path: Path) -> None:
     assert first["maintenance"] == ["tags"]
     listed = cli.json("tag", "list", "db.p")
     commit = dt.datetime.fromisoformat(listed[0]["commit_time"]).astimezone().replace(tzinfo=None)
-    assert [(t["name"], t["snapshot_id"]) for t in listed] == \
+    assert [(t["tag"], t["snapshot_id"]) for t in listed] == \
         [((commit - dt.timedelta(hours=1)).strftime("%Y-%m-%d %H"), 1)]
 
     _write(cli, tmp_path, "db.b", [1])
@@ -38,4 +38,4 @@ def test_automatic_tags_on_s3(s3, tmp_path: Path) -> None:
     _write(cli, tmp_path, "db.b", [2])  # the day's tag moves to s2; max 1: the manual tag (s1) goes
     listed = cli.json("tag", "list", "db.b")
     day = dt.datetime.fromisoformat(listed[0]["commit_time"]).astimezone().strftime("%Y-%m-%d")
-    assert [(t["name"], t["snapshot_id"]) for t in listed] == [(f"batch-write-{day}", 2)]
+    assert [(t["tag"], t["snapshot_id"]) for t in listed] == [(f"batch-write-{day}", 2)]

@@ -116,7 +116,7 @@ def every_command(cli: Cli, tmp_path: Path) -> None:
     assert cli.json("list", "db") == [{"database": "db", "table": "orders"}]
 
     cli.ok("tag", "create", "db.orders", "t1", "--snapshot-id", "1")
-    assert [t["name"] for t in cli.json("tag", "list", "db.orders")] == ["t1"]
+    assert [t["tag"] for t in cli.json("tag", "list", "db.orders")] == ["t1"]
     assert cli.json("compact", "db.orders", "--full")["snapshot_id"] == 3
     cli.ok("alter-schema", "db.orders", "--add-column", "note STRING")
     assert len(cli.json("schemas", "db.orders")) == 2

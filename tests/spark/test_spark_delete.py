@@ -246,7 +246,7 @@ def test_console_script_deletes_on_spark(tmp_path: Path, engine: Any) -> None:
     summary = lakectl(console_env(tmp_path), "--warehouse", str(tmp_path / "wh"), "--engine", "spark", "--master",
                       "local[1]", "delete", "db.cli", "--where", WHERE)
     doomed = sum(map(matches, model_rows(False)))
-    assert summary == {"table": "db.cli", "snapshot_id": 4, "commit_kind": "OVERWRITE", "rows_deleted": doomed,
+    assert summary == {"table": "db.cli", "branch": "main", "snapshot_id": 4, "commit_kind": "OVERWRITE", "rows_deleted": doomed,
                        "files_rewritten": 1, "files_deleted": 2, "engine": "spark", "dry_run": False}
     assert scanned(t, False) == Counter(r for r in model_rows(False) if not matches(r))
 

@@ -61,7 +61,7 @@ def write_at(table: Table, clock: Clock, when: dt.datetime, n: int = 1) -> None:
 
 
 def tags(table: Table) -> dict[str, int]:
-    return {t.name: t.snapshot_id for t in list_tags(table)}
+    return {t.tag: t.snapshot_id for t in list_tags(table)}
 
 
 def T(day: int, hour: int = 0, minute: int = 0) -> dt.datetime:

@@ -67,7 +67,7 @@ def test_parse_duration_rejects(text: str) -> None:
 def test_tag_file_is_the_snapshot_plus_tag_fields(tmp_path: Path) -> None:
     t, _ = make_table(tmp_path, 2)
     info = create_tag(t, "nightly", snapshot_id=1, time_retained="1d")
-    assert (info.name, info.snapshot_id, info.time_retained, info.record_count) == ("nightly", 1, 86400, 2)
+    assert (info.tag, info.snapshot_id, info.time_retained, info.record_count) == ("nightly", 1, 86400, 2)
     tag = json.loads(Path(t.tags.path("nightly")).read_text())
     snap = json.loads(Path(t.snapshots.path(1)).read_text())
     assert {k: v for k, v in tag.items() if not k.startswith("tag")} == snap
@@ -87,12 +87,12 @@ def test_tag_listing_and_scan(tmp_path: Path) -> None:
     create_tag(t, "b", snapshot_id=2)
     create_tag(t, "a", snapshot_id=1, time_retained="7d")
     listed = list_tags(t)
-    assert [(i.name, i.snapshot_id, i.time_retained, i.record_count) for i in listed] == \
+    assert [(i.tag, i.snapshot_id, i.time_retained, i.record_count) for i in listed] == \
         [("a", 1, 604800, 2), ("b", 2, None, 4)]
     assert rows(t.scan(tag="a")) == states[0]
     assert rows(t.scan(tag="b")) == states[1]
-    assert delete_tag(t, "a").name == "a"
-    assert [i.name for i in list_tags(t)] == ["b"]
+    assert delete_tag(t, "a").tag == "a"
+    assert [i.tag for i in list_tags(t)] == ["b"]
     with pytest.raises(NotFoundError):
         delete_tag(t, "a")
     with pytest.raises(NotFoundError):
