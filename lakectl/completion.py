@@ -106,8 +106,8 @@ def _complete_branch(ctx: Any, incomplete: str) -> Candidates:
     """Branch names of the table named earlier on the line, with their latest snapshot."""
     from core.ops.branches import list_branches
 
-    return [(b.name, f"latest snapshot {b.latest_snapshot_id}") for b in list_branches(_table(ctx, on_branch=False))
-            if b.name.startswith(incomplete)]
+    return [(b.branch, f"latest snapshot {b.latest_snapshot_id}") for b in list_branches(_table(ctx, on_branch=False))
+            if b.branch.startswith(incomplete)]
 
 
 def _complete_consumer(ctx: Any, incomplete: str) -> Candidates:

@@ -34,7 +34,8 @@ from core.tag import TagManager
 
 @dataclass(frozen=True, slots=True)
 class BranchInfo:
-    name: str
+    table: str
+    branch: str
     earliest_snapshot_id: int | None
     latest_snapshot_id: int | None
     schema_id: int | None  # the branch's latest schema
@@ -56,7 +57,7 @@ def _info(table: Table, name: str) -> BranchInfo:
     snapshots = SnapshotManager(table.file_io, path)
     latest = snapshots.latest()
     schemas = SchemaManager(table.file_io, path).list_ids()
-    return BranchInfo(name, snapshots.earliest_id(), latest.id if latest else None,
+    return BranchInfo(table.name, name, snapshots.earliest_id(), latest.id if latest else None,
                       schemas[-1] if schemas else None, len(TagManager(table.file_io, path).names()),
                       (latest.total_record_count or 0) if latest else 0)
 

@@ -45,7 +45,7 @@ def scan(wh: Path, *extra: str) -> dict[int, str]:
 
 
 def branches(wh: Path) -> list[str]:
-    return [b["name"] for b in ok(wh, "branch", "list", "db.t")]
+    return [b["branch"] for b in ok(wh, "branch", "list", "db.t")]
 
 
 @pytest.fixture()
@@ -72,7 +72,7 @@ def test_a_killed_create_is_no_branch_until_the_rerun(wh: Path) -> None:
         checked = lakectl(wh, "check", "db.t")
         assert checked.returncode == 1 and "branch create" in checked.stdout + checked.stderr
     created = ok(wh, "branch", "create", "db.t", "dev")  # clears the leftover, then creates
-    assert (created["name"], created["latest_snapshot_id"], created["schema_id"]) == ("dev", 2, 1)
+    assert (created["table"], created["branch"], created["latest_snapshot_id"], created["schema_id"]) == ("db.t", "dev", 2, 1)
     assert branches(wh) == ["dev"]
     assert scan(wh, "--branch", "dev") == {1: "a", 2: "B", 3: "c"}
     assert [s["schema_id"] for s in ok(wh, "schemas", "db.t", "--branch", "dev")] == [1, 0]

@@ -23,18 +23,18 @@ def wh(tmp_path: Path) -> str:
 
 def test_create_list_delete(tmp_path: Path, wh: str) -> None:
     created = ok("branch", "create", "db.t", "dev", "--tag", "t1", "-w", wh)
-    assert created == {"name": "dev", "earliest_snapshot_id": 1, "latest_snapshot_id": 1, "schema_id": 0,
+    assert created == {"table": "db.t", "branch": "dev", "earliest_snapshot_id": 1, "latest_snapshot_id": 1, "schema_id": 0,
                        "tags": 1, "record_count": 2}
     assert ok("branch", "create", "db.t", "head", "-w", wh)["latest_snapshot_id"] == 2
     assert ok("branch", "create", "db.t", "s1", "--snapshot-id", "1", "-w", wh)["tags"] == 0
-    assert [b["name"] for b in ok("branch", "list", "db.t", "-w", wh)] == ["dev", "head", "s1"]
+    assert [b["branch"] for b in ok("branch", "list", "db.t", "-w", wh)] == ["dev", "head", "s1"]
     dry = ok("branch", "delete", "db.t", "s1", "--dry-run", "-w", wh)
     assert dry == {"table": "db.t", "branch": "s1", "files": 2, "dry_run": True,
                    "leftover": False}
     assert (Path(wh) / "db.db" / "t" / "branch" / "branch-s1").exists()
     assert ok("branch", "delete", "db.t", "s1", "-w", wh)["dry_run"] is False
     assert not (Path(wh) / "db.db" / "t" / "branch" / "branch-s1").exists()
-    assert [b["name"] for b in ok("branch", "list", "db.t", "-w", wh)] == ["dev", "head"]
+    assert [b["branch"] for b in ok("branch", "list", "db.t", "-w", wh)] == ["dev", "head"]
 
 
 @pytest.mark.parametrize("args,code,message", [

@@ -780,7 +780,7 @@ def whole_or_none(lab: Lab, name: str, rows: Rows, schema_ids: list[int], contex
     is there. Returns whether the branch is there."""
     t = lab.t
     state = branch_state(t, name)
-    listed = name in [b.name for b in list_branches(t)]
+    listed = name in [b.branch for b in list_branches(t)]
     assert listed == (state == WHOLE), f"{context}: branch {name} is {state} but listed={listed}"
     if listed:
         assert t.on_branch(name).schemas.list_ids() == schema_ids, f"{context}: branch {name} lacks schemas"

@@ -70,7 +70,7 @@ def test_branch_from_tag_copies_tag_snapshot_and_schemas(main: tuple[Table, Mode
     t, model = main
     create_tag(t, "t1", snapshot_id=1)
     info = create_branch(t, "dev", tag="t1")
-    assert (info.name, info.earliest_snapshot_id, info.latest_snapshot_id, info.tags) == ("dev", 1, 1, 1)
+    assert (info.branch, info.earliest_snapshot_id, info.latest_snapshot_id, info.tags) == ("dev", 1, 1, 1)
     root = Path(t.path) / "branch" / "branch-dev"
     assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()) == \
         ["schema/schema-0", "snapshot/snapshot-1", "tag/tag-t1"]
@@ -85,7 +85,7 @@ def test_branch_from_snapshot_and_latest(main: tuple[Table, Model]) -> None:
     t, model = main
     assert create_branch(t, "s2", snapshot_id=2).latest_snapshot_id == 2
     assert create_branch(t, "head").latest_snapshot_id == 3
-    assert [b.name for b in list_branches(t)] == ["head", "s2"]
+    assert [b.branch for b in list_branches(t)] == ["head", "s2"]
     model.fork("s2", "main", 2)
     model.fork("head", "main", 3)
     assert scanned(t.on_branch("s2")) == model.rows("s2", 2)
