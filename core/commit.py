@@ -38,7 +38,7 @@ from core.index_manifest import DELETE as INDEX_DELETE
 from core.index_manifest import DELETION_VECTORS, IndexFileMeta, IndexManifestEntry, IndexManifestIO, combine, index_dir
 from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO, live_entries
 from core.options import BATCH_COMMIT_IDENTIFIER
-from core.replan import lost_race
+from core.replan import lost_race, retry_on_expire
 from core.schema import SchemaManager, TableSchema
 from core.snapshot import APPEND, COMPACT, OVERWRITE, Snapshot, SnapshotManager, same_snapshot
 
@@ -516,6 +516,22 @@ def base_entries(manifests: ManifestIO, latest: Snapshot,
         raise damaged_base(latest, e, snapshots) from e
 
 
+def latest_base_entries(snapshots: SnapshotManager, manifests: ManifestIO,
+                        max_retries: int) -> tuple[Snapshot | None, list[ManifestEntry]]:
+    """The latest snapshot and its live files (None and none without one), read again on the
+    new latest when a concurrent expire retires the snapshot while it is read: for commands
+    that decide from the live files what their OVERWRITE replaces (truncate, drop-partition,
+    expire-partitions); the commit itself re-plans the overwrite on whatever is latest."""
+    def read() -> tuple[Snapshot | None, list[ManifestEntry]]:
+        try:
+            latest = snapshots.latest()
+        except NotFoundError as e:  # the latest id was expired between finding and reading it
+            raise ExpiredWhileReadingError(f"the latest snapshot went away while it was read ({e})") from e
+        return latest, (base_entries(manifests, latest, snapshots) if latest is not None else [])
+
+    return retry_on_expire(max_retries, read, "planning")
+
+
 def next_watermark(new: int | None, latest: int | None) -> int | None:
     """Paimon's rule for a snapshot's watermark: the max of the commit's and the latest
     snapshot's when both exist, else whichever exists."""
@@ -524,4 +540,4 @@ def next_watermark(new: int | None, latest: int | None) -> int | None:
     return max(new, latest)
 
 
-__all__ = ["base_entries", "damaged_base", "CommitMessage", "FileStoreCommit", "IndexChanges", "OverwriteSpec", "APPEND", "COMPACT", "OVERWRITE"]
+__all__ = ["base_entries", "latest_base_entries", "damaged_base", "CommitMessage", "FileStoreCommit", "IndexChanges", "OverwriteSpec", "APPEND", "COMPACT", "OVERWRITE"]

@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from core import binary_row
-from core.commit import FileStoreCommit, OverwriteSpec, base_entries
+from core.commit import FileStoreCommit, OverwriteSpec, latest_base_entries
 from core.options import parse_duration
 from core.errors import UsageError
 from core.fileio import join
@@ -158,14 +158,14 @@ def expire_partitions(table: Table, *, expiration_time: str | None = None, max_e
     now = now or datetime.now()
     cutoff = now - expiration
 
-    snapshot = table.latest_snapshot()
+    snapshot, entries = latest_base_entries(table.snapshots, table.manifests(),
+                                            schema.core_options.commit_max_retries)
     # Partition times are zone-less local times, as in Paimon: the cutoff is printed with the
     # local offset, so it reads as the same instant everywhere.
     before = cutoff.astimezone().isoformat(timespec="milliseconds")
     empty = PartitionExpireResult(table.name, table.branch, None, before, (), 0, 0, dry_run)
     if snapshot is None:
         return empty
-    entries = base_entries(table.manifests(), snapshot, table.snapshots)
     types = [f.type for f in fields]
     default_name = schema.core_options.partition_default_name
     by_partition: dict[bytes, list[Any]] = {}

@@ -12,8 +12,9 @@ import logging
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from core.commit import FileStoreCommit, OverwriteSpec, base_entries
+from core.commit import FileStoreCommit, OverwriteSpec, latest_base_entries
 from core.errors import UsageError
+from core.manifest import ManifestEntry
 from core.partition import partition_path, render_value
 from core.ops.auto_tags import run_quietly
 from core.table import Table
@@ -53,10 +54,7 @@ def truncate(table: Table, *, dry_run: bool = False) -> TruncateResult:
     Raises:
         CommitConflictError: the commit did not land.
     """
-    snapshot = table.latest_snapshot()
-    if snapshot is None:
-        return TruncateResult(table.name, table.branch, None, 0, 0, dry_run)
-    entries = base_entries(table.manifests(), snapshot, table.snapshots)
+    entries = _latest_entries(table)
     files, records = len(entries), sum(e.file.row_count for e in entries)
     if not entries:
         return TruncateResult(table.name, table.branch, None, 0, 0, dry_run)
@@ -97,8 +95,7 @@ def drop_partitions(table: Table, partitions: Sequence[Mapping[str, str]], *,
             raise UsageError(f"--partition {_render_spec(spec)} must name every partition column "
                              f"({', '.join(columns)}) and no other")
     tests = [partition_filter(schema, [spec]) for spec in partitions]
-    snapshot = table.latest_snapshot()
-    entries = base_entries(table.manifests(), snapshot, table.snapshots) if snapshot is not None else []
+    entries = _latest_entries(table)
     default_name = schema.core_options.partition_default_name
     dropped_parts: set[bytes] = set()
     found = [False] * len(partitions)
@@ -132,6 +129,10 @@ def drop_partitions(table: Table, partitions: Sequence[Mapping[str, str]], *,
     _tags_after(table, committed)
     log.info("dropped %d partition(s) of %s: %s", len(ordered), table.name, ", ".join(n for n, _ in ordered))
     return DropPartitionResult(table.name, table.branch, committed, texts, missing, files, records, False)
+
+
+def _latest_entries(table: Table) -> list[ManifestEntry]:
+    return latest_base_entries(table.snapshots, table.manifests(), table.schema.core_options.commit_max_retries)[1]
 
 
 def _commit_overwrite(table: Table, spec: OverwriteSpec) -> int | None:

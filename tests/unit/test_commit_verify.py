@@ -371,3 +371,39 @@ def test_delete_replans_when_its_snapshot_is_expired_while_planning(tmp_path: Pa
     result = t.delete("id = 0")
     assert calls and result.rows_deleted == 1 and result.snapshot_id == 4
     assert _rows(t) == [(1, "x"), (77, "meanwhile")]
+
+
+def test_truncate_replans_when_its_snapshot_is_expired_while_planning(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The files truncate counts (and decides nothing-to-do from) come from the new latest."""
+    import core.commit as commit_module
+
+    t = _table(tmp_path, writes=2)
+    calls = _first_call_runs(commit_module, "live_entries", _commit_then_expire(t), monkeypatch)
+    result = t.truncate(dry_run=False)
+    assert calls and result.snapshot_id == 4 and (result.files_deleted, result.records_deleted) == (3, 3)
+    assert _rows(t) == []
+
+
+def test_drop_partition_replans_when_its_snapshot_is_expired_while_planning(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import core.commit as commit_module
+
+    t = Table.locate("db.p", warehouse=str(tmp_path / "wh"))
+    create(t, "id BIGINT, v STRING, dt STRING", partition_keys=["dt"], options={"write-only": "true"})
+
+    def write(ids: list[int], dt: str) -> None:
+        t.write(pa.table({"id": pa.array(ids, pa.int64()), "v": ["x"] * len(ids), "dt": [dt] * len(ids)}))
+
+    write([1], "a")
+    write([2], "b")
+
+    def meanwhile() -> None:
+        write([3], "a")  # lands in the partition being dropped after the plan began
+        t.expire(retain_min=1, retain_max=1, older_than="0s", dry_run=False)
+
+    calls = _first_call_runs(commit_module, "live_entries", meanwhile, monkeypatch)
+    result = t.drop_partitions([{"dt": "a"}], dry_run=False)
+    assert calls and result.snapshot_id == 4 and (result.files_deleted, result.records_deleted) == (2, 2)
+    out = t.scan()
+    assert out.column("id").to_pylist() == [2]
