@@ -217,3 +217,27 @@ def test_health_recommends_the_fixing_command(tmp_path):
     assert h.small_files == 2  # both far under half of 128 MB
     recs = recommendations(h)
     assert any(r.command == "lakectl compact db.h" for r in recs)
+
+
+# ---- metrics -------------------------------------------------------------------------------
+def test_metrics_file_is_valid_prometheus_text_with_the_measures(tmp_path):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from core.metrics import write_atomically
+
+    t = make(tmp_path, "m", options={"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"})
+    t.write(rows([1, 2]))
+    t.write(rows([3]))
+    rep = maintain_table(t, Policy())
+    path = tmp_path / "lakectl.prom"
+    write_atomically(str(path), [rep])
+    samples = {s.name: s for fam in text_string_to_metric_families(path.read_text()) for s in fam.samples}
+    assert samples["lakectl_table_snapshots"].labels == {"table": "db.m"}
+    assert samples["lakectl_table_snapshots"].value == 1  # expired to num-retained.max
+    assert samples["lakectl_table_files"].value == 2
+    assert samples["lakectl_table_bytes"].value == sum(
+        e.file.file_size for e in live_entries(t.manifests(), t.latest_snapshot()))
+    assert samples["lakectl_table_maintenance_failed"].value == 0
+    assert abs(samples["lakectl_table_last_maintenance_success_timestamp_seconds"].value - time.time()) < 60
+    assert samples["lakectl_table_maintenance_bytes_freed"].value == rep.bytes_freed > 0
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
