@@ -12,6 +12,7 @@ One table's failure is recorded and the run goes on with the next table.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -37,15 +38,20 @@ class Policy:
     deletion_vector_ratio_trigger: float = 0.2
 
 
+def with_overrides(policy: Policy, overrides: dict[str, Any]) -> Policy:
+    """``policy`` with the fields ``overrides`` names (``skip_verbs`` given as any iterable)."""
+    fields = {k: frozenset(v) if k == "skip_verbs" else v for k, v in overrides.items()}
+    return dataclasses.replace(policy, **fields)
+
+
 def policy_for(name: str, default: Policy, patterns: Iterable[tuple[str, dict[str, Any]]]) -> Policy:
     """The default overridden by every pattern (``db.*``, ``*.events_*``) that matches ``name``,
     in order, so later patterns win."""
-    fields = {f: getattr(default, f) for f in Policy.__dataclass_fields__}
+    policy = default
     for pattern, overrides in patterns:
         if fnmatch.fnmatchcase(name, pattern):
-            for key, value in overrides.items():
-                fields[key] = frozenset(value) if key == "skip_verbs" else value
-    return Policy(**fields)
+            policy = with_overrides(policy, overrides)
+    return policy
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,13 +117,13 @@ class TableReport:
     finished_at: float | None = None  # epoch seconds of a successful maintenance
 
 
-def _run_action(table: Table, action: Action, policy: Policy, engine: Any) -> ActionReport:
+def _run_action(table: Table, action: Action, policy: Policy, engine_settings: Any) -> ActionReport:
     """Call the existing operation for one verb; bytes freed as the operation reports them."""
     rep = ActionReport(action.verb, action.reason, done=True)
     if action.verb == "compact":
         from core.ops.compact import compact
 
-        r = compact(table, full=action.full, engine=engine)
+        r = compact(table, full=action.full, engine_settings=engine_settings)
         freed = (r.bytes_before - r.bytes_after) if r.bytes_after is not None and r.snapshot_id is not None else 0
         rep.detail = {"snapshot_id": r.snapshot_id, "files_before": r.files_before, "files_after": r.files_after,
                       "engine": r.engine}
@@ -148,10 +154,11 @@ def _run_action(table: Table, action: Action, policy: Policy, engine: Any) -> Ac
     return rep
 
 
-def maintain_table(table: Table, policy: Policy, *, dry_run: bool = False, engine: Any = None,
+def maintain_table(table: Table, policy: Policy, *, dry_run: bool = False, engine_settings: Any = None,
                    holder: str | None = None, lease_seconds: float = 3600.0) -> TableReport:
     """Plan and (unless ``dry_run``) run the table's maintenance under its lease. Never raises
-    for the table's own errors: they are the report's."""
+    for the table's own errors: they are the report's. ``engine_settings`` (the --engine choice)
+    goes to compaction, which sends big compactions to Spark under ``auto``."""
     start = time.monotonic()
     rep = TableReport(table.name, "done")
     try:
@@ -170,7 +177,7 @@ def maintain_table(table: Table, policy: Policy, *, dry_run: bool = False, engin
     try:
         for action in actions:
             try:
-                rep.actions.append(_run_action(table, action, policy, engine))
+                rep.actions.append(_run_action(table, action, policy, engine_settings))
             except (LakectlError, OSError) as e:
                 # Stop this table: later verbs (orphans above all) assume the earlier ones finished.
                 rep.actions.append(ActionReport(action.verb, action.reason, done=False,
@@ -194,7 +201,7 @@ def _finish(rep: TableReport, start: float, status: str, reason: str | None) -> 
 
 
 def maintain(names: list[str], open_table: Callable[[str], Table], policy_of: Callable[[str], Policy], *,
-             dry_run: bool = False, engine: Any = None, parallel: int = 1, time_budget: float | None = None,
+             dry_run: bool = False, engine_settings: Any = None, parallel: int = 1, time_budget: float | None = None,
              on_done: Callable[[TableReport], None] | None = None) -> list[TableReport]:
     """Maintain the named tables, ``parallel`` at a time; with ``time_budget`` (seconds), tables
     not started when it runs out are reported skipped. One run uses one lease holder name."""
@@ -210,7 +217,8 @@ def maintain(names: list[str], open_table: Callable[[str], Table], policy_of: Ca
             except (LakectlError, OSError) as e:
                 rep = TableReport(name, "failed", f"{type(e).__name__}: {e}")
             else:
-                rep = maintain_table(table, policy_of(name), dry_run=dry_run, engine=engine, holder=holder)
+                rep = maintain_table(table, policy_of(name), dry_run=dry_run, engine_settings=engine_settings,
+                                     holder=holder)
         if on_done is not None:
             on_done(rep)
         return rep
