@@ -76,7 +76,8 @@ def register(app: typer.Typer) -> None:
 
         \b
           lakectl maintain --dry-run
-          lakectl maintain shop --parallel 4 --time-budget 30m --metrics-file /var/lib/node_exporter/lakectl.prom
+          lakectl maintain shop --parallel 4 --time-budget 30m
+          lakectl maintain --metrics-file /var/lib/node_exporter/lakectl.prom
         """
         from core.ops.maintain import maintain
         from core.table import Table

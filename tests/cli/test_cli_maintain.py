@@ -135,3 +135,15 @@ def test_health_json_recommends_compaction_past_the_trigger(cli, tmp_path):
     assert (h["files"], h["snapshots"], h["max_sorted_runs"], h["rows"]) == (3, 3, 3, 12)
     assert h["file_size_histogram"]["< 1 MB"] == 3
     assert {"lakectl compact db.h"} == {r["command"] for r in h["recommendations"]}
+
+
+def test_health_for_a_script_imports_no_arrow_or_rich(cli, tmp_path):
+    """health reads metadata only: pyarrow, numpy, pandas and rich stay unloaded on a pipe."""
+    from tests.cli.test_command_line import modules_of
+
+    make(cli, tmp_path, "meta", 1)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_")}
+    proc, modules = modules_of(["-w", cli.wh, "health", "db.meta", "-f", "json"], env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["files"] == 1
+    assert sorted(m for m in modules if m.split(".")[0] in ("pyarrow", "numpy", "rich", "pandas")) == []
