@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
 
         \b
           lakectl health shop.orders
-          lakectl health shop.orders -f json | jq .recommendations
+          lakectl health shop.orders -f json
         """
         import dataclasses
 
