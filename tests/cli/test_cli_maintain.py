@@ -147,3 +147,17 @@ def test_health_for_a_script_imports_no_arrow_or_rich(cli, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["files"] == 1
     assert sorted(m for m in modules if m.split(".")[0] in ("pyarrow", "numpy", "rich", "pandas")) == []
+
+
+def test_config_show_policy_lists_each_tables_effective_policy(cli, tmp_path):
+    make(cli, tmp_path, "events_a", 0)
+    make(cli, tmp_path, "plain", 0)
+    config = tmp_path / "lakectl.toml"
+    config.write_text('[maintain]\norphan-age = "2d"\n[maintain.tables."db.*"]\nfull-compaction = true\n'
+                      '[maintain.tables."*.events_*"]\nskip-verbs = ["compact", "expire"]\norphan-age = "5d"\n')
+    rows = by_table(ok_json(cli("config", "show", "--policy", "-f", "json", config=config)))
+    assert rows["db.events_a"] == {"table": "db.events_a", "skip": False, "skip_verbs": "compact,expire",
+                                   "orphan_age": "5d", "full_compaction": True, "small_files_trigger": 5,
+                                   "deletion_vector_ratio_trigger": 0.2, "patterns": "db.*,*.events_*"}
+    assert (rows["db.plain"]["orphan_age"], rows["db.plain"]["skip_verbs"], rows["db.plain"]["patterns"]) == \
+        ("2d", "", "db.*")
