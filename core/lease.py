@@ -6,7 +6,7 @@ lease is ``<table>/.lakectl-maintain.lease`` (directly in the table directory, w
 ``FileIO.try_create`` so that local disks and object stores both give one winner.
 
 A crashed run leaves its lease behind; the expiry written in it lets the next run take it
-over. Take-over is delete-then-create: the stale file is deleted only if it still holds the
+over (at once when the holder was a process of this host that no longer runs). Take-over is delete-then-create: the stale file is deleted only if it still holds the
 bytes we read (so a run that took it over a moment before us keeps its fresh lease), and
 then create-if-absent decides the race again, so at most one taker wins.
 """
@@ -41,6 +41,21 @@ def _content(holder: str, expires_at: float) -> bytes:
     return json.dumps({"holder": holder, "expires_at": expires_at}, sort_keys=True).encode()
 
 
+def _holder_is_dead(data: bytes) -> bool:
+    """The lease was written by a process of this host that no longer runs (a killed cron run):
+    stale at once rather than after its expiry. Holders of other hosts wait for the expiry."""
+    try:
+        host, pid, _ = str(json.loads(data.decode())["holder"]).split(":", 2)
+        if host != socket.gethostname():
+            return False
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError, PermissionError, OSError):
+        return False
+    return False
+
+
 def _expiry(data: bytes) -> float | None:
     """The expiry of a lease file's content; None when it cannot be read (treated as stale)."""
     try:
@@ -68,7 +83,7 @@ def acquire(file_io: FileIO, table_path: str, *, holder: str, ttl_seconds: float
         existing = None  # released between our create and our read: try once more below
     if existing is not None:
         expires = _expiry(existing)
-        if expires is not None and expires > now:
+        if expires is not None and expires > now and not _holder_is_dead(existing):
             return None  # held by a live run
         if not _delete_if_unchanged(file_io, path, existing):
             return None  # someone else took it over first

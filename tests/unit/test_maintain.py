@@ -241,3 +241,45 @@ def test_metrics_file_is_valid_prometheus_text_with_the_measures(tmp_path):
     assert abs(samples["lakectl_table_last_maintenance_success_timestamp_seconds"].value - time.time()) < 60
     assert samples["lakectl_table_maintenance_bytes_freed"].value == rep.bytes_freed > 0
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_lease_of_a_killed_process_on_this_host_is_taken_at_once(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    t = make(tmp_path, "killed")
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    dead_holder = f"{leases.socket.gethostname()}:{child.pid}:abcd1234"
+    live = leases.acquire(t.file_io, t.path, holder=dead_holder, ttl_seconds=3600)
+    assert live is not None
+    assert leases.acquire(t.file_io, t.path, holder="other", ttl_seconds=60) is None  # its holder runs
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    taken = leases.acquire(t.file_io, t.path, holder="rerun", ttl_seconds=60)
+    assert taken is not None and taken.holder == "rerun"
+
+
+def test_run_killed_mid_way_then_rerun_finishes(tmp_path):
+    """A maintain process killed while it holds the table's lease (before it finished): the rerun
+    takes the dead process's lease over at once and brings the table to its options. (A kill
+    inside a verb is each operation's own crash safety, tested with it.)"""
+    import subprocess
+    import sys
+
+    t = make(tmp_path, "mid", options={"num-sorted-run.compaction-trigger": "2", "snapshot.num-retained.min": "1",
+                                       "snapshot.num-retained.max": "1"})
+    t.write(rows(range(5)))
+    t.write(rows(range(3, 9), v="y"))
+    expected = t.scan().sort_by("id")
+    # The child takes the lease and dies hard, as a killed cron run would.
+    code = ("import os, sys; from core.table import Table; from core import lease; "
+            f"t = Table.open('db.mid', warehouse={str(tmp_path / WH)!r}); "
+            "lease.acquire(t.file_io, t.path, holder=lease.new_holder(), ttl_seconds=3600); os._exit(9)")
+    assert subprocess.run([sys.executable, "-c", code], env=os.environ).returncode == 9
+    assert Path(leases.lease_path(t.path)).exists()
+    rep = maintain_table(Table.open("db.mid", warehouse=str(tmp_path / WH)), Policy())
+    assert rep.status == "done", rep.reason
+    t = Table.open("db.mid", warehouse=str(tmp_path / WH))
+    assert max_runs(t) == 1 and t.snapshots.earliest_id() == t.snapshots.latest_id()
+    assert t.scan().sort_by("id").equals(expected)
