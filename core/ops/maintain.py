@@ -115,6 +115,8 @@ class TableReport:
     duration_seconds: float = 0.0
     health: Health | None = None
     finished_at: float | None = None  # epoch seconds of a successful maintenance
+    started_at: float | None = None   # epoch seconds the lease was taken (None: never held)
+    released_at: float | None = None  # epoch seconds the lease was given back
 
 
 def _run_action(table: Table, action: Action, policy: Policy, engine_settings: Any) -> ActionReport:
@@ -174,6 +176,7 @@ def maintain_table(table: Table, policy: Policy, *, dry_run: bool = False, engin
     held = leases.acquire(table.file_io, table.path, holder=holder or leases.new_holder(), ttl_seconds=lease_seconds)
     if held is None:
         return _finish(rep, start, "skipped", "another maintain run holds the table's lease")
+    rep.started_at = time.time()
     try:
         for action in actions:
             try:
@@ -185,6 +188,7 @@ def maintain_table(table: Table, policy: Policy, *, dry_run: bool = False, engin
                 return _finish(rep, start, "failed", f"{action.verb}: {e}")
     finally:
         leases.release(table.file_io, held)
+        rep.released_at = time.time()
     rep.bytes_freed = sum(a.bytes_freed for a in rep.actions)
     rep.finished_at = time.time()
     try:

@@ -42,7 +42,8 @@ def report_row(r: Any) -> dict[str, Any]:
     return {"table": r.table, "status": r.status, "reason": r.reason,
             "actions": [{"verb": a.verb, "reason": a.reason, "done": a.done, "detail": a.detail,
                          "bytes_freed": a.bytes_freed, "error": a.error} for a in r.actions],
-            "bytes_freed": r.bytes_freed, "duration_seconds": round(r.duration_seconds, 3)}
+            "bytes_freed": r.bytes_freed, "duration_seconds": round(r.duration_seconds, 3),
+            "lease_taken_at": r.started_at, "lease_released_at": r.released_at}
 
 
 def register(app: typer.Typer) -> None:
@@ -107,7 +108,8 @@ def register(app: typer.Typer) -> None:
             write_atomically(metrics_file, reports)
         rows = [report_row(r) for r in reports]
         if out.format in ("json", "jsonl", "csv"):
-            out.rows(rows, ["table", "status", "reason", "actions", "bytes_freed", "duration_seconds"])
+            out.rows(rows, ["table", "status", "reason", "actions", "bytes_freed", "duration_seconds",
+                            "lease_taken_at", "lease_released_at"])
         else:
             out.rows([{**r, "actions": ", ".join(a["verb"] + ("" if a["done"] or dry_run else " (failed)")
                                                   for a in r["actions"])} for r in rows],
