@@ -51,7 +51,7 @@ def measure(table: Table, *, now: float | None = None) -> Health:
     snapshots = 0 if latest is None or earliest is None else latest - earliest + 1
     oldest_age = None
     if earliest is not None and table.snapshots.exists(earliest):
-        oldest_age = max(0.0, now - table.snapshots.snapshot(earliest).time_millis / 1000)
+        oldest_age = round(max(0.0, now - table.snapshots.snapshot(earliest).time_millis / 1000), 3)
     entries = live_entries(table.manifests(), snap) if snap is not None else []
     buckets: dict[tuple[bytes, int], list] = defaultdict(list)
     for e in entries:
