@@ -9,7 +9,8 @@ table of Spark settings; under ``[s3]``: ``endpoint``, ``region``, ``access-key-
 (each also ``LAKECTL_S3_<KEY>`` in the environment; unset credentials fall back to the
 standard AWS variables and files). A ``[profiles.NAME]`` table holds the same keys (with
 ``[profiles.NAME.spark]``, ``[profiles.NAME.s3]``); the selected profile's values win over the
-top-level ones. ``lakectl config show`` prints every effective value with where it came from.
+top-level ones. ``[maintain]`` and ``[maintain.tables."PATTERN"]`` hold ``lakectl maintain``'s
+policy (``lakectl.maintain_policy``). ``lakectl config show`` prints every effective value with where it came from.
 
 A config file that does not parse, or holds an unknown key or a value of the wrong type, is a
 usage error naming the file, the line and the key. Relative paths in it (``warehouse``,
@@ -48,7 +49,8 @@ _S3_SCHEMA: dict[str, tuple[type, ...]] = {
     else (str, int) if k == "retries" else (str,) for k in S3_KEYS}
 _SETTINGS_SCHEMA: dict[str, tuple[type, ...]] = {"warehouse": (str,), "format": (str,), "engine": (str,),
                                                  "spark": (dict,), "s3": (dict,)}
-_TOP_SCHEMA: dict[str, tuple[type, ...]] = {**_SETTINGS_SCHEMA, "profile": (str,), "profiles": (dict,)}
+_TOP_SCHEMA: dict[str, tuple[type, ...]] = {**_SETTINGS_SCHEMA, "profile": (str,), "profiles": (dict,),
+                                             "maintain": (dict,)}  # checked by lakectl.maintain_policy
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false", dict: "a table"}
 
 
@@ -225,6 +227,9 @@ def _check_settings(cf: ConfigFile, table: dict[str, Any], prefix: tuple[str, ..
             raise cf.error(keys, f"key {'.'.join(keys)!r} must be a string, number or boolean, not {_describe(value)}")
     _check_table(cf, table.get("s3", {}), (*prefix, "s3"), _S3_SCHEMA)
     if top:
+        from lakectl.maintain_policy import check_section
+
+        check_section(cf, table.get("maintain", {}))
         for name, profile in table.get("profiles", {}).items():
             if not isinstance(profile, dict):
                 raise cf.error(("profiles", name), f"key 'profiles.{name}' must be a table ([profiles.{name}]), "

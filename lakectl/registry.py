@@ -80,6 +80,12 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("consumer", "consumers",
           "List, move and delete consumers: the positions of streaming readers (scan --follow --consumer-id), which "
           "hold back expiration."),
+    Entry("maintain", "maintain",
+          "Maintain every table (or those named) as its own Paimon options ask: compaction, snapshot, partition, tag "
+          "and consumer expiry, then orphan removal."),
+    Entry("health", "health",
+          "Show a table's health (snapshots, files, small files, sorted runs, deletion vectors, oldest snapshot) and "
+          "what to do about it, each recommendation naming its command."),
     Entry("config", "config", "Show the settings lakectl runs with."),
 )
 

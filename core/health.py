@@ -1,0 +1,109 @@
+"""A table's health: the measures that decide its maintenance, from metadata only.
+
+``lakectl health``, ``lakectl maintain``'s plan and its Prometheus metrics all read these
+measures, so what the plan acts on is what the operator sees. No data file is read.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from core.table import Table
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    table: str
+    snapshots: int
+    files: int
+    small_files: int           # live data files below target-file-size * small-file ratio
+    bytes: int
+    rows: int
+    max_sorted_runs: int       # the most sorted runs of any bucket (PK: Paimon's count; append: files)
+    sorted_run_trigger: int    # num-sorted-run.compaction-trigger
+    target_file_size: int
+    deletion_vector_files: int  # data files with a deletion vector
+    deletion_vector_ratio: float  # of the live data files
+    oldest_snapshot_age_seconds: float | None
+    tags: int
+    has_primary_key: bool
+    file_sizes: tuple[int, ...] = field(default=(), repr=False)  # every live file's size (histograms)
+
+
+# A file under this fraction of target-file-size counts as small: Paimon's append compaction
+# picks files below target-file-size, but a file at 70% of it is not worth rewriting.
+SMALL_FILE_FRACTION = 0.5
+
+
+def measure(table: Table, *, now: float | None = None) -> Health:
+    """The table's health at its latest snapshot."""
+    from core.manifest import live_entries, sorted_runs
+
+    now = time.time() if now is None else now
+    schema = table.schema
+    opts = schema.core_options
+    target = opts.file_size_for(schema.has_primary_key)
+    snap = table.latest_snapshot()
+    earliest = table.snapshots.earliest_id()
+    latest = table.snapshots.latest_id()
+    snapshots = 0 if latest is None or earliest is None else latest - earliest + 1
+    oldest_age = None
+    if earliest is not None and table.snapshots.exists(earliest):
+        oldest_age = round(max(0.0, now - table.snapshots.snapshot(earliest).time_millis / 1000), 3)
+    entries = live_entries(table.manifests(), snap) if snap is not None else []
+    buckets: dict[tuple[bytes, int], list] = defaultdict(list)
+    for e in entries:
+        buckets[(e.partition, e.bucket)].append(e.file)
+    if schema.has_primary_key:
+        max_runs = max((sorted_runs(fs) for fs in buckets.values()), default=0)
+    else:
+        max_runs = max((len(fs) for fs in buckets.values()), default=0)
+    sizes = tuple(e.file.file_size for e in entries)
+    dv_files = _deletion_vector_files(table, snap)
+    return Health(
+        table=table.name, snapshots=snapshots, files=len(entries),
+        small_files=sum(1 for s in sizes if s < target * SMALL_FILE_FRACTION),
+        bytes=sum(sizes), rows=sum(e.file.row_count for e in entries),
+        max_sorted_runs=max_runs, sorted_run_trigger=opts.num_sorted_run_compaction_trigger,
+        target_file_size=target, deletion_vector_files=dv_files,
+        deletion_vector_ratio=dv_files / len(entries) if entries else 0.0,
+        oldest_snapshot_age_seconds=oldest_age, tags=len(table.tags.names()),
+        has_primary_key=schema.has_primary_key, file_sizes=sizes)
+
+
+def _deletion_vector_files(table: Table, snap) -> int:
+    if snap is None or not snap.index_manifest:
+        return 0
+    from core.deletion_vectors import snapshot_deletion_files
+
+    return sum(len(files) for files in snapshot_deletion_files(table.file_io, table.path, snap).values())
+
+
+@dataclass(frozen=True, slots=True)
+class Recommendation:
+    problem: str
+    command: str  # the lakectl command that fixes it
+
+
+def recommendations(h: Health, *, snapshot_retain_max: int | None = None) -> list[Recommendation]:
+    """What to do about the measures, each naming the command that does it."""
+    out = []
+    if h.has_primary_key and h.max_sorted_runs >= h.sorted_run_trigger:
+        out.append(Recommendation(
+            f"a bucket has {h.max_sorted_runs} sorted runs (trigger {h.sorted_run_trigger}): reads merge them all",
+            f"lakectl compact {h.table}"))
+    if h.small_files >= 2:
+        out.append(Recommendation(
+            f"{h.small_files} of {h.files} files are under half of target-file-size ({h.target_file_size} bytes)",
+            f"lakectl compact {h.table}"))
+    if h.deletion_vector_ratio > 0.2:
+        out.append(Recommendation(
+            f"{h.deletion_vector_ratio:.0%} of files carry deletion vectors: reads filter deleted rows",
+            f"lakectl compact {h.table}"))
+    if snapshot_retain_max is not None and h.snapshots > snapshot_retain_max:
+        out.append(Recommendation(
+            f"{h.snapshots} snapshots retained (snapshot.num-retained.max {snapshot_retain_max})",
+            f"lakectl expire {h.table}"))
+    return out

@@ -1,0 +1,233 @@
+"""``lakectl maintain``: bring each table to the state its own Paimon options ask for.
+
+Per table: measure its health (``core.health``), plan the verbs its options and the policy
+call for, take its lease (``core.lease``) and run the plan in Paimon's safe order --
+compaction, snapshot expiry (which also expires consumers by ``consumer.expiration-time``),
+partition expiry, tag expiry, then orphan removal last, so that orphans never race files a
+compaction or expiry is still writing or deleting. Every verb is an existing operation of
+``core.ops``; this module only decides which to call.
+
+One table's failure is recorded and the run goes on with the next table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from core.errors import LakectlError
+from core.health import Health, measure
+from core import lease as leases
+from core.table import Table
+
+VERBS = ("compact", "expire", "expire-partitions", "expire-tags", "remove-orphan-files")
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """What maintain may do to a table; the TOML config's defaults and table patterns build it."""
+    skip: bool = False                       # leave the table alone
+    skip_verbs: frozenset[str] = frozenset()
+    orphan_age: str = "1d"                   # Paimon's default: younger files may be in-flight writes
+    full_compaction: bool = False            # compact every bucket in full, whatever the triggers
+    small_files_trigger: int = 5             # append tables: compact at this many small files in a bucket's table
+    deletion_vector_ratio_trigger: float = 0.2
+
+
+def with_overrides(policy: Policy, overrides: dict[str, Any]) -> Policy:
+    """``policy`` with the fields ``overrides`` names (``skip_verbs`` given as any iterable)."""
+    fields = {k: frozenset(v) if k == "skip_verbs" else v for k, v in overrides.items()}
+    return dataclasses.replace(policy, **fields)
+
+
+def policy_for(name: str, default: Policy, patterns: Iterable[tuple[str, dict[str, Any]]]) -> Policy:
+    """The default overridden by every pattern (``db.*``, ``*.events_*``) that matches ``name``,
+    in order, so later patterns win."""
+    policy = default
+    for pattern, overrides in patterns:
+        if fnmatch.fnmatchcase(name, pattern):
+            policy = with_overrides(policy, overrides)
+    return policy
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    verb: str
+    reason: str
+    full: bool = False  # compact: full compaction rather than the triggered buckets
+
+
+def plan_table(table: Table, health: Health, policy: Policy) -> list[Action]:
+    """The verbs the table needs, in the order they run."""
+    if policy.skip:
+        return []
+    opts = table.schema.options
+    actions = [a for a in (_compaction(table, health, policy),) if a is not None]
+    retain_min = int(opts.get("snapshot.num-retained.min", "10"))
+    if health.snapshots > retain_min or "consumer.expiration-time" in opts:
+        actions.append(Action("expire", f"{health.snapshots} snapshots, snapshot.num-retained.min {retain_min}"))
+    if "partition.expiration-time" in opts and table.schema.partition_keys:
+        actions.append(Action("expire-partitions", f"partition.expiration-time {opts['partition.expiration-time']}"))
+    if health.tags:
+        actions.append(Action("expire-tags", f"{health.tags} tags (TTL)"))
+    actions.append(Action("remove-orphan-files", f"files unreferenced for {policy.orphan_age}"))
+    return [a for a in actions if a.verb not in policy.skip_verbs]
+
+
+def _compaction(table: Table, h: Health, policy: Policy) -> Action | None:
+    from core.ops.compact import full_compaction_due
+
+    if h.files == 0:
+        return None
+    if policy.full_compaction or full_compaction_due(table):
+        return Action("compact", "full compaction by policy", full=True)
+    if h.deletion_vector_ratio > policy.deletion_vector_ratio_trigger:
+        return Action("compact", f"{h.deletion_vector_ratio:.0%} of files carry deletion vectors", full=True)
+    if h.has_primary_key and h.max_sorted_runs >= h.sorted_run_trigger:
+        return Action("compact", f"{h.max_sorted_runs} sorted runs in a bucket "
+                                 f"(num-sorted-run.compaction-trigger {h.sorted_run_trigger})")
+    if not h.has_primary_key and h.small_files >= policy.small_files_trigger:
+        return Action("compact", f"{h.small_files} small files (target-file-size {h.target_file_size})", full=True)
+    return None
+
+
+@dataclass
+class ActionReport:
+    verb: str
+    reason: str
+    done: bool
+    detail: dict[str, Any] = field(default_factory=dict)
+    bytes_freed: int = 0
+    error: str | None = None
+
+
+@dataclass
+class TableReport:
+    table: str
+    status: str  # "done", "planned" (dry run), "skipped", "failed"
+    reason: str | None = None  # why skipped / the failure
+    actions: list[ActionReport] = field(default_factory=list)
+    bytes_freed: int = 0
+    duration_seconds: float = 0.0
+    health: Health | None = None
+    finished_at: float | None = None  # epoch seconds of a successful maintenance
+    started_at: float | None = None   # epoch seconds the lease was taken (None: never held)
+    released_at: float | None = None  # epoch seconds the lease was given back
+
+
+def _run_action(table: Table, action: Action, policy: Policy, engine_settings: Any) -> ActionReport:
+    """Call the existing operation for one verb; bytes freed as the operation reports them."""
+    rep = ActionReport(action.verb, action.reason, done=True)
+    if action.verb == "compact":
+        from core.ops.compact import compact
+
+        r = compact(table, full=action.full, engine_settings=engine_settings)
+        freed = (r.bytes_before - r.bytes_after) if r.bytes_after is not None and r.snapshot_id is not None else 0
+        rep.detail = {"snapshot_id": r.snapshot_id, "files_before": r.files_before, "files_after": r.files_after,
+                      "engine": r.engine}
+        rep.bytes_freed = 0  # compaction rewrites: the old files are freed by expire, not now
+        rep.detail["bytes_rewritten_delta"] = freed
+    elif action.verb == "expire":
+        from core.ops.expire import expire_snapshots
+
+        r = expire_snapshots(table)
+        rep.detail = {"snapshots_expired": len(r.snapshots_expired), "consumers_expired": r.consumers_expired,
+                      "data_files_deleted": r.data_files_deleted}
+        rep.bytes_freed = r.bytes_deleted
+    elif action.verb == "expire-partitions":
+        from core.ops.partitions import expire_partitions
+
+        r = expire_partitions(table)
+        rep.detail = {"partitions": list(r.partitions), "snapshot_id": r.snapshot_id}
+    elif action.verb == "expire-tags":
+        from core.ops.tags import expire_tags
+
+        rep.detail = {"tags": [t.name for t in expire_tags(table)]}
+    elif action.verb == "remove-orphan-files":
+        from core.ops.orphans import remove_orphan_files
+
+        r = remove_orphan_files(table, older_than=policy.orphan_age)
+        rep.detail = {"files": r.files}
+        rep.bytes_freed = r.bytes
+    return rep
+
+
+def maintain_table(table: Table, policy: Policy, *, dry_run: bool = False, engine_settings: Any = None,
+                   holder: str | None = None, lease_seconds: float = 3600.0) -> TableReport:
+    """Plan and (unless ``dry_run``) run the table's maintenance under its lease. Never raises
+    for the table's own errors: they are the report's. ``engine_settings`` (the --engine choice)
+    goes to compaction, which sends big compactions to Spark under ``auto``."""
+    start = time.monotonic()
+    rep = TableReport(table.name, "done")
+    try:
+        rep.health = measure(table)
+        actions = plan_table(table, rep.health, policy)
+    except (LakectlError, OSError) as e:
+        return _finish(rep, start, "failed", f"{type(e).__name__}: {e}")
+    if policy.skip:
+        return _finish(rep, start, "skipped", "policy skips the table")
+    if dry_run:
+        rep.actions = [ActionReport(a.verb, a.reason, done=False) for a in actions]
+        return _finish(rep, start, "planned", None)
+    held = leases.acquire(table.file_io, table.path, holder=holder or leases.new_holder(), ttl_seconds=lease_seconds)
+    if held is None:
+        return _finish(rep, start, "skipped", "another maintain run holds the table's lease")
+    rep.started_at = time.time()
+    try:
+        for action in actions:
+            try:
+                rep.actions.append(_run_action(table, action, policy, engine_settings))
+            except (LakectlError, OSError) as e:
+                # Stop this table: later verbs (orphans above all) assume the earlier ones finished.
+                rep.actions.append(ActionReport(action.verb, action.reason, done=False,
+                                                error=f"{type(e).__name__}: {e}"))
+                return _finish(rep, start, "failed", f"{action.verb}: {e}")
+    finally:
+        leases.release(table.file_io, held)
+        rep.released_at = time.time()
+    rep.bytes_freed = sum(a.bytes_freed for a in rep.actions)
+    rep.finished_at = time.time()
+    try:
+        rep.health = measure(table)  # after: what the metrics report
+    except (LakectlError, OSError):
+        pass
+    return _finish(rep, start, "done", None)
+
+
+def _finish(rep: TableReport, start: float, status: str, reason: str | None) -> TableReport:
+    rep.status, rep.reason = status, reason
+    rep.duration_seconds = time.monotonic() - start
+    return rep
+
+
+def maintain(names: list[str], open_table: Callable[[str], Table], policy_of: Callable[[str], Policy], *,
+             dry_run: bool = False, engine_settings: Any = None, parallel: int = 1, time_budget: float | None = None,
+             on_done: Callable[[TableReport], None] | None = None) -> list[TableReport]:
+    """Maintain the named tables, ``parallel`` at a time; with ``time_budget`` (seconds), tables
+    not started when it runs out are reported skipped. One run uses one lease holder name."""
+    holder = leases.new_holder()
+    deadline = None if time_budget is None else time.monotonic() + time_budget
+
+    def one(name: str) -> TableReport:
+        if deadline is not None and time.monotonic() >= deadline:
+            rep = TableReport(name, "skipped", "time budget spent before the table started")
+        else:
+            try:
+                table = open_table(name)
+            except (LakectlError, OSError) as e:
+                rep = TableReport(name, "failed", f"{type(e).__name__}: {e}")
+            else:
+                rep = maintain_table(table, policy_of(name), dry_run=dry_run, engine_settings=engine_settings,
+                                     holder=holder)
+        if on_done is not None:
+            on_done(rep)
+        return rep
+
+    if parallel <= 1:
+        return [one(n) for n in names]
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        return list(pool.map(one, names))

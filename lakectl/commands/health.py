@@ -1,0 +1,73 @@
+"""lakectl health DB.TABLE: the measures maintain acts on, with what to do about them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from lakectl.commands import output, settings
+from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+
+# File-size histogram buckets: upper bounds in bytes (the last is open-ended).
+_SIZE_BOUNDS = ((1 << 20, "< 1 MB"), (16 << 20, "1-16 MB"), (64 << 20, "16-64 MB"), (128 << 20, "64-128 MB"),
+                (256 << 20, "128-256 MB"), (None, ">= 256 MB"))
+
+
+def size_histogram(sizes: tuple[int, ...]) -> list[tuple[str, int]]:
+    counts = [0] * len(_SIZE_BOUNDS)
+    for size in sizes:
+        counts[next(i for i, (bound, _) in enumerate(_SIZE_BOUNDS) if bound is None or size < bound)] += 1
+    return [(label, n) for (_, label), n in zip(_SIZE_BOUNDS, counts)]
+
+
+def _bars(out: Any, title: str, items: list[tuple[str, int]]) -> None:
+    """A rich bar chart: one row per item, bar length proportional to its value."""
+    from rich.table import Table as RichTable
+
+    top = max((v for _, v in items), default=0) or 1
+    grid = RichTable(title=title, show_header=False, box=None)
+    for label, value in items:
+        grid.add_row(label, "█" * max(0, round(40 * value / top)), str(value))
+    out.console.print(grid)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("health")
+    def health_cmd(ctx: typer.Context, table: TableArg, warehouse: WarehouseOpt = None,
+                   fmt: FormatOpt = None) -> None:
+        """Show a table's health (snapshots, files, small files, sorted runs, deletion vectors,
+        oldest snapshot) and what to do about it, each recommendation naming its command.
+
+        On a terminal: a file-size histogram and rows per bucket as bar charts.
+
+        Examples:
+
+        \b
+          lakectl health shop.orders
+          lakectl health shop.orders -f json
+        """
+        import dataclasses
+
+        from core.health import measure, recommendations
+        from core.table import Table
+
+        out = output(ctx, fmt)
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        h = measure(t)
+        retain_max = t.schema.options.get("snapshot.num-retained.max")
+        recs = recommendations(h, snapshot_retain_max=int(retain_max) if retain_max else None)
+        measures = {k: v for k, v in dataclasses.asdict(h).items() if k != "file_sizes"}
+        if out.format != "table":
+            out.record({**measures, "file_size_histogram": dict(size_histogram(h.file_sizes)),
+                        "recommendations": [dataclasses.asdict(r) for r in recs]}, data=True)
+            return
+        out.record(measures, title=f"health of {t.name}", data=True)
+        out.rows([dataclasses.asdict(r) for r in recs] or [{"problem": "none", "command": ""}],
+                 ["problem", "command"], title="recommendations")
+        if out.terminal:
+            from core.ops.table_stats import bucket_stats
+
+            _bars(out, "files by size", size_histogram(h.file_sizes))
+            _bars(out, "rows per bucket", [(f"{'/'.join(f'{k}={v}' for k, v in b.partition.items()) or '-'} "
+                                            f"bucket {b.bucket}", b.record_count) for b in bucket_stats(t)])

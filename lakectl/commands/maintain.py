@@ -1,0 +1,121 @@
+"""lakectl maintain [DB | DB.TABLE ...]: one cron line keeps a whole warehouse healthy."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Optional
+
+import typer
+
+from lakectl.commands import output, settings
+from lakectl.params import FormatOpt, WarehouseOpt
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_budget(text: str) -> float:
+    """``30m``, ``2h``, ``90s``, ``45`` (seconds) -> seconds."""
+    from core.errors import UsageError
+
+    m = _DURATION.match(text)
+    if not m:
+        raise UsageError(f"--time-budget {text!r}: give a duration such as 30m, 2h or 90s")
+    return float(m.group(1)) * _UNIT_SECONDS[m.group(2) or "s"]
+
+
+def table_names(warehouse: Any, targets: list[str]) -> list[str]:
+    """DB.TABLE names of the targets: every table of the warehouse, of a DB, or the table named."""
+    if not targets:
+        targets = warehouse.databases()
+    names: list[str] = []
+    for t in targets:
+        if "." in t:
+            names.append(t)
+        else:
+            names.extend(f"{t}.{name}" for name in warehouse.tables(t))
+    return names
+
+
+def report_row(r: Any) -> dict[str, Any]:
+    """One table's report as JSON: actions and what each did, bytes freed, duration, why skipped, errors."""
+    return {"table": r.table, "status": r.status, "reason": r.reason,
+            "actions": [{"verb": a.verb, "reason": a.reason, "done": a.done, "detail": a.detail,
+                         "bytes_freed": a.bytes_freed, "error": a.error} for a in r.actions],
+            "bytes_freed": r.bytes_freed, "duration_seconds": round(r.duration_seconds, 3),
+            "lease_taken_at": r.started_at, "lease_released_at": r.released_at}
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("maintain")
+    def maintain_cmd(
+        ctx: typer.Context,
+        targets: Annotated[Optional[list[str]], typer.Argument(
+            help="Databases (DB) or tables (DB.TABLE); default every table of the warehouse.",
+            metavar="[DB | DB.TABLE]...", show_default=False)] = None,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Print each table's plan; change nothing.")] = False,
+        parallel: Annotated[int, typer.Option("--parallel", min=1, help="Maintain this many tables at once.")] = 1,
+        time_budget: Annotated[Optional[str], typer.Option(
+            "--time-budget", help="Start no new table after this long (30m, 2h); the rest are reported skipped.",
+            metavar="DURATION")] = None,
+        metrics_file: Annotated[Optional[str], typer.Option(
+            "--metrics-file", help="Write per-table metrics in Prometheus text format to this file (atomically), "
+                                   "for node_exporter's textfile collector.", metavar="PATH")] = None,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """Maintain every table (or those named) as its own Paimon options ask: compaction,
+        snapshot, partition, tag and consumer expiry, then orphan removal.
+
+        Each table's plan comes from its options (num-sorted-run.compaction-trigger,
+        target-file-size, snapshot.*, partition.expiration-time, tag TTLs,
+        consumer.expiration-time) and the [maintain] policy of the config file. A per-table lease
+        keeps overlapping runs apart: a table another run holds is reported skipped. One table's
+        failure does not stop the others; the exit code is 1 when any table failed.
+
+        Examples:
+
+        \b
+          lakectl maintain --dry-run
+          lakectl maintain shop --parallel 4 --time-budget 30m
+          lakectl maintain --metrics-file /var/lib/node_exporter/lakectl.prom
+        """
+        from core.ops.maintain import maintain
+        from core.table import Table
+        from core.warehouse import Warehouse
+        from lakectl.maintain_policy import Policies
+
+        out = output(ctx, fmt)
+        s = settings(ctx)
+        uri = s.resolve_warehouse(warehouse)
+        names = table_names(Warehouse.open(uri), list(targets or []))
+        budget = parse_budget(time_budget) if time_budget else None
+        policies = Policies(s.config.get("maintain"))
+        with out.progress() as progress:
+            done: list[Any] = []
+
+            def on_done(rep: Any) -> None:
+                done.append(rep)
+                if progress is not None:
+                    progress(len(done), len(names), f"{rep.table}: {rep.status}")
+
+            reports = maintain(names, lambda n: Table.open(n, warehouse=uri), policies, dry_run=dry_run,
+                               engine_settings=s.engine_settings(), parallel=parallel, time_budget=budget,
+                               on_done=on_done)
+        if metrics_file and not dry_run:
+            from core.metrics import write_atomically
+
+            write_atomically(metrics_file, reports)
+        rows = [report_row(r) for r in reports]
+        if out.format in ("json", "jsonl", "csv"):
+            out.rows(rows, ["table", "status", "reason", "actions", "bytes_freed", "duration_seconds",
+                            "lease_taken_at", "lease_released_at"])
+        else:
+            out.rows([{**r, "actions": ", ".join(a["verb"] + ("" if a["done"] or dry_run else " (failed)")
+                                                  for a in r["actions"])} for r in rows],
+                     ["table", "status", "actions", "bytes_freed", "duration_seconds", "reason"],
+                     title="maintenance" + (" plan" if dry_run else ""))
+        failed = [r.table for r in reports if r.status == "failed"]
+        if failed:
+            out.err.print(f"maintenance failed for: {', '.join(failed)}")
+            raise typer.Exit(1)

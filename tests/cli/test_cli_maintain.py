@@ -1,0 +1,190 @@
+"""lakectl maintain and lakectl health as cron and scripts run them: the console script in a
+subprocess, its JSON parsed, its exit codes, and the warehouse's files compared."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from core import lease as leases
+from core.table import Table
+from tests.cli.test_console_script import entry_point, run
+
+# Subprocesses import this worktree's lakectl (PYTHONPATH is inherited).
+
+
+@pytest.fixture
+def cli(tmp_path: Path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_")}
+    env["HOME"] = str(tmp_path / "home")
+    wh = tmp_path / "wh"
+    cmd = entry_point("script")
+
+    def call(*args, config: Path | None = None):
+        extra = ["--config", str(config)] if config else []
+        return run(cmd, *extra, *args, "-w", wh, env=env, cwd=tmp_path)
+    call.wh = wh
+    return call
+
+
+def ok_json(proc):
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def make(cli, tmp_path: Path, name: str, writes: int, *options: str) -> None:
+    assert cli("create", f"db.{name}", "--schema", "id BIGINT NOT NULL, v STRING", "--primary-key", "id",
+               "-o", "bucket=1", "-o", "write-only=true", *(x for o in options for x in ("-o", o))).returncode == 0
+    for i in range(writes):
+        src = tmp_path / f"{name}{i}.csv"
+        src.write_text("id,v\n" + "".join(f"{k},v{i}\n" for k in range(i * 3, i * 3 + 4)))
+        assert cli("write", f"db.{name}", "-i", src).returncode == 0
+
+
+def files(root: Path) -> list[tuple[str, int]]:
+    return sorted((str(p.relative_to(root)), p.stat().st_size) for p in root.rglob("*") if p.is_file())
+
+
+def by_table(reports) -> dict:
+    return {r["table"]: r for r in reports}
+
+
+def test_dry_run_plans_and_changes_nothing(cli, tmp_path):
+    make(cli, tmp_path, "busy", 3, "num-sorted-run.compaction-trigger=3")
+    make(cli, tmp_path, "calm", 2, "num-sorted-run.compaction-trigger=3")
+    before = files(cli.wh)
+    reports = by_table(ok_json(cli("maintain", "--dry-run", "-f", "json")))
+    assert files(cli.wh) == before
+    assert [a["verb"] for a in reports["db.busy"]["actions"]] == ["compact", "remove-orphan-files"]
+    assert [a["verb"] for a in reports["db.calm"]["actions"]] == ["remove-orphan-files"]
+    assert {r["status"] for r in reports.values()} == {"planned"}
+
+
+def test_run_brings_tables_to_their_options_and_writes_metrics(cli, tmp_path):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    make(cli, tmp_path, "busy", 4, "num-sorted-run.compaction-trigger=3",
+         "snapshot.num-retained.min=1", "snapshot.num-retained.max=1")
+    expected = ok_json(cli("scan", "db.busy", "-f", "json"))
+    prom = tmp_path / "lakectl.prom"
+    reports = by_table(ok_json(cli("maintain", "db", "--metrics-file", prom, "-f", "json")))
+    busy = reports["db.busy"]
+    assert busy["status"] == "done"
+    assert [a["verb"] for a in busy["actions"]] == ["compact", "expire", "remove-orphan-files"]
+    assert busy["bytes_freed"] > 0
+    assert sorted(ok_json(cli("scan", "db.busy", "-f", "json")), key=lambda r: r["id"]) == \
+        sorted(expected, key=lambda r: r["id"])
+    snaps = ok_json(cli("snapshots", "db.busy", "-f", "json"))
+    assert len(snaps) == 1 and snaps[0]["commit_kind"] == "COMPACT"
+    health = ok_json(cli("health", "db.busy", "-f", "json"))
+    assert health["max_sorted_runs"] == 1 and health["snapshots"] == 1 and health["recommendations"] == []
+    samples = {(s.name, s.labels["table"]): s.value
+               for f in text_string_to_metric_families(prom.read_text()) for s in f.samples}
+    assert samples[("lakectl_table_snapshots", "db.busy")] == 1
+    assert samples[("lakectl_table_max_sorted_runs", "db.busy")] == 1
+    assert samples[("lakectl_table_files", "db.busy")] == health["files"]
+    assert samples[("lakectl_table_maintenance_bytes_freed", "db.busy")] == busy["bytes_freed"]
+    assert ok_json(cli("check", "db.busy", "-f", "json")) is not None
+
+
+def test_failed_table_is_named_exit_1_and_the_others_are_done(cli, tmp_path):
+    make(cli, tmp_path, "broken", 1)
+    make(cli, tmp_path, "fine", 1)
+    shutil.rmtree(cli.wh / "db.db" / "broken" / "manifest")  # its snapshot names lost manifests
+    proc = cli("maintain", "-f", "json")
+    assert proc.returncode == 1
+    reports = by_table(json.loads(proc.stdout))
+    assert reports["db.broken"]["status"] == "failed" and reports["db.broken"]["reason"]
+    assert reports["db.fine"]["status"] == "done"
+    assert "db.broken" in proc.stderr
+
+
+def test_table_held_by_another_run_is_skipped_exit_0(cli, tmp_path):
+    make(cli, tmp_path, "held", 1)
+    t = Table.open("db.held", warehouse=str(cli.wh))
+    other = leases.acquire(t.file_io, t.path, holder="cron-run-1", ttl_seconds=600)
+    reports = by_table(ok_json(cli("maintain", "-f", "json")))
+    assert reports["db.held"]["status"] == "skipped" and "lease" in reports["db.held"]["reason"]
+    leases.release(t.file_io, other)
+
+
+def test_config_policy_patterns_skip_tables_and_verbs(cli, tmp_path):
+    make(cli, tmp_path, "events_a", 3, "num-sorted-run.compaction-trigger=2")
+    make(cli, tmp_path, "tmp_x", 1)
+    config = tmp_path / "lakectl.toml"
+    config.write_text('[maintain]\norphan-age = "2d"\n'
+                      '[maintain.tables."*.events_*"]\nskip-verbs = ["compact"]\n'
+                      '[maintain.tables."db.tmp_*"]\nskip = true\n')
+    reports = by_table(ok_json(cli("maintain", "--dry-run", "-f", "json", config=config)))
+    assert [a["verb"] for a in reports["db.events_a"]["actions"]] == ["remove-orphan-files"]
+    assert reports["db.events_a"]["actions"][0]["reason"] == "files unreferenced for 2d"
+    assert reports["db.tmp_x"]["status"] == "skipped"
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[maintain]\nskip-verbs = ["vacuum"]\n')
+    proc = cli("maintain", "--dry-run", config=bad)
+    assert proc.returncode == 2 and "vacuum" in proc.stderr
+
+
+def test_health_json_recommends_compaction_past_the_trigger(cli, tmp_path):
+    make(cli, tmp_path, "h", 3, "num-sorted-run.compaction-trigger=3")
+    h = ok_json(cli("health", "db.h", "-f", "json"))
+    assert (h["files"], h["snapshots"], h["max_sorted_runs"], h["rows"]) == (3, 3, 3, 12)
+    assert h["file_size_histogram"]["< 1 MB"] == 3
+    assert {"lakectl compact db.h"} == {r["command"] for r in h["recommendations"]}
+
+
+def test_health_for_a_script_imports_no_arrow_or_rich(cli, tmp_path):
+    """health reads metadata only: pyarrow, numpy, pandas and rich stay unloaded on a pipe."""
+    from tests.cli.test_command_line import modules_of
+
+    make(cli, tmp_path, "meta", 1)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_")}
+    proc, modules = modules_of(["-w", cli.wh, "health", "db.meta", "-f", "json"], env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["files"] == 1
+    assert sorted(m for m in modules if m.split(".")[0] in ("pyarrow", "numpy", "rich", "pandas")) == []
+
+
+def test_config_show_policy_lists_each_tables_effective_policy(cli, tmp_path):
+    make(cli, tmp_path, "events_a", 0)
+    make(cli, tmp_path, "plain", 0)
+    config = tmp_path / "lakectl.toml"
+    config.write_text('[maintain]\norphan-age = "2d"\n[maintain.tables."db.*"]\nfull-compaction = true\n'
+                      '[maintain.tables."*.events_*"]\nskip-verbs = ["compact", "expire"]\norphan-age = "5d"\n')
+    rows = by_table(ok_json(cli("config", "show", "--policy", "-f", "json", config=config)))
+    assert rows["db.events_a"] == {"table": "db.events_a", "skip": False, "skip_verbs": "compact,expire",
+                                   "orphan_age": "5d", "full_compaction": True, "small_files_trigger": 5,
+                                   "deletion_vector_ratio_trigger": 0.2, "patterns": "db.*,*.events_*"}
+    assert (rows["db.plain"]["orphan_age"], rows["db.plain"]["skip_verbs"], rows["db.plain"]["patterns"]) == \
+        ("2d", "", "db.*")
+
+
+def test_two_overlapping_runs_never_maintain_a_table_at_once(cli, tmp_path):
+    """Two maintain processes started together over the same tables: per table, the times each
+    held its lease never overlap, and every table ends compacted."""
+    import subprocess
+
+    names = [f"t{i}" for i in range(4)]
+    for n in names:
+        make(cli, tmp_path, n, 3, "num-sorted-run.compaction-trigger=3")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_")}
+    env["HOME"] = str(tmp_path / "home")
+    cmd = [*entry_point("script"), "maintain", "-w", str(cli.wh), "-f", "json"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    runs = [by_table(json.loads(out)) for out, _ in outs]
+    for n in names:
+        held = sorted((r[f"db.{n}"]["lease_taken_at"], r[f"db.{n}"]["lease_released_at"])
+                      for r in runs if r[f"db.{n}"]["status"] == "done")
+        assert held, n
+        for (_, end1), (start2, _) in zip(held, held[1:]):
+            assert start2 >= end1, (n, held)
+        skipped = [r[f"db.{n}"] for r in runs if r[f"db.{n}"]["status"] == "skipped"]
+        assert all("lease" in s["reason"] for s in skipped)
+        assert ok_json(cli("health", f"db.{n}", "-f", "json"))["max_sorted_runs"] == 1

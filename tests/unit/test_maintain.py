@@ -1,0 +1,285 @@
+"""lakectl maintain's core: the plan from a table's options and health, the per-table lease,
+and a run that brings tables to the state their options ask for."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from core import lease as leases
+from core.health import measure, recommendations
+from core.manifest import live_entries, sorted_runs
+from core.ops.create import create
+from core.ops.maintain import Policy, maintain, maintain_table, plan_table, policy_for
+from core.table import Table
+
+WH = "wh"
+
+
+def make(tmp_path: Path, name: str, *, pk: bool = True, options: dict[str, str] | None = None,
+         partition_keys: tuple[str, ...] = ()) -> Table:
+    t = Table.locate(f"db.{name}", warehouse=str(tmp_path / WH))
+    opts = {"write-only": "true"}  # no compaction or expiry after each write: maintain does it
+    if pk:
+        opts["bucket"] = "1"
+    opts.update(options or {})
+    schema = "id BIGINT NOT NULL, v STRING" + (", dt STRING NOT NULL" if partition_keys else "")
+    create(t, schema, primary_keys=(["id"] + list(partition_keys)) if pk else [],
+           partition_keys=list(partition_keys), options=opts)
+    return Table.open(f"db.{name}", warehouse=str(tmp_path / WH))
+
+
+def rows(ids, v="x", dt=None) -> pa.Table:
+    cols = {"id": pa.array(list(ids), pa.int64()), "v": pa.array([v] * len(list(ids)))}
+    if dt is not None:
+        cols["dt"] = pa.array([dt] * len(list(ids)))
+    return pa.table(cols)
+
+
+def max_runs(t: Table) -> int:
+    by_bucket: dict = {}
+    for e in live_entries(t.manifests(), t.latest_snapshot()):
+        by_bucket.setdefault((e.partition, e.bucket), []).append(e.file)
+    return max(sorted_runs(fs) for fs in by_bucket.values())
+
+
+def verbs(actions) -> list[str]:
+    return [a.verb for a in actions]
+
+
+# ---- planning ------------------------------------------------------------------------------
+def test_table_past_sorted_run_trigger_is_compacted_one_within_is_not(tmp_path):
+    t = make(tmp_path, "pk", options={"num-sorted-run.compaction-trigger": "3"})
+    for i in range(2):
+        t.write(rows(range(i * 10, i * 10 + 10)))
+    h = measure(t)
+    assert h.max_sorted_runs == 2 == max_runs(t)
+    assert "compact" not in verbs(plan_table(t, h, Policy()))
+    t.write(rows(range(100, 105)))
+    h = measure(t)
+    assert h.max_sorted_runs == 3
+    assert verbs(plan_table(t, h, Policy()))[0] == "compact"
+
+
+def test_expiry_planned_by_the_tables_snapshot_options(tmp_path):
+    t = make(tmp_path, "exp", options={"snapshot.num-retained.min": "2", "snapshot.num-retained.max": "2"})
+    t.write(rows([1]))
+    t.write(rows([2]))
+    assert "expire" not in verbs(plan_table(t, measure(t), Policy()))
+    t.write(rows([3]))
+    assert "expire" in verbs(plan_table(t, measure(t), Policy()))
+
+
+def test_plan_order_and_skipped_verbs(tmp_path):
+    t = make(tmp_path, "ord", options={"num-sorted-run.compaction-trigger": "2", "snapshot.num-retained.min": "1"})
+    t.write(rows([1]))
+    t.write(rows([2]))
+    p = plan_table(t, measure(t), Policy())
+    assert verbs(p) == ["compact", "expire", "remove-orphan-files"]
+    p = plan_table(t, measure(t), Policy(skip_verbs=frozenset({"compact"})))
+    assert verbs(p) == ["expire", "remove-orphan-files"]
+    assert plan_table(t, measure(t), Policy(skip=True)) == []
+
+
+def test_policy_patterns_override_in_order():
+    pats = [("db.*", {"orphan_age": "3d"}), ("*.events_*", {"skip_verbs": ["compact"], "orphan_age": "7d"})]
+    assert policy_for("db.events_a", Policy(), pats) == Policy(orphan_age="7d", skip_verbs=frozenset({"compact"}))
+    assert policy_for("db.other", Policy(), pats).orphan_age == "3d"
+    assert policy_for("x.other", Policy(), pats) == Policy()
+
+
+def test_orphans_removed_only_past_the_policy_age(tmp_path):
+    t = make(tmp_path, "orph")
+    t.write(rows([1]))
+    bucket = next(p for p in (Path(t.path)).iterdir() if p.name.startswith("bucket-"))
+    old, young = bucket / "old-orphan.parquet", bucket / "young-orphan.parquet"
+    old.write_bytes(b"x" * 100)
+    young.write_bytes(b"y" * 50)
+    two_days_ago = time.time() - 2 * 86400
+    os.utime(old, (two_days_ago, two_days_ago))
+    rep = maintain_table(t, Policy())
+    assert rep.status == "done", rep.reason
+    assert not old.exists() and young.exists()
+    orphan = next(a for a in rep.actions if a.verb == "remove-orphan-files")
+    assert orphan.detail == {"files": 1} and orphan.bytes_freed == 100
+
+
+# ---- running -------------------------------------------------------------------------------
+def test_maintain_compacts_and_expires_to_the_options(tmp_path):
+    t = make(tmp_path, "run", options={"num-sorted-run.compaction-trigger": "3",
+                                       "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"})
+    for i in range(4):
+        t.write(rows(range(i * 5, i * 5 + 8), v=str(i)))
+    expected = t.scan().sort_by("id")  # merged view before maintenance
+    rep = maintain_table(t, Policy())
+    assert rep.status == "done", rep.reason
+    assert verbs(rep.actions) == ["compact", "expire", "remove-orphan-files"]
+    t = Table.open("db.run", warehouse=str(tmp_path / WH))
+    assert max_runs(t) < 3
+    assert t.snapshots.earliest_id() == t.snapshots.latest_id()  # num-retained.max 1
+    assert t.scan().sort_by("id").equals(expected)
+    assert rep.health.snapshots == 1 and rep.finished_at is not None
+    assert not Path(leases.lease_path(t.path)).exists()  # released
+
+
+def test_dry_run_changes_nothing(tmp_path):
+    t = make(tmp_path, "dry", options={"num-sorted-run.compaction-trigger": "2", "snapshot.num-retained.min": "1"})
+    t.write(rows([1]))
+    t.write(rows([2]))
+    before = sorted((str(p), p.stat().st_size) for p in Path(t.path).rglob("*"))
+    rep = maintain_table(t, Policy(), dry_run=True)
+    assert rep.status == "planned" and verbs(rep.actions) == ["compact", "expire", "remove-orphan-files"]
+    assert not any(a.done for a in rep.actions)
+    assert sorted((str(p), p.stat().st_size) for p in Path(t.path).rglob("*")) == before
+
+
+def test_one_failing_table_does_not_stop_the_others(tmp_path):
+    make(tmp_path, "good", options={"snapshot.num-retained.min": "1"}).write(rows([1]))
+    wh = str(tmp_path / WH)
+    reps = maintain(["db.missing", "db.good"], lambda n: Table.open(n, warehouse=wh), lambda n: Policy())
+    assert [(r.table, r.status) for r in reps] == [("db.missing", "failed"), ("db.good", "done")]
+    assert "NotFoundError" in reps[0].reason
+
+
+def test_time_budget_skips_tables_not_started(tmp_path):
+    make(tmp_path, "a").write(rows([1]))
+    wh = str(tmp_path / WH)
+    reps = maintain(["db.a"], lambda n: Table.open(n, warehouse=wh), lambda n: Policy(), time_budget=0)
+    assert reps[0].status == "skipped" and "time budget" in reps[0].reason
+
+
+# ---- the lease -----------------------------------------------------------------------------
+def test_live_lease_is_not_taken_stale_one_is(tmp_path):
+    t = make(tmp_path, "lease")
+    now = 1_000_000.0
+    first = leases.acquire(t.file_io, t.path, holder="a", ttl_seconds=60, now=now)
+    assert first is not None
+    assert leases.acquire(t.file_io, t.path, holder="b", ttl_seconds=60, now=now + 59) is None
+    second = leases.acquire(t.file_io, t.path, holder="b", ttl_seconds=60, now=now + 61)  # a crashed
+    assert second is not None and second.holder == "b"
+    assert json.loads(Path(second.path).read_text())["holder"] == "b"
+    leases.release(t.file_io, first)  # a's late release must not drop b's lease
+    assert Path(second.path).exists()
+    leases.release(t.file_io, second)
+    assert not Path(second.path).exists()
+
+
+def test_held_table_is_reported_skipped(tmp_path):
+    t = make(tmp_path, "held")
+    t.write(rows([1]))
+    other = leases.acquire(t.file_io, t.path, holder="other-run", ttl_seconds=600)
+    rep = maintain_table(t, Policy())
+    assert rep.status == "skipped" and "lease" in rep.reason
+    leases.release(t.file_io, other)
+
+
+def _hold(args):
+    """In a child process: try the lease; if won, hold it a while and log enter/exit times."""
+    wh, log = args
+    t = Table.open("db.race", warehouse=wh)
+    got = leases.acquire(t.file_io, t.path, holder=f"p{os.getpid()}", ttl_seconds=60)
+    if got is None:
+        return None
+    start = time.time()
+    time.sleep(0.3)
+    end = time.time()
+    leases.release(t.file_io, got)
+    return (start, end)
+
+
+def test_two_processes_never_hold_the_same_table_at_once(tmp_path):
+    make(tmp_path, "race")
+    wh = str(tmp_path / WH)
+    ctx = multiprocessing.get_context("spawn")
+    windows = []
+    for _ in range(3):
+        with ctx.Pool(2) as pool:
+            windows += [w for w in pool.map(_hold, [(wh, None), (wh, None)]) if w is not None]
+    windows.sort()
+    assert windows, "someone must win"
+    for (s1, e1), (s2, e2) in zip(windows, windows[1:]):
+        assert s2 >= e1  # no overlap of two holders
+
+
+# ---- health --------------------------------------------------------------------------------
+def test_health_recommends_the_fixing_command(tmp_path):
+    t = make(tmp_path, "h", options={"num-sorted-run.compaction-trigger": "2"})
+    t.write(rows([1, 2, 3]))
+    t.write(rows([4]))
+    h = measure(t)
+    assert (h.files, h.rows, h.snapshots, h.max_sorted_runs) == (2, 4, 2, 2)
+    assert h.small_files == 2  # both far under half of 128 MB
+    recs = recommendations(h)
+    assert any(r.command == "lakectl compact db.h" for r in recs)
+
+
+# ---- metrics -------------------------------------------------------------------------------
+def test_metrics_file_is_valid_prometheus_text_with_the_measures(tmp_path):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from core.metrics import write_atomically
+
+    t = make(tmp_path, "m", options={"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"})
+    t.write(rows([1, 2]))
+    t.write(rows([3]))
+    rep = maintain_table(t, Policy())
+    path = tmp_path / "lakectl.prom"
+    write_atomically(str(path), [rep])
+    samples = {s.name: s for fam in text_string_to_metric_families(path.read_text()) for s in fam.samples}
+    assert samples["lakectl_table_snapshots"].labels == {"table": "db.m"}
+    assert samples["lakectl_table_snapshots"].value == 1  # expired to num-retained.max
+    assert samples["lakectl_table_files"].value == 2
+    assert samples["lakectl_table_bytes"].value == sum(
+        e.file.file_size for e in live_entries(t.manifests(), t.latest_snapshot()))
+    assert samples["lakectl_table_maintenance_failed"].value == 0
+    assert abs(samples["lakectl_table_last_maintenance_success_timestamp_seconds"].value - time.time()) < 60
+    assert samples["lakectl_table_maintenance_bytes_freed"].value == rep.bytes_freed > 0
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_lease_of_a_killed_process_on_this_host_is_taken_at_once(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    t = make(tmp_path, "killed")
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    dead_holder = f"{leases.socket.gethostname()}:{child.pid}:abcd1234"
+    live = leases.acquire(t.file_io, t.path, holder=dead_holder, ttl_seconds=3600)
+    assert live is not None
+    assert leases.acquire(t.file_io, t.path, holder="other", ttl_seconds=60) is None  # its holder runs
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    taken = leases.acquire(t.file_io, t.path, holder="rerun", ttl_seconds=60)
+    assert taken is not None and taken.holder == "rerun"
+
+
+def test_run_killed_mid_way_then_rerun_finishes(tmp_path):
+    """A maintain process killed while it holds the table's lease (before it finished): the rerun
+    takes the dead process's lease over at once and brings the table to its options. (A kill
+    inside a verb is each operation's own crash safety, tested with it.)"""
+    import subprocess
+    import sys
+
+    t = make(tmp_path, "mid", options={"num-sorted-run.compaction-trigger": "2", "snapshot.num-retained.min": "1",
+                                       "snapshot.num-retained.max": "1"})
+    t.write(rows(range(5)))
+    t.write(rows(range(3, 9), v="y"))
+    expected = t.scan().sort_by("id")
+    # The child takes the lease and dies hard, as a killed cron run would.
+    code = ("import os, sys; from core.table import Table; from core import lease; "
+            f"t = Table.open('db.mid', warehouse={str(tmp_path / WH)!r}); "
+            "lease.acquire(t.file_io, t.path, holder=lease.new_holder(), ttl_seconds=3600); os._exit(9)")
+    assert subprocess.run([sys.executable, "-c", code], env=os.environ).returncode == 9
+    assert Path(leases.lease_path(t.path)).exists()
+    rep = maintain_table(Table.open("db.mid", warehouse=str(tmp_path / WH)), Policy())
+    assert rep.status == "done", rep.reason
+    t = Table.open("db.mid", warehouse=str(tmp_path / WH))
+    assert max_runs(t) == 1 and t.snapshots.earliest_id() == t.snapshots.latest_id()
+    assert t.scan().sort_by("id").equals(expected)
