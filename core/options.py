@@ -347,6 +347,10 @@ def _not_avro(value: str, options: Mapping[str, str], has_primary_key: bool) -> 
     return value.strip().lower() != "avro"
 
 
+def _postpone_bucket(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
+    return value.strip() == "-2"
+
+
 def _unknown_scan_mode(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
     return value.strip().lower() not in SCAN_MODES
 
@@ -408,6 +412,14 @@ OPTION_RULES: tuple[OptionRule, ...] = (
                _record_expire_in_use),
     OptionRule("metadata.iceberg-compatible", frozenset({WRITE}), "Paimon also writes Iceberg metadata on "
                "each commit", _is_true),
+    # Tables written by Paimon 2.x (pypaimon 2.1); refused until lakectl reads them as Paimon does.
+    OptionRule("data-evolution.enabled", _RW, "Paimon's data files hold column subsets merged by row-id "
+               "range (first_row_id, write_cols), which lakectl does not merge", _is_true),
+    OptionRule("row-tracking.enabled", frozenset({WRITE}), "Paimon gives each new file a first_row_id from "
+               "the snapshot's nextRowId and keeps _ROW_ID through compaction, which lakectl does not",
+               _is_true),
+    OptionRule("bucket", _RW, "postpone bucket: Paimon keeps new rows in bucket-postpone/ and reads them "
+               "only after its postpone compaction moves them into real buckets", _postpone_bucket),
     OptionRule("commit.callbacks", frozenset({WRITE}), "Paimon runs these Java callbacks on each commit"),
     OptionRule("tag.callbacks", frozenset({WRITE}), "Paimon runs these Java callbacks on each tag"),
     OptionRule("changelog.num-retained.min", frozenset({EXPIRE}), "Paimon keeps changelog files past their "

@@ -48,6 +48,9 @@ def refused(options: dict[str, str], **layout) -> set[str]:
       "changelog-producer.row-deduplicate-ignore-fields": "ts"}, {WRITE}),
     ({"record-level.expire-time": "1 d", "record-level.time-field": "ts"}, {WRITE}),
     ({"metadata.iceberg-compatible": "true"}, {WRITE}),
+    ({"data-evolution.enabled": "true"}, {READ, WRITE}),
+    ({"row-tracking.enabled": "true"}, {WRITE}),
+    ({"bucket": "-2"}, {READ, WRITE}),
     ({"commit.callbacks": "com.example.Cb"}, {WRITE}),
     ({"tag.callbacks": "com.example.Cb"}, {WRITE}),
     ({"changelog.num-retained.max": "100"}, {EXPIRE}),
@@ -60,7 +63,7 @@ def test_refused_options_and_their_actions(options: dict[str, str], actions: set
 
 @pytest.mark.parametrize("options", [
     {}, {"branch": "main"}, {"manifest.format": "avro"}, {"metadata.iceberg-compatible": "false"},
-    {"commit.callbacks": ""},
+    {"commit.callbacks": ""}, {"data-evolution.enabled": "false"}, {"row-tracking.enabled": "false"},
     {"changelog-producer": "lookup", "changelog-producer.row-deduplicate": "true"},  # honoured
     {"changelog-producer.row-deduplicate-ignore-fields": "ts"},  # no effect without row-deduplicate
     {"record-level.expire-time": "1 d"},  # no effect without a time field
