@@ -418,8 +418,9 @@ OPTION_RULES: tuple[OptionRule, ...] = (
     OptionRule("row-tracking.enabled", frozenset({WRITE}), "Paimon gives each new file a first_row_id from "
                "the snapshot's nextRowId and keeps _ROW_ID through compaction, which lakectl does not",
                _is_true),
-    OptionRule("bucket", _RW, "postpone bucket: Paimon keeps new rows in bucket-postpone/ and reads them "
-               "only after its postpone compaction moves them into real buckets", _postpone_bucket),
+    OptionRule("bucket", frozenset({WRITE}), "postpone bucket: Paimon keeps new rows in bucket-postpone/ "
+               "until its postpone compaction moves them into real buckets, which lakectl does not do",
+               _postpone_bucket),
     OptionRule("commit.callbacks", frozenset({WRITE}), "Paimon runs these Java callbacks on each commit"),
     OptionRule("tag.callbacks", frozenset({WRITE}), "Paimon runs these Java callbacks on each tag"),
     OptionRule("changelog.num-retained.min", frozenset({EXPIRE}), "Paimon keeps changelog files past their "

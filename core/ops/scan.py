@@ -124,6 +124,11 @@ def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None
     entries = live_entries(table.manifests(), snapshot)
     if read_schema.hides_level0:
         entries = [e for e in entries if e.file.level > 0]
+    if read_schema.options.get("bucket", "").strip() == "-2":
+        # Postpone bucket: new rows wait in bucket -2 (bucket-postpone/) until Paimon's postpone
+        # compaction moves them into real buckets; Paimon's batch read (and pypaimon 2.1's)
+        # reads only the real buckets.
+        entries = [e for e in entries if e.bucket >= 0]
     key_only = predicate is not None and predicate.columns <= set(read_schema.primary_keys)
     equal = [c for c in file_index.equalities(predicate) if c.column not in read_schema.partition_keys]
     groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}

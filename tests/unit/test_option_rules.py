@@ -50,7 +50,7 @@ def refused(options: dict[str, str], **layout) -> set[str]:
     ({"metadata.iceberg-compatible": "true"}, {WRITE}),
     ({"data-evolution.enabled": "true"}, {READ, WRITE}),
     ({"row-tracking.enabled": "true"}, {WRITE}),
-    ({"bucket": "-2"}, {READ, WRITE}),
+    ({"bucket": "-2"}, {WRITE}),
     ({"commit.callbacks": "com.example.Cb"}, {WRITE}),
     ({"tag.callbacks": "com.example.Cb"}, {WRITE}),
     ({"changelog.num-retained.max": "100"}, {EXPIRE}),
