@@ -418,9 +418,12 @@ OPTION_RULES: tuple[OptionRule, ...] = (
     OptionRule("row-tracking.enabled", frozenset({WRITE}), "Paimon gives each new file a first_row_id from "
                "the snapshot's nextRowId and keeps _ROW_ID through compaction, which lakectl does not",
                _is_true),
-    OptionRule("bucket", frozenset({WRITE}), "postpone bucket: Paimon keeps new rows in bucket-postpone/ "
-               "until its postpone compaction moves them into real buckets, which lakectl does not do",
-               _postpone_bucket),
+    # Batch scans read postpone-bucket tables (only the real buckets, as Paimon's batch read);
+    # check_options(..., batch_scan=True) lets them through. Lookups, incremental reads and
+    # follow would meet the postponed files, which lakectl does not read as Paimon does.
+    OptionRule("bucket", _RW, "postpone bucket: Paimon keeps new rows in bucket-postpone/ until its "
+               "postpone compaction moves them into real buckets; lakectl reads them only in batch scans "
+               "(real buckets only, as Paimon)", _postpone_bucket),
     OptionRule("commit.callbacks", frozenset({WRITE}), "Paimon runs these Java callbacks on each commit"),
     OptionRule("tag.callbacks", frozenset({WRITE}), "Paimon runs these Java callbacks on each tag"),
     OptionRule("changelog.num-retained.min", frozenset({EXPIRE}), "Paimon keeps changelog files past their "
@@ -469,11 +472,14 @@ def unsupported(options: Mapping[str, str], action: str, *, has_primary_key: boo
 _VERBS = {READ: "reads", WRITE: "writes", EXPIRE: "expire and remove-orphan-files"}
 
 
-def check_options(schema: Any, table_name: str, action: str) -> None:
+def check_options(schema: Any, table_name: str, action: str, *, batch_scan: bool = False) -> None:
     """Refuse ``action`` (READ, WRITE or EXPIRE) on a table whose options lakectl cannot
-    honour for it: UnsupportedTableError naming the first such option and what would differ."""
+    honour for it: UnsupportedTableError naming the first such option and what would differ.
+    ``batch_scan``: the read is a batch scan, which honours the postpone bucket (bucket=-2)."""
     found = unsupported(schema.options, action, has_primary_key=schema.has_primary_key,
                         primary_keys=schema.primary_keys, partition_keys=schema.partition_keys)
+    if batch_scan and action == READ:
+        found = [f for f in found if not (f[0] == "bucket" and _postpone_bucket(f[1], {}, False))]
     if found:
         key, value, why = found[0]
         more = f" (and {', '.join(k for k, _, _ in found[1:])})" if len(found) > 1 else ""

@@ -55,6 +55,9 @@ def test_postpone_bucket_tables_read_as_pypaimon_and_refuse_compact(tmp_path: Pa
     # Paimon reads only real buckets: nothing until a postpone compaction moves the rows.
     assert expected.num_rows == 0
     assert scanned(lakectl(wh, "scan", "db.t")) == []
+    # Reads that would meet the postponed files are refused rather than failing on them.
+    assert_refused(lakectl(wh, "lookup", "db.t", "--key", "id=1"), "bucket=-2")
+    assert_refused(lakectl(wh, "scan", "db.t", "--incremental-between", "0,2"), "bucket=-2")
     assert_refused(lakectl(wh, "compact", "db.t"), "bucket=-2")
     assert_refused(lakectl(wh, "write", "db.t", "--input", "-", "--input-format", "jsonl", input='{"id": 9, "v": "z"}\n'), "bucket=-2")
 

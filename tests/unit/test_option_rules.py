@@ -50,7 +50,7 @@ def refused(options: dict[str, str], **layout) -> set[str]:
     ({"metadata.iceberg-compatible": "true"}, {WRITE}),
     ({"data-evolution.enabled": "true"}, {READ, WRITE}),
     ({"row-tracking.enabled": "true"}, {WRITE}),
-    ({"bucket": "-2"}, {WRITE}),
+    ({"bucket": "-2"}, {READ, WRITE}),
     ({"commit.callbacks": "com.example.Cb"}, {WRITE}),
     ({"tag.callbacks": "com.example.Cb"}, {WRITE}),
     ({"changelog.num-retained.max": "100"}, {EXPIRE}),
@@ -134,3 +134,12 @@ def test_ignore_delete_and_its_fallback_keys_apply_to_every_engine_as_in_java(ke
     assert merge_options(s).ignore_delete
     s.options = {"bucket": "2", "ignore-delete": "false", key: "true"} if key != "ignore-delete" else s.options
     assert merge_options(s).ignore_delete == (key == "ignore-delete")
+
+
+def test_batch_scans_read_postpone_bucket_tables_other_reads_refuse_them() -> None:
+    s = schema({"bucket": "-2"})
+    check_options(s, "db.t", READ, batch_scan=True)  # real buckets only, as Paimon's batch read
+    with pytest.raises(UnsupportedTableError, match="bucket=-2"):
+        check_options(s, "db.t", READ)
+    with pytest.raises(UnsupportedTableError, match="bucket=-2"):
+        check_options(s, "db.t", WRITE, batch_scan=True)
