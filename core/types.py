@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable
 
-from core.errors import UsageError
+from core.errors import UnsupportedTableError, UsageError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -120,8 +120,24 @@ def field_to_json(f: DataField) -> dict[str, Any]:
     return out
 
 
+# Types Paimon 2.x added (pypaimon 2.1 writes them); Java Paimon 1.0 and lakectl have no reader.
+PAIMON2_TYPES = ("BLOB", "VARIANT", "VECTOR")
+
+
 def field_from_json(obj: dict[str, Any]) -> DataField:
+    _refuse_paimon2_type(obj["name"], obj["type"])
     return DataField(int(obj["id"]), obj["name"], parse_json(obj["type"]), obj.get("description"))
+
+
+def _refuse_paimon2_type(name: str, type_json: Any) -> None:
+    """A schema file naming a Paimon 2.x type: refuse the table with a message naming the
+    column and its type, rather than "unknown type" (which reads like a corrupt schema)."""
+    text = type_json if isinstance(type_json, str) else (type_json.get("type", "") if isinstance(type_json, dict)
+                                                         else "")
+    word = re.match(r"\s*([A-Za-z_]+)", text)
+    if word and word.group(1).upper() in PAIMON2_TYPES:
+        raise UnsupportedTableError(f"column {name} has type {text.strip()}, a Paimon 2.x type lakectl "
+                                    "does not read or write")
 
 
 def parse_json(obj: Any) -> DataType:

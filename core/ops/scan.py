@@ -133,6 +133,11 @@ def _plan_on(table: Table, snapshot: Snapshot, predicate: Predicate | None, read
     entries = live_entries(table.manifests(), snapshot)
     if read_schema.hides_level0:
         entries = [e for e in entries if e.file.level > 0]
+    if read_schema.options.get("bucket", "").strip() == "-2":
+        # Postpone bucket: new rows wait in bucket -2 (bucket-postpone/) until Paimon's postpone
+        # compaction moves them into real buckets; Paimon's batch read (and pypaimon 2.1's)
+        # reads only the real buckets.
+        entries = [e for e in entries if e.bucket >= 0]
     key_only = predicate is not None and predicate.columns <= set(read_schema.primary_keys)
     equal = [c for c in file_index.equalities(predicate) if c.column not in read_schema.partition_keys]
     groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
@@ -232,7 +237,7 @@ def prepare(table: Table, *, snapshot_id: int | None = None, timestamp: str | No
     snapshot_schema = table.schemas.schema(snapshot.schema_id) if snapshot is not None else None
     travel = snapshot_id is not None or timestamp is not None or tag is not None
     read_schema = snapshot_schema if travel and snapshot_schema is not None else table.schema
-    check_options(read_schema, table.name, READ)
+    check_options(read_schema, table.name, READ, batch_scan=True)
     check_select(read_schema, select)
     predicate = parse_where(where, read_schema.fields) if where is not None else None
     # With --select only the selected and filtered columns are read from the files.

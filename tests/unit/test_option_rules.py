@@ -45,6 +45,9 @@ def refused(options: dict[str, str], **layout) -> set[str]:
       "changelog-producer.row-deduplicate-ignore-fields": "ts"}, {WRITE}),
     ({"record-level.expire-time": "1 d", "record-level.time-field": "ts"}, {WRITE}),
     ({"metadata.iceberg-compatible": "true"}, {WRITE}),
+    ({"data-evolution.enabled": "true"}, {READ, WRITE}),
+    ({"row-tracking.enabled": "true"}, {WRITE}),
+    ({"bucket": "-2"}, {READ, WRITE}),
     ({"commit.callbacks": "com.example.Cb"}, {WRITE}),
     ({"tag.callbacks": "com.example.Cb"}, {WRITE}),
     ({"changelog.num-retained.max": "100"}, {EXPIRE}),
@@ -57,7 +60,7 @@ def test_refused_options_and_their_actions(options: dict[str, str], actions: set
 
 @pytest.mark.parametrize("options", [
     {}, {"branch": "main"}, {"manifest.format": "avro"}, {"metadata.iceberg-compatible": "false"},
-    {"commit.callbacks": ""},
+    {"commit.callbacks": ""}, {"data-evolution.enabled": "false"}, {"row-tracking.enabled": "false"},
     {"changelog-producer": "lookup", "changelog-producer.row-deduplicate": "true"},  # honoured
     {"changelog-producer.row-deduplicate-ignore-fields": "ts"},  # no effect without row-deduplicate
     {"record-level.expire-time": "1 d"},  # no effect without a time field
@@ -130,3 +133,12 @@ def test_ignore_delete_and_its_fallback_keys_apply_to_every_engine_as_in_java(ke
     assert merge_options(s).ignore_delete
     s.options = {"bucket": "2", "ignore-delete": "false", key: "true"} if key != "ignore-delete" else s.options
     assert merge_options(s).ignore_delete == (key == "ignore-delete")
+
+
+def test_batch_scans_read_postpone_bucket_tables_other_reads_refuse_them() -> None:
+    s = schema({"bucket": "-2"})
+    check_options(s, "db.t", READ, batch_scan=True)  # real buckets only, as Paimon's batch read
+    with pytest.raises(UnsupportedTableError, match="bucket=-2"):
+        check_options(s, "db.t", READ)
+    with pytest.raises(UnsupportedTableError, match="bucket=-2"):
+        check_options(s, "db.t", WRITE, batch_scan=True)

@@ -69,3 +69,21 @@ def test_from_arrow_inverts_to_arrow_for_input_types():
                  "TIMESTAMP(6)", "TIMESTAMP(3) WITH LOCAL TIME ZONE"]:
         t = parse_type(text)
         assert str(from_arrow(to_arrow(t))) == text
+
+
+@pytest.mark.parametrize("type_json", ["BLOB", "VARIANT NOT NULL", "VECTOR<FLOAT, 3>",
+                                       {"type": "ROW", "fields": [{"id": 9, "name": "b", "type": "BLOB"}]}])
+def test_paimon2_types_refuse_the_table_naming_column_and_type(type_json):
+    from core.errors import UnsupportedTableError
+    from core.types import field_from_json
+
+    with pytest.raises(UnsupportedTableError) as e:
+        field_from_json({"id": 1, "name": "payload", "type": type_json})
+    column = "b" if isinstance(type_json, dict) else "payload"
+    assert f"column {column} has type" in str(e.value) and "Paimon 2.x" in str(e.value)
+
+
+def test_other_schema_field_types_still_parse():
+    from core.types import field_from_json
+
+    assert field_from_json({"id": 1, "name": "v", "type": "BIGINT"}).type == parse_type("BIGINT")
