@@ -325,11 +325,14 @@ def scan_stream(table: Table, *, snapshot_id: int | None = None, timestamp: str 
     engine = _engine_for(prepared, engine_settings)
     schema = output_schema(prepared.plan.read_schema, prepared.select)
     if engine.name == "spark":
-        parts = filtered(engine.collect_parts(_spark_frame(engine, prepared, table), schema), None, None, limit)
+        # A task's CorruptMetadataError reaches the driver as itself (engines/spark.py), so a
+        # data file expire removed under the executors re-plans here as on the local engine.
+        def read(p: PreparedScan) -> Iterator[pa.Table]:
+            return filtered(engine.collect_parts(_spark_frame(engine, p, table), schema), None, None, limit)
     else:
         def read(p: PreparedScan) -> Iterator[pa.Table]:
             return read_batches(table, p.plan, predicate=p.predicate, select=p.select, limit=limit, engine=engine)
-        parts = _replanning_parts(table, prepared, planned, read, replans)
+    parts = _replanning_parts(table, prepared, planned, read, replans)
     return ScanStream(schema, (p.cast(schema) for p in parts), engine.name)
 
 

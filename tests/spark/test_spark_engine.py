@@ -297,3 +297,19 @@ def test_sequence_field_on_spark_matches_local_and_the_hand_computed_rows(tmp_pa
     expected = [{"id": 1, "v": "a9", "ts": 9, "dt": "d"}, {"id": 2, "v": "b7", "ts": 7, "dt": "d"},
                 {"id": 3, "v": "c", "ts": None, "dt": "d"}]
     assert _rows(spark.scan()) == _rows(local.scan()) == expected
+
+
+def test_spark_scan_of_the_latest_replans_when_expire_removes_its_files(tmp_path) -> None:
+    """The executors meet a data file a concurrent expire removed (the planned snapshot was
+    overwritten and retired): the scan plans again on the new latest, as the local engine does."""
+    from core.ops.scan import scan_stream
+
+    t = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    create(t, "id BIGINT, v STRING", options={"write-only": "true"})
+    t.write(pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["old", "old"]}))
+    stream = scan_stream(t, engine_settings=SPARK)  # planned on snapshot 1, nothing read yet
+    t.write(pa.table({"id": pa.array([7], pa.int64()), "v": ["new"]}), mode="overwrite")
+    t.expire(retain_min=1, retain_max=1, older_than="0s", dry_run=False)  # snapshot 1's file is gone
+    assert stream.engine == "spark"
+    rows = pa.concat_tables(list(stream.parts))
+    assert rows.column("id").to_pylist() == [7]
