@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -54,11 +53,12 @@ class WriteResult:
     maintenance: tuple[str, ...] = ()  # post-commit steps that did work (compact, expire, ...)
 
 
-def plan_job(table: Table, schema: TableSchema, row_kind_column: str | None, *, overwrite: bool = False) -> WriteJob:
+def plan_job(table: Table, schema: TableSchema, row_kind_column: str | None, *, overwrite: bool = False,
+             planned_on: Snapshot | None = None) -> WriteJob:
     """The write's shared context: where each bucket's sequence numbers continue and, where
     the kernels look records up (``changelog-producer=lookup``, first-row tables, the
     changelog of an overwrite), each bucket's live files."""
-    latest = table.latest_snapshot()
+    latest = table.latest_snapshot() if planned_on is None else planned_on
     try:
         return _plan_job_on(table, latest, schema, row_kind_column, overwrite)
     except CorruptMetadataError as e:
@@ -201,10 +201,20 @@ def write_and_commit(table: Table, data: Any, engine: Any, *, overwrite: bool = 
         table.refuse_unfinished_fast_forward("write")
     # Paimon's `rowkind.field` option names a table column that carries the row kind.
     # A plan that loses its snapshot to a concurrent expire is made again: the input is not read yet.
-    job = retry_on_expire(schema.core_options.commit_max_retries,
-                          partial(plan_job, table, schema, row_kind_column or schema.options.get("rowkind.field"),
-                                  overwrite=overwrite), "write")
-    messages, rows_in = engine.write(job, data, table.file_io)
+    planned: list[Snapshot | None] = [None]
+
+    def plan() -> WriteJob:
+        planned[0] = table.latest_snapshot()
+        return plan_job(table, schema, row_kind_column or schema.options.get("rowkind.field"),
+                        overwrite=overwrite, planned_on=planned[0])
+
+    job = retry_on_expire(schema.core_options.commit_max_retries, plan, "write")
+    try:
+        messages, rows_in = engine.write(job, data, table.file_io)
+    except CorruptMetadataError as e:
+        # The kernels read bucket files (lookup changelog, first-row) that a concurrent expire
+        # removed after the plan: the input is consumed, so this is exit 4, not damage.
+        raise lost_race(table.snapshots, planned[0], e) or e
     partitions = {m.partition for m in messages}
     if static_partition is not None:
         _check_static(table, messages, static_partition)

@@ -407,3 +407,32 @@ def test_drop_partition_replans_when_its_snapshot_is_expired_while_planning(tmp_
     assert calls and result.snapshot_id == 4 and (result.files_deleted, result.records_deleted) == (2, 2)
     out = t.scan()
     assert out.column("id").to_pylist() == [2]
+
+
+def test_first_row_write_whose_lookup_files_expire_under_its_kernels_is_exit_4(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first-row write's kernels read the bucket's live files after the plan; when a
+    concurrent overwrite + expire removed them, the input is already consumed: the write
+    stops with the lost-race error (exit 4), commits nothing, and the table reads as before."""
+    import core.ops.write as write_module
+    from core.errors import ExpiredWhileReadingError
+
+    t = Table.locate("db.f", warehouse=str(tmp_path / "wh"))
+    create(t, "id BIGINT NOT NULL, v STRING", primary_keys=["id"],
+           options={"write-only": "true", "merge-engine": "first-row", "bucket": "1"})
+    t.write(pa.table({"id": pa.array([1], pa.int64()), "v": ["first"]}))
+    real, done = write_module.plan_job, []
+
+    def plan_then_expire(*args, **kwargs):  # type: ignore[no-untyped-def]
+        job = real(*args, **kwargs)
+        if not done:
+            done.append(True)
+            t.write(pa.table({"id": pa.array([7], pa.int64()), "v": ["new"]}), mode="overwrite")
+            t.expire(retain_min=1, retain_max=1, older_than="0s", dry_run=False)
+        return job
+    monkeypatch.setattr(write_module, "plan_job", plan_then_expire)
+    with pytest.raises(ExpiredWhileReadingError, match="concurrent expire"):
+        t.write(pa.table({"id": pa.array([1], pa.int64()), "v": ["second"]}))
+    assert t.snapshots.list_ids() == [2] and t.snapshots.snapshot(2).commit_kind == "OVERWRITE"
+    t.compact(full=True)  # first-row batch reads skip level 0: compact to see the rows
+    assert t.scan().column("id").to_pylist() == [7]
