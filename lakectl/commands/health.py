@@ -58,6 +58,7 @@ def register(app: typer.Typer) -> None:
         retain_max = t.schema.options.get("snapshot.num-retained.max")
         recs = recommendations(h, snapshot_retain_max=int(retain_max) if retain_max else None)
         measures = {k: v for k, v in dataclasses.asdict(h).items() if k != "file_sizes"}
+        measures = {"table": measures.pop("table"), "branch": t.branch, **measures}
         if out.format != "table":
             out.record({**measures, "file_size_histogram": dict(size_histogram(h.file_sizes)),
                         "recommendations": [dataclasses.asdict(r) for r in recs]}, data=True)

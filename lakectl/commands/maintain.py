@@ -38,8 +38,9 @@ def table_names(warehouse: Any, targets: list[str]) -> list[str]:
 
 
 def report_row(r: Any) -> dict[str, Any]:
-    """One table's report as JSON: actions and what each did, bytes freed, duration, why skipped, errors."""
-    return {"table": r.table, "status": r.status, "reason": r.reason,
+    """One table's report as JSON: actions and what each did, bytes freed, duration, why skipped, errors.
+    Maintenance plans and runs on main (``branch``), as Paimon's table options live there."""
+    return {"table": r.table, "branch": "main", "status": r.status, "reason": r.reason,
             "actions": [{"verb": a.verb, "reason": a.reason, "done": a.done, "detail": a.detail,
                          "bytes_freed": a.bytes_freed, "error": a.error} for a in r.actions],
             "bytes_freed": r.bytes_freed, "duration_seconds": round(r.duration_seconds, 3),
@@ -108,13 +109,13 @@ def register(app: typer.Typer) -> None:
             write_atomically(metrics_file, reports)
         rows = [report_row(r) for r in reports]
         if out.format in ("json", "jsonl", "csv"):
-            out.rows(rows, ["table", "status", "reason", "actions", "bytes_freed", "duration_seconds",
-                            "lease_taken_at", "lease_released_at"])
+            out.rows(rows, ["table", "branch", "status", "reason", "actions", "bytes_freed", "duration_seconds",
+                            "lease_taken_at", "lease_released_at"], data=False)
         else:
             out.rows([{**r, "actions": ", ".join(a["verb"] + ("" if a["done"] or dry_run else " (failed)")
                                                   for a in r["actions"])} for r in rows],
-                     ["table", "status", "actions", "bytes_freed", "duration_seconds", "reason"],
-                     title="maintenance" + (" plan" if dry_run else ""))
+                     ["table", "branch", "status", "actions", "bytes_freed", "duration_seconds", "reason"],
+                     title="maintenance" + (" plan" if dry_run else ""), data=False)
         failed = [r.table for r in reports if r.status == "failed"]
         if failed:
             out.err.print(f"maintenance failed for: {', '.join(failed)}")
