@@ -146,7 +146,7 @@ def _run_action(table: Table, action: Action, policy: Policy, engine_settings: A
     elif action.verb == "expire-tags":
         from core.ops.tags import expire_tags
 
-        rep.detail = {"tags": [t.name for t in expire_tags(table)]}
+        rep.detail = {"tags": [t.tag for t in expire_tags(table)]}
     elif action.verb == "remove-orphan-files":
         from core.ops.orphans import remove_orphan_files
 

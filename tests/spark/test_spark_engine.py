@@ -86,7 +86,7 @@ def test_both_engines_build_the_same_table(tmp_path, engine):
 
 
 ALL_TYPES = ("b BOOLEAN, i8 TINYINT, i16 SMALLINT, i32 INT, i64 BIGINT NOT NULL, f FLOAT, d DOUBLE, "
-             "dec DECIMAL(10, 2), big DECIMAL(38, 10), s STRING, c CHAR(3), bin BYTES, day DATE, t TIME, "
+             "dec DECIMAL(10, 2), big DECIMAL(38, 10), s STRING, c CHAR(3), bin BYTES, day DATE, t TIME(3), "
              "ts0 TIMESTAMP(0), ts3 TIMESTAMP(3), ts6 TIMESTAMP(6), ts9 TIMESTAMP(9), "
              "ltz TIMESTAMP(3) WITH LOCAL TIME ZONE")
 
