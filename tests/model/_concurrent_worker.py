@@ -32,6 +32,7 @@ import time
 
 import pyarrow as pa
 
+from _worker_kit import emit, start_line
 from core.errors import CommitConflictError
 from core.snapshot import SnapshotManager
 from core.table import Table
@@ -60,25 +61,6 @@ class AttemptCounter(logging.Handler):
 
 def open_table(spec: dict) -> Table:
     return Table.open(spec["table"], warehouse=spec["warehouse"], storage_options=spec.get("storage_options"))
-
-
-def wait_for(path: str, what: str) -> None:
-    deadline = time.monotonic() + DEADLINE
-    while not os.path.exists(path):
-        if time.monotonic() > deadline:
-            raise SystemExit(f"{what} did not happen within {DEADLINE}s")
-        time.sleep(0.002)
-
-
-def start_line(spec: dict) -> None:
-    with open(os.path.join(spec["barrier"], f"ready-{spec['name']}"), "w"):
-        pass
-    wait_for(os.path.join(spec["barrier"], "go"), "the go signal")
-
-
-def emit(obj: dict) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
 
 
 def round_barrier(spec: dict, i: int) -> None:

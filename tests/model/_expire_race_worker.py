@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import time
 from collections import Counter
 
 import pyarrow as pa
 
+from _worker_kit import emit, start_line
 from core.table import Table
 from lakectl.errors import exit_code_for
 
@@ -44,11 +44,6 @@ class Tally(logging.Handler):
         lines, self.lines = self.lines, []
         return {"retries": sum(m in line for line in lines for m in RETRY_MARKS),
                 "expire_races": sum(m in line for line in lines for m in EXPIRE_MARKS)}
-
-
-def emit(obj: dict) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
 
 
 def operations(spec: dict, t: Table):
@@ -78,19 +73,6 @@ def operations(spec: dict, t: Table):
                 twice = sorted(k for k, n in Counter(ids).items() if n > 1)
                 return {"rows_seen": len(ids), "twice": twice[:5]}
             yield read
-
-
-def start_line(spec: dict) -> float:
-    barrier = spec["barrier"]
-    with open(os.path.join(barrier, f"ready-{spec['name']}"), "w"):
-        pass
-    go = os.path.join(barrier, "go")
-    limit = time.monotonic() + 120
-    while not os.path.exists(go):
-        if time.monotonic() > limit:
-            raise SystemExit("no go signal within 120 s")
-        time.sleep(0.005)
-    return time.monotonic()
 
 
 def main(spec: dict) -> None:

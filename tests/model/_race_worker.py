@@ -23,25 +23,9 @@ import time
 
 import pyarrow as pa
 
+from _worker_kit import emit, start_line
 from core.fileio import FileIO
 from core.table import Table
-
-
-def start_line(spec: dict) -> None:
-    barrier = spec["barrier"]
-    with open(os.path.join(barrier, f"ready-{spec['name']}"), "w"):
-        pass
-    go = os.path.join(barrier, "go")
-    deadline = time.monotonic() + 60
-    while not os.path.exists(go):
-        if time.monotonic() > deadline:
-            raise SystemExit("no go signal within 60 s")
-        time.sleep(0.001)
-
-
-def emit(obj: dict) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
 
 
 def write(spec: dict) -> None:
