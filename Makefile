@@ -49,10 +49,11 @@ demo: venv
 
 # Two workers (pytest-xdist), each taking whole test files in order: most of the time goes to
 # subprocesses (Java, Spark, the S3 server, console scripts) that leave a core idle otherwise.
+# The slowest tests are listed at the end, to keep the whole run well under an hour.
 TEST_WORKERS ?= 2
 
 test: venv oracle java-oracle
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 test-quick: venv
 	$(BIN)/python -m pytest -q -m "not slow and not interop and not spark and not cluster and not s3"
