@@ -273,12 +273,13 @@ def _read_merged(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[in
     run, not the bucket."""
     read_fields = list(read_schema.fields)
     engine = MergeEngine.of(read_schema)
+    needed = _needed(split, read_schema)
 
     def run_tables(files: list[DataFileMeta]):
         for meta in files:
             path = meta.external_path or join(split.bucket_dir, meta.file_name)
             yield read_file(path, meta, schemas[meta.schema_id], read_fields, file_io, system_columns=True,
-                            row_filter=row_filter, deletion=split.deletion(meta))
+                            row_filter=row_filter, deletion=split.deletion(meta), needed=needed)
 
     runs = run_files(split.files, [f.type for f in read_schema.key_fields])
     names = [f.name for f in read_fields]

@@ -89,7 +89,18 @@ def _frontier(state: Sequence[_Run], keys: list[str]) -> tuple | None:
 
 
 def _key_at(table: pa.Table, keys: list[str], i: int) -> tuple:
-    return tuple(table.column(k)[i].as_py() for k in keys)
+    return tuple(_comparable(table.column(k).slice(i, 1))[0].as_py() for k in keys)
+
+
+def _comparable(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """The key column in a type whose Python values order as Arrow sorts it: temporal types as
+    their integers (a nanosecond timestamp has no exact Python datetime; converting it would
+    also import pandas)."""
+    if pa.types.is_temporal(column.type):
+        width = pa.int32() if pa.types.is_date32(column.type) or column.type == pa.time32("s") \
+            or column.type == pa.time32("ms") else pa.int64()
+        return column.cast(width)
+    return column
 
 
 def _cut(run: _Run, keys: list[str], frontier: tuple | None) -> pa.Table:
@@ -109,7 +120,7 @@ def _count_at_or_below(table: pa.Table, keys: list[str], frontier: tuple) -> int
     # Lexicographic key <= frontier, built from the last key column backwards.
     below = None
     for name, value in reversed(list(zip(keys, frontier))):
-        col = table.column(name)
+        col = _comparable(table.column(name))
         less = pc.less(col, pa.scalar(value, col.type))
         equal = pc.equal(col, pa.scalar(value, col.type))
         below = pc.or_(less, equal) if below is None else pc.or_(less, pc.and_(equal, below))

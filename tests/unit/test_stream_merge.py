@@ -71,3 +71,28 @@ def test_rows_held_follow_batches_not_the_bucket():
     merged = _streamed(engine, tables, 100)
     assert merged.column("k1").to_pylist() == list(range(9000))
     assert stream_merge.peak_rows_held <= 300
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data(), st.integers(1, 4))
+def test_temporal_keys_cut_by_their_integers(data, batch_rows):
+    """Nanosecond timestamps (no exact Python datetime) and dates as keys: the frontier compares
+    their integers, and the merge equals the whole-bucket merge."""
+    schema = pa.schema([("t", pa.timestamp("ns")), ("d", pa.date32()), ("v", pa.int64()),
+                        (SEQUENCE_NUMBER, pa.int64()), (VALUE_KIND, pa.int8())])
+    engine = MergeEngine("deduplicate", ("t", "d"))
+    base = 1_709_208_000_123_456_789  # 2024-02-29T12:00:00.123456789: a datetime would lose digits
+    keys = [(base + n, d) for n in (0, 1, 2, 999) for d in (19000, 19001)]
+    seq = iter(range(1000))
+    tables = []
+    for _ in range(data.draw(st.integers(2, 4))):
+        chosen = sorted(data.draw(st.sets(st.sampled_from(keys), max_size=len(keys))))
+        tables.append(pa.table({"t": pa.array([t for t, _ in chosen], pa.int64()).cast(pa.timestamp("ns")),
+                                "d": pa.array([d for _, d in chosen], pa.int32()).cast(pa.date32()),
+                                "v": pa.array([next(seq) for _ in chosen], pa.int64()),
+                                SEQUENCE_NUMBER: pa.array([next(seq) for _ in chosen], pa.int64()),
+                                VALUE_KIND: pa.array([0] * len(chosen), pa.int8())}, schema=schema))
+    chunks = list(stream_merge.merge_runs(engine, [stream_merge.batches([t], batch_rows) for t in tables]))
+    streamed = pa.concat_tables(chunks) if chunks else schema.empty_table()
+    whole = engine.merge(engine.sorted(pa.concat_tables(tables)))
+    assert streamed.equals(whole)
