@@ -41,7 +41,8 @@ from core.deletion_vectors import (DeletionFile, bitmap_class, deleted_mask, rea
                                    write_index_file)
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
-from core.kernels.read import read_file
+from core.kernels import stream_merge
+from core.kernels.read import read_file, run_files
 from core.kernels.changelog import changes, tagged_sort
 from core.kernels.merge import MergeEngine
 from core.index_manifest import IndexFileMeta
@@ -382,6 +383,8 @@ def _merged_rows(task: CompactTask, files: Sequence[DataFileMeta], file_io: File
     engine = MergeEngine.of(schema)
     top = schema.core_options.num_levels - 1
     full_changelog = schema.core_options.changelog_producer == "full-compaction" and task.output_level == top
+    if not full_changelog:
+        return _streamed_merge(task, files, file_io, engine, drop_deletes), None
     old_parts, new_parts = [], []
     for meta in files:
         part = engine.drop_ignored(_read(task, meta, file_io, system_columns=True))
@@ -395,6 +398,22 @@ def _merged_rows(task: CompactTask, files: Sequence[DataFileMeta], file_io: File
     if full_changelog:
         log = changes(rows, is_old, engine, row_deduplicate=schema.core_options.changelog_row_deduplicate)
     return (alive(merged) if drop_deletes else merged), log
+
+
+def _streamed_merge(task: CompactTask, files: Sequence[DataFileMeta], file_io: FileIO, engine: MergeEngine,
+                    drop_deletes: bool) -> pa.Table:
+    """The merged records of ``files``, merged as streams of their sorted runs (read file by
+    file), so the merge itself holds about one batch per run; the result is still one table."""
+    def run_tables(run: list[DataFileMeta]):
+        for meta in run:
+            yield _read(task, meta, file_io, system_columns=True)
+
+    runs = run_files(files, [f.type for f in task.schema.key_fields])
+    chunks = [alive(c) if drop_deletes else c
+              for c in stream_merge.merge_runs(engine, [stream_merge.batches(run_tables(r)) for r in runs])]
+    if not chunks:
+        return _read(task, files[0], file_io, system_columns=True).slice(0, 0)
+    return pa.concat_tables(chunks) if len(chunks) > 1 else chunks[0]
 
 
 def _concatenated_rows(task: CompactTask, files: Sequence[DataFileMeta], file_io: FileIO) -> pa.Table:

@@ -23,6 +23,7 @@ from core.deletion_vectors import DeletionFile, deleted_mask, read_vector
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
 from core.kernels.records import KIND_NAMES, SEQUENCE_NUMBER, VALUE_KIND, alive
+from core.kernels import stream_merge
 from core.kernels.merge import MergeEngine
 from core.manifest import DataFileMeta, sorted_runs
 from core.predicate import ColumnRange, Predicate
@@ -241,6 +242,8 @@ def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int,
     if primary_key and (sorted_runs(split.files) == 1 or raw_convertible(split, read_schema)):
         return _read_sorted_run(split, read_schema, schemas, file_io)
     row_filter = _row_group_filter(split.predicate, read_schema if primary_key else None)
+    if primary_key:
+        return _read_merged(split, read_schema, schemas, file_io, row_filter)
     parts = []
     for meta in split.files:
         path = meta.external_path or join(split.bucket_dir, meta.file_name)
@@ -250,12 +253,41 @@ def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int,
     empty = pa.schema([arrow_field(f).with_nullable(True) for f in read_fields])
     if not parts:
         return empty.empty_table()
-    table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-    if not primary_key:
-        return table
+    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+
+def run_files(files: Sequence[DataFileMeta], key_types: Sequence) -> list[list[DataFileMeta]]:
+    """The sorted runs of a bucket, each as its files in key order: every level-0 file is a
+    run of its own (they overlap), the files of a level above 0 are one run (disjoint keys)."""
+    by_min_key = sorted(files, key=lambda f: binary_row.sort_key(binary_row.decode(f.min_key, key_types)))
+    runs = [[f] for f in by_min_key if f.level == 0]
+    for level in sorted({f.level for f in files if f.level > 0}):
+        runs.append([f for f in by_min_key if f.level == level])
+    return runs
+
+
+def _read_merged(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
+                 file_io: FileIO, row_filter: Predicate | None) -> pa.Table:
+    """A primary-key split of several runs, merged as streams of batches (``stream_merge``):
+    a run's files are read one at a time, so the merge holds about one file and one batch per
+    run, not the bucket."""
+    read_fields = list(read_schema.fields)
     engine = MergeEngine.of(read_schema)
-    merged = engine.merge(engine.sorted(table))
-    return alive(merged).select([f.name for f in read_fields])
+    needed = _needed(split, read_schema)
+
+    def run_tables(files: list[DataFileMeta]):
+        for meta in files:
+            path = meta.external_path or join(split.bucket_dir, meta.file_name)
+            yield read_file(path, meta, schemas[meta.schema_id], read_fields, file_io, system_columns=True,
+                            row_filter=row_filter, deletion=split.deletion(meta), needed=needed)
+
+    runs = run_files(split.files, [f.type for f in read_schema.key_fields])
+    names = [f.name for f in read_fields]
+    chunks = [alive(chunk).select(names)
+              for chunk in stream_merge.merge_runs(engine, [stream_merge.batches(run_tables(r)) for r in runs])]
+    if not chunks:
+        return pa.schema([arrow_field(f).with_nullable(True) for f in read_fields]).empty_table()
+    return pa.concat_tables(chunks) if len(chunks) > 1 else chunks[0]
 
 
 def _row_group_filter(predicate: Predicate | None, merged: TableSchema | None) -> Predicate | None:
