@@ -79,31 +79,3 @@ def _deletion_vector_files(table: Table, snap) -> int:
     from core.deletion_vectors import snapshot_deletion_files
 
     return sum(len(files) for files in snapshot_deletion_files(table.file_io, table.path, snap).values())
-
-
-@dataclass(frozen=True, slots=True)
-class Recommendation:
-    problem: str
-    command: str  # the lakectl command that fixes it
-
-
-def recommendations(h: Health, *, snapshot_retain_max: int | None = None) -> list[Recommendation]:
-    """What to do about the measures, each naming the command that does it."""
-    out = []
-    if h.has_primary_key and h.max_sorted_runs >= h.sorted_run_trigger:
-        out.append(Recommendation(
-            f"a bucket has {h.max_sorted_runs} sorted runs (trigger {h.sorted_run_trigger}): reads merge them all",
-            f"lakectl compact {h.table}"))
-    if h.small_files >= 2:
-        out.append(Recommendation(
-            f"{h.small_files} of {h.files} files are under half of target-file-size ({h.target_file_size} bytes)",
-            f"lakectl compact {h.table}"))
-    if h.deletion_vector_ratio > 0.2:
-        out.append(Recommendation(
-            f"{h.deletion_vector_ratio:.0%} of files carry deletion vectors: reads filter deleted rows",
-            f"lakectl compact {h.table}"))
-    if snapshot_retain_max is not None and h.snapshots > snapshot_retain_max:
-        out.append(Recommendation(
-            f"{h.snapshots} snapshots retained (snapshot.num-retained.max {snapshot_retain_max})",
-            f"lakectl expire {h.table}"))
-    return out

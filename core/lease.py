@@ -14,15 +14,21 @@ then create-if-absent decides the race again, so at most one taker wins.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
+import threading
 import time
 import uuid
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Iterator
 
 from core.fileio import FileIO, join
 
 LEASE_NAME = ".lakectl-maintain.lease"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,3 +118,59 @@ def release(file_io: FileIO, lease: Lease) -> None:
             file_io.delete_quietly(lease.path)
     except FileNotFoundError:
         pass
+
+
+def renew(file_io: FileIO, lease: Lease, ttl_seconds: float, *, now: float | None = None) -> Lease | None:
+    """Push our lease's expiry ``ttl_seconds`` past ``now``; None when it is no longer ours (it
+    expired and another run took it over). Only a live, unexpired lease is renewed, and no other
+    run deletes a live lease of a live holder, so the read-then-overwrite cannot overwrite
+    someone else's lease as long as renewals come well before the expiry."""
+    now = time.time() if now is None else now
+    try:
+        if file_io.read_bytes(lease.path) != lease.content:
+            return None
+    except FileNotFoundError:
+        return None
+    content = _content(lease.holder, now + ttl_seconds)
+    # Replaced whole (rename locally, one PUT on S3): a run reading it meanwhile sees the old
+    # or the new lease, never a torn one it would take for stale.
+    file_io.overwrite_hint(lease.path, content.decode("ascii"))
+    return replace(lease, expires_at=now + ttl_seconds, content=content)
+
+
+class Keeper:
+    """Renews a lease every third of its TTL on a daemon thread while work runs under it, so
+    that work longer than the TTL keeps the table; ``lease`` is the current one, ``lost`` tells
+    whether a renewal found it taken over."""
+
+    def __init__(self, file_io: FileIO, lease: Lease, ttl_seconds: float) -> None:
+        self.file_io, self.lease, self.ttl = file_io, lease, ttl_seconds
+        self.lost = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"lease {lease.path}", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.ttl / 3):
+            try:
+                renewed = renew(self.file_io, self.lease, self.ttl)
+            except OSError as e:  # a storage hiccup: try again at the next tick, before the expiry
+                log.warning("could not renew the maintenance lease %s: %s", self.lease.path, e)
+                continue
+            if renewed is None:
+                self.lost = True
+                log.warning("the maintenance lease %s was taken over by another run", self.lease.path)
+                return
+            self.lease = renewed
+
+
+@contextmanager
+def kept(file_io: FileIO, lease: Lease, ttl_seconds: float) -> Iterator[Keeper]:
+    """Hold ``lease`` for the block, renewing it; released at the end (if still ours)."""
+    keeper = Keeper(file_io, lease, ttl_seconds)
+    keeper._thread.start()
+    try:
+        yield keeper
+    finally:
+        keeper._stop.set()
+        keeper._thread.join()
+        release(file_io, keeper.lease)

@@ -458,6 +458,19 @@ class Output:
 
             yield update
 
+    @contextmanager
+    def table_bars(self, total: int) -> Iterator["TableBars | None"]:
+        """One bar per table being worked on (``maintain``: several at once with --parallel) under
+        an overall bar of tables done; None (silent) where ``progress`` is silent."""
+        if self.quiet or not (self.err.is_terminal and self.err.is_interactive):
+            yield None
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=self.err, transient=True) as bar:
+            yield TableBars(bar, total)
+
     def raw(self, text: str) -> None:
         """Text exactly as given (streamed output such as ``scan --follow``'s), flushed at once."""
         self._write(text)
@@ -482,3 +495,30 @@ class Output:
 
             raise typer.Exit(0) from None
 
+
+
+class TableBars:
+    """The bars of ``Output.table_bars``: ``step`` shows a table's current verb (its bar counts
+    the verbs done of those planned), ``finish`` drops its bar and advances the overall one.
+    Called from maintain's worker threads; rich's Progress takes its own lock."""
+
+    def __init__(self, progress: Any, total: int) -> None:
+        self._progress = progress
+        self._overall = progress.add_task(f"tables (0 of {total} done)", total=total)
+        self._bars: dict[str, Any] = {}
+        self._done = 0
+        self._total = total
+
+    def step(self, table: str, done: int, planned: int, what: str) -> None:
+        if table not in self._bars:
+            self._bars[table] = self._progress.add_task(table, total=planned or None)
+        self._progress.update(self._bars[table], completed=done, total=planned or None,
+                              description=f"{table}: {what}")
+
+    def finish(self, table: str, status: str) -> None:
+        task = self._bars.pop(table, None)
+        if task is not None:
+            self._progress.remove_task(task)
+        self._done += 1
+        self._progress.update(self._overall, completed=self._done,
+                              description=f"tables ({self._done} of {self._total} done; last {table} {status})")

@@ -79,11 +79,9 @@ def plan_table(table: Table, health: Health, policy: Policy) -> list[Action]:
 
 
 def _compaction(table: Table, h: Health, policy: Policy) -> Action | None:
-    from core.ops.compact import full_compaction_due
-
     if h.files == 0:
         return None
-    if policy.full_compaction or full_compaction_due(table):
+    if policy.full_compaction or _full_compaction_due(table):
         return Action("compact", "full compaction by policy", full=True)
     if h.deletion_vector_ratio > policy.deletion_vector_ratio_trigger:
         return Action("compact", f"{h.deletion_vector_ratio:.0%} of files carry deletion vectors", full=True)
@@ -93,6 +91,33 @@ def _compaction(table: Table, h: Health, policy: Policy) -> Action | None:
     if not h.has_primary_key and h.small_files >= policy.small_files_trigger:
         return Action("compact", f"{h.small_files} small files (target-file-size {h.target_file_size})", full=True)
     return None
+
+
+def _full_compaction_due(table: Table) -> bool:
+    if "full-compaction.delta-commits" not in table.schema.options:
+        return False  # without importing the compaction module (pyarrow): health stays metadata-only
+    from core.ops.compact import full_compaction_due
+
+    return full_compaction_due(table)
+
+
+@dataclass(frozen=True, slots=True)
+class Recommendation:
+    problem: str
+    command: str  # the lakectl command that fixes it
+
+
+def recommendations(table: Table, health: Health, policy: Policy = Policy()) -> list[Recommendation]:
+    """What ``lakectl health`` recommends: exactly the verbs maintain would run on the table
+    under ``policy``, each as the command that runs it alone. Orphan removal, which maintain
+    always runs, is left out: health reads metadata only and cannot see orphans."""
+    return [Recommendation(a.reason, command_for(table.name, a))
+            for a in plan_table(table, health, policy) if a.verb != "remove-orphan-files"]
+
+
+def command_for(name: str, action: Action) -> str:
+    """The lakectl command line that runs ``action`` on table ``name`` by itself."""
+    return f"lakectl {action.verb} {name}" + (" --full" if action.full else "")
 
 
 @dataclass
@@ -156,11 +181,21 @@ def _run_action(table: Table, action: Action, policy: Policy, engine_settings: A
     return rep
 
 
+# How long a lease lasts without renewal: a crashed run on another host blocks the table this
+# long. A live run renews it every third of this, however long its work takes.
+LEASE_SECONDS = 600.0
+
+# on_step(table, verbs done, verbs planned, what is running now)
+StepCallback = Callable[[str, int, int, str], None]
+
+
 def maintain_table(table: Table, policy: Policy, *, dry_run: bool = False, engine_settings: Any = None,
-                   holder: str | None = None, lease_seconds: float = 3600.0) -> TableReport:
-    """Plan and (unless ``dry_run``) run the table's maintenance under its lease. Never raises
-    for the table's own errors: they are the report's. ``engine_settings`` (the --engine choice)
-    goes to compaction, which sends big compactions to Spark under ``auto``."""
+                   holder: str | None = None, lease_seconds: float = LEASE_SECONDS,
+                   on_step: StepCallback | None = None) -> TableReport:
+    """Plan and (unless ``dry_run``) run the table's maintenance under its lease, renewed while
+    the work runs. Never raises for the table's own errors: they are the report's.
+    ``engine_settings`` (the --engine choice) goes to compaction, which sends big compactions to
+    Spark under ``auto``. ``on_step`` hears each verb start (progress bars)."""
     start = time.monotonic()
     rep = TableReport(table.name, "done")
     try:
@@ -178,16 +213,18 @@ def maintain_table(table: Table, policy: Policy, *, dry_run: bool = False, engin
         return _finish(rep, start, "skipped", "another maintain run holds the table's lease")
     rep.started_at = time.time()
     try:
-        for action in actions:
-            try:
-                rep.actions.append(_run_action(table, action, policy, engine_settings))
-            except (LakectlError, OSError) as e:
-                # Stop this table: later verbs (orphans above all) assume the earlier ones finished.
-                rep.actions.append(ActionReport(action.verb, action.reason, done=False,
-                                                error=f"{type(e).__name__}: {e}"))
-                return _finish(rep, start, "failed", f"{action.verb}: {e}")
+        with leases.kept(table.file_io, held, lease_seconds):
+            for i, action in enumerate(actions):
+                if on_step is not None:
+                    on_step(table.name, i, len(actions), action.verb)
+                try:
+                    rep.actions.append(_run_action(table, action, policy, engine_settings))
+                except (LakectlError, OSError) as e:
+                    # Stop this table: later verbs (orphans above all) assume the earlier ones finished.
+                    rep.actions.append(ActionReport(action.verb, action.reason, done=False,
+                                                    error=f"{type(e).__name__}: {e}"))
+                    return _finish(rep, start, "failed", f"{action.verb}: {e}")
     finally:
-        leases.release(table.file_io, held)
         rep.released_at = time.time()
     rep.bytes_freed = sum(a.bytes_freed for a in rep.actions)
     rep.finished_at = time.time()
@@ -206,7 +243,8 @@ def _finish(rep: TableReport, start: float, status: str, reason: str | None) -> 
 
 def maintain(names: list[str], open_table: Callable[[str], Table], policy_of: Callable[[str], Policy], *,
              dry_run: bool = False, engine_settings: Any = None, parallel: int = 1, time_budget: float | None = None,
-             on_done: Callable[[TableReport], None] | None = None) -> list[TableReport]:
+             on_done: Callable[[TableReport], None] | None = None,
+             on_step: StepCallback | None = None) -> list[TableReport]:
     """Maintain the named tables, ``parallel`` at a time; with ``time_budget`` (seconds), tables
     not started when it runs out are reported skipped. One run uses one lease holder name."""
     holder = leases.new_holder()
@@ -222,7 +260,7 @@ def maintain(names: list[str], open_table: Callable[[str], Table], policy_of: Ca
                 rep = TableReport(name, "failed", f"{type(e).__name__}: {e}")
             else:
                 rep = maintain_table(table, policy_of(name), dry_run=dry_run, engine_settings=engine_settings,
-                                     holder=holder)
+                                     holder=holder, on_step=on_step)
         if on_done is not None:
             on_done(rep)
         return rep

@@ -39,6 +39,9 @@ def register(app: typer.Typer) -> None:
         """Show a table's health (snapshots, files, small files, sorted runs, deletion vectors,
         oldest snapshot) and what to do about it, each recommendation naming its command.
 
+        The recommendations are the verbs `lakectl maintain` would run on the table under the
+        config's [maintain] policy (orphan removal aside, which needs a listing of the files).
+
         On a terminal: a file-size histogram and rows per bucket as bar charts.
 
         Examples:
@@ -49,14 +52,17 @@ def register(app: typer.Typer) -> None:
         """
         import dataclasses
 
-        from core.health import measure, recommendations
+        from core.health import measure
+        from core.ops.maintain import recommendations
         from core.table import Table
+        from lakectl.maintain_policy import Policies
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        s = settings(ctx)
+        t = Table.open(table, warehouse=s.resolve_warehouse(warehouse))
         h = measure(t)
-        retain_max = t.schema.options.get("snapshot.num-retained.max")
-        recs = recommendations(h, snapshot_retain_max=int(retain_max) if retain_max else None)
+        # What maintain would do under the config's policy for this table: one rule for both.
+        recs = recommendations(t, h, Policies(s.config.get("maintain"))(t.name))
         measures = {k: v for k, v in dataclasses.asdict(h).items() if k != "file_sizes"}
         measures = {"table": measures.pop("table"), "branch": t.branch, **measures}
         if out.format != "table":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Optional
 
 import typer
@@ -10,18 +9,16 @@ import typer
 from lakectl.commands import output, settings
 from lakectl.params import FormatOpt, WarehouseOpt
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
 
 def parse_budget(text: str) -> float:
-    """``30m``, ``2h``, ``90s``, ``45`` (seconds) -> seconds."""
-    from core.errors import UsageError
+    """``30m``, ``2h``, ``90s`` (any Paimon duration) -> seconds. A bare number is seconds here:
+    a budget in milliseconds (Paimon's reading of a bare number) would be no budget at all."""
+    from core.options import parse_duration
 
-    m = _DURATION.match(text)
-    if not m:
-        raise UsageError(f"--time-budget {text!r}: give a duration such as 30m, 2h or 90s")
-    return float(m.group(1)) * _UNIT_SECONDS[m.group(2) or "s"]
+    bare = text.strip()
+    if bare.replace(".", "", 1).isdigit():
+        return float(bare)
+    return parse_duration(text, "--time-budget").total_seconds()
 
 
 def table_names(warehouse: Any, targets: list[str]) -> list[str]:
@@ -92,17 +89,11 @@ def register(app: typer.Typer) -> None:
         names = table_names(Warehouse.open(uri), list(targets or []))
         budget = parse_budget(time_budget) if time_budget else None
         policies = Policies(s.config.get("maintain"))
-        with out.progress() as progress:
-            done: list[Any] = []
-
-            def on_done(rep: Any) -> None:
-                done.append(rep)
-                if progress is not None:
-                    progress(len(done), len(names), f"{rep.table}: {rep.status}")
-
+        with out.table_bars(len(names)) as bars:
             reports = maintain(names, lambda n: Table.open(n, warehouse=uri), policies, dry_run=dry_run,
                                engine_settings=s.engine_settings(), parallel=parallel, time_budget=budget,
-                               on_done=on_done)
+                               on_done=None if bars is None else lambda rep: bars.finish(rep.table, rep.status),
+                               on_step=None if bars is None else bars.step)
         if metrics_file and not dry_run:
             from core.metrics import write_atomically
 

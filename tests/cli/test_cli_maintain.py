@@ -188,3 +188,38 @@ def test_two_overlapping_runs_never_maintain_a_table_at_once(cli, tmp_path):
         skipped = [r[f"db.{n}"] for r in runs if r[f"db.{n}"]["status"] == "skipped"]
         assert all("lease" in s["reason"] for s in skipped)
         assert ok_json(cli("health", f"db.{n}", "-f", "json"))["max_sorted_runs"] == 1
+
+
+def test_terminal_shows_a_bar_per_table_being_maintained(cli, tmp_path):
+    """On a terminal, --parallel 2 draws a bar per table at work (named with its current verb)
+    under an overall bar; held still by a stalled first compaction commit so that the bars are
+    on screen, then the summary table follows and the bars are gone."""
+    from tests.cli.test_terminal import ANSI, in_terminal
+
+    for n in ("t0", "t1", "t2"):
+        make(cli, tmp_path, n, 3, "num-sorted-run.compaction-trigger=3")
+    stall = tmp_path / "stall"
+    seen = {}
+
+    def on_output(out: bytes, _fd: int) -> bool:
+        text = ANSI.sub(b"", out).decode("utf-8", "replace")
+        # one table's compaction commit is stalled; the other two tables finish beside it
+        if "tables (2 of 3 done" in text and stall.exists():
+            seen["bars"] = text
+            stall.unlink()  # let the stalled commit go on
+            return True
+        return False
+
+    session = in_terminal(["-w", str(cli.wh), "maintain", "--parallel", "2"], tmp_path, on_output=on_output,
+                          env={"LAKECTL_FAULT": "stall:publish:1", "LAKECTL_STALL_FILE": str(stall)})
+    assert session.exit_code == 0, session.text
+    bars = seen["bars"]
+    # two tables at work at once, each on its own bar naming its verb
+    assert any(line.count(": compact") == 1 for line in bars.splitlines())
+    assert len({n for n in ("db.t0", "db.t1", "db.t2") if f"{n}: compact" in bars}) >= 2
+    text = session.text
+    assert "maintenance" in text and all(n in text for n in ("db.t0", "db.t1", "db.t2"))
+    after = session.output[session.output.rindex(b"\x1b[?25h"):]  # the cursor is back: bars erased
+    assert b": compact" not in after and b"maintenance" in after
+    for n in ("t0", "t1", "t2"):
+        assert ok_json(cli("health", f"db.{n}", "-f", "json"))["max_sorted_runs"] == 1

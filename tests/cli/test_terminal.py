@@ -59,15 +59,17 @@ _CONTROLLING_TTY = ("import fcntl, os, sys, termios; os.setsid(); fcntl.ioctl(0,
 
 
 def in_terminal(args: list[str], cwd: Path, *, on_output: Callable[[bytes, int], bool] | None = None,
-                timeout: float = 120) -> Session:
+                timeout: float = 120, env: dict[str, str] | None = None) -> Session:
     """Run lakectl on a new 80x24 pseudo-terminal, its controlling terminal. ``on_output(everything
-    so far, master fd)`` may type keys; once it returns True it is not called again."""
+    so far, master fd)`` may type keys; once it returns True it is not called again. ``env``:
+    variables added to the terminal's clean environment."""
     if LAKECTL is None:
         pytest.skip("the lakectl console script is not installed")
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     proc = subprocess.Popen([sys.executable, "-c", _CONTROLLING_TTY, LAKECTL, *args], stdin=slave, stdout=slave,
-                            stderr=slave, cwd=cwd, env=terminal_env(cwd / "home"), close_fds=True)
+                            stderr=slave, cwd=cwd, env={**terminal_env(cwd / "home"), **(env or {})},
+                            close_fds=True)
     os.close(slave)
     output = b""
     deadline = time.monotonic() + timeout

@@ -13,10 +13,10 @@ import pyarrow as pa
 import pytest
 
 from core import lease as leases
-from core.health import measure, recommendations
+from core.health import measure
 from core.manifest import live_entries, sorted_runs
 from core.ops.create import create
-from core.ops.maintain import Policy, maintain, maintain_table, plan_table, policy_for
+from core.ops.maintain import Policy, maintain, maintain_table, plan_table, policy_for, recommendations
 from core.table import Table
 
 WH = "wh"
@@ -170,6 +170,60 @@ def test_live_lease_is_not_taken_stale_one_is(tmp_path):
     assert not Path(second.path).exists()
 
 
+def test_lease_is_renewed_while_work_outlasts_its_ttl(tmp_path, monkeypatch):
+    """A table's maintenance that takes longer than the lease's TTL keeps the lease: a second run
+    trying past the first expiry is refused, and the lease is gone once the work ends."""
+    import threading
+
+    from core.ops import maintain as maintain_mod
+
+    t = make(tmp_path, "slow", options={"snapshot.num-retained.min": "1"})
+    t.write(rows([1]))
+    t.write(rows([2]))
+    started, release = threading.Event(), threading.Event()
+
+    def stalled(table, action, policy, engine_settings):
+        started.set()
+        release.wait(30)
+        return maintain_mod.ActionReport(action.verb, action.reason, done=True)
+
+    monkeypatch.setattr(maintain_mod, "_run_action", stalled)
+    result = {}
+    worker = threading.Thread(target=lambda: result.update(rep=maintain_table(t, Policy(), lease_seconds=0.6)))
+    worker.start()
+    assert started.wait(30)
+    time.sleep(1.5)  # 2.5 TTLs: without renewal the lease would have expired
+    other = leases.acquire(t.file_io, t.path, holder="another-host:1:x", ttl_seconds=60)
+    release.set()
+    worker.join(30)
+    assert other is None, "a second run took the table while the first still worked on it"
+    assert result["rep"].status == "done"
+    assert not Path(leases.lease_path(t.path)).exists()
+
+
+def test_renew_refuses_a_lease_taken_over(tmp_path):
+    t = make(tmp_path, "taken")
+    now = 1_000_000.0
+    mine = leases.acquire(t.file_io, t.path, holder="a", ttl_seconds=10, now=now)
+    renewed = leases.renew(t.file_io, mine, 10, now=now + 5)
+    assert renewed is not None and renewed.expires_at == now + 15
+    assert leases.acquire(t.file_io, t.path, holder="b", ttl_seconds=10, now=now + 12) is None  # renewed: live
+    theirs = leases.acquire(t.file_io, t.path, holder="b", ttl_seconds=10, now=now + 16)  # expired: taken
+    assert theirs is not None
+    assert leases.renew(t.file_io, renewed, 10, now=now + 17) is None
+    assert json.loads(Path(theirs.path).read_text())["holder"] == "b"
+
+
+def test_time_budget_reads_paimon_durations_and_bare_seconds():
+    from lakectl.commands.maintain import parse_budget
+    from core.errors import UsageError
+
+    assert [parse_budget(x) for x in ("30m", "2h", "90s", "45", "1 d", "500 ms")] == \
+        [1800.0, 7200.0, 90.0, 45.0, 86400.0, 0.5]
+    with pytest.raises(UsageError, match="--time-budget"):
+        parse_budget("soon")
+
+
 def test_held_table_is_reported_skipped(tmp_path):
     t = make(tmp_path, "held")
     t.write(rows([1]))
@@ -215,8 +269,27 @@ def test_health_recommends_the_fixing_command(tmp_path):
     h = measure(t)
     assert (h.files, h.rows, h.snapshots, h.max_sorted_runs) == (2, 4, 2, 2)
     assert h.small_files == 2  # both far under half of 128 MB
-    recs = recommendations(h)
-    assert any(r.command == "lakectl compact db.h" for r in recs)
+    recs = recommendations(t, h)
+    assert [r.command for r in recs] == ["lakectl compact db.h"]
+
+
+@pytest.mark.parametrize("files", [4, 5])
+def test_health_recommends_exactly_what_maintain_would_run(tmp_path, files):
+    """One rule for both: an append table's small files call for compaction at the policy's
+    trigger (5 by default), in health's recommendations and maintain's plan alike."""
+    t = make(tmp_path, f"a{files}", pk=False)
+    for i in range(files):
+        t.write(rows([i]))
+    h = measure(t)
+    assert h.small_files == files
+    planned = [a for a in plan_table(t, h, Policy()) if a.verb != "remove-orphan-files"]
+    recs = recommendations(t, h)
+    assert [r.command for r in recs] == [f"lakectl {a.verb} db.a{files}" + (" --full" if a.full else "")
+                                         for a in planned]
+    assert ("lakectl compact db.a5 --full" in [r.command for r in recs]) == (files >= 5)
+    # a policy that lowers the trigger moves both together
+    assert [r.command for r in recommendations(t, h, Policy(small_files_trigger=2))] == \
+        [f"lakectl compact db.a{files} --full"]
 
 
 # ---- metrics -------------------------------------------------------------------------------
