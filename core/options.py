@@ -453,11 +453,20 @@ def unsupported(options: Mapping[str, str], action: str, *, has_primary_key: boo
         found.insert(0, ("primary-key", ",".join(primary_keys),
                       f"it leaves out partition column(s) {missing}: Paimon's cross-partition upsert moves a key "
                       "between partitions through a global index lakectl does not keep"))
+    from core.option_catalog import catalog_rules, unclassified
+
+    rules = OPTION_RULES + catalog_rules()
     for key in sorted(opts):
         value = opts[key]
-        rule = next((r for r in OPTION_RULES if action in r.refuses and r.matches(key)), None)
+        rule = next((r for r in rules if action in r.refuses and r.matches(key)), None)
         if rule is not None and isinstance(value, str) and rule.applies(value, opts, has_primary_key):
             found.append((key, value, rule.why))
+    if action in (WRITE, EXPIRE):
+        # An option no Paimon version lakectl knows defines may come from a newer Paimon whose
+        # writers behave differently; reads continue (core.option_catalog).
+        found.extend((key, opts[key], "an option lakectl does not know, perhaps from a newer Paimon; "
+                      "lakectl alter-schema --reset-option removes it") for key in unclassified(opts)
+                     if isinstance(opts[key], str))
     return found
 
 
