@@ -381,8 +381,6 @@ class OptionRule:
 
 _RW = frozenset({READ, WRITE})
 OPTION_RULES: tuple[OptionRule, ...] = (
-    OptionRule("fields.*.default-value", frozenset({READ}), "Paimon's reader replaces nulls of the column "
-               "with the default value"),
     OptionRule("scan.mode", frozenset({READ}), "Paimon starts its reads there (e.g. incremental, "
                "from-file-creation-time), which lakectl does not follow", _unknown_scan_mode),
     OptionRule("scan.timestamp", frozenset({READ}), "Paimon reads the snapshot at that time by default"),

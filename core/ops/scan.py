@@ -22,6 +22,7 @@ from core.errors import CorruptMetadataError, ExpiredWhileReadingError, UsageErr
 from core.fileio import join
 from core.kernels.read import ReadSplit
 from core.manifest import ManifestEntry, live_entries
+from core.default_values import prunable
 from core.predicate import ColumnRange, Predicate, parse_where
 from core.replan import lost_race, retry_on_expire
 from core.schema import TableSchema
@@ -122,6 +123,9 @@ def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None
     schemas: dict[int, TableSchema] = {read_schema.id: read_schema}
     if snapshot is None:
         return ScanPlan(None, read_schema, schemas, (), 0, 0)
+    # A condition on a column with a default value filters the filled rows only: the files'
+    # stats and indexes describe the nulls they hold.
+    predicate = prunable(predicate, read_schema)
     try:
         return _plan_on(table, snapshot, predicate, read_schema, schemas, columns)
     except CorruptMetadataError as e:
