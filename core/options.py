@@ -471,10 +471,13 @@ def unsupported(options: Mapping[str, str], action: str, *, has_primary_key: boo
 _VERBS = {READ: "reads", WRITE: "writes", EXPIRE: "expire and remove-orphan-files"}
 
 
-def check_options(schema: Any, table_name: str, action: str, *, batch_scan: bool = False) -> None:
+def check_options(schema: Any, table_name: str, action: str, *, batch_scan: bool = False,
+                  columns: Any = None) -> None:
     """Refuse ``action`` (READ, WRITE or EXPIRE) on a table whose options lakectl cannot
     honour for it: UnsupportedTableError naming the first such option and what would differ.
-    ``batch_scan``: the read is a batch scan, which honours the postpone bucket (bucket=-2)."""
+    ``batch_scan``: the read is a batch scan, which honours the postpone bucket (bucket=-2).
+    ``columns``: the columns a read touches (None: all), checked for types lakectl cannot read."""
+    _check_column_types(schema, table_name, action, columns)
     found = unsupported(schema.options, action, has_primary_key=schema.has_primary_key,
                         primary_keys=schema.primary_keys, partition_keys=schema.partition_keys)
     if batch_scan and action == READ:
@@ -500,3 +503,23 @@ def check_options(schema: Any, table_name: str, action: str, *, batch_scan: bool
             merge_options(schema)
         except UsageError as e:
             raise UnsupportedTableError(f"table {table_name}: {e}") from None
+
+
+def _check_column_types(schema: Any, table_name: str, action: str, columns: Any) -> None:
+    """Paimon 2.x column types: a read touching a BLOB column and any write to a table with a
+    BLOB, VARIANT or VECTOR column stop naming the column; other columns stay readable."""
+    from core.types import paimon2_columns, unreadable_columns
+
+    if action == READ:
+        touched = [f for f in unreadable_columns(schema.fields) if columns is None or f.name in columns]
+        if touched:
+            f = touched[0]
+            raise UnsupportedTableError(f"table {table_name}: column {f.name} has type {f.type}, which lakectl "
+                                        "does not read (Paimon keeps its values in .blob files); --select the "
+                                        "other columns")
+    if action == WRITE:
+        found = paimon2_columns(schema.fields)
+        if found:
+            f = found[0]
+            raise UnsupportedTableError(f"table {table_name}: column {f.name} has type {f.type}, a Paimon 2.x "
+                                        "type lakectl does not write (reads work)")

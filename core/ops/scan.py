@@ -241,11 +241,11 @@ def prepare(table: Table, *, snapshot_id: int | None = None, timestamp: str | No
     snapshot_schema = table.schemas.schema(snapshot.schema_id) if snapshot is not None else None
     travel = snapshot_id is not None or timestamp is not None or tag is not None
     read_schema = snapshot_schema if travel and snapshot_schema is not None else table.schema
-    check_options(read_schema, table.name, READ, batch_scan=True)
     check_select(read_schema, select)
     predicate = parse_where(where, read_schema.fields) if where is not None else None
     # With --select only the selected and filtered columns are read from the files.
     columns = frozenset(select) | (predicate.columns if predicate is not None else frozenset()) if select else None
+    check_options(read_schema, table.name, READ, batch_scan=True, columns=columns)
     return PreparedScan(plan(table, snapshot, predicate=predicate, read_schema=read_schema, columns=columns),
                         predicate, tuple(select) if select else None, where)
 
