@@ -48,3 +48,18 @@ def test_known_options_create_without_warnings(env: dict[str, str], tmp_path: Pa
                   "--option", "fields.v.aggregate-function=max", "-f", "json", env=env, cwd=tmp_path)
     assert json.loads(check(created))["warnings"] == []
     assert created.stderr == ""
+
+
+def test_alter_schema_warns_about_an_unknown_option_and_refuses_a_bad_default(env: dict[str, str],
+                                                                             tmp_path: Path) -> None:
+    lakectl = entry_point("script")
+    wh = tmp_path / "wh"
+    check(run(lakectl, "create", "db.t", "-w", wh, "--schema", "id INT, v INT", env=env, cwd=tmp_path))
+    altered = run(lakectl, "alter-schema", "db.t", "-w", wh, "--set-option", "merge-engin=first-row",
+                  env=env, cwd=tmp_path)
+    check(altered)
+    assert altered.stderr.splitlines() == [
+        "warning: option merge-engin is not a Paimon option (did you mean merge-engine?); it is kept, but lakectl "
+        "refuses to write or maintain a table carrying an option it does not know"]
+    assert_error(run(lakectl, "alter-schema", "db.t", "-w", wh, "--set-option", "fields.v.default-value=x",
+                     env=env, cwd=tmp_path), 2, "fields.v.default-value='x' is not a value of the column's type")
