@@ -389,8 +389,10 @@ def to_arrow(dt: DataType) -> pa.DataType:
     simple = {"BOOLEAN": pa.bool_(), "TINYINT": pa.int8(), "SMALLINT": pa.int16(), "INT": pa.int32(),
               "BIGINT": pa.int64(), "FLOAT": pa.float32(), "DOUBLE": pa.float64(), "DATE": pa.date32(),
               "BLOB": pa.large_binary(),
-              # Paimon's variant encoding, as pypaimon 2.1 stores and returns it
-              "VARIANT": pa.struct([pa.field("value", pa.binary(), False), pa.field("metadata", pa.binary(), False)])}
+              # Paimon's variant encoding, as pypaimon 2.1 stores and returns it (its fields are
+              # NOT NULL there; nullable here, since a null variant's children come back null
+              # from Spark's Arrow batches)
+              "VARIANT": pa.struct([pa.field("value", pa.binary()), pa.field("metadata", pa.binary())])}
     if n in simple:
         return simple[n]
     if n == "DECIMAL":

@@ -151,3 +151,19 @@ def test_a_blob_column_is_refused_by_reads_that_touch_it_naming_column_and_type(
     assert "column payload has type BLOB" in result.output
     result = lakectl(wh, "scan", "db.t", "--select", "id")
     assert "column payload" not in result.output and "internal error" not in result.output, result.output
+
+
+@pytest.mark.spark
+def test_variant_and_vector_columns_read_the_same_on_spark(tmp_path: Path) -> None:
+    from core.engines import EngineSettings
+    from core.table import Table
+
+    variant = {"value": bytes([0x0C, 0x01]), "metadata": bytes([0x01, 0x00, 0x00])}
+    batch = pa.table({"id": pa.array([1, 2], pa.int32()), "v": pa.array([variant, None], VARIANT),
+                      "e": pa.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.5]], VECTOR)})
+    paimon2_table(tmp_path, [["id", "INT NOT NULL"], ["v", "VARIANT"],
+                             ["e", {"type": "VECTOR", "element": "FLOAT", "length": 3, "nullable": True}]], [batch])
+    table = Table.open("db.t", warehouse=str(tmp_path / "wh"))
+    spark = table.scan(engine_settings=EngineSettings(engine="spark", master="local[1]"))
+    assert sorted(spark.to_pylist(), key=lambda r: r["id"]) == batch.to_pylist()
+    assert sorted(table.scan().to_pylist(), key=lambda r: r["id"]) == batch.to_pylist()

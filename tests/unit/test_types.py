@@ -91,8 +91,7 @@ def test_paimon2_types_round_trip_the_schema_json_pypaimon_writes() -> None:
     assert [field_to_json(f) for f in fields[1:]] == [{"id": 1, "name": "v", "type": "VARIANT"}, vector,
                                                       {"id": 3, "name": "b", "type": "BLOB"}]
     assert [str(f.type) for f in fields] == ["INT", "VARIANT", "VECTOR<FLOAT, 3> NOT NULL", "BLOB"]
-    assert to_arrow(fields[1].type) == pa.struct([pa.field("value", pa.binary(), False),
-                                                  pa.field("metadata", pa.binary(), False)])
+    assert to_arrow(fields[1].type) == pa.struct([pa.field("value", pa.binary()), pa.field("metadata", pa.binary())])
     assert to_arrow(fields[2].type) == pa.list_(pa.field("element", pa.float32()), 3)
     assert to_arrow(fields[3].type) == pa.large_binary()
     assert [f.name for f in paimon2_columns(fields)] == ["v", "e", "b"]
