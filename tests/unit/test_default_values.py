@@ -59,3 +59,19 @@ def test_a_default_that_is_not_a_value_of_the_type_is_refused_at_create_and_on_r
         dataclasses.replace(table.schema, id=1, options={**table.schema.options, "fields.v.default-value": "seven"}))
     with pytest.raises(UnsupportedTableError, match="fields.v.default-value='seven' is not a value"):
         Table.open("db.t", warehouse=str(tmp_path / "wh")).scan()
+
+
+def test_incremental_reads_and_schema_evolution_fill_defaults_too(tmp_path) -> None:
+    """Java fills defaults in every read: the changes between snapshots, and a column added
+    after files were written (its values are null in the old files)."""
+    table = _table(tmp_path, "id INT, v STRING", {"fields.v.default-value": "none"})
+    table.write(pa.table({"id": pa.array([1], pa.int32()), "v": pa.array([None], pa.string())}))
+    table.write(pa.table({"id": pa.array([2], pa.int32()), "v": pa.array(["b"], pa.string())}))
+    changes = table.changes(0, 2).to_pylist()
+    assert sorted((r["id"], r["v"]) for r in changes) == [(1, "none"), (2, "b")]
+    from core.evolution import AddColumn, SetOption
+    from core.types import parse_type
+
+    table.alter([AddColumn("w", parse_type("INT")), SetOption("fields.w.default-value", "5")])
+    table = Table.open("db.t", warehouse=str(tmp_path / "wh"))
+    assert sorted((r["id"], r["w"]) for r in table.scan().to_pylist()) == [(1, 5), (2, 5)]
