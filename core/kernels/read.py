@@ -233,12 +233,14 @@ def matching_row_groups(parquet: pq.ParquetFile, row_filter: Predicate, read_fie
 
 
 def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
-               file_io: FileIO) -> pa.Table:
+               file_io: FileIO, *, defaults: bool = True) -> pa.Table:
     """All rows of a split in the read schema; merged by key for primary-key tables, and with
-    the columns' default values filled into their nulls after the merge, as Paimon reads them."""
+    the columns' default values filled into their nulls after the merge, as Paimon reads them
+    (``defaults=False``: the values as stored, for rewriting them)."""
     if split.changes:
         return read_changes(split, read_schema, schemas, file_io)
-    return fill_defaults(_split_rows(split, read_schema, schemas, file_io), read_schema)
+    rows = _split_rows(split, read_schema, schemas, file_io)
+    return fill_defaults(rows, read_schema) if defaults else rows
 
 
 def _split_rows(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],

@@ -75,3 +75,19 @@ def test_incremental_reads_and_schema_evolution_fill_defaults_too(tmp_path) -> N
     table.alter([AddColumn("w", parse_type("INT")), SetOption("fields.w.default-value", "5")])
     table = Table.open("db.t", warehouse=str(tmp_path / "wh"))
     assert sorted((r["id"], r["w"]) for r in table.scan().to_pylist()) == [(1, 5), (2, 5)]
+
+
+def test_delete_matches_filled_values_and_rewrites_the_stored_nulls(tmp_path) -> None:
+    import pyarrow.parquet as pq
+    from pathlib import Path
+
+    table = _table(tmp_path, "id INT, v BIGINT", {"fields.v.default-value": "7"})
+    table.write(pa.table({"id": pa.array([1, 2, 3], pa.int32()), "v": pa.array([None, 8, None], pa.int64())}))
+    table.delete(where="id = 1")
+    assert sorted((r["id"], r["v"]) for r in table.scan().to_pylist()) == [(2, 8), (3, 7)]
+    table.delete(where="v = 8")
+    assert table.scan().to_pylist() == [{"id": 3, "v": 7}]
+    live = {f.file_name for f in table.files()}
+    stored = [pq.read_table(p, columns=["v"]).column("v").to_pylist()
+              for p in Path(table.path).rglob("data-*.parquet") if p.name in live]
+    assert stored == [[None]]  # the rewritten file keeps the null, as Paimon's files do
