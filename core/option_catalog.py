@@ -44,7 +44,7 @@ _add(HONOURED, "see the README, 'Paimon options lakectl honours'",
      "partial-update.remove-record-on-delete", "partial-update.remove-record-on-sequence-group",
      "aggregation.remove-record-on-delete", "sequence.field", "sequence.field.sort-order",
      "fields.*.sequence-group", "fields.*.aggregate-function", "fields.*.ignore-retract",
-     "fields.*.distinct", "fields.*.list-agg-delimiter", "fields.*.nested-key",
+     "fields.*.distinct", "fields.*.list-agg-delimiter",
      "fields.default-aggregate-function", "fields.*.default-value", "changelog-producer",
      "changelog-producer.row-deduplicate", "full-compaction.delta-commits", "rowkind.field",
      "dynamic-partition-overwrite", "write-only", "file.compression", "file.compression.zstd-level",
@@ -63,7 +63,7 @@ _add(HONOURED, "see the README, 'Paimon options lakectl honours'",
      "tag.automatic-completion", "sink.watermark-time-zone", "file-index.bloom-filter.columns",
      "file-index.bloom-filter.*.items", "file-index.bloom-filter.*.fpp", "file-index.in-manifest-threshold",
      "add-column-before-partition", "write-mode", "record-level.time-field", "force-lookup",
-     "dynamic-bucket.target-row-num")
+     "dynamic-bucket.target-row-num", "sink.parallelism", "avro.codec")
 
 _add(IGNORED, _TUNING,
      "write-buffer-for-append", "write-buffer-spill.max-disk-size", "sort-engine", "sort-spill-threshold",
@@ -113,6 +113,8 @@ _add(IGNORED, "lakectl reads a key's records whatever their nullability and refu
 _add(IGNORED, "a read-time choice between honoured scan options", "incremental-between-scan-mode")
 _add(IGNORED, "only the incremental read it belongs to is refused (incremental-between)",
      "record-level.time-field-type")
+_add(IGNORED, "only read by the nested_update aggregate function, which is refused (core.merge_options)",
+     "fields.*.nested-key")
 _add(IGNORED, "only used with manifest.sidecar files, which Paimon also reads without",
      "manifest.sidecar.enabled")
 
