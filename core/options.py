@@ -381,8 +381,6 @@ class OptionRule:
 
 _RW = frozenset({READ, WRITE})
 OPTION_RULES: tuple[OptionRule, ...] = (
-    OptionRule("fields.*.default-value", frozenset({READ}), "Paimon's reader replaces nulls of the column "
-               "with the default value"),
     OptionRule("scan.mode", frozenset({READ}), "Paimon starts its reads there (e.g. incremental, "
                "from-file-creation-time), which lakectl does not follow", _unknown_scan_mode),
     OptionRule("scan.timestamp", frozenset({READ}), "Paimon reads the snapshot at that time by default"),
@@ -453,21 +451,33 @@ def unsupported(options: Mapping[str, str], action: str, *, has_primary_key: boo
         found.insert(0, ("primary-key", ",".join(primary_keys),
                       f"it leaves out partition column(s) {missing}: Paimon's cross-partition upsert moves a key "
                       "between partitions through a global index lakectl does not keep"))
+    from core.option_catalog import catalog_rules, unclassified
+
+    rules = OPTION_RULES + catalog_rules()
     for key in sorted(opts):
         value = opts[key]
-        rule = next((r for r in OPTION_RULES if action in r.refuses and r.matches(key)), None)
+        rule = next((r for r in rules if action in r.refuses and r.matches(key)), None)
         if rule is not None and isinstance(value, str) and rule.applies(value, opts, has_primary_key):
             found.append((key, value, rule.why))
+    if action in (WRITE, EXPIRE):
+        # An option no Paimon version lakectl knows defines may come from a newer Paimon whose
+        # writers behave differently; reads continue (core.option_catalog).
+        found.extend((key, opts[key], "an option lakectl does not know, perhaps from a newer Paimon; "
+                      "lakectl alter-schema --reset-option removes it") for key in unclassified(opts)
+                     if isinstance(opts[key], str))
     return found
 
 
 _VERBS = {READ: "reads", WRITE: "writes", EXPIRE: "expire and remove-orphan-files"}
 
 
-def check_options(schema: Any, table_name: str, action: str, *, batch_scan: bool = False) -> None:
+def check_options(schema: Any, table_name: str, action: str, *, batch_scan: bool = False,
+                  columns: Any = None) -> None:
     """Refuse ``action`` (READ, WRITE or EXPIRE) on a table whose options lakectl cannot
     honour for it: UnsupportedTableError naming the first such option and what would differ.
-    ``batch_scan``: the read is a batch scan, which honours the postpone bucket (bucket=-2)."""
+    ``batch_scan``: the read is a batch scan, which honours the postpone bucket (bucket=-2).
+    ``columns``: the columns a read touches (None: all), checked for types lakectl cannot read."""
+    _check_column_types(schema, table_name, action, columns)
     found = unsupported(schema.options, action, has_primary_key=schema.has_primary_key,
                         primary_keys=schema.primary_keys, partition_keys=schema.partition_keys)
     if batch_scan and action == READ:
@@ -493,3 +503,23 @@ def check_options(schema: Any, table_name: str, action: str, *, batch_scan: bool
             merge_options(schema)
         except UsageError as e:
             raise UnsupportedTableError(f"table {table_name}: {e}") from None
+
+
+def _check_column_types(schema: Any, table_name: str, action: str, columns: Any) -> None:
+    """Paimon 2.x column types: a read touching a BLOB column and any write to a table with a
+    BLOB, VARIANT or VECTOR column stop naming the column; other columns stay readable."""
+    from core.types import paimon2_columns, unreadable_columns
+
+    if action == READ:
+        touched = [f for f in unreadable_columns(schema.fields) if columns is None or f.name in columns]
+        if touched:
+            f = touched[0]
+            raise UnsupportedTableError(f"table {table_name}: column {f.name} has type {f.type}, which lakectl "
+                                        "does not read (Paimon keeps its values in .blob files); --select the "
+                                        "other columns")
+    if action == WRITE:
+        found = paimon2_columns(schema.fields)
+        if found:
+            f = found[0]
+            raise UnsupportedTableError(f"table {table_name}: column {f.name} has type {f.type}, a Paimon 2.x "
+                                        "type lakectl does not write (reads work)")

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from core.errors import UnsupportedTableError, UsageError
+from core.errors import UsageError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 MAX_LENGTH = 2147483647  # STRING is VARCHAR(MAX_LENGTH), BYTES is VARBINARY(MAX_LENGTH)
 
 # Roots that take no parameters.
-_PLAIN = {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DATE"}
+_PLAIN = {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DATE", "VARIANT", "BLOB"}
 _ALIASES = {"INTEGER": "INT", "BOOL": "BOOLEAN", "TIMESTAMP_LTZ": "TIMESTAMP_LTZ",
             "LONG": "BIGINT", "SHORT": "SMALLINT", "BYTE": "TINYINT", "REAL": "FLOAT", "NUMERIC": "DECIMAL",
             "DEC": "DECIMAL", "TEXT": "STRING"}
@@ -48,8 +48,8 @@ class DataType:
     nullable: bool = True
     precision: int | None = None  # DECIMAL precision; TIME/TIMESTAMP fractional digits
     scale: int | None = None
-    length: int | None = None  # CHAR/VARCHAR/BINARY/VARBINARY
-    element: "DataType | None" = None  # ARRAY, MULTISET
+    length: int | None = None  # CHAR/VARCHAR/BINARY/VARBINARY; VECTOR's element count
+    element: "DataType | None" = None  # ARRAY, MULTISET, VECTOR
     key: "DataType | None" = None  # MAP
     value: "DataType | None" = None  # MAP
     fields: tuple[DataField, ...] = field(default=())  # ROW
@@ -78,6 +78,8 @@ class DataType:
             return f"{n}<{self.element}>"
         if n == "MAP":
             return f"MAP<{self.key}, {self.value}>"
+        if n == "VECTOR":
+            return f"VECTOR<{self.element}, {self.length}>"
         if n == "ROW":
             return "ROW<" + ", ".join(f"{f.name} {f.type}" for f in self.fields) + ">"
         return n
@@ -108,6 +110,9 @@ class DataType:
             return {"type": self.name + suffix, "element": self.element.to_json()}
         if self.name == "MAP":
             return {"type": "MAP" + suffix, "key": self.key.to_json(), "value": self.value.to_json()}
+        if self.name == "VECTOR":  # as pypaimon 2.1 writes it
+            return {"type": "VECTOR" + suffix, "element": self.element.to_json(), "length": self.length,
+                    "nullable": self.nullable}
         if self.name == "ROW":
             return {"type": "ROW" + suffix, "fields": [field_to_json(f) for f in self.fields]}
         return self.root_text() + suffix
@@ -120,24 +125,33 @@ def field_to_json(f: DataField) -> dict[str, Any]:
     return out
 
 
-# Types Paimon 2.x added (pypaimon 2.1 writes them); Java Paimon 1.0 and lakectl have no reader.
+# Types Paimon 2.x added (pypaimon 2.1 writes them; Java Paimon 1.0 has none). lakectl reads
+# VARIANT (its encoding: a struct of value and metadata binaries, as pypaimon returns it) and
+# VECTOR (a fixed-size list); BLOB values live in .blob files of data-evolution tables, which
+# lakectl does not read: a read touching a BLOB column is refused, naming it
+# (``unreadable_columns``). Writes to tables with any of them are refused (``paimon2_columns``).
 PAIMON2_TYPES = ("BLOB", "VARIANT", "VECTOR")
 
 
+def _has_type(t: "DataType", names: tuple[str, ...]) -> bool:
+    if t.name in names:
+        return True
+    inner = [t.element, t.key, t.value] + [f.type for f in t.fields]
+    return any(i is not None and _has_type(i, names) for i in inner)
+
+
+def paimon2_columns(fields: "Sequence[DataField]") -> list[DataField]:
+    """The columns whose type is or holds a Paimon 2.x type."""
+    return [f for f in fields if _has_type(f.type, PAIMON2_TYPES)]
+
+
+def unreadable_columns(fields: "Sequence[DataField]") -> list[DataField]:
+    """The columns lakectl cannot read: BLOB (its values are in .blob files)."""
+    return [f for f in fields if _has_type(f.type, ("BLOB",))]
+
+
 def field_from_json(obj: dict[str, Any]) -> DataField:
-    _refuse_paimon2_type(obj["name"], obj["type"])
     return DataField(int(obj["id"]), obj["name"], parse_json(obj["type"]), obj.get("description"))
-
-
-def _refuse_paimon2_type(name: str, type_json: Any) -> None:
-    """A schema file naming a Paimon 2.x type: refuse the table with a message naming the
-    column and its type, rather than "unknown type" (which reads like a corrupt schema)."""
-    text = type_json if isinstance(type_json, str) else (type_json.get("type", "") if isinstance(type_json, dict)
-                                                         else "")
-    word = re.match(r"\s*([A-Za-z_]+)", text)
-    if word and word.group(1).upper() in PAIMON2_TYPES:
-        raise UnsupportedTableError(f"column {name} has type {text.strip()}, a Paimon 2.x type lakectl "
-                                    "does not read or write")
 
 
 def parse_json(obj: Any) -> DataType:
@@ -155,6 +169,8 @@ def parse_json(obj: Any) -> DataType:
         return DataType(root, nullable, element=parse_json(obj["element"]))
     if root == "MAP":
         return DataType("MAP", nullable, key=parse_json(obj["key"]), value=parse_json(obj["value"]))
+    if root == "VECTOR":
+        return DataType("VECTOR", nullable, element=parse_json(obj["element"]), length=int(obj["length"]))
     if root == "ROW":
         return DataType("ROW", nullable, fields=tuple(field_from_json(f) for f in obj["fields"]))
     raise UsageError(f"not a Paimon type: {obj!r}")
@@ -263,6 +279,13 @@ def _parse_one(tok: _Tokens) -> DataType:
         inner = _parse_full(tok)
         tok.expect(">")
         dt = DataType(word, element=inner)
+    elif word == "VECTOR":
+        tok.expect("<")
+        inner = _parse_full(tok)
+        tok.expect(",")
+        count = int(tok.take())
+        tok.expect(">")
+        dt = DataType("VECTOR", element=inner, length=count)
     elif word == "MAP":
         tok.expect("<")
         k = _parse_full(tok)
@@ -364,7 +387,12 @@ def to_arrow(dt: DataType) -> pa.DataType:
 
     n = dt.name
     simple = {"BOOLEAN": pa.bool_(), "TINYINT": pa.int8(), "SMALLINT": pa.int16(), "INT": pa.int32(),
-              "BIGINT": pa.int64(), "FLOAT": pa.float32(), "DOUBLE": pa.float64(), "DATE": pa.date32()}
+              "BIGINT": pa.int64(), "FLOAT": pa.float32(), "DOUBLE": pa.float64(), "DATE": pa.date32(),
+              "BLOB": pa.large_binary(),
+              # Paimon's variant encoding, as pypaimon 2.1 stores and returns it (its fields are
+              # NOT NULL there; nullable here, since a null variant's children come back null
+              # from Spark's Arrow batches)
+              "VARIANT": pa.struct([pa.field("value", pa.binary()), pa.field("metadata", pa.binary())])}
     if n in simple:
         return simple[n]
     if n == "DECIMAL":
@@ -381,6 +409,8 @@ def to_arrow(dt: DataType) -> pa.DataType:
         return pa.timestamp(_time_unit(dt.precision), tz="UTC")
     if n in ("ARRAY", "MULTISET"):
         return pa.list_(pa.field("element", to_arrow(dt.element), dt.element.nullable))
+    if n == "VECTOR":
+        return pa.list_(pa.field("element", to_arrow(dt.element), dt.element.nullable), dt.length)
     if n == "MAP":
         return pa.map_(pa.field("key", to_arrow(dt.key), False), pa.field("value", to_arrow(dt.value), dt.value.nullable))
     if n == "ROW":

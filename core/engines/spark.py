@@ -104,6 +104,13 @@ def spark_type(dt: DataType) -> T.DataType:
         return T.MapType(spark_type(dt.key), spark_type(dt.value), dt.value.nullable)
     if dt.name == "ROW":
         return T.StructType([T.StructField(f.name, spark_type(f.type), f.type.nullable) for f in dt.fields])
+    if dt.name == "VARIANT":
+        # Paimon's variant encoding, as the local engine returns it; the fields are nullable
+        # here because a null variant's children are null in Spark's Arrow batches.
+        return T.StructType([T.StructField("value", T.BinaryType(), True),
+                             T.StructField("metadata", T.BinaryType(), True)])
+    if dt.name == "VECTOR":
+        return T.ArrayType(spark_type(dt.element), dt.element.nullable)
     raise UsageError(f"type {dt} has no Spark equivalent")
 
 

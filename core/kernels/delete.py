@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from core.commit import CommitMessage
+from core.default_values import fill_defaults
 from core.fileio import FileIO
 from core.kernels.read import ReadSplit, read_split
 from core.kernels.write import WriteTask, write_bucket
@@ -105,8 +106,10 @@ def rewrite_bucket(task: RewriteTask, file_io: FileIO) -> RewriteOutcome:
     for meta in split.files:
         single = replace(split, files=(meta,), predicate=None,
                          deletion_files=tuple(d for d in split.deletion_files if d[0] == meta.file_name))
-        rows = read_split(single, task.read_schema, task.schemas, file_io)
-        mask = matches(rows, task.predicate)
+        # Rows are matched as reads show them (default values filled) but rewritten as stored:
+        # Paimon's files keep the nulls.
+        rows = read_split(single, task.read_schema, task.schemas, file_io, defaults=False)
+        mask = matches(fill_defaults(rows, task.read_schema), task.predicate)
         hits = pc.sum(pc.cast(mask, pa.int64())).as_py() or 0
         if not hits:
             continue

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from core import binary_row, formats
 from core.arrow_values import boolean_array
+from core.default_values import fill_defaults
 from core.deletion_vectors import DeletionFile, deleted_mask, read_vector
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
@@ -233,10 +234,18 @@ def matching_row_groups(parquet: pq.ParquetFile, row_filter: Predicate, read_fie
 
 
 def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
-               file_io: FileIO) -> pa.Table:
-    """All rows of a split in the read schema; merged by key for primary-key tables."""
+               file_io: FileIO, *, defaults: bool = True) -> pa.Table:
+    """All rows of a split in the read schema; merged by key for primary-key tables, and with
+    the columns' default values filled into their nulls after the merge, as Paimon reads them
+    (``defaults=False``: the values as stored, for rewriting them)."""
     if split.changes:
         return read_changes(split, read_schema, schemas, file_io)
+    rows = _split_rows(split, read_schema, schemas, file_io)
+    return fill_defaults(rows, read_schema) if defaults else rows
+
+
+def _split_rows(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
+                file_io: FileIO) -> pa.Table:
     read_fields = list(read_schema.fields)
     primary_key = read_schema.has_primary_key
     if primary_key and (sorted_runs(split.files) == 1 or raw_convertible(split, read_schema)):
@@ -374,7 +383,7 @@ def read_changes(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[in
     schema = changes_schema(read_schema)
     if not parts:
         return schema.empty_table()
-    return pa.concat_tables(parts).cast(schema)
+    return fill_defaults(pa.concat_tables(parts).cast(schema), read_schema)
 
 
 __all__ = ["ROW_KIND_COLUMN", "ReadSplit", "changes_schema", "read_changes", "read_split", "read_file", "to_arrow"]

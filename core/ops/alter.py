@@ -17,7 +17,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from core.errors import CommitConflictError, InvalidDataError, UsageError
+from core.default_values import check_defaults
+from core.errors import CommitConflictError, InvalidDataError, UnsupportedTableError, UsageError
 from core.evolution import SchemaChange, apply_changes
 from core.manifest import ADD, ManifestEntry, read_entries
 from core.ops.schemas import column_text, describe_changes
@@ -148,6 +149,10 @@ def alter(table: Table, changes: Sequence[SchemaChange], *, dry_run: bool = Fals
     for attempt in range(retries + 1):
         old = table.schema
         new = apply_changes(old, changes, has_data=table.latest_snapshot() is not None)
+        try:
+            check_defaults(new)  # Java validates the schema an alter makes as it does at create
+        except UnsupportedTableError as e:
+            raise UsageError(str(e)) from None
         if _same(old, new):
             return AlterResult(table.name, old.id, old.id, False, dry_run, ())
         tightened = _tightened(old, new)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-from core.errors import TableExistsError, UsageError
+from core.default_values import check_defaults
+from core.errors import TableExistsError, UnsupportedTableError, UsageError
 from core.renaming import refuse_renaming
 from core.schema import SchemaManager, TableSchema, new_table_schema
 from core.table import Table
-from core.types import DataType, from_arrow, parse_columns
+from core.types import DataType, from_arrow, paimon2_columns, parse_columns
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -28,6 +29,14 @@ def create(table: Table, schema: str | Sequence[tuple[str, DataType, str | None]
     columns = parse_columns(schema) if isinstance(schema, str) else list(schema)
     new = new_table_schema(columns, primary_keys=primary_keys, partition_keys=partition_keys,
                            options=options, comment=comment)
+    found = paimon2_columns(new.fields)
+    if found:
+        raise UsageError(f"column {found[0].name} has type {found[0].type}, a Paimon 2.x type lakectl reads but "
+                         "does not write; create the table with pypaimon or Paimon 2.x")
+    try:
+        check_defaults(new)
+    except UnsupportedTableError as e:
+        raise UsageError(str(e)) from None
     refuse_renaming(table.file_io, table.path, table.name)  # not a table yet, but a rename's target
     existing = table.schemas.latest()
     if existing is not None:

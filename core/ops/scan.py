@@ -22,6 +22,7 @@ from core.errors import CorruptMetadataError, ExpiredWhileReadingError, UsageErr
 from core.fileio import join
 from core.kernels.read import ReadSplit
 from core.manifest import ManifestEntry, live_entries
+from core.default_values import prunable
 from core.predicate import ColumnRange, Predicate, parse_where
 from core.replan import lost_race, retry_on_expire
 from core.schema import TableSchema
@@ -122,6 +123,9 @@ def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None
     schemas: dict[int, TableSchema] = {read_schema.id: read_schema}
     if snapshot is None:
         return ScanPlan(None, read_schema, schemas, (), 0, 0)
+    # A condition on a column with a default value filters the filled rows only: the files'
+    # stats and indexes describe the nulls they hold.
+    predicate = prunable(predicate, read_schema)
     try:
         return _plan_on(table, snapshot, predicate, read_schema, schemas, columns)
     except CorruptMetadataError as e:
@@ -237,11 +241,11 @@ def prepare(table: Table, *, snapshot_id: int | None = None, timestamp: str | No
     snapshot_schema = table.schemas.schema(snapshot.schema_id) if snapshot is not None else None
     travel = snapshot_id is not None or timestamp is not None or tag is not None
     read_schema = snapshot_schema if travel and snapshot_schema is not None else table.schema
-    check_options(read_schema, table.name, READ, batch_scan=True)
     check_select(read_schema, select)
     predicate = parse_where(where, read_schema.fields) if where is not None else None
     # With --select only the selected and filtered columns are read from the files.
     columns = frozenset(select) | (predicate.columns if predicate is not None else frozenset()) if select else None
+    check_options(read_schema, table.name, READ, batch_scan=True, columns=columns)
     return PreparedScan(plan(table, snapshot, predicate=predicate, read_schema=read_schema, columns=columns),
                         predicate, tuple(select) if select else None, where)
 

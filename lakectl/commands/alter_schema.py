@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
@@ -140,4 +141,11 @@ def register(app: typer.Typer) -> None:
             alter_type=alter_type or [], nullable=set_nullable or [], not_null=set_not_null or [],
             comment=comment or [], set_option=set_option or [], reset_option=reset_option or [])
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
-        render(out, t.alter(changes, dry_run=dry_run))
+        result = t.alter(changes, dry_run=dry_run)
+        # As at create: an option no Paimon version defines is kept, with a warning.
+        from core.evolution import SetOption
+        from core.option_catalog import unknown_option_warnings
+
+        for line in unknown_option_warnings({c.key: c.value for c in changes if isinstance(c, SetOption)}):
+            print(f"warning: {line}", file=sys.stderr)
+        render(out, result)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Optional
 
 import typer
@@ -42,12 +43,18 @@ def register(app: typer.Typer) -> None:
               --if-not-exists
         """
         from core.ops.create import create, parse_key_list
+        from core.option_catalog import unknown_option_warnings
 
         out = output(ctx, fmt)
         t = Table.locate(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
         new, created = create(t, schema, primary_keys=parse_key_list(primary_key),
                               partition_keys=parse_key_list(partition_by), options=parse_options(option),
                               comment=comment, if_not_exists=if_not_exists)
+        # Paimon keeps options it does not define; so does lakectl, with a warning (a typo such
+        # as buckets=4 would otherwise leave the table unbucketed without a word).
+        warnings = unknown_option_warnings(new.options) if created else []
+        for line in warnings:
+            print(f"warning: {line}", file=sys.stderr)
         out.record({"table": t.name, "branch": t.branch, "path": t.path, "created": created, "schema_id": new.id,
                     "primary_keys": list(new.primary_keys), "partition_keys": list(new.partition_keys),
-                    "buckets": new.num_buckets})
+                    "buckets": new.num_buckets, "warnings": warnings})

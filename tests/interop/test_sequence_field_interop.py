@@ -220,11 +220,10 @@ def test_sequence_groups_lakectl_writes_java_reads(tmp_path: Path) -> None:
 def test_default_value_is_filled_by_java_reads_not_stored_by_writes(tmp_path: Path) -> None:
     """Java 1.0 fills ``fields.<col>.default-value`` into nulls when it reads
     (AbstractDataTableRead's DefaultValueAssigner) and its writer stores the nulls as they come.
-    lakectl's writes store nulls too (the data files hold null, as Java's do) and Java reads the
-    default from them; lakectl still refuses to read such tables (core/options.py)."""
+    lakectl's writes store nulls too (the data files hold null, as Java's do); both tables read
+    the same in Java and in lakectl (core/default_values.py)."""
     import pyarrow.parquet as pq
 
-    from core.errors import UnsupportedTableError
     from core.ops.create import create
 
     options = {"bucket": "1", "fields.v.default-value": "dflt", "file.format": "parquet"}
@@ -239,5 +238,5 @@ def test_default_value_is_filled_by_java_reads_not_stored_by_writes(tmp_path: Pa
         stored = [pq.read_table(f, columns=["v"]).column("v").to_pylist() for f in Path(path).rglob("data-*.parquet")]
         assert stored == [[None, "x"]], path
         assert java_read(path)[0] == [[1, 1, "dflt"], [2, 1, "x"]]
-    with pytest.raises(UnsupportedTableError, match="fields.v.default-value"):
-        table.scan()
+        assert lakectl_rows(Table.open("db.t" if path == table.path else "db.j",
+                                       warehouse=str(tmp_path / "wh")).scan()) == [[1, 1, "dflt"], [2, 1, "x"]]

@@ -313,3 +313,17 @@ def test_spark_scan_of_the_latest_replans_when_expire_removes_its_files(tmp_path
     assert stream.engine == "spark"
     rows = pa.concat_tables(list(stream.parts))
     assert rows.column("id").to_pylist() == [7]
+
+
+def test_default_values_are_filled_and_filtered_on_spark_as_locally(tmp_path, engine):
+    """fields.<col>.default-value is filled on the executors (read_split), and a filter on the
+    column does not prune by the stats of the nulls."""
+    t = Table.locate("db.dflt", warehouse=str(tmp_path))
+    create(t, "id BIGINT, v BIGINT", options={"fields.v.default-value": "7"})
+    t = Table.open("db.dflt", warehouse=str(tmp_path))
+    t.write(pa.table({"id": pa.array([1, 2], pa.int64()), "v": pa.array([8, None], pa.int64())}))
+    t.write(pa.table({"id": pa.array([3], pa.int64()), "v": pa.array([None], pa.int64())}))
+    expected = [{"id": 1, "v": 8}, {"id": 2, "v": 7}, {"id": 3, "v": 7}]
+    for settings in (SPARK, LOCAL):
+        assert sorted(t.scan(engine_settings=settings).to_pylist(), key=lambda r: r["id"]) == expected
+        assert sorted(r["id"] for r in t.scan(where="v = 7", engine_settings=settings).to_pylist()) == [2, 3]

@@ -29,7 +29,7 @@ def refused(options: dict[str, str], **layout) -> set[str]:
 
 
 @pytest.mark.parametrize("options,actions", [
-    ({"fields.v.default-value": "0"}, {READ}),
+    ({"fields.v.default-value": "0"}, set()),  # honoured (core.default_values)
     ({"scan.timestamp": "2024-01-01 00:00:00"}, {READ}),
     ({"scan.mode": "incremental"}, {READ}),
     ({"scan.mode": "from-file-creation-time"}, {READ}),
@@ -93,9 +93,9 @@ def test_cross_partition_upsert_tables_are_refused_for_writes_only() -> None:
 
 def test_message_names_the_table_option_value_and_action() -> None:
     with pytest.raises(UnsupportedTableError) as e:
-        check_options(schema({"scan.version": "3", "fields.v.default-value": "1"}), "db.t", READ)
-    assert str(e.value) == ("table db.t uses fields.v.default-value=1 (and scan.version), which lakectl does not "
-                            "support for reads (Paimon's reader replaces nulls of the column with the default value)")
+        check_options(schema({"scan.version": "3", "scan.watermark": "1"}), "db.t", READ)
+    assert str(e.value) == ("table db.t uses scan.version=3 (and scan.watermark), which lakectl does not "
+                            "support for reads (Paimon time-travels to that version by default)")
     with pytest.raises(UnsupportedTableError, match=r"^table db\.t uses branch=dev, which lakectl "
                                                     r"does not support for writes \(Paimon reads and writes that"):
         check_options(schema({"branch": "dev"}), "db.t", WRITE)
