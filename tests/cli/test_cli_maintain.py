@@ -223,3 +223,53 @@ def test_terminal_shows_a_bar_per_table_being_maintained(cli, tmp_path):
     assert b": compact" not in after and b"maintenance" in after
     for n in ("t0", "t1", "t2"):
         assert ok_json(cli("health", f"db.{n}", "-f", "json"))["max_sorted_runs"] == 1
+
+
+def test_run_killed_inside_a_compaction_then_rerun_ends_healthy(cli, tmp_path):
+    """A cron run SIGKILLed in the middle of a table's work (right before its compaction commit,
+    after the new files are written): the table still reads at its last snapshot, the rerun
+    takes the dead run's lease at once, finishes the work, and check finds nothing wrong."""
+    for n in ("a", "b"):
+        make(cli, tmp_path, n, 3, "num-sorted-run.compaction-trigger=3", "snapshot.num-retained.min=1",
+             "snapshot.num-retained.max=1")
+    expected = {n: sorted(map(json.dumps, ok_json(cli("scan", f"db.{n}", "-f", "json")))) for n in ("a", "b")}
+    env_kill = {"LAKECTL_FAULT": "kill:publish:2"}  # table a's compaction commits, b's is killed
+    killed = run(entry_point("script"), "maintain", "-f", "json", "-w", cli.wh,
+                 env={**{k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_")},
+                      "HOME": str(tmp_path / "home"), **env_kill}, cwd=tmp_path)
+    assert killed.returncode == -9, killed.stderr
+    assert Path(leases.lease_path(str(cli.wh / "db.db" / "b"))).exists()  # the dead run's lease
+    for n in ("a", "b"):  # readable at the last snapshot
+        assert sorted(map(json.dumps, ok_json(cli("scan", f"db.{n}", "-f", "json")))) == expected[n]
+    reports = by_table(ok_json(cli("maintain", "-f", "json")))
+    assert reports["db.b"]["status"] == "done" and reports["db.b"]["actions"][0]["verb"] == "compact"
+    for n in ("a", "b"):
+        assert sorted(map(json.dumps, ok_json(cli("scan", f"db.{n}", "-f", "json")))) == expected[n]
+        assert ok_json(cli("health", f"db.{n}", "-f", "json"))["max_sorted_runs"] == 1
+        assert cli("check", f"db.{n}").returncode == 0
+    assert not Path(leases.lease_path(str(cli.wh / "db.db" / "b"))).exists()
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_engine_auto_sends_compactions_past_the_spark_threshold_to_spark(cli, tmp_path):
+    """--engine auto with a Spark threshold below one table's data and above the other's: the
+    big table's compaction runs on Spark (its report says so), the small one's locally, and both
+    read as before."""
+    make(cli, tmp_path, "big", 3, "num-sorted-run.compaction-trigger=3")
+    make(cli, tmp_path, "small", 3, "num-sorted-run.compaction-trigger=3")
+    big_csv = tmp_path / "big.csv"
+    big_csv.write_text("id,v\n" + "".join(f"{k},{'x' * 40}{k}\n" for k in range(100, 20_100)))
+    assert cli("write", "db.big", "-i", big_csv).returncode == 0
+    size = ok_json(cli("health", "db.big", "-f", "json"))["bytes"]
+    small = ok_json(cli("health", "db.small", "-f", "json"))["bytes"]
+    assert small < size // 4
+    expected = {n: sorted(map(json.dumps, ok_json(cli("scan", f"db.{n}", "-f", "json")))) for n in ("big", "small")}
+    config = tmp_path / "spark.toml"
+    config.write_text(f'[spark]\nthreshold = "{(size + small) // 2}b"\n')
+    reports = by_table(ok_json(cli("--engine", "auto", "maintain", "-f", "json", config=config)))
+    engines = {n: reports[f"db.{n}"]["actions"][0]["detail"]["engine"] for n in ("big", "small")}
+    assert engines == {"big": "spark", "small": "local"}
+    for n in ("big", "small"):
+        assert sorted(map(json.dumps, ok_json(cli("scan", f"db.{n}", "-f", "json")))) == expected[n]
+        assert ok_json(cli("health", f"db.{n}", "-f", "json"))["max_sorted_runs"] == 1

@@ -356,3 +356,24 @@ def test_run_killed_mid_way_then_rerun_finishes(tmp_path):
     t = Table.open("db.mid", warehouse=str(tmp_path / WH))
     assert max_runs(t) == 1 and t.snapshots.earliest_id() == t.snapshots.latest_id()
     assert t.scan().sort_by("id").equals(expected)
+
+
+def test_consumers_past_their_expiration_time_are_expired_by_maintain(tmp_path):
+    """consumer.expiration-time: maintain plans expire for it even with few snapshots, and the
+    consumer not updated within it is gone while a fresh one stays (its file's mtime decides,
+    as Java's ConsumerManager compares it)."""
+    from core.consumer import ConsumerManager
+
+    t = make(tmp_path, "cons", options={"consumer.expiration-time": "1 h"})
+    t.write(rows([1]))
+    manager = ConsumerManager(t.file_io, t.path)
+    manager.record("stale", 1)
+    manager.record("fresh", 1)
+    two_hours_ago = time.time() - 7200
+    os.utime(manager.path("stale"), (two_hours_ago, two_hours_ago))
+    assert "expire" in verbs(plan_table(t, measure(t), Policy()))
+    rep = maintain_table(t, Policy())
+    assert rep.status == "done", rep.reason
+    expire = next(a for a in rep.actions if a.verb == "expire")
+    assert expire.detail["consumers_expired"] == ["stale"]
+    assert [c.consumer_id for c in manager.consumers()] == ["fresh"]
