@@ -112,22 +112,27 @@ def epoch_nanos(value: Any, ltz: bool) -> int:
     aware datetimes at their UTC instant and naive ones as UTC.
     """
     if isinstance(value, dt.datetime):
+        nanosecond = getattr(value, "nanosecond", 0)  # a NanoDatetime's digits past the microsecond
         if value.tzinfo is not None:
             if not ltz:
                 raise ValueError(f"TIMESTAMP takes naive datetimes, got {value!r}")
             value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
-        delta = value - EPOCH
+        delta = value.replace(tzinfo=None) - EPOCH
         micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-        return micros * 1_000
+        return micros * 1_000 + nanosecond
     if isinstance(value, bool):
         raise TypeError(f"not a timestamp: {value!r}")
     return operator.index(value)
 
 
 def datetime_from_parts(millis: int, nano_of_milli: int, ltz: bool) -> dt.datetime:
-    """The datetime of epoch ``millis`` + ``nano_of_milli``; sub-microsecond digits are dropped."""
+    """The datetime of epoch ``millis`` + ``nano_of_milli``: a NanoDatetime when there are
+    digits past the microsecond (a TIMESTAMP(7..9) partition value or stats bound)."""
+    from core.nano_datetime import NanoDatetime
+
     value = EPOCH + dt.timedelta(microseconds=millis * 1_000 + nano_of_milli // 1_000)
-    return value.replace(tzinfo=dt.timezone.utc) if ltz else value
+    value = value.replace(tzinfo=dt.timezone.utc) if ltz else value
+    return NanoDatetime.of(value, nano_of_milli % 1_000)
 
 
 def _date_days(value: Any) -> int:

@@ -39,11 +39,12 @@ def _java_float(value: float) -> str:
 def _java_local_date_time(value: dt.datetime) -> str:
     """Java LocalDateTime.toString(): seconds and fraction only when non-zero."""
     text = value.strftime("%Y-%m-%dT%H:%M")
-    if value.second or value.microsecond:
+    nanos = value.microsecond * 1000 + getattr(value, "nanosecond", 0)  # NanoDatetime: TIMESTAMP(7..9)
+    if value.second or nanos:
         text += f":{value.second:02d}"
-        if value.microsecond:
-            frac = f"{value.microsecond:06d}"
-            text += "." + (frac[:3] if frac.endswith("000") else frac)
+        if nanos:
+            frac = f"{nanos:09d}"  # 3, 6 or 9 digits, as Java prints them
+            text += "." + (frac[:3] if frac.endswith("000000") else frac[:6] if frac.endswith("000") else frac)
     return text
 
 

@@ -426,10 +426,12 @@ def _bound_nanos(v: Any, slack: int) -> int | None:
 
 
 def epoch_nanos(stamp: datetime, nanos: int = 0) -> int:
-    """Epoch nanoseconds of a datetime (naive: wall clock as UTC) plus sub-microsecond ``nanos``."""
+    """Epoch nanoseconds of a datetime (naive: wall clock as UTC) plus sub-microsecond ``nanos``
+    (a NanoDatetime brings its own)."""
+    nanos += getattr(stamp, "nanosecond", 0)
     if stamp.tzinfo is not None:
         stamp = stamp.astimezone(timezone.utc).replace(tzinfo=None)
-    delta = stamp - _EPOCH
+    delta = stamp.replace(tzinfo=None) - _EPOCH
     return ((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds) * 1_000 + nanos
 
 

@@ -190,8 +190,7 @@ def group_indices(rows: pa.Table, schema: TableSchema,
         group_id = group_id * cardinality + codes
     group_id = group_id * (int(buckets.max()) + 1) + buckets
     if group_id.min() == group_id.max():
-        values = tuple(rows.column(k)[0].as_py() for k in schema.partition_keys)
-        return [(values, int(buckets[0]), None)]
+        return [(partition_values(rows, schema, 0), int(buckets[0]), None)]
     # Few groups: a stable sort of small integers is a radix sort in numpy, ~7x faster than int64.
     compact_ids = np.unique(group_id, return_inverse=True)[1] if group_id.max() >= 1 << 15 else group_id
     small = compact_ids.astype(np.int16 if compact_ids.max() < 1 << 15 else np.int64)
@@ -202,9 +201,24 @@ def group_indices(rows: pa.Table, schema: TableSchema,
     out = []
     for start, end in zip(starts.tolist(), ends.tolist()):
         first = int(order[start])
-        values = tuple(rows.column(k)[first].as_py() for k in schema.partition_keys)
-        out.append((values, int(buckets[first]), order[start:end]))
+        out.append((partition_values(rows, schema, first), int(buckets[first]), order[start:end]))
     return out
+
+
+def partition_values(rows: pa.Table, schema: TableSchema, index: int) -> tuple[Any, ...]:
+    """Row ``index``'s partition values as Python values (``py_values``)."""
+    return tuple(py_values(rows.column(k).slice(index, 1))[0] for k in schema.partition_keys)
+
+
+def py_values(values: pa.Array | pa.ChunkedArray) -> list[Any]:
+    """``to_pylist``, except that nanosecond timestamps keep their digits past the microsecond
+    (NanoDatetime), which pyarrow would refuse (or hand to pandas)."""
+    if not (pa.types.is_timestamp(values.type) and values.type.unit == "ns"):
+        return values.to_pylist()
+    from core.nano_datetime import from_epoch_nanos
+
+    ltz = values.type.tz is not None
+    return [None if n is None else from_epoch_nanos(n, ltz) for n in values.cast(pa.int64()).to_pylist()]
 
 
 def group_rows(rows: pa.Table, schema: TableSchema) -> list[tuple[tuple[Any, ...], int, pa.Table]]:

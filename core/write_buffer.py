@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core.rows import group_indices
+from core.rows import group_indices, py_values
 from core.schema import TableSchema
 
 GroupKey = tuple[tuple[Any, ...], int]  # (partition values, bucket)
@@ -53,7 +53,7 @@ def route(rows: pa.Table, schema: TableSchema, buckets: np.ndarray | None = None
         count = rows.num_rows if indices is None else len(indices)
         parts.append(((values, bucket), ordered.slice(start, count)))
         start += count
-    values = [pc.unique(rows.column(key)).to_pylist() for key in schema.partition_keys]
+    values = [py_values(pc.unique(rows.column(key))) for key in schema.partition_keys]
     return Routed(parts, values, rows.num_rows, ordered.nbytes)
 
 

@@ -73,8 +73,10 @@ def _expected_value(text: str, f: DataField, default_name: str) -> Any:
     """The partition value a ``col=text`` spec names, as ``binary_row.decode`` returns it."""
     if text == default_name:
         return None
+    from core.rows import py_values
+
     try:
-        return pa.array([text]).cast(arrow_field(f).type)[0].as_py()
+        return py_values(pa.array([text]).cast(arrow_field(f).type))[0]  # nanos kept (NanoDatetime)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return text  # compared with the partition's directory text instead
 

@@ -258,6 +258,9 @@ def _partition_allows(key: LookupKey, fields: Sequence[DataField], values: tuple
         if want is None:
             if v is not None and render_value(v, f.type) is not None:
                 return False
+        elif isinstance(want, int) and isinstance(v, datetime):
+            if want != epoch_nanos(v):  # a TIMESTAMP(7..9) key value is epoch nanos
+                return False
         elif want != v:
             return False
     return True

@@ -134,7 +134,9 @@ def test_timestamp_from_epoch_nanos_keeps_nanos_on_disk() -> None:
     assert slot & 0xFFFF_FFFF == 432_109
     assert int.from_bytes(encoded[20:28], "little", signed=True) == -1235
     decoded = br.decode(encoded, types("TIMESTAMP(9)"))[0]
-    assert decoded == dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=-1_234_568)
+    # the microseconds floor, the digits past them kept (a NanoDatetime)
+    assert decoded.replace(tzinfo=None).plain() == dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=-1_234_568)
+    assert decoded.nanosecond == 109 and br.epoch_nanos(decoded, False) == nanos
 
 
 def test_timestamp_ltz_accepts_aware_and_naive_and_decodes_utc() -> None:

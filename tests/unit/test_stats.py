@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core import stats
+from core.nano_datetime import from_epoch_nanos
 from core.binary_row import EMPTY_ROW, encode
 from core.errors import InvalidDataError, UsageError
 from core.types import DataField, parse_type
@@ -192,7 +193,8 @@ def test_other_types_full_mode() -> None:
     assert stats.decode(result, [c.type for c in cols]) == [
         stats.ColumnStats(Decimal("-20.25"), Decimal("1.50"), 1),
         stats.ColumnStats(dt.date(1999, 12, 31), dt.date(2024, 1, 2), 0),
-        stats.ColumnStats(dt.datetime(1969, 12, 31, 23, 59, 59, 999999), dt.datetime(1970, 1, 1, 0, 0, 1), 1),
+        # exact to the nanosecond (NanoDatetime): -5 ns and 1 s + 1 ns
+        stats.ColumnStats(from_epoch_nanos(-5), from_epoch_nanos(1_000_000_001), 1),
         stats.ColumnStats(dt.datetime(2023, 1, 1, tzinfo=utc), dt.datetime(2024, 1, 1, tzinfo=utc), 1),
         stats.ColumnStats(False, True, 0),
         stats.ColumnStats(dt.time(0), dt.time(1), 1),
