@@ -405,8 +405,11 @@ OPTION_RULES: tuple[OptionRule, ...] = (
     OptionRule("metadata.iceberg-compatible", frozenset({WRITE}), "Paimon also writes Iceberg metadata on "
                "each commit", _is_true),
     # Tables written by Paimon 2.x (pypaimon 2.1); refused until lakectl reads them as Paimon does.
-    OptionRule("data-evolution.enabled", _RW, "Paimon's data files hold column subsets merged by row-id "
-               "range (first_row_id, write_cols), which lakectl does not merge", _is_true),
+    # Reads merge the files by row-id range (core.kernels.data_evolution); lakectl's writes and
+    # compactions would not give new files first_row_ids nor keep the column-subset files apart.
+    OptionRule("data-evolution.enabled", frozenset({WRITE}), "Paimon's data files hold column subsets "
+               "merged by row-id range (first_row_id, write_cols), which lakectl reads but does not write",
+               _is_true),
     OptionRule("row-tracking.enabled", frozenset({WRITE}), "Paimon gives each new file a first_row_id from "
                "the snapshot's nextRowId and keeps _ROW_ID through compaction, which lakectl does not",
                _is_true),

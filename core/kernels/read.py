@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from core import binary_row, formats
+from core.kernels import data_evolution
 from core.arrow_values import boolean_array
 from core.deletion_vectors import DeletionFile, deleted_mask, read_vector
 from core.errors import CorruptMetadataError
@@ -234,6 +235,9 @@ def matching_row_groups(parquet: pq.ParquetFile, row_filter: Predicate, read_fie
 def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
                file_io: FileIO) -> pa.Table:
     """All rows of a split in the read schema; merged by key for primary-key tables."""
+    if data_evolution.enabled(read_schema):  # files hold column subsets, merged by row id
+        return data_evolution.read_merged(split.files, split.bucket_dir, read_schema, schemas, file_io,
+                                          has_deletions=bool(split.deletion_files), changes=split.changes)
     if split.changes:
         return read_changes(split, read_schema, schemas, file_io)
     read_fields = list(read_schema.fields)
