@@ -72,13 +72,6 @@ def test_row_tracking_tables_read_as_pypaimon_and_refuse_writes(tmp_path: Path) 
     assert_refused(lakectl(wh, "compact", "db.t"), "row-tracking.enabled=true")
 
 
-def test_data_evolution_tables_are_refused_for_reads_and_writes(tmp_path: Path) -> None:
-    pypaimon_table(tmp_path, {"row-tracking.enabled": "true", "data-evolution.enabled": "true"}, [])
-    wh = tmp_path / "wh"
-    assert_refused(lakectl(wh, "scan", "db.t"), "data-evolution.enabled=true")
-    assert_refused(lakectl(wh, "compact", "db.t"), "data-evolution.enabled=true")
-
-
 def test_a_blob_column_refuses_the_table_naming_column_and_type(tmp_path: Path) -> None:
     job = {"warehouse": str(tmp_path / "wh"), "table": "db.t",
            "schema": {"fields": [["id", "INT"], ["payload", "BLOB"]], "primary_keys": [], "partition_keys": [],
