@@ -410,9 +410,8 @@ OPTION_RULES: tuple[OptionRule, ...] = (
     OptionRule("data-evolution.enabled", frozenset({WRITE}), "Paimon's data files hold column subsets "
                "merged by row-id range (first_row_id, write_cols), which lakectl reads but does not write",
                _is_true),
-    OptionRule("row-tracking.enabled", frozenset({WRITE}), "Paimon gives each new file a first_row_id from "
-               "the snapshot's nextRowId and keeps _ROW_ID through compaction, which lakectl does not",
-               _is_true),
+    # row-tracking.enabled is honoured by commits (core.row_tracking gives new files their
+    # first_row_id); compaction and delete, which would have to keep the ids, refuse it there.
     # Batch scans read postpone-bucket tables (only the real buckets, as Paimon's batch read);
     # check_options(..., batch_scan=True) lets them through. Lookups, incremental reads and
     # follow would meet the postponed files, which lakectl does not read as Paimon does.

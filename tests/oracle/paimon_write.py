@@ -154,7 +154,8 @@ def main(argv):
         options={k: str(v) for k, v in (spec.get("options") or {}).items()},
         comment=spec.get("comment"),
     )
-    catalog.create_table(job["table"], schema, ignore_if_exists=False)
+    # "existing": true writes on to a table that is already there (its schema is kept).
+    catalog.create_table(job["table"], schema, ignore_if_exists=bool(job.get("existing")))
 
     results = []
     for step in job.get("steps", []):
