@@ -6,17 +6,18 @@ yet) the next free ids, in the order the commit lists the files, from the latest
 ``nextRowId``, and the new snapshot's ``nextRowId`` is past the last one given (Paimon's
 ``RowTrackingCommitUtils``; pypaimon 2.1 is the reference, Java 1.0 has no row tracking).
 
-lakectl writes such tables; it does not rewrite their files (compaction, delete), which would
-have to keep each row's id as Paimon's row-tracking compaction does.
+Compaction keeps each row's id: it rewrites only runs of files whose row ids follow on without
+a gap, and the new files take the run's ids in order (``contiguous_runs``, ``number_on``).
+Delete, which would drop rows from the middle of a range, is refused.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from typing import Callable, Sequence
 
 from core.errors import UnsupportedTableError
-from core.manifest import ADD, FILE_SOURCE_APPEND, ManifestEntry
+from core.manifest import ADD, FILE_SOURCE_APPEND, DataFileMeta, ManifestEntry
 from core.schema import TableSchema
 
 OPTION = "row-tracking.enabled"
@@ -46,5 +47,34 @@ def refuse_rewrite(schema: TableSchema, table_name: str, action: str) -> None:
     if enabled(schema):
         raise UnsupportedTableError(
             f"table {table_name} uses {OPTION}=true, which lakectl does not support for {action} (Paimon "
-            "keeps each row's _ROW_ID when it rewrites files; lakectl's writes assign new rows their ids, "
-            "but its rewrites would not keep them)")
+            "keeps the _ROW_ID of every row that stays; rewriting a file without some of its rows would "
+            "renumber the rest)")
+
+
+def contiguous_runs(files: Sequence[DataFileMeta], rewritable: Callable[[DataFileMeta], bool]
+                    ) -> list[list[DataFileMeta]]:
+    """``files`` (in sequence order) cut into runs whose row ids follow on without a gap, so
+    that concatenating a run's rows keeps each row's id: a file without a first_row_id, or
+    that ``rewritable`` rejects (one with deleted rows would shift the ids after them), is in
+    no run."""
+    runs: list[list[DataFileMeta]] = []
+    for f in files:
+        if f.first_row_id is None or not rewritable(f):
+            runs.append([])
+            continue
+        last = runs[-1][-1] if runs and runs[-1] else None
+        if last is not None and last.first_row_id + last.row_count == f.first_row_id:
+            runs[-1].append(f)
+        else:
+            runs.append([f])
+    return [r for r in runs if r]
+
+
+def number_on(files: Sequence[DataFileMeta], first_row_id: int) -> list[DataFileMeta]:
+    """The files a run was rewritten into, each with the first_row_id of its first row, the
+    rows numbered on from ``first_row_id`` (the run's first) in file order."""
+    numbered = []
+    for f in files:
+        numbered.append(dataclasses.replace(f, first_row_id=first_row_id))
+        first_row_id += f.row_count
+    return numbered

@@ -60,7 +60,15 @@ def test_lakectl_writes_continue_pypaimons_row_ids(tmp_path: Path) -> None:
     write_jsonl(wh, [{"id": 4, "v": "d"}, {"id": 5, "v": "e"}])
     write_jsonl(wh, [{"id": 6, "v": "f"}])
     # The model: rows numbered in commit order, each commit's rows in input order.
-    assert row_ids(path, tmp_path) == {1: 0, 2: 1, 3: 2, 4: 3, 5: 4, 6: 5}
+    model = {1: 0, 2: 1, 3: 2, 4: 3, 5: 4, 6: 5}
+    assert row_ids(path, tmp_path) == model
+    assert next_row_id(path) == 6
+    # Compaction rewrites pypaimon's and lakectl's four files into one; every row keeps its id.
+    compacted = lakectl(wh, "compact", "db.t")
+    assert compacted.exit_code == 0, compacted.output
+    report = json.loads(compacted.stdout)
+    assert (report["files_before"], report["files_after"]) == (4, 1)
+    assert row_ids(path, tmp_path) == model
     assert next_row_id(path) == 6
     # pypaimon writes on after lakectl, from the nextRowId lakectl left.
     job["steps"] = [{"op": "write"}]
@@ -82,13 +90,21 @@ def test_a_fresh_lakectl_row_tracking_table_reads_in_pypaimon(tmp_path: Path) ->
     assert sorted(official.column("v").to_pylist()) == ["a", "b", "c", "d"]
 
 
-def test_rewrites_of_a_row_tracking_table_are_refused_and_change_nothing(tmp_path: Path) -> None:
+def test_compaction_keeps_row_ids_across_partitions_and_delete_is_refused(tmp_path: Path) -> None:
     wh = tmp_path / "wh"
-    assert lakectl(wh, "create", "db.t", "--schema", "id INT, v STRING",
+    assert lakectl(wh, "create", "db.t", "--schema", "id INT, p STRING", "--partition-by", "p",
                    "--option", "row-tracking.enabled=true").exit_code == 0
-    write_jsonl(wh, [{"id": 1, "v": "a"}])
-    write_jsonl(wh, [{"id": 2, "v": "b"}])
-    for result in (lakectl(wh, "compact", "db.t"), lakectl(wh, "delete", "db.t", "--where", "id = 1")):
-        assert result.exit_code not in (0, None), result.output
-        assert "row-tracking.enabled" in result.output and "internal error" not in result.output
-    assert row_ids(wh / "db.db" / "t", tmp_path) == {1: 0, 2: 1}
+    # Each commit numbers its two partitions' files one after the other, so a partition's
+    # files have gaps between their ids: compaction must not close them.
+    for i in range(1, 4):
+        write_jsonl(wh, [{"id": i, "p": "a"}, {"id": 10 + i, "p": "b"}])
+    path = wh / "db.db" / "t"
+    before = row_ids(path, tmp_path)
+    assert sorted(before.values()) == list(range(6))
+    assert {before[1], before[11]} == {0, 1} and {before[3], before[13]} == {4, 5}
+    assert lakectl(wh, "compact", "db.t").exit_code == 0
+    assert row_ids(path, tmp_path) == before
+    result = lakectl(wh, "delete", "db.t", "--where", "id = 1")
+    assert result.exit_code not in (0, None), result.output
+    assert "row-tracking.enabled" in result.output and "internal error" not in result.output
+    assert row_ids(path, tmp_path) == before

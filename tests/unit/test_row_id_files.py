@@ -57,3 +57,17 @@ def test_new_append_files_take_the_next_row_ids_in_commit_order() -> None:
     # Only ADDs of new data without an id get one: 10-11 for n1, 12-14 for n2.
     assert [e.file.first_row_id for e in assigned] == [0, 10, 0, 12, 40]
     assert next_id == 15
+
+
+def test_compaction_runs_are_files_whose_row_ids_follow_on() -> None:
+    files = [meta("f0", 2, 0, 1), meta("f2", 3, 2, 2), meta("gap", 1, 9, 3), meta("f10", 2, 10, 4),
+             meta("dv", 1, 12, 5), meta("f13", 1, 13, 6), meta("none", 1, None, 7)]
+    runs = row_tracking.contiguous_runs(files, lambda f: f.file_name != "dv")
+    # 0-1 and 2-4 follow on; 9 starts a run that 10-11 continues; the file with a deletion
+    # vector (12) breaks the run, 13 stands alone; a file without ids is in none.
+    assert names(runs) == [["f0", "f2"], ["gap", "f10"], ["f13"]]
+
+
+def test_rewritten_files_are_numbered_on_from_the_run() -> None:
+    written = [meta("w0", 4, None, 9, source=FILE_SOURCE_COMPACT), meta("w1", 3, None, 9, source=FILE_SOURCE_COMPACT)]
+    assert [f.first_row_id for f in row_tracking.number_on(written, 20)] == [20, 24]
