@@ -217,7 +217,8 @@ class FileStoreCommit:
         next_row_id = None
         if row_tracking.enabled(self.schema):  # new files take the next row ids, as in Paimon
             start = latest.next_row_id if latest is not None and latest.next_row_id is not None else 0
-            entries, next_row_id = row_tracking.assign_first_row_ids(entries, start)
+            entries, next_row_id = row_tracking.assign_first_row_ids(entries, start,
+                                                                     (latest.id + 1) if latest else 1)
 
         written: list[str] = []
         written_index: list[str] = []

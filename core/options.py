@@ -405,13 +405,11 @@ OPTION_RULES: tuple[OptionRule, ...] = (
     OptionRule("metadata.iceberg-compatible", frozenset({WRITE}), "Paimon also writes Iceberg metadata on "
                "each commit", _is_true),
     # Tables written by Paimon 2.x (pypaimon 2.1); refused until lakectl reads them as Paimon does.
-    # Reads merge the files by row-id range (core.kernels.data_evolution); lakectl's writes and
-    # compactions would not give new files first_row_ids nor keep the column-subset files apart.
-    OptionRule("data-evolution.enabled", frozenset({WRITE}), "Paimon's data files hold column subsets "
-               "merged by row-id range (first_row_id, write_cols), which lakectl reads but does not write",
-               _is_true),
+    # data-evolution.enabled is honoured: reads merge the files by row-id range
+    # (core.kernels.data_evolution), appends add whole-row files numbered on (core.row_tracking);
+    # compaction and delete, which would have to keep the column-subset files apart, refuse it there.
     # row-tracking.enabled is honoured by commits (core.row_tracking gives new files their
-    # first_row_id); compaction and delete, which would have to keep the ids, refuse it there.
+    # first_row_id) and compaction (which keeps the ids); delete refuses it there.
     # Batch scans read postpone-bucket tables (only the real buckets, as Paimon's batch read);
     # check_options(..., batch_scan=True) lets them through. Lookups, incremental reads and
     # follow would meet the postponed files, which lakectl does not read as Paimon does.

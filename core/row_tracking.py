@@ -26,13 +26,20 @@ def enabled(schema: TableSchema) -> bool:
     return schema.options.get(OPTION, "false").strip().lower() == "true"
 
 
-def assign_first_row_ids(entries: Sequence[ManifestEntry], next_row_id: int) -> tuple[list[ManifestEntry], int]:
-    """``entries`` with first_row_ids given to the new files that lack one, and the next free id."""
+def assign_first_row_ids(entries: Sequence[ManifestEntry], next_row_id: int,
+                         snapshot_id: int) -> tuple[list[ManifestEntry], int]:
+    """``entries`` with first_row_ids given to the new files that lack one, and the next free id.
+
+    Those files also take the commit's snapshot id as their sequence numbers, as Paimon's
+    writers leave them to the commit: data-evolution reads pick a column's newest file by
+    it, so a later update of these rows (numbered by its own snapshot) must win over them."""
     assigned = []
     for entry in entries:
         f = entry.file
         if entry.kind == ADD and f.file_source == FILE_SOURCE_APPEND and f.first_row_id is None:
-            entry = dataclasses.replace(entry, file=dataclasses.replace(f, first_row_id=next_row_id))
+            numbered = dataclasses.replace(f, first_row_id=next_row_id, min_sequence_number=snapshot_id,
+                                           max_sequence_number=snapshot_id)
+            entry = dataclasses.replace(entry, file=numbered)
             next_row_id += f.row_count
         assigned.append(entry)
     return assigned, next_row_id

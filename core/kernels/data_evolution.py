@@ -10,6 +10,10 @@ puts the rows back together:
   number); a column no file of the group holds reads as null;
 - groups are concatenated in ``first_row_id`` order.
 
+lakectl's appends add files of whole rows, which the commit numbers on from ``nextRowId``
+(``core.row_tracking``): a group of their own, as pypaimon reads them. Rewrites (compaction,
+delete) are refused (``refuse_rewrite``).
+
 Every file of a group holds the same rows, in row-id order, so columns line up by position.
 Java Paimon 1.0 has no such tables; pypaimon 2.1's ``DataEvolutionSplitRead`` is the
 reference for these rules.
@@ -115,3 +119,16 @@ def read_merged(files: Sequence[DataFileMeta], bucket_dir: str, read_schema: Tab
     if not parts:
         return pa.schema([arrow_field(f).with_nullable(True) for f in read_fields]).empty_table()
     return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+
+def refuse_rewrite(schema: TableSchema, table_name: str, action: str) -> None:
+    """Refuse ``action`` (a rewrite of data files) on a data-evolution table.
+
+    Raises:
+        UnsupportedTableError: the table's files may hold column subsets.
+    """
+    if enabled(schema):
+        raise UnsupportedTableError(
+            f"table {table_name} uses {OPTION}=true, which lakectl does not support for {action} (Paimon's "
+            "files there may hold some columns of a row-id range; a rewrite must merge them by row id and "
+            "keep the ids, which lakectl does not)")

@@ -1,7 +1,8 @@
 """Data-evolution tables (Paimon 2.x, ``data-evolution.enabled=true``) written by pypaimon 2.1:
 whole rows, then columns rewritten by row id (``update_by_arrow_with_row_id``: files holding
 one column of a row-id range). lakectl must read them as pypaimon does, and a model of the
-updates says what that is; writes and compaction are refused naming the option."""
+updates says what that is; lakectl's appends stay readable (and updatable) by pypaimon;
+compaction and delete are refused naming the option."""
 
 from __future__ import annotations
 
@@ -86,12 +87,35 @@ def test_a_data_evolution_table_reads_as_pypaimon_and_the_model(tmp_path: Path) 
     assert [r["a"] for r in got3] == ["X", "y", "Z", "P", "q"]
 
 
-def test_writes_and_compaction_of_a_data_evolution_table_are_refused(tmp_path: Path) -> None:
+def test_lakectl_appends_to_a_data_evolution_table_and_pypaimon_updates_them(tmp_path: Path) -> None:
     path, expected = evolved_table(tmp_path)
     wh = tmp_path / "wh"
-    for result in (lakectl(wh, "compact", "db.t"),
-                   lakectl(wh, "write", "db.t", "--input", "-", "--input-format", "jsonl", input='{"id": 9}\n'),
-                   lakectl(wh, "delete", "db.t", "--where", "id = 1")):
+    result = lakectl(wh, "write", "db.t", "--input", "-", "--input-format", "jsonl",
+                     input='{"id": 7, "a": "s", "b": 70, "c": "c7"}\n{"id": 8, "a": "t", "b": 80}\n')
+    assert result.exit_code == 0, result.output
+    # The commit numbers the new rows on from nextRowId: 6 rows so far (ids 0-5), so 6 and 7.
+    model = expected + [{"id": 7, "a": "s", "b": 70, "c": "c7"}, {"id": 8, "a": "t", "b": 80, "c": None}]
+    ids_read, _ = official_read(path, tmp_path, projection=["id", "_ROW_ID"])
+    assert dict(zip(ids_read.column("id").to_pylist(), ids_read.column("_ROW_ID").to_pylist()))[8] == 7
+    official, _ = official_read(path, tmp_path)
+    assert sorted(official.to_pylist(), key=lambda r: r["id"]) == model
+    assert rows(lakectl(wh, "scan", "db.t")) == model
+    # pypaimon rewrites a column of lakectl's rows by their row ids; both read the update.
+    job = {"warehouse": str(wh), "table": "db.t", "existing": True,
+           "schema": {"fields": [["id", "INT"], ["a", "STRING"], ["b", "BIGINT"]], "primary_keys": [],
+                      "partition_keys": [], "options": OPTIONS, "comment": None},
+           "steps": [{"op": "update_by_row_id", "columns": ["b"]}]}
+    official_write(job, [pa.table({"_ROW_ID": ids([6, 7]), "b": ids([700, 800])})], tmp_path)
+    model[6]["b"], model[7]["b"] = 700, 800
+    official, _ = official_read(path, tmp_path)
+    assert sorted(official.to_pylist(), key=lambda r: r["id"]) == model
+    assert rows(lakectl(wh, "scan", "db.t")) == model
+
+
+def test_compaction_and_delete_of_a_data_evolution_table_are_refused(tmp_path: Path) -> None:
+    path, expected = evolved_table(tmp_path)
+    wh = tmp_path / "wh"
+    for result in (lakectl(wh, "compact", "db.t"), lakectl(wh, "delete", "db.t", "--where", "id = 1")):
         assert result.exit_code not in (0, None), result.output
         assert "data-evolution.enabled" in result.output and "internal error" not in result.output
     # Nothing was written: both readers still see the same rows.

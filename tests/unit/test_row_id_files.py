@@ -53,9 +53,12 @@ def test_new_append_files_take_the_next_row_ids_in_commit_order() -> None:
     entries = [entry(meta("old", 4, 0, 1), DELETE), entry(meta("n1", 2, None, 7)),
                entry(meta("c", 4, 0, 8, source=FILE_SOURCE_COMPACT)), entry(meta("n2", 3, None, 9)),
                entry(meta("kept", 1, 40, 9))]
-    assigned, next_id = row_tracking.assign_first_row_ids(entries, 10)
-    # Only ADDs of new data without an id get one: 10-11 for n1, 12-14 for n2.
+    assigned, next_id = row_tracking.assign_first_row_ids(entries, 10, 33)
+    # Only ADDs of new data without an id get one: 10-11 for n1, 12-14 for n2, and the
+    # snapshot id (33) as their sequence numbers; the others keep theirs.
     assert [e.file.first_row_id for e in assigned] == [0, 10, 0, 12, 40]
+    assert [(e.file.min_sequence_number, e.file.max_sequence_number) for e in assigned] == \
+        [(1, 1), (33, 33), (8, 8), (33, 33), (9, 9)]
     assert next_id == 15
 
 
