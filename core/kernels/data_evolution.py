@@ -109,8 +109,7 @@ def read_merged(files: Sequence[DataFileMeta], bucket_dir: str, read_schema: Tab
             maps a group's vector by row id, which lakectl does not).
     """
     if changes:
-        raise UnsupportedTableError(f"{OPTION}=true: incremental reads of a data-evolution table are not "
-                                    "supported (Paimon merges its files by row-id range)")
+        refuse_incremental(read_schema, "the table")
     if has_deletions:
         raise UnsupportedTableError(f"{OPTION}=true with deletion vectors is not supported (Paimon applies "
                                     "them by row id across the files of a row-id range)")
@@ -132,3 +131,16 @@ def refuse_rewrite(schema: TableSchema, table_name: str, action: str) -> None:
             f"table {table_name} uses {OPTION}=true, which lakectl does not support for {action} (Paimon's "
             "files there may hold some columns of a row-id range; a rewrite must merge them by row id and "
             "keep the ids, which lakectl does not)")
+
+
+def refuse_incremental(schema: TableSchema, table_name: str) -> None:
+    """Refuse an incremental read (``--incremental-between``, ``--follow``): a commit's new files
+    may hold one column of old rows, whose other columns are in earlier commits' files.
+
+    Raises:
+        UnsupportedTableError: the table is a data-evolution table.
+    """
+    if enabled(schema):
+        raise UnsupportedTableError(
+            f"table {table_name} uses {OPTION}=true, which lakectl does not support for incremental reads "
+            "(a commit's files may hold some columns of older rows; Paimon merges them by row id)")
