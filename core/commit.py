@@ -39,6 +39,7 @@ from core.index_manifest import DELETION_VECTORS, IndexFileMeta, IndexManifestEn
 from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO, live_entries
 from core.options import BATCH_COMMIT_IDENTIFIER
 from core.replan import lost_race, retry_on_expire
+from core import row_tracking
 from core.schema import SchemaManager, TableSchema
 from core.snapshot import APPEND, COMPACT, OVERWRITE, Snapshot, SnapshotManager, same_snapshot
 
@@ -213,6 +214,11 @@ class FileStoreCommit:
         if overwrite is None and not entries and not changelog and not index_changes:
             return Success(latest) if latest else Retry("nothing to commit")
         self._check_conflicts(entries, live or [], base_metas)
+        next_row_id = None
+        if row_tracking.enabled(self.schema):  # new files take the next row ids, as in Paimon
+            start = latest.next_row_id if latest is not None and latest.next_row_id is not None else 0
+            entries, next_row_id = row_tracking.assign_first_row_ids(entries, start,
+                                                                     (latest.id + 1) if latest else 1)
 
         written: list[str] = []
         written_index: list[str] = []
@@ -263,6 +269,7 @@ class FileStoreCommit:
             index_manifest=index_manifest,
             watermark=next_watermark(watermark, latest.watermark if latest else None),
             properties=dict(properties) if properties else None,
+            next_row_id=next_row_id,
         )
         chain = tuple(m.file_name for m in base_metas) + ((delta_meta.file_name,) if delta_meta else ())
         self._attempts[new_id] = _Attempt(latest, tuple(written), tuple(written_index), chain)

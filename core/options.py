@@ -403,11 +403,11 @@ OPTION_RULES: tuple[OptionRule, ...] = (
     OptionRule("metadata.iceberg-compatible", frozenset({WRITE}), "Paimon also writes Iceberg metadata on "
                "each commit", _is_true),
     # Tables written by Paimon 2.x (pypaimon 2.1); refused until lakectl reads them as Paimon does.
-    OptionRule("data-evolution.enabled", _RW, "Paimon's data files hold column subsets merged by row-id "
-               "range (first_row_id, write_cols), which lakectl does not merge", _is_true),
-    OptionRule("row-tracking.enabled", frozenset({WRITE}), "Paimon gives each new file a first_row_id from "
-               "the snapshot's nextRowId and keeps _ROW_ID through compaction, which lakectl does not",
-               _is_true),
+    # data-evolution.enabled is honoured: reads merge the files by row-id range
+    # (core.kernels.data_evolution), appends add whole-row files numbered on (core.row_tracking);
+    # compaction and delete, which would have to keep the column-subset files apart, refuse it there.
+    # row-tracking.enabled is honoured by commits (core.row_tracking gives new files their
+    # first_row_id) and compaction (which keeps the ids); delete refuses it there.
     # Batch scans read postpone-bucket tables (only the real buckets, as Paimon's batch read);
     # check_options(..., batch_scan=True) lets them through. Lookups, incremental reads and
     # follow would meet the postponed files, which lakectl does not read as Paimon does.

@@ -199,7 +199,10 @@ def read_stream(session: SparkSession, table: Table, settings: FollowSettings) -
     """A streaming DataFrame of the table's rows as they commit (``_row_kind`` first)."""
     from core.options import READ, check_options
 
+    from core.kernels.data_evolution import refuse_incremental
+
     check_options(table.schema, table.name, READ)
+    refuse_incremental(table.schema, table.name)
     session.dataSource.register(TableStreamSource)
     return (session.readStream.format(SOURCE_NAME)
             .option("table", _encode(table))

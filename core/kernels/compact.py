@@ -36,6 +36,7 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 
+from core import row_tracking
 from core.commit import CommitMessage
 from core.deletion_vectors import (DeletionFile, bitmap_class, deleted_mask, read_index_file, read_vector,
                                    write_index_file)
@@ -265,6 +266,8 @@ def compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
     files = in_sequence_order(task.files) if task.picked else pick_files(schema, task.files, task.output_level)
     if not files:
         return empty
+    if not schema.has_primary_key and row_tracking.enabled(schema):
+        return _compact_keeping_row_ids(task, files, file_io)
     changelog: list[DataFileMeta] = []
     if schema.has_primary_key:
         rows, log = _merged_rows(task, files, file_io, drop_deletes=task.drop_deletes)
@@ -276,6 +279,23 @@ def compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
                         file_source=FILE_SOURCE_COMPACT, measure_size=True)
     return CommitMessage(task.partition, task.bucket, task.total_buckets,
                          compact_before=files, compact_after=tuple(after), changelog_files=tuple(changelog))
+
+
+def _compact_keeping_row_ids(task: CompactTask, files: Sequence[DataFileMeta], file_io: FileIO) -> CommitMessage:
+    """Row-tracking append bucket: each run of files with consecutive row ids is concatenated
+    in row-id order and its new files take the run's ids, so every row keeps its _ROW_ID.
+    Files with a deletion vector are left alone (their deleted rows would shift the ids)."""
+    before: list[DataFileMeta] = []
+    after: list[DataFileMeta] = []
+    for run in row_tracking.contiguous_runs(files, lambda f: task.deletion(f) is None):
+        if len(run) < 2:
+            continue
+        written = write_files(_concatenated_rows(task, run, file_io), task.schema, task.bucket_dir, file_io,
+                              level=task.output_level, file_source=FILE_SOURCE_COMPACT, measure_size=True)
+        before += run
+        after += row_tracking.number_on(written, run[0].first_row_id)
+    return CommitMessage(task.partition, task.bucket, task.total_buckets,
+                         compact_before=tuple(before), compact_after=tuple(after))
 
 
 _POSITION = "__lakectl_position"

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from core import binary_row, formats
+from core.kernels import data_evolution
 from core.arrow_values import boolean_array
 from core.default_values import fill_defaults
 from core.deletion_vectors import DeletionFile, deleted_mask, read_vector
@@ -238,6 +239,10 @@ def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int,
     """All rows of a split in the read schema; merged by key for primary-key tables, and with
     the columns' default values filled into their nulls after the merge, as Paimon reads them
     (``defaults=False``: the values as stored, for rewriting them)."""
+    if data_evolution.enabled(read_schema):  # files hold column subsets, merged by row id
+        rows = data_evolution.read_merged(split.files, split.bucket_dir, read_schema, schemas, file_io,
+                                          has_deletions=bool(split.deletion_files), changes=split.changes)
+        return fill_defaults(rows, read_schema) if defaults else rows
     if split.changes:
         return read_changes(split, read_schema, schemas, file_io)
     rows = _split_rows(split, read_schema, schemas, file_io)

@@ -26,6 +26,7 @@ from core.errors import NotFoundError, UsageError
 from core.kernels.read import ROW_KIND_COLUMN, ReadSplit, changes_schema
 from core.manifest import ADD, ManifestEntry, read_entries
 from core.ops.scan import ScanStream, filtered
+from core.kernels import data_evolution
 from core.options import READ, check_limit, check_options
 from core.predicate import parse_where
 from core.schema import TableSchema
@@ -74,6 +75,7 @@ def plan_changes(table: Table, start: int, end: int, *, streaming: bool = False)
     end_snapshot = table.snapshots.snapshot(end)
     read_schema = table.schemas.schema(end_snapshot.schema_id)
     check_options(read_schema, table.name, READ)
+    data_evolution.refuse_incremental(read_schema, table.name)
     source = "changelog" if read_schema.core_options.changelog_producer != "none" else "delta"
     schemas: dict[int, TableSchema] = {read_schema.id: read_schema}
     mio = table.manifests()

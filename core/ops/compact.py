@@ -29,6 +29,7 @@ from core.commit import CommitMessage, FileStoreCommit, base_entries
 from core.deletion_vectors import bucket_index_files, snapshot_deletion_files, split_deletion_files
 from core.engines import EngineSettings, choose_engine, engine_choice
 from core.errors import CommitConflictError, CorruptMetadataError, UsageError
+from core.kernels import data_evolution
 from core.options import WRITE, check_options, parse_int
 from core.fileio import join
 from core.index_manifest import index_dir
@@ -130,6 +131,7 @@ def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, s
     with ``level0_buckets``, only the buckets that hold level-0 files (compacted in full)."""
     schema = table.schema
     check_options(schema, table.name, WRITE)
+    data_evolution.refuse_rewrite(schema, table.name, "compaction")
     selected = partition_filter(schema, partitions)
     snapshot = table.latest_snapshot()
     if snapshot is None:

@@ -48,6 +48,8 @@ from core.fileio import join
 from core.kernels.delete import MatchingRows, RewriteTask, count_matches, rewrite_bucket
 from core.kernels.merge import MergeEngine
 from core.kernels.records import DELETE
+from core import row_tracking
+from core.kernels import data_evolution
 from core.options import WRITE, check_options
 from core.ops.maintenance import after_commit
 from core.ops.scan import PreparedScan, prepare
@@ -128,6 +130,8 @@ def delete(table: Table, where: str, *, dry_run: bool = False,
     if not where or not where.strip():
         raise UsageError("--where must not be empty (to delete every row, use lakectl truncate)")
     check_options(table.schema, table.name, WRITE)
+    data_evolution.refuse_rewrite(table.schema, table.name, "delete")
+    row_tracking.refuse_rewrite(table.schema, table.name, "delete")
     if table.schema.has_primary_key:
         check_deletable(table)
 

@@ -39,6 +39,7 @@ from core.consumer import ConsumerManager, check_consumer_id
 from core.engines import EngineSettings
 from core.errors import NotFoundError, UsageError
 from core.kernels.read import ROW_KIND_COLUMN
+from core.kernels import data_evolution
 from core.options import READ, SCAN_MODES, check_options, parse_bool, parse_duration, parse_int
 from core.snapshot import APPEND, OVERWRITE, Snapshot
 from core.table import Table
@@ -207,6 +208,7 @@ def follow(table: Table, settings: FollowSettings, *, max_snapshots: int | None 
     if max_snapshots is not None and max_snapshots < 1:
         raise UsageError(f"--max-snapshots must be 1 or more (got {max_snapshots})")
     check_options(table.schema, table.name, READ)
+    data_evolution.refuse_incremental(table.schema, table.name)
     start = plan_start(table, settings)
     consumers = ConsumerManager(table.file_io, table.branch_path) if settings.consumer_id else None
     log.info("following %s: mode %s, %s%s", table.name, start.mode,

@@ -20,6 +20,7 @@ from core.deletion_vectors import snapshot_deletion_files, split_deletion_files
 from core.engines.local import LocalEngine
 from core.errors import CorruptMetadataError, ExpiredWhileReadingError, UsageError
 from core.fileio import join
+from core.kernels import data_evolution
 from core.kernels.read import ReadSplit
 from core.manifest import ManifestEntry, live_entries
 from core.default_values import prunable
@@ -156,7 +157,10 @@ def _plan_on(table: Table, snapshot: Snapshot, predicate: Predicate | None, read
             continue
         if e.file.schema_id not in schemas:
             schemas[e.file.schema_id] = table.schemas.schema(e.file.schema_id)
-        if predicate is not None and (key_only or not read_schema.has_primary_key):
+        # A data-evolution file holds some columns of a row-id range its siblings complete:
+        # skipping one by its stats would misalign the others, so none is skipped.
+        if predicate is not None and (key_only or not read_schema.has_primary_key) \
+                and not data_evolution.enabled(read_schema):
             ranges = _file_ranges(e, schemas[e.file.schema_id], read_schema, read_schema.has_primary_key)
             if not predicate.may_match({**ranges, **_partition_ranges(values, read_schema)}):
                 pruned += 1

@@ -95,14 +95,14 @@ def official_write(job: dict[str, Any], batches: list[pa.Table], tmp_path: Path)
 
     Args:
         job: the job description; each ``write`` step's ``data`` is filled in here.
-        batches: one table per ``write`` step, in step order.
+        batches: one table per ``write`` or ``update_by_row_id`` step, in step order.
         tmp_path: scratch directory for the job and IPC files.
 
     Returns:
         The script's JSON line: ``latest_snapshot``, ``table_path``, ``steps``.
     """
     job = json.loads(json.dumps(job))  # the caller's dict stays untouched
-    write_steps = [step for step in job.get("steps", []) if step["op"] == "write"]
+    write_steps = [step for step in job.get("steps", []) if step["op"] in ("write", "update_by_row_id")]
     assert len(write_steps) == len(batches), (
         f"job has {len(write_steps)} write steps but {len(batches)} batches were given"
     )

@@ -72,7 +72,9 @@ def main(argv):
         names = [name.strip() for name in args.projection.split(",") if name.strip()]
         read_builder = read_builder.with_projection(names)
         by_name = {field.name: field for field in fields}
-        fields = [by_name[name] for name in names]
+        # System fields (_ROW_ID, _SEQUENCE_NUMBER of row-tracking tables) are readable by
+        # name but not table fields; the schema line lists the table fields read.
+        fields = [by_name[name] for name in names if name in by_name]
 
     scan = read_builder.new_scan()
     plan = scan.plan()

@@ -28,6 +28,9 @@ Steps, carried out in order (each ``write`` is one commit):
   "overwrite_partition": null}``: the Arrow IPC file's columns are reordered and
   cast to the table's current schema. With ``rowkind.field`` in the table
   options, that string column carries ``+I``/``-U``/``+U``/``-D``.
+- ``{"op": "update_by_row_id", "data": "batch.arrow", "columns": ["v"]}``: pypaimon 2.1's
+  ``update_by_arrow_with_row_id`` (data-evolution tables): the batch holds ``_ROW_ID`` and
+  the columns, which are rewritten for those rows (one commit).
 - ``{"op": "tag", "name": "t1", "snapshot": null}``; ``{"op": "delete_tag", "name": "t1"}``
 - ``{"op": "rollback", "snapshot": N}`` or ``{"op": "rollback", "tag": "t1"}``
 - ``{"op": "add_column", "name": "x", "type": "INT"}``,
@@ -94,6 +97,19 @@ def _write(catalog, identifier, step):
         commit.close()
 
 
+def _update_by_row_id(catalog, identifier, step):
+    table = catalog.get_table(identifier)
+    with pa.OSFile(step["data"], "rb") as source:
+        data = pa.ipc.open_file(source).read_all()
+    builder = table.new_batch_write_builder()
+    update = builder.new_update().with_update_type(list(step["columns"]))
+    commit = builder.new_commit()
+    try:
+        commit.commit(update.update_by_arrow_with_row_id(data))
+    finally:
+        commit.close()
+
+
 _SCHEMA_CHANGES = {
     "add_column": lambda s: SchemaChange.add_column(s["name"], _data_type(s["type"]), s.get("comment")),
     "rename_column": lambda s: SchemaChange.rename_column(s["from"], s["to"]),
@@ -108,6 +124,8 @@ def _run_step(catalog, identifier, step):
     op = step["op"]
     if op == "write":
         _write(catalog, identifier, step)
+    elif op == "update_by_row_id":
+        _update_by_row_id(catalog, identifier, step)
     elif op == "tag":
         catalog.get_table(identifier).create_tag(step["name"], snapshot_id=step.get("snapshot"))
     elif op == "delete_tag":
@@ -136,7 +154,8 @@ def main(argv):
         options={k: str(v) for k, v in (spec.get("options") or {}).items()},
         comment=spec.get("comment"),
     )
-    catalog.create_table(job["table"], schema, ignore_if_exists=False)
+    # "existing": true writes on to a table that is already there (its schema is kept).
+    catalog.create_table(job["table"], schema, ignore_if_exists=bool(job.get("existing")))
 
     results = []
     for step in job.get("steps", []):

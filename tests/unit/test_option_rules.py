@@ -45,8 +45,6 @@ def refused(options: dict[str, str], **layout) -> set[str]:
       "changelog-producer.row-deduplicate-ignore-fields": "ts"}, {WRITE}),
     ({"record-level.expire-time": "1 d", "record-level.time-field": "ts"}, {WRITE}),
     ({"metadata.iceberg-compatible": "true"}, {WRITE}),
-    ({"data-evolution.enabled": "true"}, {READ, WRITE}),
-    ({"row-tracking.enabled": "true"}, {WRITE}),
     ({"bucket": "-2"}, {READ, WRITE}),
     ({"commit.callbacks": "com.example.Cb"}, {WRITE}),
     ({"tag.callbacks": "com.example.Cb"}, {WRITE}),
@@ -65,6 +63,8 @@ def test_refused_options_and_their_actions(options: dict[str, str], actions: set
     {"changelog-producer.row-deduplicate-ignore-fields": "ts"},  # no effect without row-deduplicate
     {"record-level.expire-time": "1 d"},  # no effect without a time field
     {"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"},
+    {"row-tracking.enabled": "true"},  # honoured by commits and compaction; delete refuses it itself
+    {"data-evolution.enabled": "true"},  # read merged by row id, appended to; compact and delete refuse it
     {"sequence.field": "ts"}, {"sequence.field": "ts,v", "sequence.field.sort-order": "descending"},  # honoured
     {"merge-engine": "partial-update", "fields.ts.sequence-group": "v"},  # honoured
     {"ignore-delete": "true"}, {"rowkind.field": "v"}, {"dynamic-partition-overwrite": "false"},
