@@ -479,7 +479,13 @@ class SparkEngine:
             return self._shuffle_write(job, self._routed_matches(job, data, file_io), file_io, "deleting")
         text = (data.hint, data.fmt, data.source) if isinstance(data, TextInput) else None
         data = _frame(data)
+        nanos: dict[str, pa.DataType] = {}
         if isinstance(data, pa.Table):
+            # Nanosecond timestamps cross into Spark as their epoch nanos (Spark's timestamps
+            # stop at microseconds) and become timestamps again on the executors.
+            nanos = {f.name: f.type for f in data.schema if pa.types.is_timestamp(f.type) and f.type.unit == "ns"}
+            for name in nanos:
+                data = data.set_column(data.schema.get_field_index(name), name, data.column(name).cast(pa.int64()))
             data = self.session.createDataFrame(data)
         schema = job.schema
 
@@ -490,6 +496,8 @@ class SparkEngine:
             for batch in batches:
                 table = pa.Table.from_batches([batch])
                 rows = table.drop_columns([ROW_COLUMN])
+                for name, stamp in nanos.items():
+                    rows = rows.set_column(rows.schema.get_field_index(name), name, rows.column(name).cast(stamp))
                 if text is not None:
                     hint, fmt, source = text
                     if fmt == "csv":
@@ -591,9 +599,13 @@ class SparkEngine:
     def read_dataframe(self, splits: Sequence[ReadSplit], read_schema: TableSchema,
                        schemas: Mapping[int, TableSchema], *, where: str | None = None,
                        select: Sequence[str] | None = None, parallelism: int | None = None,
-                       changes: bool = False, file_io: FileIO | None = None) -> DataFrame:
+                       changes: bool = False, file_io: FileIO | None = None, packed: bool = False) -> DataFrame:
         """A DataFrame over the splits, read by ``kernels.read`` on the executors (with a
-        leading ``_row_kind`` column for the splits of an incremental read)."""
+        leading ``_row_kind`` column for the splits of an incremental read).
+
+        ``packed``: for rows bound for the driver (printing, files). Each task's rows travel as
+        Arrow IPC blobs in lakectl's own types instead of Spark's: a TIMESTAMP(9) value keeps
+        its nanoseconds, which Spark's microsecond timestamps would silently drop."""
         struct = self.output_struct(read_schema, select, changes)
         keep = ([ROW_KIND_COLUMN] if changes else []) + list(select or ())
         arrow_out = _arrow_schema(struct)
@@ -611,13 +623,16 @@ class SparkEngine:
                         part = part.filter(predicate.to_arrow())
                     if select:
                         part = part.select(keep)
-                    if part.num_rows:
+                    if part.num_rows and packed:
+                        yield pa.RecordBatch.from_arrays([pa.array([_to_ipc(part)], pa.binary())],
+                                                         names=[MESSAGE_COLUMN])
+                    elif part.num_rows:
                         yield from _batches(_conform(part, arrow_out))
 
         blobs = [(pickle.dumps(s),) for s in splits]
         n = parallelism or self.session.sparkContext.defaultParallelism
         splits_df = self.session.createDataFrame(blobs, "split binary").repartition(max(1, min(n, len(blobs))))
-        return splits_df.mapInArrow(read, struct)
+        return splits_df.mapInArrow(read, _spark_struct([(MESSAGE_COLUMN, T.BinaryType())]) if packed else struct)
 
     def read(self, splits: Sequence[ReadSplit], read_schema: TableSchema, schemas: Mapping[int, TableSchema],
              file_io: FileIO) -> Iterator[pa.Table]:
@@ -625,16 +640,14 @@ class SparkEngine:
         if not splits:
             return iter(())
         changes = any(s.changes for s in splits)
-        df = self.read_dataframe(splits, read_schema, schemas, changes=changes, file_io=file_io)
-        table = self._run("reading", df.toArrow)
         if changes:
             target = changes_schema(read_schema)
         else:
             target = pa.schema([arrow_field(f).with_nullable(True) for f in read_schema.fields])
-        return iter([pa.Table.from_arrays([table.column(t.name).cast(t.type, safe=False) for t in target],
-                                          schema=target)])
+        df = self.read_dataframe(splits, read_schema, schemas, changes=changes, file_io=file_io, packed=True)
+        return self.collect_parts(df, target, packed=True)
 
-    def collect_parts(self, df: DataFrame, schema: pa.Schema) -> Iterator[pa.Table]:
+    def collect_parts(self, df: DataFrame, schema: pa.Schema, *, packed: bool = False) -> Iterator[pa.Table]:
         """The DataFrame's rows on the driver one partition at a time, in ``schema``'s types:
         each task packs its Arrow batches as IPC blobs and ``toLocalIterator`` fetches one
         partition's blobs after another (no prefetch), so the driver holds a partition, not the
@@ -646,8 +659,9 @@ class SparkEngine:
                 blob = _to_ipc(pa.Table.from_batches([batch]))
                 yield pa.RecordBatch.from_arrays([pa.array([blob], pa.binary())], names=[MESSAGE_COLUMN])
 
-        packed = df.mapInArrow(pack, _spark_struct([(MESSAGE_COLUMN, T.BinaryType())]))
-        rows = self._run("reading", lambda: packed.toLocalIterator(prefetchPartitions=False))
+        # A DataFrame from read_dataframe(packed=True) carries the blobs already.
+        blobs = df if packed else df.mapInArrow(pack, _spark_struct([(MESSAGE_COLUMN, T.BinaryType())]))
+        rows = self._run("reading", lambda: blobs.toLocalIterator(prefetchPartitions=False))
         while (row := self._run("reading", lambda: next(rows, None))) is not None:
             part = _from_ipc(row[MESSAGE_COLUMN])
             yield pa.Table.from_arrays([part.column(f.name).cast(f.type, safe=False) for f in schema], schema=schema)

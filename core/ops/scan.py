@@ -300,12 +300,14 @@ def to_spark(table: Table, *, snapshot_id: int | None = None, timestamp: str | N
     return _spark_frame(engine, prepared, table)
 
 
-def _spark_frame(engine: Any, prepared: PreparedScan, table: Table) -> Any:
+def _spark_frame(engine: Any, prepared: PreparedScan, table: Table, *, packed: bool = False) -> Any:
+    """``packed``: rows for the driver, as Arrow IPC blobs in lakectl's types (nanoseconds kept)."""
     p = prepared.plan
     opts = p.read_schema.core_options
     parallelism = opts.scan_parallelism(len(p.splits))
     return engine.read_dataframe(p.splits, p.read_schema, p.schemas, where=prepared.where,
-                                 select=prepared.select, parallelism=parallelism, file_io=table.file_io)
+                                 select=prepared.select, parallelism=parallelism, file_io=table.file_io,
+                                 packed=packed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,7 +338,8 @@ def scan_stream(table: Table, *, snapshot_id: int | None = None, timestamp: str 
         # A task's CorruptMetadataError reaches the driver as itself (engines/spark.py), so a
         # data file expire removed under the executors re-plans here as on the local engine.
         def read(p: PreparedScan) -> Iterator[pa.Table]:
-            return filtered(engine.collect_parts(_spark_frame(engine, p, table), schema), None, None, limit)
+            frame = _spark_frame(engine, p, table, packed=True)
+            return filtered(engine.collect_parts(frame, schema, packed=True), None, None, limit)
     else:
         def read(p: PreparedScan) -> Iterator[pa.Table]:
             return read_batches(table, p.plan, predicate=p.predicate, select=p.select, limit=limit, engine=engine)

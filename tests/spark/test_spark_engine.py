@@ -327,3 +327,26 @@ def test_default_values_are_filled_and_filtered_on_spark_as_locally(tmp_path, en
     for settings in (SPARK, LOCAL):
         assert sorted(t.scan(engine_settings=settings).to_pylist(), key=lambda r: r["id"]) == expected
         assert sorted(r["id"] for r in t.scan(where="v = 7", engine_settings=settings).to_pylist()) == [2, 3]
+
+
+def test_nanosecond_timestamps_come_back_from_spark_scans_exactly(tmp_path, engine):
+    """TIMESTAMP(9) values (a partition column and a value column) whose digits go past the
+    microsecond: a Spark scan ships rows to the driver in lakectl's Arrow types, so both the
+    Python scan and `scan --output` keep every digit (Spark's own timestamps would drop them)."""
+    t = _table(tmp_path, "ns", schema="id BIGINT NOT NULL, ts TIMESTAMP(9) NOT NULL, at TIMESTAMP(9)",
+               primary_keys=["id", "ts"], partition_keys=["ts"], options={"bucket": "1"})
+    base = 1709208000123456789
+    nanos = [base, base - 1, base - 789, -5]
+    rows = pa.table({"id": pa.array(range(4), pa.int64()), "ts": pa.array(nanos, pa.timestamp("ns")),
+                     "at": pa.array([n + 7 for n in nanos], pa.timestamp("ns"))})
+    write(t, rows, engine=engine)  # partitions routed on the executors, named with nine digits
+    ours = t.scan(engine_settings=SPARK).sort_by("id")
+    assert ours.column("ts").cast(pa.int64()).to_pylist() == nanos
+    assert ours.column("at").cast(pa.int64()).to_pylist() == [n + 7 for n in nanos]
+    assert ours.equals(t.scan(engine_settings=LOCAL).sort_by("id"))
+    spark_file, local_file = tmp_path / "spark.jsonl", tmp_path / "local.jsonl"
+    scan_to_output(t, str(spark_file), where="ts <= '2024-02-29T12:00:00.123456788'", engine_settings=SPARK)
+    scan_to_output(t, str(local_file), where="ts <= '2024-02-29T12:00:00.123456788'", engine_settings=LOCAL)
+    lines = sorted(spark_file.read_text().splitlines())
+    assert lines == sorted(local_file.read_text().splitlines()) and len(lines) == 3
+    assert any("2024-02-29T12:00:00.123456788" in line for line in lines)
