@@ -48,7 +48,7 @@ from core.kernels.changelog import changes, tagged_sort
 from core.kernels.merge import MergeEngine
 from core.index_manifest import IndexFileMeta
 from core.kernels.records import SEQUENCE_NUMBER, alive
-from core.kernels.write import write_changelog_files, write_files
+from core.kernels.write import write_changelog_files, write_files, write_files_streamed
 from core.manifest import FILE_SOURCE_COMPACT, DataFileMeta, sorted_runs
 from core.options import parse_int
 from core.schema import TableSchema
@@ -269,6 +269,14 @@ def compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
     if not schema.has_primary_key and row_tracking.enabled(schema):
         return _compact_keeping_row_ids(task, files, file_io)
     changelog: list[DataFileMeta] = []
+    if schema.has_primary_key and not _full_changelog(task):
+        # Streamed end to end: merged chunks go straight to a rolling writer, so the bucket's
+        # rows are never held at once (one sorted run out, the same files as before).
+        chunks = _streamed_chunks(task, files, file_io, MergeEngine.of(schema), task.drop_deletes)
+        after = write_files_streamed(chunks, schema, task.bucket_dir, file_io, level=task.output_level,
+                                     file_source=FILE_SOURCE_COMPACT)
+        return CommitMessage(task.partition, task.bucket, task.total_buckets,
+                             compact_before=files, compact_after=tuple(after))
     if schema.has_primary_key:
         rows, log = _merged_rows(task, files, file_io, drop_deletes=task.drop_deletes)
         if log is not None:
@@ -424,16 +432,28 @@ def _streamed_merge(task: CompactTask, files: Sequence[DataFileMeta], file_io: F
                     drop_deletes: bool) -> pa.Table:
     """The merged records of ``files``, merged as streams of their sorted runs (read file by
     file), so the merge itself holds about one batch per run; the result is still one table."""
+    chunks = list(_streamed_chunks(task, files, file_io, engine, drop_deletes))
+    if not chunks:
+        return _read(task, files[0], file_io, system_columns=True).slice(0, 0)
+    return pa.concat_tables(chunks) if len(chunks) > 1 else chunks[0]
+
+
+def _full_changelog(task: CompactTask) -> bool:
+    """Whether this compaction also writes a full-compaction changelog (it writes the top level)."""
+    options = task.schema.core_options
+    return options.changelog_producer == "full-compaction" and task.output_level == options.num_levels - 1
+
+
+def _streamed_chunks(task: CompactTask, files: Sequence[DataFileMeta], file_io: FileIO, engine: MergeEngine,
+                     drop_deletes: bool):
+    """The merged records of ``files`` chunk by chunk in key order, each sorted run read file by file."""
     def run_tables(run: list[DataFileMeta]):
         for meta in run:
             yield _read(task, meta, file_io, system_columns=True)
 
     runs = run_files(files, [f.type for f in task.schema.key_fields])
-    chunks = [alive(c) if drop_deletes else c
-              for c in stream_merge.merge_runs(engine, [stream_merge.batches(run_tables(r)) for r in runs])]
-    if not chunks:
-        return _read(task, files[0], file_io, system_columns=True).slice(0, 0)
-    return pa.concat_tables(chunks) if len(chunks) > 1 else chunks[0]
+    for chunk in stream_merge.merge_runs(engine, [stream_merge.batches(run_tables(r)) for r in runs]):
+        yield alive(chunk) if drop_deletes else chunk
 
 
 def _concatenated_rows(task: CompactTask, files: Sequence[DataFileMeta], file_io: FileIO) -> pa.Table:

@@ -19,6 +19,7 @@ import datetime as dt
 import io
 import uuid
 from dataclasses import dataclass, field
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -189,6 +190,56 @@ def write_files(table: pa.Table, schema: TableSchema, bucket_dir: str, file_io: 
         chunk = table.slice(start, rows_per_file)
         files.append(_write_file(chunk, schema, bucket_dir, file_io, f"{prefix}-{i}.{schema.core_options.file_format}",
                                  primary_key=primary_key, level=level, file_source=file_source))
+    return files
+
+
+def write_files_streamed(chunks: Iterable[pa.Table], schema: TableSchema, bucket_dir: str, file_io: FileIO, *,
+                         level: int, file_source: int) -> list[DataFileMeta]:
+    """``write_files(..., measure_size=True)`` fed chunk by chunk (a rolling writer): rows are
+    buffered only until a file's worth is held, so memory is about one file plus one chunk.
+
+    The chunks must already be in file order (sorted by key, each key once, keys rising from
+    chunk to chunk); the files are the same slices ``write_files`` cuts from their concatenation.
+    """
+    primary_key = schema.has_primary_key
+    target = schema.core_options.file_size_for(primary_key)
+    prefix = f"{schema.core_options.data_file_prefix}{uuid.uuid4()}"
+    files: list[DataFileMeta] = []
+    held: list[pa.Table] = []
+    held_rows = 0
+    rows_per_file = None
+
+    def emit(table: pa.Table) -> None:
+        name = f"{prefix}-{len(files)}.{schema.core_options.file_format}"
+        files.append(_write_file(table, schema, bucket_dir, file_io, name,
+                                 primary_key=primary_key, level=level, file_source=file_source))
+
+    for chunk in chunks:
+        if chunk.num_rows == 0:
+            continue
+        held.append(chunk)
+        held_rows += chunk.num_rows
+        if rows_per_file is None:
+            if held_rows < _SIZE_SAMPLE_ROWS:
+                continue  # measure on the same sample write_files would take
+            sample = pa.concat_tables(held).slice(0, _SIZE_SAMPLE_ROWS)
+            bytes_per_row = len(_encode(_file_table(sample, schema, primary_key), schema)) / sample.num_rows
+            rows_per_file = max(1, int(target / bytes_per_row))
+        if held_rows >= rows_per_file:
+            table = pa.concat_tables(held)
+            start = 0
+            while table.num_rows - start >= rows_per_file:
+                emit(table.slice(start, rows_per_file))
+                start += rows_per_file
+            rest = table.slice(start)
+            held, held_rows = ([rest] if rest.num_rows else []), rest.num_rows
+    if held_rows:
+        table = pa.concat_tables(held)
+        if rows_per_file is None:  # fewer rows than the sample: write_files' own sizing
+            return write_files(table, schema, bucket_dir, file_io, level=level, file_source=file_source,
+                               measure_size=True)
+        for start in range(0, table.num_rows, rows_per_file):
+            emit(table.slice(start, rows_per_file))
     return files
 
 
