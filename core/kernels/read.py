@@ -25,6 +25,7 @@ from core.fileio import FileIO, join
 from core.kernels.records import KIND_NAMES, SEQUENCE_NUMBER, VALUE_KIND, alive
 from core.kernels.merge import MergeEngine
 from core.manifest import DataFileMeta, sorted_runs
+from core.kernels.key_prune import key_condition, keep_matching_keys
 from core.predicate import ColumnRange, Predicate
 from core.schema import TableSchema
 from core.types import DataField, arrow_field, parse_type, timestamps_from_counts, to_arrow
@@ -241,12 +242,15 @@ def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int,
     if primary_key and (sorted_runs(split.files) == 1 or raw_convertible(split, read_schema)):
         return _read_sorted_run(split, read_schema, schemas, file_io)
     row_filter = _row_group_filter(split.predicate, read_schema if primary_key else None)
+    # A key-only condition also drops rejected keys' records before the merge (key_prune).
+    early = key_condition(split.predicate, list(read_schema.primary_keys)) if primary_key else None
     parts = []
     for meta in split.files:
         path = meta.external_path or join(split.bucket_dir, meta.file_name)
-        parts.append(read_file(path, meta, schemas[meta.schema_id], read_fields, file_io,
-                               system_columns=primary_key, row_filter=row_filter, deletion=split.deletion(meta),
-                               needed=_needed(split, read_schema)))
+        part = read_file(path, meta, schemas[meta.schema_id], read_fields, file_io,
+                         system_columns=primary_key, row_filter=row_filter, deletion=split.deletion(meta),
+                         needed=_needed(split, read_schema))
+        parts.append(keep_matching_keys(part, early))
     empty = pa.schema([arrow_field(f).with_nullable(True) for f in read_fields])
     if not parts:
         return empty.empty_table()
