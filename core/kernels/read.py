@@ -28,6 +28,7 @@ from core.kernels.records import KIND_NAMES, SEQUENCE_NUMBER, VALUE_KIND, alive
 from core.kernels import stream_merge
 from core.kernels.merge import MergeEngine
 from core.manifest import DataFileMeta, sorted_runs
+from core.kernels.key_prune import keep_matching_keys
 from core.predicate import ColumnRange, Predicate
 from core.schema import TableSchema
 from core.types import DataField, arrow_field, parse_type, timestamps_from_counts, to_arrow
@@ -261,9 +262,10 @@ def _split_rows(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int
     parts = []
     for meta in split.files:
         path = meta.external_path or join(split.bucket_dir, meta.file_name)
-        parts.append(read_file(path, meta, schemas[meta.schema_id], read_fields, file_io,
-                               system_columns=primary_key, row_filter=row_filter, deletion=split.deletion(meta),
-                               needed=_needed(split, read_schema)))
+        part = read_file(path, meta, schemas[meta.schema_id], read_fields, file_io,
+                         system_columns=primary_key, row_filter=row_filter, deletion=split.deletion(meta),
+                         needed=_needed(split, read_schema))
+        parts.append(part)
     empty = pa.schema([arrow_field(f).with_nullable(True) for f in read_fields])
     if not parts:
         return empty.empty_table()
@@ -292,8 +294,11 @@ def _read_merged(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[in
     def run_tables(files: list[DataFileMeta]):
         for meta in files:
             path = meta.external_path or join(split.bucket_dir, meta.file_name)
-            yield read_file(path, meta, schemas[meta.schema_id], read_fields, file_io, system_columns=True,
-                            row_filter=row_filter, deletion=split.deletion(meta), needed=needed)
+            records = read_file(path, meta, schemas[meta.schema_id], read_fields, file_io, system_columns=True,
+                                row_filter=row_filter, deletion=split.deletion(meta), needed=needed)
+            # A key-only condition (row_filter) drops every record of a rejected key before the
+            # merge: all records of a key agree on it (key_prune). Deletion vectors applied above.
+            yield keep_matching_keys(records, row_filter)
 
     runs = run_files(split.files, [f.type for f in read_schema.key_fields])
     names = [f.name for f in read_fields]
