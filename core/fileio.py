@@ -49,9 +49,10 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import IO, Any, Iterator
+from typing import IO, TYPE_CHECKING, Any, Iterator
 
-import fsspec
+if TYPE_CHECKING:
+    import fsspec
 
 from core.errors import (BucketNotFoundError, CorruptMetadataError, LakectlError, StorageAccessError,
                          StorageCredentialsError, StorageError, StorageFullError, StorageRefusedError,
@@ -162,6 +163,30 @@ def join(*parts: str) -> str:
     return out
 
 
+def _local_path(path: str) -> str:
+    return os.path.abspath(path[len("file://"):] if path.startswith("file://") else path)
+
+
+def _local_list_dir(path: str) -> list[FileStatus]:
+    """list_dir on a local disk with os alone, as fsspec's local ls answers: a file lists as
+    itself, an absent path as empty; symlinks are followed."""
+    path = _local_path(path)
+    try:
+        entries = [e.path for e in os.scandir(path)]
+    except FileNotFoundError:
+        return []
+    except NotADirectoryError:
+        entries = [path]
+    out = []
+    for name in entries:
+        try:
+            st = os.stat(name)
+        except FileNotFoundError:  # removed between the listing and the stat
+            continue
+        out.append(FileStatus(name, st.st_size, os.path.isdir(name), st.st_mtime))
+    return out
+
+
 def _store_errors(method: Any) -> Any:
     """Turn the object store's setup failures inside ``method`` into ``StorageError``s."""
 
@@ -188,9 +213,9 @@ def _store_errors(method: Any) -> Any:
 class FileIO:
     """Reads and writes files under one warehouse, local or remote."""
 
-    def __init__(self, fs: fsspec.AbstractFileSystem, *, local: bool, scheme: str = "file",
+    def __init__(self, fs: "fsspec.AbstractFileSystem | None", *, local: bool, scheme: str = "file",
                  storage_options: dict[str, Any] | None = None) -> None:
-        self.fs = fs
+        self._fs = fs  # None: a local disk's fsspec filesystem, made on first use (see fs)
         self.local = local
         self.scheme = scheme
         options = dict(storage_options or {})
@@ -210,7 +235,8 @@ class FileIO:
         ``CONDITIONAL_PUT`` and ``LOCK_FILE``."""
         scheme = uri.split("://", 1)[0] if "://" in uri else "file"
         if scheme in ("file", "local"):
-            return cls(fsspec.filesystem("file"), local=True)
+            return cls(None, local=True)
+        import fsspec  # here, not at the top: see the fs property
         options = {**_DEFAULT_OPTIONS.get(scheme, {}), **(storage_options or {})}
         fs_options = {k: v for k, v in options.items() if k not in (CONDITIONAL_PUT, LOCK_FILE)}
         if scheme in ("s3", "s3a"):
@@ -223,6 +249,18 @@ class FileIO:
         except (ImportError, ValueError, TypeError) as e:
             raise UsageError(f"no filesystem for {scheme}:// ({e})") from e
         return cls(fs, local=False, scheme=scheme, storage_options=options)
+
+    @property
+    def fs(self) -> "fsspec.AbstractFileSystem":
+        """The fsspec filesystem. Importing fsspec costs 70-120 ms (it pulls in asyncio and every
+        compression codec), so a local disk gets it only when an operation needs more than the
+        metadata reads below do with os (exists, read_bytes, list_dir): `lakectl snapshots` and
+        completion never import it."""
+        if self._fs is None:
+            import fsspec
+
+            self._fs = fsspec.filesystem("file")
+        return self._fs
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickles as (scheme, options), so Spark tasks rebuild the same store with the same
@@ -271,7 +309,7 @@ class FileIO:
     @_store_errors
     def exists(self, path: str) -> bool:
         _before("read")
-        if self.fs.exists(path):
+        if os.path.exists(_local_path(path)) if self.local else self.fs.exists(path):
             return True
         self._confirm_bucket(path)
         return False
@@ -280,6 +318,9 @@ class FileIO:
     def read_bytes(self, path: str) -> bytes:
         _before("read")
         try:
+            if self.local:
+                with open(_local_path(path), "rb") as f:
+                    return f.read()
             return self.fs.cat_file(path)
         except FileNotFoundError as e:
             self._confirm_bucket(path)
@@ -301,6 +342,8 @@ class FileIO:
     def list_dir(self, path: str) -> list[FileStatus]:
         """Direct children of ``path``; an absent directory lists as empty."""
         _before("list")
+        if self.local:
+            return _local_list_dir(path)
         try:
             entries = self.fs.ls(path, detail=True)
         except FileNotFoundError:

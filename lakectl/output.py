@@ -229,7 +229,20 @@ class Output:
 
     @property
     def terminal(self) -> bool:
-        return self.console.is_terminal
+        """rich's rule (forced, TTY_COMPATIBLE, FORCE_COLOR, else isatty), decided here so that a
+        plain table on a pipe, as cron and scripts print it, never imports rich (40 ms)."""
+        if self._terminal is not None:
+            return self._terminal
+        compatible = os.environ.get("TTY_COMPATIBLE", "")
+        if compatible in ("0", "1"):
+            return compatible == "1"
+        if "FORCE_COLOR" in os.environ:
+            return os.environ["FORCE_COLOR"] != ""
+        isatty = getattr(self.stdout, "isatty", None)
+        try:
+            return bool(isatty and isatty())
+        except ValueError:  # a closed stream, as rich answers
+            return False
 
     # ---- listings ------------------------------------------------------------------
     def rows(self, rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
