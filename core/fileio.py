@@ -164,7 +164,13 @@ def join(*parts: str) -> str:
 
 
 def _local_path(path: str) -> str:
-    return os.path.abspath(path[len("file://"):] if path.startswith("file://") else path)
+    """A local path without its ``file://`` or ``file:`` prefix (pypaimon writes external paths
+    as ``file:/...``), as fsspec's local filesystem strips it."""
+    for prefix in ("file://", "file:", "local://"):
+        if path.startswith(prefix):
+            path = path[len(prefix):]
+            break
+    return os.path.abspath(path)
 
 
 def _local_list_dir(path: str) -> list[FileStatus]:
