@@ -49,11 +49,9 @@ class NanoDatetime(dt.datetime):
     @property
     def value(self) -> int:
         """Epoch nanoseconds (wall clock as UTC for a naive value)."""
-        stamp = self.plain()
-        if stamp.tzinfo is not None:
-            stamp = stamp.astimezone(dt.timezone.utc).replace(tzinfo=None)
-        delta = stamp - _EPOCH
-        return ((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds) * 1_000 + self.nanosecond
+        from core.binary_row import epoch_nanos
+
+        return epoch_nanos(self, True)
 
     def replace(self, *args: Any, **kwargs: Any) -> dt.datetime:  # type: ignore[override]
         return NanoDatetime.of(self.plain().replace(*args, **kwargs), self.nanosecond)

@@ -47,6 +47,7 @@ from sqlglot import exp, parser, tokens
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, SqlglotError
 
+from core import binary_row
 from core.errors import UsageError
 from core.types import DataField, DataType, to_arrow
 
@@ -428,14 +429,9 @@ def _bound_nanos(v: Any, slack: int) -> int | None:
 def epoch_nanos(stamp: datetime, nanos: int = 0) -> int:
     """Epoch nanoseconds of a datetime (naive: wall clock as UTC) plus sub-microsecond ``nanos``
     (a NanoDatetime brings its own)."""
-    nanos += getattr(stamp, "nanosecond", 0)
-    if stamp.tzinfo is not None:
-        stamp = stamp.astimezone(timezone.utc).replace(tzinfo=None)
-    delta = stamp.replace(tzinfo=None) - _EPOCH
-    return ((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds) * 1_000 + nanos
+    return binary_row.epoch_nanos(stamp, True) + nanos
 
 
-_EPOCH = datetime(1970, 1, 1)
 _INT64 = range(-2 ** 63, 2 ** 63)
 
 
