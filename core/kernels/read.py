@@ -28,7 +28,7 @@ from core.kernels.records import KIND_NAMES, SEQUENCE_NUMBER, VALUE_KIND, alive
 from core.kernels import stream_merge
 from core.kernels.merge import MergeEngine
 from core.manifest import DataFileMeta, sorted_runs
-from core.kernels.key_prune import keep_matching_keys
+from core.kernels.key_prune import keep_matching_keys, key_condition
 from core.predicate import ColumnRange, Predicate
 from core.schema import TableSchema
 from core.types import DataField, arrow_field, parse_type, timestamps_from_counts, to_arrow
@@ -317,9 +317,9 @@ def _row_group_filter(predicate: Predicate | None, merged: TableSchema | None) -
     primary key is safe: all records of a key agree on it, so a skipped row group holds no
     record of a key that passes. A value condition could skip a key's newest record and let
     an older one through."""
-    if predicate is None or merged is None:
+    if merged is None:
         return predicate
-    return predicate if predicate.columns <= set(merged.primary_keys) else None
+    return key_condition(predicate, list(merged.primary_keys))
 
 
 def _needed(split: ReadSplit, read_schema: TableSchema) -> frozenset[str] | None:
