@@ -176,14 +176,17 @@ def _state(s3, warehouse: str, src: str, dst: str, *, tag: bool = False) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("action", ["fail", "kill"])
 def test_rename_interrupted_before_every_write_then_rerun(s3, tmp_path: Path, action: str) -> None:
-    """Fault the n-th write (copy, marker, delete) of a rename, for every n until the rename
-    runs through; each time exactly one name reads as the table, and the rerun finishes."""
+    """Fault the n-th write (copy, marker, delete) of a rename until the rename runs through;
+    each time exactly one name reads as the table, and the rerun finishes. A kill leaves the
+    store as it was before the n-th write, so kills go through every n; a failure leaves the
+    same store and differs only in the rename's own exception path, so it is tried at every
+    third n (1, 4, 7, ...), which keeps the run's time in check."""
     warehouse = s3.warehouse()
     options = s3.storage_options()
     template = _source(s3, warehouse, "db.template")
     fs = s3.fs()
     seen = set()
-    for n in range(1, 300):
+    for n in range(1, 300, 1 if action == "kill" else 3):
         src, dst = f"db.s{n}", f"db.d{n}"
         fs.copy(template.path.split("://", 1)[1] + "/", f"{warehouse.split('://', 1)[1]}/db.db/s{n}/",
                 recursive=True)
