@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from typing import Any
 
+from core.nano_datetime import NanoDatetime, epoch_nanos
 from core.types import DataType
 
 HEADER_BITS = 8  # byte 0 of the null-bit region holds the row kind
@@ -105,31 +106,9 @@ def decimal_from_unscaled(unscaled: int, scale: int) -> Decimal:
     return Decimal(unscaled).scaleb(-scale, context=_DECIMAL_CONTEXT)
 
 
-def epoch_nanos(value: Any, ltz: bool) -> int:
-    """Epoch nanoseconds of a TIMESTAMP value: an int (already epoch nanos) or a datetime.
-
-    TIMESTAMP is wall-clock time, so an aware datetime is refused; TIMESTAMP_LTZ takes
-    aware datetimes at their UTC instant and naive ones as UTC.
-    """
-    if isinstance(value, dt.datetime):
-        nanosecond = getattr(value, "nanosecond", 0)  # a NanoDatetime's digits past the microsecond
-        if value.tzinfo is not None:
-            if not ltz:
-                raise ValueError(f"TIMESTAMP takes naive datetimes, got {value!r}")
-            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
-        delta = value.replace(tzinfo=None) - EPOCH
-        micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-        return micros * 1_000 + nanosecond
-    if isinstance(value, bool):
-        raise TypeError(f"not a timestamp: {value!r}")
-    return operator.index(value)
-
-
 def datetime_from_parts(millis: int, nano_of_milli: int, ltz: bool) -> dt.datetime:
     """The datetime of epoch ``millis`` + ``nano_of_milli``: a NanoDatetime when there are
     digits past the microsecond (a TIMESTAMP(7..9) partition value or stats bound)."""
-    from core.nano_datetime import NanoDatetime
-
     value = EPOCH + dt.timedelta(microseconds=millis * 1_000 + nano_of_milli // 1_000)
     value = value.replace(tzinfo=dt.timezone.utc) if ltz else value
     return NanoDatetime.of(value, nano_of_milli % 1_000)

@@ -24,15 +24,12 @@ from __future__ import annotations
 
 import json
 import posixpath
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from core.errors import CorruptMetadataError, FastForwardUnfinishedError, NotFoundError, UsageError
 from core.fileio import FileIO, check_name_length, join
 from core.snapshot import Snapshot, SnapshotManager
 from core.tag import TagManager
-
-if TYPE_CHECKING:
-    from core.table import Table
 
 MAIN_BRANCH = "main"
 BRANCH_DIR = "branch"
@@ -67,11 +64,26 @@ def branch_path(table_path: str, branch: str) -> str:
     return join(table_path, BRANCH_DIR, BRANCH_DIR_PREFIX + branch)
 
 
+class TablePlace(Protocol):
+    """What the functions here read of a table (a ``core.table_handle.TableHandle``): where it
+    lives and which branch it is seen through. The handle is built from this module's paths,
+    so it is named by what it offers rather than imported."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def file_io(self) -> FileIO: ...
+
+    @property
+    def branch(self) -> str: ...
+
+
 def branches_dir(table_path: str) -> str:
     return join(table_path, BRANCH_DIR)
 
 
-def _dir_names(table: "Table") -> list[str]:
+def _dir_names(table: TablePlace) -> list[str]:
     """Every NAME with a directory ``branch/branch-NAME`` (branch or leftover or emptied)."""
     directory = branches_dir(table.path)
     if not table.file_io.exists(directory):
@@ -80,7 +92,7 @@ def _dir_names(table: "Table") -> list[str]:
                   if n.startswith(BRANCH_DIR_PREFIX) and len(n) > len(BRANCH_DIR_PREFIX))
 
 
-def branch_state(table: "Table", name: str) -> str:
+def branch_state(table: TablePlace, name: str) -> str:
     """ABSENT when ``branch/branch-NAME`` holds no file (not the directory alone: some object
     stores, SeaweedFS, keep a prefix listed after every object under it was deleted); WHOLE
     when it holds schema files and no UNFINISHED marker; LEFTOVER otherwise (what a killed
@@ -100,17 +112,17 @@ def branch_state(table: "Table", name: str) -> str:
     return WHOLE
 
 
-def branch_names(table: "Table") -> list[str]:
+def branch_names(table: TablePlace) -> list[str]:
     """The table's branches other than main, sorted: the WHOLE ones (``branch_state``)."""
     return [n for n in _dir_names(table) if branch_state(table, n) == WHOLE]
 
 
-def leftover_branches(table: "Table") -> list[str]:
+def leftover_branches(table: TablePlace) -> list[str]:
     """Names whose directory is a LEFTOVER: a killed create or delete, not a branch."""
     return [n for n in _dir_names(table) if branch_state(table, n) == LEFTOVER]
 
 
-def branch_exists(table: "Table", name: str) -> bool:
+def branch_exists(table: TablePlace, name: str) -> bool:
     """Whether branch ``name`` is a whole branch (``branch_state``)."""
     return branch_state(table, name) == WHOLE
 
@@ -135,7 +147,7 @@ def fast_forward_marker(file_io: FileIO, table_path: str) -> dict | None:
 
 
 def table_name(table_path: str) -> str:
-    """``db.t`` of a table directory ``.../db.db/t`` (for messages of code that has no Table)."""
+    """``db.t`` of a table directory ``.../db.db/t`` (for messages of code that has no TableHandle)."""
     parent, name = posixpath.split(table_path.rstrip("/"))
     database = posixpath.basename(parent)
     return f"{database.removesuffix('.db')}.{name}"
@@ -173,7 +185,7 @@ def _roots(snapshots: SnapshotManager, tags: TagManager) -> list[Snapshot]:
     return out
 
 
-def pinned_snapshots(table: "Table", *, include_own: bool) -> list[Snapshot]:
+def pinned_snapshots(table: TablePlace, *, include_own: bool) -> list[Snapshot]:
     """Every snapshot and tag of every branch of the table (main included), each one a set of
     files that must survive. Without ``include_own``, those of ``table``'s own branch are left
     out (the caller decides about them itself, as expire does)."""

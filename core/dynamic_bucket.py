@@ -43,6 +43,12 @@ from core.options import parse_int
 from core.schema import TableSchema
 
 DEFAULT_TARGET_ROW_NUM = 2_000_000
+
+# Buckets of a dynamic-bucket table come from its hash index, which one process reads and
+# extends in input order (as Java's single assigner does); Spark executors cannot share it.
+DYNAMIC_NOT_ON_SPARK = ("a dynamic-bucket table (bucket=-1, Paimon's default for a primary-key table) is written "
+                        "by the local engine only: its buckets come from the table's hash index, assigned in "
+                        "input order in one process")
 MAX_BUCKETS = 32767  # Java keeps buckets as shorts and tries ids below Short.MAX_VALUE
 
 

@@ -34,6 +34,7 @@ from core import types as T
 from core.errors import UsageError
 from core.merge_options import merge_options
 from core.options import CoreOptions, parse_bool, validate
+from core.tag_options import auto_tag_options
 from core.schema import TableSchema, assign_nested_ids
 from core.types import DataField, DataType
 
@@ -458,6 +459,7 @@ def validate_schema(schema: TableSchema, *, previous: TableSchema | None = None)
 def _check_supported(schema: TableSchema) -> None:
     """Options lakectl can honour, checked exactly as at create."""
     validate(schema.options, has_primary_key=schema.has_primary_key)
+    auto_tag_options(schema.options)  # the tag.* options of automatic tags
     if schema.has_primary_key:
         merge_options(schema)  # e.g. an aggregate function that does not take a column's new type
 

@@ -10,7 +10,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from core.table import Table
+from core.table_handle import TableHandle
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +37,7 @@ class Health:
 SMALL_FILE_FRACTION = 0.5
 
 
-def measure(table: Table, *, now: float | None = None) -> Health:
+def measure(table: TableHandle, *, now: float | None = None) -> Health:
     """The table's health at its latest snapshot."""
     from core.manifest import live_entries, sorted_runs
 
@@ -73,7 +73,7 @@ def measure(table: Table, *, now: float | None = None) -> Health:
         has_primary_key=schema.has_primary_key, file_sizes=sizes)
 
 
-def _deletion_vector_files(table: Table, snap) -> int:
+def _deletion_vector_files(table: TableHandle, snap) -> int:
     if snap is None or not snap.index_manifest:
         return 0
     from core.deletion_vectors import snapshot_deletion_files

@@ -15,7 +15,10 @@ pandas' Timestamp names it (stats bounds read it exactly).
 from __future__ import annotations
 
 import datetime as dt
+import operator
 from typing import Any
+
+_EPOCH = dt.datetime(1970, 1, 1)
 
 _EPOCH = dt.datetime(1970, 1, 1)
 
@@ -49,8 +52,6 @@ class NanoDatetime(dt.datetime):
     @property
     def value(self) -> int:
         """Epoch nanoseconds (wall clock as UTC for a naive value)."""
-        from core.binary_row import epoch_nanos
-
         return epoch_nanos(self, True)
 
     def replace(self, *args: Any, **kwargs: Any) -> dt.datetime:  # type: ignore[override]
@@ -117,3 +118,23 @@ def from_epoch_nanos(nanos: int, ltz: bool = False) -> dt.datetime:
     if ltz:
         stamp = stamp.replace(tzinfo=dt.timezone.utc)
     return NanoDatetime.of(stamp, nanosecond)
+
+
+def epoch_nanos(value: Any, ltz: bool) -> int:
+    """Epoch nanoseconds of a TIMESTAMP value: an int (already epoch nanos) or a datetime.
+
+    TIMESTAMP is wall-clock time, so an aware datetime is refused; TIMESTAMP_LTZ takes
+    aware datetimes at their UTC instant and naive ones as UTC.
+    """
+    if isinstance(value, dt.datetime):
+        nanosecond = getattr(value, "nanosecond", 0)  # a NanoDatetime's digits past the microsecond
+        if value.tzinfo is not None:
+            if not ltz:
+                raise ValueError(f"TIMESTAMP takes naive datetimes, got {value!r}")
+            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        delta = value.replace(tzinfo=None) - _EPOCH
+        micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+        return micros * 1_000 + nanosecond
+    if isinstance(value, bool):
+        raise TypeError(f"not a timestamp: {value!r}")
+    return operator.index(value)

@@ -10,7 +10,7 @@ tables commonly carry. Three uses:
 - writes and maintenance refuse a table carrying such a key: it may come from a newer Paimon
   whose writers behave differently, and lakectl cannot know how (reads continue);
 - ``CATALOG_RULES`` refuse the Paimon 2.x options lakectl does not honour, per action, in the
-  same shape as ``core.options.OPTION_RULES`` (which keeps the older rules).
+  same shape as ``core.option_rules.OPTION_RULES`` (which keeps the older rules).
 
 A key here as ``REFUSED`` is refused by a rule (``OPTION_RULES`` or ``CATALOG_RULES``) when
 its value would make lakectl differ from Paimon; otherwise it is harmless.
@@ -127,8 +127,8 @@ _add(IGNORED, "settings of a feature whose main option is refused by its own rul
      "data-file.external-paths.weights", "blob-view.resolve.enabled", "vector.file.format",
      "global-index.external-path", "global-index.column-update-action")
 
-# Refused: the rule that refuses each is in core.options.OPTION_RULES or CATALOG_RULES below.
-_add(REFUSED, "core.options.OPTION_RULES",
+# Refused: the rule that refuses each is in core.option_rules.OPTION_RULES or CATALOG_RULES below.
+_add(REFUSED, "core.option_rules.OPTION_RULES",
      "scan.timestamp", "scan.watermark", "scan.file-creation-time-millis", "scan.version",
      "incremental-between", "incremental-between-timestamp", "scan.fallback-branch", "branch",
      "manifest.format", "changelog-producer.row-deduplicate-ignore-fields", "record-level.expire-time",
@@ -171,67 +171,6 @@ def unknown_option_warnings(options: Mapping[str, str]) -> list[str]:
             out.append(f"option {key} is not a Paimon option{hint}; it is kept, but lakectl refuses "
                        "to write or maintain a table carrying an option it does not know")
     return out
-
-
-def _true(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
-    return value.strip().lower() == "true"
-
-
-def _set(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
-    return value.strip() != ""
-
-
-def _not_plain_table(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
-    return value.strip().lower() not in ("", "table")
-
-
-def _other_changelog_format(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
-    data_format = (options.get("file.format") or "parquet").strip().lower()
-    return value.strip().lower() not in ("", data_format)
-
-
-def _bounded_dynamic_buckets(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
-    return value.strip() not in ("", "-1")
-
-
-def catalog_rules() -> tuple:
-    """The refusals of Paimon 2.x options, as ``core.options.OptionRule``s (built lazily: that
-    module imports this one)."""
-    from core.options import EXPIRE, READ, WRITE, OptionRule
-
-    r, w, rw = frozenset({READ}), frozenset({WRITE}), frozenset({READ, WRITE})
-    rwe = frozenset({READ, WRITE, EXPIRE})
-    return (
-        OptionRule("scan.creation-time-millis", r, "Paimon reads only files created after that time", _set),
-        OptionRule("deletion-vectors.merge-on-read", r, "Paimon's batch read merges level-0 files, which "
-                   "lakectl's deletion-vector read skips", _true),
-        OptionRule("type", rwe, "the table is not a plain Paimon table (format, object or materialized "
-                   "table)", _not_plain_table),
-        OptionRule("changelog-file.format", w, "Paimon writes changelog files in that format, lakectl in "
-                   "file.format", _other_changelog_format),
-        OptionRule("dynamic-bucket.max-buckets", w, "Paimon caps the dynamic buckets a key can be assigned "
-                   "to, which lakectl's assigner does not", _bounded_dynamic_buckets),
-        OptionRule("delete.force-produce-changelog", w, "Paimon writes changelog for deletes without a "
-                   "changelog producer", _true),
-        OptionRule("data-file.path-directory", rwe, "Paimon keeps data files in that directory", _set),
-        OptionRule("index-file-in-data-file-dir", rwe, "Paimon keeps index files in the data directories",
-                   _true),
-        OptionRule("data-file.external-paths", w, "Paimon writes new data files under those paths", _set),
-        OptionRule("blob-field", w, "Paimon stores those columns in separate .blob files", _set),
-        OptionRule("blob-descriptor-field", w, "Paimon stores those columns as blob descriptors", _set),
-        OptionRule("blob-view-field", w, "Paimon stores those columns as blob views", _set),
-        OptionRule("blob-as-descriptor", r, "Paimon's reader returns serialized blob descriptors instead "
-                   "of the bytes", _true),
-        OptionRule("vector-field", w, "Paimon stores those columns in separate vector files", _set),
-        OptionRule("video-frame-field", rw, "Paimon stores those columns as video frames", _set),
-        OptionRule("variant.shreddingSchema", w, "Paimon shreds VARIANT values into typed columns", _set),
-        OptionRule("global-index.enabled", w, "Paimon keeps a global index up to date on writes", _true),
-        OptionRule("pk-*.index.columns", w, "Paimon keeps a primary-key index of those columns on writes",
-                   _set),
-        OptionRule("metadata.iceberg.*", w, "Paimon also writes Iceberg metadata on each commit", _set),
-        OptionRule("postpone.batch-write-fixed-bucket", w, "Paimon's batch writes to postpone-bucket "
-                   "tables pick real buckets", _true),
-    )
 
 
 def unclassified(options: Mapping[str, str]) -> list[str]:

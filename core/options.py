@@ -2,9 +2,9 @@
 
 Only options lakectl acts on are listed. Unknown options are kept verbatim in the schema
 (other Paimon engines may use them); options whose value lakectl cannot honour are refused
-at create time, and on tables other engines made by ``check_options`` (the ``OPTION_RULES``
-table at the end) when a command opens them to read, write or expire, so a table never
-silently behaves differently from Paimon.
+at create time, and on tables other engines made by ``core.option_rules.check_options`` when
+a command opens them to read, write or expire, so a table never silently behaves differently
+from Paimon.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Mapping
 
-from core.errors import UnsupportedTableError, UsageError
+from core.errors import UsageError
 
 DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
 BATCH_COMMIT_IDENTIFIER = 9223372036854775807  # Long.MAX: what Paimon batch writers use
@@ -284,9 +284,6 @@ def validate(options: Mapping[str, str], *, has_primary_key: bool) -> None:
         if mode not in ("none", "counts", "full") and not re.fullmatch(r"truncate\(\d+\)", mode):
             raise UsageError(f"option metadata.stats-mode={mode} must be none, counts, full or truncate(N)")
     _validate_scan_options(options)
-    from core.ops.auto_tags import auto_tag_options  # the tag.* options of automatic tags
-
-    auto_tag_options(options)
     if not opts.partition_legacy_name:
         raise UsageError("option partition.legacy-name=false is not supported yet")
 
@@ -311,215 +308,3 @@ def _validate_scan_options(options: Mapping[str, str]) -> None:
     for key in ("consumer.ignore-progress", "streaming-read-overwrite"):
         if key in options:
             parse_bool(options[key], key)
-
-
-# ---- options Java Paimon honours and lakectl does not --------------------------------------
-# One table of rules, checked whenever a table is opened for an action (``check_options``):
-#   read   - scan, lookup, changes (--incremental-between), follow: refused when the option
-#            changes the rows Paimon's reader returns;
-#   write  - write, stream writes, compact: refused when the option changes what Paimon's
-#            writer or compaction stores;
-#   expire - expire, remove-orphan-files: refused when the option makes Paimon keep files
-#            lakectl would delete.
-# Options not listed here are either honoured (see the README, "Paimon options lakectl
-# honours") or tuning that changes no result. Merge-engine options are checked by
-# core.merge_options (called from check_options for primary-key tables).
-READ, WRITE, EXPIRE = "read", "write", "expire"
-
-
-def _is_set(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
-    return value.strip() != ""
-
-
-def _is_true(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
-    return value.strip().lower() == "true"
-
-
-def _not_main(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
-    return value.strip() not in ("", "main")
-
-
-def _not_avro(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
-    return value.strip().lower() != "avro"
-
-
-def _postpone_bucket(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
-    return value.strip() == "-2"
-
-
-def _unknown_scan_mode(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
-    return value.strip().lower() not in SCAN_MODES
-
-
-def _ignore_fields_in_use(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
-    producer = (options.get("changelog-producer") or "none").strip().lower()
-    dedup = (options.get("changelog-producer.row-deduplicate") or "false").strip().lower() == "true"
-    return value.strip() != "" and dedup and producer in ("lookup", "full-compaction")
-
-
-def _record_expire_in_use(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
-    return has_primary_key and value.strip() != "" and bool(options.get("record-level.time-field"))
-
-
-@dataclass(frozen=True, slots=True)
-class OptionRule:
-    """``pattern``: an option key; ``*`` stands for a column name (``fields.*.sequence-group``).
-    ``refuses``: the actions the option is refused for, when ``applies(value, options,
-    has_primary_key)``. ``why``: what would differ from Paimon, for the message."""
-
-    pattern: str
-    refuses: frozenset[str]
-    why: str
-    applies: Any = _is_set
-
-    def matches(self, key: str) -> bool:
-        if "*" not in self.pattern:
-            return key == self.pattern
-        head, tail = self.pattern.split("*", 1)
-        return key.startswith(head) and key.endswith(tail) and len(key) > len(head) + len(tail)
-
-
-_RW = frozenset({READ, WRITE})
-OPTION_RULES: tuple[OptionRule, ...] = (
-    OptionRule("scan.mode", frozenset({READ}), "Paimon starts its reads there (e.g. incremental, "
-               "from-file-creation-time), which lakectl does not follow", _unknown_scan_mode),
-    OptionRule("scan.timestamp", frozenset({READ}), "Paimon reads the snapshot at that time by default"),
-    OptionRule("scan.watermark", frozenset({READ}), "Paimon reads the snapshot at that watermark by default"),
-    OptionRule("scan.file-creation-time-millis", frozenset({READ}), "Paimon reads only files created after "
-               "that time by default"),
-    OptionRule("scan.version", frozenset({READ}), "Paimon time-travels to that version by default"),
-    OptionRule("incremental-between", frozenset({READ}), "Paimon's batch read returns only the changes "
-               "between those snapshots"),
-    OptionRule("incremental-between-timestamp", frozenset({READ}), "Paimon's batch read returns only the "
-               "changes between those times"),
-    OptionRule("scan.fallback-branch", frozenset({READ}), "Paimon reads partitions missing here from "
-               "the fallback branch"),
-    OptionRule("branch", _RW, "Paimon reads and writes that branch, lakectl only main", _not_main),
-    OptionRule("manifest.format", _RW, "lakectl reads and writes Avro manifests only", _not_avro),
-    OptionRule("changelog-producer.row-deduplicate-ignore-fields", frozenset({WRITE}), "Paimon's changelog "
-               "would compare rows without those fields", _ignore_fields_in_use),
-    OptionRule("record-level.expire-time", frozenset({WRITE}), "Paimon's compaction drops expired records",
-               _record_expire_in_use),
-    OptionRule("metadata.iceberg-compatible", frozenset({WRITE}), "Paimon also writes Iceberg metadata on "
-               "each commit", _is_true),
-    # Tables written by Paimon 2.x (pypaimon 2.1); refused until lakectl reads them as Paimon does.
-    # data-evolution.enabled is honoured: reads merge the files by row-id range
-    # (core.kernels.data_evolution), appends add whole-row files numbered on (core.row_tracking);
-    # compaction and delete, which would have to keep the column-subset files apart, refuse it there.
-    # row-tracking.enabled is honoured by commits (core.row_tracking gives new files their
-    # first_row_id) and compaction (which keeps the ids); delete refuses it there.
-    # Batch scans read postpone-bucket tables (only the real buckets, as Paimon's batch read);
-    # check_options(..., batch_scan=True) lets them through. Lookups, incremental reads and
-    # follow would meet the postponed files, which lakectl does not read as Paimon does.
-    OptionRule("bucket", _RW, "postpone bucket: Paimon keeps new rows in bucket-postpone/ until its "
-               "postpone compaction moves them into real buckets; lakectl reads them only in batch scans "
-               "(real buckets only, as Paimon)", _postpone_bucket),
-    OptionRule("commit.callbacks", frozenset({WRITE}), "Paimon runs these Java callbacks on each commit"),
-    OptionRule("tag.callbacks", frozenset({WRITE}), "Paimon runs these Java callbacks on each tag"),
-    OptionRule("changelog.num-retained.min", frozenset({EXPIRE}), "Paimon keeps changelog files past their "
-               "snapshots (changelog/), which lakectl would delete"),
-    OptionRule("changelog.num-retained.max", frozenset({EXPIRE}), "Paimon keeps changelog files past their "
-               "snapshots (changelog/), which lakectl would delete"),
-    OptionRule("changelog.time-retained", frozenset({EXPIRE}), "Paimon keeps changelog files past their "
-               "snapshots (changelog/), which lakectl would delete"),
-)
-
-
-
-
-def _effective(options: Mapping[str, str], has_primary_key: bool) -> dict[str, str]:
-    """The options with Paimon's defaults where a rule depends on a default (bucket -1 on
-    primary-key tables that do not set it)."""
-    out = dict(options)
-    if has_primary_key and "bucket" not in out:
-        out["bucket"] = "-1"
-    return out
-
-
-def unsupported(options: Mapping[str, str], action: str, *, has_primary_key: bool,
-                primary_keys: Sequence[str] = (), partition_keys: Sequence[str] = ()) -> list[tuple[str, str, str]]:
-    """(key, value, why) of each option that makes ``action`` differ from Paimon: a cross-partition
-    primary key first, then options in key order."""
-    opts = _effective(options, has_primary_key)
-    found = []
-    # Paimon takes a primary key without every partition column only in dynamic bucket mode,
-    # as a cross-partition upsert table (lakectl's own fixed-bucket tables of that shape keep
-    # a key per partition, and Paimon refuses to create them).
-    cross_partition = opts.get("bucket", "-1").strip() == "-1"
-    if action == WRITE and has_primary_key and cross_partition and not set(partition_keys) <= set(primary_keys):
-        missing = ", ".join(k for k in partition_keys if k not in primary_keys)
-        found.insert(0, ("primary-key", ",".join(primary_keys),
-                      f"it leaves out partition column(s) {missing}: Paimon's cross-partition upsert moves a key "
-                      "between partitions through a global index lakectl does not keep"))
-    from core.option_catalog import catalog_rules, unclassified
-
-    rules = OPTION_RULES + catalog_rules()
-    for key in sorted(opts):
-        value = opts[key]
-        rule = next((r for r in rules if action in r.refuses and r.matches(key)), None)
-        if rule is not None and isinstance(value, str) and rule.applies(value, opts, has_primary_key):
-            found.append((key, value, rule.why))
-    if action in (WRITE, EXPIRE):
-        # An option no Paimon version lakectl knows defines may come from a newer Paimon whose
-        # writers behave differently; reads continue (core.option_catalog).
-        found.extend((key, opts[key], "an option lakectl does not know, perhaps from a newer Paimon; "
-                      "lakectl alter-schema --reset-option removes it") for key in unclassified(opts)
-                     if isinstance(opts[key], str))
-    return found
-
-
-_VERBS = {READ: "reads", WRITE: "writes", EXPIRE: "expire and remove-orphan-files"}
-
-
-def check_options(schema: Any, table_name: str, action: str, *, batch_scan: bool = False,
-                  columns: Any = None) -> None:
-    """Refuse ``action`` (READ, WRITE or EXPIRE) on a table whose options lakectl cannot
-    honour for it: UnsupportedTableError naming the first such option and what would differ.
-    ``batch_scan``: the read is a batch scan, which honours the postpone bucket (bucket=-2).
-    ``columns``: the columns a read touches (None: all), checked for types lakectl cannot read."""
-    _check_column_types(schema, table_name, action, columns)
-    found = unsupported(schema.options, action, has_primary_key=schema.has_primary_key,
-                        primary_keys=schema.primary_keys, partition_keys=schema.partition_keys)
-    if batch_scan and action == READ:
-        found = [f for f in found if not (f[0] == "bucket" and _postpone_bucket(f[1], {}, False))]
-    if found:
-        key, value, why = found[0]
-        more = f" (and {', '.join(k for k, _, _ in found[1:])})" if len(found) > 1 else ""
-        raise UnsupportedTableError(f"table {table_name} uses {key}={value}{more}, which lakectl does not "
-                                    f"support for {_VERBS[action]} ({why})")
-    if action == WRITE:
-        # Java builds its committer's tag manager from these and refuses bad values before
-        # writing; lakectl too, rather than warning after every commit.
-        from core.ops.auto_tags import auto_tag_options
-
-        try:
-            auto_tag_options(schema.options)
-        except UsageError as e:
-            raise UnsupportedTableError(f"table {table_name}: {e}") from None
-    if schema.has_primary_key and action in (READ, WRITE):
-        from core.merge_options import merge_options
-
-        try:
-            merge_options(schema)
-        except UsageError as e:
-            raise UnsupportedTableError(f"table {table_name}: {e}") from None
-
-
-def _check_column_types(schema: Any, table_name: str, action: str, columns: Any) -> None:
-    """Paimon 2.x column types: a read touching a BLOB column and any write to a table with a
-    BLOB, VARIANT or VECTOR column stop naming the column; other columns stay readable."""
-    from core.types import paimon2_columns, unreadable_columns
-
-    if action == READ:
-        touched = [f for f in unreadable_columns(schema.fields) if columns is None or f.name in columns]
-        if touched:
-            f = touched[0]
-            raise UnsupportedTableError(f"table {table_name}: column {f.name} has type {f.type}, which lakectl "
-                                        "does not read (Paimon keeps its values in .blob files); --select the "
-                                        "other columns")
-    if action == WRITE:
-        found = paimon2_columns(schema.fields)
-        if found:
-            f = found[0]
-            raise UnsupportedTableError(f"table {table_name}: column {f.name} has type {f.type}, a Paimon 2.x "
-                                        "type lakectl does not write (reads work)")

@@ -1,8 +1,8 @@
 """Row predicates for ``scan --where``: SQL text to a typed tree, an Arrow filter, and stats pruning.
 
-``parse_where`` reads the text with sqlglot and builds a ``Predicate`` whose literals are
-already coerced to the compared column's type, so evaluation never guesses types. A
-predicate answers two questions:
+``core.where.parse_where`` reads the text with sqlglot and builds a ``Predicate`` (with
+``compare``, ``in_list``, ``like`` ... here) whose literals are already coerced to the
+compared column's type, so evaluation never guesses types. A predicate answers two questions:
 
 * ``to_arrow()``: an exact row filter with SQL three-valued logic. Rows where the
   condition is NULL are dropped, and NOT/OR/AND follow Kleene logic
@@ -43,11 +43,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlglot import exp, parser, tokens
-from sqlglot.dialects.dialect import Dialect
-from sqlglot.errors import ParseError, SqlglotError
 
-from core import binary_row
+from core import nano_datetime
 from core.errors import UsageError
 from core.types import DataField, DataType, to_arrow
 
@@ -429,7 +426,7 @@ def _bound_nanos(v: Any, slack: int) -> int | None:
 def epoch_nanos(stamp: datetime, nanos: int = 0) -> int:
     """Epoch nanoseconds of a datetime (naive: wall clock as UTC) plus sub-microsecond ``nanos``
     (a NanoDatetime brings its own)."""
-    return binary_row.epoch_nanos(stamp, True) + nanos
+    return nano_datetime.epoch_nanos(stamp, True) + nanos
 
 
 _INT64 = range(-2 ** 63, 2 ** 63)
@@ -510,7 +507,7 @@ def _next_prefix(prefix: str) -> str | None:
 
 # ---- literals ------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
-class _Lit:
+class Literal:
     """A literal as written: number (int or Decimal), string, bool, date, timestamp, time, or NULL."""
 
     value: Any
@@ -536,7 +533,7 @@ _INT_BITS = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "BIGINT": 64}
 _WIDE = Context(prec=200)  # DECIMAL(38) plus room; the default 28 digits would round
 
 
-def _fit(lit: _Lit, f: DataField) -> _Fit:
+def _fit(lit: Literal, f: DataField) -> _Fit:
     """Coerce a non-null literal to column ``f``'s type, or raise UsageError."""
     t, v, kind = f.type, lit.value, lit.kind
     n = t.name
@@ -640,7 +637,7 @@ def _fit_timestamp(t: DataType, stamp: date | datetime, nanos: int | Fraction, b
     return _Fit("between" if nanos else "exact", stamp)
 
 
-def _number(lit: _Lit, bad: Callable[[], UsageError]) -> Decimal:
+def _number(lit: Literal, bad: Callable[[], UsageError]) -> Decimal:
     if lit.kind == "number":
         return Decimal(lit.value)
     if lit.kind == "string":
@@ -660,7 +657,7 @@ def _float32(x: float) -> float:
         return math.copysign(math.inf, x)
 
 
-def _temporal(lit: _Lit, bad: Callable[[str], UsageError]) -> tuple[date | datetime, int | Fraction]:
+def _temporal(lit: Literal, bad: Callable[[str], UsageError]) -> tuple[date | datetime, int | Fraction]:
     """A date or timestamp literal and its nanos past the microsecond."""
     if lit.kind in ("date", "timestamp"):
         return lit.value, lit.nanos
@@ -710,7 +707,7 @@ def text_value(text: str, f: DataField) -> Any:
         if binary is not None:
             return binary
     try:
-        fit = _fit(_Lit(text, "string", repr(text)), f)
+        fit = _fit(Literal(text, "string", repr(text)), f)
     except UsageError:
         raise bad from None
     if fit.kind != "exact":
@@ -728,12 +725,12 @@ def _binary_key_text(text: str) -> bytes | None:
     text = text.strip()
     m = _HEX_TEXT.fullmatch(text)
     if m:
-        return _hex_bytes(m.group(1))
+        return hex_bytes(m.group(1))
     m = _BASE64_TEXT.fullmatch(text)
-    return _base64_bytes(m.group(1)) if m else None
+    return base64_bytes(m.group(1)) if m else None
 
 
-def _literal_text_value(kind: str, text: str) -> tuple[Any, int | Fraction]:
+def literal_text_value(kind: str, text: str) -> tuple[Any, int | Fraction]:
     """The value of ``DATE '...'``, ``TIMESTAMP '...'`` or ``TIME '...'``, and its nanos past the microsecond."""
     parse: Callable[[str], Any] = {"date": date.fromisoformat, "timestamp": datetime.fromisoformat,
                                    "time": time.fromisoformat}[kind]
@@ -754,7 +751,7 @@ def _always(f: DataField) -> Predicate:
     return Or((Not(IsNull(f.name, f.type)), Constant(None)))
 
 
-def _flat(cls: type[And] | type[Or], parts: Sequence[Predicate]) -> Predicate:
+def flat(cls: type[And] | type[Or], parts: Sequence[Predicate]) -> Predicate:
     if len(parts) == 1:
         return parts[0]
     children: list[Predicate] = []
@@ -763,26 +760,26 @@ def _flat(cls: type[And] | type[Or], parts: Sequence[Predicate]) -> Predicate:
     return cls(tuple(children))
 
 
-_Operand = DataField | _Lit
+Operand = DataField | Literal
 _FAMILIES = {"BOOLEAN": "boolean", "TINYINT": "number", "SMALLINT": "number", "INT": "number", "BIGINT": "number",
              "FLOAT": "number", "DOUBLE": "number", "DECIMAL": "number", "CHAR": "string", "VARCHAR": "string",
              "BINARY": "binary", "VARBINARY": "binary", "DATE": "date", "TIME": "time", "TIMESTAMP": "timestamp",
              "TIMESTAMP_LTZ": "timestamp_ltz"}
 
 
-def _compare(left: _Operand, op: str, right: _Operand) -> Predicate:
-    if isinstance(left, _Lit) and isinstance(right, DataField):
+def compare(left: Operand, op: str, right: Operand) -> Predicate:
+    if isinstance(left, Literal) and isinstance(right, DataField):
         left, right, op = right, left, _FLIP[op]
     if isinstance(left, DataField) and isinstance(right, DataField):
         return _column_comparison(left, op, right)
     if isinstance(left, DataField):
-        assert isinstance(right, _Lit)
+        assert isinstance(right, Literal)
         return _compare_literal(left, op, right)
-    assert isinstance(left, _Lit) and isinstance(right, _Lit)
+    assert isinstance(left, Literal) and isinstance(right, Literal)
     return _fold(left, op, right)
 
 
-def _compare_literal(f: DataField, op: str, lit: _Lit) -> Predicate:
+def _compare_literal(f: DataField, op: str, lit: Literal) -> Predicate:
     if lit.value is None:
         _check_atomic(f)
         return Constant(None)
@@ -822,7 +819,7 @@ def _column_comparison(a: DataField, op: str, b: DataField) -> Predicate:
     return pred
 
 
-def _fold(a: _Lit, op: str, b: _Lit) -> Predicate:
+def _fold(a: Literal, op: str, b: Literal) -> Predicate:
     if a.value is None or b.value is None:
         return Constant(None)
     naive = (a.kind == "timestamp" and a.value.tzinfo is None, b.kind == "timestamp" and b.value.tzinfo is None)
@@ -832,9 +829,9 @@ def _fold(a: _Lit, op: str, b: _Lit) -> Predicate:
     return Constant(bool(_ARROW_OPS[op]((a.value, a.nanos), (b.value, b.nanos))))
 
 
-def _in(lhs: _Operand, items: list[_Operand]) -> Predicate:
-    if isinstance(lhs, DataField) and all(isinstance(i, _Lit) for i in items):
-        lits = [i for i in items if isinstance(i, _Lit)]
+def in_list(lhs: Operand, items: list[Operand]) -> Predicate:
+    if isinstance(lhs, DataField) and all(isinstance(i, Literal) for i in items):
+        lits = [i for i in items if isinstance(i, Literal)]
         _check_atomic(lhs)
         values: dict[Any, None] = {}
         for lit in lits:
@@ -846,14 +843,14 @@ def _in(lhs: _Operand, items: list[_Operand]) -> Predicate:
                 values[fit.value] = None
         base = InList(lhs.name, lhs.type, tuple(values)) if values else _never(lhs)
         return Or((base, Constant(None))) if any(lit.value is None for lit in lits) else base
-    return _flat(Or, [_compare(lhs, "=", i) for i in items])
+    return flat(Or, [compare(lhs, "=", i) for i in items])
 
 
-def _like(lhs: _Operand, pattern: _Operand, escape: str | None) -> Predicate:
+def like(lhs: Operand, pattern: Operand, escape: str | None) -> Predicate:
     if escape is not None and len(escape) != 1:
         raise UsageError(f"LIKE ESCAPE must be one character, not {escape!r}")
     esc = "\\" if escape is None else escape
-    if not isinstance(pattern, _Lit):
+    if not isinstance(pattern, Literal):
         raise UsageError("LIKE needs a string literal pattern in --where")
     if pattern.value is not None and pattern.kind != "string":
         raise UsageError(f"LIKE needs a string literal pattern in --where, not {pattern.text}")
@@ -872,258 +869,17 @@ def _like(lhs: _Operand, pattern: _Operand, escape: str | None) -> Predicate:
 
 
 # ---- sqlglot AST to predicate -------------------------------------------------------------
-class _WhereDialect(Dialect):
-    """sqlglot's default SQL, plus backquoted identifiers as Spark and Flink users write them."""
-
-    class Tokenizer(tokens.Tokenizer):
-        IDENTIFIERS = ['"', "`"]
-        HEX_STRINGS = [("x'", "'"), ("X'", "'")]  # SQL's binary literal X'0700ff'
-
-    class Parser(parser.Parser):
-        def _warn_unsupported(self) -> None:
-            # sqlglot would log a warning and return an opaque Command; a --where must
-            # either parse fully or fail with a message, and core writes nothing itself.
-            self.raise_error("Unsupported syntax")
 
 
-_DIALECT = _WhereDialect()
-
-
-_COMPARE_NODES: dict[type[exp.Expression], str] = {
-    exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
-_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv, exp.DPipe, exp.BitwiseAnd, exp.BitwiseOr,
-               exp.BitwiseXor, exp.BitwiseNot, exp.BitwiseLeftShift, exp.BitwiseRightShift)
-_CAST_KINDS = {exp.DataType.Type.DATE: "date", exp.DataType.Type.TIME: "time", exp.DataType.Type.TIMESTAMP: "timestamp",
-               exp.DataType.Type.DATETIME: "timestamp", exp.DataType.Type.TIMESTAMPNTZ: "timestamp",
-               exp.DataType.Type.TIMESTAMPTZ: "timestamp", exp.DataType.Type.TIMESTAMPLTZ: "timestamp"}
-
-
-def _shorten(text: str) -> str:
-    text = " ".join(text.split())  # messages are one line
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _snippet(node: exp.Expression) -> str:
-    return _shorten(node.sql(dialect=_WhereDialect))
-
-
-def _unsupported(node: exp.Expression) -> UsageError:
-    if isinstance(node, (exp.Subquery, exp.Query, exp.Exists)):
-        what = "subqueries are"
-    elif isinstance(node, _ARITHMETIC) or isinstance(node, exp.Neg):
-        what = "arithmetic is"
-    elif isinstance(node, exp.Func):
-        what = "function calls are"
-    elif isinstance(node, (exp.Placeholder, exp.Parameter)):
-        what = "parameters are"
-    else:
-        what = f"{node.key.upper()} is"
-    return UsageError(f"{what} not supported in --where: {_snippet(node)}")
-
-
-def _chain(node: exp.Expression) -> list[exp.Expression]:
-    """The operands of ``a AND b AND c`` (sqlglot nests it left-deep) without a call per operand."""
-    out: list[exp.Expression] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if type(n) is type(node):
-            stack += [n.expression, n.this]
-        else:
-            out.append(n)
-    return out
-
-
-class _Builder:
-    def __init__(self, fields: Sequence[DataField]) -> None:
-        self.fields = list(fields)
-        self.by_name = {f.name: f for f in self.fields}
-
-    def condition(self, node: exp.Expression) -> Predicate:
-        negate = bool(node.args.get("negate")) if isinstance(node, (exp.Like, exp.In, exp.Between, exp.Is)) else False
-        pred = self._positive(node)
-        return Not(pred) if negate else pred
-
-    def _positive(self, node: exp.Expression) -> Predicate:
-        if isinstance(node, exp.Paren):
-            return self.condition(node.this)
-        if isinstance(node, exp.And):
-            return _flat(And, [self.condition(n) for n in _chain(node)])
-        if isinstance(node, exp.Or):
-            return _flat(Or, [self.condition(n) for n in _chain(node)])
-        if isinstance(node, exp.Not):
-            return Not(self.condition(node.this))
-        if type(node) in _COMPARE_NODES:
-            return _compare(self.operand(node.this), _COMPARE_NODES[type(node)], self.operand(node.expression))
-        if isinstance(node, exp.Is):
-            return self._is(node)
-        if isinstance(node, exp.In):
-            if node.args.get("query") is not None or node.args.get("unnest") is not None:
-                raise _unsupported(node.args.get("query") or node.args["unnest"])
-            if node.args.get("field") is not None or not node.expressions:
-                raise UsageError(f"IN needs a list of values in --where: {_snippet(node)}")
-            return _in(self.operand(node.this), [self.operand(e) for e in node.expressions])
-        if isinstance(node, exp.Between):
-            return self._between(node)
-        if isinstance(node, exp.Escape) and isinstance(node.this, exp.Like):
-            escape = self.operand(node.expression)
-            if not isinstance(escape, _Lit) or escape.kind != "string":
-                raise UsageError(f"LIKE ESCAPE needs a string literal in --where: {_snippet(node)}")
-            pred = _like(self.operand(node.this.this), self.operand(node.this.expression), escape.value)
-            return Not(pred) if node.this.args.get("negate") else pred
-        if isinstance(node, exp.Like):
-            return _like(self.operand(node.this), self.operand(node.expression), None)
-        if isinstance(node, exp.Boolean):
-            return Constant(bool(node.this))
-        if isinstance(node, exp.Null):
-            return Constant(None)
-        if isinstance(node, exp.Column):
-            f = self.column(node)
-            if f.type.name != "BOOLEAN":
-                raise UsageError(f"column {f.name!r} is {f.type.root_text()}, not a condition; compare it, e.g. {f.name} = ...")
-            return Comparison(f.name, f.type, "=", True)
-        if isinstance(node, (exp.Literal, exp.Neg, exp.Cast)):
-            raise UsageError(f"{_snippet(node)} is a value, not a condition, in --where")
-        raise _unsupported(node)
-
-    def _is(self, node: exp.Is) -> Predicate:
-        if not isinstance(node.expression, exp.Null):
-            raise UsageError(f"only IS NULL and IS NOT NULL are supported in --where: {_snippet(node)}")
-        target = self.operand(node.this)
-        if isinstance(target, _Lit):
-            return Constant(target.value is None)
-        return IsNull(target.name, target.type)
-
-    def _between(self, node: exp.Between) -> Predicate:
-        x, low, high = self.operand(node.this), self.operand(node.args["low"]), self.operand(node.args["high"])
-        pred = And((_compare(x, ">=", low), _compare(x, "<=", high)))
-        if node.args.get("symmetric"):
-            return Or((pred, And((_compare(x, ">=", high), _compare(x, "<=", low)))))
-        return pred
-
-    def _base64(self, node: exp.Expression) -> _Lit:
-        args = [node.this] if isinstance(node, exp.FromBase64) else node.expressions
-        if len(args) != 1 or not isinstance(args[0], exp.Literal) or not args[0].is_string:
-            raise UsageError(f"base64 literals take one string: {_snippet(node)}")
-        return _Lit(_base64_bytes(args[0].this), "binary", _snippet(node))
-
-    def column(self, node: exp.Column) -> DataField:
-        ident = node.this
-        if node.args.get("table") is not None:
-            raise UsageError(f"qualified column names are not supported in --where: {_snippet(node)}")
-        if not isinstance(ident, exp.Identifier):
-            raise _unsupported(node)
-        name = ident.name
-        if name in self.by_name:
-            return self.by_name[name]
-        if not ident.quoted:
-            folded = [f for f in self.fields if f.name.lower() == name.lower()]
-            if len(folded) == 1:
-                return folded[0]
-        names = ", ".join(f.name for f in self.fields)
-        raise UsageError(f"unknown column {name!r} in --where; columns are: {names}")
-
-    def operand(self, node: exp.Expression) -> _Operand:
-        if isinstance(node, exp.Paren):
-            return self.operand(node.this)
-        if isinstance(node, exp.Column):
-            return self.column(node)
-        if isinstance(node, exp.Literal):
-            if node.is_string:
-                return _Lit(node.this, "string", _snippet(node))
-            return _Lit(_parse_number(node.this), "number", node.this)
-        if isinstance(node, exp.Neg):
-            inner = self.operand(node.this)
-            if isinstance(inner, _Lit) and inner.kind == "number":
-                negated = inner.value.copy_negate() if isinstance(inner.value, Decimal) else -inner.value
-                return _Lit(negated, "number", "-" + inner.text)
-            raise _unsupported(node)
-        if isinstance(node, exp.Boolean):
-            return _Lit(bool(node.this), "bool", _snippet(node))
-        if isinstance(node, exp.Null):
-            return _Lit(None, "null", "NULL")
-        if isinstance(node, exp.HexString):
-            return _Lit(_hex_bytes(node.this), "binary", f"X'{node.this}'")
-        if _is_base64_call(node):
-            return self._base64(node)
-        if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string:
-            kind = _CAST_KINDS.get(node.to.this)
-            if kind is None:
-                raise UsageError(f"only DATE, TIME and TIMESTAMP literals may be cast in --where: {_snippet(node)}")
-            text = node.this.this
-            value, nanos = _literal_text_value(kind, text)
-            return _Lit(value, kind, f"{kind.upper()} '{text}'", nanos)
-        if isinstance(node, exp.Cast):
-            raise UsageError(f"CAST is supported only for DATE, TIME and TIMESTAMP literals in --where: {_snippet(node)}")
-        raise _unsupported(node)
-
-
-def _hex_bytes(digits: str) -> bytes:
+def hex_bytes(digits: str) -> bytes:
     try:
         return bytes.fromhex(digits) if len(digits) % 2 == 0 else bytes.fromhex("x")  # odd: refuse
     except ValueError:
         raise UsageError(f"X'{digits}' is not a binary literal: give an even number of hex digits") from None
 
 
-def _is_base64_call(node: exp.Expression) -> bool:
-    """``FROM_BASE64('...')`` (MySQL, Flink) or ``UNBASE64('...')`` (Spark, Hive): the base64
-    that scan prints for a BYTES value, as a binary literal."""
-    return isinstance(node, exp.FromBase64) or (isinstance(node, exp.Anonymous) and str(node.this).upper() == "UNBASE64")
-
-
-def _base64_bytes(text: str) -> bytes:
+def base64_bytes(text: str) -> bytes:
     try:
         return base64.b64decode(text.strip(), validate=True)
     except binascii.Error:
         raise UsageError(f"{text!r} is not base64 text (A-Z a-z 0-9 + /, padded with =)") from None
-
-
-def _parse_number(text: str) -> int | Decimal:
-    try:
-        d = Decimal(text)
-    except InvalidOperation:
-        raise UsageError(f"cannot read number {text!r} in --where") from None
-    return int(d) if d == d.to_integral_value() and not any(c in text for c in ".eE") else d
-
-
-def parse_where(text: str, fields: Sequence[DataField]) -> Predicate:
-    """Parse a SQL condition over ``fields`` into a ``Predicate``.
-
-    Args:
-        text: a SQL boolean expression, e.g. ``dt = '2024-01-01' AND id > 5``.
-        fields: the table's columns; literals are coerced to the compared column's type.
-
-    Returns:
-        The predicate, with every literal already of its column's type.
-
-    Raises:
-        UsageError: a syntax error, an unknown column, a literal that does not fit its
-            column, or a construct lakectl does not evaluate (functions, subqueries, arithmetic).
-    """
-    if not text.strip():
-        raise UsageError("--where is empty; give a condition such as \"id > 5\"")
-    try:
-        return _parse(text, fields)
-    except RecursionError:
-        # sqlglot recurses per parenthesis level, about 50 levels under the default limit.
-        raise UsageError("--where nests too deeply; use fewer parentheses, or IN (...) for long lists") from None
-
-
-def _parse(text: str, fields: Sequence[DataField]) -> Predicate:
-    try:
-        parsed = _DIALECT.parse_into(exp.Condition, text)
-    except ParseError as e:
-        first = e.errors[0] if e.errors else {}
-        what = first.get("description") or str(e).splitlines()[0]
-        what = re.sub(r"<class '(?:[\w.]+\.)?(\w+)'>", r"\1", what)  # sqlglot names node classes
-        if first.get("highlight"):
-            what += f" at {_shorten(first['highlight'])!r}"
-        if first.get("line"):
-            what += f" (line {first['line']}, column {first['col']})"
-        raise UsageError(f"cannot parse --where {_shorten(text)!r}: {what}") from None
-    except SqlglotError as e:
-        raise UsageError(f"cannot parse --where {_shorten(text)!r}: {str(e).splitlines()[0]}") from None
-    statements = [s for s in parsed if s is not None]
-    if len(statements) != 1:
-        raise UsageError(f"--where takes one condition, not {len(statements)} statements")
-    return _Builder(fields).condition(statements[0])

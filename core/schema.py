@@ -16,7 +16,9 @@ from core import binary_row
 from core import types as T
 from core.errors import CorruptMetadataError, NotFoundError, UsageError
 from core.fileio import FileIO, join
+from core.merge_options import merge_options
 from core.options import CoreOptions, validate
+from core.tag_options import auto_tag_options
 from core.partition import partition_path
 from core.types import DataField, DataType
 
@@ -165,6 +167,7 @@ def new_table_schema(
     # Without a bucket option a primary-key table is in Paimon's default dynamic bucket mode
     # (bucket=-1, core.dynamic_bucket), as Java creates it; the option stays unset, as Java leaves it.
     validate(options, has_primary_key=bool(primary_keys))
+    auto_tag_options(options)  # the tag.* options of automatic tags
     for k in CoreOptions(options).bucket_key:
         if k not in names:
             raise UsageError(f"bucket-key column {k!r} is not in the schema")
@@ -203,7 +206,6 @@ def new_table_schema(
         time_millis=int(time.time() * 1000),
     )
     if primary_keys:
-        from core.merge_options import merge_options  # it reads TableSchema, defined here
         merge_options(schema)  # refuses merge options lakectl cannot honour, naming the option
     return schema
 

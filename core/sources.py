@@ -31,7 +31,8 @@ import pyarrow.parquet as pq
 from core import formats
 from core.errors import InvalidDataError, UsageError
 from core.record_stream import STREAM_FORMATS
-from core.text_values import TextValueError, decode_column
+from core.text_columns import decode_column
+from core.text_values import TextValueError
 
 FORMATS = ("parquet", "csv", "json", "jsonl", "orc")
 _EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json",

@@ -5,25 +5,16 @@
     t.scan(snapshot_id=3, where="dt = '2024-01-01'")
     t.history()
 
-Each method is a thin call into ``core.ops``; the Table itself only knows where the table
-lives and how to read its metadata.
+A ``TableHandle`` (where the table lives, its metadata) whose methods are thin calls into
+``core.ops``. This module is the top of core: nothing in core imports it, so an operation's
+import never pulls in every other operation.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
-from core.branch import (MAIN_BRANCH, UNFINISHED, branch_path, refuse_unfinished_fast_forward,
-                         validate_branch_name)
-from core.errors import NotFoundError
-from core.fileio import FileIO, join
-from core.renaming import refuse_renaming
-from core.schema import SchemaManager, TableSchema
-from core.snapshot import Snapshot, SnapshotManager
-from core.tag import TagManager
-from core.warehouse import TableLocation, Warehouse
+from core.table_handle import DEFAULT_WAREHOUSE, TableHandle
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -33,114 +24,21 @@ if TYPE_CHECKING:
     from core.ops.alter import AlterResult
     from core.ops.compact import CompactResult
     from core.ops.delete import DeleteResult
-    from core.manifest import ManifestIO
     from core.ops.describe import FileInfo, SnapshotInfo, TableDescription
-    from core.ops.orphans import OrphanResult
-    from core.ops.rollback import RollbackResult
-    from core.ops.truncate import DropPartitionResult, TruncateResult
-    from core.ops.schemas import SchemaInfo
     from core.ops.expire import ExpireResult
     from core.ops.follow import ChangeBatch
     from core.ops.lookup import LookupResult
+    from core.ops.orphans import OrphanResult
+    from core.ops.rollback import RollbackResult
+    from core.ops.schemas import SchemaInfo
+    from core.ops.truncate import DropPartitionResult, TruncateResult
     from core.ops.write import WriteResult
 
-DEFAULT_WAREHOUSE = "./warehouse"
+__all__ = ["DEFAULT_WAREHOUSE", "Table", "TableHandle"]
 
 
-@dataclass(frozen=True)
-class Table:
-    location: TableLocation
-    branch: str = MAIN_BRANCH
-
-    # ---- opening -------------------------------------------------------------------
-    @classmethod
-    def locate(cls, name: str, *, warehouse: str | None = None,
-               storage_options: dict[str, Any] | None = None) -> "Table":
-        """The table at ``name`` whether or not it exists yet."""
-        wh = Warehouse.open(warehouse or DEFAULT_WAREHOUSE, storage_options)
-        return cls(wh.locate(name))
-
-    @classmethod
-    def open(cls, name: str, *, warehouse: str | None = None,
-             storage_options: dict[str, Any] | None = None, branch: str | None = None) -> "Table":
-        """Open an existing table (on ``branch``, main by default); NotFoundError if there is none."""
-        table = cls.locate(name, warehouse=warehouse, storage_options=storage_options)
-        # A rename on an object store copies file by file: say so rather than open half a table.
-        refuse_renaming(table.file_io, table.path, table.name)
-        if not table.exists():
-            table.file_io.refuse_file_in_the_way(table.path)
-            raise NotFoundError(f"table {name} does not exist (looked in {table.path})")
-        return table.on_branch(branch) if branch else table
-
-    def on_branch(self, branch: str) -> "Table":
-        """The same table seen through ``branch``: its snapshots, schemas and tags are the
-        branch's; NotFoundError if the branch does not exist."""
-        if branch == MAIN_BRANCH:
-            return Table(self.location)
-        validate_branch_name(branch)
-        table = Table(self.location, branch)
-        if not table.schemas.list_ids() or self.file_io.exists(join(table.branch_path, UNFINISHED)):
-            # No schema, or a create or delete was killed part-way (core/branch.py): not a branch.
-            hint = ""
-            if self.file_io.exists(table.branch_path) and self.file_io.walk(table.branch_path):
-                hint = (f" (an interrupted branch create or delete left its directory: "
-                        f"`lakectl branch delete {self.name} {branch}` or `lakectl check --repair` removes it)")
-            raise NotFoundError(f"branch {branch} of table {self.name} does not exist{hint}")
-        return table
-
-    def refuse_unfinished_fast_forward(self, what: str) -> None:
-        """Raise FastForwardUnfinishedError if an interrupted ``branch fast-forward`` left main
-        half-way and ``what`` would change main or the branch being fast-forwarded."""
-        refuse_unfinished_fast_forward(self.file_io, self.path, self.name, self.branch, what)
-
-    @property
-    def is_main(self) -> bool:
-        return self.branch == MAIN_BRANCH
-
-    @property
-    def branch_path(self) -> str:
-        """The directory holding this branch's snapshot/, schema/ and tag/ (the table's for main)."""
-        return branch_path(self.path, self.branch)
-
-    @property
-    def name(self) -> str:
-        return self.location.name
-
-    @property
-    def path(self) -> str:
-        return self.location.path
-
-    @property
-    def file_io(self) -> FileIO:
-        return self.location.file_io
-
-    @cached_property
-    def schemas(self) -> SchemaManager:
-        return SchemaManager(self.file_io, self.branch_path, None if self.is_main else self.path)
-
-    @cached_property
-    def snapshots(self) -> SnapshotManager:
-        return SnapshotManager(self.file_io, self.branch_path)
-
-    @cached_property
-    def tags(self) -> TagManager:
-        return TagManager(self.file_io, self.branch_path)
-
-    def manifests(self) -> ManifestIO:
-        from core.manifest import ManifestIO  # fastavro: not for commands that read snapshots only
-
-        return ManifestIO(self.file_io, self.path, self.schema.core_options.manifest_compression)
-
-    def exists(self) -> bool:
-        return bool(self.schemas.list_ids())
-
-    @property
-    def schema(self) -> TableSchema:
-        """The latest schema (re-read on every access: another process may have altered it)."""
-        return self.schemas.require_latest(self.name)
-
-    def latest_snapshot(self) -> Snapshot | None:
-        return self.snapshots.latest()
+class Table(TableHandle):
+    """A table with its operations as methods (``core.ops``)."""
 
     # ---- operations ----------------------------------------------------------------
     def write(self, data: Any, *, mode: str = "append", row_kind_column: str | None = None,
@@ -190,7 +88,7 @@ class Table:
         from dataclasses import replace
 
         from core.engines import EngineSettings, choose_engine
-        from core.engines.spark_stream import read_stream
+        from core.ops.spark_stream import read_stream
         from core.ops.follow import resolve_settings
 
         settings = resolve_settings(self.schema.options, mode=mode, snapshot_id=snapshot_id,

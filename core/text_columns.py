@@ -15,6 +15,7 @@ needed by commands that print no rows.
 
 from __future__ import annotations
 
+import decimal
 import json
 from typing import Callable
 
@@ -24,7 +25,8 @@ import pyarrow.compute as pc
 
 from core.arrow_values import boolean_array, boolean_scalar, numpy_bools, numpy_values, string_array
 from core.arrow_values import string_scalar as _lit
-from core.text_values import json_value, python_values, text_value
+from core.text_values import (TextValueError, check_float_range, decode_value, first_bad, json_value, python_values,
+                               text_value)
 
 # Every character Python's ``str.strip()`` removes (``str.isspace``), for RE2: a CSV field
 # with one at either end is quoted, as ``text_values.csv_field`` does.
@@ -462,3 +464,67 @@ def base64_column(text: pa.Array, t: pa.DataType) -> pa.Array | None:
                                                              pa.py_buffer(np.ascontiguousarray(decoded[keep]))],
                                    null_count=text.null_count)
     return binary if t == pa.binary() else binary.cast(t)
+
+
+# ---- decoding: a CSV or JSON column of text into its type -------------------------------------
+def _fast_cast(col: pa.Array, t: pa.DataType) -> pa.Array | None:
+    """Arrow's own cast from text when it parses exactly our encoding; None to decode in Python."""
+    plain = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) \
+        or pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_boolean(t)
+    if not plain or not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        return None
+    try:
+        return pc.cast(col, t, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None  # e.g. 6 digits for a millisecond column: the Python path checks them
+
+
+def _plain_cast(col: pa.Array, t: pa.DataType) -> pa.Array | None:
+    """A column JSON gave a non-text type (numbers, booleans, timestamps the reader inferred)
+    cast to ``t`` when nothing is lost; None to decode in Python."""
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return None
+    try:
+        return pc.cast(col, t, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+
+
+def decode_column(col: pa.Array | pa.ChunkedArray, t: pa.DataType) -> pa.Array:
+    """A column as read from CSV text or JSON -> type ``t``.
+
+    Raises:
+        TextValueError: the first value that does not decode, with its index.
+    """
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    if col.type == t:
+        return col
+    if pa.types.is_null(col.type):
+        return pa.nulls(len(col), t)
+    text = pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+    nested = pa.types.is_list(col.type) or pa.types.is_struct(col.type) or pa.types.is_map(col.type)
+    converted = _fast_cast(col, t) if text else None if nested else _plain_cast(col, t)
+    if converted is None and text and (pa.types.is_binary(t) or pa.types.is_large_binary(t)):
+        converted = base64_column(col.cast(pa.string()), t)
+    if converted is not None:
+        check_float_range(col, converted)
+        return converted
+    values = col.to_pylist()
+    out = []
+    for i, v in enumerate(values):
+        try:
+            out.append(decode_value(v, t))
+        except (ValueError, TypeError, OverflowError, decimal.InvalidOperation) as e:
+            raise TextValueError(i, str(e) or type(e).__name__) from None
+    try:
+        converted = pa.array(out, type=t)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
+        from core.value_range import first_misfit  # the error path only: it imports pyarrow
+
+        found = first_misfit(out, t)  # a range lakectl can explain (Arrow's words do not name the value)
+        if found is not None:
+            raise TextValueError(*found) from None
+        raise TextValueError(first_bad(out, t), str(e).splitlines()[0]) from None
+    check_float_range(col, converted)
+    return converted

@@ -280,81 +280,6 @@ def decode_value(value: Any, t: pa.DataType) -> Any:
     raise ValueError(f"no text encoding for type {t}")
 
 
-def _fast_cast(col: pa.Array, t: pa.DataType) -> pa.Array | None:
-    """Arrow's own cast from text when it parses exactly our encoding; None to decode in Python."""
-    import pyarrow as pa
-
-    plain = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) \
-        or pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_boolean(t)
-    if not plain or not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
-        return None
-    import pyarrow.compute as pc  # not at import: output.py (every command) imports this module
-
-    try:
-        return pc.cast(col, t, safe=True)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None  # e.g. 6 digits for a millisecond column: the Python path checks them
-
-
-def _plain_cast(col: pa.Array, t: pa.DataType) -> pa.Array | None:
-    """A column JSON gave a non-text type (numbers, booleans, timestamps the reader inferred)
-    cast to ``t`` when nothing is lost; None to decode in Python."""
-    import pyarrow as pa
-
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return None
-    import pyarrow.compute as pc
-
-    try:
-        return pc.cast(col, t, safe=True)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return None
-
-
-def decode_column(col: pa.Array | pa.ChunkedArray, t: pa.DataType) -> pa.Array:
-    """A column as read from CSV text or JSON -> type ``t``.
-
-    Raises:
-        TextValueError: the first value that does not decode, with its index.
-    """
-    import pyarrow as pa
-
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-    if col.type == t:
-        return col
-    if pa.types.is_null(col.type):
-        return pa.nulls(len(col), t)
-    text = pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
-    nested = pa.types.is_list(col.type) or pa.types.is_struct(col.type) or pa.types.is_map(col.type)
-    converted = _fast_cast(col, t) if text else None if nested else _plain_cast(col, t)
-    if converted is None and text and (pa.types.is_binary(t) or pa.types.is_large_binary(t)):
-        from core.text_columns import base64_column
-
-        converted = base64_column(col.cast(pa.string()), t)
-    if converted is not None:
-        _check_float_range(col, converted)
-        return converted
-    values = col.to_pylist()
-    out = []
-    for i, v in enumerate(values):
-        try:
-            out.append(decode_value(v, t))
-        except (ValueError, TypeError, OverflowError, decimal.InvalidOperation) as e:
-            raise TextValueError(i, str(e) or type(e).__name__) from None
-    try:
-        converted = pa.array(out, type=t)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
-        from core.value_range import first_misfit  # the error path only: it imports pyarrow
-
-        found = first_misfit(out, t)  # a range lakectl can explain (Arrow's words do not name the value)
-        if found is not None:
-            raise TextValueError(*found) from None
-        raise TextValueError(_first_bad(out, t), str(e).splitlines()[0]) from None
-    _check_float_range(col, converted)
-    return converted
-
-
 def first_float_overflow(source: pa.Array | pa.ChunkedArray, converted: pa.Array | pa.ChunkedArray) -> int | None:
     """The index of the first finite ``source`` number that became an infinity in the
     floating-point column ``converted`` (1e39 in a FLOAT), or None.
@@ -384,13 +309,13 @@ def float_overflow_message(value: Any, t: pa.DataType) -> str:
     return f"{value} is out of range for {name} (it would be stored as Infinity)"
 
 
-def _check_float_range(source: pa.Array, converted: pa.Array) -> None:
+def check_float_range(source: pa.Array, converted: pa.Array) -> None:
     bad = first_float_overflow(source, converted)
     if bad is not None:
         raise TextValueError(bad, float_overflow_message(source[bad].as_py(), converted.type))
 
 
-def _first_bad(values: list[Any], t: pa.DataType) -> int:
+def first_bad(values: list[Any], t: pa.DataType) -> int:
     import pyarrow as pa
 
     for i, v in enumerate(values):

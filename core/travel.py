@@ -14,7 +14,7 @@ from core.options import parse_int
 
 if TYPE_CHECKING:
     from core.snapshot import Snapshot
-    from core.table import Table
+    from core.table_handle import TableHandle
 
 
 def parse_timestamp(text: str) -> int:
@@ -32,7 +32,7 @@ def parse_timestamp(text: str) -> int:
     return int(moment.timestamp() * 1000)
 
 
-def choose_snapshot(table: Table, *, snapshot_id: int | None = None, timestamp: str | None = None,
+def choose_snapshot(table: TableHandle, *, snapshot_id: int | None = None, timestamp: str | None = None,
                     tag: str | None = None) -> Snapshot | None:
     """The snapshot the flags name; with none, what the table's ``scan.*`` options name."""
     given = [x is not None for x in (snapshot_id, timestamp, tag)]
@@ -47,7 +47,7 @@ def choose_snapshot(table: Table, *, snapshot_id: int | None = None, timestamp: 
     return _snapshot_of_options(table)
 
 
-def _at_or_before(table: Table, timestamp: str) -> Snapshot:
+def _at_or_before(table: TableHandle, timestamp: str) -> Snapshot:
     """The newest snapshot at or before ``timestamp``; a refusal echoes the time as typed
     (an ISO time stays ISO, not the epoch millis it was turned into)."""
     try:
@@ -59,7 +59,7 @@ def _at_or_before(table: Table, timestamp: str) -> Snapshot:
                             "(its first commit is later)") from None
 
 
-def snapshot_id_of(table: Table, *, snapshot_id: int | None = None, timestamp: str | None = None,
+def snapshot_id_of(table: TableHandle, *, snapshot_id: int | None = None, timestamp: str | None = None,
                    tag: str | None = None) -> int | None:
     """The id the flags name (None when none is given: the command's own default). A time
     before the first snapshot names nothing: not found."""
@@ -73,7 +73,7 @@ def snapshot_id_of(table: Table, *, snapshot_id: int | None = None, timestamp: s
     return snapshot.id
 
 
-def _snapshot_of_options(table: Table) -> Snapshot | None:
+def _snapshot_of_options(table: TableHandle) -> Snapshot | None:
     """A batch read with no snapshot flag reads what the table's ``scan.*`` options name, as
     in Paimon: ``scan.snapshot-id``, ``scan.timestamp-millis`` or ``scan.tag-name``, or the
     latest COMPACT snapshot for ``scan.mode=compacted-full``; else the latest snapshot."""

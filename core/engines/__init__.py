@@ -9,34 +9,15 @@ small local work never start a JVM.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from core.errors import UsageError
+from core.engines.settings import (DEFAULT_MASTER, DEFAULT_SPARK_THRESHOLD, ENGINES, EngineSettings,
+                                   ProgressCallback)
 
 log = logging.getLogger(__name__)
 
-ENGINES = ("auto", "local", "spark")
-DEFAULT_MASTER = "local[*]"
-DEFAULT_SPARK_THRESHOLD = 256 << 20  # bytes of input or table data above which auto picks Spark
-
-# progress(done, total, description): engines report long work through this; None = silent.
-ProgressCallback = Callable[[int, int, str], None]
-
-
-@dataclass(frozen=True, slots=True)
-class EngineSettings:
-    """How to run data-moving work; filled from flags, environment and config by the CLI."""
-
-    engine: str = "auto"
-    master: str | None = None  # where Spark runs when it runs; None = local[*]. auto still decides by size
-    spark_conf: dict[str, str] = field(default_factory=dict)
-    spark_threshold: int = DEFAULT_SPARK_THRESHOLD
-    progress: ProgressCallback | None = None
-
-    def __post_init__(self) -> None:
-        if self.engine not in ENGINES:
-            raise UsageError(f"--engine {self.engine!r} must be one of {', '.join(ENGINES)}")
+__all__ = ["DEFAULT_MASTER", "DEFAULT_SPARK_THRESHOLD", "ENGINES", "EngineSettings", "ProgressCallback",
+           "choose_engine", "engine_choice"]
 
 
 def choose_engine(settings: EngineSettings | None, data_bytes: int = 0) -> tuple[Any, str]:

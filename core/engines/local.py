@@ -26,16 +26,15 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import islice
-from typing import Callable, Iterator, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence, TypeVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from core.commit import CommitMessage
-from core.engines import ProgressCallback
+from core.engines.settings import ProgressCallback
 from core.fileio import FileIO
-from core.kernels.compact import CompactTask, compact_bucket
 from core.kernels.delete import MatchingRows, matching_parts
 from core.kernels.read import ReadSplit, read_split
 from core.kernels.write import WriteJob, write_bucket
@@ -44,6 +43,9 @@ from core.schema import TableSchema
 from core.sources import BATCH_ROWS, InputFile, InputFiles, read_inputs
 from core.tempdirs import spill_prefix, sweep
 from core.write_buffer import GroupKey, Routed, WriteBuffer, route
+
+if TYPE_CHECKING:
+    from core.kernels.compact import CompactTask
 
 
 T = TypeVar("T")
@@ -132,8 +134,10 @@ class LocalEngine:
         return self._in_order(lambda split: read_split(split, read_schema, schemas, file_io), splits,
                               "reading splits")
 
-    def compact(self, tasks: Sequence[CompactTask], file_io: FileIO) -> list[CommitMessage]:
+    def compact(self, tasks: Sequence["CompactTask"], file_io: FileIO) -> list[CommitMessage]:
         """Run the compaction kernel per bucket."""
+        from core.kernels.compact import compact_bucket  # not loaded by an engine that only writes or reads
+
         return list(self._in_order(lambda task: compact_bucket(task, file_io), tasks, "compacting buckets"))
 
     def run_tasks(self, work: Callable[[T], R], tasks: Sequence[T], what: str) -> list[R]:

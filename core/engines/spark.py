@@ -39,7 +39,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 import core
 from core import errors, pandas_probe
 from core.commit import CommitMessage
-from core.engines import ProgressCallback
+from core.engines.settings import ProgressCallback
 from core.errors import InvalidDataError, LakectlError, NotFoundError, UsageError
 from core.fileio import FileIO
 from core.kernels.delete import MatchingRows
@@ -472,7 +472,7 @@ class SparkEngine:
         API becomes a DataFrame first; a delete's ``MatchingRows`` are read and routed on the
         executors (``_routed_matches``)."""
         if job.assigner is not None:
-            from core.ops.write import DYNAMIC_NOT_ON_SPARK
+            from core.dynamic_bucket import DYNAMIC_NOT_ON_SPARK
 
             raise UsageError(DYNAMIC_NOT_ON_SPARK)
         if isinstance(data, MatchingRows):
@@ -612,7 +612,7 @@ class SparkEngine:
 
         def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             from core.kernels.read import read_split
-            from core.predicate import parse_where
+            from core.where import parse_where
 
             predicate = parse_where(where, read_schema.fields) if where else None
             for batch in batches:

@@ -17,21 +17,19 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from core.fileio import FileIO, join
-from core.kernels.read import read_file
+from core.kernels.data_file import read_file
 from core.kernels.records import (DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_AFTER, UPDATE_BEFORE, retract_kinds,
                                   VALUE_KIND, alive, key_columns_sorted)
 from core.types import arrow_field
 from core.kernels.merge import MergeEngine, segment_starts
+from core.kernels.write_task import WriteTask
 
-if TYPE_CHECKING:
-    from core.kernels.write import WriteTask
 
 _OLD = "_LAKECTL_OLD"  # marks the records of the state before while they are sorted together
 
@@ -156,7 +154,7 @@ class FileCache:
 LOOKUP_CACHE = FileCache()
 
 
-def old_records(task: "WriteTask", file_io: FileIO, *, keys_of: pa.Table | None = None,
+def old_records(task: WriteTask, file_io: FileIO, *, keys_of: pa.Table | None = None,
                 level: int | None = None) -> pa.Table:
     """The records of the bucket's files before this write (``task.lookup_files``, read through
     the lookup cache), those of one ``level`` only if given, restricted to the keys of
@@ -185,7 +183,7 @@ def physical_records(schema) -> pa.Schema:
                      + [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
 
 
-def lookup_changelog(task: "WriteTask", written: pa.Table, engine: MergeEngine, file_io: FileIO) -> pa.Table:
+def lookup_changelog(task: WriteTask, written: pa.Table, engine: MergeEngine, file_io: FileIO) -> pa.Table:
     """The changelog of a write: ``written`` (the folded new records of one bucket) against
     what the bucket's files held for those keys."""
     old = old_records(task, file_io, keys_of=written).cast(written.schema)

@@ -43,7 +43,8 @@ from core.deletion_vectors import (DeletionFile, bitmap_class, deleted_mask, rea
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
 from core.kernels import stream_merge
-from core.kernels.read import read_file, run_files
+from core.kernels.data_file import read_file
+from core.kernels.read import run_files
 from core.kernels.changelog import changes, tagged_sort
 from core.kernels.merge import MergeEngine
 from core.index_manifest import IndexFileMeta

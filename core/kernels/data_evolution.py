@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from core.errors import CorruptMetadataError, UnsupportedTableError
 from core.fileio import FileIO, join
+from core.kernels.data_file import read_file
 from core.manifest import DataFileMeta
 from core.schema import TableSchema
 from core.types import DataField, arrow_field
@@ -75,8 +76,6 @@ def file_field_ids(meta: DataFileMeta, file_schema: TableSchema) -> set[int]:
 def _read_group(group: list[DataFileMeta], read_fields: Sequence[DataField], bucket_dir: str,
                 schemas: Mapping[int, TableSchema], file_io: FileIO) -> pa.Table:
     """One row-id range: each read column from the newest file of ``group`` holding it."""
-    from core.kernels.read import read_file  # read imports this module for its hook
-
     source: dict[int, int] = {}  # read field id -> index of the file it comes from
     for i, meta in enumerate(group):  # newest first, so the first holder wins
         for fid in file_field_ids(meta, schemas[meta.schema_id]):

@@ -23,7 +23,7 @@ from core.default_values import fill_defaults
 from core.fileio import FileIO
 from core.kernels.read import ReadSplit, read_split
 from core.kernels.write import WriteTask, write_bucket
-from core.predicate import Predicate, parse_where
+from core.predicate import Predicate
 from core.rows import prepare_rows
 from core.schema import TableSchema
 
@@ -45,6 +45,8 @@ def matching_parts(rows: MatchingRows, parts: Iterable[pa.Table]) -> Iterator[pa
     """The matching rows of each part read from ``rows.splits``, with the ``-D`` kind column
     (empty parts dropped). The whole rows go into the -D records, not only the keys, as
     Paimon's Spark DELETE writes them: the input changelog producer stores them as they are."""
+    from core.where import parse_where  # sqlglot: loaded by a delete, not by every engine's import
+
     predicate = parse_where(rows.where, rows.read_schema.fields)
     for part in parts:
         part = part.filter(predicate.to_arrow())

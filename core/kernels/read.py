@@ -8,30 +8,26 @@ merge engine (``core.kernels.merge``), and keys whose merged record is -U/-D dis
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from core import binary_row, formats
+from core import binary_row
 from core.kernels import data_evolution
-from core.arrow_values import boolean_array
+from core.kernels.data_file import read_file
 from core.default_values import fill_defaults
-from core.deletion_vectors import DeletionFile, deleted_mask, read_vector
-from core.errors import CorruptMetadataError
+from core.deletion_vectors import DeletionFile
 from core.fileio import FileIO, join
 from core.kernels.records import KIND_NAMES, SEQUENCE_NUMBER, VALUE_KIND, alive
 from core.kernels import stream_merge
 from core.kernels.merge import MergeEngine
 from core.manifest import DataFileMeta, sorted_runs
 from core.kernels.key_prune import keep_matching_keys, key_condition
-from core.predicate import ColumnRange, Predicate
+from core.predicate import Predicate
 from core.schema import TableSchema
-from core.types import DataField, arrow_field, parse_type, timestamps_from_counts, to_arrow
+from core.types import arrow_field, to_arrow
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,174 +61,6 @@ class ReadSplit:
             if name == meta.file_name:
                 return deletion
         return None
-
-
-def _file_columns(read_fields: Sequence[DataField], file_schema: TableSchema) -> dict[int, DataField]:
-    """Read field id -> the field as the file's own schema names and types it."""
-    by_id = {f.id: f for f in file_schema.fields}
-    return {f.id: by_id[f.id] for f in read_fields if f.id in by_id}
-
-
-def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fields: Sequence[DataField],
-              file_io: FileIO, *, system_columns: bool, row_filter: Predicate | None = None,
-              deletion: DeletionFile | None = None, needed: frozenset[str] | None = None) -> pa.Table:
-    """Read one data file and present it in ``read_fields`` (plus seq/kind if asked); with a
-    ``row_filter``, only the row groups whose stats may satisfy it; with a ``deletion``
-    vector, without the rows it marks deleted; with ``needed``, only those read fields are
-    read (the others are null).
-
-    Raises:
-        CorruptMetadataError: the file is missing or unreadable, or holds a timestamp outside
-            the years a nanosecond column can hold (1677-2262) in a column that is read.
-    """
-    mapping = _file_columns([f for f in read_fields if needed is None or f.name in needed], file_schema)
-    wanted = [mapping[f.id].name for f in read_fields if f.id in mapping]
-    if system_columns:
-        wanted += [SEQUENCE_NUMBER, VALUE_KIND]
-    try:
-        table, group_rows, groups = _read_columns(path, meta, file_io, wanted, row_filter, read_fields, mapping)
-        if deletion is not None:
-            table = _without_deleted(table, group_rows, groups, read_vector(file_io, deletion))
-    except FileNotFoundError as e:
-        raise CorruptMetadataError(f"data file {path} listed in a manifest is missing") from e
-    except (ValueError, OSError) as e:  # pa.ArrowInvalid is a ValueError
-        raise CorruptMetadataError(f"cannot read data file {path}: {e}") from e
-    columns, fields = [], []
-    for f in read_fields:
-        target = arrow_field(f)
-        if f.id in mapping:
-            col = table.column(mapping[f.id].name)
-            if col.type != target.type:
-                counted = timestamps_from_counts(col.type, target.type)
-                if counted != col.type:
-                    col = col.cast(counted)
-                try:
-                    col = pc.cast(col, target.type)
-                except pa.ArrowInvalid as e:
-                    if not pa.types.is_timestamp(target.type):
-                        raise
-                    raise CorruptMetadataError(_out_of_range(path, f.name, str(e))) from None
-        else:
-            col = pa.nulls(table.num_rows, target.type)
-        columns.append(col)
-        fields.append(target.with_nullable(True))
-    if system_columns:
-        columns += [pc.cast(table.column(SEQUENCE_NUMBER), pa.int64()), pc.cast(table.column(VALUE_KIND), pa.int8())]
-        fields += [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())]
-    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
-
-
-def _out_of_range(path: str, column: str, detail: str) -> str:
-    return (f"cannot read column {column} of data file {path}: it holds a timestamp outside 1677-09-21 to "
-            f"2262-04-11, which lakectl cannot hold with nanoseconds ({detail.splitlines()[0]}); "
-            f"read the other columns with --select")
-
-
-def _check_int96_range(source: Any, parquet: pq.ParquetFile, table: pa.Table, path: str) -> None:
-    """Refuse a read of a Parquet INT96 column holding a value pyarrow wraps into a wrong date."""
-    found = formats.int96_out_of_range(source, parquet, table.column_names)
-    if found is not None:
-        raise CorruptMetadataError(_out_of_range(path, found[0], f"e.g. {found[1]}"))
-
-
-def _without_deleted(table: pa.Table, group_rows: list[int], groups: list[int] | None, deleted: Any) -> pa.Table:
-    """``table`` (all row groups, or ``groups`` of them; ``group_rows`` the rows of each row
-    group of the file) minus the rows at deleted positions."""
-    if not len(deleted):
-        return table
-    mask = deleted_mask(deleted, sum(group_rows))
-    if groups is not None:
-        starts = np.cumsum([0] + group_rows)
-        mask = np.concatenate([mask[starts[g]:starts[g + 1]] for g in groups]) if groups else mask[:0]
-    # not pa.array(~mask): pyarrow's first conversion of a numpy array imports pandas
-    return table.filter(boolean_array(~mask))
-
-
-def _read_columns(path: str, meta: DataFileMeta, file_io: FileIO, wanted: Sequence[str],
-                  row_filter: Predicate | None, read_fields: Sequence[DataField],
-                  mapping: Mapping[int, DataField]) -> tuple[pa.Table, list[int], list[int] | None]:
-    """The ``wanted`` columns of a data file in the types its format gives them, the rows of
-    each of the file's row groups, and the row groups read (None: all). The format is the
-    file's extension: ``file.format`` may have changed since the file was written."""
-    fmt = formats.format_of(meta.file_name)
-    if fmt is None:
-        raise ValueError(f"unknown data file format of {meta.file_name} (lakectl reads "
-                         f"{', '.join(formats.FORMATS)} files)")
-    if file_io.local:
-        source: str | io.BytesIO = path
-    else:
-        # One GET for the whole file: cheaper on object stores than ranged reads of each
-        # column chunk.
-        with file_io.open_input(path) as fh:
-            source = io.BytesIO(fh.read())
-    if fmt in ("orc", "avro"):
-        types = {mapping[f.id].name: mapping[f.id].type for f in read_fields if f.id in mapping}
-        types.update({SEQUENCE_NUMBER: parse_type("BIGINT NOT NULL"), VALUE_KIND: parse_type("TINYINT NOT NULL")})
-        columns = {c: types[c] for c in wanted}
-        if fmt == "orc":
-            table = formats.read_orc(source, columns)
-        elif isinstance(source, str):
-            with open(source, "rb") as fh:
-                table = formats.read_avro(fh, columns)
-        else:
-            table = formats.read_avro(source, columns)
-        return table, [table.num_rows], None
-    # Row groups are pruned by their stats in Parquet files only.
-    with pq.ParquetFile(source) as parquet:
-        metadata = parquet.metadata
-        group_rows = [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
-        if row_filter is None:
-            table, groups = parquet.read(columns=list(wanted)), None
-        else:
-            groups = matching_row_groups(parquet, row_filter, read_fields, mapping)
-            table = parquet.read_row_groups(groups, columns=list(wanted))
-        _check_int96_range(source, parquet, table, path)
-        return table, group_rows, groups
-
-
-# Types whose Parquet min/max come back from pyarrow in the form ``ColumnRange`` holds (that of
-# ``as_py()``). Floats are left out: Parquet's min/max skip NaN, which ``<>`` matches.
-def _prunable(t: pa.DataType) -> bool:
-    return (pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_binary(t)
-            or pa.types.is_fixed_size_binary(t) or pa.types.is_boolean(t) or pa.types.is_date32(t)
-            or pa.types.is_decimal(t) or pa.types.is_timestamp(t) or pa.types.is_time(t))
-
-
-def matching_row_groups(parquet: pq.ParquetFile, row_filter: Predicate, read_fields: Sequence[DataField],
-                        mapping: Mapping[int, DataField]) -> list[int]:
-    """Indices of the row groups whose column stats may satisfy ``row_filter``.
-
-    Stats are used only for a filtered column whose type in the file is the type it is read
-    in (a widened column's old stats would compare in the old type); any other column is
-    unknown to the predicate, which then keeps the row group."""
-    file_types = parquet.schema_arrow
-    metadata = parquet.metadata
-    # Top-level primitive columns are the leaves whose path is their name.
-    positions = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
-    columns: dict[str, int] = {}  # read name -> Parquet leaf column index
-    for f in read_fields:
-        if f.name not in row_filter.columns or f.id not in mapping:
-            continue
-        name = mapping[f.id].name
-        target = to_arrow(f.type)
-        if name in positions and file_types.field(name).type == target and _prunable(target):
-            columns[f.name] = positions[name]
-    if not columns:
-        return list(range(metadata.num_row_groups))
-    kept = []
-    for g in range(metadata.num_row_groups):
-        group = metadata.row_group(g)
-        ranges = {}
-        for read_name, index in columns.items():
-            st = group.column(index).statistics
-            if st is None:
-                continue
-            nulls = st.null_count if st.has_null_count else None
-            lo, hi = (st.min, st.max) if st.has_min_max else (None, None)
-            ranges[read_name] = ColumnRange(lo, hi, nulls, group.num_rows)
-        if row_filter.may_match(ranges):
-            kept.append(g)
-    return kept
 
 
 def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],

@@ -33,6 +33,7 @@ from core.deletion_vectors import DeletionFile
 from core.fileio import FileIO, join
 from core.kernels.records import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, retract_kinds
 from core.kernels.changelog import lookup_changelog, old_records, overwrite_changelog, without_existing_keys
+from core.kernels.write_task import WriteTask
 from core.kernels.merge import MergeEngine
 from core.manifest import FILE_SOURCE_APPEND, DataFileMeta
 from core.options import parse_size
@@ -40,36 +41,6 @@ from core.schema import TableSchema
 from core.types import DataType, arrow_field, map_timestamps, parse_type
 
 _SIZE_SAMPLE_ROWS = 65536  # rows encoded to measure bytes per row when rolling on the Parquet size
-
-
-@dataclass(frozen=True, slots=True)
-class WriteTask:
-    """Everything a write kernel needs besides the rows; small and picklable."""
-
-    table_path: str
-    schema: TableSchema
-    partition: bytes
-    partition_dir: str  # "dt=2024-01-01" or "" for unpartitioned tables
-    bucket: int
-    total_buckets: int
-    start_sequence: int
-    # changelog-producer=lookup: the bucket's live files before this write, and the schemas
-    # they were written with, to look up what each written key was before.
-    lookup_files: tuple[DataFileMeta, ...] = ()
-    schemas: dict[int, TableSchema] | None = field(default=None, hash=False)
-    overwrite: bool = False  # the write replaces the bucket's records (INSERT OVERWRITE)
-    # Deletion vectors of lookup files: the rows they mark are not looked up.
-    deletion_files: tuple[tuple[str, DeletionFile], ...] = ()
-
-    @property
-    def bucket_dir(self) -> str:
-        return join(self.table_path, self.partition_dir, f"bucket-{self.bucket}")
-
-    def deletion(self, meta: DataFileMeta) -> DeletionFile | None:
-        for name, deletion in self.deletion_files:
-            if name == meta.file_name:
-                return deletion
-        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,14 +24,14 @@ from core.manifest import ADD, ManifestEntry, read_entries
 from core.ops.schemas import column_text, describe_changes
 from core.ops.check import require_manifest_lists
 from core.schema import TableSchema
-from core.table import Table
+from core.table_handle import TableHandle
 from core.types import DataField
 
 log = logging.getLogger(__name__)
 
 
 # ---- proving a column null-free --------------------------------------------------------------
-def _referenced_files(table: Table) -> list[ManifestEntry]:
+def _referenced_files(table: TableHandle) -> list[ManifestEntry]:
     """Every data and changelog file entry any snapshot or tag can reach (ADDs, deduplicated)."""
     lists: set[str] = set()
     snaps = [table.snapshots.snapshot(i) for i in table.snapshots.list_ids()]
@@ -58,7 +58,7 @@ def _null_count(entry: ManifestEntry, file_schema: TableSchema, field_id: int) -
     return counts[covered.index(name)]
 
 
-def check_null_free(table: Table, fields: Sequence[DataField]) -> None:
+def check_null_free(table: TableHandle, fields: Sequence[DataField]) -> None:
     """Prove that no row any snapshot or tag can read holds a null in ``fields``.
 
     Raises:
@@ -121,7 +121,7 @@ def _same(a: TableSchema, b: TableSchema) -> bool:
         (b.fields, b.highest_field_id, b.primary_keys, dict(b.options), b.comment)
 
 
-def alter(table: Table, changes: Sequence[SchemaChange], *, dry_run: bool = False) -> AlterResult:
+def alter(table: TableHandle, changes: Sequence[SchemaChange], *, dry_run: bool = False) -> AlterResult:
     """Apply ``changes`` to the latest schema and publish it as one new ``schema-N``.
 
     Args:

@@ -42,97 +42,15 @@ import datetime as dt
 import logging
 import re
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Callable
 
 from core.errors import LakectlError, NotFoundError, TagExistsError, UsageError
-from core.options import parse_bool, parse_duration, parse_int
+from core.options import parse_bool
 from core.snapshot import Snapshot
-from core.table import Table
+from core.table_handle import TableHandle
+from core.tag_options import EPOCH, BATCH_TAG_PREFIX, LONG_MIN, AutoTagOptions, auto_tag_options
 
 log = logging.getLogger(__name__)
-
-MODES = ("none", "process-time", "watermark", "batch")
-PERIODS = ("daily", "hourly", "two-hours")
-FORMATTERS = ("with_dashes", "without_dashes")
-BATCH_TAG_PREFIX = "batch-write-"
-LONG_MIN = -9223372036854775808  # Java's "no watermark" marker
-
-_PERIOD_LENGTH = {"daily": dt.timedelta(days=1), "hourly": dt.timedelta(hours=1),
-                  "two-hours": dt.timedelta(hours=2)}
-_EPOCH = dt.datetime(1970, 1, 1)
-
-
-@dataclass(frozen=True, slots=True)
-class AutoTagOptions:
-    """The tag.* options of Paimon 1.0's automatic tags, typed, with Java's defaults."""
-
-    mode: str = "none"
-    period: str = "daily"
-    delay: dt.timedelta = dt.timedelta(0)
-    formatter: str = "with_dashes"
-    num_retained_max: int | None = None
-    default_time_retained: dt.timedelta | None = None
-    automatic_completion: bool = False
-    watermark_zone: dt.tzinfo = dt.timezone.utc
-
-    @property
-    def period_length(self) -> dt.timedelta:
-        return _PERIOD_LENGTH[self.period]
-
-
-def _enum(options: Mapping[str, str], key: str, allowed: tuple[str, ...], default: str) -> str:
-    # Java reads enum options case-insensitively.
-    value = options.get(key, default).strip().lower()
-    if value not in allowed:
-        raise UsageError(f"option {key}={options[key]} must be one of {', '.join(allowed)}")
-    return value
-
-
-def auto_tag_options(options: Mapping[str, str]) -> AutoTagOptions:
-    """Read the tag.* options; UsageError naming the option whose value Java would refuse
-    (including a ``tag.creation-delay`` not shorter than one period, in the modes that use it)."""
-    mode = _enum(options, "tag.automatic-creation", MODES, "none")
-    period = _enum(options, "tag.creation-period", PERIODS, "daily")
-    formatter = _enum(options, "tag.period-formatter", FORMATTERS, "with_dashes")
-    delay = parse_duration(options.get("tag.creation-delay", "0 ms"), "option tag.creation-delay")
-    raw_max = options.get("tag.num-retained-max")
-    raw_ttl = options.get("tag.default-time-retained")
-    out = AutoTagOptions(
-        mode=mode, period=period, delay=delay, formatter=formatter,
-        num_retained_max=parse_int(raw_max, "tag.num-retained-max") if raw_max is not None else None,
-        default_time_retained=parse_duration(raw_ttl, "option tag.default-time-retained") if raw_ttl else None,
-        automatic_completion=parse_bool(options.get("tag.automatic-completion", "false"), "tag.automatic-completion"),
-        # Java reads the zone only for watermark mode's extractor.
-        watermark_zone=_zone(options.get("sink.watermark-time-zone", "UTC")) if mode == "watermark"
-        else dt.timezone.utc,
-    )
-    # TagPeriodHandler.validateDelay: Java refuses to build the committer otherwise.
-    if mode in ("process-time", "watermark") and not delay < out.period_length:
-        raise UsageError(f"option tag.creation-delay={options['tag.creation-delay']} must be shorter than one "
-                         f"tag.creation-period ({period})")
-    return out
-
-
-def _zone(text: str) -> dt.tzinfo:
-    """A Java ZoneId: a region (``Asia/Shanghai``), ``UTC``/``GMT``/``Z``, or an offset
-    (``+08:00``, ``GMT-08:00``, ``UTC+8``)."""
-    name = text.strip()
-    m = re.fullmatch(r"(?:UTC|GMT|UT)?([+-])(\d{1,2})(?::?(\d{2}))?", name)
-    if m:
-        sign = -1 if m.group(1) == "-" else 1
-        return dt.timezone(sign * dt.timedelta(hours=int(m.group(2)), minutes=int(m.group(3) or 0)))
-    if name in ("UTC", "GMT", "UT", "Z"):
-        return dt.timezone.utc
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise UsageError(f"option sink.watermark-time-zone={text} is not a time zone such as UTC, "
-                         "Asia/Shanghai or +08:00") from None
-
-
-# ---- TagPeriodHandler: tag names <-> period start times (naive local times) ----------------
 
 def tag_name(time: dt.datetime, opts: AutoTagOptions) -> str:
     """The name of the tag of the period starting at ``time`` (Java's ``timeToTag``)."""
@@ -174,7 +92,7 @@ def previous_period(time: dt.datetime, opts: AutoTagOptions) -> dt.datetime:
     """The start of the period before the one ``time`` falls in (``normalizeToPreviousTag``:
     Java floors the local time's millis, counted as if it were UTC, to the period)."""
     period = opts.period_length
-    floored = _EPOCH + ((time - _EPOCH) // period) * period
+    floored = EPOCH + ((time - EPOCH) // period) * period
     return floored - period
 
 
@@ -206,7 +124,7 @@ class AutoTagResult:
         return bool(self.created or self.deleted)
 
 
-def _auto_tags(table: Table, opts: AutoTagOptions) -> dict[int, list[str]]:
+def _auto_tags(table: TableHandle, opts: AutoTagOptions) -> dict[int, list[str]]:
     """snapshot id -> the auto tags (names in the period's format) on it."""
     out: dict[int, list[str]] = {}
     for name in table.tags.names():
@@ -227,7 +145,7 @@ def _one_auto_tag(names: list[str]) -> str:
     return names[0]
 
 
-def create_auto_tags(table: Table, opts: AutoTagOptions) -> tuple[list[tuple[str, int]], list[str]]:
+def create_auto_tags(table: TableHandle, opts: AutoTagOptions) -> tuple[list[tuple[str, int]], list[str]]:
     """TagAutoCreation.run for process-time and watermark modes: (created, deleted)."""
     period = opts.period_length
     tags = _auto_tags(table, opts)
@@ -266,7 +184,7 @@ def create_auto_tags(table: Table, opts: AutoTagOptions) -> tuple[list[tuple[str
     return created, deleted
 
 
-def _retain_auto_tags(table: Table, opts: AutoTagOptions, keep: int) -> list[str]:
+def _retain_auto_tags(table: TableHandle, opts: AutoTagOptions, keep: int) -> list[str]:
     """Delete the auto tags of the oldest snapshots until ``keep`` remain (manual tags stay)."""
     tags = _auto_tags(table, opts)
     out = []
@@ -277,7 +195,7 @@ def _retain_auto_tags(table: Table, opts: AutoTagOptions, keep: int) -> list[str
     return out
 
 
-def create_batch_tag(table: Table, opts: AutoTagOptions) -> tuple[list[tuple[str, int]], list[str]]:
+def create_batch_tag(table: TableHandle, opts: AutoTagOptions) -> tuple[list[tuple[str, int]], list[str]]:
     """Flink's BatchWriteGeneratorTagOperator: tag the latest snapshot ``batch-write-<its
     local commit date>`` (replacing a tag of that name), then keep ``tag.num-retained-max``
     tags of all kinds, deleting those of the oldest snapshots first (of one snapshot, the
@@ -296,7 +214,7 @@ def create_batch_tag(table: Table, opts: AutoTagOptions) -> tuple[list[tuple[str
     return [(name, latest.id)], deleted
 
 
-def _retain_all_tags(table: Table, keep: int) -> list[str]:
+def _retain_all_tags(table: TableHandle, keep: int) -> list[str]:
     mtimes = {s.path.rstrip("/").rsplit("/", 1)[-1][len("tag-"):]: s.mtime or 0
               for s in table.file_io.list_dir(table.tags.dir)}
     by_snapshot: dict[int, list[str]] = {}
@@ -316,7 +234,7 @@ def _retain_all_tags(table: Table, keep: int) -> list[str]:
     return out
 
 
-def expire_tags_by_time(table: Table, now: dt.datetime) -> list[str]:
+def expire_tags_by_time(table: TableHandle, now: dt.datetime) -> list[str]:
     """TagTimeExpire as a commit runs it: a tag with both a create time and its own
     ``tagTimeRetained`` is deleted once ``now`` (local) is past their sum. (Unlike
     ``lakectl expire-tags``, the table's tag.default-time-retained is not consulted.)"""
@@ -330,14 +248,14 @@ def expire_tags_by_time(table: Table, now: dt.datetime) -> list[str]:
     return out
 
 
-def _delete_quietly(table: Table, name: str) -> None:
+def _delete_quietly(table: TableHandle, name: str) -> None:
     try:
         table.tags.delete(name, check_name=False)
     except NotFoundError:
         pass  # deleted meanwhile
 
 
-def auto_tag_after_commit(table: Table, *, batch: bool = True,
+def auto_tag_after_commit(table: TableHandle, *, batch: bool = True,
                           now: Callable[[], dt.datetime] = dt.datetime.now) -> AutoTagResult | None:
     """The tag step after a commit (the caller skips it for ``write-only`` tables, as Java
     does): automatic creation by the table's mode, then expiration by time. ``batch``: the
@@ -368,7 +286,7 @@ def auto_tag_after_commit(table: Table, *, batch: bool = True,
     return result if result else None
 
 
-def run_quietly(table: Table, *, batch: bool = True) -> AutoTagResult | None:
+def run_quietly(table: TableHandle, *, batch: bool = True) -> AutoTagResult | None:
     """``auto_tag_after_commit`` for commits outside ``after_commit`` (compact, truncate,
     drop-partition): never raises over the committed data, logs instead."""
     try:

@@ -28,7 +28,7 @@ from core.fileio import join
 from core.ops.check import require_whole
 from core.schema import SchemaManager
 from core.snapshot import Snapshot, SnapshotManager
-from core.table import Table
+from core.table_handle import TableHandle
 from core.tag import TagManager
 
 
@@ -52,7 +52,7 @@ class BranchDeleteResult:
     leftover: bool = False  # it was what an interrupted create or delete left, not a branch
 
 
-def _info(table: Table, name: str) -> BranchInfo:
+def _info(table: TableHandle, name: str) -> BranchInfo:
     path = branch_path(table.path, name)
     snapshots = SnapshotManager(table.file_io, path)
     latest = snapshots.latest()
@@ -64,7 +64,7 @@ def _info(table: Table, name: str) -> BranchInfo:
 
 
 
-def create_branch(table: Table, name: str, *, tag: str | None = None, snapshot_id: int | None = None) -> BranchInfo:
+def create_branch(table: TableHandle, name: str, *, tag: str | None = None, snapshot_id: int | None = None) -> BranchInfo:
     """Create branch ``name`` of ``table`` (main) at a tag, a snapshot, or the latest snapshot.
 
     Raises:
@@ -108,7 +108,7 @@ def create_branch(table: Table, name: str, *, tag: str | None = None, snapshot_i
     return _info(table, name)
 
 
-def _source_snapshot(table: Table, tag: str | None, snapshot_id: int | None) -> Snapshot:
+def _source_snapshot(table: TableHandle, tag: str | None, snapshot_id: int | None) -> Snapshot:
     if tag is not None:
         return table.tags.snapshot(tag)
     if snapshot_id is not None:
@@ -119,12 +119,12 @@ def _source_snapshot(table: Table, tag: str | None, snapshot_id: int | None) -> 
     return latest
 
 
-def list_branches(table: Table) -> list[BranchInfo]:
+def list_branches(table: TableHandle) -> list[BranchInfo]:
     """The table's branches (main not included), by name."""
     return [_info(table, name) for name in branch_names(table)]
 
 
-def delete_branch(table: Table, name: str, *, dry_run: bool = False) -> BranchDeleteResult:
+def delete_branch(table: TableHandle, name: str, *, dry_run: bool = False) -> BranchDeleteResult:
     """Remove ``branch/branch-NAME``. Its snapshots' data files stay: main or other branches may
     share them, and those only the branch used become orphans for remove-orphan-files.
 
@@ -150,7 +150,7 @@ def _marker(command: str) -> bytes:
     return json.dumps({"command": f"branch {command}"}).encode("utf-8")
 
 
-def _remove_files(table: Table, name: str) -> None:
+def _remove_files(table: TableHandle, name: str) -> None:
     """Delete ``branch/branch-NAME``: schemas first, the UNFINISHED marker last, so the
     directory is never a whole branch on the way (and without a marker, no schema makes it
     none); its snapshots pin their files for expire and remove-orphan-files until they go.
@@ -182,7 +182,7 @@ class FastForwardResult:
     dry_run: bool
 
 
-def fast_forward(table: Table, name: str, *, dry_run: bool = False) -> FastForwardResult:
+def fast_forward(table: TableHandle, name: str, *, dry_run: bool = False) -> FastForwardResult:
     """Make main equal to branch ``name`` (Paimon's ``fastForward``): main's snapshots after the
     branch's earliest, its schemas after that snapshot's schema and its tags from that
     snapshot on are replaced by the branch's. The branch stays.
@@ -227,7 +227,7 @@ def fast_forward(table: Table, name: str, *, dry_run: bool = False) -> FastForwa
     return result
 
 
-def _plan_fast_forward(table: Table, branch: Table, dry_run: bool, latest_before: int | None) -> FastForwardResult:
+def _plan_fast_forward(table: TableHandle, branch: TableHandle, dry_run: bool, latest_before: int | None) -> FastForwardResult:
     """What fast-forward replaces; ``latest_before`` is main's latest when the (interrupted)
     first run began, if this is a rerun."""
     name = branch.branch
@@ -248,7 +248,7 @@ def _plan_fast_forward(table: Table, branch: Table, dry_run: bool, latest_before
                              tuple(t.name for t in main_tags), tuple(branch_tags), dry_run)
 
 
-def _carry_out_fast_forward(table: Table, branch: Table, plan: FastForwardResult) -> None:
+def _carry_out_fast_forward(table: TableHandle, branch: TableHandle, plan: FastForwardResult) -> None:
     fio = table.file_io
     start = table.snapshots.snapshot(plan.start_snapshot_id)
     for n in plan.snapshots_removed:  # newest first

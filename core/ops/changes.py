@@ -27,11 +27,11 @@ from core.kernels.read import ROW_KIND_COLUMN, ReadSplit, changes_schema
 from core.manifest import ADD, ManifestEntry, read_entries
 from core.ops.scan import ScanStream, filtered
 from core.kernels import data_evolution
-from core.options import READ, check_limit, check_options
-from core.predicate import parse_where
+from core.options import check_limit
+from core.option_rules import READ, check_options
 from core.schema import TableSchema
 from core.snapshot import COMPACT
-from core.table import Table
+from core.table_handle import TableHandle
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def parse_between(text: str) -> tuple[int, int]:
     return int(parts[0]), int(parts[1])
 
 
-def plan_changes(table: Table, start: int, end: int, *, streaming: bool = False) -> ChangesPlan:
+def plan_changes(table: TableHandle, start: int, end: int, *, streaming: bool = False) -> ChangesPlan:
     """The files holding the changes of snapshots ``start+1 .. end``. A batch incremental read
     skips level-0 files where batch scans do (``TableSchema.hides_level0``); a ``streaming``
     one (following) reads them, as Java's streaming follow-up scans do.
@@ -103,7 +103,7 @@ def plan_changes(table: Table, start: int, end: int, *, streaming: bool = False)
     return ChangesPlan(start, end, source, read_schema, schemas, tuple(splits))
 
 
-def _splits(table: Table, read_schema: TableSchema, entries: list[ManifestEntry],
+def _splits(table: TableHandle, read_schema: TableSchema, entries: list[ManifestEntry],
             schemas: dict[int, TableSchema]) -> list[ReadSplit]:
     groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
     for e in entries:
@@ -118,7 +118,7 @@ def _splits(table: Table, read_schema: TableSchema, entries: list[ManifestEntry]
     return out
 
 
-def changes_stream(table: Table, start: int, end: int, *, select: Sequence[str] | None = None,
+def changes_stream(table: TableHandle, start: int, end: int, *, select: Sequence[str] | None = None,
                    where: str | None = None, limit: int | None = None,
                    engine_settings: EngineSettings | None = None, streaming: bool = False) -> ScanStream:
     """The changes of snapshots ``start+1 .. end`` part by part as they are read (for stdout
@@ -129,7 +129,11 @@ def changes_stream(table: Table, start: int, end: int, *, select: Sequence[str] 
     plan = plan_changes(table, start, end, streaming=streaming)
     for name in select or ():
         plan.read_schema.field(name)  # raises UsageError naming the columns
-    predicate = parse_where(where, plan.read_schema.fields) if where is not None else None
+    predicate = None
+    if where is not None:
+        from core.where import parse_where  # sqlglot: only for a condition
+
+        predicate = parse_where(where, plan.read_schema.fields)
     engine, why = choose_engine(engine_settings, data_bytes=plan.data_bytes)
     log.info("engine: %s (%s); %d files of %s", engine.name, why, sum(len(s.files) for s in plan.splits),
              plan.source)
@@ -140,7 +144,7 @@ def changes_stream(table: Table, start: int, end: int, *, select: Sequence[str] 
     return ScanStream(schema, (p.cast(schema) for p in parts), engine.name)
 
 
-def changes(table: Table, start: int, end: int, *, select: Sequence[str] | None = None,
+def changes(table: TableHandle, start: int, end: int, *, select: Sequence[str] | None = None,
             where: str | None = None, limit: int | None = None,
             engine_settings: EngineSettings | None = None, streaming: bool = False) -> pa.Table:
     """``changes_stream`` as one table."""

@@ -23,7 +23,7 @@ from core.index_manifest import DELETION_VECTORS, index_dir, live_index_entries
 from core.manifest import ADD, DataFileMeta, ManifestEntry, merge_entries
 from core.schema import TableSchema
 from core.snapshot import Snapshot
-from core.table import Table
+from core.table_handle import TableHandle
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +52,7 @@ class CheckResult:
     ok: bool = True
 
 
-def check(table: Table, *, all_branches: bool = True) -> CheckResult:
+def check(table: TableHandle, *, all_branches: bool = True) -> CheckResult:
     """Verify ``table``; never writes. On main (with ``all_branches``) every branch is checked
     too: their snapshots share its files, and a user asking whether the table is sound means
     all of it. A branch's view checks that branch alone."""
@@ -77,7 +77,7 @@ def check(table: Table, *, all_branches: bool = True) -> CheckResult:
     return result
 
 
-def _check_branch(table: Table, result: CheckResult, checked_files: dict[str, int],
+def _check_branch(table: TableHandle, result: CheckResult, checked_files: dict[str, int],
                   manifest_cache: dict[str, list | None]) -> None:
     """The schemas, snapshots, tags and hints of one branch (main or another); what it finds
     is labelled with the branch."""
@@ -88,7 +88,7 @@ def _check_branch(table: Table, result: CheckResult, checked_files: dict[str, in
         result.warnings[warnings:] = [replace(w, branch=table.branch) for w in result.warnings[warnings:]]
 
 
-def _check_branch_files(table: Table, result: CheckResult, checked_files: dict[str, int],
+def _check_branch_files(table: TableHandle, result: CheckResult, checked_files: dict[str, int],
                         manifest_cache: dict[str, list | None]) -> None:
     schemas = _check_schemas(table, result)
     for sid in table.snapshots.list_ids():
@@ -114,7 +114,7 @@ def _check_branch_files(table: Table, result: CheckResult, checked_files: dict[s
     _check_hints(table, result)
 
 
-def interrupted_branch_commands(table: Table) -> list[Problem]:
+def interrupted_branch_commands(table: TableHandle) -> list[Problem]:
     """What killed branch commands left (``core/branch.py``): leftover branch directories, and
     main half-way through a fast-forward. Each names the command that clears it."""
     out = [Problem("branch", branch_path(table.path, name),
@@ -130,7 +130,7 @@ def interrupted_branch_commands(table: Table) -> list[Problem]:
     return out
 
 
-def require_whole(table: Table, snap: Snapshot, what: str) -> None:
+def require_whole(table: TableHandle, snap: Snapshot, what: str) -> None:
     """Refuse to build on ``snap`` (the target of a rollback or tag, say) unless its schema,
     manifest lists, manifests and data files are all there: acting on a snapshot a crash
     or a hand broke would make the damage the table's latest state.
@@ -148,7 +148,7 @@ def require_whole(table: Table, snap: Snapshot, what: str) -> None:
                                    f"{first.detail}{more}; nothing was changed")
 
 
-def require_manifest_lists(table: Table, snap: Snapshot, what: str) -> None:
+def require_manifest_lists(table: TableHandle, snap: Snapshot, what: str) -> None:
     """The cheap guard of commands that build on the latest snapshot without reading its
     files (alter-schema): its manifest lists must be readable.
 
@@ -164,7 +164,7 @@ def require_manifest_lists(table: Table, snap: Snapshot, what: str) -> None:
                                        "(`lakectl check --repair` removes snapshots that cannot be read)") from e
 
 
-def _check_schemas(table: Table, result: CheckResult) -> dict[int, TableSchema]:
+def _check_schemas(table: TableHandle, result: CheckResult) -> dict[int, TableSchema]:
     out = {}
     for sid in table.schemas.list_ids():
         try:
@@ -175,7 +175,7 @@ def _check_schemas(table: Table, result: CheckResult) -> dict[int, TableSchema]:
     return out
 
 
-def _check_snapshot(table: Table, snap: Snapshot, path: str, schemas: dict[int, TableSchema], result: CheckResult,
+def _check_snapshot(table: TableHandle, snap: Snapshot, path: str, schemas: dict[int, TableSchema], result: CheckResult,
                     checked: dict[str, int], cache: dict[str, list | None]) -> None:
     if snap.schema_id not in schemas:
         result.problems.append(Problem("snapshot", path, f"refers to schema {snap.schema_id}, which is missing"))
@@ -196,7 +196,7 @@ def _check_snapshot(table: Table, snap: Snapshot, path: str, schemas: dict[int, 
         _check_index(table, snap.index_manifest, live, result, checked, cache)
 
 
-def _check_index(table: Table, name: str, live: dict[tuple, int] | None, result: CheckResult,
+def _check_index(table: TableHandle, name: str, live: dict[tuple, int] | None, result: CheckResult,
                  checked: dict[str, int], cache: dict[str, list | None]) -> None:
     """An index manifest and its index files; deletion vectors must decode and fit live files."""
     manifest_path = join(table.path, "manifest", name)
@@ -245,7 +245,7 @@ def _check_index(table: Table, name: str, live: dict[tuple, int] | None, result:
                                                f"which has {rows} rows"))
 
 
-def _entries(table: Table, lists: list[str | None], result: CheckResult,
+def _entries(table: TableHandle, lists: list[str | None], result: CheckResult,
              cache: dict[str, list | None]) -> list[ManifestEntry] | None:
     """The entries of the manifest lists, or None if a list or one of its manifests is
     unreadable (recorded once, as a problem naming that file)."""
@@ -277,7 +277,7 @@ def _entries(table: Table, lists: list[str | None], result: CheckResult,
     return out
 
 
-def _check_file(table: Table, schema: TableSchema, entry: ManifestEntry, kind: str, result: CheckResult,
+def _check_file(table: TableHandle, schema: TableSchema, entry: ManifestEntry, kind: str, result: CheckResult,
                 checked: dict[str, int]) -> None:
     meta: DataFileMeta = entry.file
     path = meta.external_path or join(schema.bucket_dir(table.path, entry.partition, entry.bucket), meta.file_name)
@@ -298,7 +298,7 @@ def _check_file(table: Table, schema: TableSchema, entry: ManifestEntry, kind: s
         result.problems.append(Problem(kind, path, f"has {size} bytes, the manifest records {meta.file_size}"))
 
 
-def _check_hints(table: Table, result: CheckResult) -> None:
+def _check_hints(table: TableHandle, result: CheckResult) -> None:
     ids = table.snapshots.list_ids()
     hint_dir = table.snapshots.dir
     latest = table.snapshots.latest_hint()

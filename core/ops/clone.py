@@ -40,7 +40,7 @@ from core.index_manifest import IndexManifestEntry, index_dir, live_index_entrie
 from core.manifest import ManifestEntry, live_entries
 from core.schema import TableSchema
 from core.snapshot import APPEND, Snapshot
-from core.table import Table
+from core.table_handle import TableHandle
 from core.travel import choose_snapshot
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ class _CopyPlan:
     schema_ids: tuple[int, ...]
 
 
-def clone(source: Table, target: Table, *, snapshot_id: int | None = None, tag: str | None = None,
+def clone(source: TableHandle, target: TableHandle, *, snapshot_id: int | None = None, tag: str | None = None,
           timestamp: str | None = None, dry_run: bool = False, progress: Progress | None = None) -> CloneResult:
     """Clone ``source`` as of the chosen snapshot (default: the latest) into ``target``.
 
@@ -104,7 +104,7 @@ def clone(source: Table, target: Table, *, snapshot_id: int | None = None, tag: 
     return result
 
 
-def _build(source: Table, file_io: FileIO, build_at: str, snapshot: Snapshot, plan: _CopyPlan,
+def _build(source: TableHandle, file_io: FileIO, build_at: str, snapshot: Snapshot, plan: _CopyPlan,
            progress: Progress | None) -> None:
     copy_files(source.file_io, file_io, [(src, join(build_at, relative), size) for src, relative, size in plan.files],
                progress=progress)
@@ -115,7 +115,7 @@ def _build(source: Table, file_io: FileIO, build_at: str, snapshot: Snapshot, pl
                                             for sid in sorted(plan.schema_ids, reverse=True)])
 
 
-def _refuse_nesting(source: Table, target: Table) -> None:
+def _refuse_nesting(source: TableHandle, target: TableHandle) -> None:
     """A copy inside its source would be copied into itself (and listed by the source's orphan
     cleanup as garbage); a source inside the target's directory would make the target non-empty
     and be removed with it. Both are mistakes in the command line, refused before anything is written."""
@@ -143,7 +143,7 @@ def _comparable(file_io: FileIO, path: str) -> str | None:
     return f"{scheme}://{rest.strip('/')}"
 
 
-def _refuse_existing(target: Table) -> None:
+def _refuse_existing(target: TableHandle) -> None:
     if target.exists():
         raise TableExistsError(f"table {target.name} already exists; clone makes a new table")
     if target.file_io.exists(target.path) and target.file_io.list_names(target.path):
@@ -151,7 +151,7 @@ def _refuse_existing(target: Table) -> None:
                                "rm -r and re-run)")
 
 
-def _plan(source: Table, snapshot: Snapshot) -> _CopyPlan:
+def _plan(source: TableHandle, snapshot: Snapshot) -> _CopyPlan:
     """The snapshot's live files and index files, where they are and where they go."""
     schema = source.schemas.schema(snapshot.schema_id)
     entries = live_entries(source.manifests(), snapshot)
@@ -173,7 +173,7 @@ def _plan(source: Table, snapshot: Snapshot) -> _CopyPlan:
     return _CopyPlan(tuple(files), tuple(entries), tuple(index_entries), schema_ids)
 
 
-def _staging_dir(target: Table) -> str | None:
+def _staging_dir(target: TableHandle) -> str | None:
     """A hidden sibling of the target to build the copy in, on a local disk (renamed into place
     at the end); None on object stores, which cannot rename a directory."""
     if not target.file_io.local:

@@ -30,7 +30,8 @@ from core.deletion_vectors import bucket_index_files, snapshot_deletion_files, s
 from core.engines import EngineSettings, choose_engine, engine_choice
 from core.errors import CommitConflictError, CorruptMetadataError, UsageError
 from core.kernels import data_evolution
-from core.options import WRITE, check_options, parse_int
+from core.options import parse_int
+from core.option_rules import WRITE, check_options
 from core.fileio import join
 from core.index_manifest import index_dir
 from core.kernels.compact import (CompactTask, UniversalOptions, in_sequence_order, output_level, pick_files,
@@ -40,7 +41,7 @@ from core.partition import render_value
 from core.replan import lost_race, retry_on_expire
 from core.schema import TableSchema
 from core.snapshot import COMPACT, Snapshot
-from core.table import Table
+from core.table_handle import TableHandle
 from core.types import DataField, arrow_field
 
 log = logging.getLogger(__name__)
@@ -125,7 +126,7 @@ def partition_filter(schema: TableSchema, partitions: Sequence[Mapping[str, str]
 
 
 # ---- planning ----------------------------------------------------------------------------
-def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, str]] | None = None,
+def plan(table: TableHandle, *, full: bool = True, partitions: Sequence[Mapping[str, str]] | None = None,
          level0_buckets: bool = False) -> CompactPlan:
     """One CompactTask per (partition, bucket) of the latest snapshot that needs compaction;
     with ``level0_buckets``, only the buckets that hold level-0 files (compacted in full)."""
@@ -142,7 +143,7 @@ def plan(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, s
         raise lost_race(table.snapshots, snapshot, e) or e
 
 
-def _plan_on(table: Table, snapshot: Snapshot, selected: Callable[[tuple[Any, ...]], bool], *, full: bool,
+def _plan_on(table: TableHandle, snapshot: Snapshot, selected: Callable[[tuple[Any, ...]], bool], *, full: bool,
              level0_buckets: bool) -> CompactPlan:
     schema = table.schema
     level = output_level(schema)
@@ -206,7 +207,7 @@ def _plan_on(table: Table, snapshot: Snapshot, selected: Callable[[tuple[Any, ..
 
 
 # ---- the operation -----------------------------------------------------------------------
-def compact(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str, str]] | None = None,
+def compact(table: TableHandle, *, full: bool = True, partitions: Sequence[Mapping[str, str]] | None = None,
             dry_run: bool = False, engine: Any = None,
             engine_settings: EngineSettings | None = None, level0_buckets: bool = False,
             auto_tags: bool = True) -> CompactResult:
@@ -242,7 +243,7 @@ def compact(table: Table, *, full: bool = True, partitions: Sequence[Mapping[str
     return retry_on_expire(table.schema.core_options.commit_max_retries, run, "compaction")
 
 
-def _compact_once(table: Table, *, full: bool, partitions: Sequence[Mapping[str, str]] | None, dry_run: bool,
+def _compact_once(table: TableHandle, *, full: bool, partitions: Sequence[Mapping[str, str]] | None, dry_run: bool,
                   engine: Any, engine_settings: EngineSettings | None, level0_buckets: bool,
                   auto_tags: bool) -> CompactResult:
     compaction = plan(table, full=full or level0_buckets, partitions=partitions, level0_buckets=level0_buckets)
@@ -295,7 +296,7 @@ def _compact_once(table: Table, *, full: bool, partitions: Sequence[Mapping[str,
 
 
 # ---- after a write -----------------------------------------------------------------------
-def full_compaction_due(table: Table) -> bool:
+def full_compaction_due(table: TableHandle) -> bool:
     """``full-compaction.delta-commits=N``: has the table had N data commits (APPEND or
     OVERWRITE) since its last full compaction? Counted over the retained snapshots."""
     text = table.schema.options.get("full-compaction.delta-commits")
@@ -322,7 +323,7 @@ def full_compaction_due(table: Table) -> bool:
     return False
 
 
-def compact_after_commit(table: Table, engine: Any) -> CompactResult | None:
+def compact_after_commit(table: TableHandle, engine: Any) -> CompactResult | None:
     """The post-commit compaction step of a Paimon writer: a full compaction when
     ``full-compaction.delta-commits`` says so, else universal (minor) compaction of the
     primary-key buckets that reached num-sorted-run.compaction-trigger. None if nothing ran."""
@@ -338,7 +339,7 @@ def compact_after_commit(table: Table, engine: Any) -> CompactResult | None:
     return result if result.snapshot_id is not None else None
 
 
-def _discard_if_unreferenced(table: Table, commit_user: str, planned: Snapshot | None,
+def _discard_if_unreferenced(table: TableHandle, commit_user: str, planned: Snapshot | None,
                              messages: Sequence[CommitMessage]) -> None:
     """After a conflict, delete the files this compaction wrote, unless a snapshot of ours landed.
 
@@ -359,5 +360,5 @@ def _discard_if_unreferenced(table: Table, commit_user: str, planned: Snapshot |
             table.file_io.delete_quietly(f.external_path or join(task_dir, f.file_name))
 
 
-def _bucket_dir(table: Table, m: CommitMessage) -> str:
+def _bucket_dir(table: TableHandle, m: CommitMessage) -> str:
     return table.schema.bucket_dir(table.path, m.partition, m.bucket)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from core.consumer import ConsumerManager
 from core.errors import NotFoundError, UsageError
-from core.table import Table
+from core.table_handle import TableHandle
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,13 +36,13 @@ class ConsumerChange:
     dry_run: bool
 
 
-def list_consumers(table: Table) -> list[ConsumerInfo]:
+def list_consumers(table: TableHandle) -> list[ConsumerInfo]:
     latest = table.snapshots.latest_id() or 0
     return [ConsumerInfo(c.consumer_id, c.next_snapshot, max(0, latest - c.next_snapshot + 1), c.modified_millis)
             for c in ConsumerManager(table.file_io, table.branch_path).consumers()]
 
 
-def reset_consumer(table: Table, consumer_id: str, next_snapshot: int, *, dry_run: bool = False) -> ConsumerChange:
+def reset_consumer(table: TableHandle, consumer_id: str, next_snapshot: int, *, dry_run: bool = False) -> ConsumerChange:
     """Set where a consumer resumes (created if absent), as Paimon's reset_consumer.
 
     Raises:
@@ -63,7 +63,7 @@ def reset_consumer(table: Table, consumer_id: str, next_snapshot: int, *, dry_ru
     return ConsumerChange(table.name, table.branch, consumer_id, "reset", before, next_snapshot, dry_run)
 
 
-def delete_consumer(table: Table, consumer_id: str, *, dry_run: bool = False) -> ConsumerChange:
+def delete_consumer(table: TableHandle, consumer_id: str, *, dry_run: bool = False) -> ConsumerChange:
     """Remove a consumer so it no longer holds back expiration.
 
     Raises:

@@ -8,14 +8,14 @@ from core.default_values import check_defaults
 from core.errors import TableExistsError, UnsupportedTableError, UsageError
 from core.renaming import refuse_renaming
 from core.schema import SchemaManager, TableSchema, new_table_schema
-from core.table import Table
+from core.table_handle import TableHandle
 from core.types import DataType, from_arrow, paimon2_columns, parse_columns
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 
-def create(table: Table, schema: str | Sequence[tuple[str, DataType, str | None]], *,
+def create(table: TableHandle, schema: str | Sequence[tuple[str, DataType, str | None]], *,
            primary_keys: Sequence[str] = (), partition_keys: Sequence[str] = (),
            options: dict[str, str] | None = None, comment: str | None = None,
            if_not_exists: bool = False) -> tuple[TableSchema, bool]:

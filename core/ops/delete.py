@@ -50,13 +50,13 @@ from core.kernels.merge import MergeEngine
 from core.kernels.records import DELETE
 from core import row_tracking
 from core.kernels import data_evolution
-from core.options import WRITE, check_options
+from core.option_rules import WRITE, check_options
 from core.ops.maintenance import after_commit
 from core.ops.scan import PreparedScan, prepare
 from core.ops.write import choose_write_engine, plan_job, write_and_commit
 from core.replan import lost_race, retry_on_expire
 from core.snapshot import OVERWRITE
-from core.table import Table
+from core.table_handle import TableHandle
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ class DeleteResult:
     dry_run: bool
 
 
-def check_deletable(table: Table) -> None:
+def check_deletable(table: TableHandle) -> None:
     """Refuse (UnsupportedTableError, exit 1) a primary-key table whose merge engine cannot
     take a ``-D`` record as a delete.
 
@@ -113,7 +113,7 @@ def check_deletable(table: Table) -> None:
                                     "aggregation.remove-record-on-delete=true")
 
 
-def delete(table: Table, where: str, *, dry_run: bool = False,
+def delete(table: TableHandle, where: str, *, dry_run: bool = False,
            engine_settings: EngineSettings | None = None) -> DeleteResult:
     """Delete the rows of ``table`` that ``where`` matches (the ``scan --where`` language).
 
@@ -153,7 +153,7 @@ def delete(table: Table, where: str, *, dry_run: bool = False,
 
 
 # ---- primary-key tables ------------------------------------------------------------------
-def _delete_keys(table: Table, prepared: PreparedScan, dry_run: bool, engine: Any,
+def _delete_keys(table: TableHandle, prepared: PreparedScan, dry_run: bool, engine: Any,
                  engine_settings: EngineSettings | None) -> DeleteResult:
     plan = prepared.plan
     assert prepared.where is not None
@@ -168,14 +168,14 @@ def _delete_keys(table: Table, prepared: PreparedScan, dry_run: bool, engine: An
                         done.rows_in, 0, done.files_deleted, engine.name, False)
 
 
-def _count(table: Table, rows: MatchingRows, engine: Any) -> int:
+def _count(table: TableHandle, rows: MatchingRows, engine: Any) -> int:
     """The rows a delete would remove, counted where they would be read: one task per split."""
     work = partial(count_matches, rows=replace(rows, splits=()), file_io=table.file_io)
     return sum(engine.run_tasks(work, rows.splits, "counting"))
 
 
 # ---- append tables -----------------------------------------------------------------------
-def _rewrite_files(table: Table, prepared: PreparedScan, dry_run: bool, engine: Any) -> DeleteResult:
+def _rewrite_files(table: TableHandle, prepared: PreparedScan, dry_run: bool, engine: Any) -> DeleteResult:
     schema = table.schema
     plan = prepared.plan
     assert prepared.predicate is not None
@@ -201,7 +201,7 @@ def _rewrite_files(table: Table, prepared: PreparedScan, dry_run: bool, engine: 
                         engine.name, False)
 
 
-def _discard_rewrites(table: Table, commit_user: str, prepared: PreparedScan,
+def _discard_rewrites(table: TableHandle, commit_user: str, prepared: PreparedScan,
                       messages: list[CommitMessage]) -> None:
     """After a conflict, delete the rewrites (written on whichever engine: their names come
     back in the messages), unless an attempt of ours landed after all."""

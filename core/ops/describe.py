@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from core.options import check_limit
 from core.partition import partition_spec_text
-from core.table import Table
+from core.table_handle import TableHandle
 from core.warehouse import Warehouse
 
 
@@ -63,7 +63,7 @@ class CatalogEntry:
     table: str | None
 
 
-def history(table: Table, *, limit: int | None = None) -> list[SnapshotInfo]:
+def history(table: TableHandle, *, limit: int | None = None) -> list[SnapshotInfo]:
     """Snapshots newest first."""
     ids = table.snapshots.list_ids()[::-1]
     if limit is not None:
@@ -77,7 +77,7 @@ def history(table: Table, *, limit: int | None = None) -> list[SnapshotInfo]:
     return out
 
 
-def describe(table: Table, snapshot_id: int | None = None) -> TableDescription:
+def describe(table: TableHandle, snapshot_id: int | None = None) -> TableDescription:
     """The table as of ``snapshot_id`` (its schema, files and record count), else as of the latest
     snapshot; ``latest_snapshot_id`` is the table's latest either way."""
     schema = table.schema
@@ -136,7 +136,7 @@ class FileInfo:
     deleted_rows: int = 0  # rows the file's deletion vector marks deleted (deletion-vectors.enabled)
 
 
-def live_files(table: Table, snapshot_id: int | None = None, *,
+def live_files(table: TableHandle, snapshot_id: int | None = None, *,
                partitions: Sequence[Mapping[str, str]] | None = None, limit: int | None = None) -> list[FileInfo]:
     """The live data files of a snapshot (the latest by default), by partition, bucket, level, name:
     only those of ``partitions`` (specs as ``compact --partition`` takes them), the first

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from core.errors import DatabaseNotEmptyError, NotFoundError, UsageError
 from core.fileio import FileIO, FileStatus, join
 from core.renaming import MARKERS, marker_names
-from core.table import Table
+from core.table_handle import TableHandle
 from core.warehouse import Warehouse
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ class DropDatabaseResult:
     dry_run: bool
 
 
-def drop_table(table: Table, *, if_exists: bool = False, dry_run: bool = False) -> DropTableResult:
+def drop_table(table: TableHandle, *, if_exists: bool = False, dry_run: bool = False) -> DropTableResult:
     """Remove the table's directory and all its files.
 
     Raises:
@@ -137,7 +137,7 @@ def drop_database(warehouse: Warehouse, database: str, *, cascade: bool = False,
         return result
     # Each table as drop does (whole, schema last), then whatever else the directory holds.
     for name in tables:
-        drop_table(Table(warehouse.locate(f"{database}.{name}")))
+        drop_table(TableHandle(warehouse.locate(f"{database}.{name}")))
     if not io.local:  # file by file: an object store's recursive delete is a batch call with no fault hook
         for f in io.walk(path):
             io.delete(f.path)

@@ -58,9 +58,10 @@ from core.errors import CorruptMetadataError, NotFoundError, UsageError
 from core.fileio import FileIO, is_storage_full, join
 from core.index_manifest import IndexManifestEntry, IndexManifestIO
 from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO
-from core.options import EXPIRE, check_options, parse_duration, parse_int
+from core.options import parse_duration, parse_int
+from core.option_rules import EXPIRE, check_options
 from core.snapshot import JOURNAL_PREFIX, Snapshot
-from core.table import Table
+from core.table_handle import TableHandle
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ class _Plan:
     end: int  # first retained snapshot; [earliest, end) expire
 
 
-def _consumers(table: Table, now_ms: int, dry_run: bool) -> tuple[int | None, list[str]]:
+def _consumers(table: TableHandle, now_ms: int, dry_run: bool) -> tuple[int | None, list[str]]:
     """(smallest ``nextSnapshot`` of the live consumers, ids of the consumers that expire now).
 
     With ``consumer.expiration-time`` set, a consumer not updated within it is removed first
@@ -132,7 +133,7 @@ def _consumers(table: Table, now_ms: int, dry_run: bool) -> tuple[int | None, li
     return (min(positions) if positions else None), sorted(stale_ids)
 
 
-def _plan(table: Table, retain_min: int, retain_max: int, cutoff_ms: int, limit: int,
+def _plan(table: TableHandle, retain_min: int, retain_max: int, cutoff_ms: int, limit: int,
           consumer: int | None) -> _Plan | None:
     snapshots = table.snapshots
     latest = snapshots.latest_id()
@@ -217,7 +218,7 @@ def _retain_conflict(retain_max: int, retain_min: int, retain_min_given: bool) -
             f"({retain_min}); pass --retain-min N (N <= {retain_max}) or set the option")
 
 
-def expire_snapshots(table: Table, *, retain_min: int | None = None, retain_max: int | None = None,
+def expire_snapshots(table: TableHandle, *, retain_min: int | None = None, retain_max: int | None = None,
                      older_than: str | None = None, max_deletes: int | None = None,
                      dry_run: bool = False, progress: ProgressCallback | None = None) -> ExpireResult:
     """Expire old snapshots and delete the files only they reference.
@@ -285,7 +286,7 @@ def expire_snapshots(table: Table, *, retain_min: int | None = None, retain_max:
     return resumed.add_to(result, earliest_before) if resumed.snapshots or resumed.files else result
 
 
-def _expire(table: Table, plan: _Plan, dry_run: bool,
+def _expire(table: TableHandle, plan: _Plan, dry_run: bool,
             progress: ProgressCallback | None = None) -> ExpireResult:
     fio = table.file_io
     sm = table.snapshots
@@ -436,7 +437,7 @@ class _Journal:
     files: list[str]  # data, changelog and metadata files only the expired snapshots referenced
 
 
-def _carry_out(table: Table, journal: _Journal, progress: ProgressCallback | None = None, *,
+def _carry_out(table: TableHandle, journal: _Journal, progress: ProgressCallback | None = None, *,
                hint_after_files: bool = False) -> None:
     """Steps (2) and (3): write EARLIEST, retire the snapshots oldest first, then delete their files.
 
@@ -498,7 +499,7 @@ class _Resumed:
                        index_files_deleted=result.index_files_deleted + self.index_files)
 
 
-def finish_interrupted(table: Table) -> _Resumed:
+def finish_interrupted(table: TableHandle) -> _Resumed:
     """Finish the expirations a kill interrupted (their journals); returns what that retired and
     deleted (bytes are not known: the journal keeps paths only).
 

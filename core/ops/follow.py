@@ -40,9 +40,10 @@ from core.engines import EngineSettings
 from core.errors import NotFoundError, UsageError
 from core.kernels.read import ROW_KIND_COLUMN
 from core.kernels import data_evolution
-from core.options import READ, SCAN_MODES, check_options, parse_bool, parse_duration, parse_int
+from core.options import SCAN_MODES, parse_bool, parse_duration, parse_int
+from core.option_rules import READ, check_options
 from core.snapshot import APPEND, OVERWRITE, Snapshot
-from core.table import Table
+from core.table_handle import TableHandle
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +132,7 @@ def resolve_settings(options: dict[str, str], *, mode: str | None = None, snapsh
         read_overwrite=parse_bool(options.get("streaming-read-overwrite", "false"), "streaming-read-overwrite"))
 
 
-def plan_start(table: Table, settings: FollowSettings) -> FollowStart:
+def plan_start(table: TableHandle, settings: FollowSettings) -> FollowStart:
     """Where to begin, from the consumer's position or the scan mode.
 
     Raises:
@@ -163,18 +164,18 @@ def plan_start(table: Table, settings: FollowSettings) -> FollowStart:
     return FollowStart(mode, compacted.id, compacted.id + 1)
 
 
-def _first_id(table: Table) -> int:
+def _first_id(table: TableHandle) -> int:
     earliest = table.snapshots.earliest_id()
     return earliest if earliest is not None else 1
 
 
-def _check_not_expired(table: Table, snapshot_id: int, what: str) -> None:
+def _check_not_expired(table: TableHandle, snapshot_id: int, what: str) -> None:
     earliest = table.snapshots.earliest_id()
     if earliest is not None and snapshot_id < earliest:
         raise NotFoundError(f"{what} {snapshot_id} of table {table.name} has expired (earliest: {earliest})")
 
 
-def _first_at_or_after(table: Table, millis: int) -> int:
+def _first_at_or_after(table: TableHandle, millis: int) -> int:
     """The first snapshot committed at or after ``millis`` (or the next one to come)."""
     ids = table.snapshots.list_ids()
     for sid in reversed(ids):
@@ -190,7 +191,7 @@ def reads_changes(snapshot: Snapshot, changelog: bool, read_overwrite: bool) -> 
     return snapshot.commit_kind == APPEND or (read_overwrite and snapshot.commit_kind == OVERWRITE)
 
 
-def follow(table: Table, settings: FollowSettings, *, max_snapshots: int | None = None,
+def follow(table: TableHandle, settings: FollowSettings, *, max_snapshots: int | None = None,
            select: Sequence[str] | None = None, where: str | None = None,
            engine_settings: EngineSettings | None = None,
            should_stop: Callable[[], bool] | None = None,
@@ -271,7 +272,7 @@ def _past_watermark(snapshot: Snapshot, bound: int | None) -> bool:
     return passed
 
 
-def _full_rows(table: Table, snapshot_id: int, select: Sequence[str] | None, where: str | None,
+def _full_rows(table: TableHandle, snapshot_id: int, select: Sequence[str] | None, where: str | None,
                engine_settings: EngineSettings | None) -> pa.Table:
     from core.ops.scan import scan
 
@@ -280,7 +281,7 @@ def _full_rows(table: Table, snapshot_id: int, select: Sequence[str] | None, whe
     return data.add_column(0, pa.field(ROW_KIND_COLUMN, pa.string(), False), kinds)
 
 
-def _change_rows(table: Table, snapshot_id: int, select: Sequence[str] | None, where: str | None,
+def _change_rows(table: TableHandle, snapshot_id: int, select: Sequence[str] | None, where: str | None,
                  engine_settings: EngineSettings | None) -> pa.Table:
     from core.ops.changes import changes
 

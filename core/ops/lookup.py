@@ -35,13 +35,13 @@ from core.fileio import join
 from core.kernels.read import ReadSplit
 from core.manifest import ManifestEntry, live_entries
 from core.ops.scan import check_select, choose_snapshot, output_schema
-from core.options import READ, check_options
+from core.option_rules import READ, check_options
 from core.partition import render_value
 from core.predicate import epoch_nanos, text_value
 from core.replan import lost_race, retry_on_expire
 from core.schema import TableSchema
 from core.snapshot import Snapshot
-from core.table import Table
+from core.table_handle import TableHandle
 from core.types import DataField, to_arrow
 
 log = logging.getLogger(__name__)
@@ -162,7 +162,7 @@ class _Split:
 class _Planner:
     """Which live files may hold which keys; caches per partition and per file schema."""
 
-    def __init__(self, table: Table, read_schema: TableSchema, keys: Sequence[LookupKey]) -> None:
+    def __init__(self, table: TableHandle, read_schema: TableSchema, keys: Sequence[LookupKey]) -> None:
         self.table = table
         self.read_schema = read_schema
         self.keys = keys
@@ -349,7 +349,7 @@ def _distinct(keys: Iterable[LookupKey]) -> list[LookupKey]:
     return out
 
 
-def lookup(table: Table, keys: Sequence[str | Mapping[str, Any]], *, snapshot_id: int | None = None,
+def lookup(table: TableHandle, keys: Sequence[str | Mapping[str, Any]], *, snapshot_id: int | None = None,
            select: Sequence[str] | None = None) -> LookupResult:
     """Look rows up by primary key, reading only the files whose key range can hold a key.
 
@@ -379,7 +379,7 @@ def lookup(table: Table, keys: Sequence[str | Mapping[str, Any]], *, snapshot_id
                            "lookup")
 
 
-def _lookup_once(table: Table, keys: Sequence[str | Mapping[str, Any]], *, snapshot_id: int | None,
+def _lookup_once(table: TableHandle, keys: Sequence[str | Mapping[str, Any]], *, snapshot_id: int | None,
                  select: Sequence[str] | None) -> LookupResult:
     snapshot = choose_snapshot(table, snapshot_id=snapshot_id)
     snapshot_schema = table.schemas.schema(snapshot.schema_id) if snapshot is not None else None
@@ -400,7 +400,7 @@ def _lookup_once(table: Table, keys: Sequence[str | Mapping[str, Any]], *, snaps
         raise lost_race(table.snapshots, snapshot, e) or e
 
 
-def _read_keys(table: Table, snapshot: Snapshot, read_schema: TableSchema, wanted: list[LookupKey],
+def _read_keys(table: TableHandle, snapshot: Snapshot, read_schema: TableSchema, wanted: list[LookupKey],
                schema: pa.Schema, select: Sequence[str] | None) -> LookupResult:
     entries = live_entries(table.manifests(), snapshot)
     if read_schema.hides_level0:

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable
 from core.errors import LakectlError
 from core.health import Health, measure
 from core import lease as leases
-from core.table import Table
+from core.table_handle import TableHandle
 
 VERBS = ("compact", "expire", "expire-partitions", "expire-tags", "remove-orphan-files")
 
@@ -61,7 +61,7 @@ class Action:
     full: bool = False  # compact: full compaction rather than the triggered buckets
 
 
-def plan_table(table: Table, health: Health, policy: Policy) -> list[Action]:
+def plan_table(table: TableHandle, health: Health, policy: Policy) -> list[Action]:
     """The verbs the table needs, in the order they run."""
     if policy.skip:
         return []
@@ -78,7 +78,7 @@ def plan_table(table: Table, health: Health, policy: Policy) -> list[Action]:
     return [a for a in actions if a.verb not in policy.skip_verbs]
 
 
-def _compaction(table: Table, h: Health, policy: Policy) -> Action | None:
+def _compaction(table: TableHandle, h: Health, policy: Policy) -> Action | None:
     if h.files == 0:
         return None
     if policy.full_compaction or _full_compaction_due(table):
@@ -93,7 +93,7 @@ def _compaction(table: Table, h: Health, policy: Policy) -> Action | None:
     return None
 
 
-def _full_compaction_due(table: Table) -> bool:
+def _full_compaction_due(table: TableHandle) -> bool:
     if "full-compaction.delta-commits" not in table.schema.options:
         return False  # without importing the compaction module (pyarrow): health stays metadata-only
     from core.ops.compact import full_compaction_due
@@ -107,7 +107,7 @@ class Recommendation:
     command: str  # the lakectl command that fixes it
 
 
-def recommendations(table: Table, health: Health, policy: Policy = Policy()) -> list[Recommendation]:
+def recommendations(table: TableHandle, health: Health, policy: Policy = Policy()) -> list[Recommendation]:
     """What ``lakectl health`` recommends: exactly the verbs maintain would run on the table
     under ``policy``, each as the command that runs it alone. Orphan removal, which maintain
     always runs, is left out: health reads metadata only and cannot see orphans."""
@@ -144,7 +144,7 @@ class TableReport:
     released_at: float | None = None  # epoch seconds the lease was given back
 
 
-def _run_action(table: Table, action: Action, policy: Policy, engine_settings: Any) -> ActionReport:
+def _run_action(table: TableHandle, action: Action, policy: Policy, engine_settings: Any) -> ActionReport:
     """Call the existing operation for one verb; bytes freed as the operation reports them."""
     rep = ActionReport(action.verb, action.reason, done=True)
     if action.verb == "compact":
@@ -189,7 +189,7 @@ LEASE_SECONDS = 600.0
 StepCallback = Callable[[str, int, int, str], None]
 
 
-def maintain_table(table: Table, policy: Policy, *, dry_run: bool = False, engine_settings: Any = None,
+def maintain_table(table: TableHandle, policy: Policy, *, dry_run: bool = False, engine_settings: Any = None,
                    holder: str | None = None, lease_seconds: float = LEASE_SECONDS,
                    on_step: StepCallback | None = None) -> TableReport:
     """Plan and (unless ``dry_run``) run the table's maintenance under its lease, renewed while
@@ -241,7 +241,7 @@ def _finish(rep: TableReport, start: float, status: str, reason: str | None) -> 
     return rep
 
 
-def maintain(names: list[str], open_table: Callable[[str], Table], policy_of: Callable[[str], Policy], *,
+def maintain(names: list[str], open_table: Callable[[str], TableHandle], policy_of: Callable[[str], Policy], *,
              dry_run: bool = False, engine_settings: Any = None, parallel: int = 1, time_budget: float | None = None,
              on_done: Callable[[TableReport], None] | None = None,
              on_step: StepCallback | None = None) -> list[TableReport]:

@@ -16,33 +16,46 @@ from typing import Any, Callable
 
 from core.errors import LakectlError
 from core.ops.auto_tags import auto_tag_after_commit
-from core.ops.compact import compact_after_commit
-from core.ops.partitions import expire_partitions_after_commit
-from core.ops.expire import expire_snapshots
 from core.options import parse_bool
-from core.table import Table
+from core.table_handle import TableHandle
 
 log = logging.getLogger(__name__)
 
-Step = Callable[[Table, Any], Any]
+Step = Callable[[TableHandle, Any], Any]
 
 
-def _expire(table: Table, engine: Any) -> Any:
+# The steps import their operations when they run: a write-only table, or a process that
+# never commits, does not load the compaction and expiration code.
+def _compact(table: TableHandle, engine: Any) -> Any:
+    from core.ops.compact import compact_after_commit
+
+    return compact_after_commit(table, engine)
+
+
+def _expire(table: TableHandle, engine: Any) -> Any:
     """Snapshot expiration with the table's retention options, as a Paimon writer does after each commit."""
+    from core.ops.expire import expire_snapshots
+
     result = expire_snapshots(table, dry_run=False)
     return result if result.snapshots_expired else None
+
+
+def _expire_partitions(table: TableHandle, engine: Any) -> Any:
+    from core.ops.partitions import expire_partitions_after_commit
+
+    return expire_partitions_after_commit(table, engine)
 
 
 # Paimon's order: compaction, snapshot expiration, partition expiration. Each step returns a
 # result when it did work, else None.
 STEPS: tuple[tuple[str, Step], ...] = (
-    ("compact", compact_after_commit),
+    ("compact", _compact),
     ("expire", _expire),
-    ("expire-partitions", expire_partitions_after_commit),
+    ("expire-partitions", _expire_partitions),
 )
 
 
-def after_commit(table: Table, engine: Any, *, batch: bool = True) -> list[tuple[str, Any]]:
+def after_commit(table: TableHandle, engine: Any, *, batch: bool = True) -> list[tuple[str, Any]]:
     """Run the maintenance steps; returns (step name, its result) for the ones that did work.
     ``batch``: the commit ends a batch job (False for a streaming write's commits), which
     ``tag.automatic-creation=batch`` tags.

@@ -28,9 +28,10 @@ from core.errors import NotFoundError
 from core.fileio import FileStatus, join
 from core.index_manifest import read_index_manifest
 from core.manifest import ManifestEntry, ManifestIO, merge_entries
-from core.options import EXPIRE, check_options, parse_duration
+from core.options import parse_duration
+from core.option_rules import EXPIRE, check_options
 from core.snapshot import Snapshot
-from core.table import Table
+from core.table_handle import TableHandle
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ class OrphanResult:
     paths: tuple[str, ...]
 
 
-def referenced_files(table: Table) -> set[str]:
+def referenced_files(table: TableHandle) -> set[str]:
     """Names of every file some snapshot or tag of any branch of ``table`` references (see module doc)."""
     mio = table.manifests()
     # Branches share the table's data and manifests: every branch's snapshots and tags count.
@@ -102,7 +103,7 @@ def _is_candidate(table_path: str, status: FileStatus) -> bool:
     return True
 
 
-def remove_orphan_files(table: Table, *, older_than: str = "1d", dry_run: bool = False,
+def remove_orphan_files(table: TableHandle, *, older_than: str = "1d", dry_run: bool = False,
                         progress: ProgressCallback | None = None) -> OrphanResult:
     """Delete unreferenced files older than ``older_than`` under the table directory.
 
@@ -150,7 +151,7 @@ def remove_orphan_files(table: Table, *, older_than: str = "1d", dry_run: bool =
                         tuple(s.path for s in orphans))
 
 
-def _remove_empty_dirs(table: Table, dirs: set[str]) -> None:
+def _remove_empty_dirs(table: TableHandle, dirs: set[str]) -> None:
     """Remove emptied bucket/partition directories, walking up, never the table dir or metadata dirs."""
     root = table.path.rstrip("/")
     for d in sorted(dirs, key=lambda p: -p.count("/")):

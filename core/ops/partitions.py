@@ -30,7 +30,7 @@ from core.options import parse_duration
 from core.errors import UsageError
 from core.fileio import join
 from core.partition import partition_path, render_value
-from core.table import Table
+from core.table_handle import TableHandle
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ class PartitionTimeExtractor:
         raise ValueError(f"{text!r} does not match {self.formatter or 'yyyy-MM-dd[ HH:mm:ss]'}")
 
 
-def expire_partitions(table: Table, *, expiration_time: str | None = None, max_expires: int | None = None,
+def expire_partitions(table: TableHandle, *, expiration_time: str | None = None, max_expires: int | None = None,
                       dry_run: bool = False, now: datetime | None = None) -> PartitionExpireResult:
     """Drop the partitions older than the expiration time as one OVERWRITE snapshot.
 
@@ -212,7 +212,7 @@ def expire_partitions(table: Table, *, expiration_time: str | None = None, max_e
                                  False)
 
 
-def expire_partitions_after_commit(table: Table, engine: Any) -> PartitionExpireResult | None:
+def expire_partitions_after_commit(table: TableHandle, engine: Any) -> PartitionExpireResult | None:
     """The post-commit step: when partition.expiration-time is set and the last check (the
     ``partition-expire-check`` hint) is older than partition.expiration-check-interval,
     expire partitions. None when it did nothing."""

@@ -49,7 +49,7 @@ from core.errors import (CommitConflictError, LakectlError, NotFoundError, Renam
                          TableExistsError, UsageError)
 from core.fileio import FileIO, FileStatus, join
 from core.renaming import MARKERS, RENAMED, RENAMING, RenameMarker, read_marker
-from core.table import Table
+from core.table_handle import TableHandle
 from core.warehouse import Warehouse, looks_like_path
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ def rename_table(warehouse: Warehouse, old: str, new: str, *, dry_run: bool = Fa
     for name in (old, new):
         if looks_like_path(name):
             raise UsageError(f"rename takes DB.TABLE names inside the warehouse, not a path ({name})")
-    source, target = Table(warehouse.locate(old)), Table(warehouse.locate(new))
+    source, target = TableHandle(warehouse.locate(old)), TableHandle(warehouse.locate(new))
     if source.path == target.path:
         raise UsageError(f"{source.name} and {target.name} are the same table")
     io = warehouse.file_io
@@ -112,20 +112,20 @@ def rename_table(warehouse: Warehouse, old: str, new: str, *, dry_run: bool = Fa
     return _result(source, target, "rename", dry_run=dry_run)
 
 
-def _result(source: Table, target: Table, method: str, *, files: int = 0, nbytes: int = 0, deleted: int = 0,
+def _result(source: TableHandle, target: TableHandle, method: str, *, files: int = 0, nbytes: int = 0, deleted: int = 0,
             rounds: int = 0, resumed: bool = False, dry_run: bool = False) -> RenameResult:
     return RenameResult(source.name, target.name, source.path, target.path, method, files, nbytes, deleted,
                         rounds, resumed, dry_run)
 
 
-def _require_database(warehouse: Warehouse, target: Table) -> None:
+def _require_database(warehouse: Warehouse, target: TableHandle) -> None:
     if not warehouse.file_io.exists(target.path.rsplit("/", 1)[0]):
         raise NotFoundError(f"database {target.name.split('.')[0]} does not exist in {warehouse.uri}")
 
 
 # ---- object stores: copy, then delete -------------------------------------------------------
 
-def _rename_by_copy(warehouse: Warehouse, source: Table, target: Table, dry_run: bool,
+def _rename_by_copy(warehouse: Warehouse, source: TableHandle, target: TableHandle, dry_run: bool,
                     progress: Progress | None) -> RenameResult:
     io = warehouse.file_io
     renaming = read_marker(io, target.path, RENAMING)
@@ -217,7 +217,7 @@ def _copy_order(relative: str) -> tuple[object, ...]:
     return rank, branch_schema, numbered is None, number, relative
 
 
-def _copy_until_stable(io: FileIO, source: Table, target: Table,
+def _copy_until_stable(io: FileIO, source: TableHandle, target: TableHandle,
                        progress: Progress | None) -> tuple[int, int, int, Listing]:
     """Copy rounds until the source's listing stays the same for one whole round; returns the
     files and bytes copied, the rounds and the last listing."""
@@ -270,7 +270,7 @@ def _schema_files(io: FileIO, root: str) -> list[str]:
     return [join(schema_dir, f"schema-{sid}") for sid in io.list_numbered(schema_dir, "schema-")]
 
 
-def _delete_source(io: FileIO, source: Table, known: list[FileStatus]) -> int:
+def _delete_source(io: FileIO, source: TableHandle, known: list[FileStatus]) -> int:
     """Delete the copied source: schema files first, oldest first (no reader takes it for a table
     after the newest goes, and until then its latest schema is right), every other file next,
     ``RENAMED`` last, so whatever a kill leaves is recognisably this rename's leftover."""
@@ -292,7 +292,7 @@ def _delete_source(io: FileIO, source: Table, known: list[FileStatus]) -> int:
     return deleted + len(rest)
 
 
-def _remove_target(io: FileIO, target: Table) -> None:
+def _remove_target(io: FileIO, target: TableHandle) -> None:
     """Remove a partial copy: schema files first (it stops being a table), ``RENAMING`` last (a
     kill meanwhile leaves something a rerun resumes)."""
     for path in _schema_files(io, target.path):  # oldest first, as for the source

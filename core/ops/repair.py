@@ -41,7 +41,7 @@ from core.fileio import join
 from core.ops.check import CheckResult, Problem, _check_schemas, _check_snapshot, check, interrupted_branch_commands
 from core.schema import TableSchema
 from core.snapshot import Snapshot
-from core.table import Table
+from core.table_handle import TableHandle
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class _Health:
     must learn of it, so after each one the caches forget what failed (good reads stay cached,
     which keeps a long history cheap)."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: TableHandle) -> None:
         self.table = table
         scratch = CheckResult(table.name)
         self.schemas: dict[int, TableSchema] = _check_schemas(table, scratch)
@@ -124,7 +124,7 @@ def _describe(p: Problem) -> str:
     return f"unreadable: {p.kind} {p.path} {p.detail}"
 
 
-def _snapshot_problems(table: Table, health: _Health) -> dict[int, str | None]:
+def _snapshot_problems(table: TableHandle, health: _Health) -> dict[int, str | None]:
     """Snapshot id -> None when readable, else why not."""
     out: dict[int, str | None] = {}
     for sid in table.snapshots.list_ids():
@@ -157,7 +157,7 @@ def _plan_snapshots(status: dict[int, str | None]) -> tuple[list[RemovedSnapshot
     return newer, older, earliest, latest
 
 
-def _plan_tags(table: Table, health: _Health) -> list[RemovedTag]:
+def _plan_tags(table: TableHandle, health: _Health) -> list[RemovedTag]:
     out = []
     for name in table.tags.names():
         path = table.tags.path(name)
@@ -172,7 +172,7 @@ def _plan_tags(table: Table, health: _Health) -> list[RemovedTag]:
     return out
 
 
-def _stale_hint(table: Table, name: str, wanted: int, removed_at_that_end: bool) -> bool:
+def _stale_hint(table: TableHandle, name: str, wanted: int, removed_at_that_end: bool) -> bool:
     """A hint is rewritten when it is present but not ``wanted`` (or garbled), and always after
     snapshots were removed at its end, so readers find the new end in two existence checks."""
     if removed_at_that_end:
@@ -183,7 +183,7 @@ def _stale_hint(table: Table, name: str, wanted: int, removed_at_that_end: bool)
     return current != wanted
 
 
-def repair(table: Table, dry_run: bool = False) -> RepairResult:
+def repair(table: TableHandle, dry_run: bool = False) -> RepairResult:
     """Remove the unreadable snapshots and tags of ``table`` (and the readable snapshots older
     than an unreadable one) and rewrite stale hints, on main and then on every branch (on a
     branch's view: that branch only); see the module docstring for the order.
@@ -215,7 +215,7 @@ def repair(table: Table, dry_run: bool = False) -> RepairResult:
     return result
 
 
-def _remove_leftovers(table: Table, result: RepairResult) -> None:
+def _remove_leftovers(table: TableHandle, result: RepairResult) -> None:
     """Clear what killed branch creates and deletes left, as the next ``branch delete`` of the
     name would; an interrupted fast-forward only its rerun can finish (reported, kept)."""
     from core.ops.branches import delete_branch
@@ -230,7 +230,7 @@ def _remove_leftovers(table: Table, result: RepairResult) -> None:
                                 if p.kind == "fast-forward" or not result.dry_run)
 
 
-def _repair_branch(table: Table, dry_run: bool) -> BranchRepair:
+def _repair_branch(table: TableHandle, dry_run: bool) -> BranchRepair:
     """Repair one branch (main or another) in its own directories."""
     health = _Health(table)
     status = _snapshot_problems(table, health)
@@ -260,7 +260,7 @@ def _repair_branch(table: Table, dry_run: bool) -> BranchRepair:
     return result
 
 
-def _carry_out(table: Table, result: BranchRepair, newer: list[RemovedSnapshot],
+def _carry_out(table: TableHandle, result: BranchRepair, newer: list[RemovedSnapshot],
                older: list[RemovedSnapshot]) -> None:
     fio, sm = table.file_io, table.snapshots
     for removed in newer:  # newest first: a kill leaves a contiguous run below
@@ -278,7 +278,7 @@ def _carry_out(table: Table, result: BranchRepair, newer: list[RemovedSnapshot],
         fio.delete(table.tags.path(tag.tag))
 
 
-def _add_unforeseen(table: Table, result: BranchRepair) -> None:
+def _add_unforeseen(table: TableHandle, result: BranchRepair) -> None:
     """Check the repaired branch; anything the plan did not foresee (a file broken while we
     worked, say) is reported too rather than hidden behind ``ok``."""
     known = {(p.kind, p.path) for p in result.problems_left}

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from core.errors import CommitConflictError, NotFoundError, UsageError
 from core.fileio import join
 from core.ops.check import require_whole
-from core.table import Table
+from core.table_handle import TableHandle
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ class RollbackResult:
     dry_run: bool
 
 
-def rollback(table: Table, *, snapshot_id: int | None = None, tag: str | None = None,
+def rollback(table: TableHandle, *, snapshot_id: int | None = None, tag: str | None = None,
              if_latest: int | None = None, dry_run: bool = False) -> RollbackResult:
     """Roll the table back to ``snapshot_id`` or to the snapshot of ``tag``.
 

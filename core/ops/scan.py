@@ -24,13 +24,14 @@ from core.kernels import data_evolution
 from core.kernels.read import ReadSplit
 from core.manifest import ManifestEntry, live_entries
 from core.default_values import prunable
-from core.predicate import ColumnRange, Predicate, parse_where
+from core.predicate import ColumnRange, Predicate
 from core.replan import lost_race, retry_on_expire
 from core.schema import TableSchema
 from core.sinks import output_format, write_output_parts
-from core.options import READ, check_limit, check_options, parse_int
+from core.options import check_limit, parse_int
+from core.option_rules import READ, check_options
 from core.snapshot import Snapshot
-from core.table import Table
+from core.table_handle import TableHandle
 from core.travel import choose_snapshot, parse_timestamp  # noqa: F401 - parse_timestamp: re-exported
 from core.types import arrow_field
 
@@ -80,7 +81,7 @@ def _file_ranges(entry: ManifestEntry, file_schema: TableSchema, read_schema: Ta
     return out
 
 
-def _index_may_match(table: Table, entry: ManifestEntry, file_schema: TableSchema, read_schema: TableSchema,
+def _index_may_match(table: TableHandle, entry: ManifestEntry, file_schema: TableSchema, read_schema: TableSchema,
                      partition: tuple, equal: list) -> bool:
     """False when the file's index (Paimon's file-index.*: embedded in the manifest or its
     ``.index`` extra file) rules out a ``column = value`` of the filter."""
@@ -109,7 +110,7 @@ def _index_may_match(table: Table, entry: ManifestEntry, file_schema: TableSchem
     return file_index.may_match(indexes, conditions)
 
 
-def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None = None,
+def plan(table: TableHandle, snapshot: Snapshot | None, *, predicate: Predicate | None = None,
          read_schema: TableSchema | None = None, columns: frozenset[str] | None = None) -> ScanPlan:
     """Live files of ``snapshot`` grouped into splits, pruned by ``predicate``, to be read in
     ``read_schema`` (by default the schema the snapshot was committed with). Level-0 files
@@ -133,7 +134,7 @@ def plan(table: Table, snapshot: Snapshot | None, *, predicate: Predicate | None
         raise lost_race(table.snapshots, snapshot, e) or e
 
 
-def _plan_on(table: Table, snapshot: Snapshot, predicate: Predicate | None, read_schema: TableSchema,
+def _plan_on(table: TableHandle, snapshot: Snapshot, predicate: Predicate | None, read_schema: TableSchema,
              schemas: dict[int, TableSchema], columns: frozenset[str] | None) -> ScanPlan:
     entries = live_entries(table.manifests(), snapshot)
     if read_schema.hides_level0:
@@ -186,7 +187,7 @@ def _plan_on(table: Table, snapshot: Snapshot, predicate: Predicate | None, read
     return ScanPlan(snapshot, read_schema, schemas, tuple(splits), len(entries), pruned)
 
 
-def read_batches(table: Table, scan_plan: ScanPlan, *, predicate: Predicate | None = None,
+def read_batches(table: TableHandle, scan_plan: ScanPlan, *, predicate: Predicate | None = None,
                  select: Sequence[str] | None = None, limit: int | None = None,
                  engine: Any = None) -> Iterator[pa.Table]:
     """Merged, filtered, projected rows split by split; stops once ``limit`` rows came out."""
@@ -235,7 +236,7 @@ class PreparedScan:
     where: str | None
 
 
-def prepare(table: Table, *, snapshot_id: int | None = None, timestamp: str | None = None, tag: str | None = None,
+def prepare(table: TableHandle, *, snapshot_id: int | None = None, timestamp: str | None = None, tag: str | None = None,
             select: Sequence[str] | None = None, where: str | None = None) -> PreparedScan:
     """Check the arguments and plan the splits (driver side, metadata only)."""
     snapshot = choose_snapshot(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
@@ -246,7 +247,11 @@ def prepare(table: Table, *, snapshot_id: int | None = None, timestamp: str | No
     travel = snapshot_id is not None or timestamp is not None or tag is not None
     read_schema = snapshot_schema if travel and snapshot_schema is not None else table.schema
     check_select(read_schema, select)
-    predicate = parse_where(where, read_schema.fields) if where is not None else None
+    predicate = None
+    if where is not None:
+        from core.where import parse_where  # sqlglot: only for a condition
+
+        predicate = parse_where(where, read_schema.fields)
     # With --select only the selected and filtered columns are read from the files.
     columns = frozenset(select) | (predicate.columns if predicate is not None else frozenset()) if select else None
     check_options(read_schema, table.name, READ, batch_scan=True, columns=columns)
@@ -260,7 +265,7 @@ def _engine_for(prepared: PreparedScan, settings: EngineSettings | None) -> Any:
     return engine
 
 
-def scan(table: Table, *, snapshot_id: int | None = None, timestamp: str | None = None, tag: str | None = None,
+def scan(table: TableHandle, *, snapshot_id: int | None = None, timestamp: str | None = None, tag: str | None = None,
          select: Sequence[str] | None = None, where: str | None = None, limit: int | None = None,
          engine_settings: EngineSettings | None = None) -> pa.Table:
     """The rows of the table at a snapshot, merged, filtered and projected. A read of the
@@ -283,7 +288,7 @@ def scan(table: Table, *, snapshot_id: int | None = None, timestamp: str | None 
     return retry_on_expire(_replans(table, snapshot_id, timestamp, tag), once, "scan")
 
 
-def _replans(table: Table, snapshot_id: int | None, timestamp: str | None, tag: str | None) -> int:
+def _replans(table: TableHandle, snapshot_id: int | None, timestamp: str | None, tag: str | None) -> int:
     """How often a read may plan again after losing its snapshot to expire: only a read of the
     latest snapshot moves on to the new latest (time travel names the snapshot it wants)."""
     if snapshot_id is not None or timestamp is not None or tag is not None:
@@ -291,7 +296,7 @@ def _replans(table: Table, snapshot_id: int | None, timestamp: str | None, tag: 
     return table.schema.core_options.commit_max_retries
 
 
-def to_spark(table: Table, *, snapshot_id: int | None = None, timestamp: str | None = None, tag: str | None = None,
+def to_spark(table: TableHandle, *, snapshot_id: int | None = None, timestamp: str | None = None, tag: str | None = None,
              select: Sequence[str] | None = None, where: str | None = None,
              engine_settings: EngineSettings | None = None) -> Any:
     """A Spark DataFrame over the table at a snapshot; executors read the splits."""
@@ -300,7 +305,7 @@ def to_spark(table: Table, *, snapshot_id: int | None = None, timestamp: str | N
     return _spark_frame(engine, prepared, table)
 
 
-def _spark_frame(engine: Any, prepared: PreparedScan, table: Table, *, packed: bool = False) -> Any:
+def _spark_frame(engine: Any, prepared: PreparedScan, table: TableHandle, *, packed: bool = False) -> Any:
     """``packed``: rows for the driver, as Arrow IPC blobs in lakectl's types (nanoseconds kept)."""
     p = prepared.plan
     opts = p.read_schema.core_options
@@ -319,7 +324,7 @@ class ScanStream:
     engine: str
 
 
-def scan_stream(table: Table, *, snapshot_id: int | None = None, timestamp: str | None = None,
+def scan_stream(table: TableHandle, *, snapshot_id: int | None = None, timestamp: str | None = None,
                 tag: str | None = None, select: Sequence[str] | None = None, where: str | None = None,
                 limit: int | None = None, engine_settings: EngineSettings | None = None) -> ScanStream:
     """The scan part by part, for stdout and ``--output``: the local engine's splits as they are
@@ -347,7 +352,7 @@ def scan_stream(table: Table, *, snapshot_id: int | None = None, timestamp: str 
     return ScanStream(schema, (p.cast(schema) for p in parts), engine.name)
 
 
-def _replanning_parts(table: Table, prepared: PreparedScan, planned: Callable[[], PreparedScan],
+def _replanning_parts(table: TableHandle, prepared: PreparedScan, planned: Callable[[], PreparedScan],
                       read: Callable[[PreparedScan], Iterator[pa.Table]], replans: int) -> Iterator[pa.Table]:
     """``read(prepared)``; when its snapshot is expired under it before the first part came out,
     the whole read again on a fresh plan (at most ``replans`` times). Once parts are out, a
@@ -386,7 +391,7 @@ class ScanOutput:
     engine: str
 
 
-def scan_to_output(table: Table, output: str, *, snapshot_id: int | None = None, timestamp: str | None = None,
+def scan_to_output(table: TableHandle, output: str, *, snapshot_id: int | None = None, timestamp: str | None = None,
                    tag: str | None = None, select: Sequence[str] | None = None, where: str | None = None,
                    limit: int | None = None, engine_settings: EngineSettings | None = None,
                    json_value: Any = None) -> ScanOutput:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from core.options import check_limit
 from core.schema import TableSchema
-from core.table import Table
+from core.table_handle import TableHandle
 from core.types import DataField
 
 
@@ -111,7 +111,7 @@ def _local_time(millis: int) -> str:
     return dt.datetime.fromtimestamp(millis / 1000).astimezone().isoformat(timespec="milliseconds")
 
 
-def schema_history(table: Table, *, limit: int | None = None) -> list[SchemaInfo]:
+def schema_history(table: TableHandle, *, limit: int | None = None) -> list[SchemaInfo]:
     """Schema versions newest first, each with what it changed.
 
     Ids can have gaps (Paimon's schema rollback deletes newer files); each version is

@@ -41,7 +41,7 @@ from core.fileio import FileIO, join
 from core.ops.write import check_input_columns, pick_engine, write_and_commit
 from core.record_stream import RecordReader
 from core.sources import read_records
-from core.table import Table
+from core.table_handle import TableHandle
 from core.types import arrow_field
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ class StreamWriter:
         UsageError: an empty commit user, or an unusable watermark column.
     """
 
-    def __init__(self, table: Table, commit_user: str, *, engine_settings: EngineSettings | None = None,
+    def __init__(self, table: TableHandle, commit_user: str, *, engine_settings: EngineSettings | None = None,
                  watermark_column: str | None = None, row_kind_column: str | None = None) -> None:
         if not commit_user or not commit_user.strip():
             raise UsageError("the commit user must not be empty")
@@ -178,10 +178,10 @@ class StreamWriter:
 
 
 # ---- watermarks ----------------------------------------------------------------------------
-def column_watermark(data: Any, table: Table, column: str) -> int | None:
+def column_watermark(data: Any, table: TableHandle, column: str) -> int | None:
     """Max of ``column`` in a batch as epoch millis (integers as they are); None without values."""
     if type(data).__module__.startswith("pyspark"):
-        from core.engines.spark_stream import spark_max_millis
+        from core.ops.spark_stream import spark_max_millis
 
         return spark_max_millis(data, column)
     if column not in data.column_names:
@@ -212,7 +212,7 @@ def _max_millis(values: pa.ChunkedArray | pa.Array) -> int | None:
 
 
 # ---- a record stream (lakectl write --stream) -----------------------------------------------
-def write_records(table: Table, source: BinaryIO, *, fmt: str = "jsonl", commit_user: str | None = None,
+def write_records(table: TableHandle, source: BinaryIO, *, fmt: str = "jsonl", commit_user: str | None = None,
                   commit_rows: int | None = None, commit_interval: float | None = None, input_offset: int = 0,
                   watermark_column: str | None = None, row_kind_column: str | None = None,
                   engine_settings: EngineSettings | None = None, stop: threading.Event | None = None,
@@ -322,12 +322,12 @@ def checkpoint_commit_user(checkpoint: str, storage_options: dict[str, Any] | No
     return user
 
 
-def stream_batch_function(table: Table, checkpoint: str, *,
+def stream_batch_function(table: TableHandle, checkpoint: str, *,
                           engine_settings: EngineSettings | None = None) -> Callable[[Any, int], BatchResult]:
     """The ``foreachBatch`` function of ``write_stream``: commits micro-batch ``batch_id`` with
     the batch id as commit identifier (a re-delivered id is skipped) and the stream's
     event-time watermark."""
-    from core.engines.spark_stream import spark_event_time_watermark
+    from core.ops.spark_stream import spark_event_time_watermark
 
     writer = StreamWriter(table, checkpoint_commit_user(checkpoint),
                           engine_settings=replace(engine_settings or EngineSettings(), engine="spark"))
@@ -341,7 +341,7 @@ def stream_batch_function(table: Table, checkpoint: str, *,
     return each_batch
 
 
-def write_stream(table: Table, streaming_df: Any, *, checkpoint: str, trigger: dict[str, Any] | None = None,
+def write_stream(table: TableHandle, streaming_df: Any, *, checkpoint: str, trigger: dict[str, Any] | None = None,
                  query_name: str | None = None, engine_settings: EngineSettings | None = None) -> Any:
     """Start a Spark Structured Streaming query that commits each micro-batch as one snapshot.
 
@@ -362,7 +362,7 @@ def write_stream(table: Table, streaming_df: Any, *, checkpoint: str, trigger: d
     """
     if not getattr(streaming_df, "isStreaming", False):
         raise UsageError("write_stream needs a streaming DataFrame (spark.readStream...); use write for a batch")
-    from core.engines.spark_stream import start_foreach_batch
+    from core.ops.spark_stream import start_foreach_batch
 
     each_batch = stream_batch_function(table, checkpoint, engine_settings=engine_settings)
     return start_foreach_batch(streaming_df, each_batch, checkpoint=checkpoint, trigger=trigger,

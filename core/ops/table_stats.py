@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from core.options import check_limit
 from core.partition import partition_spec_text
 from core.snapshot import Snapshot
-from core.table import Table
+from core.table_handle import TableHandle
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +69,7 @@ class _Totals:
         return naive.astimezone().isoformat(timespec="milliseconds")
 
 
-def partition_stats(table: Table, snapshot_id: int | None = None, *,
+def partition_stats(table: TableHandle, snapshot_id: int | None = None, *,
                     partitions: Sequence[Mapping[str, str]] | None = None,
                     limit: int | None = None) -> list[PartitionStats]:
     """Per partition of a snapshot (the latest by default): its live files' row count, size,
@@ -91,7 +91,7 @@ def partition_stats(table: Table, snapshot_id: int | None = None, *,
     return out if limit is None else out[:limit]
 
 
-def bucket_stats(table: Table, snapshot_id: int | None = None, *,
+def bucket_stats(table: TableHandle, snapshot_id: int | None = None, *,
                  partitions: Sequence[Mapping[str, str]] | None = None) -> list[BucketStats]:
     """Per (partition, bucket) of a snapshot: as :func:`partition_stats`, as Paimon's ``$buckets``."""
     totals: dict[tuple[bytes, int], _Totals] = {}
@@ -104,7 +104,7 @@ def bucket_stats(table: Table, snapshot_id: int | None = None, *,
     return out
 
 
-def manifests(table: Table, snapshot_id: int | None = None) -> list[ManifestInfo]:
+def manifests(table: TableHandle, snapshot_id: int | None = None) -> list[ManifestInfo]:
     """The manifest files of a snapshot (the latest by default): its base list, then its delta
     list, each in list order, as Paimon's ``$manifests``. Changelog manifests are not data
     manifests and are left out, as Paimon does."""
@@ -122,11 +122,11 @@ def manifests(table: Table, snapshot_id: int | None = None) -> list[ManifestInfo
     return out
 
 
-def _snapshot(table: Table, snapshot_id: int | None) -> Snapshot | None:
+def _snapshot(table: TableHandle, snapshot_id: int | None) -> Snapshot | None:
     return table.snapshots.snapshot(snapshot_id) if snapshot_id is not None else table.latest_snapshot()
 
 
-def _live_entries(table: Table, snapshot_id: int | None, partitions: Sequence[Mapping[str, str]] | None
+def _live_entries(table: TableHandle, snapshot_id: int | None, partitions: Sequence[Mapping[str, str]] | None
                   ) -> Iterator[tuple[bytes, dict[str, Any], Any]]:
     """(partition bytes, partition as {column: value}, entry) of every live file of the snapshot
     in the selected partitions."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace as with_fields
 from core.errors import NotFoundError
 from core.ops.check import require_whole
 from core.options import parse_duration
-from core.table import Table
+from core.table_handle import TableHandle
 from core.tag import Tag
 
 
@@ -25,7 +25,7 @@ class TagInfo:
     record_count: int
 
 
-def _info(table: Table, tag: Tag) -> TagInfo:
+def _info(table: TableHandle, tag: Tag) -> TagInfo:
     s = tag.snapshot
     commit = dt.datetime.fromtimestamp(s.time_millis / 1000).astimezone().isoformat(timespec="milliseconds")
     # A naive create time is a local time (Java's LocalDateTime): astimezone() attaches the offset.
@@ -34,7 +34,7 @@ def _info(table: Table, tag: Tag) -> TagInfo:
     return TagInfo(table.name, table.branch, tag.name, s.id, s.schema_id, commit, created, ttl, s.total_record_count or 0)
 
 
-def create_tag(table: Table, name: str, *, snapshot_id: int | None = None,
+def create_tag(table: TableHandle, name: str, *, snapshot_id: int | None = None,
                time_retained: str | None = None, replace: bool = False) -> TagInfo:
     """Tag a snapshot (the latest by default).
 
@@ -76,7 +76,7 @@ def create_tag(table: Table, name: str, *, snapshot_id: int | None = None,
     return _info(table, table.tags.create(name, snapshot, time_retained=ttl))
 
 
-def rename_tag(table: Table, old: str, new: str) -> TagInfo:
+def rename_tag(table: TableHandle, old: str, new: str) -> TagInfo:
     """Rename a tag (same snapshot, create time and TTL). The new name is written before the
     old one is removed, so a crash leaves both names, never neither.
 
@@ -89,7 +89,7 @@ def rename_tag(table: Table, old: str, new: str) -> TagInfo:
     return _info(table, table.tags.rename(old, new))
 
 
-def delete_tag(table: Table, name: str) -> TagInfo:
+def delete_tag(table: TableHandle, name: str) -> TagInfo:
     """Remove a tag; NotFoundError if absent. Files it pinned become orphans unless still
     referenced (expire or remove-orphan-files reclaims them). Returns what was deleted."""
     table.refuse_unfinished_fast_forward(f"delete tag {name}")
@@ -98,7 +98,7 @@ def delete_tag(table: Table, name: str) -> TagInfo:
     return info
 
 
-def list_tags(table: Table) -> list[TagInfo]:
+def list_tags(table: TableHandle) -> list[TagInfo]:
     return [_info(table, t) for t in table.tags.tags()]
 
 
@@ -121,7 +121,7 @@ class ExpireTagsResult:
     dry_run: bool
 
 
-def expire_tags(table: Table, *, older_than: str | None = None, dry_run: bool = False,
+def expire_tags(table: TableHandle, *, older_than: str | None = None, dry_run: bool = False,
                 now: dt.datetime | None = None) -> list[ExpiredTag]:
     """Delete the tags whose time is up, as Paimon's ``expire_tags``: a tag expires when
     ``now`` is past its create time plus its TTL (``tagTimeRetained``, else the table option
@@ -165,7 +165,7 @@ def expire_tags(table: Table, *, older_than: str | None = None, dry_run: bool = 
     return out
 
 
-def _default_ttl(table: Table) -> dt.timedelta | None:
+def _default_ttl(table: TableHandle) -> dt.timedelta | None:
     raw = table.schema.options.get("tag.default-time-retained")
     return parse_duration(raw, "tag.default-time-retained") if raw else None
 

@@ -17,7 +17,7 @@ from core.errors import UsageError
 from core.manifest import ManifestEntry
 from core.partition import partition_path, render_value
 from core.ops.auto_tags import run_quietly
-from core.table import Table
+from core.table_handle import TableHandle
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ class DropPartitionResult:
     dry_run: bool
 
 
-def truncate(table: Table, *, dry_run: bool = False) -> TruncateResult:
+def truncate(table: TableHandle, *, dry_run: bool = False) -> TruncateResult:
     """Delete every live file of the table as one OVERWRITE snapshot.
 
     Nothing to do is no commit (lakectl's one rule for truncate, delete, drop-partition,
@@ -66,7 +66,7 @@ def truncate(table: Table, *, dry_run: bool = False) -> TruncateResult:
     return TruncateResult(table.name, table.branch, committed, files, records, False)
 
 
-def drop_partitions(table: Table, partitions: Sequence[Mapping[str, str]], *,
+def drop_partitions(table: TableHandle, partitions: Sequence[Mapping[str, str]], *,
                     dry_run: bool = False) -> DropPartitionResult:
     """Delete the live files of the given partitions as one OVERWRITE snapshot.
 
@@ -131,18 +131,18 @@ def drop_partitions(table: Table, partitions: Sequence[Mapping[str, str]], *,
     return DropPartitionResult(table.name, table.branch, committed, texts, missing, files, records, False)
 
 
-def _latest_entries(table: Table) -> list[ManifestEntry]:
+def _latest_entries(table: TableHandle) -> list[ManifestEntry]:
     return latest_base_entries(table.snapshots, table.manifests(), table.schema.core_options.commit_max_retries)[1]
 
 
-def _commit_overwrite(table: Table, spec: OverwriteSpec) -> int | None:
+def _commit_overwrite(table: TableHandle, spec: OverwriteSpec) -> int | None:
     """The same commit path expire-partitions takes: no new files, DELETE what ``spec`` covers."""
     committed = FileStoreCommit(table.file_io, table.path, table.schema,
                                 branch_path=table.branch_path).commit([], overwrite=spec)
     return committed.id if committed else None
 
 
-def _tags_after(table: Table, committed: int | None) -> None:
+def _tags_after(table: TableHandle, committed: int | None) -> None:
     """Java's truncate and drop-partition commits run no tag step; Java's next commit tags
     their snapshot by the same rules, so running the step now gives the same tags. They are
     no batch sink's jobs: ``batch`` mode makes no tag here."""

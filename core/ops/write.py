@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from core.commit import CommitMessage, FileStoreCommit, IndexChanges, OverwriteSpec, base_entries
 from core.deletion_vectors import snapshot_deletion_files, split_deletion_files
-from core.dynamic_bucket import DynamicBucketAssigner, check_writable, is_dynamic
+from core.dynamic_bucket import DYNAMIC_NOT_ON_SPARK, DynamicBucketAssigner, check_writable, is_dynamic
 from core.engines import EngineSettings, choose_engine
 from core.errors import CorruptMetadataError, InvalidDataError, NotFoundError, UsageError
 from core.ops.create import columns_from_arrow, create
@@ -25,12 +25,13 @@ from core.replan import lost_race, retry_on_expire
 from core.rows import prepare_rows
 from core.kernels.write import WriteJob, removal_changelog
 from core.index_manifest import IndexManifestIO
-from core.options import BATCH_COMMIT_IDENTIFIER, WRITE, check_options, parse_bool
+from core.options import BATCH_COMMIT_IDENTIFIER, parse_bool
+from core.option_rules import WRITE, check_options
 from core.snapshot import Snapshot
 from core.sources import expand_input, input_size
 from core.types import arrow_field
 from core.schema import TableSchema, new_table_schema
-from core.table import Table
+from core.table_handle import TableHandle
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class WriteResult:
     maintenance: tuple[str, ...] = ()  # post-commit steps that did work (compact, expire, ...)
 
 
-def plan_job(table: Table, schema: TableSchema, row_kind_column: str | None, *, overwrite: bool = False,
+def plan_job(table: TableHandle, schema: TableSchema, row_kind_column: str | None, *, overwrite: bool = False,
              planned_on: Snapshot | None = None) -> WriteJob:
     """The write's shared context: where each bucket's sequence numbers continue and, where
     the kernels look records up (``changelog-producer=lookup``, first-row tables, the
@@ -65,7 +66,7 @@ def plan_job(table: Table, schema: TableSchema, row_kind_column: str | None, *, 
         raise lost_race(table.snapshots, latest, e) or e
 
 
-def _plan_job_on(table: Table, latest: Snapshot | None, schema: TableSchema, row_kind_column: str | None,
+def _plan_job_on(table: TableHandle, latest: Snapshot | None, schema: TableSchema, row_kind_column: str | None,
                  overwrite: bool) -> WriteJob:
     entries = base_entries(table.manifests(), latest, table.snapshots) if latest is not None else []
     assigner = None
@@ -152,13 +153,6 @@ def pick_engine(data: Any, engine_settings: EngineSettings | None, schema: Table
     return engine
 
 
-# Buckets of a dynamic-bucket table come from its hash index, which one process reads and
-# extends in input order (as Java's single assigner does); Spark executors cannot share it.
-DYNAMIC_NOT_ON_SPARK = ("a dynamic-bucket table (bucket=-1, Paimon's default for a primary-key table) is written "
-                        "by the local engine only: its buckets come from the table's hash index, assigned in "
-                        "input order in one process")
-
-
 def choose_write_engine(settings: EngineSettings | None, data_bytes: int, dynamic: bool) -> tuple[Any, str]:
     """The ``--engine`` rule for a write, except that a dynamic-bucket table is always written
     locally: ``--engine auto`` (even with a Spark master) picks local, ``--engine spark`` is refused."""
@@ -183,7 +177,7 @@ class Written:
     maintenance: tuple[str, ...]
 
 
-def write_and_commit(table: Table, data: Any, engine: Any, *, overwrite: bool = False,
+def write_and_commit(table: TableHandle, data: Any, engine: Any, *, overwrite: bool = False,
                      row_kind_column: str | None = None, commit_user: str | None = None,
                      identifier: int = BATCH_COMMIT_IDENTIFIER, watermark: int | None = None,
                      engine_settings: EngineSettings | None = None,
@@ -248,7 +242,7 @@ def write_and_commit(table: Table, data: Any, engine: Any, *, overwrite: bool = 
                    tuple(name for name, _ in maintenance))
 
 
-def write(table: Table, data: Any, *, mode: str = "append", row_kind_column: str | None = None,
+def write(table: TableHandle, data: Any, *, mode: str = "append", row_kind_column: str | None = None,
           engine: Any = None, engine_settings: EngineSettings | None = None,
           partition: dict[str, str] | None = None) -> WriteResult:
     """Write ``data`` (an Arrow table, or a Spark DataFrame) as one snapshot: APPEND, or
@@ -319,7 +313,7 @@ def static_partition_row(schema: TableSchema, spec: dict[str, str]) -> bytes:
     return binary_row.encode(values, [f.type for f in fields])
 
 
-def _check_static(table: Table, messages: list[CommitMessage], partition: bytes) -> None:
+def _check_static(table: TableHandle, messages: list[CommitMessage], partition: bytes) -> None:
     """Refuse rows outside the static partition of an overwrite, removing the files written."""
     stray = [m for m in messages if m.partition != partition]
     if not stray:
@@ -332,7 +326,7 @@ def _check_static(table: Table, messages: list[CommitMessage], partition: bytes)
     raise InvalidDataError(f"a row of partition {shown} is outside the --partition being overwritten")
 
 
-def _file_path(table: Table, message: CommitMessage, file: Any) -> str:
+def _file_path(table: TableHandle, message: CommitMessage, file: Any) -> str:
     from core.fileio import join
 
     return join(table.schema.bucket_dir(table.path, message.partition, message.bucket), file.file_name)
@@ -347,7 +341,7 @@ class AutoCreate:
     options: dict[str, str] | None = None
 
 
-def write_input(table: Table, path: str | None, *, input_format: str | None = None, mode: str = "append",
+def write_input(table: TableHandle, path: str | None, *, input_format: str | None = None, mode: str = "append",
                 row_kind_column: str | None = None, engine_settings: EngineSettings | None = None,
                 auto_create: AutoCreate | None = None, input_table: str | None = None,
                 partition: dict[str, str] | None = None, fill_missing_columns: bool = False) -> WriteResult:
@@ -413,7 +407,7 @@ def _creates_dynamic(spec: AutoCreate | None) -> bool:
     return (spec.options or {}).get("bucket", "-1").strip() == "-1"
 
 
-def _create_from_input(table: Table, engine: Any, data: Any, row_kind_column: str | None,
+def _create_from_input(table: TableHandle, engine: Any, data: Any, row_kind_column: str | None,
                        spec: AutoCreate) -> None:
     columns = columns_from_arrow(engine.input_schema(data), row_kind_column)
     layout = dict(primary_keys=spec.primary_keys, partition_keys=spec.partition_keys, options=spec.options)

@@ -41,3 +41,24 @@ def test_snapshots_imports_no_data_library(tmp_path: Path) -> None:
 
 def test_version_imports_no_data_library(tmp_path: Path) -> None:
     assert _heavy(_imported("--version", cwd=tmp_path)) == set()
+
+
+def test_a_plain_write_and_scan_load_no_where_parser(tmp_path: Path) -> None:
+    """A write, and a scan without --where, parse no SQL: sqlglot (a fifth of a small write's
+    start-up) comes in with a condition only. A write-only table's write loads no compaction
+    or expiration code either (maintenance imports each step's operation when it runs)."""
+    wh = str(tmp_path / "wh")
+    csv = tmp_path / "in.csv"
+    csv.write_text("id,v\n1,a\n2,b\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run([sys.executable, "-m", "lakectl", "-w", wh, "-q", "create", "db.t", "--schema",
+                    "id BIGINT NOT NULL, v STRING", "--primary-key", "id", "-o", "bucket=2", "-o", "write-only=true"],
+                   env=env, check=True, cwd=tmp_path)
+    write = _imported("-w", wh, "write", "db.t", "-i", str(csv), cwd=tmp_path)
+    assert "core.ops.write" in write and "pyarrow" in write
+    assert {m for m in write if m.split(".")[0] == "sqlglot"} == set()
+    assert {"core.where", "core.ops.compact", "core.kernels.compact", "core.ops.expire"} & write == set()
+    scan = _imported("-w", wh, "scan", "db.t", "-f", "csv", cwd=tmp_path)
+    assert "core.kernels.read" in scan and "core.where" not in scan
+    # and a condition does load it, so the check can fail
+    assert "core.where" in _imported("-w", wh, "scan", "db.t", "--where", "id > 1", cwd=tmp_path)

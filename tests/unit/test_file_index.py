@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from core import file_index
-from core.predicate import parse_where
+from core.where import parse_where
 from core.types import DataField, parse_type
 
 

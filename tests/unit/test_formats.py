@@ -13,7 +13,7 @@ import pytest
 from core.errors import CorruptMetadataError, UsageError
 from core.fileio import FileIO
 from core.formats import avro_codec, format_of
-from core.kernels.read import read_file
+from core.kernels.data_file import read_file
 from core.kernels.records import SEQUENCE_NUMBER, VALUE_KIND
 from core.kernels.write import write_files
 from core.options import CoreOptions

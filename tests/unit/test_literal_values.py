@@ -17,7 +17,8 @@ import pytest
 from core import formats
 from core.errors import UsageError
 from core.ops.create import create
-from core.predicate import ColumnRange, Comparison, parse_where, text_value
+from core.predicate import ColumnRange, Comparison, text_value
+from core.where import parse_where
 from core.table import Table
 from core.types import DataField, parse_type, to_arrow
 

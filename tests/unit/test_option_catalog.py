@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from core.option_catalog import (CATALOG, HONOURED, IGNORED, REFUSED, catalog_rules, classify, suggestion,
+from core.option_catalog import (CATALOG, HONOURED, IGNORED, REFUSED, classify, suggestion,
                                  unknown_option_warnings)
-from core.options import EXPIRE, OPTION_RULES, READ, WRITE, unsupported
+from core.option_rules import CATALOG_RULES, EXPIRE, OPTION_RULES, READ, WRITE, unsupported
 
 REPO = Path(__file__).resolve().parents[2]
 JAVA_KEYS = Path(__file__).with_name("paimon_java_core_options.txt")
@@ -105,11 +105,11 @@ def test_an_unknown_option_is_refused_for_writes_and_maintenance_not_reads() -> 
 
 
 def test_each_catalog_refusal_has_a_rule_and_each_rule_key_is_classified_refused() -> None:
-    rules = OPTION_RULES + catalog_rules()
+    rules = OPTION_RULES + CATALOG_RULES
     for key, (kind, _) in CATALOG.items():
         if kind == REFUSED and "*" not in key:
             assert any(r.matches(key) for r in rules), key
-    for rule in catalog_rules():
+    for rule in CATALOG_RULES:
         keys = [k for k in CATALOG if k == rule.pattern or rule.matches(k)]
         assert keys and all(CATALOG[k][0] == REFUSED for k in keys), rule.pattern
 

@@ -9,8 +9,7 @@ import pytest
 
 from core.errors import UnsupportedTableError
 from core.types import DataField, parse_type
-from core.options import (EXPIRE, OPTION_RULES, READ, WRITE, OptionRule, check_options,
-                          unsupported)
+from core.option_rules import EXPIRE, OPTION_RULES, OptionRule, READ, WRITE, check_options, unsupported
 
 
 def schema(options: dict[str, str], *, primary_keys: tuple[str, ...] = ("k",),

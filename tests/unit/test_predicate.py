@@ -25,7 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.errors import UsageError
-from core.predicate import ColumnRange, Comparison, InList, Predicate, parse_where
+from core.predicate import ColumnRange, Comparison, InList, Predicate
+from core.where import parse_where
 from core.types import DataField, parse_type, to_arrow
 
 Row = dict[str, Any]

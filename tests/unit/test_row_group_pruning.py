@@ -1,4 +1,4 @@
-"""Row-group pruning of ``scan --where`` (core.kernels.read.matching_row_groups) and the
+"""Row-group pruning of ``scan --where`` (core.kernels.data_file.matching_row_groups) and the
 ``parquet.block.size`` / ``parquet.page.size`` options that shape the row groups.
 
 Expected rows come from Python filters over the rows each test wrote; expected row groups
@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import core.kernels.read as read_kernel
+import core.kernels.data_file as read_kernel
 from core.errors import UsageError
 from core.evolution import RenameColumn, UpdateColumnType
 from core.kernels.write import row_group_rows

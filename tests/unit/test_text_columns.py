@@ -198,7 +198,8 @@ encoded = st.binary(max_size=13).map(lambda b: __import__("base64").b64encode(b)
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(st.none(), encoded, base64ish), max_size=8), st.integers(0, 3))
 def test_base64_input_decodes_as_python_does(values: list[str | None], start: int) -> None:
-    from core.text_values import TextValueError, decode_column
+    from core.text_columns import decode_column
+    from core.text_values import TextValueError
 
     column = pa.array(values, pa.string()).slice(min(start, len(values)))
     expected = python_base64(column.to_pylist())

@@ -36,7 +36,7 @@ from core.errors import UsageError
 from core.kernels.read import ROW_KIND_COLUMN, ReadSplit, read_changes, read_split
 from core.ops.follow import FollowSettings, plan_start, reads_changes
 from core.schema import TableSchema
-from core.table import Table
+from core.table_handle import TableHandle
 
 SOURCE_NAME = "lakectl"
 
@@ -59,14 +59,14 @@ class StreamPart(InputPartition):
     """One split of one snapshot: read in full (merged, as +I) or as its changes."""
 
     def __init__(self, split: ReadSplit, full: bool, read_schema: TableSchema,
-                 schemas: dict[int, TableSchema], table: Table) -> None:
+                 schemas: dict[int, TableSchema], table: TableHandle) -> None:
         super().__init__(None)
         self.split, self.full, self.read_schema, self.schemas, self.table = split, full, read_schema, schemas, table
 
 
 class TableStreamSource(DataSource):
     """``spark.readStream.format("lakectl").option("table", ...)``: the options carry the
-    pickled Table (with its store's settings) and the FollowSettings."""
+    pickled TableHandle (with its store's settings) and the FollowSettings."""
 
     @classmethod
     def name(cls) -> str:
@@ -81,7 +81,7 @@ class TableStreamSource(DataSource):
 
 
 class TableStreamReader(DataSourceStreamReader):
-    def __init__(self, table: Table, settings: FollowSettings, read_schema: TableSchema) -> None:
+    def __init__(self, table: TableHandle, settings: FollowSettings, read_schema: TableSchema) -> None:
         self.table, self.settings, self.read_schema = table, settings, read_schema
 
     def initialOffset(self) -> dict:
@@ -195,9 +195,9 @@ def start_foreach_batch(streaming_df: DataFrame, each_batch: Any, *, checkpoint:
     return out.start()
 
 
-def read_stream(session: SparkSession, table: Table, settings: FollowSettings) -> DataFrame:
+def read_stream(session: SparkSession, table: TableHandle, settings: FollowSettings) -> DataFrame:
     """A streaming DataFrame of the table's rows as they commit (``_row_kind`` first)."""
-    from core.options import READ, check_options
+    from core.option_rules import READ, check_options
 
     from core.kernels.data_evolution import refuse_incremental
 
