@@ -25,7 +25,7 @@ from lakectl.registry import BY_NAME, COMMANDS
 fast_params.install()
 
 # ---- global options anywhere -----------------------------------------------------------------
-# The root callback's options (app.py) are also accepted after the command: each command gets
+# The root callback's options (cli.py) are also accepted after the command: each command gets
 # hidden copies of them that write into the same Settings. Root parameter -> Settings field.
 GLOBAL_OPTIONS = {"warehouse": "warehouse", "fmt": "format", "config": "config_file", "profile": "profile",
                   "engine": "engine", "master": "master", "spark_conf": "spark_conf", "verbose": "verbose",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from lakectl.app import app
+from lakectl.cli import app
 
 PROG = "lakectl"
 COMPLETE_VAR = "_LAKECTL_COMPLETE"

@@ -21,7 +21,7 @@ from typing import Any, Iterator
 
 import typer.main
 
-from lakectl.app import app
+from lakectl.cli import app
 from lakectl.config import KEYS, USER_CONFIG
 from lakectl.errors import EXIT_CODE_MEANINGS
 

@@ -130,8 +130,8 @@ def register(app: typer.Typer) -> None:
         Examples:
 
         \b
-          lakectl alter-schema shop.orders --add-column "note STRING AFTER qty" \\
-              --rename-column qty:quantity --dry-run
+          lakectl alter-schema shop.orders --rename-column qty:quantity \\
+              --add-column "note STRING AFTER quantity" --dry-run
           lakectl alter-schema shop.orders --alter-type qty:BIGINT \\
               --set-option snapshot.num-retained.max=100
         """

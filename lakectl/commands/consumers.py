@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
         Example:
 
         \b
-          lakectl consumer reset shop.orders billing --next-snapshot 42
+          lakectl consumer reset shop.orders billing --next-snapshot 12
         """
         from core.ops.consumers import reset_consumer
 

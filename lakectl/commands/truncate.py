@@ -59,7 +59,7 @@ def register(app: typer.Typer) -> None:
         \b
           lakectl drop-partition shop.orders --partition dt=2024-01-01
           lakectl drop-partition shop.orders \\
-              --partition 'dt=2024-01-01,hr=10;dt=2024-01-02,hr=11'
+              --partition 'dt=2024-01-01;dt=2024-01-02'
         """
         from core.ops.truncate import drop_partitions
         from lakectl.config import parse_partitions

@@ -1,10 +1,13 @@
 """Shell completion: table and database names, snapshot ids and tags come from the warehouse
-the command line (or environment, profile, config) names; the checked-in bash script
-completes in a real bash; ``lakectl --install-completion`` installs it."""
+the command line (or environment, profile, config) names; the checked-in bash, zsh and fish
+scripts complete in a real bash, zsh (interactive, in a pseudo-terminal) and fish, each test
+skipped where its shell is not installed; ``lakectl --install-completion`` installs them."""
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -207,3 +210,76 @@ def test_show_completion_prints_the_checked_in_script(monkeypatch: pytest.Monkey
     result: Any = runner.invoke(app, ["--show-completion", "zsh"], prog_name="lakectl")
     checked_in = (ROOT / "completions" / "_lakectl").read_text().splitlines()
     assert result.stdout.strip().splitlines() == [checked_in[0], *checked_in[2:]]
+
+
+# zsh: an interactive `zsh -f -i` in a pseudo-terminal (zsh's own zpty module) loads compinit
+# and the checked-in script, is sent the line and a TAB, then a marker command; zle handles
+# typed-ahead keys in order, so the marker's output comes after the completion has drawn its list.
+ZPTY_DRIVER = r"""
+zmodload zsh/zpty || exit 3
+zpty z 'zsh -f -i'
+zpty -w z "stty columns 1000; PS1='%% '; autoload -U compinit; compinit -D -u; source ${(q)1}; setopt autolist nolistambiguous nobeep"
+zpty -w z 'print READY-$((40+2))'
+zpty -r z _ '*READY-42*' || exit 4
+zpty -w -n z "$2"$'\t'
+zpty -w -n z $'\x15print DONE-$((40+2))\n'
+zpty -r z out '*DONE-42*' || exit 5
+print -r -- "$out"
+zpty -d z
+"""
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def zsh_tab(line: str, tmp_path: Path) -> str:
+    """What an interactive zsh shows after `line` and a TAB, terminal escapes removed."""
+    driver = tmp_path / "zpty.zsh"
+    driver.write_text(ZPTY_DRIVER)
+    proc = subprocess.run(["zsh", "-f", str(driver), str(ROOT / "completions" / "_lakectl"), line],
+                          capture_output=True, text=True, env=shell_env(tmp_path, TERM="xterm"), cwd=tmp_path,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return ANSI.sub("", proc.stdout).replace("\r", "")
+
+
+def listed(screen: str) -> list[str]:
+    """The candidates zsh listed below the line, one per row as `name  -- help`."""
+    return re.findall(r"^(\S+)\s+-- ", screen, re.M)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
+def test_the_checked_in_zsh_script_completes_in_zsh(wh: Path, tmp_path: Path) -> None:
+    assert "compdef _lakectl_completion lakectl" in (ROOT / "completions" / "_lakectl").read_text()
+    assert listed(zsh_tab("lakectl sc", tmp_path)) == ["scan", "schemas"]
+    assert listed(zsh_tab("lakectl expire x --retain-m", tmp_path)) == ["--retain-max", "--retain-min"]
+    # one candidate: zsh writes it into the line (a table name, read from the warehouse -w names)
+    screen = zsh_tab(f"lakectl -w {wh} describe shop.o", tmp_path)
+    assert f"lakectl -w {wh} describe shop.orders" in screen
+    assert listed(zsh_tab("lakectl nosuchcommand --retain-m", tmp_path)) == []
+
+
+def fish_complete(line: str, tmp_path: Path) -> list[list[str]]:
+    """`complete -C` in fish with the checked-in script sourced: [candidate, help] pairs."""
+    script = f"source {ROOT / 'completions' / 'lakectl.fish'}; complete -C {shlex.quote(line)}"
+    proc = subprocess.run(["fish", "--no-config", "-c", script], capture_output=True, text=True,
+                          env=shell_env(tmp_path), cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return [row.split("\t") for row in proc.stdout.splitlines()]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
+def test_the_checked_in_fish_script_completes_in_fish(wh: Path, tmp_path: Path) -> None:
+    assert [row[0] for row in fish_complete("lakectl sc", tmp_path)] == ["scan", "schemas"]
+    assert [row[0] for row in fish_complete("lakectl expire x --retain-m", tmp_path)] == ["--retain-max",
+                                                                                          "--retain-min"]
+    assert [row[0] for row in fish_complete(f"lakectl -w {wh} describe sh", tmp_path)] == ["shop.items",
+                                                                                           "shop.orders"]
+    rows = fish_complete(f"lakectl -w {wh} scan shop.orders --snapshot-id ", tmp_path)
+    # fish sorts what it is given (lakectl sends newest first) unless the script says --keep-order,
+    # which Typer's fish template does not
+    assert sorted(row[0] for row in rows) == ["1", "2", "3"] and all(row[1].startswith("APPEND ") for row in rows)
+    # a warehouse without tables: lakectl offers nothing, so (as bash's `complete -o default`) fish
+    # falls back to the files of the current directory: Typer's rule applies only when lakectl answers
+    files = sorted(p.name + "/" * p.is_dir() for p in tmp_path.iterdir())
+    assert [row[0] for row in fish_complete(f"lakectl -w {tmp_path / 'nowhere'} scan ", tmp_path)] == files

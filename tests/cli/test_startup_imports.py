@@ -5,6 +5,7 @@ loaded (-X importtime lists each one), not on timings."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -62,3 +63,37 @@ def test_a_plain_write_and_scan_load_no_where_parser(tmp_path: Path) -> None:
     assert "core.kernels.read" in scan and "core.where" not in scan
     # and a condition does load it, so the check can fail
     assert "core.where" in _imported("-w", wh, "scan", "db.t", "--where", "id > 1", cwd=tmp_path)
+
+
+# The console script as pip generates it for `lakectl = "lakectl.app:main"` (pyproject.toml).
+CONSOLE_SCRIPT = """
+import sys
+from lakectl.app import main
+sys.exit(main())
+"""
+APP = ("typer", "click", "rich", "core", "lakectl.cli", "lakectl.registry")
+
+
+def _app_modules(modules: set[str]) -> set[str]:
+    return {m for m in modules if any(m == name or m.startswith(name + ".") for name in APP)}
+
+
+def test_version_alone_builds_no_command_tree(tmp_path: Path) -> None:
+    """`lakectl --version` alone is answered before Typer, the command tree or core load,
+    through both entry points; among other options it still goes through the tree."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for entry in (["-c", CONSOLE_SCRIPT], ["-m", "lakectl"]):
+        done = subprocess.run([sys.executable, "-X", "importtime", *entry, "--version"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, check=True)
+        modules = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+        assert "lakectl.version" in modules  # the probe sees the entry point's own imports
+        assert _app_modules(modules) == set(), entry
+        assert re.fullmatch(r"lakectl (\d\S*|\(not installed\))\n", done.stdout)
+    # With another option, --version is the tree's eager option: the same line, Typer loaded
+    loaded = _imported("-q", "--version", cwd=tmp_path)
+    assert {"typer", "lakectl.cli"} <= loaded
+    fast = subprocess.run([sys.executable, "-m", "lakectl", "--version"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, check=True).stdout
+    slow = subprocess.run([sys.executable, "-m", "lakectl", "-q", "--version"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, check=True).stdout
+    assert fast == slow
