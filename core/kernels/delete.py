@@ -24,7 +24,6 @@ from core.fileio import FileIO
 from core.kernels.read import ReadSplit, read_split
 from core.kernels.write import WriteTask, write_bucket
 from core.predicate import Predicate
-from core.rows import prepare_rows
 from core.schema import TableSchema
 
 
@@ -122,8 +121,10 @@ def rewrite_bucket(task: RewriteTask, file_io: FileIO) -> RewriteOutcome:
             continue
         rewritten += 1
         if not task.dry_run:
-            # Each rewrite continues the bucket's sequence numbers after the previous one.
-            done = write_bucket(replace(write, start_sequence=sequence), prepare_rows(kept, write.schema), file_io)
+            # Each rewrite continues the bucket's sequence numbers after the previous one. The
+            # rows come from the table in its types (an append table: no row kinds to add).
+            done = write_bucket(replace(write, start_sequence=sequence), kept.select(write.schema.field_names),
+                                file_io)
             new_files.extend(done.new_files)
         sequence += kept.num_rows
     message = None
