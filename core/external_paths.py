@@ -89,6 +89,11 @@ def _scheme(path: str) -> str:
     return head if sep and head and "/" not in head else ""
 
 
+def _same_store_scheme(scheme: str) -> str:
+    scheme = scheme.lower()
+    return {"local": "file", "s3a": "s3"}.get(scheme, scheme)
+
+
 def _hadoop_spelling(root: str) -> str:
     """``file:///x`` as ``file:/x``: pypaimon records local external paths that way, and
     lakectl's local FileIO reads both."""
@@ -120,12 +125,26 @@ class ExternalPathProvider:
         return join(self.roots[index], self.relative_bucket_dir, file_name)
 
 
-def provider(options: Mapping[str, str], relative_bucket_dir: str) -> ExternalPathProvider | None:
+def provider(options: Mapping[str, str], relative_bucket_dir: str, *,
+             store_scheme: str | None = None) -> ExternalPathProvider | None:
     """The external path provider for one (partition, bucket), or None when its files stay in the
-    table directory. ``relative_bucket_dir`` is the bucket's directory under the table root."""
+    table directory. ``relative_bucket_dir`` is the bucket's directory under the table root.
+
+    Args:
+        store_scheme: the scheme of the table's store (``file``, ``s3``); when given, every root
+            must be on it, since one FileIO writes, reads and deletes all the table's files.
+
+    Raises:
+        UsageError: bad settings (see ``roots``), or a root on another store.
+    """
     found = roots(options)
     if not found:
         return None
+    if store_scheme is not None:
+        other = [r for r in found if _same_store_scheme(_scheme(r)) != _same_store_scheme(store_scheme)]
+        if other:
+            raise UsageError(f"option {PATHS}: {other[0]!r} is not on the table's store ({store_scheme}://); "
+                             "lakectl writes external files only to the table's own store")
     weights = _weights(options, len(found)) if strategy(options) == "weight-robin" and len(found) > 1 else None
     return ExternalPathProvider(found, relative_bucket_dir.strip("/"), weights)
 

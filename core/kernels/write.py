@@ -185,7 +185,7 @@ def write_files(table: pa.Table, schema: TableSchema, bucket_dir: str, file_io: 
         # in-memory size keeps files at or below the target.
         rows_per_file = max(1, int(table.num_rows * target / max(1, table.nbytes)))
     prefix = f"{prefix if prefix is not None else schema.core_options.data_file_prefix}{uuid.uuid4()}"
-    external = _external_provider(schema, bucket_dir)
+    external = _external_provider(schema, bucket_dir, file_io)
     files = []
     for i, start in enumerate(range(0, table.num_rows, rows_per_file)):
         chunk = table.slice(start, rows_per_file)
@@ -194,11 +194,13 @@ def write_files(table: pa.Table, schema: TableSchema, bucket_dir: str, file_io: 
     return files
 
 
-def _external_provider(schema: TableSchema, bucket_dir: str) -> external_paths.ExternalPathProvider | None:
+def _external_provider(schema: TableSchema, bucket_dir: str,
+                       file_io: FileIO) -> external_paths.ExternalPathProvider | None:
     """Where this writer's files go outside the table directory (``data-file.external-paths``),
     or None when they stay in ``bucket_dir``. One per writer, as pypaimon has one per bucket writer."""
     return external_paths.provider(
-        schema.options, external_paths.relative_bucket_dir(bucket_dir, len(schema.partition_keys)))
+        schema.options, external_paths.relative_bucket_dir(bucket_dir, len(schema.partition_keys)),
+        store_scheme="file" if file_io.local else file_io.scheme)
 
 
 def write_files_streamed(chunks: Iterable[pa.Table], schema: TableSchema, bucket_dir: str, file_io: FileIO, *,
@@ -212,7 +214,7 @@ def write_files_streamed(chunks: Iterable[pa.Table], schema: TableSchema, bucket
     primary_key = schema.has_primary_key
     target = schema.core_options.file_size_for(primary_key)
     prefix = f"{schema.core_options.data_file_prefix}{uuid.uuid4()}"
-    external = _external_provider(schema, bucket_dir)
+    external = _external_provider(schema, bucket_dir, file_io)
     files: list[DataFileMeta] = []
     held: list[pa.Table] = []
     held_rows = 0

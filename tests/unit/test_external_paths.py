@@ -208,3 +208,15 @@ def test_file_index_sits_beside_its_external_file_and_goes_with_it(tmp_path: Pat
     t.write(pa.table({"k": [1], "v": ["z"]}), mode="overwrite")
     t.expire(retain_max=1, retain_min=1, dry_run=False)
     assert not os.path.exists(index)
+
+
+def test_a_root_on_another_store_is_refused_before_any_file_is_written(tmp_path: Path) -> None:
+    t = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    create(t, "k INT", options={"data-file.external-paths": "s3://bucket/ext",
+                                "data-file.external-paths.strategy": "round-robin"})
+    t = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    with pytest.raises(UsageError, match="not on the table's store"):
+        t.write(pa.table({"k": [1]}))
+    assert files_under(tmp_path) == files_under(Path(t.path))  # nothing landed anywhere else
+    assert not any("bucket-" in f for f in files_under(Path(t.path)))
+    assert t.latest_snapshot() is None
