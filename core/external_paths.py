@@ -7,15 +7,19 @@ reproduces (``common/external_path_provider.py``, ``utils/file_store_path_factor
   (``file:///x``, ``s3://b/x``); ``data-file.external-paths.strategy`` picks one per file:
   ``none`` (the default: files stay in the table directory), ``round-robin``, ``specific-fs``
   (round-robin over the roots whose scheme is ``data-file.external-paths.specific-fs``) or
-  ``weight-robin`` (a random root, drawn by ``data-file.external-paths.weights``).
+  ``weight-robin`` (a random root, drawn by ``data-file.external-paths.weights``) or
+  ``entropy-inject`` (round-robin, with hash directories between the bucket and the file).
 - Under the chosen root a file keeps the layout it would have in the table directory
   (``k=v/.../bucket-N/<file>``), and ``_EXTERNAL_PATH`` records that full path with the root's
   scheme, as pypaimon writes it (``file:///x`` becomes ``file:/x/...``, Hadoop's spelling).
 - Each writer of one (partition, bucket) starts the round robin at a random root, so that many
-  small writes spread over the roots as pypaimon's do.
+  small writes spread over the roots as pypaimon's do (``entropy-inject`` starts at the second).
+- ``entropy-inject`` spreads files over object-store prefixes: the low 20 bits of the file
+  name's murmur3_32, as a binary string, cut into ``4/4/4/8`` bit directories
+  (``<root>/<k=v/...>/bucket-N/0110/1001/0001/10100011/<file>``).
 
-``entropy-inject`` (hash directories between the bucket and the file) is refused by the option
-rule in core.option_catalog, which names it.
+A strategy outside ``WRITTEN_STRATEGIES`` is refused for writes by the option rule in
+core.option_catalog, which names it.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from core.bucket import murmur3_32
 from core.errors import UsageError
 from core.fileio import join
 
@@ -32,7 +37,8 @@ STRATEGY = "data-file.external-paths.strategy"
 SPECIFIC_FS = "data-file.external-paths.specific-fs"
 WEIGHTS = "data-file.external-paths.weights"
 
-WRITTEN_STRATEGIES = ("none", "round-robin", "specific-fs", "weight-robin")
+WRITTEN_STRATEGIES = ("none", "round-robin", "specific-fs", "weight-robin", "entropy-inject")
+_ENTROPY_BITS, _ENTROPY_DIR_BITS, _ENTROPY_DIRS = 20, 4, 3
 
 
 def strategy(options: Mapping[str, str]) -> str:
@@ -109,10 +115,12 @@ class ExternalPathProvider:
     roots: Sequence[str]
     relative_bucket_dir: str  # ``k=v/.../bucket-N``, as in the table directory
     weights: Sequence[int] | None = None
+    entropy: bool = False
     _position: int = field(default=0)
 
     def __post_init__(self) -> None:
-        self._position = random.randrange(len(self.roots))
+        # pypaimon's entropy provider starts at 0, its round robin at a random root.
+        self._position = 0 if self.entropy else random.randrange(len(self.roots))
 
     def next_path(self, file_name: str) -> str:
         """Where the next file goes: the next root (or a weighted draw), then the bucket's layout."""
@@ -122,7 +130,18 @@ class ExternalPathProvider:
         else:
             self._position = (self._position + 1) % len(self.roots)
             index = self._position
+        if self.entropy:
+            return join(self.roots[index], self.relative_bucket_dir, entropy_dirs(file_name), file_name)
         return join(self.roots[index], self.relative_bucket_dir, file_name)
+
+
+def entropy_dirs(file_name: str) -> str:
+    """The hash directories ``entropy-inject`` puts before a file: the low 20 bits of its
+    name's murmur3_32 (the top bit set first, so the binary string keeps its leading zeros),
+    as three 4-bit directories and one of the remaining 8 bits."""
+    bits = format(murmur3_32(file_name.encode("utf-8")) | 0x8000_0000, "032b")[-_ENTROPY_BITS:]
+    cut = _ENTROPY_DIRS * _ENTROPY_DIR_BITS
+    return "/".join([bits[i:i + _ENTROPY_DIR_BITS] for i in range(0, cut, _ENTROPY_DIR_BITS)] + [bits[cut:]])
 
 
 def provider(options: Mapping[str, str], relative_bucket_dir: str, *,
@@ -145,8 +164,9 @@ def provider(options: Mapping[str, str], relative_bucket_dir: str, *,
         if other:
             raise UsageError(f"option {PATHS}: {other[0]!r} is not on the table's store ({store_scheme}://); "
                              "lakectl writes external files only to the table's own store")
-    weights = _weights(options, len(found)) if strategy(options) == "weight-robin" and len(found) > 1 else None
-    return ExternalPathProvider(found, relative_bucket_dir.strip("/"), weights)
+    chosen = strategy(options)
+    weights = _weights(options, len(found)) if chosen == "weight-robin" and len(found) > 1 else None
+    return ExternalPathProvider(found, relative_bucket_dir.strip("/"), weights, entropy=chosen == "entropy-inject")
 
 
 def relative_bucket_dir(bucket_dir: str, partition_depth: int) -> str:

@@ -222,9 +222,9 @@ def catalog_rules() -> tuple:
         OptionRule("data-file.path-directory", rwe, "Paimon keeps data files in that directory", _set),
         OptionRule("index-file-in-data-file-dir", rwe, "Paimon keeps index files in the data directories",
                    _true),
-        OptionRule("data-file.external-paths.strategy", w, "pypaimon places new files under data-file."
-                   "external-paths by that strategy, which lakectl does not write (it writes none, round-robin, "
-                   "specific-fs and weight-robin)", _unwritten_external_strategy),
+        OptionRule("data-file.external-paths.strategy", w, "no Paimon lakectl knows places new files under "
+                   "data-file.external-paths by that strategy (pypaimon 2.1: none, round-robin, specific-fs, "
+                   "entropy-inject, weight-robin)", _unwritten_external_strategy),
         OptionRule("blob-field", w, "Paimon stores those columns in separate .blob files", _set),
         OptionRule("blob-descriptor-field", w, "Paimon stores those columns as blob descriptors", _set),
         OptionRule("blob-view-field", w, "Paimon stores those columns as blob views", _set),

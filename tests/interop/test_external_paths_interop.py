@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 from oracle import official_read, official_write
 
+from core.external_paths import entropy_dirs
 from core.manifest import ManifestEntry, merge_entries, read_entries
 from core.ops.create import create
 from core.table import Table
@@ -31,9 +32,9 @@ def key_rows(table: pa.Table) -> list[tuple]:
     return sorted(zip(table.column("k").to_pylist(), table.column("p").to_pylist(), table.column("v").to_pylist()))
 
 
-def ext_options(roots: list[Path]) -> dict[str, str]:
+def ext_options(roots: list[Path], strategy: str = "round-robin") -> dict[str, str]:
     return {"data-file.external-paths": ",".join(f"file://{r}" for r in roots),
-            "data-file.external-paths.strategy": "round-robin"}
+            "data-file.external-paths.strategy": strategy}
 
 
 def batch(keys: range, tag: str) -> pa.Table:
@@ -42,11 +43,12 @@ def batch(keys: range, tag: str) -> pa.Table:
                      "v": [f"{tag}{k}" for k in ks]})
 
 
-def test_pypaimon_reads_what_lakectl_wrote_externally(tmp_path: Path) -> None:
+@pytest.mark.parametrize("strategy", ["round-robin", "entropy-inject"])
+def test_pypaimon_reads_what_lakectl_wrote_externally(tmp_path: Path, strategy: str) -> None:
     roots = [tmp_path / "ext1", tmp_path / "ext2"]
     t = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
     create(t, "k INT NOT NULL, p STRING NOT NULL, v STRING", primary_keys=["k", "p"], partition_keys=["p"],
-           options={**ext_options(roots), "bucket": "2", "target-file-size": "1 kb"})
+           options={**ext_options(roots, strategy), "bucket": "2", "target-file-size": "1 kb"})
     t = Table.open("db.t", warehouse=str(tmp_path / "wh"))
     model: dict[tuple, str] = {}
     for n, keys in enumerate([range(0, 400), range(200, 500)]):
@@ -64,11 +66,12 @@ def test_pypaimon_reads_what_lakectl_wrote_externally(tmp_path: Path) -> None:
     assert key_rows(t.scan()) == expected
 
 
-def test_lakectl_appends_to_a_pypaimon_table_with_external_paths(tmp_path: Path) -> None:
+@pytest.mark.parametrize("strategy", ["round-robin", "entropy-inject"])
+def test_lakectl_appends_to_a_pypaimon_table_with_external_paths(tmp_path: Path, strategy: str) -> None:
     roots = [tmp_path / "ext1", tmp_path / "ext2"]
     job = {"warehouse": str(tmp_path / "wh"), "table": "db.t",
            "schema": {"fields": [["k", "INT"], ["p", "STRING"], ["v", "STRING"]], "primary_keys": [],
-                      "partition_keys": ["p"], "options": ext_options(roots), "comment": None},
+                      "partition_keys": ["p"], "options": ext_options(roots, strategy), "comment": None},
            "steps": [{"op": "write"}]}
     first = batch(range(0, 50), "py")
     official_write(job, [first], tmp_path)
@@ -80,11 +83,13 @@ def test_lakectl_appends_to_a_pypaimon_table_with_external_paths(tmp_path: Path)
     t.write(second)
     ours = [e for e in live(t) if e.file.file_name not in {x.file.file_name for x in theirs}]
     assert ours
-    # lakectl spells its paths as pypaimon spelled its own: file:<root>/p=<value>/bucket-0/<file>.
+    # lakectl spells its paths as pypaimon spelled its own: file:<root>/p=<value>/bucket-0/<file>,
+    # with entropy-inject's hash directories (core.external_paths.entropy_dirs) before the file.
     for e in theirs + ours:
-        part = e.file.external_path.split("/")[-3]
-        assert part in ("p=p0", "p=p1")
-        assert e.file.external_path in {f"file:{r}/{part}/bucket-0/{e.file.file_name}" for r in roots}
+        name = e.file.file_name
+        within = f"{entropy_dirs(name)}/{name}" if strategy == "entropy-inject" else name
+        part = next(p for p in ("p=p0", "p=p1") if f"/{p}/" in e.file.external_path)
+        assert e.file.external_path in {f"file:{r}/{part}/bucket-0/{within}" for r in roots}
 
     expected = sorted(key_rows(first) + key_rows(second))
     official, meta = official_read(t.path, tmp_path)

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 
 from core import external_paths
+from core.bucket import murmur3_32
 from core.errors import UnsupportedTableError, UsageError
 from core.manifest import ManifestEntry, merge_entries, read_entries
 from core.ops.check import check
@@ -75,6 +76,29 @@ def test_weight_robin_draws_by_weight() -> None:
     p = external_paths.provider(opts, "bucket-0")
     heavy = sum(p.next_path("f").startswith("file:/heavy/") for _ in range(400))
     assert 370 <= heavy < 400  # expected 396; the light root still gets some
+
+
+def test_murmur3_32_is_the_standard_hash() -> None:
+    # Published MurmurHash3_x86_32 vectors (seed 0, as Guava's murmur3_32()): every tail length.
+    assert murmur3_32(b"") == 0
+    assert murmur3_32(b"hello") == 0x248BFA47
+    assert murmur3_32(b"The quick brown fox jumps over the lazy dog") == 0x2E4FF723
+    assert murmur3_32(b"aaaa", 0x9747B28C) == 0x5A97808A
+    assert murmur3_32(b"abc", 0x9747B28C) == 0xC84A62DD
+    assert murmur3_32(b"ab", 0x9747B28C) == 0x74875592
+    assert murmur3_32(b"a", 0x9747B28C) == 0x7FA09EA6
+
+
+def test_entropy_inject_puts_hash_dirs_between_bucket_and_file() -> None:
+    opts = {"data-file.external-paths": "s3://b/x,s3://b/y", "data-file.external-paths.strategy": "entropy-inject"}
+    p = external_paths.provider(opts, "dt=1/bucket-0")
+    name = "data-1b2c-0.parquet"
+    bits = format(murmur3_32(name.encode()) & 0xFFFFF, "020b")  # the low 20 bits, hand-cut below
+    dirs = f"{bits[0:4]}/{bits[4:8]}/{bits[8:12]}/{bits[12:]}"
+    # Starts at the second root, then takes them in turn.
+    assert [p.next_path(name) for _ in range(3)] == [
+        f"s3://b/y/dt=1/bucket-0/{dirs}/{name}", f"s3://b/x/dt=1/bucket-0/{dirs}/{name}",
+        f"s3://b/y/dt=1/bucket-0/{dirs}/{name}"]
 
 
 def test_none_or_no_paths_keeps_files_in_the_table() -> None:
@@ -177,9 +201,9 @@ def test_expire_removes_the_external_files_of_expired_snapshots_only(tmp_path: P
     assert check(t).ok
 
 
-def test_unwritten_strategy_is_refused_naming_it(tmp_path: Path) -> None:
-    t = make_table(tmp_path, "k INT", [tmp_path / "ext"], strategy="entropy-inject")
-    with pytest.raises(UnsupportedTableError, match="data-file.external-paths.strategy.*entropy-inject"):
+def test_unknown_strategy_is_refused_naming_it(tmp_path: Path) -> None:
+    t = make_table(tmp_path, "k INT", [tmp_path / "ext"], strategy="hash-mod")
+    with pytest.raises(UnsupportedTableError, match="data-file.external-paths.strategy.*hash-mod"):
         t.write(pa.table({"k": [1]}))
     assert rows(t.scan(), "k") == []  # reads are not refused
 
