@@ -244,3 +244,23 @@ def test_a_root_on_another_store_is_refused_before_any_file_is_written(tmp_path:
     assert files_under(tmp_path) == files_under(Path(t.path))  # nothing landed anywhere else
     assert not any("bucket-" in f for f in files_under(Path(t.path)))
     assert t.latest_snapshot() is None
+
+
+def test_changelog_files_go_external_and_expire_with_their_snapshots(tmp_path: Path) -> None:
+    roots = [tmp_path / "ext1", tmp_path / "ext2"]
+    t = make_table(tmp_path, "k INT NOT NULL, v STRING", roots, primary_keys=("k",),
+                   options={"bucket": "1", "changelog-producer": "input"})
+    t.write(pa.table({"k": pa.array([1, 2], pa.int32()), "v": ["a", "b"]}))
+    t.write(pa.table({"k": pa.array([2], pa.int32()), "v": ["c"]}))
+    snaps = list(t.snapshots.snapshots())
+    logs = [e for s in snaps for e in read_entries(t.manifests(), [s.changelog_manifest_list])]
+    assert len(logs) == 2
+    for e in logs:
+        assert e.file.file_name.startswith("changelog-")
+        assert e.file.external_path in {f"file:{r}/bucket-0/{e.file.file_name}" for r in roots}
+        assert os.path.isfile(e.file.external_path[len("file:"):])
+
+    t.expire(retain_max=1, retain_min=1, dry_run=False)
+    first_log = logs[0].file.external_path[len("file:"):]
+    assert not os.path.exists(first_log)  # snapshot 1's changelog went with it
+    assert os.path.isfile(logs[1].file.external_path[len("file:"):])
