@@ -28,7 +28,6 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from core.bucket import murmur3_32
 from core.errors import UsageError
 from core.fileio import join
 
@@ -75,6 +74,20 @@ def roots(options: Mapping[str, str]) -> list[str]:
     if not out:
         raise UsageError(f"option {PATHS}: no path has the scheme {fs!r} of {SPECIFIC_FS}")
     return out
+
+
+def validate(options: Mapping[str, str]) -> None:
+    """Refuse bad external-path settings when a table is created or altered, not at its first
+    write (a root without a scheme, specific-fs without its scheme, weights that do not fit).
+
+    Raises:
+        UsageError: as ``roots`` and the weights check say.
+    """
+    if unsupported_strategy(options):
+        return  # refused for writes by the option rule, which names it; reads go on
+    found = roots(options)
+    if found and strategy(options) == "weight-robin" and len(found) > 1:
+        _weights(options, len(found))
 
 
 def _weights(options: Mapping[str, str], count: int) -> list[int] | None:
@@ -139,6 +152,8 @@ def entropy_dirs(file_name: str) -> str:
     """The hash directories ``entropy-inject`` puts before a file: the low 20 bits of its
     name's murmur3_32 (the top bit set first, so the binary string keeps its leading zeros),
     as three 4-bit directories and one of the remaining 8 bits."""
+    from core.bucket import murmur3_32  # numpy and pyarrow: not for option checks
+
     bits = format(murmur3_32(file_name.encode("utf-8")) | 0x8000_0000, "032b")[-_ENTROPY_BITS:]
     cut = _ENTROPY_DIRS * _ENTROPY_DIR_BITS
     return "/".join([bits[i:i + _ENTROPY_DIR_BITS] for i in range(0, cut, _ENTROPY_DIR_BITS)] + [bits[cut:]])

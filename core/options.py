@@ -284,6 +284,9 @@ def validate(options: Mapping[str, str], *, has_primary_key: bool) -> None:
         if mode not in ("none", "counts", "full") and not re.fullmatch(r"truncate\(\d+\)", mode):
             raise UsageError(f"option metadata.stats-mode={mode} must be none, counts, full or truncate(N)")
     _validate_scan_options(options)
+    from core import external_paths
+
+    external_paths.validate(options)
     from core.ops.auto_tags import auto_tag_options  # the tag.* options of automatic tags
 
     auto_tag_options(options)

@@ -264,3 +264,11 @@ def test_changelog_files_go_external_and_expire_with_their_snapshots(tmp_path: P
     first_log = logs[0].file.external_path[len("file:"):]
     assert not os.path.exists(first_log)  # snapshot 1's changelog went with it
     assert os.path.isfile(logs[1].file.external_path[len("file:"):])
+
+
+def test_bad_settings_are_refused_at_create(tmp_path: Path) -> None:
+    t = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    with pytest.raises(UsageError, match="has no scheme"):
+        create(t, "k INT", options={"data-file.external-paths": str(tmp_path / "ext"),
+                                    "data-file.external-paths.strategy": "round-robin"})
+    assert not t.exists()
