@@ -6,9 +6,10 @@ reproduces (``common/external_path_provider.py``, ``utils/file_store_path_factor
 - ``data-file.external-paths`` is a comma-separated list of roots, each with a scheme
   (``file:///x``, ``s3://b/x``); ``data-file.external-paths.strategy`` picks one per file:
   ``none`` (the default: files stay in the table directory), ``round-robin``, ``specific-fs``
-  (round-robin over the roots whose scheme is ``data-file.external-paths.specific-fs``) or
-  ``weight-robin`` (a random root, drawn by ``data-file.external-paths.weights``) or
-  ``entropy-inject`` (round-robin, with hash directories between the bucket and the file).
+  (round-robin over the roots whose scheme is ``data-file.external-paths.specific-fs``),
+  ``weight-robin`` (a random root, drawn by ``data-file.external-paths.weights``; round-robin
+  without weights or with one root) or ``entropy-inject`` (round-robin, with hash directories
+  between the bucket and the file).
 - Under the chosen root a file keeps the layout it would have in the table directory
   (``k=v/.../bucket-N/<file>``), and ``_EXTERNAL_PATH`` records that full path with the root's
   scheme, as pypaimon writes it (``file:///x`` becomes ``file:/x/...``, Hadoop's spelling).

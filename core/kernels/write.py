@@ -157,7 +157,8 @@ def write_changelog_files(log: pa.Table, schema: TableSchema, bucket_dir: str, f
 def write_files(table: pa.Table, schema: TableSchema, bucket_dir: str, file_io: FileIO, *, level: int = 0,
                 file_source: int = FILE_SOURCE_APPEND, measure_size: bool = False,
                 prefix: str | None = None) -> list[DataFileMeta]:
-    """Write rows as data files of about target-file-size in ``bucket_dir``; return their metadata.
+    """Write rows as data files of about target-file-size in ``bucket_dir`` (or, with
+    ``data-file.external-paths``, in its place under an external root); return their metadata.
 
     Used by the write kernel (new files, level 0) and the compaction kernel (rewritten files).
 
