@@ -71,6 +71,21 @@ def hash_bytes(data: bytes) -> int:
     return h - (1 << 32) if h & 0x8000_0000 else h
 
 
+def murmur3_32(data: bytes, seed: int = 0) -> int:
+    """Standard MurmurHash3 x86_32 over any bytes (tail included), unsigned, as Guava's
+    ``Hashing.murmur3_32()`` computes it; Paimon's external-path entropy hashes file names so."""
+    h = seed & _MASK32
+    whole = len(data) - len(data) % 4
+    for (k,) in struct.iter_unpack("<I", data[:whole]):
+        k = (_rotl32((k * _C1) & _MASK32, 15) * _C2) & _MASK32
+        h = (_rotl32(h ^ k, 13) * 5 + _C3) & _MASK32
+    tail = data[whole:]
+    if tail:
+        k = int.from_bytes(tail, "little")
+        h ^= (_rotl32((k * _C1) & _MASK32, 15) * _C2) & _MASK32
+    return _fmix32(h ^ len(data))
+
+
 def bucket_from_hash(hash_code: int, num_buckets: int) -> int:
     """Java's ``Math.abs(hash % numBuckets)``; ``%`` truncates, so this is ``|hash| mod n``."""
     return abs(hash_code) % num_buckets

@@ -427,6 +427,7 @@ class FileIO:
         """Write a new file (data, manifests). Names are unique, so no overwrite race exists."""
         _before("write")
         if self.local:
+            path = _local_path(path)  # an external data path may be file:/... (pypaimon's spelling)
             os.makedirs(os.path.dirname(path), exist_ok=True)
         self.fs.pipe_file(path, data)
 
@@ -434,6 +435,7 @@ class FileIO:
     def open_output(self, path: str) -> IO[bytes]:
         _before("write")
         if self.local:
+            path = _local_path(path)  # an external data path may be file:/... (pypaimon's spelling)
             os.makedirs(os.path.dirname(path), exist_ok=True)
         return self.fs.open(path, "wb")
 

@@ -49,6 +49,7 @@ _add(HONOURED, "see the README, 'Paimon options lakectl honours'",
      "changelog-producer.row-deduplicate", "full-compaction.delta-commits", "rowkind.field",
      "dynamic-partition-overwrite", "write-only", "file.compression", "file.compression.zstd-level",
      "parquet.block.size", "parquet.page.size", "target-file-size", "data-file.prefix",
+     "data-file.external-paths", "data-file.external-paths.specific-fs", "data-file.external-paths.weights",
      "changelog-file.prefix", "manifest.compression", "metadata.stats-mode", "num-levels",
      "num-sorted-run.compaction-trigger", "commit.max-retries", "write-buffer-size",
      "write-buffer-spillable", "lookup.cache-max-memory-size", "snapshot.num-retained.min",
@@ -121,10 +122,9 @@ _add(IGNORED, "only read by the nested_update aggregate function, which is refus
 _add(IGNORED, "only used with manifest.sidecar files, which Paimon also reads without",
      "manifest.sidecar.enabled")
 
-_add(IGNORED, "settings of a feature whose main option is refused by its own rule (data-file.external-paths, "
+_add(IGNORED, "settings of a feature whose main option is refused by its own rule ("
      "blob-view-field, vector-field, global-index.enabled)",
-     "data-file.external-paths.strategy", "data-file.external-paths.specific-fs",
-     "data-file.external-paths.weights", "blob-view.resolve.enabled", "vector.file.format",
+     "blob-view.resolve.enabled", "vector.file.format",
      "global-index.external-path", "global-index.column-update-action")
 
 # Refused: the rule that refuses each is in core.option_rules.OPTION_RULES or CATALOG_RULES below.
@@ -137,7 +137,7 @@ _add(REFUSED, "core.option_rules.OPTION_RULES",
 _add(REFUSED, "CATALOG_RULES",
      "scan.creation-time-millis", "deletion-vectors.merge-on-read", "type", "changelog-file.format",
      "dynamic-bucket.max-buckets", "delete.force-produce-changelog", "data-file.path-directory",
-     "index-file-in-data-file-dir", "data-file.external-paths",      "blob-field",
+     "index-file-in-data-file-dir", "data-file.external-paths.strategy", "blob-field",
      "blob-descriptor-field", "blob-as-descriptor", "blob-view-field",      "vector-field", "video-frame-field", "variant.shreddingSchema",
      "global-index.enabled",      "pk-bitmap.index.columns", "pk-btree.index.columns", "pk-full-text.index.columns",
      "pk-vector.index.columns", "metadata.iceberg.*", "postpone.batch-write-fixed-bucket")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from core import external_paths
 from core.errors import UnsupportedTableError, UsageError
 from core.merge_options import merge_options
 from core.option_catalog import unclassified
@@ -135,6 +136,10 @@ def _set(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
     return value.strip() != ""
 
 
+def _unwritten_external_strategy(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
+    return external_paths.unsupported_strategy({**options, external_paths.STRATEGY: value})
+
+
 def _not_plain_table(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
     return value.strip().lower() not in ("", "table")
 
@@ -166,7 +171,9 @@ CATALOG_RULES: tuple[OptionRule, ...] = (
     OptionRule("data-file.path-directory", _rwe, "Paimon keeps data files in that directory", _set),
     OptionRule("index-file-in-data-file-dir", _rwe, "Paimon keeps index files in the data directories",
                _true),
-    OptionRule("data-file.external-paths", _w, "Paimon writes new data files under those paths", _set),
+    OptionRule("data-file.external-paths.strategy", _w, "no Paimon lakectl knows places new files under "
+               "data-file.external-paths by that strategy (pypaimon 2.1: none, round-robin, specific-fs, "
+               "entropy-inject, weight-robin)", _unwritten_external_strategy),
     OptionRule("blob-field", _w, "Paimon stores those columns in separate .blob files", _set),
     OptionRule("blob-descriptor-field", _w, "Paimon stores those columns as blob descriptors", _set),
     OptionRule("blob-view-field", _w, "Paimon stores those columns as blob views", _set),

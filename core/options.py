@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
+from core import external_paths
 from core.errors import UsageError
 
 DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
@@ -284,6 +285,7 @@ def validate(options: Mapping[str, str], *, has_primary_key: bool) -> None:
         if mode not in ("none", "counts", "full") and not re.fullmatch(r"truncate\(\d+\)", mode):
             raise UsageError(f"option metadata.stats-mode={mode} must be none, counts, full or truncate(N)")
     _validate_scan_options(options)
+    external_paths.validate(options)  # how data-file.external-paths may be written
     if not opts.partition_legacy_name:
         raise UsageError("option partition.legacy-name=false is not supported yet")
 

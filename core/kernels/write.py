@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from core import binary_row, file_index, formats, stats
+from core import binary_row, external_paths, file_index, formats, stats
 from core.commit import CommitMessage
 from core.deletion_vectors import DeletionFile
 from core.fileio import FileIO, join
@@ -128,7 +128,8 @@ def write_changelog_files(log: pa.Table, schema: TableSchema, bucket_dir: str, f
 def write_files(table: pa.Table, schema: TableSchema, bucket_dir: str, file_io: FileIO, *, level: int = 0,
                 file_source: int = FILE_SOURCE_APPEND, measure_size: bool = False,
                 prefix: str | None = None) -> list[DataFileMeta]:
-    """Write rows as data files of about target-file-size in ``bucket_dir``; return their metadata.
+    """Write rows as data files of about target-file-size in ``bucket_dir`` (or, with
+    ``data-file.external-paths``, in its place under an external root); return their metadata.
 
     Used by the write kernel (new files, level 0) and the compaction kernel (rewritten files).
 
@@ -156,12 +157,22 @@ def write_files(table: pa.Table, schema: TableSchema, bucket_dir: str, file_io: 
         # in-memory size keeps files at or below the target.
         rows_per_file = max(1, int(table.num_rows * target / max(1, table.nbytes)))
     prefix = f"{prefix if prefix is not None else schema.core_options.data_file_prefix}{uuid.uuid4()}"
+    external = _external_provider(schema, bucket_dir, file_io)
     files = []
     for i, start in enumerate(range(0, table.num_rows, rows_per_file)):
         chunk = table.slice(start, rows_per_file)
         files.append(_write_file(chunk, schema, bucket_dir, file_io, f"{prefix}-{i}.{schema.core_options.file_format}",
-                                 primary_key=primary_key, level=level, file_source=file_source))
+                                 primary_key=primary_key, level=level, file_source=file_source, external=external))
     return files
+
+
+def _external_provider(schema: TableSchema, bucket_dir: str,
+                       file_io: FileIO) -> external_paths.ExternalPathProvider | None:
+    """Where this writer's files go outside the table directory (``data-file.external-paths``),
+    or None when they stay in ``bucket_dir``. One per writer, as pypaimon has one per bucket writer."""
+    return external_paths.provider(
+        schema.options, external_paths.relative_bucket_dir(bucket_dir, len(schema.partition_keys)),
+        store_scheme="file" if file_io.local else file_io.scheme)
 
 
 def write_files_streamed(chunks: Iterable[pa.Table], schema: TableSchema, bucket_dir: str, file_io: FileIO, *,
@@ -175,6 +186,7 @@ def write_files_streamed(chunks: Iterable[pa.Table], schema: TableSchema, bucket
     primary_key = schema.has_primary_key
     target = schema.core_options.file_size_for(primary_key)
     prefix = f"{schema.core_options.data_file_prefix}{uuid.uuid4()}"
+    external = _external_provider(schema, bucket_dir, file_io)
     files: list[DataFileMeta] = []
     held: list[pa.Table] = []
     held_rows = 0
@@ -182,8 +194,8 @@ def write_files_streamed(chunks: Iterable[pa.Table], schema: TableSchema, bucket
 
     def emit(table: pa.Table) -> None:
         name = f"{prefix}-{len(files)}.{schema.core_options.file_format}"
-        files.append(_write_file(table, schema, bucket_dir, file_io, name,
-                                 primary_key=primary_key, level=level, file_source=file_source))
+        files.append(_write_file(table, schema, bucket_dir, file_io, name, primary_key=primary_key,
+                                 level=level, file_source=file_source, external=external))
 
     for chunk in chunks:
         if chunk.num_rows == 0:
@@ -311,7 +323,8 @@ def dictionary_columns(schema: pa.Schema) -> list[str]:
 
 
 def _write_file(chunk: pa.Table, schema: TableSchema, bucket_dir: str, file_io: FileIO, name: str,
-                *, primary_key: bool, level: int, file_source: int) -> DataFileMeta:
+                *, primary_key: bool, level: int, file_source: int,
+                external: external_paths.ExternalPathProvider | None = None) -> DataFileMeta:
     seq = chunk.column(SEQUENCE_NUMBER)
     opts = schema.core_options
     out = _file_table(chunk, schema, primary_key)
@@ -333,8 +346,11 @@ def _write_file(chunk: pa.Table, schema: TableSchema, bucket_dir: str, file_io: 
     else:
         value_stats, value_stats_cols = stats.compute(chunk, schema.fields, opts.stats_mode), None
     data = _encode(out, schema)
-    file_io.write_bytes(join(bucket_dir, name), data)
-    embedded, extra = _file_index(out, schema, bucket_dir, file_io, name, primary_key)
+    external_path = external.next_path(name) if external is not None else None
+    file_io.write_bytes(external_path or join(bucket_dir, name), data)
+    # An index file sits beside its data file, wherever that is (Paimon resolves it so).
+    file_dir = external_path.rsplit("/", 1)[0] if external_path else bucket_dir
+    embedded, extra = _file_index(out, schema, file_dir, file_io, name, primary_key)
     return DataFileMeta(
         file_name=name,
         file_size=len(data),
@@ -353,6 +369,7 @@ def _write_file(chunk: pa.Table, schema: TableSchema, bucket_dir: str, file_io: 
         file_source=file_source,
         value_stats_cols=value_stats_cols,
         embedded_index=embedded,
+        external_path=external_path,
     )
 
 

@@ -162,8 +162,9 @@ def _plan(source: TableHandle, snapshot: Snapshot) -> _CopyPlan:
         src_dir = schema.bucket_dir(source.path, e.partition, e.bucket)
         src = e.file.external_path or join(src_dir, e.file.file_name)
         files.append((src, join(bucket_dir, e.file.file_name), e.file.file_size))
-        for extra in e.file.extra_files:  # side files (a file index) sit next to their data file
-            files.append((join(src_dir, extra), join(bucket_dir, extra), source.file_io.size(join(src_dir, extra))))
+        side_dir = src.rsplit("/", 1)[0]  # side files (a file index) sit next to their data file
+        for extra in e.file.extra_files:
+            files.append((join(side_dir, extra), join(bucket_dir, extra), source.file_io.size(join(side_dir, extra))))
     for ie in index_entries:
         name = ie.index_file.file_name
         files.append((join(index_dir(source.path), name), join("index", name), ie.index_file.file_size))

@@ -356,10 +356,10 @@ def _expire(table: TableHandle, plan: _Plan, dry_run: bool,
                 else:
                     doomed.pop(key, None)  # re-ADDed (a level upgrade): live at end
     data_files = [(data_path(k), f.file_size) for k, f in doomed.items() if k not in tag_data]
-    # Their extra files (Paimon's file indexes written beside a data file, `<data file>.index`)
-    # go with them; sizes are not in the manifest.
+    # Their extra files (Paimon's file indexes written beside a data file, `<data file>.index`,
+    # in its external directory too) go with them; sizes are not in the manifest.
     data_files += [(join(data_path(k).rsplit("/", 1)[0], name), 0)
-                   for k, f in doomed.items() if k not in tag_data and not k[3] for name in f.extra_files]
+                   for k, f in doomed.items() if k not in tag_data for name in f.extra_files]
 
     # (b) changelog files of [E, end) that no tag's changelog holds.
     changelog_files = []

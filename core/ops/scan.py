@@ -92,8 +92,10 @@ def _index_may_match(table: TableHandle, entry: ManifestEntry, file_schema: Tabl
         if not names:
             return True
         try:
-            blob = table.file_io.read_bytes(join(read_schema.bucket_dir(table.path, entry.partition, entry.bucket),
-                                                 names[0]))
+            # The index sits beside its data file, which may be under an external path.
+            file_dir = (f.external_path.rsplit("/", 1)[0] if f.external_path
+                        else read_schema.bucket_dir(table.path, entry.partition, entry.bucket))
+            blob = table.file_io.read_bytes(join(file_dir, names[0]))
         except (OSError, CorruptMetadataError):
             return True  # an index that cannot be read skips nothing
     indexes = file_index.parse(blob)
