@@ -75,10 +75,13 @@ install:
 
 # Benchmarks are not tests: they measure, and report ratios against a floor from the same run.
 # The suite (bench/suite.py, issue 10) runs each runner in its own virtualenv: lakectl, pyspark
-# and the pyarrow floor in .venv, pypaimon in .venv-oracle, delta-rs in .venv-bench-delta.
+# and the pyarrow floor in .venv, pypaimon in .venv-oracle, delta-rs in .venv-bench-delta;
+# bench/peers_read.py reads with pypaimon-rust (DataFusion SQL) in .venv-bench-rust.
 # BENCH_REV=HEAD benchmarks a byte-compiled snapshot of that commit instead of the working tree.
 DELTA_VENV := .venv-bench-delta
 DELTALAKE_VERSION := 1.6.6
+RUST_VENV := .venv-bench-rust
+PYPAIMON_RUST_VERSION := 0.4.0
 BENCH_ROWS ?= 5000000
 BENCH_SIZES ?= 200000,1000000,5000000
 BENCH_REPEAT ?= 3
@@ -91,7 +94,12 @@ $(DELTA_VENV)/bin/python:
 	$(DELTA_VENV)/bin/pip install --quiet --upgrade pip
 	$(DELTA_VENV)/bin/pip install --quiet 'deltalake==$(DELTALAKE_VERSION)' pyarrow
 
-bench-venvs: venv oracle $(DELTA_VENV)/bin/python
+$(RUST_VENV)/bin/python:
+	$(PYTHON) -m venv $(RUST_VENV)
+	$(RUST_VENV)/bin/pip install --quiet --upgrade pip
+	$(RUST_VENV)/bin/pip install --quiet 'pypaimon-rust==$(PYPAIMON_RUST_VERSION)' pyarrow
+
+bench-venvs: venv oracle $(DELTA_VENV)/bin/python $(RUST_VENV)/bin/python
 
 bench: bench-venvs
 	$(BIN)/python bench/suite.py --sizes $(BENCH_SIZES) --repeat $(BENCH_REPEAT) $(BENCH_REV_FLAG) $(BENCH_FLAGS) --out bench/results.md
@@ -99,6 +107,7 @@ bench: bench-venvs
 	$(BIN)/python bench/spark_write.py --rows $(BENCH_ROWS) --repeat 3 --out bench/results-spark.md
 	$(BIN)/python bench/expire.py --snapshots 5000 --out bench/results-expire.md
 	$(BIN)/python bench/invocation.py --repeat 9 --out bench/results-invocation.md $(if $(BENCH_BEFORE),--before $(BENCH_BEFORE))
+	$(BIN)/python bench/peers_read.py --rows 1000000,5000000 --repeat 3 --out bench/results-peers.md
 	$(BIN)/python bench/text.py --rows 1000000 --write-rows 200000 --repeat 3 --out bench/results-text.md $(if $(BENCH_BEFORE),--before $(BENCH_BEFORE))
 	mkdir -p bench/out && $(BIN)/python bench/deletion_vectors.py --rows 1000000 5000000 --repeat 2 | tee bench/out/results-dv-table.md
 
@@ -107,4 +116,4 @@ bench-quick: bench-venvs
 	$(BIN)/python bench/suite.py --sizes 200000 --repeat 1 $(BENCH_REV_FLAG) $(BENCH_FLAGS) --out bench/out/results-quick.md
 
 clean:
-	rm -rf $(VENV) $(ORACLE_VENV) $(DELTA_VENV) warehouse .pytest_cache .hypothesis
+	rm -rf $(VENV) $(ORACLE_VENV) $(DELTA_VENV) $(RUST_VENV) warehouse .pytest_cache .hypothesis

@@ -4,6 +4,12 @@ for several revisions and ``write-buffer-size`` values, interleaved.
     python bench/memory.py --rows 5000000 --cases 62a9669:256mb,HEAD:256mb,HEAD:64mb,HEAD:16mb \\
         --repeat 3 --out bench/out/memory.md
 
+    python bench/memory.py --bucket-rows 600000,3000000 --repeat 2 --out bench/out/memory-bucket.md
+
+``--bucket-rows`` measures one bucket instead (issue 27): a table with a single bucket and no
+partition gets R rows (the base) and then the upsert batch (R/20 updates, R/40 inserts), two
+sorted runs; the peaks of ``scan --output`` and ``compact --full`` of that bucket, per R.
+
 Measured like the suite's CLI runner (``bench/runners/lakectl_cli.py``): each step is one
 ``lakectl --engine local`` process, timed, with its peak RSS from ``os.wait4``; "above idle" is
 minus the peak of an idle ``lakectl create``. The floor process reads the input file and writes
@@ -71,12 +77,88 @@ def one_run(src: Path, buffer: str, data: Path, work: Path) -> dict[str, Any]:
     return out
 
 
+def bucket_run(src: Path, buffer: str, data: Path, work: Path) -> dict[str, Any]:
+    """One bucket of two sorted runs: peaks of scanning it and of compacting it fully."""
+    env = dict(os.environ, PYTHONHASHSEED="0", LAKECTL_BENCH_SOURCE=str(src),
+               PYTHONPATH=os.pathsep.join([str(src), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    lk = [LAKECTL, "--warehouse", str(work / "wh"), "--engine", "local", "--format", "json"]
+    out: dict[str, Any] = {}
+    _, out["idle_rss"] = run(lk + ["create", "bench.t", "--schema", SCHEMA_SQL, "--primary-key", "id",
+                                   "--option", "bucket=1", "--option", f"write-buffer-size={buffer}"], env)
+    for name in ("base", "upserts"):
+        run(lk + ["write", "bench.t", "--input", str(data / f"{name}.parquet")], env)
+    target = str(work / "out.parquet")
+    out["scan_s"], out["scan_rss"] = run(lk + ["scan", "bench.t", "--output", target], env)
+    os.remove(target)
+    out["compact_s"], out["compact_rss"] = run(lk + ["compact", "bench.t", "--full"], env)
+    shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def generate_in_child(rows: int, data: Path) -> dict[str, Any]:
+    # In a child process: a child's peak RSS (ru_maxrss) counts the parent's pages it was
+    # forked with, so this process stays small.
+    subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT / 'bench')!r}); "
+                    f"from datagen import generate; generate({rows}, __import__('pathlib').Path({str(data)!r}))"],
+                   check=True)
+    return json.loads((data / "meta.json").read_text())
+
+
+def bucket_main(args: argparse.Namespace, cases: list[tuple[str, ...]], sources: dict, work: Path) -> None:
+    """``--bucket-rows``: every (size, case) once per repetition, sizes interleaved."""
+    sizes = [int(r) for r in args.bucket_rows.split(",") if r.strip()]
+    metas = {n: generate_in_child(n, work / f"data-{n}") for n in sizes}
+    runs: dict[str, list[dict[str, Any]]] = {f"{rev}|{b}|{n}": [] for rev, b in cases for n in sizes}
+    keys = [(rev, b, n) for rev, b in cases for n in sizes]
+    for rep in range(args.repeat):
+        for rev, b, n in keys[rep % len(keys):] + keys[:rep % len(keys)]:
+            r = bucket_run(sources[rev][0], b, work / f"data-{n}", work / "run")
+            runs[f"{rev}|{b}|{n}"].append(r)
+            print(f"rep {rep + 1} {rev} {b} {n}: scan {r['scan_s']:.2f}s {r['scan_rss'] >> 20} MiB, "
+                  f"compact {r['compact_s']:.2f}s {r['compact_rss'] >> 20} MiB", flush=True)
+    result = {"bucket_rows": sizes, "metas": {str(n): m for n, m in metas.items()},
+              "revs": {r: s[1] for r, s in sources.items()}, "runs": runs, "machine": machine(),
+              "versions": versions([]), "args": vars(args)}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(result, indent=1, default=str))
+    out.write_text(render_bucket(result))
+    print(out.read_text())
+
+
+def render_bucket(result: dict[str, Any]) -> str:
+    """Per case and bucket size: the scan's and the full compaction's peak above an idle
+    ``lakectl create``, and each as a multiple of the smallest size's."""
+    med = statistics.median
+    mib = 1 << 20
+    sizes = result["bucket_rows"]
+    lines = ["| revision | write-buffer-size | rows in the bucket | scan s | scan peak above idle | x smallest "
+             "| compact --full s | compact peak above idle | x smallest |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for key in dict.fromkeys(k.rsplit("|", 1)[0] for k in result["runs"]):
+        rev, buffer = key.split("|")
+        above = {n: {m: med(r[f"{m}_rss"] - r["idle_rss"] for r in result["runs"][f"{key}|{n}"])
+                     for m in ("scan", "compact")} for n in sizes}
+        for n in sizes:
+            rs = result["runs"][f"{key}|{n}"]
+            rows = n + result["metas"][str(n)]["rows"]["upserts"]
+            lines.append(f"| {rev} ({result['revs'][rev]}) | {buffer} | {n:,} + {rows - n:,} | "
+                         f"{med(r['scan_s'] for r in rs):.2f} | {above[n]['scan'] / mib:.0f} MiB | "
+                         f"{above[n]['scan'] / above[sizes[0]]['scan']:.2f}x | {med(r['compact_s'] for r in rs):.2f} | "
+                         f"{above[n]['compact'] / mib:.0f} MiB | {above[n]['compact'] / above[sizes[0]]['compact']:.2f}x |")
+    idle = med(r["idle_rss"] for rs in result["runs"].values() for r in rs)
+    return "\n".join(lines) + f"\n\nIdle `lakectl create`: {idle / mib:.0f} MiB.\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=5_000_000)
     ap.add_argument("--cases", default="HEAD:256mb",
                     help="comma-separated REVISION:WRITE-BUFFER-SIZE pairs (the table's write-buffer-size option)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--bucket-rows", help="comma-separated sizes of one bucket: measure its scan and full "
+                    "compaction instead of the whole-table write and scan")
     ap.add_argument("--out", default="bench/out/memory.md")
     args = ap.parse_args()
     cases = [tuple(c.strip().rsplit(":", 1)) for c in args.cases.split(",") if c.strip()]
@@ -87,13 +169,11 @@ def main() -> None:
         for rev in revs:
             src, sha = snapshot_source(rev, work / f"src-{rev.replace('/', '_')}")
             sources[rev] = (src, sha)
-        # In a child process: a child's peak RSS (ru_maxrss) counts the parent's pages it was
-        # forked with, so this process stays small.
+        if args.bucket_rows:
+            bucket_main(args, cases, sources, work)
+            return
         data = work / "data"
-        subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT / 'bench')!r}); "
-                        f"from datagen import generate; generate({args.rows}, __import__('pathlib').Path({str(data)!r}))"],
-                       check=True)
-        meta = json.loads((data / "meta.json").read_text())
+        meta = generate_in_child(args.rows, data)
         runs: dict[str, list[dict[str, Any]]] = {f"{rev}|{b}": [] for rev, b in cases}
         floors = []
         for rep in range(args.repeat):

@@ -129,3 +129,51 @@ def load_inputs(data: str) -> tuple[pa.Table, pa.Table, pa.Table]:
 def range_where(meta: dict[str, Any]) -> str:
     lo, hi = meta["range"]
     return f"id >= {lo} AND id < {hi}"
+
+
+def checksum(table: pa.Table) -> list[int]:
+    """[rows, sum of id, sum of c_int] of a read's result: two readers that return the same
+    rows agree on all three, and a stale version of an updated row changes the c_int sum
+    (updates draw new values). Sums as Python ints, so no overflow and no float rounding."""
+    import pyarrow.compute as pc
+
+    def total(name: str) -> int:
+        value = pc.sum(table.column(name).cast(pa.int64())).as_py() if table.num_rows else 0
+        return int(value or 0)
+
+    return [table.num_rows, total("id"), total("c_int")]
+
+
+def read_args(description: str) -> argparse.Namespace:
+    """The arguments of a read runner (``bench/peers_read.py``): one query of a table that
+    lakectl wrote, timed in this process after imports and setup."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--warehouse", required=True)
+    ap.add_argument("--table", required=True, help="DB.TABLE")
+    ap.add_argument("--query", required=True, choices=["range", "lookup", "full"])
+    ap.add_argument("--lo", type=int, help="range: first id")
+    ap.add_argument("--hi", type=int, help="range: last id (inclusive, as BETWEEN)")
+    ap.add_argument("--keys", default="", help="lookup: comma-separated ids")
+    ap.add_argument("--calls", type=int, default=1, help="run the query this many times in this process")
+    ap.add_argument("--checksum", action="store_true", help="print the result's checksum too")
+    return ap.parse_args()
+
+
+def timed_calls(query: Any, calls: int) -> tuple[pa.Table, list[dict[str, float]]]:
+    """Run ``query()`` ``calls`` times: the last result and each call's CPU seconds (every
+    thread of this process: ``time.process_time``) and wall seconds."""
+    times = []
+    result = None
+    for _ in range(calls):
+        gc.collect()
+        cpu, wall = time.process_time(), time.perf_counter()
+        result = query()
+        times.append({"cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall})
+    return result, times
+
+
+def emit_read(args: argparse.Namespace, result: pa.Table, times: list[dict[str, float]], **info: Any) -> None:
+    out: dict[str, Any] = {"rows": result.num_rows, "calls": times, **info}
+    if args.checksum:
+        out["checksum"] = checksum(result)
+    print(json.dumps(out))
