@@ -12,7 +12,11 @@ import statistics
 import sys
 from typing import Any, Callable
 
-from suite import BASELINE, COLUMNS, LABEL, NO_RATIO, STEP_LABEL, step_seconds  # also puts bench/runners on sys.path
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "runners"))
+
+from columns import BASELINE, COLUMNS, LABEL, NO_RATIO, STEP_LABEL, step_seconds  # noqa: E402
 
 from common import STEPS  # noqa: E402  (bench/runners/common.py)
 

@@ -44,21 +44,6 @@ from datagen import generate  # noqa: E402
 RUNNERS = ["floor", "lakectl_api", "lakectl_cli", "pypaimon", "deltalake", "spark"]
 # what a runner subprocess reports: "spark" reports two
 REPORTED = {"spark": ["spark_bare", "lakectl_spark"]}
-COLUMNS = ["floor", "lakectl_api", "lakectl_cli", "pypaimon", "deltalake", "spark_bare", "lakectl_spark"]
-LABEL = {
-    "floor": "floor (pyarrow)", "lakectl_api": "lakectl API", "lakectl_cli": "lakectl CLI",
-    "pypaimon": "pypaimon 2.1.0", "deltalake": "deltalake", "spark_bare": "bare Spark",
-    "lakectl_spark": "lakectl Spark",
-}
-BASELINE = {"floor": "floor", "lakectl_api": "floor", "lakectl_cli": "floor", "pypaimon": "floor",
-            "deltalake": "floor", "spark_bare": "spark_bare", "lakectl_spark": "spark_bare"}
-STEP_LABEL = {
-    "create": "create", "write_base": "write base (N rows)", "upsert": "upsert (N/20 upd + N/40 ins)",
-    "delete": "delete (N/40)", "upsert+delete": "upsert + delete", "read_latest": "read latest (merged)",
-    "read_range": "read id range (~1% of keys)", "read_snapshot1": "read as of snapshot 1",
-    "compact": "compact --full", "read_compacted": "read after compact --full",
-}
-NO_RATIO = {"create"}  # metadata only: the floor does nothing worth a ratio
 TABLE = "bench.t"
 
 
@@ -135,17 +120,6 @@ def snapshot_source(rev: str, into: Path) -> tuple[Path, str]:
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(into)], check=True)
     return into, sha
-
-
-def step_seconds(run: dict[str, Any] | None, step: str) -> float | None:
-    if not run:
-        return None
-    steps = run["steps"]
-    if step == "upsert+delete":
-        a, b = step_seconds(run, "upsert"), step_seconds(run, "delete")
-        return None if a is None or b is None else a + b
-    s = steps.get(step) or {}
-    return s.get("seconds")
 
 
 def run_total(result: dict[str, Any]) -> float:
