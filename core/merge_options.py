@@ -98,6 +98,10 @@ def merge_options(schema) -> MergeOptions:
     remove_key = f"{kind}.remove-record-on-delete"
     remove = parse_bool(opts[remove_key], remove_key) if remove_key in opts else False
     for key in opts:
+        if key.endswith(".aggregate-function") and kind == "partial-update":
+            # Paimon folds such columns by the function within their sequence group.
+            raise UsageError(f"option {key}: aggregate functions in partial-update sequence groups are not "
+                             "supported by lakectl (Paimon folds the column with that function)")
         if key.endswith(".aggregate-function") and kind != "aggregation":
             raise UsageError(f"option {key} needs merge-engine=aggregation (this table uses {kind})")
     sequence_fields, ascending = _sequence_fields(schema, opts, kind)

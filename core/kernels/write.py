@@ -289,7 +289,7 @@ def _encode(out: pa.Table, schema: TableSchema) -> bytes:
     pq.write_table(out, buf, compression=opts.file_compression, use_deprecated_int96_timestamps=int96,
                    compression_level=opts.zstd_level if opts.file_compression == "zstd" else None,
                    store_decimal_as_integer=True, use_dictionary=dictionary_columns(out.schema),
-                   row_group_size=row_group_rows(out, opts.parquet_block_size),
+                   row_group_size=row_group_rows(out, opts.parquet_block_size, sorted_by_key=schema.has_primary_key),
                    data_page_size=opts.parquet_page_size)
     return buf.getvalue()
 
@@ -303,13 +303,24 @@ def file_fields(schema: TableSchema) -> list[tuple[str, DataType]]:
     return keys + system + [(f.name, f.type) for f in schema.fields]
 
 
-def row_group_rows(out: pa.Table, block_size: int) -> int:
+# A primary-key table's files are sorted by key, so row groups this small have tight key
+# statistics: a key range or a lookup reads the few groups that can hold its keys
+# (kernels.data_file.matching_row_groups) instead of every column of every row. Measured on
+# 1M rows in 16 buckets: a 1% key range 0.25 -> 0.13 CPU s, 100 lookups 0.31 -> 0.15, the
+# full read and the files' size unchanged (bench/results-peers.md).
+KEY_SORTED_ROW_GROUP_ROWS = 8192
+
+
+def row_group_rows(out: pa.Table, block_size: int, *, sorted_by_key: bool = False) -> int:
     """Rows per row group for ``parquet.block.size``. pyarrow sizes row groups in rows, so the
     bytes are turned into rows at the table's Arrow (decoded) size per row; encoded groups
-    come out no larger than the option asks."""
+    come out no larger than the option asks. Files sorted by key get smaller groups still
+    (``KEY_SORTED_ROW_GROUP_ROWS``)."""
     if out.num_rows == 0 or out.nbytes <= block_size:
-        return max(out.num_rows, 1)
-    return max(1, block_size * out.num_rows // out.nbytes)
+        rows = max(out.num_rows, 1)
+    else:
+        rows = max(1, block_size * out.num_rows // out.nbytes)
+    return min(rows, KEY_SORTED_ROW_GROUP_ROWS) if sorted_by_key else rows
 
 
 def dictionary_columns(schema: pa.Schema) -> list[str]:

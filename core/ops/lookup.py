@@ -37,7 +37,7 @@ from core.manifest import ManifestEntry, live_entries
 from core.ops.scan import check_select, choose_snapshot, output_schema
 from core.option_rules import READ, check_options
 from core.partition import render_value
-from core.predicate import epoch_nanos, text_value
+from core.predicate import And, InList, Predicate, epoch_nanos, text_value
 from core.replan import lost_race, retry_on_expire
 from core.schema import TableSchema
 from core.snapshot import Snapshot
@@ -300,6 +300,26 @@ def _plan(planner: _Planner, entries: Sequence[ManifestEntry]) -> list[_Split]:
     return list(splits.values())
 
 
+# Key types whose Python values Arrow and Parquet statistics compare exactly (timestamps with
+# nanoseconds, floats and binary keep their own matching in _matches only).
+_PRUNING_TYPES = frozenset({"TINYINT", "SMALLINT", "INT", "BIGINT", "CHAR", "VARCHAR", "DATE", "BOOLEAN"})
+
+
+def _key_condition(schema: TableSchema, keys: Sequence[LookupKey], wanted: Sequence[int]) -> Predicate | None:
+    """A key-only condition the split's wanted keys satisfy: each key column IN the keys'
+    values. It holds for every record of those keys and of few others, so the read skips
+    the row groups whose key statistics exclude them and drops other keys' records before
+    the merge (kernels.key_prune); the exact match is still _matches'."""
+    parts = []
+    for name in schema.trimmed_primary_keys:
+        f = schema.field(name)
+        if f.type.name in _PRUNING_TYPES:
+            parts.append(InList(name, f.type, tuple({keys[i].values[name] for i in wanted})))
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else And(tuple(parts))
+
+
 # ---- matching ------------------------------------------------------------------------------
 def _matches(part: pa.Table, keys: Sequence[LookupKey], wanted: Sequence[int],
              columns: Sequence[str]) -> list[tuple[int, int]]:
@@ -414,6 +434,7 @@ def _read_keys(table: TableHandle, snapshot: Snapshot, read_schema: TableSchema,
         files = sorted(s.entries, key=lambda e: (e.file.min_sequence_number, e.file.file_name))
         directory = join(table.path, read_schema.partition_dir(s.values), f"bucket-{s.bucket}")
         splits.append(ReadSplit(s.partition, s.bucket, directory, tuple(e.file for e in files),
+                                predicate=_key_condition(read_schema, wanted, sorted(s.keys)),
                                 deletion_files=split_deletion_files(vectors, s.partition, s.bucket, files)))
     columns = read_schema.trimmed_primary_keys
     found: set[int] = set()

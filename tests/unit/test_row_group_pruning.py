@@ -210,3 +210,43 @@ def test_widened_and_renamed_columns_keep_their_rows(tmp_path: Path, monkeypatch
     assert spy.total == old_groups + new_groups
     assert spy.kept < old_groups + new_groups  # the new file's groups are pruned
     assert spy.kept >= old_groups  # the old file's INT stats are not trusted for a BIGINT read
+
+
+# ---- primary-key files: small row groups, and lookups that prune them --------------------------
+def test_key_sorted_files_get_small_row_groups(tmp_path: Path) -> None:
+    """A primary-key table's files hold at most KEY_SORTED_ROW_GROUP_ROWS rows per group, with
+    the default block size; an append table's file stays one group."""
+    from core.kernels.write import KEY_SORTED_ROW_GROUP_ROWS
+
+    n = 3 * KEY_SORTED_ROW_GROUP_ROWS + 5
+    data = pa.table({"id": pa.array(range(n), pa.int64()), "v": ["x"] * n})
+    keyed = make_table(tmp_path / "k", "id BIGINT NOT NULL, v STRING", primary_keys=("id",), options={"bucket": "1"})
+    keyed.write(data)
+    plain = make_table(tmp_path / "a", "id BIGINT, v STRING", options={"bucket": "1", "bucket-key": "id"})
+    plain.write(data)
+    assert [md.num_row_groups for md in data_files(keyed)] == [4]
+    assert [[md.row_group(g).num_rows for g in range(4)] for md in data_files(keyed)] == \
+        [[KEY_SORTED_ROW_GROUP_ROWS] * 3 + [5]]
+    assert [md.num_row_groups for md in data_files(plain)] == [1]
+
+
+def test_lookup_reads_only_the_row_groups_that_can_hold_its_keys(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from core.kernels.write import KEY_SORTED_ROW_GROUP_ROWS
+
+    n = 8 * KEY_SORTED_ROW_GROUP_ROWS
+    t = make_table(tmp_path, "id BIGINT NOT NULL, v STRING", primary_keys=("id",),
+                   options={"bucket": "1", "write-only": "true"})
+    t.write(pa.table({"id": pa.array(range(n), pa.int64()), "v": ["old"] * n}))
+    t.write(pa.table({"id": pa.array(range(0, n, 3), pa.int64()), "v": ["new"] * len(range(0, n, 3))}))
+    t.delete(f"id = {n - 1}")  # a third run: the -D of the last key
+    spy = RowGroupSpy(monkeypatch)
+    wanted = [3, 4, n // 2, n - 1, n + 7]  # updated, not updated, middle, deleted, never written
+
+    found = t.lookup([f"id={k}" for k in wanted])
+
+    expected = {k: ("new" if k % 3 == 0 else "old") for k in wanted if k < n - 1}
+    assert {r["id"]: r["v"] for r in found.rows.to_pylist()} == expected
+    groups = sum(md.num_row_groups for md in data_files(t))
+    assert spy.total == groups and groups >= 8 + 3
+    assert spy.kept <= 2 * 3 + 1  # per run, the groups holding 3, n/2 and n-1 (min/max straddle no more)
