@@ -31,7 +31,7 @@ be dropped; otherwise -U/-D winners are kept so they still hide older versions o
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -43,7 +43,7 @@ from core.deletion_vectors import (DeletionFile, bitmap_class, deleted_mask, rea
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
 from core.kernels import stream_merge
-from core.kernels.data_file import read_file
+from core.kernels.data_file import read_file, read_file_parts
 from core.kernels.read import run_files
 from core.kernels.changelog import changes, tagged_sort
 from core.kernels.merge import MergeEngine
@@ -389,15 +389,27 @@ def lookup_compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
                          deleted_index_files=(task.index_file,) if task.index_file is not None else ())
 
 
-def _read(task: CompactTask, meta: DataFileMeta, file_io: FileIO, *, system_columns: bool,
-          apply_deletion: bool = True) -> pa.Table:
+def _located(task: CompactTask, meta: DataFileMeta) -> tuple[str, TableSchema]:
+    """Where a file of the task is, and the schema it was written with."""
     file_schema = task.schemas.get(meta.schema_id)
     if file_schema is None:
         raise CorruptMetadataError(f"data file {meta.file_name} was written with schema {meta.schema_id}, "
                                    "which the compaction task does not carry")
-    path = meta.external_path or join(task.bucket_dir, meta.file_name)
+    return meta.external_path or join(task.bucket_dir, meta.file_name), file_schema
+
+
+def _read(task: CompactTask, meta: DataFileMeta, file_io: FileIO, *, system_columns: bool,
+          apply_deletion: bool = True) -> pa.Table:
+    path, file_schema = _located(task, meta)
     return read_file(path, meta, file_schema, list(task.schema.fields), file_io, system_columns=system_columns,
                      deletion=task.deletion(meta) if apply_deletion else None)
+
+
+def _read_parts(task: CompactTask, meta: DataFileMeta, file_io: FileIO) -> Iterator[pa.Table]:
+    """``_read`` (system columns, deletion vector applied) a few row groups at a time."""
+    path, file_schema = _located(task, meta)
+    yield from read_file_parts(path, meta, file_schema, list(task.schema.fields), file_io,
+                               part_rows=stream_merge.BATCH_ROWS, system_columns=True, deletion=task.deletion(meta))
 
 
 def _merged_rows(task: CompactTask, files: Sequence[DataFileMeta], file_io: FileIO, *,
@@ -450,7 +462,7 @@ def _streamed_chunks(task: CompactTask, files: Sequence[DataFileMeta], file_io: 
     """The merged records of ``files`` chunk by chunk in key order, each sorted run read file by file."""
     def run_tables(run: list[DataFileMeta]):
         for meta in run:
-            yield _read(task, meta, file_io, system_columns=True)
+            yield from _read_parts(task, meta, file_io)
 
     runs = run_files(files, [f.type for f in task.schema.key_fields])
     for chunk in stream_merge.merge_runs(engine, [stream_merge.batches(run_tables(r)) for r in runs]):

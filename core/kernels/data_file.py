@@ -8,7 +8,7 @@ merge both read files through here.
 from __future__ import annotations
 
 import io
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -35,11 +35,13 @@ def _file_columns(read_fields: Sequence[DataField], file_schema: TableSchema) ->
 
 def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fields: Sequence[DataField],
               file_io: FileIO, *, system_columns: bool, row_filter: Predicate | None = None,
-              deletion: DeletionFile | None = None, needed: frozenset[str] | None = None) -> pa.Table:
+              deletion: DeletionFile | None = None, needed: frozenset[str] | None = None,
+              only_groups: Sequence[int] | None = None) -> pa.Table:
     """Read one data file and present it in ``read_fields`` (plus seq/kind if asked); with a
     ``row_filter``, only the row groups whose stats may satisfy it; with a ``deletion``
     vector, without the rows it marks deleted; with ``needed``, only those read fields are
-    read (the others are null).
+    read (the others are null); with ``only_groups``, only those row groups of a Parquet
+    file (``read_file_parts``).
 
     Raises:
         CorruptMetadataError: the file is missing or unreadable, or holds a timestamp outside
@@ -50,7 +52,8 @@ def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fiel
     if system_columns:
         wanted += [SEQUENCE_NUMBER, VALUE_KIND]
     try:
-        table, group_rows, groups = _read_columns(path, meta, file_io, wanted, row_filter, read_fields, mapping)
+        table, group_rows, groups = _read_columns(path, meta, file_io, wanted, row_filter, read_fields, mapping,
+                                                  only_groups)
         if deletion is not None:
             table = _without_deleted(table, group_rows, groups, read_vector(file_io, deletion))
     except FileNotFoundError as e:
@@ -110,7 +113,8 @@ def _without_deleted(table: pa.Table, group_rows: list[int], groups: list[int] |
 
 def _read_columns(path: str, meta: DataFileMeta, file_io: FileIO, wanted: Sequence[str],
                   row_filter: Predicate | None, read_fields: Sequence[DataField],
-                  mapping: Mapping[int, DataField]) -> tuple[pa.Table, list[int], list[int] | None]:
+                  mapping: Mapping[int, DataField],
+                  only_groups: Sequence[int] | None = None) -> tuple[pa.Table, list[int], list[int] | None]:
     """The ``wanted`` columns of a data file in the types its format gives them, the rows of
     each of the file's row groups, and the row groups read (None: all). The format is the
     file's extension: ``file.format`` may have changed since the file was written."""
@@ -141,10 +145,13 @@ def _read_columns(path: str, meta: DataFileMeta, file_io: FileIO, wanted: Sequen
     with pq.ParquetFile(source) as parquet:
         metadata = parquet.metadata
         group_rows = [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
-        if row_filter is None:
+        if row_filter is None and only_groups is None:
             table, groups = parquet.read(columns=list(wanted)), None
         else:
-            groups = matching_row_groups(parquet, row_filter, read_fields, mapping)
+            groups = list(range(metadata.num_row_groups)) if only_groups is None else list(only_groups)
+            if row_filter is not None:
+                matching = set(matching_row_groups(parquet, row_filter, read_fields, mapping))
+                groups = [g for g in groups if g in matching]
             table = parquet.read_row_groups(groups, columns=list(wanted))
         _check_int96_range(source, parquet, table, path)
         return table, group_rows, groups
@@ -193,3 +200,40 @@ def matching_row_groups(parquet: pq.ParquetFile, row_filter: Predicate, read_fie
         if row_filter.may_match(ranges):
             kept.append(g)
     return kept
+
+
+def read_file_parts(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fields: Sequence[DataField],
+                    file_io: FileIO, *, part_rows: int, **options: Any) -> Iterator[pa.Table]:
+    """``read_file``'s rows as consecutive tables of about ``part_rows`` rows (whole row groups),
+    so that a merge of sorted runs holds a part of each run rather than each run's file.
+
+    A local Parquet file is read some row groups at a time (a primary-key file has groups of
+    8,192 rows at most); other files, and files on object stores (fetched in one GET
+    anyway), are one part."""
+    parts = _group_parts(path, meta, file_io, part_rows)
+    if parts is None:
+        yield read_file(path, meta, file_schema, read_fields, file_io, **options)
+        return
+    for groups in parts:
+        yield read_file(path, meta, file_schema, read_fields, file_io, only_groups=groups, **options)
+
+
+def _group_parts(path: str, meta: DataFileMeta, file_io: FileIO, part_rows: int) -> list[list[int]] | None:
+    """Runs of consecutive row groups of about ``part_rows`` rows; None to read the file whole."""
+    if not file_io.local or formats.format_of(meta.file_name) != "parquet":
+        return None
+    try:
+        metadata = pq.read_metadata(path)
+    except (OSError, ValueError):
+        return None  # read_file reports the file as missing or unreadable
+    if metadata.num_row_groups <= 1:
+        return None
+    parts: list[list[int]] = [[]]
+    rows = 0
+    for g in range(metadata.num_row_groups):
+        if parts[-1] and rows + metadata.row_group(g).num_rows > part_rows:
+            parts.append([])
+            rows = 0
+        parts[-1].append(g)
+        rows += metadata.row_group(g).num_rows
+    return parts

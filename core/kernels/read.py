@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from core import binary_row
 from core.kernels import data_evolution
-from core.kernels.data_file import read_file
+from core.kernels.data_file import read_file, read_file_parts
 from core.default_values import fill_defaults
 from core.deletion_vectors import DeletionFile
 from core.fileio import FileIO, join
@@ -113,8 +113,8 @@ def run_files(files: Sequence[DataFileMeta], key_types: Sequence) -> list[list[D
 def _read_merged(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
                  file_io: FileIO, row_filter: Predicate | None) -> pa.Table:
     """A primary-key split of several runs, merged as streams of batches (``stream_merge``):
-    a run's files are read one at a time, so the merge holds about one file and one batch per
-    run, not the bucket."""
+    a run's files are read a few row groups at a time (``read_file_parts``), so the merge holds
+    about one batch per run, not the bucket."""
     read_fields = list(read_schema.fields)
     engine = MergeEngine.of(read_schema)
     needed = _needed(split, read_schema)
@@ -122,11 +122,12 @@ def _read_merged(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[in
     def run_tables(files: list[DataFileMeta]):
         for meta in files:
             path = meta.external_path or join(split.bucket_dir, meta.file_name)
-            records = read_file(path, meta, schemas[meta.schema_id], read_fields, file_io, system_columns=True,
-                                row_filter=row_filter, deletion=split.deletion(meta), needed=needed)
-            # A key-only condition (row_filter) drops every record of a rejected key before the
-            # merge: all records of a key agree on it (key_prune). Deletion vectors applied above.
-            yield keep_matching_keys(records, row_filter)
+            for records in read_file_parts(path, meta, schemas[meta.schema_id], read_fields, file_io,
+                                           part_rows=stream_merge.BATCH_ROWS, system_columns=True,
+                                           row_filter=row_filter, deletion=split.deletion(meta), needed=needed):
+                # A key-only condition (row_filter) drops every record of a rejected key before
+                # the merge: all records of a key agree on it (key_prune). Deletion vectors applied.
+                yield keep_matching_keys(records, row_filter)
 
     runs = run_files(split.files, [f.type for f in read_schema.key_fields])
     names = [f.name for f in read_fields]

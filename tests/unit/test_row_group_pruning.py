@@ -250,3 +250,36 @@ def test_lookup_reads_only_the_row_groups_that_can_hold_its_keys(tmp_path: Path,
     groups = sum(md.num_row_groups for md in data_files(t))
     assert spy.total == groups and groups >= 8 + 3
     assert spy.kept <= 2 * 3 + 1  # per run, the groups holding 3, n/2 and n-1 (min/max straddle no more)
+
+
+@pytest.mark.parametrize("action", ["scan", "compact"])
+def test_a_merge_reads_each_run_a_few_row_groups_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           action: str) -> None:
+    """Scan and compaction of a bucket of two sorted runs read the big run's file in parts of
+    about a batch (whole row groups), not the file at once: what a merge holds then follows the
+    number of runs and the batch size, not the bucket. The rows are those of a dict model."""
+    from core.kernels import stream_merge
+    from core.kernels.write import KEY_SORTED_ROW_GROUP_ROWS
+
+    n = 6 * KEY_SORTED_ROW_GROUP_ROWS
+    t = make_table(tmp_path, "id BIGINT NOT NULL, v STRING", primary_keys=("id",),
+                   options={"bucket": "1", "write-only": "true"})
+    t.write(pa.table({"id": pa.array(range(n), pa.int64()), "v": ["old"] * n}))
+    t.write(pa.table({"id": pa.array(range(0, n, 5), pa.int64()), "v": ["new"] * len(range(0, n, 5))}))
+    model = {i: ("new" if i % 5 == 0 else "old") for i in range(n)}
+    monkeypatch.setattr(stream_merge, "BATCH_ROWS", 2 * KEY_SORTED_ROW_GROUP_ROWS)
+    sizes: list[int] = []
+    real = read_kernel.read_file
+
+    def spy(*args: Any, **kwargs: Any) -> pa.Table:
+        out = real(*args, **kwargs)
+        sizes.append(out.num_rows)
+        return out
+
+    monkeypatch.setattr(read_kernel, "read_file", spy)
+    if action == "compact":
+        t.compact(full=True)
+        monkeypatch.setattr(read_kernel, "read_file", real)
+    got = {r["id"]: r["v"] for r in t.scan().to_pylist()}
+    assert got == model
+    assert max(sizes) <= 2 * KEY_SORTED_ROW_GROUP_ROWS and sum(sizes) == n + len(range(0, n, 5))
