@@ -79,6 +79,13 @@ class Retry:
     expired: bool = False  # lost a race against expire (the base went away), not against a committer
 
 
+def _landed_earlier(entries: list[ManifestEntry], live: list[ManifestEntry]) -> bool:
+    """Whether a file this commit ADDs is already live: file names are unique to the commit
+    that wrote them, so only an earlier attempt of the same commit can have put it there."""
+    ours = {(e.partition, e.bucket, e.file.file_name) for e in entries if e.kind == ADD}
+    return bool(ours) and any((e.partition, e.bucket, e.file.file_name) in ours for e in live)
+
+
 @dataclass(frozen=True, slots=True)
 class _Attempt:
     """What one attempt published on, and wrote: enough to verify and undo its snapshot."""
@@ -201,7 +208,9 @@ class FileStoreCommit:
                 "another writer changed the table's bucket index while this write assigned buckets "
                 "(dynamic bucket mode); nothing was committed, re-run the write")
         live: list[ManifestEntry] | None = None
-        needs_live = overwrite is not None or any(m.compact_before for m in messages)
+        # After an attempt of ours published, the live files also tell whether it landed: see
+        # _landed_earlier.
+        needs_live = overwrite is not None or any(m.compact_before for m in messages) or bool(self._attempts)
         if needs_live and latest is not None:
             try:
                 live = base_entries(self.manifests, latest, self.snapshots)
@@ -213,6 +222,15 @@ class FileStoreCommit:
         index_changes = any(m.new_index_files or m.deleted_index_files for m in messages)
         if overwrite is None and not entries and not changelog and not index_changes:
             return Success(latest) if latest else Retry("nothing to commit")
+        if self._attempts and _landed_earlier(entries, live or []):
+            # An earlier attempt of ours landed, and a concurrent expire retired its snapshot
+            # before it could be read back (retain-min 1): its new files are live. Committing
+            # again would add them twice, or conflict with our own replacement and make the
+            # caller delete files the table now references.
+            log.info("an earlier attempt of this commit landed (its files are live in snapshot-%d); "
+                     "not committing again", latest.id if latest else 0)
+            self.files_deleted = sum(1 for e in entries if e.kind == DELETE)
+            return Success(latest)
         self._check_conflicts(entries, live or [], base_metas)
         next_row_id = None
         if row_tracking.enabled(self.schema):  # new files take the next row ids, as in Paimon

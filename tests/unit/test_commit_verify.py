@@ -436,3 +436,43 @@ def test_first_row_write_whose_lookup_files_expire_under_its_kernels_is_exit_4(t
     assert t.snapshots.list_ids() == [2] and t.snapshots.snapshot(2).commit_kind == "OVERWRITE"
     t.compact(full=True)  # first-row batch reads skip level 0: compact to see the rows
     assert t.scan().column("id").to_pylist() == [7]
+
+
+@pytest.mark.parametrize("action", ["delete", "write"])
+def test_an_attempt_that_landed_and_was_expired_before_its_check_is_not_committed_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, action: str) -> None:
+    """The CI race of 2026-11-27: a delete's snapshot lands, another writer commits, and an
+    expire with retain 1 retires it before the committer reads it back (state unknown). The
+    retry must see that its own new files are live: committing again would conflict with its
+    own replacement (and the delete would then remove the files the table now references), or
+    add a write's rows twice."""
+    from core.ops.check import check
+
+    wh = str(tmp_path / "wh")
+    t = Table.locate("db.t", warehouse=wh)
+    create(t, "id BIGINT, v STRING", options={"write-only": "true"})
+    t.write(pa.table({"id": pa.array([1, 2, 3], pa.int64()), "v": ["a", "b", "c"]}))
+    real = commit_module.FileStoreCommit._illegitimate
+    calls = []
+
+    def landed_then_expired(self, snapshot, latest):
+        if not calls:
+            calls.append(snapshot.id)
+            other = Table.open("db.t", warehouse=wh)
+            other.write(pa.table({"id": pa.array([9], pa.int64()), "v": ["z"]}))
+            other.expire(retain_min=1, retain_max=1, older_than="0s", dry_run=False)
+            assert not other.snapshots.exists(snapshot.id)  # ours is gone before it was read back
+            raise OSError("reading the new snapshot back failed")
+        return real(self, snapshot, latest)
+
+    monkeypatch.setattr(commit_module.FileStoreCommit, "_illegitimate", landed_then_expired)
+    if action == "delete":
+        t.delete("id = 2")
+        expected = [(1, "a"), (3, "c"), (9, "z")]
+    else:
+        t.write(pa.table({"id": pa.array([5], pa.int64()), "v": ["e"]}))
+        expected = [(1, "a"), (2, "b"), (3, "c"), (5, "e"), (9, "z")]
+    monkeypatch.undo()
+    assert calls
+    assert sorted((r["id"], r["v"]) for r in t.scan().to_pylist()) == expected
+    assert check(Table.open("db.t", warehouse=wh)).ok
