@@ -44,10 +44,8 @@ import fcntl
 import functools
 import logging
 import os
-import signal
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Iterator
 
@@ -85,6 +83,8 @@ class _Fault:
         if seen < self.at:
             return
         if self.action == "kill":
+            import signal  # only a fault-injected run gets here
+
             os.kill(os.getpid(), signal.SIGKILL)
         if seen == self.at and self.action == "stall":
             _stall(operation)
@@ -464,7 +464,7 @@ class FileIO:
         _before("write")
         if self.local:
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            tmp = f"{os.path.dirname(path)}/.{os.path.basename(path)}.{uuid.uuid4().hex}.tmp"
+            tmp = f"{os.path.dirname(path)}/.{os.path.basename(path)}.{os.urandom(16).hex()}.tmp"
             try:
                 with open(tmp, "w", encoding="ascii") as f:
                     f.write(text)
@@ -775,7 +775,7 @@ def is_storage_full(exc: BaseException) -> bool:
 def _local_create_if_absent(path: str, data: bytes) -> bool:
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.urandom(16).hex()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         with os.fdopen(fd, "wb") as f:

@@ -1,8 +1,8 @@
 """The console entry point (`lakectl = "lakectl.app:main"`, and `python -m lakectl`).
 
-`lakectl --version` alone is answered here, before the command tree (lakectl/cli.py) is
-built: building it imports Typer, its vendored Click and lakectl's option catalogue, which a
-version check does not need. Everything else goes to lakectl/cli.py. The names of the command
+`lakectl --version` alone is answered here, and the plain shapes of read-only listings by
+lakectl/quick.py, before the command tree (lakectl/cli.py) is built: building it imports
+Typer, its vendored Click and lakectl's option catalogue, which these lines do not need. Everything else goes to lakectl/cli.py. The names of the command
 tree (`app`, `root`, ...) stay importable from here, loaded on first use, because the
 installed console script and older callers import them as `lakectl.app.<name>`."""
 
@@ -17,6 +17,10 @@ def main() -> None:
         from lakectl.version import version_line
 
         print(version_line())
+        return
+    from lakectl.quick import answer
+
+    if answer(sys.argv[1:]):
         return
     from lakectl.cli import main as run
 

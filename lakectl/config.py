@@ -25,12 +25,14 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from core.engines import ENGINES, EngineSettings, ProgressCallback
 from core.errors import UsageError
 from core.fileio import configure as configure_storage, s3_options
 from core.options import parse_bool, parse_size
+
+if TYPE_CHECKING:
+    from core.engines import EngineSettings, ProgressCallback
 
 DEFAULT_WAREHOUSE = "./warehouse"
 FORMATS = ("table", "json", "jsonl", "csv")
@@ -215,6 +217,8 @@ def _check_table(cf: ConfigFile, table: dict[str, Any], prefix: tuple[str, ...],
 
 def _check_settings(cf: ConfigFile, table: dict[str, Any], prefix: tuple[str, ...], *, top: bool) -> None:
     _check_table(cf, table, prefix, _TOP_SCHEMA if top else _SETTINGS_SCHEMA)
+    from core.engines import ENGINES  # a config file's check only: listings need no engine
+
     for key, allowed in (("format", FORMATS), ("engine", ENGINES)):
         if key in table and table[key] not in allowed:
             keys = (*prefix, key)
@@ -401,6 +405,8 @@ class Settings:
     def engine_settings(self, progress: ProgressCallback | None = None) -> EngineSettings:
         """--engine/--master/--spark-conf > LAKECTL_ENGINE/LAKECTL_SPARK_MASTER/_THRESHOLD >
         profile > config [spark]."""
+        from core.engines import EngineSettings
+
         threshold = self.resolve("spark.threshold")
         return EngineSettings(
             engine=str(self.resolve("engine").value),

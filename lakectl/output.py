@@ -37,12 +37,13 @@ from contextlib import contextmanager
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
-from core.engines import ProgressCallback
 from core.errors import UsageError
 from core.text_values import csv_line, json_value, python_values, text_value
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from core.engines import ProgressCallback
     from rich.console import Console
 
 # A column whose cells are at most this wide never wraps; wider ones fold to fit the terminal.

@@ -65,6 +65,7 @@ class CatalogEntry:
 
 def history(table: TableHandle, *, limit: int | None = None) -> list[SnapshotInfo]:
     """Snapshots newest first."""
+    check_limit(limit)  # a negative one would slice from the end: every snapshot but the oldest
     ids = table.snapshots.list_ids()[::-1]
     if limit is not None:
         ids = ids[:limit]

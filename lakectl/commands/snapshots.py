@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Annotated, Optional
 
 import typer
 
-from core.table import Table
-from lakectl.commands import output, settings
+from lakectl.commands import settings
 from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
 
 
@@ -31,13 +29,6 @@ def register(app: typer.Typer) -> None:
           lakectl snapshots shop.orders --limit 10
           lakectl snapshots shop.orders --format jsonl
         """
-        from core.ops.describe import SnapshotInfo
+        from lakectl.listings import snapshots_listing
 
-        out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
-        history = t.history(limit=limit)
-        if out.format == "table":  # for people: the commit user (a UUID per writer) is noise
-            columns = [f.name for f in dataclasses.fields(SnapshotInfo) if f.name != "commit_user"]
-            out.rows([dataclasses.asdict(s) for s in history], columns, title=f"snapshots of {t.name}")
-        else:
-            out.records(history, SnapshotInfo)
+        snapshots_listing(settings(ctx), table, limit=limit, branch=branch, warehouse=warehouse, fmt=fmt)()

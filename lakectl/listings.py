@@ -1,0 +1,33 @@
+"""The bodies of read-only listings, free of the command tree: the Typer commands call them,
+and so does lakectl/quick.py, which answers the plain shapes of these command lines without
+building the tree. Each reads what it lists and returns the function that prints it, so a
+caller knows that nothing is printed until the reading has succeeded."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+from lakectl.config import Settings
+from lakectl.output import Output
+
+
+def snapshots_listing(s: Settings, table: str, *, limit: int | None, branch: str | None,
+                      warehouse: str | None, fmt: str | None) -> Callable[[], None]:
+    """``lakectl snapshots``: newest first; the commit user (a UUID per writer) only in the
+    script formats, where a script may need it."""
+    from core.ops.describe import SnapshotInfo
+    from core.table import Table
+
+    out = Output(s.resolve_format(fmt), quiet=s.quiet)
+    t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
+    history = t.history(limit=limit)
+
+    def show() -> None:
+        if out.format == "table":
+            columns = [f.name for f in dataclasses.fields(SnapshotInfo) if f.name != "commit_user"]
+            out.rows([dataclasses.asdict(h) for h in history], columns, title=f"snapshots of {t.name}")
+        else:
+            out.records(history, SnapshotInfo)
+
+    return show
