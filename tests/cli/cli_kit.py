@@ -1,4 +1,4 @@
-"""What the CliRunner tests of branches share: an isolated environment, JSON invocations, and
+"""What the CliRunner tests of branches share: JSON invocations, and
 a tiny (id, v) table's writes and reads."""
 
 from __future__ import annotations
@@ -7,21 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 from typer.testing import CliRunner, Result
 
 from lakectl.app import app
 
 runner = CliRunner()
-
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No user configuration or environment leaks into a test (import it to use it)."""
-    for var in ("LAKECTL_WAREHOUSE", "LAKECTL_FORMAT", "LAKECTL_CONFIG", "NO_COLOR"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.chdir(tmp_path)
 
 
 def invoke(*args: Any) -> Result:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_kit import invoke, isolated, ok, scan, write_csv  # noqa: F401 (isolated: autouse fixture)
+from cli_kit import invoke, ok, scan, write_csv
 
 
 MAIN = {1: "a", 2: "B", 3: "c"}  # main after the fixture's two writes

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_kit import invoke, isolated, ok, scan, write_csv  # noqa: F401 (isolated: autouse fixture)
+from cli_kit import invoke, ok, scan, write_csv
 
 
 @pytest.fixture()
@@ -79,7 +79,6 @@ def test_expire_and_orphans_on_main_keep_the_branch(tmp_path: Path, wh: str) -> 
     ok("remove-orphan-files", "db.t", "--older-than", "0s", "-w", wh)
     assert scan(wh, "--branch", "dev") == {1: "a", 2: "b"}
     assert scan(wh) == {1: "a", 2: "B", 3: "c"}
-
 
 
 def test_fast_forward(tmp_path: Path, wh: str) -> None:

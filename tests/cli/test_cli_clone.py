@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pytest
 from typer.testing import CliRunner, Result
 
 from core.evolution import AddColumn
@@ -21,14 +20,6 @@ from core.types import parse_type
 from lakectl.app import app
 
 runner = CliRunner()
-
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("LAKECTL_WAREHOUSE", "LAKECTL_FORMAT", "LAKECTL_CONFIG"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.chdir(tmp_path)
 
 
 def invoke(*args: Any) -> Result:

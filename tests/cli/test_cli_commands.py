@@ -30,15 +30,6 @@ Row = dict[str, Any]
 
 
 # ---- harness -------------------------------------------------------------------------------
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No LAKECTL_* variables, no user config, and a working directory of our own."""
-    for var in ("LAKECTL_WAREHOUSE", "LAKECTL_FORMAT", "LAKECTL_CONFIG"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.chdir(tmp_path)
-
-
 @pytest.fixture
 def wh(tmp_path: Path) -> str:
     return str(tmp_path / "wh")

@@ -50,16 +50,6 @@ engine = "spark"
 """
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("LAKECTL_WAREHOUSE", "LAKECTL_FORMAT", "LAKECTL_CONFIG", "LAKECTL_PROFILE", "LAKECTL_ENGINE",
-                "LAKECTL_SPARK_MASTER", "LAKECTL_SPARK_THRESHOLD", "LAKECTL_S3_REGION", "LAKECTL_S3_ENDPOINT",
-                "LAKECTL_S3_ACCESS_KEY_ID", "LAKECTL_S3_SECRET_ACCESS_KEY", "LAKECTL_S3_SESSION_TOKEN"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.chdir(tmp_path)
-
-
 def invoke(*args: Any) -> Result:
     return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
 

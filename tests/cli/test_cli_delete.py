@@ -19,14 +19,6 @@ KEYS = {"table", "branch", "snapshot_id", "commit_kind", "rows_deleted", "files_
         "dry_run"}
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("LAKECTL_WAREHOUSE", "LAKECTL_FORMAT", "LAKECTL_CONFIG", "LAKECTL_ENGINE"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.chdir(tmp_path)
-
-
 @pytest.fixture
 def wh(tmp_path: Path) -> str:
     return str(tmp_path / "wh")

@@ -20,14 +20,6 @@ from lakectl.app import app
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("LAKECTL_WAREHOUSE", "LAKECTL_FORMAT", "LAKECTL_CONFIG"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.chdir(tmp_path)
-
-
 @pytest.fixture
 def table(tmp_path: Path) -> Table:
     """db.t with three snapshots of rows id=1, 1..2, 1..3."""

@@ -22,14 +22,6 @@ runner = CliRunner()
 LAKECTL = Path("/work/main/.venv/bin/lakectl")
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("LAKECTL_WAREHOUSE", "LAKECTL_FORMAT", "LAKECTL_CONFIG"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.chdir(tmp_path)
-
-
 def invoke(*args: Any) -> Result:
     return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_kit import invoke, isolated, ok  # noqa: F401 - isolated is an autouse fixture
+from cli_kit import invoke, ok
 
 DAYS = ["2024-01-01", "2024-01-02", "2024-01-03"]
 

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import core.fileio
-from test_cli_errors import (HEADER, TABLE, Table, assert_fails, assert_one_line_error, invoke, isolated,  # noqa: F401
+from test_cli_errors import (HEADER, TABLE, Table, assert_fails, assert_one_line_error, invoke,  # noqa: F401
                              ok, t, write_csv)
 
 LONG = "x" * 300

@@ -25,14 +25,6 @@ from lakectl.app import app
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("LAKECTL_WAREHOUSE", "LAKECTL_FORMAT", "LAKECTL_CONFIG"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.chdir(tmp_path)
-
-
 def cli(tmp_path: Path, *args: str) -> Result:
     return runner.invoke(app, ["-w", str(tmp_path / "wh"), *args])
 

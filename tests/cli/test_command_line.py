@@ -258,7 +258,8 @@ def test_data_and_metadata_commands_import_no_pandas_or_spark(kind: str, tmp_pat
             "scan": ["scan", "db.t", "--format", "csv", "--where", "id > 1"]}[kind]
     proc, modules = modules_of(["-w", table, *args], env, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert f"lakectl.commands.{kind}" in modules
+    # the probe sees the command run (a plain snapshots line runs without the tree: lakectl/quick.py)
+    assert {"snapshots": "lakectl.listings"}.get(kind, f"lakectl.commands.{kind}") in modules
     heavy = sorted(m for m in modules if m.split(".")[0] in ("pandas", "pyspark", "py4j"))
     assert heavy == []
     others = sorted(m for m in modules if m.startswith("lakectl.commands.") and m not in (

@@ -24,14 +24,6 @@ BIN = Path(sys.executable).parent
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("LAKECTL_WAREHOUSE", "LAKECTL_FORMAT", "LAKECTL_CONFIG", "LAKECTL_PROFILE"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.chdir(tmp_path)
-
-
 @pytest.fixture
 def wh(tmp_path: Path) -> Path:
     """shop.orders (3 snapshots, tag t1), shop.items, logs.events."""
