@@ -291,23 +291,31 @@ class FirstRow(MergeFunction):
 
 
 class PartialUpdate(MergeFunction):
-    """PartialUpdateMergeFunction without sequence groups."""
+    """PartialUpdateMergeFunction without sequence groups (Paimon 1.1+: the fold that
+    apache/paimon#5077 fixed so that NOT NULL columns are never left empty)."""
 
-    def __init__(self, width: int, ignore_delete: bool, remove_record_on_delete: bool) -> None:
-        self.width, self.ignore_delete, self.remove_record_on_delete = width, ignore_delete, remove_record_on_delete
+    def __init__(self, not_null: Sequence[bool], ignore_delete: bool, remove_record_on_delete: bool) -> None:
+        self.not_null, self.ignore_delete, self.remove_record_on_delete = list(not_null), ignore_delete, \
+            remove_record_on_delete
 
     def reset(self):
-        self.row = [None] * self.width
+        self.row = [None] * len(self.not_null)
         self.meet_insert = False
         self.not_null_column_filled = False
         self.current_delete_row = False
         self.latest_seq = 0
 
+    def init_row(self, rec):
+        """initRow: only the NOT NULL columns take the retraction's values."""
+        for i, v in enumerate(rec.values):
+            if self.not_null[i]:
+                self.row[i] = v
+
     def add(self, rec):
         self.current_delete_row = False
         if rec.kind in RETRACT:
             if not self.not_null_column_filled:
-                self.row = list(rec.values)
+                self.init_row(rec)
                 self.not_null_column_filled = True
             if self.ignore_delete:
                 return
@@ -315,7 +323,8 @@ class PartialUpdate(MergeFunction):
             if self.remove_record_on_delete:
                 if rec.kind == "-D":
                     self.current_delete_row = True
-                    self.row = list(rec.values)
+                    self.row = [None] * len(self.not_null)
+                    self.init_row(rec)
                 return
             raise Refused("partial-update cannot take -U/-D")
         self.latest_seq = rec.seq
@@ -378,8 +387,9 @@ def _flag(options: dict[str, str], *keys: str) -> bool:
 class Reference:
     """A table of one merge engine: per key its stored records, as Paimon's files hold them."""
 
-    def __init__(self, columns: Sequence[str], options: dict[str, str]) -> None:
+    def __init__(self, columns: Sequence[str], options: dict[str, str], not_null: Sequence[str] = ()) -> None:
         self.columns = list(columns)
+        self.not_null = [c in not_null for c in self.columns]
         self.options = options
         self.engine = options.get("merge-engine", "deduplicate")
         self.ignore_delete = _flag(options, "ignore-delete", f"{self.engine}.ignore-delete")
@@ -393,7 +403,7 @@ class Reference:
         if self.engine == "first-row":
             return FirstRow(self.ignore_delete)
         if self.engine == "partial-update":
-            return PartialUpdate(len(self.columns), self.ignore_delete,
+            return PartialUpdate(self.not_null, self.ignore_delete,
                                  _flag(o, "partial-update.remove-record-on-delete"))
         default = o.get("fields.default-aggregate-function", "last_non_null_value")
         aggs = [make_agg(o.get(f"fields.{c}.aggregate-function", default), o, c) for c in self.columns]
@@ -480,27 +490,26 @@ def _agg_column(name: str, sql: str, arrow: pa.DataType, pool: tuple, function: 
     return Column(name, sql, arrow, pool, tuple(opts.items()))
 
 
-def agg_columns(*, retract: bool, first_functions: bool = True) -> tuple[Column, ...]:
+def agg_columns(*, retract: bool) -> tuple[Column, ...]:
     """One column per aggregate function; with ``retract`` the functions that cannot retract
     ignore retractions."""
     ir = {"ignore_retract": "true"} if retract else {}
-    cols = [
+    return (
         _agg_column("c_sum", "BIGINT", pa.int64(), INTS, "sum"),
         _agg_column("c_prod", "BIGINT", pa.int64(), SMALL, "product"),
         _agg_column("c_min", "INT", pa.int32(), INTS, "min", **ir),
         _agg_column("c_max", "INT", pa.int32(), INTS, "max", **ir),
         _agg_column("c_last", "INT", pa.int32(), INTS, "last_value"),
         _agg_column("c_lnn", "INT", pa.int32(), INTS, "last_non_null_value"),
+        _agg_column("c_first", "INT", pa.int32(), INTS, "first_value", **ir),
+        _agg_column("c_fnn", "INT", pa.int32(), INTS, "first_non_null_value", **ir),
         _agg_column("c_list", "STRING", pa.string(), STRINGS, "listagg", **ir),
         _agg_column("c_listd", "STRING", pa.string(), TOKENS, "listagg", list_agg_delimiter="|", distinct="true",
                     **ir),
         _agg_column("c_and", "BOOLEAN", pa.bool_(), BOOLS, "bool_and", **ir),
         _agg_column("c_or", "BOOLEAN", pa.bool_(), BOOLS, "bool_or", **ir),
         _agg_column("c_dflt", "INT", pa.int32(), INTS, None),  # fields.default-aggregate-function unset
-    ]
-    if first_functions:
-        cols[6:6] = [_agg_column("c_first", "INT", pa.int32(), INTS, "first_value", **ir),
-                     _agg_column("c_fnn", "INT", pa.int32(), INTS, "first_non_null_value", **ir)]
+    )
     return tuple(cols)
 
 
@@ -510,16 +519,13 @@ VARIANTS = {v.name: v for v in (
     Variant("partial_update", PLAIN_COLUMNS, (("merge-engine", "partial-update"),), INSERT_KINDS),
     Variant("partial_update_ignore_delete", PLAIN_COLUMNS,
             (("merge-engine", "partial-update"), ("partial-update.ignore-delete", "true")), ALL_KINDS),
-    # -U rows are left out here: see test_partial_update_remove_record_on_delete_update_before.
     Variant("partial_update_remove_record_on_delete", PLAIN_COLUMNS,
-            (("merge-engine", "partial-update"), ("partial-update.remove-record-on-delete", "true")),
-            ("+I", "+U", "-D")),
+            (("merge-engine", "partial-update"), ("partial-update.remove-record-on-delete", "true")), ALL_KINDS),
     Variant("aggregation", agg_columns(retract=False), (("merge-engine", "aggregation"),), INSERT_KINDS),
     Variant("aggregation_ignore_delete", agg_columns(retract=False),
             (("merge-engine", "aggregation"), ("ignore-delete", "true")), ALL_KINDS),
     Variant("aggregation_retract", agg_columns(retract=True), (("merge-engine", "aggregation"),), ALL_KINDS),
-    # first_value/first_non_null_value left out: see test_aggregation_remove_record_on_delete_first_value.
-    Variant("aggregation_remove_record_on_delete", agg_columns(retract=True, first_functions=False),
+    Variant("aggregation_remove_record_on_delete", agg_columns(retract=True),
             (("merge-engine", "aggregation"), ("aggregation.remove-record-on-delete", "true")), ALL_KINDS),
     Variant("first_row", PLAIN_COLUMNS, (("merge-engine", "first-row"),), INSERT_KINDS),
     Variant("first_row_ignore_delete", PLAIN_COLUMNS, (("merge-engine", "first-row"), ("ignore-delete", "true")),
@@ -553,7 +559,8 @@ class Harness:
                    partition_keys=["dt"], options=options)
         else:
             create(t, f"id BIGINT NOT NULL, {cols}", primary_keys=["id"], options=options)
-        return cls(variant, partitioned, t, Reference([c.name for c in variant.columns], options))
+        not_null = [c.name for c in variant.columns if c.sql.endswith("NOT NULL")]
+        return cls(variant, partitioned, t, Reference([c.name for c in variant.columns], options, not_null))
 
     def key(self, row_id: int, dt: str) -> tuple:
         return (dt, row_id) if self.partitioned else (row_id,)
@@ -855,89 +862,107 @@ def test_listagg_appends_empty_and_blank_strings(tmp_path):
 
 def test_remove_record_on_delete_in_one_commit_does_not_restart_older_records(tmp_path):
     """Paimon folds a commit [-D, +I] to one +I record, so the key's older record is not reset;
-    the same rows in separate commits reset it."""
+    the same rows in separate commits reset it (the -D's nullable values seed nothing)."""
     v = "partial_update_remove_record_on_delete"
     first = (_row(v, "+I", 1, price=1.0, num=1, d="a"),)
     h = _fixed(tmp_path / "one", v, [first, (_row(v, "-D", 1, num=2), _row(v, "+I", 1, price=3.0))])
-    assert h.ref.visible() == {(1,): (3.0, 2, "a")}
+    assert h.ref.visible() == {(1,): (3.0, 1, "a")}
     h = _fixed(tmp_path / "two", v, [first, (_row(v, "-D", 1, num=2),), (_row(v, "+I", 1, price=3.0),)])
-    assert h.ref.visible() == {(1,): (3.0, 2, None)}
+    assert h.ref.visible() == {(1,): (3.0, None, None)}
 
 
 # ================================================================================================
-# Known divergences from Paimon (xfail until lakectl folds these like Java does)
+# -U rows and first_value across a -D: once divergences from Paimon, now folded as Java folds
 # ================================================================================================
 _PU_RROD = "partial_update_remove_record_on_delete"
+# (steps, what Java's PartialUpdateMergeFunction gives, worked out by hand from its rules).
 _PU_UPDATE_BEFORE_CASES = {
-    # PartialUpdateMergeFunction fills its row from the first record when that is a retraction
-    # (notNullColumnFilled): a fold that starts with -U keeps the -U's values where later
-    # inserts are null. Paimon: num=5 (from the -U); lakectl ignores the -U: num=1.
-    "leading_update_before": [(_row(_PU_RROD, "+I", 1, price=1.0, num=1, d="a"),),
-                              (_row(_PU_RROD, "-U", 1, num=5), _row(_PU_RROD, "+I", 1, price=2.0))],
-    # currentDeleteRow is reset by every record: a -U after the last -D leaves the key alive
-    # (kind +I, the -D's values) when the fold met an insert. Paimon: key 1 = (None, 2, None);
-    # lakectl: key 1 deleted.
-    "update_before_after_delete": [(_row(_PU_RROD, "+I", 1, price=1.0, num=1, d="a"),
-                                    _row(_PU_RROD, "-D", 1, num=2), _row(_PU_RROD, "-U", 1, num=3))],
-    # A fold of -U records only is a -D with the first -U's values (meetInsert is false), which
-    # later restarts the key. Paimon: key 1 = (3.0, 4, None) after the +I; lakectl's -D has no
-    # values (a -U never counts): (3.0, None, None).
-    "only_update_before": [(_row(_PU_RROD, "+I", 1, price=1.0, num=1, d="a"),),
-                           (_row(_PU_RROD, "-U", 1, num=4), _row(_PU_RROD, "-U", 1, num=5)),
-                           (_row(_PU_RROD, "+I", 1, price=3.0),)],
+    # A fold that starts with -U starts from its NOT NULL columns only (initRow): with nullable
+    # columns the -U gives nothing, and the commit folds to +I (2.0, None, None).
+    "leading_update_before": ([(_row(_PU_RROD, "+I", 1, price=1.0, num=1, d="a"),),
+                               (_row(_PU_RROD, "-U", 1, num=5), _row(_PU_RROD, "+I", 1, price=2.0))],
+                              {(1,): (2.0, 1, "a")}),
+    # Every record clears currentDeleteRow: a -U after the last -D leaves the key alive (+I,
+    # since the fold met an insert) with the row the -D started, all null here.
+    "update_before_after_delete": ([(_row(_PU_RROD, "+I", 1, price=1.0, num=1, d="a"),
+                                     _row(_PU_RROD, "-D", 1, num=2), _row(_PU_RROD, "-U", 1, num=3))],
+                                   {(1,): (None, None, None)}),
+    # The same three records in three commits: the read fold over the stored records agrees.
+    "update_before_after_delete_commits": ([(_row(_PU_RROD, "+I", 1, price=1.0, num=1, d="a"),),
+                                            (_row(_PU_RROD, "-D", 1, num=2),), (_row(_PU_RROD, "-U", 1, num=3),)],
+                                           {(1,): (None, None, None)}),
+    # A fold of -U records only is a -D (meetInsert is false), which later restarts the key.
+    "only_update_before": ([(_row(_PU_RROD, "+I", 1, price=1.0, num=1, d="a"),),
+                            (_row(_PU_RROD, "-U", 1, num=4), _row(_PU_RROD, "-U", 1, num=5)),
+                            (_row(_PU_RROD, "+I", 1, price=3.0),)],
+                           {(1,): (3.0, None, None)}),
+    # -U rows of a new key: a lone -U is stored as it is and hides nothing; two fold to a -D.
+    "update_before_of_new_keys": ([(_row(_PU_RROD, "-U", 1, num=4), _row(_PU_RROD, "-U", 2, num=4),
+                                    _row(_PU_RROD, "-U", 2, num=5)),
+                                   (_row(_PU_RROD, "+I", 1, d="x"), _row(_PU_RROD, "+I", 2, d="y")), COMPACT],
+                                  {(1,): (None, None, "x"), (2,): (None, None, "y")}),
 }
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="partial-update.remove-record-on-delete: lakectl ignores -U rows; Paimon's "
-                          "PartialUpdateMergeFunction takes a leading -U's values as the base row, lets a "
-                          "-U after the last -D keep the key, and folds -U-only input to a -D with the "
-                          "first -U's values (lakectl: a -D without values)")
 @pytest.mark.parametrize("case", list(_PU_UPDATE_BEFORE_CASES))
 def test_partial_update_remove_record_on_delete_update_before(tmp_path, case):
-    _fixed(tmp_path, _PU_RROD, _PU_UPDATE_BEFORE_CASES[case])
+    steps, java = _PU_UPDATE_BEFORE_CASES[case]
+    h = _fixed(tmp_path, _PU_RROD, steps)  # lakectl = the reference after every step
+    assert h.ref.visible() == java
 
 
 def test_partial_update_remove_record_on_delete_update_before_alone(tmp_path):
-    """What does agree: a -U that is a key's only record of its commit is passed on and
-    ignored by the next fold; -U next to inserts after a -D is ignored."""
-    _fixed(tmp_path, _PU_RROD, [(_row(_PU_RROD, "+I", 1, price=1.0, num=1, d="a"),),
-                                (_row(_PU_RROD, "-U", 1, num=4), _row(_PU_RROD, "+I", 2, num=1)),
-                                (_row(_PU_RROD, "-D", 1, num=2), _row(_PU_RROD, "-U", 1, num=3),
-                                 _row(_PU_RROD, "+I", 1, price=3.0)), COMPACT])
+    """A -U that is a key's only record of its commit is passed on and ignored by the next
+    fold; -U next to inserts after a -D is ignored."""
+    h = _fixed(tmp_path, _PU_RROD, [(_row(_PU_RROD, "+I", 1, price=1.0, num=1, d="a"),),
+                                    (_row(_PU_RROD, "-U", 1, num=4), _row(_PU_RROD, "+I", 2, num=1)),
+                                    (_row(_PU_RROD, "-D", 1, num=2), _row(_PU_RROD, "-U", 1, num=3),
+                                     _row(_PU_RROD, "+I", 1, price=3.0)), COMPACT])
+    assert h.ref.visible() == {(1,): (3.0, 1, "a"), (2,): (None, 1, None)}
 
 
-_AGG_RROD_FIRST = Variant("aggregation_remove_record_on_delete_first",
-                          agg_columns(retract=True),
-                          (("merge-engine", "aggregation"), ("aggregation.remove-record-on-delete", "true")),
-                          ALL_KINDS)
+_AGG_RROD_FIRST = VARIANTS["aggregation_remove_record_on_delete"]
+
+
+def _first_row(kind, **values):
+    names = [c.name for c in _AGG_RROD_FIRST.columns]
+    return (kind, 1, None, tuple(values.get(n) for n in names))
+
+
+def _first_values(h: Harness) -> tuple:
+    names = [c.name for c in _AGG_RROD_FIRST.columns]
+    row = h.ref.visible()[(1,)]
+    return row[names.index("c_first")], row[names.index("c_fnn")]
 
 
 def test_aggregation_remove_record_on_delete_first_value(tmp_path):
     """A fold that starts with a -D: the first insert after it gives first_value 3 and
-    first_non_null_value 6, in Paimon as in lakectl."""
+    first_non_null_value 6."""
     h = Harness.create(_AGG_RROD_FIRST, False, str(tmp_path))
-    names = [c.name for c in _AGG_RROD_FIRST.columns]
-
-    def row(kind, **values):
-        return (kind, 1, None, tuple(values.get(n) for n in names))
-
-    h.run([(row("-D", c_first=2, c_fnn=5), row("+I", c_first=3, c_fnn=6))])
+    h.run([(_first_row("-D", c_first=2, c_fnn=5), _first_row("+I", c_first=3, c_fnn=6))])
+    assert _first_values(h) == (3, 6)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="aggregation.remove-record-on-delete: Paimon's first_value/first_non_null_value "
-                          "keep their 'initialized' flag across a -D, so after [+I, -D, +I] in one fold they "
-                          "stay null (the -D emptied the row); lakectl takes the insert after the -D (3, 6)")
 def test_aggregation_remove_record_on_delete_first_value_after_insert(tmp_path):
+    """first_value/first_non_null_value keep their 'initialized' flag across a -D (the -D
+    empties AggregateMergeFunction's row but does not reset its aggregators), so after
+    [+I, -D, +I] in one fold they stay null. The next commit's fold starts afresh: first_value
+    takes that stored null first, first_non_null_value the next commit's 7."""
     h = Harness.create(_AGG_RROD_FIRST, False, str(tmp_path))
-    names = [c.name for c in _AGG_RROD_FIRST.columns]
+    h.run([(_first_row("+I", c_first=1, c_fnn=1), _first_row("-D", c_first=2, c_fnn=5),
+            _first_row("+I", c_first=3, c_fnn=6))])
+    assert _first_values(h) == (None, None)
+    h.run([(_first_row("+I", c_first=4, c_fnn=7),), COMPACT])
+    assert _first_values(h) == (None, 7)
 
-    def row(kind, **values):
-        return (kind, 1, None, tuple(values.get(n) for n in names))
 
-    h.run([(row("+I", c_first=1, c_fnn=1), row("-D", c_first=2, c_fnn=5), row("+I", c_first=3, c_fnn=6)),
-           (row("+I", c_first=4, c_fnn=7),), COMPACT])
+def test_aggregation_remove_record_on_delete_first_non_null_after_null_insert(tmp_path):
+    """Only a non-null value initialises first_non_null_value: [+I null, -D, +I 6] gives 6,
+    while first_value, which took the null, stays null."""
+    h = Harness.create(_AGG_RROD_FIRST, False, str(tmp_path))
+    h.run([(_first_row("+I", c_first=1), _first_row("-D", c_first=2, c_fnn=5),
+            _first_row("+I", c_first=3, c_fnn=6))])
+    assert _first_values(h) == (None, 6)
 
 
 # ================================================================================================
