@@ -26,7 +26,12 @@ after a commit (first-row ones excepted: their commits compact level 0), except 
 records are grouped into folds. Both are marked slow (25 examples per variant; set
 LAKECTL_MERGE_MODEL_EXAMPLES for a longer hunt); the documented examples, fixed cases and
 refusals run in the quick loop; the Spark test is marked spark and slow. Divergences from Paimon that
-remain are fixed cases marked ``xfail(strict=True)`` with the reason.
+remain would be fixed cases marked ``xfail(strict=True)`` with the reason (none remain).
+
+Where Java 1.0 and later Java differ, the reference is the later fold: partial-update's is
+Paimon 1.1+'s (apache/paimon#5077: retractions start the row from their NOT NULL columns, and a
+fold of -U rows only is a -D, where 1.0 returned an empty +I), and aggregation's
+``remove-record-on-delete`` exists only from 1.1.
 """
 
 from __future__ import annotations
