@@ -30,12 +30,20 @@ Retractions (-U/-D): ``ignore-delete`` drops them. Otherwise partial-update and 
 refuse them, aggregation retracts with the functions that can (sum, product, last_value,
 last_non_null_value) and refuses others unless ``fields.<name>.ignore-retract``; and
 ``partial-update.remove-record-on-delete`` / ``aggregation.remove-record-on-delete`` make a
--D restart the key from that record (the result is -D if nothing follows it); partial-update
-then ignores -U rows, aggregation still retracts them. Aggregation restarts from an empty row
-(what follows a -D is aggregated as if the key were new), except that NOT NULL columns start
-from the -D's values, as Paimon's AggregateMergeFunction (1.1+; Java 1.0 lacks the option)
-seeds them. Refusals are
-checked on the input (``check_input``) so bad rows fail a write before any file exists.
+-D restart the key from that record (the result is -D if nothing follows it). Both follow
+Paimon's later Java folds (1.1+; Java 1.0 lacks the aggregation option and left NOT NULL
+columns of a restarted partial-update row empty, apache/paimon#5077):
+
+- the restarted row is empty except for NOT NULL columns, which take the -D's values (Java's
+  initRow); a partial-update fold that starts with a -U starts the same way from it;
+- partial-update: a -U changes no value but clears the -D state, so a -U after the last -D
+  leaves the key alive (+I with the row the -D started), and a fold of -U rows only is a -D;
+- aggregation: a -U still retracts; the -D empties the row but does not reset the aggregate
+  functions, so first_value / first_non_null_value that took a value before it take nothing
+  after it in the same fold.
+
+Refusals are checked on the input (``check_input``) so bad rows fail a write before any file
+exists.
 
 The per-key folds are vectorised: rows of one key form a segment, and each column's result
 is chosen with numpy ``reduceat`` over segment starts or Arrow's ordered hash aggregates.
