@@ -515,7 +515,6 @@ def agg_columns(*, retract: bool) -> tuple[Column, ...]:
         _agg_column("c_or", "BOOLEAN", pa.bool_(), BOOLS, "bool_or", **ir),
         _agg_column("c_dflt", "INT", pa.int32(), INTS, None),  # fields.default-aggregate-function unset
     )
-    return tuple(cols)
 
 
 VARIANTS = {v.name: v for v in (
