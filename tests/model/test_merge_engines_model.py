@@ -18,6 +18,10 @@ fold over all records: e.g. aggregation with ``aggregation.remove-record-on-dele
 commit ``[-D, +I]`` to one +I record, so the delete no longer restarts the key's older records.
 The reference therefore keeps per key the list of stored records, as the files do.
 
+Two hypothesis tests hold single folds of the kernel (``MergeEngine.merge``) to the reference's
+merge functions on columns declared NOT NULL, which the table variants below do not have: what
+a retraction puts into such columns shows in folded -D records, not in a scan.
+
 The hypothesis tests run random commits (few rows over four keys, random nulls and row kinds the
 engine takes) and full compactions on a table with bucket=2, unpartitioned or partitioned by
 ``dt`` (two values), and after every step compare ``scan()`` with the reference; at the end every
@@ -49,6 +53,9 @@ from hypothesis import strategies as st
 
 from core.engines import EngineSettings
 from core.errors import InvalidDataError, UsageError
+from core.kernels.merge import MergeEngine
+from core.kernels.records import SEQUENCE_NUMBER, VALUE_KIND
+from core.merge_options import FieldAggregate
 from core.ops.create import create
 from core.table import Table
 
@@ -347,8 +354,9 @@ class PartialUpdate(MergeFunction):
 class Aggregate(MergeFunction):
     """AggregateMergeFunction."""
 
-    def __init__(self, aggs: Sequence[Agg], remove_record_on_delete: bool) -> None:
+    def __init__(self, aggs: Sequence[Agg], remove_record_on_delete: bool, not_null: Sequence[bool] = ()) -> None:
         self.aggs, self.remove_record_on_delete = list(aggs), remove_record_on_delete
+        self.not_null = list(not_null) or [False] * len(self.aggs)
 
     def reset(self):
         self.row = [None] * len(self.aggs)
@@ -362,8 +370,8 @@ class Aggregate(MergeFunction):
         self.current_delete_row = self.remove_record_on_delete and rec.kind == "-D"
         if self.current_delete_row:
             # AggregateMergeFunction (1.1+) restarts from an empty row; its initRow seeds only the
-            # NOT NULL columns with the -D's values, and every aggregated column here is nullable.
-            self.row = [None] * len(self.aggs)
+            # NOT NULL columns with the -D's values. The aggregators are not reset.
+            self.row = [v if nn else None for v, nn in zip(rec.values, self.not_null)]
             return
         retract = rec.kind in RETRACT
         for i, (a, v) in enumerate(zip(self.aggs, rec.values)):
@@ -412,7 +420,7 @@ class Reference:
                                  _flag(o, "partial-update.remove-record-on-delete"))
         default = o.get("fields.default-aggregate-function", "last_non_null_value")
         aggs = [make_agg(o.get(f"fields.{c}.aggregate-function", default), o, c) for c in self.columns]
-        return Aggregate(aggs, _flag(o, "aggregation.remove-record-on-delete"))
+        return Aggregate(aggs, _flag(o, "aggregation.remove-record-on-delete"), self.not_null)
 
     def write(self, rows: Sequence[tuple[str, tuple, tuple]]) -> None:
         """One commit: rows (kind, key, values) in input order."""
@@ -967,6 +975,63 @@ def test_aggregation_remove_record_on_delete_first_non_null_after_null_insert(tm
     h.run([(_first_row("+I", c_first=1), _first_row("-D", c_first=2, c_fnn=5),
             _first_row("+I", c_first=3, c_fnn=6))])
     assert _first_values(h) == (None, 6)
+
+
+# ---- one fold, NOT NULL columns included: the kernel against the reference merge function ----
+_FOLD_KINDS = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
+_FOLD_NAMES = {v: k for k, v in _FOLD_KINDS.items()}
+
+
+def _kernel_fold(engine, columns: Sequence[tuple[str, pa.DataType, bool]], recs: Sequence[Rec]) -> Rec:
+    """``engine.merge`` on one key's records (sequence numbers in order)."""
+    fields = [pa.field("id", pa.int64(), False)] + [pa.field(n, t, not nn) for n, t, nn in columns]
+    fields += [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())]
+    data = [[1] * len(recs)] + [[r.values[i] for r in recs] for i in range(len(columns))]
+    data += [[r.seq for r in recs], [_FOLD_KINDS[r.kind] for r in recs]]
+    out = engine.merge(pa.Table.from_arrays([pa.array(d, f.type) for d, f in zip(data, fields)],
+                                            schema=pa.schema(fields))).to_pylist()
+    assert len(out) == 1
+    row = out[0]
+    return Rec(_FOLD_NAMES[row[VALUE_KIND]], row[SEQUENCE_NUMBER], tuple(row[n] for n, _, _ in columns))
+
+
+_FOLD_INTS = st.integers(-3, 3)
+
+
+@st.composite
+def _fold_records(draw, not_null: Sequence[bool]) -> list[Rec]:
+    return [Rec(draw(st.sampled_from(ALL_KINDS)), seq,
+                tuple(draw(_FOLD_INTS if nn else st.none() | _FOLD_INTS) for nn in not_null))
+            for seq in range(1, draw(st.integers(1, 6)) + 1)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_partial_update_fold_with_not_null_columns(data):
+    """A partial-update remove-record-on-delete fold of one key's records, NOT NULL columns
+    among them (which start a row that a retraction opens), equals PartialUpdateMergeFunction's."""
+    not_null = (True, False, True)
+    columns = [(f"c{i}", pa.int32(), nn) for i, nn in enumerate(not_null)]
+    engine = MergeEngine("partial-update", ("id",), remove_record_on_delete=True,
+                         not_null=tuple(n for n, _, nn in columns if nn))
+    recs = data.draw(_fold_records(not_null))
+    assert _kernel_fold(engine, columns, recs) == reduce(PartialUpdate(not_null, False, True), recs)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_aggregation_fold_with_not_null_columns(data):
+    """The same for aggregation remove-record-on-delete: first_value, first_non_null_value and
+    sum, NOT NULL or not."""
+    functions = ("first_value", "first_non_null_value", "sum") * 2
+    not_null = (True, True, True, False, False, False)
+    columns = [(f"c{i}", pa.int64(), nn) for i, nn in enumerate(not_null)]
+    engine = MergeEngine("aggregation", ("id",), remove_record_on_delete=True, aggregates=tuple(
+        FieldAggregate(n, fn, ignore_retract=fn != "sum", nullable=not nn) for (n, _, nn), fn in zip(columns, functions)))
+    options = {f"fields.{n}.ignore-retract": "true" for (n, _, _), fn in zip(columns, functions) if fn != "sum"}
+    aggs = [make_agg(fn, options, n) for (n, _, _), fn in zip(columns, functions)]
+    recs = data.draw(_fold_records(not_null))
+    assert _kernel_fold(engine, columns, recs) == reduce(Aggregate(aggs, True, not_null), recs)
 
 
 # ================================================================================================
