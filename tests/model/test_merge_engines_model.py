@@ -968,6 +968,20 @@ def test_aggregation_remove_record_on_delete_first_value_after_insert(tmp_path):
     assert _first_values(h) == (None, 7)
 
 
+def test_aggregation_remove_record_on_delete_first_value_across_commits(tmp_path):
+    """The read folds the stored records of all commits together, so [+I 1], [-D], [+I 3] in three
+    commits leave first_value null too; a full compaction after the -D drops the key's records,
+    and the insert after it starts a new fold (3)."""
+    h = Harness.create(_AGG_RROD_FIRST, False, str(tmp_path / "three"))
+    h.run([(_first_row("+I", c_first=1, c_fnn=1),), (_first_row("-D", c_first=2, c_fnn=5),),
+           (_first_row("+I", c_first=3, c_fnn=6),)])
+    assert _first_values(h) == (None, None)
+    h = Harness.create(_AGG_RROD_FIRST, False, str(tmp_path / "compacted"))
+    h.run([(_first_row("+I", c_first=1, c_fnn=1),), (_first_row("-D", c_first=2, c_fnn=5),), COMPACT,
+           (_first_row("+I", c_first=3, c_fnn=6),)])
+    assert _first_values(h) == (3, 6)
+
+
 def test_aggregation_remove_record_on_delete_first_non_null_after_null_insert(tmp_path):
     """Only a non-null value initialises first_non_null_value: [+I null, -D, +I 6] gives 6,
     while first_value, which took the null, stays null."""
