@@ -82,9 +82,9 @@ class MergeOptions:
     # partial-update.remove-record-on-sequence-group: a -D that wins one of these groups
     # (named by a sequence field) deletes the whole record.
     remove_on_group_delete: tuple[str, ...] = ()
-    # Columns declared NOT NULL (partition keys among them): partial-update with remove-record-on-delete starts a
-    # restarted (or retraction-led) row from a retraction's values in these columns only, as
-    # Java's PartialUpdateMergeFunction.initRow does.
+    # Columns declared NOT NULL (partition keys among them): a partial-update row that a
+    # retraction starts (remove-record-on-delete) takes the retraction's values in these
+    # columns only, as Java's PartialUpdateMergeFunction.initRow does.
     not_null: tuple[str, ...] = ()
 
 

@@ -382,7 +382,7 @@ def _aggregate(rows: pa.Table, starts: np.ndarray, aggregates: dict[str, FieldAg
                remove_record_on_delete: bool, initialized: dict[str, np.ndarray]) -> pa.Table:
     """Each column's aggregate per key. ``initialized``: per first_value/first_non_null_value
     column, the keys whose function already took a value before the restarting -D
-    (``_first_taken_before_last_delete``)."""
+    (``_first_taken_before``)."""
     kinds = _kinds(rows)
     retract = _retracting(kinds)
     restart = np.zeros(len(kinds), bool)
@@ -458,7 +458,7 @@ def _first_picks(fn: str, inserts: np.ndarray, valid: np.ndarray, starts: np.nda
     in agg), so the first insert after it still wins; a function ``initialized`` before the -D
     takes nothing more and keeps the start."""
     picks = _first_where(inserts & valid if fn == "first_non_null_value" else inserts, starts)
-    start = np.where(restart[starts], starts, -1) if len(starts) else starts
+    start = np.where(restart[starts], starts, -1)
     keeps_start = picks < 0 if initialized is None else (picks < 0) | initialized
     return np.where(keeps_start, start, picks)
 
