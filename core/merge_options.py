@@ -82,6 +82,10 @@ class MergeOptions:
     # partial-update.remove-record-on-sequence-group: a -D that wins one of these groups
     # (named by a sequence field) deletes the whole record.
     remove_on_group_delete: tuple[str, ...] = ()
+    # Columns declared NOT NULL (partition keys among them): a partial-update row that a
+    # retraction starts (remove-record-on-delete) takes the retraction's values in these
+    # columns only, as Java's PartialUpdateMergeFunction.initRow does.
+    not_null: tuple[str, ...] = ()
 
 
 def merge_options(schema) -> MergeOptions:
@@ -118,8 +122,9 @@ def merge_options(schema) -> MergeOptions:
                              "together (Java refuses the combination)")
     else:
         groups = ()  # Java checks sequence groups on every table but only partial-update uses them
+    not_null = tuple(f.name for f in schema.fields if not f.type.nullable)
     return MergeOptions(kind, tuple(schema.trimmed_primary_keys), ignore, remove, aggregates, sequence_fields,
-                        ascending, groups, remove_on_group)
+                        ascending, groups, remove_on_group, not_null)
 
 
 def _sequence_groups(schema, opts: dict[str, str]) -> tuple[SequenceGroup, ...]:

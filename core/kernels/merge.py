@@ -30,12 +30,20 @@ Retractions (-U/-D): ``ignore-delete`` drops them. Otherwise partial-update and 
 refuse them, aggregation retracts with the functions that can (sum, product, last_value,
 last_non_null_value) and refuses others unless ``fields.<name>.ignore-retract``; and
 ``partial-update.remove-record-on-delete`` / ``aggregation.remove-record-on-delete`` make a
--D restart the key from that record (the result is -D if nothing follows it); partial-update
-then ignores -U rows, aggregation still retracts them. Aggregation restarts from an empty row
-(what follows a -D is aggregated as if the key were new), except that NOT NULL columns start
-from the -D's values, as Paimon's AggregateMergeFunction (1.1+; Java 1.0 lacks the option)
-seeds them. Refusals are
-checked on the input (``check_input``) so bad rows fail a write before any file exists.
+-D restart the key from that record (the result is -D if nothing follows it). Both follow
+Paimon's later Java folds (1.1+; Java 1.0 lacks the aggregation option and left NOT NULL
+columns of a restarted partial-update row empty, apache/paimon#5077):
+
+- the restarted row is empty except for NOT NULL columns, which take the -D's values (Java's
+  initRow); a partial-update fold that starts with a -U starts the same way from it;
+- partial-update: a -U changes no value but clears the -D state, so a -U after the last -D
+  leaves the key alive (+I with the row the -D started), and a fold of -U rows only is a -D;
+- aggregation: a -U still retracts; the -D empties the row but does not reset the aggregate
+  functions, so first_value / first_non_null_value that took a value before it take nothing
+  after it in the same fold.
+
+Refusals are checked on the input (``check_input``) so bad rows fail a write before any file
+exists.
 
 The per-key folds are vectorised: rows of one key form a segment, and each column's result
 is chosen with numpy ``reduceat`` over segment starts or Arrow's ordered hash aggregates.
@@ -66,7 +74,8 @@ class MergeEngine(MergeOptions):
         """The engine of ``schema``; raises UsageError for options lakectl cannot honour."""
         spec = merge_options(schema)
         return cls(spec.kind, spec.keys, spec.ignore_delete, spec.remove_record_on_delete, spec.aggregates,
-                   spec.sequence_fields, spec.sequence_ascending, spec.sequence_groups, spec.remove_on_group_delete)
+                   spec.sequence_fields, spec.sequence_ascending, spec.sequence_groups, spec.remove_on_group_delete,
+                   spec.not_null)
 
     def sorted(self, rows: pa.Table) -> pa.Table:
         """``rows`` in merge order: by key, then ``sequence.field`` (if set), then sequence number."""
@@ -118,15 +127,18 @@ class MergeEngine(MergeOptions):
             return rows.take(starts)
         if self.kind == "partial-update" and self.sequence_groups:
             return _single_records_as_they_are(rows, starts, _partial_update_groups(rows, starts, self))
-        folding = rows
-        if self.remove_record_on_delete:
-            folding = _from_last_delete(rows, starts, drop_update_before=self.kind == "partial-update")
-        fold_starts = starts if folding is rows else segment_starts(folding, self.keys)
         if self.kind == "partial-update":
-            folded = _partial_update(folding, fold_starts, self.keys)
-        else:
-            folded = _aggregate(folding, fold_starts, {a.name: a for a in self.aggregates},
-                                self.remove_record_on_delete)
+            folded = _partial_update(rows, starts, self.keys, self.not_null)
+            return _single_records_as_they_are(rows, starts, folded)
+        aggregates = {a.name: a for a in self.aggregates}
+        folding, initialized = rows, {}
+        if self.remove_record_on_delete:
+            kinds = _kinds(rows)
+            after = _from_last_delete(kinds, starts)
+            initialized = _first_taken_before(~after, kinds, rows, starts, self.aggregates)
+            folding = rows.filter(pa.array(after))
+        fold_starts = starts if folding is rows else segment_starts(folding, self.keys)
+        folded = _aggregate(folding, fold_starts, aggregates, self.remove_record_on_delete, initialized)
         return _single_records_as_they_are(rows, starts, folded)
 
 
@@ -151,6 +163,11 @@ def _is_retract(rows: pa.Table) -> pa.ChunkedArray:
 
 def _kinds(rows: pa.Table) -> np.ndarray:
     return np.asarray(rows.column(VALUE_KIND).to_numpy(), dtype=np.int8)
+
+
+def _retracting(kinds: np.ndarray) -> np.ndarray:
+    """Where the row is a -U or -D (two comparisons: np.isin is several times slower)."""
+    return (kinds == UPDATE_BEFORE) | (kinds == DELETE)
 
 
 def _last_where(mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -189,23 +206,36 @@ def _single_records_as_they_are(rows: pa.Table, starts: np.ndarray, folded: pa.T
     return pa.concat_tables([folded, rows]).take(pa.array(picks, pa.int64()))
 
 
-def _from_last_delete(rows: pa.Table, starts: np.ndarray, *, drop_update_before: bool) -> pa.Table:
-    """remove-record-on-delete: per key, only the last -D and what follows it count; the -D
-    restarts the record from its own values. Partial-update ignores -U rows
-    (``drop_update_before``); aggregation still retracts them."""
-    kinds = _kinds(rows)
-    n = rows.num_rows
+def _segment_of_rows(starts: np.ndarray, n: int) -> np.ndarray:
+    """The segment index of each of ``n`` rows."""
+    return np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n)))
+
+
+def _from_last_delete(kinds: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """aggregation.remove-record-on-delete: the rows that count, per key the last -D and what
+    follows it (the -D restarts the row; -U rows after it still retract)."""
+    n = len(kinds)
     last_delete = _last_where(kinds == DELETE, starts)
-    seg_of_row = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n)))
-    keep = np.arange(n) >= last_delete[seg_of_row]
-    if not drop_update_before:
-        return rows.filter(pa.array(keep))
-    keep &= kinds != UPDATE_BEFORE
-    # A key whose only rows are -U keeps its last one, so it still yields a (deleted) record.
-    ends = segment_ends(starts, n)
-    none_left = np.add.reduceat(keep.astype(np.int64), starts) == 0
-    keep[ends[none_left]] = True
-    return rows.filter(pa.array(keep))
+    return np.arange(n) >= last_delete[_segment_of_rows(starts, n)]
+
+
+def _first_taken_before(before: np.ndarray, kinds: np.ndarray, rows: pa.Table, starts: np.ndarray,
+                        aggregates: Sequence[FieldAggregate]) -> dict[str, np.ndarray]:
+    """Per first_value / first_non_null_value column, the keys whose function took a value in
+    the ``before`` rows (those ahead of the key's last -D). A restarting -D empties
+    AggregateMergeFunction's row but does not reset its aggregators, so such a function keeps
+    its 'initialized' flag and takes nothing after the -D: the column stays at the row the -D
+    started (null, or a NOT NULL column's -D value) for the rest of the fold."""
+    out: dict[str, np.ndarray] = {}
+    if not before.any():
+        return out
+    inserts = before & ~_retracting(kinds)
+    for agg in aggregates:
+        if agg.function == "first_value":
+            out[agg.name] = _first_where(inserts, starts) >= 0
+        elif agg.function == "first_non_null_value":
+            out[agg.name] = _first_where(inserts & _valid(rows.column(agg.name)), starts) >= 0
+    return out
 
 
 def _result_kinds(rows: pa.Table, starts: np.ndarray, deleting: tuple[int, ...]) -> pa.Array:
@@ -236,17 +266,38 @@ def _assemble(rows: pa.Table, columns: dict[str, pa.Array], starts: np.ndarray, 
     return pa.Table.from_arrays(arrays, schema=rows.schema)
 
 
-def _partial_update(rows: pa.Table, starts: np.ndarray, keys: Sequence[str]) -> pa.Table:
-    """Per column the newest non-null value of the key's insert records (and a restarting -D)."""
+def _partial_update(rows: pa.Table, starts: np.ndarray, keys: Sequence[str], not_null: Sequence[str]) -> pa.Table:
+    """Per column the newest non-null value of the key's inserts, folded as Paimon's
+    PartialUpdateMergeFunction folds them (1.1+, where apache/paimon#5077 fixed 1.0's empty
+    rows in NOT NULL columns). -U/-D rows reach this fold only with
+    ``partial-update.remove-record-on-delete`` (otherwise they are refused or dropped):
+
+    - a -D empties the row; only its NOT NULL columns are kept (Java's initRow), and the
+      inserts after it fill the rest. A fold that starts with a -U starts the same way from it;
+    - every record clears the -D flag, so the result is -D only if the last record is a -D or
+      the fold met no insert at all (a -U after the last -D leaves the key alive, with the
+      row the -D started);
+    - the sequence number is the last record's, retractions included."""
     kinds = _kinds(rows)
-    counts = kinds != UPDATE_BEFORE
+    n = rows.num_rows
+    inserts = ~_retracting(kinds)
+    last_delete = _last_where(kinds == DELETE, starts)
+    # The retraction the row starts from: the last -D, else a leading -U/-D, else none (-1).
+    base = np.where(last_delete >= 0, last_delete, np.where(inserts[starts], -1, starts))
+    counting = inserts & (np.arange(n) > base[_segment_of_rows(starts, n)])
     columns = {}
     for name in rows.column_names:
         if name in (SEQUENCE_NUMBER, VALUE_KIND) or name in keys:
             continue
         col = rows.column(name)
-        columns[name] = _take_or_null(col, _last_where(counts & _valid(col), starts))
-    return _assemble(rows, columns, starts, _result_kinds(rows, starts, (DELETE, UPDATE_BEFORE)))
+        picks = _last_where(counting & _valid(col), starts)
+        if name in not_null:
+            picks = np.where(picks < 0, base, picks)
+        columns[name] = _take_or_null(col, picks)
+    ends = segment_ends(starts, n)
+    deleted = (kinds[ends] == DELETE) | (_last_where(inserts, starts) < 0)
+    result_kinds = pa.array(np.where(deleted, DELETE, INSERT).astype(np.int8), pa.int8())
+    return _assemble(rows, columns, starts, result_kinds)
 
 
 def _partial_update_groups(rows: pa.Table, starts: np.ndarray, engine: "MergeEngine") -> pa.Table:
@@ -328,9 +379,12 @@ def _group_wins(group, data: dict[str, list], i: int, row: dict) -> bool:
 
 
 def _aggregate(rows: pa.Table, starts: np.ndarray, aggregates: dict[str, FieldAggregate],
-               remove_record_on_delete: bool) -> pa.Table:
+               remove_record_on_delete: bool, initialized: dict[str, np.ndarray]) -> pa.Table:
+    """Each column's aggregate per key. ``initialized``: per first_value/first_non_null_value
+    column, the keys whose function already took a value before the restarting -D
+    (``_first_taken_before``)."""
     kinds = _kinds(rows)
-    retract = np.isin(kinds, (UPDATE_BEFORE, DELETE))
+    retract = _retracting(kinds)
     restart = np.zeros(len(kinds), bool)
     if remove_record_on_delete:
         # The leading -D of a key (what _from_last_delete left) restarts it: it neither adds
@@ -344,16 +398,19 @@ def _aggregate(rows: pa.Table, starts: np.ndarray, aggregates: dict[str, FieldAg
     for name, agg in aggregates.items():
         col = rows.column(name)
         seeds = no_restart if agg.nullable else restart
-        columns[name] = _aggregate_column(col, agg, inserts | seeds, retract & agg.retracts, starts, seg, seeds)
+        columns[name] = _aggregate_column(col, agg, inserts | seeds, retract & agg.retracts, starts, seg, seeds,
+                                          initialized.get(name))
     # Only a -D restarts (and, if last, deletes) a key; a -U retracts like without the option.
     deleting = (DELETE,) if remove_record_on_delete else ()
     return _assemble(rows, columns, starts, _result_kinds(rows, starts, deleting))
 
 
 def _aggregate_column(col: pa.ChunkedArray, agg: FieldAggregate, adds: np.ndarray, retracts: np.ndarray,
-                      starts: np.ndarray, seg: np.ndarray, restart: np.ndarray) -> pa.Array:
+                      starts: np.ndarray, seg: np.ndarray, restart: np.ndarray,
+                      initialized: np.ndarray | None = None) -> pa.Array:
     """One column's aggregate per key. ``adds``/``retracts``: the rows that add or retract
-    (rows of neither kind, such as ignored retractions, take no part)."""
+    (rows of neither kind, such as ignored retractions, take no part); ``restart``: the
+    seeding -D rows (NOT NULL columns), whose value the row starts from."""
     fn = agg.function
     valid = _valid(col)
     if fn == "last_value":
@@ -368,10 +425,8 @@ def _aggregate_column(col: pa.ChunkedArray, agg: FieldAggregate, adds: np.ndarra
         picked = _take_or_null(col, last)
         was_retract = np.where(last >= 0, retracts[np.maximum(last, 0)], False)
         return pc.if_else(pa.array(was_retract), pa.nulls(len(last), col.type), picked)
-    if fn == "first_value":
-        return _take_or_null(col, _first_where(adds, starts))
-    if fn == "first_non_null_value":
-        return _take_or_null(col, _first_where(adds & valid, starts))
+    if fn in ("first_value", "first_non_null_value"):
+        return _take_or_null(col, _first_picks(fn, adds & ~restart, valid, starts, restart, initialized))
     if fn == "listagg":
         return _listagg(col, agg, adds & valid, starts, restart)
     if fn == "product" and retracts.any():
@@ -394,6 +449,18 @@ def _aggregate_column(col: pa.ChunkedArray, agg: FieldAggregate, adds: np.ndarra
             raise InvalidDataError(f"column {agg.name}: {fn} does not fit {col.type}: "
                                    f"{str(e).splitlines()[0]}") from e
     return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
+
+
+def _first_picks(fn: str, inserts: np.ndarray, valid: np.ndarray, starts: np.ndarray, restart: np.ndarray,
+                 initialized: np.ndarray | None) -> np.ndarray:
+    """Per key the row first_value / first_non_null_value keeps, or -1 for null. A seeding -D
+    is the row's start but not a value the function took (FieldFirstValueAgg sets its flag only
+    in agg), so the first insert after it still wins; a function ``initialized`` before the -D
+    takes nothing more and keeps the start."""
+    picks = _first_where(inserts & valid if fn == "first_non_null_value" else inserts, starts)
+    start = np.where(restart[starts], starts, -1)
+    keeps_start = picks < 0 if initialized is None else (picks < 0) | initialized
+    return np.where(keeps_start, start, picks)
 
 
 def _listagg(col: pa.ChunkedArray, agg: FieldAggregate, taking: np.ndarray, starts: np.ndarray,

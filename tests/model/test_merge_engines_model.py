@@ -18,6 +18,10 @@ fold over all records: e.g. aggregation with ``aggregation.remove-record-on-dele
 commit ``[-D, +I]`` to one +I record, so the delete no longer restarts the key's older records.
 The reference therefore keeps per key the list of stored records, as the files do.
 
+Two hypothesis tests hold single folds of the kernel (``MergeEngine.merge``) to the reference's
+merge functions on columns declared NOT NULL, which the table variants below do not have: what
+a retraction puts into such columns shows in folded -D records, not in a scan.
+
 The hypothesis tests run random commits (few rows over four keys, random nulls and row kinds the
 engine takes) and full compactions on a table with bucket=2, unpartitioned or partitioned by
 ``dt`` (two values), and after every step compare ``scan()`` with the reference; at the end every
@@ -26,7 +30,12 @@ after a commit (first-row ones excepted: their commits compact level 0), except 
 records are grouped into folds. Both are marked slow (25 examples per variant; set
 LAKECTL_MERGE_MODEL_EXAMPLES for a longer hunt); the documented examples, fixed cases and
 refusals run in the quick loop; the Spark test is marked spark and slow. Divergences from Paimon that
-remain are fixed cases marked ``xfail(strict=True)`` with the reason.
+remain would be fixed cases marked ``xfail(strict=True)`` with the reason (none remain).
+
+Where Java 1.0 and later Java differ, the reference is the later fold: partial-update's is
+Paimon 1.1+'s (apache/paimon#5077: retractions start the row from their NOT NULL columns, and a
+fold of -U rows only is a -D, where 1.0 returned an empty +I), and aggregation's
+``remove-record-on-delete`` exists only from 1.1.
 """
 
 from __future__ import annotations
@@ -44,6 +53,9 @@ from hypothesis import strategies as st
 
 from core.engines import EngineSettings
 from core.errors import InvalidDataError, UsageError
+from core.kernels.merge import MergeEngine
+from core.kernels.records import SEQUENCE_NUMBER, VALUE_KIND
+from core.merge_options import FieldAggregate
 from core.ops.create import create
 from core.table import Table
 
@@ -291,23 +303,31 @@ class FirstRow(MergeFunction):
 
 
 class PartialUpdate(MergeFunction):
-    """PartialUpdateMergeFunction without sequence groups."""
+    """PartialUpdateMergeFunction without sequence groups (Paimon 1.1+: the fold that
+    apache/paimon#5077 fixed so that NOT NULL columns are never left empty)."""
 
-    def __init__(self, width: int, ignore_delete: bool, remove_record_on_delete: bool) -> None:
-        self.width, self.ignore_delete, self.remove_record_on_delete = width, ignore_delete, remove_record_on_delete
+    def __init__(self, not_null: Sequence[bool], ignore_delete: bool, remove_record_on_delete: bool) -> None:
+        self.not_null, self.ignore_delete, self.remove_record_on_delete = list(not_null), ignore_delete, \
+            remove_record_on_delete
 
     def reset(self):
-        self.row = [None] * self.width
+        self.row = [None] * len(self.not_null)
         self.meet_insert = False
         self.not_null_column_filled = False
         self.current_delete_row = False
         self.latest_seq = 0
 
+    def init_row(self, rec):
+        """initRow: only the NOT NULL columns take the retraction's values."""
+        for i, v in enumerate(rec.values):
+            if self.not_null[i]:
+                self.row[i] = v
+
     def add(self, rec):
         self.current_delete_row = False
         if rec.kind in RETRACT:
             if not self.not_null_column_filled:
-                self.row = list(rec.values)
+                self.init_row(rec)
                 self.not_null_column_filled = True
             if self.ignore_delete:
                 return
@@ -315,7 +335,8 @@ class PartialUpdate(MergeFunction):
             if self.remove_record_on_delete:
                 if rec.kind == "-D":
                     self.current_delete_row = True
-                    self.row = list(rec.values)
+                    self.row = [None] * len(self.not_null)
+                    self.init_row(rec)
                 return
             raise Refused("partial-update cannot take -U/-D")
         self.latest_seq = rec.seq
@@ -333,8 +354,9 @@ class PartialUpdate(MergeFunction):
 class Aggregate(MergeFunction):
     """AggregateMergeFunction."""
 
-    def __init__(self, aggs: Sequence[Agg], remove_record_on_delete: bool) -> None:
+    def __init__(self, aggs: Sequence[Agg], remove_record_on_delete: bool, not_null: Sequence[bool] = ()) -> None:
         self.aggs, self.remove_record_on_delete = list(aggs), remove_record_on_delete
+        self.not_null = list(not_null) or [False] * len(self.aggs)
 
     def reset(self):
         self.row = [None] * len(self.aggs)
@@ -348,8 +370,8 @@ class Aggregate(MergeFunction):
         self.current_delete_row = self.remove_record_on_delete and rec.kind == "-D"
         if self.current_delete_row:
             # AggregateMergeFunction (1.1+) restarts from an empty row; its initRow seeds only the
-            # NOT NULL columns with the -D's values, and every aggregated column here is nullable.
-            self.row = [None] * len(self.aggs)
+            # NOT NULL columns with the -D's values. The aggregators are not reset.
+            self.row = [v if nn else None for v, nn in zip(rec.values, self.not_null)]
             return
         retract = rec.kind in RETRACT
         for i, (a, v) in enumerate(zip(self.aggs, rec.values)):
@@ -378,8 +400,9 @@ def _flag(options: dict[str, str], *keys: str) -> bool:
 class Reference:
     """A table of one merge engine: per key its stored records, as Paimon's files hold them."""
 
-    def __init__(self, columns: Sequence[str], options: dict[str, str]) -> None:
+    def __init__(self, columns: Sequence[str], options: dict[str, str], not_null: Sequence[str] = ()) -> None:
         self.columns = list(columns)
+        self.not_null = [c in not_null for c in self.columns]
         self.options = options
         self.engine = options.get("merge-engine", "deduplicate")
         self.ignore_delete = _flag(options, "ignore-delete", f"{self.engine}.ignore-delete")
@@ -393,11 +416,11 @@ class Reference:
         if self.engine == "first-row":
             return FirstRow(self.ignore_delete)
         if self.engine == "partial-update":
-            return PartialUpdate(len(self.columns), self.ignore_delete,
+            return PartialUpdate(self.not_null, self.ignore_delete,
                                  _flag(o, "partial-update.remove-record-on-delete"))
         default = o.get("fields.default-aggregate-function", "last_non_null_value")
         aggs = [make_agg(o.get(f"fields.{c}.aggregate-function", default), o, c) for c in self.columns]
-        return Aggregate(aggs, _flag(o, "aggregation.remove-record-on-delete"))
+        return Aggregate(aggs, _flag(o, "aggregation.remove-record-on-delete"), self.not_null)
 
     def write(self, rows: Sequence[tuple[str, tuple, tuple]]) -> None:
         """One commit: rows (kind, key, values) in input order."""
@@ -480,28 +503,26 @@ def _agg_column(name: str, sql: str, arrow: pa.DataType, pool: tuple, function: 
     return Column(name, sql, arrow, pool, tuple(opts.items()))
 
 
-def agg_columns(*, retract: bool, first_functions: bool = True) -> tuple[Column, ...]:
+def agg_columns(*, retract: bool) -> tuple[Column, ...]:
     """One column per aggregate function; with ``retract`` the functions that cannot retract
     ignore retractions."""
     ir = {"ignore_retract": "true"} if retract else {}
-    cols = [
+    return (
         _agg_column("c_sum", "BIGINT", pa.int64(), INTS, "sum"),
         _agg_column("c_prod", "BIGINT", pa.int64(), SMALL, "product"),
         _agg_column("c_min", "INT", pa.int32(), INTS, "min", **ir),
         _agg_column("c_max", "INT", pa.int32(), INTS, "max", **ir),
         _agg_column("c_last", "INT", pa.int32(), INTS, "last_value"),
         _agg_column("c_lnn", "INT", pa.int32(), INTS, "last_non_null_value"),
+        _agg_column("c_first", "INT", pa.int32(), INTS, "first_value", **ir),
+        _agg_column("c_fnn", "INT", pa.int32(), INTS, "first_non_null_value", **ir),
         _agg_column("c_list", "STRING", pa.string(), STRINGS, "listagg", **ir),
         _agg_column("c_listd", "STRING", pa.string(), TOKENS, "listagg", list_agg_delimiter="|", distinct="true",
                     **ir),
         _agg_column("c_and", "BOOLEAN", pa.bool_(), BOOLS, "bool_and", **ir),
         _agg_column("c_or", "BOOLEAN", pa.bool_(), BOOLS, "bool_or", **ir),
         _agg_column("c_dflt", "INT", pa.int32(), INTS, None),  # fields.default-aggregate-function unset
-    ]
-    if first_functions:
-        cols[6:6] = [_agg_column("c_first", "INT", pa.int32(), INTS, "first_value", **ir),
-                     _agg_column("c_fnn", "INT", pa.int32(), INTS, "first_non_null_value", **ir)]
-    return tuple(cols)
+    )
 
 
 VARIANTS = {v.name: v for v in (
@@ -510,16 +531,13 @@ VARIANTS = {v.name: v for v in (
     Variant("partial_update", PLAIN_COLUMNS, (("merge-engine", "partial-update"),), INSERT_KINDS),
     Variant("partial_update_ignore_delete", PLAIN_COLUMNS,
             (("merge-engine", "partial-update"), ("partial-update.ignore-delete", "true")), ALL_KINDS),
-    # -U rows are left out here: see test_partial_update_remove_record_on_delete_update_before.
     Variant("partial_update_remove_record_on_delete", PLAIN_COLUMNS,
-            (("merge-engine", "partial-update"), ("partial-update.remove-record-on-delete", "true")),
-            ("+I", "+U", "-D")),
+            (("merge-engine", "partial-update"), ("partial-update.remove-record-on-delete", "true")), ALL_KINDS),
     Variant("aggregation", agg_columns(retract=False), (("merge-engine", "aggregation"),), INSERT_KINDS),
     Variant("aggregation_ignore_delete", agg_columns(retract=False),
             (("merge-engine", "aggregation"), ("ignore-delete", "true")), ALL_KINDS),
     Variant("aggregation_retract", agg_columns(retract=True), (("merge-engine", "aggregation"),), ALL_KINDS),
-    # first_value/first_non_null_value left out: see test_aggregation_remove_record_on_delete_first_value.
-    Variant("aggregation_remove_record_on_delete", agg_columns(retract=True, first_functions=False),
+    Variant("aggregation_remove_record_on_delete", agg_columns(retract=True),
             (("merge-engine", "aggregation"), ("aggregation.remove-record-on-delete", "true")), ALL_KINDS),
     Variant("first_row", PLAIN_COLUMNS, (("merge-engine", "first-row"),), INSERT_KINDS),
     Variant("first_row_ignore_delete", PLAIN_COLUMNS, (("merge-engine", "first-row"), ("ignore-delete", "true")),
@@ -553,7 +571,8 @@ class Harness:
                    partition_keys=["dt"], options=options)
         else:
             create(t, f"id BIGINT NOT NULL, {cols}", primary_keys=["id"], options=options)
-        return cls(variant, partitioned, t, Reference([c.name for c in variant.columns], options))
+        not_null = [c.name for c in variant.columns if c.sql.endswith("NOT NULL")]
+        return cls(variant, partitioned, t, Reference([c.name for c in variant.columns], options, not_null))
 
     def key(self, row_id: int, dt: str) -> tuple:
         return (dt, row_id) if self.partitioned else (row_id,)
@@ -855,89 +874,178 @@ def test_listagg_appends_empty_and_blank_strings(tmp_path):
 
 def test_remove_record_on_delete_in_one_commit_does_not_restart_older_records(tmp_path):
     """Paimon folds a commit [-D, +I] to one +I record, so the key's older record is not reset;
-    the same rows in separate commits reset it."""
+    the same rows in separate commits reset it (the -D's nullable values seed nothing)."""
     v = "partial_update_remove_record_on_delete"
     first = (_row(v, "+I", 1, price=1.0, num=1, d="a"),)
     h = _fixed(tmp_path / "one", v, [first, (_row(v, "-D", 1, num=2), _row(v, "+I", 1, price=3.0))])
-    assert h.ref.visible() == {(1,): (3.0, 2, "a")}
+    assert h.ref.visible() == {(1,): (3.0, 1, "a")}
     h = _fixed(tmp_path / "two", v, [first, (_row(v, "-D", 1, num=2),), (_row(v, "+I", 1, price=3.0),)])
-    assert h.ref.visible() == {(1,): (3.0, 2, None)}
+    assert h.ref.visible() == {(1,): (3.0, None, None)}
 
 
 # ================================================================================================
-# Known divergences from Paimon (xfail until lakectl folds these like Java does)
+# -U rows and first_value across a -D: once divergences from Paimon, now folded as Java folds
 # ================================================================================================
 _PU_RROD = "partial_update_remove_record_on_delete"
+# (steps, what Java's PartialUpdateMergeFunction gives, worked out by hand from its rules).
 _PU_UPDATE_BEFORE_CASES = {
-    # PartialUpdateMergeFunction fills its row from the first record when that is a retraction
-    # (notNullColumnFilled): a fold that starts with -U keeps the -U's values where later
-    # inserts are null. Paimon: num=5 (from the -U); lakectl ignores the -U: num=1.
-    "leading_update_before": [(_row(_PU_RROD, "+I", 1, price=1.0, num=1, d="a"),),
-                              (_row(_PU_RROD, "-U", 1, num=5), _row(_PU_RROD, "+I", 1, price=2.0))],
-    # currentDeleteRow is reset by every record: a -U after the last -D leaves the key alive
-    # (kind +I, the -D's values) when the fold met an insert. Paimon: key 1 = (None, 2, None);
-    # lakectl: key 1 deleted.
-    "update_before_after_delete": [(_row(_PU_RROD, "+I", 1, price=1.0, num=1, d="a"),
-                                    _row(_PU_RROD, "-D", 1, num=2), _row(_PU_RROD, "-U", 1, num=3))],
-    # A fold of -U records only is a -D with the first -U's values (meetInsert is false), which
-    # later restarts the key. Paimon: key 1 = (3.0, 4, None) after the +I; lakectl's -D has no
-    # values (a -U never counts): (3.0, None, None).
-    "only_update_before": [(_row(_PU_RROD, "+I", 1, price=1.0, num=1, d="a"),),
-                           (_row(_PU_RROD, "-U", 1, num=4), _row(_PU_RROD, "-U", 1, num=5)),
-                           (_row(_PU_RROD, "+I", 1, price=3.0),)],
+    # A fold that starts with -U starts from its NOT NULL columns only (initRow): with nullable
+    # columns the -U gives nothing, and the commit folds to +I (2.0, None, None).
+    "leading_update_before": ([(_row(_PU_RROD, "+I", 1, price=1.0, num=1, d="a"),),
+                               (_row(_PU_RROD, "-U", 1, num=5), _row(_PU_RROD, "+I", 1, price=2.0))],
+                              {(1,): (2.0, 1, "a")}),
+    # Every record clears currentDeleteRow: a -U after the last -D leaves the key alive (+I,
+    # since the fold met an insert) with the row the -D started, all null here.
+    "update_before_after_delete": ([(_row(_PU_RROD, "+I", 1, price=1.0, num=1, d="a"),
+                                     _row(_PU_RROD, "-D", 1, num=2), _row(_PU_RROD, "-U", 1, num=3))],
+                                   {(1,): (None, None, None)}),
+    # The same three records in three commits: the read fold over the stored records agrees.
+    "update_before_after_delete_commits": ([(_row(_PU_RROD, "+I", 1, price=1.0, num=1, d="a"),),
+                                            (_row(_PU_RROD, "-D", 1, num=2),), (_row(_PU_RROD, "-U", 1, num=3),)],
+                                           {(1,): (None, None, None)}),
+    # A fold of -U records only is a -D (meetInsert is false), which later restarts the key.
+    "only_update_before": ([(_row(_PU_RROD, "+I", 1, price=1.0, num=1, d="a"),),
+                            (_row(_PU_RROD, "-U", 1, num=4), _row(_PU_RROD, "-U", 1, num=5)),
+                            (_row(_PU_RROD, "+I", 1, price=3.0),)],
+                           {(1,): (3.0, None, None)}),
+    # -U rows of a new key: a lone -U is stored as it is and hides nothing; two fold to a -D.
+    "update_before_of_new_keys": ([(_row(_PU_RROD, "-U", 1, num=4), _row(_PU_RROD, "-U", 2, num=4),
+                                    _row(_PU_RROD, "-U", 2, num=5)),
+                                   (_row(_PU_RROD, "+I", 1, d="x"), _row(_PU_RROD, "+I", 2, d="y")), COMPACT],
+                                  {(1,): (None, None, "x"), (2,): (None, None, "y")}),
 }
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="partial-update.remove-record-on-delete: lakectl ignores -U rows; Paimon's "
-                          "PartialUpdateMergeFunction takes a leading -U's values as the base row, lets a "
-                          "-U after the last -D keep the key, and folds -U-only input to a -D with the "
-                          "first -U's values (lakectl: a -D without values)")
 @pytest.mark.parametrize("case", list(_PU_UPDATE_BEFORE_CASES))
 def test_partial_update_remove_record_on_delete_update_before(tmp_path, case):
-    _fixed(tmp_path, _PU_RROD, _PU_UPDATE_BEFORE_CASES[case])
+    steps, java = _PU_UPDATE_BEFORE_CASES[case]
+    h = _fixed(tmp_path, _PU_RROD, steps)  # lakectl = the reference after every step
+    assert h.ref.visible() == java
 
 
 def test_partial_update_remove_record_on_delete_update_before_alone(tmp_path):
-    """What does agree: a -U that is a key's only record of its commit is passed on and
-    ignored by the next fold; -U next to inserts after a -D is ignored."""
-    _fixed(tmp_path, _PU_RROD, [(_row(_PU_RROD, "+I", 1, price=1.0, num=1, d="a"),),
-                                (_row(_PU_RROD, "-U", 1, num=4), _row(_PU_RROD, "+I", 2, num=1)),
-                                (_row(_PU_RROD, "-D", 1, num=2), _row(_PU_RROD, "-U", 1, num=3),
-                                 _row(_PU_RROD, "+I", 1, price=3.0)), COMPACT])
+    """A -U that is a key's only record of its commit is passed on and ignored by the next
+    fold; -U next to inserts after a -D is ignored."""
+    h = _fixed(tmp_path, _PU_RROD, [(_row(_PU_RROD, "+I", 1, price=1.0, num=1, d="a"),),
+                                    (_row(_PU_RROD, "-U", 1, num=4), _row(_PU_RROD, "+I", 2, num=1)),
+                                    (_row(_PU_RROD, "-D", 1, num=2), _row(_PU_RROD, "-U", 1, num=3),
+                                     _row(_PU_RROD, "+I", 1, price=3.0)), COMPACT])
+    assert h.ref.visible() == {(1,): (3.0, 1, "a"), (2,): (None, 1, None)}
 
 
-_AGG_RROD_FIRST = Variant("aggregation_remove_record_on_delete_first",
-                          agg_columns(retract=True),
-                          (("merge-engine", "aggregation"), ("aggregation.remove-record-on-delete", "true")),
-                          ALL_KINDS)
+_AGG_RROD_FIRST = VARIANTS["aggregation_remove_record_on_delete"]
+
+
+def _first_row(kind, **values):
+    names = [c.name for c in _AGG_RROD_FIRST.columns]
+    return (kind, 1, None, tuple(values.get(n) for n in names))
+
+
+def _first_values(h: Harness) -> tuple:
+    names = [c.name for c in _AGG_RROD_FIRST.columns]
+    row = h.ref.visible()[(1,)]
+    return row[names.index("c_first")], row[names.index("c_fnn")]
 
 
 def test_aggregation_remove_record_on_delete_first_value(tmp_path):
     """A fold that starts with a -D: the first insert after it gives first_value 3 and
-    first_non_null_value 6, in Paimon as in lakectl."""
+    first_non_null_value 6."""
     h = Harness.create(_AGG_RROD_FIRST, False, str(tmp_path))
-    names = [c.name for c in _AGG_RROD_FIRST.columns]
-
-    def row(kind, **values):
-        return (kind, 1, None, tuple(values.get(n) for n in names))
-
-    h.run([(row("-D", c_first=2, c_fnn=5), row("+I", c_first=3, c_fnn=6))])
+    h.run([(_first_row("-D", c_first=2, c_fnn=5), _first_row("+I", c_first=3, c_fnn=6))])
+    assert _first_values(h) == (3, 6)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="aggregation.remove-record-on-delete: Paimon's first_value/first_non_null_value "
-                          "keep their 'initialized' flag across a -D, so after [+I, -D, +I] in one fold they "
-                          "stay null (the -D emptied the row); lakectl takes the insert after the -D (3, 6)")
 def test_aggregation_remove_record_on_delete_first_value_after_insert(tmp_path):
+    """first_value/first_non_null_value keep their 'initialized' flag across a -D (the -D
+    empties AggregateMergeFunction's row but does not reset its aggregators), so after
+    [+I, -D, +I] in one fold they stay null. The next commit's fold starts afresh: first_value
+    takes that stored null first, first_non_null_value the next commit's 7."""
     h = Harness.create(_AGG_RROD_FIRST, False, str(tmp_path))
-    names = [c.name for c in _AGG_RROD_FIRST.columns]
+    h.run([(_first_row("+I", c_first=1, c_fnn=1), _first_row("-D", c_first=2, c_fnn=5),
+            _first_row("+I", c_first=3, c_fnn=6))])
+    assert _first_values(h) == (None, None)
+    h.run([(_first_row("+I", c_first=4, c_fnn=7),), COMPACT])
+    assert _first_values(h) == (None, 7)
 
-    def row(kind, **values):
-        return (kind, 1, None, tuple(values.get(n) for n in names))
 
-    h.run([(row("+I", c_first=1, c_fnn=1), row("-D", c_first=2, c_fnn=5), row("+I", c_first=3, c_fnn=6)),
-           (row("+I", c_first=4, c_fnn=7),), COMPACT])
+def test_aggregation_remove_record_on_delete_first_value_across_commits(tmp_path):
+    """The read folds the stored records of all commits together, so [+I 1], [-D], [+I 3] in three
+    commits leave first_value null too; a full compaction after the -D drops the key's records,
+    and the insert after it starts a new fold (3)."""
+    h = Harness.create(_AGG_RROD_FIRST, False, str(tmp_path / "three"))
+    h.run([(_first_row("+I", c_first=1, c_fnn=1),), (_first_row("-D", c_first=2, c_fnn=5),),
+           (_first_row("+I", c_first=3, c_fnn=6),)])
+    assert _first_values(h) == (None, None)
+    h = Harness.create(_AGG_RROD_FIRST, False, str(tmp_path / "compacted"))
+    h.run([(_first_row("+I", c_first=1, c_fnn=1),), (_first_row("-D", c_first=2, c_fnn=5),), COMPACT,
+           (_first_row("+I", c_first=3, c_fnn=6),)])
+    assert _first_values(h) == (3, 6)
+
+
+def test_aggregation_remove_record_on_delete_first_non_null_after_null_insert(tmp_path):
+    """Only a non-null value initialises first_non_null_value: [+I null, -D, +I 6] gives 6,
+    while first_value, which took the null, stays null."""
+    h = Harness.create(_AGG_RROD_FIRST, False, str(tmp_path))
+    h.run([(_first_row("+I", c_first=1), _first_row("-D", c_first=2, c_fnn=5),
+            _first_row("+I", c_first=3, c_fnn=6))])
+    assert _first_values(h) == (None, 6)
+
+
+# ---- one fold, NOT NULL columns included: the kernel against the reference merge function ----
+_FOLD_KINDS = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
+_FOLD_NAMES = {v: k for k, v in _FOLD_KINDS.items()}
+
+
+def _kernel_fold(engine, columns: Sequence[tuple[str, pa.DataType, bool]], recs: Sequence[Rec]) -> Rec:
+    """``engine.merge`` on one key's records (sequence numbers in order)."""
+    fields = [pa.field("id", pa.int64(), False)] + [pa.field(n, t, not nn) for n, t, nn in columns]
+    fields += [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())]
+    data = [[1] * len(recs)] + [[r.values[i] for r in recs] for i in range(len(columns))]
+    data += [[r.seq for r in recs], [_FOLD_KINDS[r.kind] for r in recs]]
+    out = engine.merge(pa.Table.from_arrays([pa.array(d, f.type) for d, f in zip(data, fields)],
+                                            schema=pa.schema(fields))).to_pylist()
+    assert len(out) == 1
+    row = out[0]
+    return Rec(_FOLD_NAMES[row[VALUE_KIND]], row[SEQUENCE_NUMBER], tuple(row[n] for n, _, _ in columns))
+
+
+_FOLD_INTS = st.integers(-3, 3)
+
+
+@st.composite
+def _fold_records(draw, not_null: Sequence[bool]) -> list[Rec]:
+    return [Rec(draw(st.sampled_from(ALL_KINDS)), seq,
+                tuple(draw(_FOLD_INTS if nn else st.none() | _FOLD_INTS) for nn in not_null))
+            for seq in range(1, draw(st.integers(1, 6)) + 1)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_partial_update_fold_with_not_null_columns(data):
+    """A partial-update remove-record-on-delete fold of one key's records, NOT NULL columns
+    among them (which start a row that a retraction opens), equals PartialUpdateMergeFunction's."""
+    not_null = (True, False, True)
+    columns = [(f"c{i}", pa.int32(), nn) for i, nn in enumerate(not_null)]
+    engine = MergeEngine("partial-update", ("id",), remove_record_on_delete=True,
+                         not_null=tuple(n for n, _, nn in columns if nn))
+    recs = data.draw(_fold_records(not_null))
+    assert _kernel_fold(engine, columns, recs) == reduce(PartialUpdate(not_null, False, True), recs)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_aggregation_fold_with_not_null_columns(data):
+    """The same for aggregation remove-record-on-delete: first_value, first_non_null_value and
+    sum, NOT NULL or not."""
+    functions = ("first_value", "first_non_null_value", "sum") * 2
+    not_null = (True, True, True, False, False, False)
+    columns = [(f"c{i}", pa.int64(), nn) for i, nn in enumerate(not_null)]
+    engine = MergeEngine("aggregation", ("id",), remove_record_on_delete=True, aggregates=tuple(
+        FieldAggregate(n, fn, ignore_retract=fn != "sum", nullable=not nn) for (n, _, nn), fn in zip(columns, functions)))
+    options = {f"fields.{n}.ignore-retract": "true" for (n, _, _), fn in zip(columns, functions) if fn != "sum"}
+    aggs = [make_agg(fn, options, n) for (n, _, _), fn in zip(columns, functions)]
+    recs = data.draw(_fold_records(not_null))
+    assert _kernel_fold(engine, columns, recs) == reduce(Aggregate(aggs, True, not_null), recs)
 
 
 # ================================================================================================

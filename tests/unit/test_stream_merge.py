@@ -27,6 +27,12 @@ ENGINES = {
     "aggregation": (MergeEngine("aggregation", ("k1", "k2"),
                                 aggregates=(FieldAggregate("v", "sum"), FieldAggregate("s", "last_value"))),
                     (0, 1, 2, 3)),
+    "partial-update-remove-record-on-delete": (
+        MergeEngine("partial-update", ("k1", "k2"), remove_record_on_delete=True, not_null=("k1",)), (0, 1, 2, 3)),
+    "aggregation-remove-record-on-delete": (
+        MergeEngine("aggregation", ("k1", "k2"), remove_record_on_delete=True,
+                    aggregates=(FieldAggregate("v", "first_non_null_value", ignore_retract=True),
+                                FieldAggregate("s", "first_value", ignore_retract=True))), (0, 1, 2, 3)),
 }
 
 
