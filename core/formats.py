@@ -84,6 +84,17 @@ def _orc_column(column: pa.ChunkedArray) -> pa.ChunkedArray:
     return column
 
 
+def _unsliced(table: pa.Table) -> pa.Table:
+    """``table`` with every column starting at offset 0. pyarrow's ORC writer misplaces the
+    values of a struct column that is a slice of a longer array (pyarrow 26: the struct's
+    validity is read from the slice's offset, its children from 0), which every file after the
+    first of a rolled write is; a copy of the rows is written instead."""
+    table = table.combine_chunks()
+    if all(chunk.offset == 0 for column in table.columns for chunk in column.chunks):
+        return table
+    return table.take(pa.array(range(table.num_rows), pa.int64()))
+
+
 def encode_orc(table: pa.Table, compression: str) -> bytes:
     """An ORC file of ``table`` (file columns, file order). The ORC writer of pyarrow has no
     compression level, so ``file.compression.zstd-level`` only changes Parquet and Avro files."""
@@ -96,7 +107,7 @@ def encode_orc(table: pa.Table, compression: str) -> bytes:
     if any(_contains_time(f.type) for f in table.schema):
         table = pa.table({n: _orc_column(table.column(n)) for n in table.column_names})
     buf = io.BytesIO()
-    orc.write_table(table, buf, compression=codec)
+    orc.write_table(_unsliced(table), buf, compression=codec)
     return buf.getvalue()
 
 

@@ -171,6 +171,64 @@ def compute(table: pa.Table, fields: Sequence[DataField], mode: str = "full") ->
     return from_columns(columns, [f.type for f in fields])
 
 
+class StatsCollector:
+    """``compute`` folded chunk by chunk, for a file written as its rows pass (the streamed
+    writer of ``core.kernels.write``): ``add`` each chunk, then ``result`` equals ``compute``
+    over the chunks' concatenation.
+
+    Per column it keeps the null count and each chunk's min and max (two values per chunk, not
+    the rows): the min and max of those are the column's, and the rules of ``_column_stats``
+    (NaN, all nulls, unordered types, truncation) are applied to them once at the end."""
+
+    def __init__(self, fields: Sequence[DataField], mode: str = "full"):
+        self._fields = list(fields)
+        self._mode = _parse_mode(mode)
+        self._nulls = [0] * len(self._fields)
+        self._nan = [False] * len(self._fields)
+        self._extremes: list[list["pa.Array"]] = [[] for _ in self._fields]
+
+    def add(self, table: "pa.Table") -> None:
+        """Fold one chunk of the file's rows in (``table`` holds each field's column by name).
+
+        Raises:
+            InvalidDataError: a field has no column in ``table``.
+        """
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if self._mode.name == "none":
+            return
+        for i, f in enumerate(self._fields):
+            if f.name not in table.column_names:
+                raise InvalidDataError(f"no column {f.name!r} to compute stats of")
+            column = table.column(f.name)
+            self._nulls[i] += column.null_count
+            if self._mode.name == "counts" or f.type.name in _UNORDERED or self._nan[i] \
+                    or column.null_count == len(column):
+                continue
+            if f.type.name in ("FLOAT", "DOUBLE") and pc.any(pc.is_nan(column)).as_py():
+                self._nan[i] = True  # one NaN anywhere makes the file's min/max unknown
+                self._extremes[i] = []
+                continue
+            result = pc.min_max(column)
+            self._extremes[i].append(pa.array([result["min"], result["max"]], column.type))
+
+    def result(self) -> SimpleStats:
+        """The stats of every row added so far."""
+        import pyarrow as pa
+
+        if self._mode.name == "none":
+            return EMPTY_STATS
+        columns = []
+        for f, nulls, nan, extremes in zip(self._fields, self._nulls, self._nan, self._extremes):
+            if self._mode.name == "counts" or nan or not extremes:
+                columns.append(ColumnStats(None, None, nulls))
+                continue
+            folded = _column_stats(pa.chunked_array(extremes), f.type, self._mode)
+            columns.append(ColumnStats(folded.min, folded.max, nulls))
+        return from_columns(columns, [f.type for f in self._fields])
+
+
 def from_columns(columns: Sequence[ColumnStats], types: Sequence[DataType]) -> SimpleStats:
     """Serialize per-column stats (e.g. merged ones) into a ``SimpleStats``."""
     return SimpleStats(br.encode([c.min for c in columns], types),

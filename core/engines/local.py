@@ -10,8 +10,10 @@ as one at a time. ``LAKECTL_LOCAL_THREADS`` sets the pool size (1 = sequential).
 
 Writes stream: the input is read batch by batch (an ``InputFile``, or slices of an Arrow
 table), each batch validated and routed into a ``WriteBuffer`` that spills to local disk past
-``write-buffer-size``, and then each group is written in turn. Reads hand over one split at a
-time. Memory follows the buffer and the largest bucket, not the table.
+``write-buffer-size``, and then each group is written in turn. Reads hand over each split part
+by part as it is read (a merged split chunk by chunk): a few splits are read at once on the
+pool, each a few parts ahead of the reader. Memory follows the buffer and the largest bucket
+when writing, and a few parts per split being read when reading, not the table.
 
 Dynamic-bucket tables: batches are still checked and their key hashes computed on the pool,
 but buckets are assigned on the calling thread in input order (``core.dynamic_bucket``), as
@@ -21,7 +23,9 @@ Java's single assigner sees the records.
 from __future__ import annotations
 
 import os
+import queue
 import tempfile
+import threading
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -36,7 +40,7 @@ from core.commit import CommitMessage
 from core.engines.settings import ProgressCallback
 from core.fileio import FileIO
 from core.kernels.delete import MatchingRows, matching_parts
-from core.kernels.read import ReadSplit, read_split
+from core.kernels.read import ReadSplit, read_split, read_split_parts
 from core.kernels.write import WriteJob, write_bucket
 from core.rows import prepare_rows
 from core.schema import TableSchema
@@ -131,8 +135,17 @@ class LocalEngine:
 
     def read(self, splits: Sequence[ReadSplit], read_schema: TableSchema, schemas: Mapping[int, TableSchema],
              file_io: FileIO) -> Iterator[pa.Table]:
+        """Each split's rows as one table, in split order (for callers that pair splits with
+        their rows, such as lookups)."""
         return self._in_order(lambda split: read_split(split, read_schema, schemas, file_io), splits,
                               "reading splits")
+
+    def read_parts(self, splits: Sequence[ReadSplit], read_schema: TableSchema, schemas: Mapping[int, TableSchema],
+                   file_io: FileIO) -> Iterator[pa.Table]:
+        """The splits' rows in split order, each split part by part as it is read
+        (``read_split_parts``): what a scan writes out, never a whole split at once."""
+        return self._in_order_parts(lambda split: read_split_parts(split, read_schema, schemas, file_io), splits,
+                                    "reading splits")
 
     def compact(self, tasks: Sequence["CompactTask"], file_io: FileIO) -> list[CommitMessage]:
         """Run the compaction kernel per bucket."""
@@ -168,6 +181,78 @@ class LocalEngine:
                 done += 1
                 self._report(done, total, what)
                 yield result
+
+
+    def _in_order_parts(self, work: Callable[[T], Iterator[R]], items: Sequence[T], what: str) -> Iterator[R]:
+        """The parts ``work`` yields for each item, item after item. Up to threads + 1 items
+        are worked on at once on the pool, each at most ``PARTS_AHEAD`` parts ahead of the
+        reader (a bounded queue), so an item is never held whole; closing the iterator early
+        (a ``--limit``) stops the workers."""
+        threads = local_threads()
+        if threads <= 1 or len(items) <= 1:
+            for i, item in enumerate(items):
+                yield from work(item)
+                self._report(i + 1, len(items), what)
+            return
+        stop = threading.Event()
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="lakectl") as pool:
+            pending: deque[tuple[Future[None], queue.Queue]] = deque()
+            todo = iter(items)
+
+            def submit() -> None:
+                for item in islice(todo, 1):
+                    parts: queue.Queue = queue.Queue(maxsize=PARTS_AHEAD)
+                    pending.append((pool.submit(_pump, work, item, parts, stop), parts))
+
+            try:
+                for _ in range(threads + 1):
+                    submit()
+                done = 0
+                while pending:
+                    future, parts = pending[0]
+                    while (part := parts.get()) is not _END:
+                        yield part
+                    future.result()  # the worker's error, if it failed
+                    pending.popleft()
+                    submit()
+                    done += 1
+                    self._report(done, len(items), what)
+            finally:
+                # The reader stopped early or failed: workers not started are dropped, one
+                # waiting to hand over a part gives up, and the pool then closes.
+                for future, _ in pending:
+                    future.cancel()
+                stop.set()
+
+
+# Parts a split's worker may have read ahead of the reader (a bounded queue per split).
+PARTS_AHEAD = 2
+
+
+def _pump(work: Callable[[T], Iterator[R]], item: T, parts: queue.Queue, stop: threading.Event) -> None:
+    """Put ``work(item)``'s parts into ``parts``, then ``_END`` (also after an error, which the
+    future then raises); give up once ``stop`` is set (the reader went away)."""
+    stream = work(item)
+    try:
+        for part in stream:
+            if not _put(parts, part, stop):
+                return
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+        _put(parts, _END, stop)
+
+
+def _put(parts: queue.Queue, item: object, stop: threading.Event) -> bool:
+    """Put ``item`` into the bounded queue, waiting for room unless ``stop`` is set."""
+    while not stop.is_set():
+        try:
+            parts.put(item, timeout=0.05)
+            return True
+        except queue.Full:
+            continue
+    return False
 
 
 def _key_order(rows: pa.Table, keys: list[str]) -> pa.Array:

@@ -647,6 +647,9 @@ class SparkEngine:
         df = self.read_dataframe(splits, read_schema, schemas, changes=changes, file_io=file_io, packed=True)
         return self.collect_parts(df, target, packed=True)
 
+    # The collected parts follow Spark's partitions, not the splits: already streamed.
+    read_parts = read
+
     def collect_parts(self, df: DataFrame, schema: pa.Schema, *, packed: bool = False) -> Iterator[pa.Table]:
         """The DataFrame's rows on the driver one partition at a time, in ``schema``'s types:
         each task packs its Arrow batches as IPC blobs and ``toLocalIterator`` fetches one

@@ -49,7 +49,8 @@ from core.kernels.changelog import changes, tagged_sort
 from core.kernels.merge import MergeEngine
 from core.index_manifest import IndexFileMeta
 from core.kernels.records import SEQUENCE_NUMBER, alive
-from core.kernels.write import write_changelog_files, write_files, write_files_streamed
+from core.kernels.rolling_writer import write_files_streamed
+from core.kernels.write import write_changelog_files, write_files
 from core.manifest import FILE_SOURCE_COMPACT, DataFileMeta, sorted_runs
 from core.options import parse_int
 from core.schema import TableSchema

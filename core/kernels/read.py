@@ -9,7 +9,7 @@ merge engine (``core.kernels.merge``), and keys whose merged record is -U/-D dis
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -74,30 +74,47 @@ def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int,
         return fill_defaults(rows, read_schema) if defaults else rows
     if split.changes:
         return read_changes(split, read_schema, schemas, file_io)
-    rows = _split_rows(split, read_schema, schemas, file_io)
-    return fill_defaults(rows, read_schema) if defaults else rows
+    parts = list(read_split_parts(split, read_schema, schemas, file_io, defaults=defaults))
+    if not parts:  # defaults still checked, so a bad default fails every read alike
+        return fill_defaults(_empty(read_schema), read_schema) if defaults else _empty(read_schema)
+    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
 
-def _split_rows(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
-                file_io: FileIO) -> pa.Table:
+def read_split_parts(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
+                     file_io: FileIO, *, defaults: bool = True) -> Iterator[pa.Table]:
+    """``read_split``'s rows as consecutive parts, in its order, produced as they are read: a
+    merged split chunk by chunk as the merge of its runs emits them, other splits a few row
+    groups of a file at a time (``read_file_parts``), so a reader that writes each part out
+    (``scan --output``) holds a part, not the split. Incremental and data-evolution splits
+    come as one part."""
+    if data_evolution.enabled(read_schema) or split.changes:
+        yield read_split(split, read_schema, schemas, file_io, defaults=defaults)
+        return
+    for part in _split_parts(split, read_schema, schemas, file_io):
+        yield fill_defaults(part, read_schema) if defaults else part
+
+
+def _empty(read_schema: TableSchema) -> pa.Table:
+    return pa.schema([arrow_field(f).with_nullable(True) for f in read_schema.fields]).empty_table()
+
+
+def _split_parts(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
+                 file_io: FileIO) -> Iterator[pa.Table]:
     read_fields = list(read_schema.fields)
     primary_key = read_schema.has_primary_key
     if primary_key and (sorted_runs(split.files) == 1 or raw_convertible(split, read_schema)):
-        return _read_sorted_run(split, read_schema, schemas, file_io)
+        yield from _read_sorted_run(split, read_schema, schemas, file_io)
+        return
     row_filter = _row_group_filter(split.predicate, read_schema if primary_key else None)
     if primary_key:
-        return _read_merged(split, read_schema, schemas, file_io, row_filter)
-    parts = []
+        yield from _read_merged(split, read_schema, schemas, file_io, row_filter)
+        return
     for meta in split.files:
         path = meta.external_path or join(split.bucket_dir, meta.file_name)
-        part = read_file(path, meta, schemas[meta.schema_id], read_fields, file_io,
-                         system_columns=primary_key, row_filter=row_filter, deletion=split.deletion(meta),
-                         needed=_needed(split, read_schema))
-        parts.append(part)
-    empty = pa.schema([arrow_field(f).with_nullable(True) for f in read_fields])
-    if not parts:
-        return empty.empty_table()
-    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        yield from read_file_parts(path, meta, schemas[meta.schema_id], read_fields, file_io,
+                                   part_rows=stream_merge.BATCH_ROWS, system_columns=primary_key,
+                                   row_filter=row_filter, deletion=split.deletion(meta),
+                                   needed=_needed(split, read_schema))
 
 
 def run_files(files: Sequence[DataFileMeta], key_types: Sequence) -> list[list[DataFileMeta]]:
@@ -111,10 +128,10 @@ def run_files(files: Sequence[DataFileMeta], key_types: Sequence) -> list[list[D
 
 
 def _read_merged(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
-                 file_io: FileIO, row_filter: Predicate | None) -> pa.Table:
+                 file_io: FileIO, row_filter: Predicate | None) -> Iterator[pa.Table]:
     """A primary-key split of several runs, merged as streams of batches (``stream_merge``):
     a run's files are read a few row groups at a time (``read_file_parts``), so the merge holds
-    about one batch per run, not the bucket."""
+    about one batch per run, not the bucket; its chunks come out as they are merged."""
     read_fields = list(read_schema.fields)
     engine = MergeEngine.of(read_schema)
     needed = _needed(split, read_schema)
@@ -131,11 +148,8 @@ def _read_merged(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[in
 
     runs = run_files(split.files, [f.type for f in read_schema.key_fields])
     names = [f.name for f in read_fields]
-    chunks = [alive(chunk).select(names)
-              for chunk in stream_merge.merge_runs(engine, [stream_merge.batches(run_tables(r)) for r in runs])]
-    if not chunks:
-        return pa.schema([arrow_field(f).with_nullable(True) for f in read_fields]).empty_table()
-    return pa.concat_tables(chunks) if len(chunks) > 1 else chunks[0]
+    for chunk in stream_merge.merge_runs(engine, [stream_merge.batches(run_tables(r)) for r in runs]):
+        yield alive(chunk).select(names)
 
 
 def _row_group_filter(predicate: Predicate | None, merged: TableSchema | None) -> Predicate | None:
@@ -170,7 +184,7 @@ def raw_convertible(split: ReadSplit, read_schema: TableSchema) -> bool:
 
 
 def _read_sorted_run(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
-                     file_io: FileIO) -> pa.Table:
+                     file_io: FileIO) -> Iterator[pa.Table]:
     """A split that is one sorted run needs no merge (each key once, and a lone record passes
     unmerged); only its -U/-D records are dropped, and files without any skip even that.
     Files are read in key order, so the output is sorted by key like a merged split. Its rows
@@ -180,18 +194,14 @@ def _read_sorted_run(split: ReadSplit, read_schema: TableSchema, schemas: Mappin
     read_fields = list(read_schema.fields)
     key_types = [f.type for f in read_schema.key_fields]
     files = sorted(split.files, key=lambda f: binary_row.sort_key(binary_row.decode(f.min_key, key_types)))
-    parts = []
     for meta in files:
         path = meta.external_path or join(split.bucket_dir, meta.file_name)
         deletes = meta.delete_row_count is None or meta.delete_row_count > 0
-        part = read_file(path, meta, schemas[meta.schema_id], read_fields, file_io, system_columns=deletes,
-                         row_filter=split.predicate, deletion=split.deletion(meta), needed=_needed(split, read_schema))
-        if deletes:
-            part = alive(part).select([f.name for f in read_fields])
-        parts.append(part)
-    if not parts:
-        return pa.schema([arrow_field(f).with_nullable(True) for f in read_fields]).empty_table()
-    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        for part in read_file_parts(path, meta, schemas[meta.schema_id], read_fields, file_io,
+                                    part_rows=stream_merge.BATCH_ROWS, system_columns=deletes,
+                                    row_filter=split.predicate, deletion=split.deletion(meta),
+                                    needed=_needed(split, read_schema)):
+            yield alive(part).select([f.name for f in read_fields]) if deletes else part
 
 
 ROW_KIND_COLUMN = "_row_kind"
@@ -225,4 +235,5 @@ def read_changes(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[in
     return fill_defaults(pa.concat_tables(parts).cast(schema), read_schema)
 
 
-__all__ = ["ROW_KIND_COLUMN", "ReadSplit", "changes_schema", "read_changes", "read_split", "read_file", "to_arrow"]
+__all__ = ["ROW_KIND_COLUMN", "ReadSplit", "changes_schema", "read_changes", "read_split", "read_split_parts",
+           "read_file", "to_arrow"]

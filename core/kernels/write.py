@@ -19,7 +19,6 @@ import datetime as dt
 import io
 import uuid
 from dataclasses import dataclass, field
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -40,7 +39,7 @@ from core.options import parse_size
 from core.schema import TableSchema
 from core.types import DataType, arrow_field, map_timestamps, parse_type
 
-_SIZE_SAMPLE_ROWS = 65536  # rows encoded to measure bytes per row when rolling on the Parquet size
+SIZE_SAMPLE_ROWS = 65536  # rows encoded to measure bytes per row when rolling on the Parquet size
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,81 +148,38 @@ def write_files(table: pa.Table, schema: TableSchema, bucket_dir: str, file_io: 
     primary_key = schema.has_primary_key
     target = schema.core_options.file_size_for(primary_key)
     if measure_size:
-        sample = table.slice(0, _SIZE_SAMPLE_ROWS)
-        bytes_per_row = len(_encode(_file_table(sample, schema, primary_key), schema)) / sample.num_rows
-        rows_per_file = max(1, int(target / bytes_per_row))
+        rows_per_file = measured_rows_per_file(table, schema)
     else:
         # Parquet with zstd is typically several times smaller than Arrow in memory; rolling on the
         # in-memory size keeps files at or below the target.
         rows_per_file = max(1, int(table.num_rows * target / max(1, table.nbytes)))
     prefix = f"{prefix if prefix is not None else schema.core_options.data_file_prefix}{uuid.uuid4()}"
-    external = _external_provider(schema, bucket_dir, file_io)
+    external = external_provider(schema, bucket_dir, file_io)
     files = []
     for i, start in enumerate(range(0, table.num_rows, rows_per_file)):
         chunk = table.slice(start, rows_per_file)
-        files.append(_write_file(chunk, schema, bucket_dir, file_io, f"{prefix}-{i}.{schema.core_options.file_format}",
+        files.append(write_file(chunk, schema, bucket_dir, file_io, f"{prefix}-{i}.{schema.core_options.file_format}",
                                  primary_key=primary_key, level=level, file_source=file_source, external=external))
     return files
 
 
-def _external_provider(schema: TableSchema, bucket_dir: str,
+def measured_rows_per_file(table: pa.Table, schema: TableSchema) -> int:
+    """Rows per file for target-file-size, at the Parquet (file format) size per row of the
+    first SIZE_SAMPLE_ROWS rows of ``table``, encoded once to measure."""
+    # One contiguous chunk: encoders cut pages and stripes per Arrow chunk, so the size of a
+    # sample gathered from many chunks would differ from that of the same rows in one.
+    sample = table.slice(0, SIZE_SAMPLE_ROWS).combine_chunks()
+    bytes_per_row = len(_encode(file_table(sample, schema, schema.has_primary_key), schema)) / sample.num_rows
+    return max(1, int(schema.core_options.file_size_for(schema.has_primary_key) / bytes_per_row))
+
+
+def external_provider(schema: TableSchema, bucket_dir: str,
                        file_io: FileIO) -> external_paths.ExternalPathProvider | None:
     """Where this writer's files go outside the table directory (``data-file.external-paths``),
     or None when they stay in ``bucket_dir``. One per writer, as pypaimon has one per bucket writer."""
     return external_paths.provider(
         schema.options, external_paths.relative_bucket_dir(bucket_dir, len(schema.partition_keys)),
         store_scheme="file" if file_io.local else file_io.scheme)
-
-
-def write_files_streamed(chunks: Iterable[pa.Table], schema: TableSchema, bucket_dir: str, file_io: FileIO, *,
-                         level: int, file_source: int) -> list[DataFileMeta]:
-    """``write_files(..., measure_size=True)`` fed chunk by chunk (a rolling writer): rows are
-    buffered only until a file's worth is held, so memory is about one file plus one chunk.
-
-    The chunks must already be in file order (sorted by key, each key once, keys rising from
-    chunk to chunk); the files are the same slices ``write_files`` cuts from their concatenation.
-    """
-    primary_key = schema.has_primary_key
-    target = schema.core_options.file_size_for(primary_key)
-    prefix = f"{schema.core_options.data_file_prefix}{uuid.uuid4()}"
-    external = _external_provider(schema, bucket_dir, file_io)
-    files: list[DataFileMeta] = []
-    held: list[pa.Table] = []
-    held_rows = 0
-    rows_per_file = None
-
-    def emit(table: pa.Table) -> None:
-        name = f"{prefix}-{len(files)}.{schema.core_options.file_format}"
-        files.append(_write_file(table, schema, bucket_dir, file_io, name, primary_key=primary_key,
-                                 level=level, file_source=file_source, external=external))
-
-    for chunk in chunks:
-        if chunk.num_rows == 0:
-            continue
-        held.append(chunk)
-        held_rows += chunk.num_rows
-        if rows_per_file is None:
-            if held_rows < _SIZE_SAMPLE_ROWS:
-                continue  # measure on the same sample write_files would take
-            sample = pa.concat_tables(held).slice(0, _SIZE_SAMPLE_ROWS)
-            bytes_per_row = len(_encode(_file_table(sample, schema, primary_key), schema)) / sample.num_rows
-            rows_per_file = max(1, int(target / bytes_per_row))
-        if held_rows >= rows_per_file:
-            table = pa.concat_tables(held)
-            start = 0
-            while table.num_rows - start >= rows_per_file:
-                emit(table.slice(start, rows_per_file))
-                start += rows_per_file
-            rest = table.slice(start)
-            held, held_rows = ([rest] if rest.num_rows else []), rest.num_rows
-    if held_rows:
-        table = pa.concat_tables(held)
-        if rows_per_file is None:  # fewer rows than the sample: write_files' own sizing
-            return write_files(table, schema, bucket_dir, file_io, level=level, file_source=file_source,
-                               measure_size=True)
-        for start in range(0, table.num_rows, rows_per_file):
-            emit(table.slice(start, rows_per_file))
-    return files
 
 
 def physical_schema(schema: TableSchema) -> pa.Schema:
@@ -235,7 +191,7 @@ def physical_schema(schema: TableSchema) -> pa.Schema:
         + [arrow_field(f) for f in schema.fields])
 
 
-def _key_value(column: pa.ChunkedArray, index: int) -> object:
+def key_value(column: pa.ChunkedArray, index: int) -> object:
     """One key value as ``binary_row.encode`` takes it; timestamps as exact epoch nanos,
     since ``as_py()`` refuses (or, with pandas, drops) sub-microsecond digits."""
     scalar = column[index]
@@ -245,7 +201,7 @@ def _key_value(column: pa.ChunkedArray, index: int) -> object:
     return scalar.as_py()
 
 
-def _file_table(chunk: pa.Table, schema: TableSchema, primary_key: bool) -> pa.Table:
+def file_table(chunk: pa.Table, schema: TableSchema, primary_key: bool) -> pa.Table:
     """The columns a data file stores, in file order and types."""
     if primary_key:
         key_names = schema.trimmed_primary_keys
@@ -261,7 +217,7 @@ def _has_nanos(t: pa.DataType) -> bool:
     return any(_has_nanos(t.field(i).type) for i in range(t.num_fields))
 
 
-def _timestamp_layout(out: pa.Table) -> tuple[pa.Table, bool]:
+def timestamp_layout(out: pa.Table) -> tuple[pa.Table, bool]:
     """The file's timestamps laid out as Java Paimon 1.0 reads them: TIMESTAMP(0..6) as INT64,
     TIMESTAMP(7..9) as INT96 (its Parquet reader takes nothing else). pyarrow's INT96 switch
     covers every timestamp column of a file, so a file with nanosecond timestamps keeps its
@@ -284,14 +240,22 @@ def _encode(out: pa.Table, schema: TableSchema) -> bytes:
         return formats.encode_orc(out, opts.file_compression)
     if opts.file_format == "avro":
         return formats.encode_avro(out, file_fields(schema), formats.avro_codec(opts.raw), opts.zstd_level)
-    out, int96 = _timestamp_layout(out)
+    out, int96 = timestamp_layout(out)
     buf = io.BytesIO()
-    pq.write_table(out, buf, compression=opts.file_compression, use_deprecated_int96_timestamps=int96,
-                   compression_level=opts.zstd_level if opts.file_compression == "zstd" else None,
-                   store_decimal_as_integer=True, use_dictionary=dictionary_columns(out.schema),
-                   row_group_size=row_group_rows(out, opts.parquet_block_size, sorted_by_key=schema.has_primary_key),
-                   data_page_size=opts.parquet_page_size)
+    pq.write_table(out, buf, row_group_size=row_group_rows(out, opts.parquet_block_size,
+                                                           sorted_by_key=schema.has_primary_key),
+                   **parquet_options(schema, int96, out.schema))
     return buf.getvalue()
+
+
+def parquet_options(schema: TableSchema, int96: bool, file_schema: pa.Schema) -> dict[str, Any]:
+    """The ``pyarrow.parquet`` writer options of a data file with columns ``file_schema`` (one
+    set, so a file written whole and one written row group by row group come out the same)."""
+    opts = schema.core_options
+    return {"compression": opts.file_compression, "use_deprecated_int96_timestamps": int96,
+            "compression_level": opts.zstd_level if opts.file_compression == "zstd" else None,
+            "store_decimal_as_integer": True, "use_dictionary": dictionary_columns(file_schema),
+            "data_page_size": opts.parquet_page_size}
 
 
 def file_fields(schema: TableSchema) -> list[tuple[str, DataType]]:
@@ -333,17 +297,17 @@ def dictionary_columns(schema: pa.Schema) -> list[str]:
             or pa.types.is_large_binary(f.type) or pa.types.is_fixed_size_binary(f.type)]
 
 
-def _write_file(chunk: pa.Table, schema: TableSchema, bucket_dir: str, file_io: FileIO, name: str,
+def write_file(chunk: pa.Table, schema: TableSchema, bucket_dir: str, file_io: FileIO, name: str,
                 *, primary_key: bool, level: int, file_source: int,
                 external: external_paths.ExternalPathProvider | None = None) -> DataFileMeta:
     seq = chunk.column(SEQUENCE_NUMBER)
     opts = schema.core_options
-    out = _file_table(chunk, schema, primary_key)
+    out = file_table(chunk, schema, primary_key)
     if primary_key:
         key_names = schema.trimmed_primary_keys
         key_types = [f.type for f in schema.key_fields]
-        first = [_key_value(chunk.column(k), 0) for k in key_names]
-        last = [_key_value(chunk.column(k), chunk.num_rows - 1) for k in key_names]
+        first = [key_value(chunk.column(k), 0) for k in key_names]
+        last = [key_value(chunk.column(k), chunk.num_rows - 1) for k in key_names]
         min_key, max_key = binary_row.encode(first, key_types), binary_row.encode(last, key_types)
         key_stats = stats.compute(chunk, schema.key_fields, "full")
         kinds = chunk.column(VALUE_KIND)

@@ -139,7 +139,7 @@ def changes_stream(table: TableHandle, start: int, end: int, *, select: Sequence
              plan.source)
     schema = _output_schema(plan.read_schema, select)
     columns = [ROW_KIND_COLUMN, *select] if select else None
-    parts = filtered(engine.read(plan.splits, plan.read_schema, plan.schemas, table.file_io), predicate, columns,
+    parts = filtered(engine.read_parts(plan.splits, plan.read_schema, plan.schemas, table.file_io), predicate, columns,
                      limit)
     return ScanStream(schema, (p.cast(schema) for p in parts), engine.name)
 

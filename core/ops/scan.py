@@ -194,7 +194,7 @@ def read_batches(table: TableHandle, scan_plan: ScanPlan, *, predicate: Predicat
                  engine: Any = None) -> Iterator[pa.Table]:
     """Merged, filtered, projected rows split by split; stops once ``limit`` rows came out."""
     engine = engine or LocalEngine()
-    parts = engine.read(scan_plan.splits, scan_plan.read_schema, scan_plan.schemas, table.file_io)
+    parts = engine.read_parts(scan_plan.splits, scan_plan.read_schema, scan_plan.schemas, table.file_io)
     return filtered(parts, predicate, list(select) if select else None, limit)
 
 
