@@ -109,6 +109,7 @@ bench: bench-venvs
 	$(BIN)/python bench/invocation.py --repeat 9 --out bench/results-invocation.md $(if $(BENCH_BEFORE),--before $(BENCH_BEFORE))
 	$(BIN)/python bench/peers_read.py --rows 1000000,5000000 --repeat 3 --out bench/results-peers.md
 	$(BIN)/python bench/text.py --rows 1000000 --write-rows 200000 --repeat 3 --out bench/results-text.md $(if $(BENCH_BEFORE),--before $(BENCH_BEFORE))
+	mkdir -p bench/out && $(BIN)/python bench/memory.py --bucket-rows 600000,3000000 --repeat 2 --out bench/out/results-memory-bucket.md
 	mkdir -p bench/out && $(BIN)/python bench/deletion_vectors.py --rows 1000000 5000000 --repeat 2 | tee bench/out/results-dv-table.md
 
 # For development: N=200k, one repetition, into bench/out/ (not committed).
