@@ -11,12 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from core import binary_row
 from core.kernels import data_evolution
-from core.kernels.data_file import read_file, read_file_parts
+from core.kernels.data_file import POSITION, read_file, read_file_parts, read_rows_at
 from core.default_values import fill_defaults
 from core.deletion_vectors import DeletionFile
 from core.fileio import FileIO, join
@@ -117,6 +118,8 @@ def _read_merged(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[in
     about one batch per run, not the bucket."""
     read_fields = list(read_schema.fields)
     engine = MergeEngine.of(read_schema)
+    if row_filter is not None and engine.kind in _CHOOSING_ENGINES:
+        return _read_merged_late(split, read_schema, schemas, file_io, row_filter, engine)
     needed = _needed(split, read_schema)
 
     def run_tables(files: list[DataFileMeta]):
@@ -136,6 +139,70 @@ def _read_merged(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[in
     if not chunks:
         return pa.schema([arrow_field(f).with_nullable(True) for f in read_fields]).empty_table()
     return pa.concat_tables(chunks) if len(chunks) > 1 else chunks[0]
+
+
+# Merge engines whose merged record of a key is one of its records as it is (the newest):
+# which record that is follows from the key, sequence and kind columns alone. (first-row also
+# chooses, but its reads see level 0 hidden, rarely merge, and keep the plain path.)
+_CHOOSING_ENGINES = ("deduplicate",)
+_FILE = "_FILE_INDEX"
+
+
+def _read_merged_late(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
+                      file_io: FileIO, row_filter: Predicate, engine: MergeEngine) -> pa.Table:
+    """``_read_merged`` with late materialisation, for a key condition and an engine that
+    chooses records: the runs are read and merged in the columns the merge compares (key,
+    sequence fields, sequence number, kind) plus each record's file and position; only the
+    records that come out alive are then read in full (``read_rows_at``: just the row groups
+    holding them). With few keys passing the condition, most row groups of the other columns
+    are never decoded, nor are the records the merge overrides or deletes."""
+    read_fields = list(read_schema.fields)
+    # what the merge compares, and what the condition reads (partition columns may be in it)
+    narrow = frozenset(engine.keys) | frozenset(engine.sequence_fields) | row_filter.columns
+    narrow_names = [f.name for f in read_fields if f.name in narrow]
+    files = list(split.files)
+    index = {id(meta): i for i, meta in enumerate(files)}
+
+    def run_tables(run: list[DataFileMeta]):
+        for meta in run:
+            path = meta.external_path or join(split.bucket_dir, meta.file_name)
+            for records in read_file_parts(path, meta, schemas[meta.schema_id], read_fields, file_io,
+                                           part_rows=stream_merge.BATCH_ROWS, system_columns=True,
+                                           row_filter=row_filter, deletion=split.deletion(meta), needed=narrow,
+                                           positions=True):
+                records = keep_matching_keys(records.select(narrow_names + [SEQUENCE_NUMBER, VALUE_KIND, POSITION]),
+                                             row_filter)
+                yield records.append_column(_FILE, pa.array(np.full(records.num_rows, index[id(meta)], np.int32)))
+
+    runs = run_files(files, [f.type for f in read_schema.key_fields])
+    chunks = [alive(chunk) for chunk in stream_merge.merge_runs(engine, [stream_merge.batches(run_tables(r))
+                                                                         for r in runs])]
+    chunks = [c for c in chunks if c.num_rows]
+    empty = pa.schema([arrow_field(f).with_nullable(True) for f in read_fields]).empty_table()
+    if not chunks:
+        return empty
+    chosen = pa.concat_tables(chunks) if len(chunks) > 1 else chunks[0]
+    return _rows_of(chosen, files, split, read_schema, schemas, file_io)
+
+
+def _rows_of(chosen: pa.Table, files: Sequence[DataFileMeta], split: ReadSplit, read_schema: TableSchema,
+             schemas: Mapping[int, TableSchema], file_io: FileIO) -> pa.Table:
+    """The full rows of the ``chosen`` records (their ``_FILE`` and ``POSITION``), in their order."""
+    file_of = chosen.column(_FILE).to_numpy()
+    position = chosen.column(POSITION).to_numpy()
+    needed = _needed(split, read_schema)
+    parts, order = [], []
+    for i in np.unique(file_of):
+        meta = files[int(i)]
+        at = np.flatnonzero(file_of == i)
+        at = at[np.argsort(position[at], kind="stable")]
+        path = meta.external_path or join(split.bucket_dir, meta.file_name)
+        parts.append(read_rows_at(path, meta, schemas[meta.schema_id], list(read_schema.fields), file_io,
+                                  position[at], needed=needed))
+        order.append(at)
+    rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    # rows are grouped by file; put them back in merged (key) order
+    return rows.take(pa.array(np.argsort(np.concatenate(order), kind="stable")))
 
 
 def _row_group_filter(predicate: Predicate | None, merged: TableSchema | None) -> Predicate | None:
