@@ -26,7 +26,7 @@ from core.kernels import stream_merge
 from core.kernels.merge import MergeEngine
 from core.manifest import DataFileMeta, sorted_runs
 from core.kernels.key_prune import keep_matching_keys, key_condition
-from core.predicate import Predicate
+from core.predicate import And, Comparison, InList, Predicate
 from core.schema import TableSchema
 from core.types import arrow_field, to_arrow
 
@@ -118,7 +118,7 @@ def _read_merged(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[in
     about one batch per run, not the bucket."""
     read_fields = list(read_schema.fields)
     engine = MergeEngine.of(read_schema)
-    if row_filter is not None and engine.kind in _CHOOSING_ENGINES:
+    if row_filter is not None and engine.kind in _CHOOSING_ENGINES and _names_points(row_filter):
         return _read_merged_late(split, read_schema, schemas, file_io, row_filter, engine)
     needed = _needed(split, read_schema)
 
@@ -146,6 +146,17 @@ def _read_merged(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[in
 # chooses, but its reads see level 0 hidden, rarely merge, and keep the plain path.)
 _CHOOSING_ENGINES = ("deduplicate",)
 _FILE = "_FILE_INDEX"
+
+
+def _names_points(condition: Predicate) -> bool:
+    """Does the key condition hold only at points (``=``, ``IN``) where it must hold at all?
+    Then a row group whose stats admit it may still hold none of its keys (a lookup's keys
+    fall inside most groups' [min, max] in every partition), and reading the key columns
+    first saves decoding the rest of such groups. A key range instead holds throughout each
+    group its stats admit: there, reading late would decode those groups twice."""
+    if isinstance(condition, And):
+        return any(_names_points(c) for c in condition.children)
+    return isinstance(condition, InList) or (isinstance(condition, Comparison) and condition.op == "=")
 
 
 def _read_merged_late(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
