@@ -29,6 +29,11 @@ def keep_matching_keys(table: pa.Table, condition: Predicate | None) -> pa.Table
     """The records of ``table`` whose key satisfies ``condition`` (all of them without one)."""
     if condition is None or table.num_rows == 0:
         return table
+    return filter_rows(table, condition)
+
+
+def filter_rows(table: pa.Table, condition: Predicate) -> pa.Table:
+    """The rows of ``table`` where ``condition`` is TRUE."""
     mask = _mask(condition, table)
     if mask is None:
         return table.filter(condition.to_arrow())
@@ -36,9 +41,9 @@ def keep_matching_keys(table: pa.Table, condition: Predicate | None) -> pa.Table
 
 
 def _mask(condition: Predicate, table: pa.Table) -> pa.ChunkedArray | None:
-    """Where ``condition`` is TRUE, computed with the compute functions directly, for the
-    conjunctions of comparisons and IN lists that key conditions are (None for any other
-    shape: the expression filter handles it). Filtering an expression goes through an Acero
+    """Where ``condition`` is TRUE, computed with the compute functions directly, for
+    comparisons, IN lists (not of floats) and their AND, the shapes of key ranges and key
+    lists (None for any other shape: the expression filter handles it). Filtering an expression goes through an Acero
     plan, whose setup costs more than the comparison on a few thousand keys; the kernels are
     the ones the expression calls, and a row whose answer is FALSE or NULL is dropped by
     either."""

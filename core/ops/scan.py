@@ -21,6 +21,7 @@ from core.engines.local import LocalEngine
 from core.errors import CorruptMetadataError, ExpiredWhileReadingError, UsageError
 from core.fileio import join
 from core.kernels import data_evolution
+from core.kernels.key_prune import filter_rows
 from core.kernels.read import ReadSplit
 from core.manifest import ManifestEntry, live_entries
 from core.default_values import prunable
@@ -205,7 +206,7 @@ def filtered(parts: Iterable[pa.Table], predicate: Predicate | None, columns: li
     remaining = limit
     for part in parts:
         if predicate is not None:
-            part = part.filter(predicate.to_arrow())
+            part = filter_rows(part, predicate)
         if columns:
             part = part.select(columns)
         if remaining is not None:
