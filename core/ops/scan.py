@@ -252,9 +252,9 @@ def prepare(table: TableHandle, *, snapshot_id: int | None = None, timestamp: st
     check_select(read_schema, select)
     predicate = None
     if where is not None:
-        from core.where import parse_where  # sqlglot: only for a condition
+        from core.where_simple import parse_condition  # sqlglot: only for conditions beyond the simple
 
-        predicate = parse_where(where, read_schema.fields)
+        predicate = parse_condition(where, read_schema.fields)
     # With --select only the selected and filtered columns are read from the files.
     columns = frozenset(select) | (predicate.columns if predicate is not None else frozenset()) if select else None
     check_options(read_schema, table.name, READ, batch_scan=True, columns=columns)
