@@ -161,8 +161,8 @@ def _names_points(condition: Predicate) -> bool:
 
 def _read_merged_late(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
                       file_io: FileIO, row_filter: Predicate, engine: MergeEngine) -> pa.Table:
-    """``_read_merged`` with late materialisation, for a key condition and an engine that
-    chooses records: the runs are read and merged in the columns the merge compares (key,
+    """``_read_merged`` with late materialisation, for a key condition naming points
+    (``_names_points``) and an engine that chooses records: the runs are read and merged in the columns the merge compares (key,
     sequence fields, sequence number, kind) plus each record's file and position; only the
     records that come out alive are then read in full (``read_rows_at``: just the row groups
     holding them). With few keys passing the condition, most row groups of the other columns
