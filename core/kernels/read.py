@@ -118,7 +118,10 @@ def _read_merged(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[in
     about one batch per run, not the bucket."""
     read_fields = list(read_schema.fields)
     engine = MergeEngine.of(read_schema)
-    if row_filter is not None and engine.kind in _CHOOSING_ENGINES and _names_points(row_filter):
+    # Object stores fetch a file whole in one GET (data_file._read_columns): reading it
+    # twice, keys first, would fetch it twice.
+    if row_filter is not None and engine.kind in _CHOOSING_ENGINES and _names_points(row_filter) \
+            and file_io.local:
         return _read_merged_late(split, read_schema, schemas, file_io, row_filter, engine)
     needed = _needed(split, read_schema)
 
