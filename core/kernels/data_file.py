@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from core import formats
-from core.arrow_values import boolean_array
+from core.arrow_values import boolean_array, int_array
 from core.deletion_vectors import DeletionFile, deleted_mask, read_vector
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, local_path
@@ -99,11 +99,11 @@ def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fiel
 def _positions(group_rows: list[int], groups: list[int] | None) -> pa.Array:
     """The file positions of the rows of ``groups`` (None: all row groups), in file order."""
     if groups is None:
-        return pa.array(np.arange(sum(group_rows), dtype=np.int64))
+        return int_array(np.arange(sum(group_rows), dtype=np.int64))
     starts = np.cumsum([0] + group_rows)
     if not groups:
-        return pa.array(np.zeros(0, np.int64))
-    return pa.array(np.concatenate([np.arange(starts[g], starts[g + 1], dtype=np.int64) for g in groups]))
+        return int_array(np.zeros(0, np.int64))
+    return int_array(np.concatenate([np.arange(starts[g], starts[g + 1], dtype=np.int64) for g in groups]))
 
 
 def read_rows_at(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fields: Sequence[DataField],
@@ -119,7 +119,7 @@ def read_rows_at(path: str, meta: DataFileMeta, file_schema: TableSchema, read_f
     group_rows = _group_rows(path, meta, file_io)
     if group_rows is None:
         table = read_file(path, meta, file_schema, read_fields, file_io, system_columns=False, needed=needed)
-        return table.take(pa.array(positions))
+        return table.take(int_array(np.asarray(positions, np.int64)))
     starts = np.cumsum([0] + group_rows)
     holding = np.unique(np.searchsorted(starts, positions, side="right") - 1)
     table = read_file(path, meta, file_schema, read_fields, file_io, system_columns=False, needed=needed,
@@ -129,7 +129,7 @@ def read_rows_at(path: str, meta: DataFileMeta, file_schema: TableSchema, read_f
     read_before = np.cumsum([0] + [group_rows[g] for g in holding])[:-1]
     group_of = np.searchsorted(starts, positions, side="right") - 1
     local = read_before[np.searchsorted(holding, group_of)] + (positions - starts[group_of])
-    return table.take(pa.array(local))
+    return table.take(int_array(local.astype(np.int64)))
 
 
 def _out_of_range(path: str, column: str, detail: str) -> str:

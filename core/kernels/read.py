@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from core import binary_row
+from core.arrow_values import int_array
 from core.kernels import data_evolution
 from core.kernels.data_file import POSITION, read_file, read_file_parts, read_rows_at
 from core.default_values import fill_defaults
@@ -186,7 +187,7 @@ def _read_merged_late(split: ReadSplit, read_schema: TableSchema, schemas: Mappi
                                            positions=True):
                 records = keep_matching_keys(records.select(narrow_names + [SEQUENCE_NUMBER, VALUE_KIND, POSITION]),
                                              row_filter)
-                yield records.append_column(_FILE, pa.array(np.full(records.num_rows, index[id(meta)], np.int32)))
+                yield records.append_column(_FILE, int_array(np.full(records.num_rows, index[id(meta)], np.int32)))
 
     runs = run_files(files, [f.type for f in read_schema.key_fields])
     chunks = [alive(chunk) for chunk in stream_merge.merge_runs(engine, [stream_merge.batches(run_tables(r))
@@ -216,7 +217,7 @@ def _rows_of(chosen: pa.Table, files: Sequence[DataFileMeta], split: ReadSplit, 
         order.append(at)
     rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     # rows are grouped by file; put them back in merged (key) order
-    return rows.take(pa.array(np.argsort(np.concatenate(order), kind="stable")))
+    return rows.take(int_array(np.argsort(np.concatenate(order), kind="stable").astype(np.int64)))
 
 
 def _row_group_filter(predicate: Predicate | None, merged: TableSchema | None) -> Predicate | None:

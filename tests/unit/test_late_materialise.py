@@ -187,3 +187,13 @@ def test_positions_and_rows_at_address_the_rows_written(tmp_path: Path) -> None:
     at = np.array([1, KEY_SORTED_ROW_GROUP_ROWS + 3, N - 1], np.int64)
     rows = read_rows_at(str(path), entry, schema, list(schema.fields), t.file_io, at)
     assert rows.to_pylist() == [{"id": int(i), "v": f"v{i}"} for i in at]
+
+
+def test_int_array_holds_the_numpy_values() -> None:
+    from core.arrow_values import int_array
+
+    values = np.array([5, -1, 2**40], np.int64)
+    assert int_array(values).to_pylist() == [5, -1, 2**40] and int_array(values).type == pa.int64()
+    assert int_array(values[::2]).to_pylist() == [5, 2**40]  # a strided view is copied, not misread
+    assert int_array(np.array([7, 8], np.int32)).type == pa.int32()
+    assert int_array(np.zeros(0, np.int64)).to_pylist() == []
