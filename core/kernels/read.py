@@ -8,7 +8,7 @@ merge engine (``core.kernels.merge``), and keys whose merged record is -U/-D dis
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -125,13 +125,17 @@ def _read_merged(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[in
             and file_io.local:
         return _read_merged_late(split, read_schema, schemas, file_io, row_filter, engine)
     needed = _needed(split, read_schema)
+    # A deduplicate merge shows no value of a file of retractions only (a delete's file): its
+    # record of a key either wins, and the key is gone, or loses. Its keys are enough.
+    keys_only = _needed(replace(split, columns=frozenset()), read_schema) if engine.kind == "deduplicate" else None
 
     def run_tables(files: list[DataFileMeta]):
         for meta in files:
             path = meta.external_path or join(split.bucket_dir, meta.file_name)
+            columns = keys_only if keys_only is not None and _retractions_only(meta) else needed
             for records in read_file_parts(path, meta, schemas[meta.schema_id], read_fields, file_io,
                                            part_rows=stream_merge.BATCH_ROWS, system_columns=True,
-                                           row_filter=row_filter, deletion=split.deletion(meta), needed=needed):
+                                           row_filter=row_filter, deletion=split.deletion(meta), needed=columns):
                 # A key-only condition (row_filter) drops every record of a rejected key before
                 # the merge: all records of a key agree on it (key_prune). Deletion vectors applied.
                 yield keep_matching_keys(records, row_filter)
@@ -218,6 +222,11 @@ def _rows_of(chosen: pa.Table, files: Sequence[DataFileMeta], split: ReadSplit, 
     rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     # rows are grouped by file; put them back in merged (key) order
     return rows.take(int_array(np.argsort(np.concatenate(order), kind="stable").astype(np.int64)))
+
+
+def _retractions_only(meta: DataFileMeta) -> bool:
+    """Does the file hold -U/-D records only (its manifest's delete row count is its rows)?"""
+    return meta.delete_row_count is not None and 0 < meta.row_count == meta.delete_row_count
 
 
 def _row_group_filter(predicate: Predicate | None, merged: TableSchema | None) -> Predicate | None:

@@ -197,3 +197,30 @@ def test_int_array_holds_the_numpy_values() -> None:
     assert int_array(values[::2]).to_pylist() == [5, 2**40]  # a strided view is copied, not misread
     assert int_array(np.array([7, 8], np.int32)).type == pa.int32()
     assert int_array(np.zeros(0, np.int64)).to_pylist() == []
+
+
+def test_a_file_of_deletes_is_read_in_its_keys_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A deduplicate merge shows no value of a file of -D records: the scan reads its key
+    columns only, and the rows are the model's (the deleted keys gone, whatever the values)."""
+    import core.kernels.data_file as data_file
+
+    t = make_table(tmp_path, "id BIGINT NOT NULL, v STRING")
+    model = write_history(t)
+    entries = [e.file for e in live_entries(t.manifests(), t.snapshots.latest())]
+    (deletes,) = [f for f in entries if f.delete_row_count == f.row_count]
+    assert deletes.row_count == 10
+    read: dict[str, Any] = {}
+    real = data_file.read_file
+
+    def spy(path: str, meta: Any, *args: Any, **kwargs: Any) -> pa.Table:
+        read.setdefault(meta.file_name, set()).add(kwargs.get("needed"))
+        return real(path, meta, *args, **kwargs)
+
+    monkeypatch.setattr(data_file, "read_file", spy)
+    for where in (None, "id BETWEEN 95 AND 200"):
+        read.clear()
+        got = t.scan(where=where).to_pylist()
+        expected = {i: v for i, v in model.items() if where is None or 95 <= i <= 200}
+        assert {r["id"]: r["v"] for r in got} == expected
+        assert read[deletes.file_name] == {frozenset({"id"})}
+        assert {n for f, ns in read.items() if f != deletes.file_name for n in ns} == {None}  # others whole
