@@ -170,11 +170,12 @@ def _names_points(condition: Predicate) -> bool:
 def _read_merged_late(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
                       file_io: FileIO, row_filter: Predicate, engine: MergeEngine) -> pa.Table:
     """``_read_merged`` with late materialisation, for a key condition naming points
-    (``_names_points``) and an engine that chooses records: the runs are read and merged in the columns the merge compares (key,
-    sequence fields, sequence number, kind) plus each record's file and position; only the
-    records that come out alive are then read in full (``read_rows_at``: just the row groups
-    holding them). With few keys passing the condition, most row groups of the other columns
-    are never decoded, nor are the records the merge overrides or deletes."""
+    (``_names_points``) and an engine that chooses records: the runs are read and merged in
+    the columns the merge compares (key, sequence fields, sequence number, kind) plus each
+    record's file and position; only the records that come out alive are then read in full
+    (``read_rows_at``: just the row groups holding them). With few keys passing the
+    condition, most row groups of the other columns are never decoded, nor are the records
+    the merge overrides or deletes."""
     read_fields = list(read_schema.fields)
     # what the merge compares, and what the condition reads (partition columns may be in it)
     narrow = frozenset(engine.keys) | frozenset(engine.sequence_fields) | row_filter.columns
