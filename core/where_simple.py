@@ -20,7 +20,7 @@ from core.predicate import And, Literal, Operand, Predicate, compare, flat, in_l
 from core.types import DataField
 
 # identifiers, numbers (no exponent), plain quoted strings, operators, parentheses and commas
-_TOKEN = re.compile(r"\s*(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<number>-?\d+(?:\.\d+)?)"
+_TOKEN = re.compile(r"\s*(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<number>-?\d+(?:\.\d+)?(?![\w.]))"
                     r"|'(?P<string>[^'\\]*)'(?!')|(?P<op><>|!=|<=|>=|=|<|>)|(?P<punct>[(),]))")
 _OPS = {"=": "=", "<>": "<>", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 # Words sqlglot may read as something other than a column: a name among them takes the full parser.

@@ -34,7 +34,8 @@ NOT_SIMPLE = [
     "flag", "flag = TRUE", "5 < id", "id = n", "dt LIKE 'a%'", "dt = 'it''s'", "dt = 'a\\b'", "d = DATE '2024-01-01'",
     "id = 1e3", "id = .5", "id = 5;", "t.id = 5", "`id` = 5", '"id" = 5', "nope = 1", "id = 5 AND", "id BETWEEN 1",
     "id = 0x10", "d = 'not a date'", "small = 'abc'", "b = X'00ff'", "id = 5 - 3", "id = +5", "", "   ",
-    "id = 5 AND (n = 1 OR n = 2)", "id IN (SELECT 1)",
+    "id = 5 AND (n = 1 OR n = 2)", "id IN (SELECT 1)", "id = 5AND n = 3", "id = 5.5.5", "id = 5 -- note",
+    "id = 5 /* note */",
 ]
 
 
