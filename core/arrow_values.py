@@ -52,3 +52,10 @@ def numpy_values(arr: pa.Array, dtype: type) -> np.ndarray:
     """The values buffer of a fixed-width Arrow array as numpy (a view; null slots hold
     whatever the buffer does)."""
     return np.frombuffer(arr.buffers()[1], dtype=dtype)[arr.offset:arr.offset + len(arr)]
+
+
+def int_array(values: np.ndarray) -> pa.Array:
+    """A numpy int32 or int64 array (no nulls) as an Arrow one over the same memory."""
+    values = np.ascontiguousarray(values)
+    arrow_type = {np.dtype(np.int32): pa.int32(), np.dtype(np.int64): pa.int64()}[values.dtype]
+    return pa.Array.from_buffers(arrow_type, len(values), [None, pa.py_buffer(values)])

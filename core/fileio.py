@@ -163,7 +163,7 @@ def join(*parts: str) -> str:
     return out
 
 
-def _local_path(path: str) -> str:
+def local_path(path: str) -> str:
     """A local path without its ``file://`` or ``file:`` prefix (pypaimon writes external paths
     as ``file:/...``), as fsspec's local filesystem strips it."""
     for prefix in ("file://", "file:", "local://"):
@@ -176,7 +176,7 @@ def _local_path(path: str) -> str:
 def _local_list_dir(path: str) -> list[FileStatus]:
     """list_dir on a local disk with os alone, as fsspec's local ls answers: a file lists as
     itself, an absent path as empty; symlinks are followed."""
-    path = _local_path(path)
+    path = local_path(path)
     try:
         entries = [e.path for e in os.scandir(path)]
     except FileNotFoundError:
@@ -315,7 +315,7 @@ class FileIO:
     @_store_errors
     def exists(self, path: str) -> bool:
         _before("read")
-        if os.path.exists(_local_path(path)) if self.local else self.fs.exists(path):
+        if os.path.exists(local_path(path)) if self.local else self.fs.exists(path):
             return True
         self._confirm_bucket(path)
         return False
@@ -325,7 +325,7 @@ class FileIO:
         _before("read")
         try:
             if self.local:
-                with open(_local_path(path), "rb") as f:
+                with open(local_path(path), "rb") as f:
                     return f.read()
             return self.fs.cat_file(path)
         except FileNotFoundError as e:
@@ -427,7 +427,7 @@ class FileIO:
         """Write a new file (data, manifests). Names are unique, so no overwrite race exists."""
         _before("write")
         if self.local:
-            path = _local_path(path)  # an external data path may be file:/... (pypaimon's spelling)
+            path = local_path(path)  # an external data path may be file:/... (pypaimon's spelling)
             os.makedirs(os.path.dirname(path), exist_ok=True)
         self.fs.pipe_file(path, data)
 
@@ -435,7 +435,7 @@ class FileIO:
     def open_output(self, path: str) -> IO[bytes]:
         _before("write")
         if self.local:
-            path = _local_path(path)  # an external data path may be file:/... (pypaimon's spelling)
+            path = local_path(path)  # an external data path may be file:/... (pypaimon's spelling)
             os.makedirs(os.path.dirname(path), exist_ok=True)
         return self.fs.open(path, "wb")
 

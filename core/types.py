@@ -381,18 +381,30 @@ def _time_unit(precision: int) -> str:
     return "ns"
 
 
+_SIMPLE: dict[str, pa.DataType] = {}  # the parameterless types, built on first use (reads map every column of every file)
+
+
+def _simple_types() -> dict[str, pa.DataType]:
+    import pyarrow as pa
+
+    if not _SIMPLE:
+        _SIMPLE.update({
+            "BOOLEAN": pa.bool_(), "TINYINT": pa.int8(), "SMALLINT": pa.int16(), "INT": pa.int32(),
+            "BIGINT": pa.int64(), "FLOAT": pa.float32(), "DOUBLE": pa.float64(), "DATE": pa.date32(),
+            "BLOB": pa.large_binary(),
+            # Paimon's variant encoding, as pypaimon 2.1 stores and returns it (its fields are
+            # NOT NULL there; nullable here, since a null variant's children come back null
+            # from Spark's Arrow batches)
+            "VARIANT": pa.struct([pa.field("value", pa.binary()), pa.field("metadata", pa.binary())])})
+    return _SIMPLE
+
+
 def to_arrow(dt: DataType) -> pa.DataType:
     """The Arrow type lakectl uses in memory and in Parquet for a Paimon type."""
     import pyarrow as pa
 
     n = dt.name
-    simple = {"BOOLEAN": pa.bool_(), "TINYINT": pa.int8(), "SMALLINT": pa.int16(), "INT": pa.int32(),
-              "BIGINT": pa.int64(), "FLOAT": pa.float32(), "DOUBLE": pa.float64(), "DATE": pa.date32(),
-              "BLOB": pa.large_binary(),
-              # Paimon's variant encoding, as pypaimon 2.1 stores and returns it (its fields are
-              # NOT NULL there; nullable here, since a null variant's children come back null
-              # from Spark's Arrow batches)
-              "VARIANT": pa.struct([pa.field("value", pa.binary()), pa.field("metadata", pa.binary())])}
+    simple = _SIMPLE or _simple_types()
     if n in simple:
         return simple[n]
     if n == "DECIMAL":

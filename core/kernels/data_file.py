@@ -8,6 +8,7 @@ merge both read files through here.
 from __future__ import annotations
 
 import io
+import os
 from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -16,10 +17,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from core import formats
-from core.arrow_values import boolean_array
+from core.arrow_values import boolean_array, int_array
 from core.deletion_vectors import DeletionFile, deleted_mask, read_vector
 from core.errors import CorruptMetadataError
-from core.fileio import FileIO
+from core.fileio import FileIO, local_path
 from core.kernels.records import SEQUENCE_NUMBER, VALUE_KIND
 from core.manifest import DataFileMeta
 from core.predicate import ColumnRange, Predicate
@@ -33,15 +34,20 @@ def _file_columns(read_fields: Sequence[DataField], file_schema: TableSchema) ->
     return {f.id: by_id[f.id] for f in read_fields if f.id in by_id}
 
 
+# A column ``read_file(positions=True)`` adds: each row's position in its file (0-based, counting
+# every row of the file, deleted or not), the address ``read_rows_at`` reads a row back by.
+POSITION = "_ROW_POSITION"
+
+
 def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fields: Sequence[DataField],
               file_io: FileIO, *, system_columns: bool, row_filter: Predicate | None = None,
               deletion: DeletionFile | None = None, needed: frozenset[str] | None = None,
-              only_groups: Sequence[int] | None = None) -> pa.Table:
+              only_groups: Sequence[int] | None = None, positions: bool = False) -> pa.Table:
     """Read one data file and present it in ``read_fields`` (plus seq/kind if asked); with a
     ``row_filter``, only the row groups whose stats may satisfy it; with a ``deletion``
     vector, without the rows it marks deleted; with ``needed``, only those read fields are
     read (the others are null); with ``only_groups``, only those row groups of a Parquet
-    file (``read_file_parts``).
+    file (``read_file_parts``); with ``positions``, a last ``POSITION`` column.
 
     Raises:
         CorruptMetadataError: the file is missing or unreadable, or holds a timestamp outside
@@ -54,6 +60,8 @@ def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fiel
     try:
         table, group_rows, groups = _read_columns(path, meta, file_io, wanted, row_filter, read_fields, mapping,
                                                   only_groups)
+        if positions:  # before the deletion vector drops rows: positions count every row
+            table = table.append_column(POSITION, _positions(group_rows, groups))
         if deletion is not None:
             table = _without_deleted(table, group_rows, groups, read_vector(file_io, deletion))
     except FileNotFoundError as e:
@@ -82,7 +90,46 @@ def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fiel
     if system_columns:
         columns += [pc.cast(table.column(SEQUENCE_NUMBER), pa.int64()), pc.cast(table.column(VALUE_KIND), pa.int8())]
         fields += [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())]
+    if positions:
+        columns.append(table.column(POSITION))
+        fields.append(pa.field(POSITION, pa.int64()))
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def _positions(group_rows: list[int], groups: list[int] | None) -> pa.Array:
+    """The file positions of the rows of ``groups`` (None: all row groups), in file order."""
+    if groups is None:
+        return int_array(np.arange(sum(group_rows), dtype=np.int64))
+    starts = np.cumsum([0] + group_rows)
+    if not groups:
+        return int_array(np.zeros(0, np.int64))
+    return int_array(np.concatenate([np.arange(starts[g], starts[g + 1], dtype=np.int64) for g in groups]))
+
+
+def read_rows_at(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fields: Sequence[DataField],
+                 file_io: FileIO, positions: np.ndarray, *, needed: frozenset[str] | None = None) -> pa.Table:
+    """The rows at file ``positions`` (ascending, as ``read_file(positions=True)`` numbers them)
+    in ``read_fields``, in that order. Of a Parquet file only the row groups holding them are
+    decoded; other formats are read whole. No deletion vector applies: the positions chosen
+    are of live rows already.
+
+    Raises:
+        CorruptMetadataError: as ``read_file``.
+    """
+    group_rows = _group_rows(path, meta, file_io)
+    if group_rows is None:
+        table = read_file(path, meta, file_schema, read_fields, file_io, system_columns=False, needed=needed)
+        return table.take(int_array(np.asarray(positions, np.int64)))
+    starts = np.cumsum([0] + group_rows)
+    holding = np.unique(np.searchsorted(starts, positions, side="right") - 1)
+    table = read_file(path, meta, file_schema, read_fields, file_io, system_columns=False, needed=needed,
+                      only_groups=[int(g) for g in holding])
+    # Position -> index in the table of the groups read: the rows before its group that were
+    # read (groups read before it) plus its offset inside the group.
+    read_before = np.cumsum([0] + [group_rows[g] for g in holding])[:-1]
+    group_of = np.searchsorted(starts, positions, side="right") - 1
+    local = read_before[np.searchsorted(holding, group_of)] + (positions - starts[group_of])
+    return table.take(int_array(local.astype(np.int64)))
 
 
 def _out_of_range(path: str, column: str, detail: str) -> str:
@@ -142,7 +189,7 @@ def _read_columns(path: str, meta: DataFileMeta, file_io: FileIO, wanted: Sequen
             table = formats.read_avro(source, columns)
         return table, [table.num_rows], None
     # Row groups are pruned by their stats in Parquet files only.
-    with pq.ParquetFile(source) as parquet:
+    with pq.ParquetFile(source, metadata=_footer(path, file_io, source)) as parquet:
         metadata = parquet.metadata
         group_rows = [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
         if row_filter is None and only_groups is None:
@@ -220,20 +267,56 @@ def read_file_parts(path: str, meta: DataFileMeta, file_schema: TableSchema, rea
 
 def _group_parts(path: str, meta: DataFileMeta, file_io: FileIO, part_rows: int) -> list[list[int]] | None:
     """Runs of consecutive row groups of about ``part_rows`` rows; None to read the file whole."""
-    if not file_io.local or formats.format_of(meta.file_name) != "parquet":
+    if not file_io.local:
         return None
-    try:
-        metadata = pq.read_metadata(path)
-    except (OSError, ValueError):
-        return None  # read_file reports the file as missing or unreadable
-    if metadata.num_row_groups <= 1:
+    group_rows = _group_rows(path, meta, file_io)
+    if group_rows is None or len(group_rows) <= 1:
         return None
     parts: list[list[int]] = [[]]
     rows = 0
-    for g in range(metadata.num_row_groups):
-        if parts[-1] and rows + metadata.row_group(g).num_rows > part_rows:
+    for g, n in enumerate(group_rows):
+        if parts[-1] and rows + n > part_rows:
             parts.append([])
             rows = 0
         parts[-1].append(g)
-        rows += metadata.row_group(g).num_rows
+        rows += n
     return parts
+
+
+def _group_rows(path: str, meta: DataFileMeta, file_io: FileIO) -> list[int] | None:
+    """The rows of each row group of a local Parquet file; None for other files, and for a
+    file that cannot be read (``read_file`` reports it)."""
+    if not file_io.local or formats.format_of(meta.file_name) != "parquet":
+        return None
+    try:
+        metadata = _footer(path, file_io, path)
+    except (OSError, ValueError):
+        return None
+    if metadata is None:
+        return None
+    return [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
+
+
+# Parsed Parquet footers of local data files, by (path, size, mtime): a data file never changes
+# once written (its name is unique), so a read that opens it again, in this call (the row
+# groups of read_file_parts, the rows of read_rows_at) or the next, skips the footer. The
+# size and mtime let a file replaced under the same name be read afresh.
+_FOOTERS: dict[tuple[str, int, int], pq.FileMetaData] = {}
+_FOOTERS_MAX = 4096
+
+
+def _footer(path: str, file_io: FileIO, source: Any) -> pq.FileMetaData | None:
+    """The footer of the local Parquet file at ``path`` (cached); None on object stores, whose
+    files are fetched whole anyway (``source`` is then the bytes and parsed with the file)."""
+    if not file_io.local or not isinstance(source, str):
+        return None
+    local = local_path(path)
+    st = os.stat(local)
+    key = (local, st.st_size, st.st_mtime_ns)
+    found = _FOOTERS.get(key)
+    if found is None:
+        found = pq.read_metadata(local)
+        if len(_FOOTERS) >= _FOOTERS_MAX:
+            _FOOTERS.clear()
+        _FOOTERS[key] = found
+    return found

@@ -8,15 +8,17 @@ merge engine (``core.kernels.merge``), and keys whose merged record is -U/-D dis
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator, Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from core import binary_row
+from core.arrow_values import int_array
 from core.kernels import data_evolution
-from core.kernels.data_file import read_file, read_file_parts
+from core.kernels.data_file import POSITION, read_file, read_file_parts, read_rows_at
 from core.default_values import fill_defaults
 from core.deletion_vectors import DeletionFile
 from core.fileio import FileIO, join
@@ -25,7 +27,7 @@ from core.kernels import stream_merge
 from core.kernels.merge import MergeEngine
 from core.manifest import DataFileMeta, sorted_runs
 from core.kernels.key_prune import keep_matching_keys, key_condition
-from core.predicate import Predicate
+from core.predicate import And, Comparison, InList, Predicate
 from core.schema import TableSchema
 from core.types import arrow_field, to_arrow
 
@@ -134,14 +136,24 @@ def _read_merged(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[in
     about one batch per run, not the bucket; its chunks come out as they are merged."""
     read_fields = list(read_schema.fields)
     engine = MergeEngine.of(read_schema)
+    # Object stores fetch a file whole in one GET (data_file._read_columns): reading it
+    # twice, keys first, would fetch it twice.
+    if row_filter is not None and engine.kind in _CHOOSING_ENGINES and _names_points(row_filter) \
+            and file_io.local:
+        yield _read_merged_late(split, read_schema, schemas, file_io, row_filter, engine)
+        return
     needed = _needed(split, read_schema)
+    # A deduplicate merge shows no value of a file of retractions only (a delete's file): its
+    # record of a key either wins, and the key is gone, or loses. Its keys are enough.
+    keys_only = _needed(replace(split, columns=frozenset()), read_schema) if engine.kind == "deduplicate" else None
 
     def run_tables(files: list[DataFileMeta]):
         for meta in files:
             path = meta.external_path or join(split.bucket_dir, meta.file_name)
+            columns = keys_only if keys_only is not None and _retractions_only(meta) else needed
             for records in read_file_parts(path, meta, schemas[meta.schema_id], read_fields, file_io,
                                            part_rows=stream_merge.BATCH_ROWS, system_columns=True,
-                                           row_filter=row_filter, deletion=split.deletion(meta), needed=needed):
+                                           row_filter=row_filter, deletion=split.deletion(meta), needed=columns):
                 # A key-only condition (row_filter) drops every record of a rejected key before
                 # the merge: all records of a key agree on it (key_prune). Deletion vectors applied.
                 yield keep_matching_keys(records, row_filter)
@@ -150,6 +162,87 @@ def _read_merged(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[in
     names = [f.name for f in read_fields]
     for chunk in stream_merge.merge_runs(engine, [stream_merge.batches(run_tables(r)) for r in runs]):
         yield alive(chunk).select(names)
+
+
+# Merge engines whose merged record of a key is one of its records as it is (the newest):
+# which record that is follows from the key, sequence and kind columns alone. (first-row also
+# chooses, but its reads see level 0 hidden, rarely merge, and keep the plain path.)
+_CHOOSING_ENGINES = ("deduplicate",)
+_FILE = "_FILE_INDEX"
+
+
+def _names_points(condition: Predicate) -> bool:
+    """Does the key condition hold only at points (``=``, ``IN``) where it must hold at all?
+    Then a row group whose stats admit it may still hold none of its keys (a lookup's keys
+    fall inside most groups' [min, max] in every partition), and reading the key columns
+    first saves decoding the rest of such groups. A key range instead holds throughout each
+    group its stats admit: there, reading late would decode those groups twice."""
+    if isinstance(condition, And):
+        return any(_names_points(c) for c in condition.children)
+    return isinstance(condition, InList) or (isinstance(condition, Comparison) and condition.op == "=")
+
+
+def _read_merged_late(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
+                      file_io: FileIO, row_filter: Predicate, engine: MergeEngine) -> pa.Table:
+    """``_read_merged`` with late materialisation, for a key condition naming points
+    (``_names_points``) and an engine that chooses records: the runs are read and merged in
+    the columns the merge compares (key, sequence fields, sequence number, kind) plus each
+    record's file and position; only the records that come out alive are then read in full
+    (``read_rows_at``: just the row groups holding them). With few keys passing the
+    condition, most row groups of the other columns are never decoded, nor are the records
+    the merge overrides or deletes."""
+    read_fields = list(read_schema.fields)
+    # what the merge compares, and what the condition reads (partition columns may be in it)
+    narrow = frozenset(engine.keys) | frozenset(engine.sequence_fields) | row_filter.columns
+    narrow_names = [f.name for f in read_fields if f.name in narrow]
+    files = list(split.files)
+    index = {id(meta): i for i, meta in enumerate(files)}
+
+    def run_tables(run: list[DataFileMeta]):
+        for meta in run:
+            path = meta.external_path or join(split.bucket_dir, meta.file_name)
+            for records in read_file_parts(path, meta, schemas[meta.schema_id], read_fields, file_io,
+                                           part_rows=stream_merge.BATCH_ROWS, system_columns=True,
+                                           row_filter=row_filter, deletion=split.deletion(meta), needed=narrow,
+                                           positions=True):
+                records = keep_matching_keys(records.select(narrow_names + [SEQUENCE_NUMBER, VALUE_KIND, POSITION]),
+                                             row_filter)
+                yield records.append_column(_FILE, int_array(np.full(records.num_rows, index[id(meta)], np.int32)))
+
+    runs = run_files(files, [f.type for f in read_schema.key_fields])
+    chunks = [alive(chunk) for chunk in stream_merge.merge_runs(engine, [stream_merge.batches(run_tables(r))
+                                                                         for r in runs])]
+    chunks = [c for c in chunks if c.num_rows]
+    empty = pa.schema([arrow_field(f).with_nullable(True) for f in read_fields]).empty_table()
+    if not chunks:
+        return empty
+    chosen = pa.concat_tables(chunks) if len(chunks) > 1 else chunks[0]
+    return _rows_of(chosen, files, split, read_schema, schemas, file_io)
+
+
+def _rows_of(chosen: pa.Table, files: Sequence[DataFileMeta], split: ReadSplit, read_schema: TableSchema,
+             schemas: Mapping[int, TableSchema], file_io: FileIO) -> pa.Table:
+    """The full rows of the ``chosen`` records (their ``_FILE`` and ``POSITION``), in their order."""
+    file_of = chosen.column(_FILE).to_numpy()
+    position = chosen.column(POSITION).to_numpy()
+    needed = _needed(split, read_schema)
+    parts, order = [], []
+    for i in np.unique(file_of):
+        meta = files[int(i)]
+        at = np.flatnonzero(file_of == i)
+        at = at[np.argsort(position[at], kind="stable")]
+        path = meta.external_path or join(split.bucket_dir, meta.file_name)
+        parts.append(read_rows_at(path, meta, schemas[meta.schema_id], list(read_schema.fields), file_io,
+                                  position[at], needed=needed))
+        order.append(at)
+    rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    # rows are grouped by file; put them back in merged (key) order
+    return rows.take(int_array(np.argsort(np.concatenate(order), kind="stable").astype(np.int64)))
+
+
+def _retractions_only(meta: DataFileMeta) -> bool:
+    """Does the file hold -U/-D records only (its manifest's delete row count is its rows)?"""
+    return meta.delete_row_count is not None and 0 < meta.row_count == meta.delete_row_count
 
 
 def _row_group_filter(predicate: Predicate | None, merged: TableSchema | None) -> Predicate | None:

@@ -21,6 +21,7 @@ from core.engines.local import LocalEngine
 from core.errors import CorruptMetadataError, ExpiredWhileReadingError, UsageError
 from core.fileio import join
 from core.kernels import data_evolution
+from core.kernels.key_prune import filter_rows
 from core.kernels.read import ReadSplit
 from core.manifest import ManifestEntry, live_entries
 from core.default_values import prunable
@@ -205,7 +206,7 @@ def filtered(parts: Iterable[pa.Table], predicate: Predicate | None, columns: li
     remaining = limit
     for part in parts:
         if predicate is not None:
-            part = part.filter(predicate.to_arrow())
+            part = filter_rows(part, predicate)
         if columns:
             part = part.select(columns)
         if remaining is not None:
@@ -251,9 +252,9 @@ def prepare(table: TableHandle, *, snapshot_id: int | None = None, timestamp: st
     check_select(read_schema, select)
     predicate = None
     if where is not None:
-        from core.where import parse_where  # sqlglot: only for a condition
+        from core.where_simple import parse_condition  # sqlglot: only for conditions beyond the simple
 
-        predicate = parse_where(where, read_schema.fields)
+        predicate = parse_condition(where, read_schema.fields)
     # With --select only the selected and filtered columns are read from the files.
     columns = frozenset(select) | (predicate.columns if predicate is not None else frozenset()) if select else None
     check_options(read_schema, table.name, READ, batch_scan=True, columns=columns)

@@ -46,3 +46,30 @@ def test_key_range_scan_on_multi_run_table_equals_python_model(tmp_path):
     # A value condition merges first: only keys whose NEWEST value is 3 come back.
     got = sorted(r["id"] for r in t.scan(where="v = 3").to_pylist())
     assert got == sorted(k for k, v in model.items() if v == 3)
+
+
+def test_key_conditions_filter_as_python_does():
+    """The compute-function masks of keep_matching_keys (comparisons, IN lists, their AND) and
+    the expression filter it falls back on (OR) keep the rows a Python filter keeps."""
+    import random
+
+    from core.predicate import InList, Or
+
+    rnd = random.Random(3)
+    ids = sorted(rnd.sample(range(1000), 300))
+    names = [f"k{rnd.randrange(20):02d}" for _ in ids]
+    table = pa.table({"id": pa.array(ids, pa.int64()), "name": names, "_SEQUENCE_NUMBER": list(range(300))})
+    text = parse_type("STRING")
+    cases = [
+        (And((Comparison("id", BIGINT, ">=", 100), Comparison("id", BIGINT, "<=", 400))), lambda i, n: 100 <= i <= 400),
+        (InList("id", BIGINT, tuple(ids[::7]) + (1001,)), lambda i, n: i in set(ids[::7])),
+        (And((Comparison("name", text, "=", "k03"), Comparison("id", BIGINT, "<>", ids[0]))),
+         lambda i, n: n == "k03" and i != ids[0]),
+        (And((InList("name", text, ("k01", "k19")), Comparison("id", BIGINT, "<", 500))),
+         lambda i, n: n in ("k01", "k19") and i < 500),
+        (Or((Comparison("id", BIGINT, ">", 900), Comparison("name", text, "=", "k00"))),
+         lambda i, n: i > 900 or n == "k00"),
+    ]
+    for condition, keep in cases:
+        got = keep_matching_keys(table, condition)
+        assert got.column("id").to_pylist() == [i for i, n in zip(ids, names) if keep(i, n)], condition
