@@ -78,8 +78,8 @@ _DEFAULT_CONF = {
 _LOCAL_CONF = {"spark.shuffle.compress": "false"}
 # JVM flags by the amount of data the command moves (bench/results-spark.md, 2026-11-27):
 # C1 alone (TieredStopAtLevel=1) starts a session and writes 1,000 rows for ~7 CPU seconds
-# less than the JVM's default tiered compilation on 2 cores, while C2 saves ~1.7 CPU s per
-# million rows of a write; C2 repays its compile time only past a few million rows.
+# less than the JVM's default tiered compilation on 2 cores, while C2 saves ~1.5 CPU s per
+# million rows of a write; C2 repays its compile time only past ~5 million rows (~145 MiB).
 _JVM_FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 _BULK_JVM_FLAGS = "-XX:+UseSerialGC"
 BULK_BYTES = 256 << 20  # data above which a new session gets _BULK_JVM_FLAGS (auto's Spark threshold)

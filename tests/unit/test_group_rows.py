@@ -48,3 +48,8 @@ def test_one_group_is_the_input_itself() -> None:
     [(values, bucket, rows)] = group_rows(table, schema)
     assert (values, bucket) == (("a",), bucket_of([7], [schema.field("id").type], 2))
     assert rows.to_pylist() == table.to_pylist()
+
+
+def test_no_rows_no_groups() -> None:
+    empty = pa.table({"id": pa.array([], pa.int64()), "dt": pa.array([], pa.string()), "v": pa.array([], pa.string())})
+    assert group_rows(empty, _schema(4)) == []
