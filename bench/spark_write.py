@@ -56,10 +56,37 @@ def make_rows(n: int, seed: int = 7) -> pa.Table:
     })
 
 
-def timed(fn) -> float:
-    start = time.perf_counter()
+def tree_cpu_seconds() -> float:
+    """CPU seconds (user + system, finished children included) of this process and every
+    descendant: the JVM, its Python daemon and workers. On a shared machine wall times swing
+    with the other load; the CPU a case spends much less (Linux /proc; 0 elsewhere)."""
+    children: dict[int, list[int]] = {}
+    ticks: dict[int, int] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:  # the process ended meanwhile
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) "
+        children.setdefault(int(fields[1]), []).append(int(entry))
+        ticks[int(entry)] = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    total, todo = 0, [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        total += ticks.get(pid, 0)
+        todo += children.get(pid, [])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def timed(fn, cpu: list[float]) -> float:
+    """Wall seconds of fn(); its CPU seconds are appended to ``cpu``."""
+    start, start_cpu = time.perf_counter(), tree_cpu_seconds()
     fn()
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    cpu.append(tree_cpu_seconds() - start_cpu)
+    return wall
 
 
 def main() -> None:
@@ -68,28 +95,34 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--out", default="bench/results-spark.md")
+    parser.add_argument("--jvm-flags", help="the session's JVM flags instead of lakectl's choice (both cases use them)")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="lakectl-bench-"))
     try:
         source = work / "input.parquet"
         pq.write_table(make_rows(args.rows), source, compression="zstd")
-        engine = SparkEngine(master=args.master)
+        flags = {"spark.driver.extraJavaOptions": args.jvm_flags,
+                 "spark.executor.extraJavaOptions": args.jvm_flags} if args.jvm_flags else {}
+        engine = SparkEngine(master=args.master, conf=flags)
         spark = engine.session  # started once, outside the timings
         read = lambda: spark.read.parquet(str(source))  # noqa: E731
         read().write.parquet(str(work / "warm-up"))  # JIT warm-up, not counted
         floor_times, transfer_times, lakectl_times = [], [], []
+        cpu: dict[str, list[float]] = {"floor": [], "transfer": [], "lakectl": []}
         for rep in range(args.repeat):
             out = work / f"floor-{rep}"
-            floor_times.append(timed(lambda: read().write.parquet(str(out))))
-            transfer_times.append(timed(lambda: read().mapInArrow(_count_rows, "n long").collect()))
+            floor_times.append(timed(lambda: read().write.parquet(str(out)), cpu["floor"]))
+            transfer_times.append(timed(lambda: read().mapInArrow(_count_rows, "n long").collect(), cpu["transfer"]))
             table = Table.locate(f"bench.t{rep}", warehouse=str(work / "wh"))
             create(table, SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "4"})
-            lakectl_times.append(timed(lambda: write(table, spark.read.parquet(str(source)), engine=engine)))
+            lakectl_times.append(timed(lambda: write(table, spark.read.parquet(str(source)), engine=engine),
+                                       cpu["lakectl"]))
             assert table.latest_snapshot().total_record_count == args.rows
             print(f"rep {rep + 1}: floor {floor_times[-1]:.2f}s, transfer {transfer_times[-1]:.2f}s, "
-                  f"lakectl {lakectl_times[-1]:.2f}s ({lakectl_times[-1] / floor_times[-1]:.2f}x)", flush=True)
-        report(args, floor_times, transfer_times, lakectl_times)
+                  f"lakectl {lakectl_times[-1]:.2f}s ({lakectl_times[-1] / floor_times[-1]:.2f}x); CPU s "
+                  f"{cpu['floor'][-1]:.2f}, {cpu['transfer'][-1]:.2f}, {cpu['lakectl'][-1]:.2f}", flush=True)
+        report(args, floor_times, transfer_times, lakectl_times, cpu)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -100,11 +133,16 @@ def _count_rows(batches):
         yield pa.RecordBatch.from_pydict({"n": [batch.num_rows]}, schema=pa.schema([("n", pa.int64())]))
 
 
-def report(args: argparse.Namespace, floor: list[float], transfer: list[float], lakectl: list[float]) -> None:
+def report(args: argparse.Namespace, floor: list[float], transfer: list[float], lakectl: list[float],
+           cpu: dict[str, list[float]]) -> None:
     import pyspark
 
     ratios = [lk / fl for lk, fl in zip(lakectl, floor)]
     transfer_ratios = [tr / fl for tr, fl in zip(transfer, floor)]
+
+    def cpu_cells(case: str) -> str:
+        per_rep = [c / f for c, f in zip(cpu[case], cpu["floor"])]
+        return f"{statistics.median(cpu[case]):.2f} | {statistics.median(per_rep):.2f}"
 
     lines = [
         "# Spark write benchmark",
@@ -114,18 +152,22 @@ def report(args: argparse.Namespace, floor: list[float], transfer: list[float], 
         f"pyarrow {pa.__version__}.",
         "",
         f"{args.rows:,} rows (id BIGINT key, dt with 8 values, 6 value columns); primary key (id, dt), bucket=4, "
-        f"partitioned by dt; Spark {args.master}; {args.repeat} repetitions, cases interleaved.",
+        f"partitioned by dt; Spark {args.master}; {args.repeat} repetitions, cases interleaved; "
+        f"JVM flags: {args.jvm_flags or 'lakectl default'}.",
         "",
-        "| case | median seconds | median ratio to the floor |",
-        "|---|---|---|",
-        f"| bare Spark: DataFrame -> Parquet (floor) | {statistics.median(floor):.2f} | 1.00 |",
+        "| case | median seconds | median ratio to the floor | median CPU s | median CPU ratio |",
+        "|---|---|---|---|---|",
+        f"| bare Spark: DataFrame -> Parquet (floor) | {statistics.median(floor):.2f} | 1.00 | {cpu_cells('floor')} |",
         f"| Spark -> Python Arrow transfer alone (mapInArrow doing nothing) | {statistics.median(transfer):.2f} | "
-        f"{statistics.median(transfer_ratios):.2f} |",
+        f"{statistics.median(transfer_ratios):.2f} | {cpu_cells('transfer')} |",
         f"| lakectl write on Spark (PK table, 4 buckets, 8 partitions) | {statistics.median(lakectl):.2f} | "
-        f"{statistics.median(ratios):.2f} |",
+        f"{statistics.median(ratios):.2f} | {cpu_cells('lakectl')} |",
         "",
         "Per repetition (floor s, transfer s, lakectl s, lakectl ratio): "
         + "; ".join(f"{f:.2f}, {t:.2f}, {lk:.2f}, {r:.2f}" for f, t, lk, r in zip(floor, transfer, lakectl, ratios)),
+        "",
+        "CPU seconds per repetition (floor, transfer, lakectl): "
+        + "; ".join(f"{f:.2f}, {t:.2f}, {lk:.2f}" for f, t, lk in zip(cpu["floor"], cpu["transfer"], cpu["lakectl"])),
         "",
     ]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

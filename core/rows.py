@@ -222,6 +222,18 @@ def py_values(values: pa.Array | pa.ChunkedArray) -> list[Any]:
 
 
 def group_rows(rows: pa.Table, schema: TableSchema) -> list[tuple[tuple[Any, ...], int, pa.Table]]:
-    """Split rows into (partition values, bucket, rows in input order) groups."""
-    return [(values, bucket, rows if indices is None else rows.take(pa.array(indices)))
-            for values, bucket, indices in group_indices(rows, schema)]
+    """Split rows into (partition values, bucket, rows in input order) groups.
+
+    One ``take`` puts every group's rows together and each group is a zero-copy slice of it:
+    one take per group costs ~1.6x as much CPU at 32 groups (the Spark write's route step)."""
+    groups = group_indices(rows, schema)
+    if not groups:  # no rows
+        return []
+    if len(groups) == 1 and groups[0][2] is None:
+        return [(groups[0][0], groups[0][1], rows)]
+    together = rows.take(pa.array(np.concatenate([indices for _, _, indices in groups])))
+    out, start = [], 0
+    for values, bucket, indices in groups:
+        out.append((values, bucket, together.slice(start, len(indices))))
+        start += len(indices)
+    return out

@@ -24,7 +24,7 @@ def choose_engine(settings: EngineSettings | None, data_bytes: int = 0) -> tuple
     """Return (engine, why it was chosen)."""
     settings = settings or EngineSettings()
     name, why = engine_choice(settings, data_bytes)
-    return (_spark(settings) if name == "spark" else _local(settings)), why
+    return (_spark(settings, data_bytes) if name == "spark" else _local(settings)), why
 
 
 def engine_choice(settings: EngineSettings | None, data_bytes: int = 0) -> tuple[str, str]:
@@ -48,8 +48,8 @@ def _local(settings: EngineSettings) -> Any:
     return LocalEngine(progress=settings.progress)
 
 
-def _spark(settings: EngineSettings) -> Any:
+def _spark(settings: EngineSettings, data_bytes: int) -> Any:
     from core.engines.spark import SparkEngine
 
     return SparkEngine(master=settings.master or DEFAULT_MASTER, conf=dict(settings.spark_conf),
-                       progress=settings.progress)
+                       progress=settings.progress, data_bytes=data_bytes)

@@ -72,7 +72,17 @@ _DEFAULT_CONF = {
     # (Spark's default of 10,000 rows made per-batch overhead dominate).
     "spark.sql.execution.arrow.maxRecordsPerBatch": "262144",
 }
+# A local session's shuffle files stay on this machine's disk, and what lakectl shuffles (the
+# write's routed chunks) is lz4-compressed Arrow already: compressing it again cost CPU and
+# saved nothing (bench/results-spark.md). Clusters keep Spark's default (network transfer).
+_LOCAL_CONF = {"spark.shuffle.compress": "false"}
+# JVM flags by the amount of data the command moves (bench/results-spark.md, 2026-11-27):
+# C1 alone (TieredStopAtLevel=1) starts a session and writes 1,000 rows for ~7 CPU seconds
+# less than the JVM's default tiered compilation on 2 cores, while C2 saves ~1.5 CPU s per
+# million rows of a write; C2 repays its compile time only past ~5 million rows (~145 MiB).
 _JVM_FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+_BULK_JVM_FLAGS = "-XX:+UseSerialGC"
+BULK_BYTES = 256 << 20  # data above which a new session gets _BULK_JVM_FLAGS (auto's Spark threshold)
 _LOG4J = """\
 rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = console
@@ -312,8 +322,29 @@ def check_master(master: str) -> None:
     raise errors.SparkUnreachableError(f"no Spark master answers at {master} ({'; '.join(reasons)})")
 
 
-def get_session(master: str, conf: Mapping[str, str]) -> SparkSession:
-    """The active SparkSession if lakectl runs inside a Spark application, else a new one."""
+def jvm_flags(data_bytes: int) -> str:
+    """The JVM flags of a new session for a command moving ``data_bytes`` (0: not known)."""
+    return _BULK_JVM_FLAGS if data_bytes > BULK_BYTES else _JVM_FLAGS
+
+
+def session_settings(master: str, conf: Mapping[str, str], data_bytes: int, python: str) -> dict[str, str]:
+    """The Spark settings of a new lakectl session: lakectl's defaults, those of its master
+    and its data size, then the user's ``conf`` over them all."""
+    settings = dict(_DEFAULT_CONF)
+    settings["spark.driver.extraJavaOptions"] = jvm_flags(data_bytes)
+    settings["spark.executor.extraJavaOptions"] = jvm_flags(data_bytes)
+    settings["spark.pyspark.python"] = python
+    if _loopback_master(master):
+        settings.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
+    if master.startswith("local"):
+        settings.update(_LOCAL_CONF)
+    settings.update(conf)
+    return settings
+
+
+def get_session(master: str, conf: Mapping[str, str], data_bytes: int = 0) -> SparkSession:
+    """The active SparkSession if lakectl runs inside a Spark application, else a new one
+    (with JVM flags for ``data_bytes``, the size of the command's data when known)."""
     active = SparkSession.getActiveSession()
     if active is not None:
         log.info("reusing the active SparkSession (master %s)", active.sparkContext.master)
@@ -322,16 +353,9 @@ def get_session(master: str, conf: Mapping[str, str]) -> SparkSession:
     # Executors start the interpreter named here; the default `python3` on PATH may lack core.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    settings = dict(_DEFAULT_CONF)
     os.environ.setdefault("SPARK_CONF_DIR", _conf_dir())
-    settings["spark.driver.extraJavaOptions"] = _JVM_FLAGS
-    settings["spark.executor.extraJavaOptions"] = _JVM_FLAGS
-    settings["spark.pyspark.python"] = os.environ["PYSPARK_PYTHON"]
-    if _loopback_master(master):
-        settings.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
-    settings.update(conf)
     builder = SparkSession.builder.master(master).appName("lakectl")
-    for key, value in settings.items():
+    for key, value in session_settings(master, conf, data_bytes, os.environ["PYSPARK_PYTHON"]).items():
         builder = builder.config(key, value)
     check_master(master)
     log.info("starting a SparkSession on %s", master)
@@ -395,13 +419,14 @@ class SparkEngine:
     master: str = "local[*]"
     conf: dict[str, str] = field(default_factory=dict)
     progress: ProgressCallback | None = None
+    data_bytes: int = 0  # the size of the command's data, when known: it picks the JVM flags
     name: str = "spark"
     _session: SparkSession | None = None
 
     @property
     def session(self) -> SparkSession:
         if self._session is None:
-            self._session = get_session(self.master, self.conf)
+            self._session = get_session(self.master, self.conf, self.data_bytes)
         return self._session
 
     def _run(self, what: str, action: Callable[[], Any]) -> Any:
