@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from core.ops.alter import AlterResult
     from core.ops.compact import CompactResult
     from core.ops.delete import DeleteResult
-    from core.ops.describe import FileInfo, SnapshotInfo, TableDescription
+    from core.ops.describe import FileInfo, TableDescription
+    from core.ops.history import SnapshotInfo
     from core.ops.expire import ExpireResult
     from core.ops.follow import ChangeBatch
     from core.ops.lookup import LookupResult
@@ -167,7 +168,7 @@ class Table(TableHandle):
         return live_files(self, snapshot_id)
 
     def history(self, limit: int | None = None) -> list["SnapshotInfo"]:
-        from core.ops.describe import history
+        from core.ops.history import history
 
         return history(self, limit=limit)
 

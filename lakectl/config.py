@@ -170,7 +170,7 @@ def config_path(explicit: str | None) -> tuple[Path, str] | None:
     return None
 
 
-_TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
+_TOML_POSITION = r"\s*\(at line (\d+), column (\d+)\)\s*$"
 
 
 def load_config_file(path: Path, source: str = "flag --config") -> ConfigFile:
@@ -189,7 +189,7 @@ def load_config_file(path: Path, source: str = "flag --config") -> ConfigFile:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         message = str(e)
-        m = _TOML_POSITION.search(message)
+        m = re.search(_TOML_POSITION, message)
         if m:  # Python < 3.14 keeps the position only in the message
             raise UsageError(f"config file {path}, line {m.group(1)}, column {m.group(2)}: "
                              f"{message[:m.start()]}") from e
@@ -253,13 +253,14 @@ def _describe(value: Any) -> str:
     return f"the {'integer' if isinstance(value, int) else 'number'} {value!r}"
 
 
-_HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
-_ASSIGN = re.compile(r"""^\s*((?:"[^"]*"|'[^']*'|[A-Za-z0-9_\-]+)(?:\s*\.\s*(?:"[^"]*"|'[^']*'|[A-Za-z0-9_\-]+))*)\s*=""")
-_KEY_PART = re.compile(r"""\s*("[^"]*"|'[^']*'|[A-Za-z0-9_\-]+)\s*(?:\.|$)""")
+# Patterns compiled on first use (re caches them): most commands read no config file.
+_HEADER = r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$"
+_ASSIGN = r"""^\s*((?:"[^"]*"|'[^']*'|[A-Za-z0-9_\-]+)(?:\s*\.\s*(?:"[^"]*"|'[^']*'|[A-Za-z0-9_\-]+))*)\s*="""
+_KEY_PART = r"""\s*("[^"]*"|'[^']*'|[A-Za-z0-9_\-]+)\s*(?:\.|$)"""
 
 
 def _split_key(text: str) -> tuple[str, ...]:
-    return tuple(p.strip("\"'") for p in _KEY_PART.findall(text))
+    return tuple(p.strip("\"'") for p in re.findall(_KEY_PART, text))
 
 
 def _line_of(text: str, keys: tuple[str, ...]) -> int | None:
@@ -267,13 +268,13 @@ def _line_of(text: str, keys: tuple[str, ...]) -> int | None:
     table: tuple[str, ...] = ()
     header_line = None
     for number, line in enumerate(text.splitlines(), 1):
-        header = _HEADER.match(line)
+        header = re.match(_HEADER, line)
         if header:
             table = _split_key(header.group(1))
             if table == keys and header_line is None:
                 header_line = number
             continue
-        assign = _ASSIGN.match(line)
+        assign = re.match(_ASSIGN, line)
         if assign and (*table, *_split_key(assign.group(1))) == keys:
             return number
     return header_line

@@ -16,7 +16,7 @@ def snapshots_listing(s: Settings, table: str, *, limit: int | None, branch: str
                       warehouse: str | None, fmt: str | None) -> Callable[[], None]:
     """``lakectl snapshots``: newest first; the commit user (a UUID per writer) only in the
     script formats, where a script may need it."""
-    from core.ops.describe import SnapshotInfo
+    from core.ops.history import SnapshotInfo
     from core.table import Table
 
     out = Output(s.resolve_format(fmt), quiet=s.quiet)

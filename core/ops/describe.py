@@ -1,11 +1,11 @@
-"""Read-only views of a table and a warehouse: snapshot history, describe, list.
+"""Read-only views of a table and a warehouse: describe, list (the snapshot history is in
+core/ops/history.py, which a snapshots listing imports alone).
 
 Metadata only: nothing here reads a data file or starts an engine.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -13,18 +13,6 @@ from core.options import check_limit
 from core.partition import partition_spec_text
 from core.table_handle import TableHandle
 from core.warehouse import Warehouse
-
-
-@dataclass(frozen=True, slots=True)
-class SnapshotInfo:
-    snapshot_id: int
-    schema_id: int
-    commit_kind: str
-    commit_time: str  # ISO 8601, local time zone
-    delta_record_count: int
-    total_record_count: int
-    commit_time_millis: int
-    commit_user: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,21 +49,6 @@ class TableDescription:
 class CatalogEntry:
     database: str
     table: str | None
-
-
-def history(table: TableHandle, *, limit: int | None = None) -> list[SnapshotInfo]:
-    """Snapshots newest first."""
-    check_limit(limit)  # a negative one would slice from the end: every snapshot but the oldest
-    ids = table.snapshots.list_ids()[::-1]
-    if limit is not None:
-        ids = ids[:limit]
-    out = []
-    for sid in ids:
-        s = table.snapshots.snapshot(sid)
-        when = dt.datetime.fromtimestamp(s.time_millis / 1000).astimezone().isoformat(timespec="milliseconds")
-        out.append(SnapshotInfo(s.id, s.schema_id, s.commit_kind, when, s.delta_record_count or 0,
-                                s.total_record_count or 0, s.time_millis, s.commit_user))
-    return out
 
 
 def describe(table: TableHandle, snapshot_id: int | None = None) -> TableDescription:
