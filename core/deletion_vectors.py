@@ -43,6 +43,22 @@ class DeletionFile:
     cardinality: int | None = None
 
 
+class CarriesDeletionFiles:
+    """Base of the per-bucket tasks that ship with their files' deletion vectors (a read
+    split, a write task, a compaction task): ``deletion_files`` pairs a data file's name with
+    where its vector is. No state of its own, so the dataclasses keep their slots."""
+
+    __slots__ = ()
+    deletion_files: tuple[tuple[str, DeletionFile], ...]
+
+    def deletion(self, meta: Any) -> DeletionFile | None:
+        """The deletion vector of the data file ``meta`` (a DataFileMeta), or None."""
+        for name, deletion in self.deletion_files:
+            if name == meta.file_name:
+                return deletion
+        return None
+
+
 def bitmap_class() -> type:
     """pyroaring's BitMap, imported on first use: tables without deletion vectors (and Spark
     executors reading them) never need pyroaring."""

@@ -98,10 +98,14 @@ def _snapshots(line: _Line) -> Callable[[], None] | None:
                              fmt=line.options.get("fmt"))
 
 
+def _own(*keywords: str) -> dict[str, str]:
+    """A command's own spellings of global options (its --warehouse/-w, --format/-f)."""
+    return {spelling: key for spelling, key in _GLOBAL.items() if key in keywords}
+
+
 # command -> (its options by spelling -> keyword, the function that answers it)
 _COMMANDS = {
-    "snapshots": ({"--limit": "limit", "--branch": "branch", "--warehouse": "warehouse", "-w": "warehouse",
-                   "--format": "fmt", "-f": "fmt"}, _snapshots),
+    "snapshots": ({"--limit": "limit", "--branch": "branch", **_own("warehouse", "fmt")}, _snapshots),
 }
 
 

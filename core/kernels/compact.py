@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from core import row_tracking
 from core.commit import CommitMessage
-from core.deletion_vectors import (DeletionFile, bitmap_class, deleted_mask, read_index_file, read_vector,
+from core.deletion_vectors import (CarriesDeletionFiles, DeletionFile, bitmap_class, deleted_mask, read_index_file, read_vector,
                                    write_index_file)
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
@@ -51,6 +51,7 @@ from core.index_manifest import IndexFileMeta
 from core.kernels.records import SEQUENCE_NUMBER, alive
 from core.kernels.rolling_writer import write_files_streamed
 from core.kernels.write import write_changelog_files, write_files
+from core.kernels.write_task import InBucketDir
 from core.manifest import FILE_SOURCE_COMPACT, DataFileMeta, sorted_runs
 from core.options import parse_int
 from core.schema import TableSchema
@@ -63,7 +64,7 @@ FULL_APPEND_FILE_RATIO = 0.5
 
 
 @dataclass(frozen=True, slots=True)
-class CompactTask:
+class CompactTask(InBucketDir, CarriesDeletionFiles):
     """One (partition, bucket) to compact; small and picklable (it ships to Spark executors).
 
     ``files`` are the bucket's live files (all of them, or those the planner picked); the
@@ -90,16 +91,6 @@ class CompactTask:
     # bucket's live files and ``index_file`` its deletion-vector index file, if any.
     lookup: bool = False
     index_file: IndexFileMeta | None = None
-
-    @property
-    def bucket_dir(self) -> str:
-        return join(self.table_path, self.partition_dir, f"bucket-{self.bucket}")
-
-    def deletion(self, meta: DataFileMeta) -> DeletionFile | None:
-        for name, deletion in self.deletion_files:
-            if name == meta.file_name:
-                return deletion
-        return None
 
 
 def output_level(schema: TableSchema) -> int:

@@ -20,7 +20,7 @@ from core.arrow_values import int_array
 from core.kernels import data_evolution
 from core.kernels.data_file import POSITION, read_file, read_file_parts, read_rows_at
 from core.default_values import fill_defaults
-from core.deletion_vectors import DeletionFile
+from core.deletion_vectors import CarriesDeletionFiles, DeletionFile
 from core.fileio import FileIO, join
 from core.kernels.records import KIND_NAMES, SEQUENCE_NUMBER, VALUE_KIND, alive
 from core.kernels import stream_merge
@@ -33,7 +33,7 @@ from core.types import arrow_field, to_arrow
 
 
 @dataclass(frozen=True, slots=True)
-class ReadSplit:
+class ReadSplit(CarriesDeletionFiles):
     """The live files of one (partition, bucket), in commit order."""
 
     partition: bytes
@@ -57,12 +57,6 @@ class ReadSplit:
     @property
     def row_count(self) -> int:
         return sum(f.row_count for f in self.files)
-
-    def deletion(self, meta: DataFileMeta) -> DeletionFile | None:
-        for name, deletion in self.deletion_files:
-            if name == meta.file_name:
-                return deletion
-        return None
 
 
 def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],

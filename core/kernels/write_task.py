@@ -6,14 +6,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.deletion_vectors import DeletionFile
+from core.deletion_vectors import CarriesDeletionFiles, DeletionFile
 from core.fileio import join
 from core.manifest import DataFileMeta
 from core.schema import TableSchema
 
 
+class InBucketDir:
+    """Base of the tasks that name their bucket by table, partition directory and number."""
+
+    __slots__ = ()
+    table_path: str
+    partition_dir: str
+    bucket: int
+
+    @property
+    def bucket_dir(self) -> str:
+        return join(self.table_path, self.partition_dir, f"bucket-{self.bucket}")
+
+
 @dataclass(frozen=True, slots=True)
-class WriteTask:
+class WriteTask(InBucketDir, CarriesDeletionFiles):
     """Everything a write kernel needs besides the rows; small and picklable."""
 
     table_path: str
@@ -30,13 +43,3 @@ class WriteTask:
     overwrite: bool = False  # the write replaces the bucket's records (INSERT OVERWRITE)
     # Deletion vectors of lookup files: the rows they mark are not looked up.
     deletion_files: tuple[tuple[str, DeletionFile], ...] = ()
-
-    @property
-    def bucket_dir(self) -> str:
-        return join(self.table_path, self.partition_dir, f"bucket-{self.bucket}")
-
-    def deletion(self, meta: DataFileMeta) -> DeletionFile | None:
-        for name, deletion in self.deletion_files:
-            if name == meta.file_name:
-                return deletion
-        return None
