@@ -29,7 +29,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import errno
-import itertools
 import json
 import os
 import sys
@@ -186,6 +185,19 @@ def _header_width(name: str, wrapped: bool) -> int:
     return max(len(w) for w in name.split("_")) if wrapped else max(len(name), 1)
 
 
+# A plain (non-terminal) table holds this many rows before it writes any, so that a small
+# table's columns line up however its rows arrive in parts, while a large one still streams.
+_PLAIN_WIDTH_ROWS = 1000
+
+
+def _widths(lines: list[list[str]]) -> list[int]:
+    return [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+
+
+def _aligned(lines: list[list[str]], widths: list[int]) -> str:
+    return "".join("  ".join(v.ljust(w) for v, w in zip(line, widths)).rstrip() + "\n" for line in lines)
+
+
 def _hidden_in_tables(columns: Sequence[str]) -> set[str]:
     """``commit_time_millis`` repeats ``commit_time`` in a table for people: show only one."""
     return {c for c in columns if c.endswith("_millis") and c[: -len("_millis")] in columns}
@@ -318,8 +330,7 @@ class Output:
             widths = [max(len(c), _EVENT_WIDTH) for c in columns]
             lines = [columns] if not self._printed else []
             lines.append([_human(c, obj[c]) for c in columns])
-            self._write("".join("  ".join(v.ljust(w) for v, w in zip(line, widths)).rstrip() + "\n"
-                                for line in lines))
+            self._write(_aligned(lines, widths))
         self._printed = True
 
     # ---- a table's rows, as they are read ----------------------------------------------------
@@ -373,16 +384,21 @@ class Output:
             self.console.print(text, style="dim")
 
     def _plain_chunks(self, columns: list[str], parts: Iterable[pa.Table]) -> Iterator[str]:
+        """Aligned columns, streamed: the widths come from the header and the first
+        ``_PLAIN_WIDTH_ROWS`` rows (all of a small table), held until then; later rows are
+        written as they come, in those widths (a wider cell pushes its row's later cells)."""
         widths: list[int] | None = None
-        for part in itertools.chain(parts, [None]):
-            if part is None and widths is not None:
-                return
-            cells = [] if part is None else [[_cell(v) for v in row.values()] for row in python_values(part)]
-            lines = [[c.replace("\n", "\\n") for c in row] for row in cells]
+        held: list[list[str]] = [list(columns)]
+        for part in parts:
+            lines = [[_cell(v).replace("\n", "\\n") for v in row.values()] for row in python_values(part)]
             if widths is None:
-                widths = [max([len(c)] + [len(line[i]) for line in lines]) for i, c in enumerate(columns)]
-                lines.insert(0, list(columns))
-            yield "".join("  ".join(v.ljust(w) for v, w in zip(line, widths)).rstrip() + "\n" for line in lines)
+                held.extend(lines)
+                if len(held) <= _PLAIN_WIDTH_ROWS:
+                    continue
+                widths, lines, held = _widths(held), held, []
+            yield _aligned(lines, widths)
+        if widths is None:
+            yield _aligned(held, _widths(held))
 
     # ---- the table format --------------------------------------------------------------
     def _table(self, columns: list[str], cells: list[list[str]], title: str | None, *, header: bool) -> None:
@@ -449,8 +465,8 @@ class Output:
         awk and ``tail -n +2`` (scripts are better served by --format csv or jsonl). A listing's
         cell holding several items keeps them on its one line, separated by ``; ``."""
         lines = ([columns] if header else []) + [[c.replace("\n", "; ") for c in row] for row in cells]
-        widths = [max(len(line[i]) for line in lines) for i in range(len(columns))] if lines else []
-        self._write("".join("  ".join(v.ljust(w) for v, w in zip(line, widths)).rstrip() + "\n" for line in lines))
+        if lines:
+            self._write(_aligned(lines, _widths(lines)))
 
     # ---- progress ----------------------------------------------------------------------
     @contextmanager

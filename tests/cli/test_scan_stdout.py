@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -209,6 +210,23 @@ def test_plain_listing_starts_with_its_header(small: Path) -> None:
     lines = run(small, "snapshots", "s.small").stdout.decode().splitlines()
     assert lines[0].split()[:3] == ["snapshot_id", "schema_id", "commit_kind"]
     assert [line.split()[0] for line in lines[1:]] == ["3", "2", "1"]  # tail -n +2: exactly the rows
+
+
+def test_plain_table_columns_line_up_when_a_later_split_is_wider(tmp_path: Path) -> None:
+    """The first split holds short values, a later one a long value: every row's columns
+    start where the header's do (the widths come from all the rows of a small table)."""
+    wh = tmp_path / "wh"
+    t = Table.locate("s.wide", warehouse=str(wh))
+    create(t, "id BIGINT, note STRING, dt STRING", primary_keys=["id", "dt"], partition_keys=["dt"],
+           options={"bucket": "1"})
+    t.write(pa.table({"id": pa.array([1, 2], pa.int64()), "note": ["a", "bb"], "dt": ["2024-01-01"] * 2}))
+    t.write(pa.table({"id": pa.array([3], pa.int64()), "note": ["a-much-longer-note"], "dt": ["2024-01-02"]}))
+    lines = run(wh, "scan", "s.wide").stdout.decode().splitlines()
+    starts = [[m.start() for m in re.finditer(r"\S+", line)] for line in lines]
+    assert [line.split() for line in lines] == [["id", "note", "dt"], ["1", "a", "2024-01-01"],
+                                               ["2", "bb", "2024-01-01"], ["3", "a-much-longer-note", "2024-01-02"]]
+    assert all(s == starts[0] for s in starts), lines
+    assert starts[0] == [0, 4, 4 + len("a-much-longer-note") + 2]
 
 
 def test_lists_are_one_item_per_line_or_row(small: Path) -> None:
