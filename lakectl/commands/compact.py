@@ -19,7 +19,9 @@ def register(app: typer.Typer) -> None:
         table: TableArg,
         full: Annotated[bool, typer.Option(
             "--full", help="Rewrite every bucket into one sorted run at the top level (drops deleted keys); "
-                           "without it only buckets holding several sorted runs are compacted.")] = False,
+                           "without it, what Paimon's own compaction picks: primary-key buckets that reached "
+                           "num-sorted-run.compaction-trigger sorted runs (default 5; with deletion vectors, "
+                           "level-0 files) and append buckets' small files.")] = False,
         partition: Annotated[Optional[list[str]], typer.Option(
             "--partition", "-p", help="Only these partitions: COLUMN=VALUE[,...], several joined by ; (repeatable).")] = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be rewritten; write nothing.")] = False,
