@@ -26,6 +26,9 @@ PartitionByOpt = Annotated[Optional[str], typer.Option("--partition-by", help="C
                                                        metavar="COLUMNS")]
 TableOptionOpt = Annotated[Optional[list[str]], typer.Option(
     "--option", "-o", help="Table option KEY=VALUE (repeatable).", metavar="KEY=VALUE")]
+PartitionsOpt = Annotated[Optional[list[str]], typer.Option(
+    "--partition", "-p", help="Only these partitions: COLUMN=VALUE[,...], several joined by ; (repeatable).",
+    metavar="COL=VALUE", show_default=False)]
 TimestampOpt = Annotated[Optional[str], typer.Option(
     "--timestamp", help="As of the latest snapshot at or before this time (ISO 8601 or epoch ms).", metavar="TIME",
     show_default=False)]

@@ -82,37 +82,40 @@ def register(app: typer.Typer) -> None:
         table: TableArg,
         add_column: Annotated[Many, typer.Option(
             "--add-column", help="Add a nullable column \"name TYPE [COMMENT 'text'] [FIRST | AFTER col]\" "
-                                 "(repeatable). It reads as null in rows written before.", show_default=False)] = None,
+                                 "(repeatable). It reads as null in rows written before.", metavar='"NAME TYPE"',
+            show_default=False)] = None,
         first: Annotated[bool, typer.Option("--first", help="Put the (single) added column first.")] = False,
         after: Annotated[Optional[str], typer.Option(
             "--after", help="Put the (single) added column after this one.", show_default=False)] = None,
         drop_column: Annotated[Many, typer.Option(
             "--drop-column", help="Drop a column that is not a primary or partition key (repeatable).",
-            show_default=False)] = None,
+            metavar="COL", show_default=False)] = None,
         rename_column: Annotated[Many, typer.Option(
             "--rename-column", help="OLD:NEW; not a partition column. Options naming it follow (repeatable).",
-            show_default=False)] = None,
+            metavar="OLD:NEW", show_default=False)] = None,
         alter_type: Annotated[Many, typer.Option(
             "--alter-type", help="COL:TYPE, a lossless widening: TINYINT->SMALLINT->INT->BIGINT, an integer to "
                                  "a big enough DECIMAL, TINYINT/SMALLINT->FLOAT, up to INT->DOUBLE, FLOAT->DOUBLE, "
                                  "DECIMAL to more digits, longer (VAR)CHAR/(VAR)BINARY, more TIME/TIMESTAMP "
-                                 "digits. Not for key or partition columns (repeatable).", show_default=False)] = None,
+                                 "digits. Not for key or partition columns (repeatable).", metavar="COL:TYPE",
+            show_default=False)] = None,
         set_nullable: Annotated[Many, typer.Option(
-            "--set-nullable", help="Let a non-key column hold nulls (repeatable).", show_default=False)] = None,
+            "--set-nullable", help="Let a non-key column hold nulls (repeatable).", metavar="COL",
+            show_default=False)] = None,
         set_not_null: Annotated[Many, typer.Option(
             "--set-not-null", help="Make a column NOT NULL; only when the table has no data or the stats of "
                                    "every file any snapshot or tag reads prove it null-free (repeatable).",
-            show_default=False)] = None,
+            metavar="COL", show_default=False)] = None,
         comment: Annotated[Many, typer.Option(
             "--comment", help="COL:TEXT sets a column comment; COL: removes it (repeatable).",
-            show_default=False)] = None,
+            metavar="COL:TEXT", show_default=False)] = None,
         set_option: Annotated[Many, typer.Option(
             "--set-option", help="Table option KEY=VALUE (repeatable). Immutable options (merge-engine, "
                                  "bucket-key, ...) and bucket cannot change once the table has data.",
-            show_default=False)] = None,
+            metavar="KEY=VALUE", show_default=False)] = None,
         reset_option: Annotated[Many, typer.Option(
             "--reset-option", help="Remove a table option, back to its default (repeatable).",
-            show_default=False)] = None,
+            metavar="KEY", show_default=False)] = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the new schema beside the old one; "
                                                                 "write nothing.")] = False,
         branch: BranchOpt = None,

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.config import parse_partitions
-from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
+from lakectl.params import BranchOpt, FormatOpt, PartitionsOpt, TableArg, WarehouseOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -22,8 +22,7 @@ def register(app: typer.Typer) -> None:
                            "without it, what Paimon's own compaction picks: primary-key buckets that reached "
                            "num-sorted-run.compaction-trigger sorted runs (default 5; with deletion vectors, "
                            "level-0 files) and append buckets' small files.")] = False,
-        partition: Annotated[Optional[list[str]], typer.Option(
-            "--partition", "-p", help="Only these partitions: COLUMN=VALUE[,...], several joined by ; (repeatable).")] = None,
+        partition: PartitionsOpt = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be rewritten; write nothing.")] = False,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,

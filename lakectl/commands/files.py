@@ -10,7 +10,7 @@ import typer
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.completion import complete_snapshot_id
-from lakectl.params import BranchOpt, FormatOpt, TableArg, TagOpt, TimestampOpt, WarehouseOpt
+from lakectl.params import BranchOpt, FormatOpt, PartitionsOpt, TableArg, TagOpt, TimestampOpt, WarehouseOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -21,8 +21,7 @@ def register(app: typer.Typer) -> None:
         snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", help="Snapshot (default: latest).", autocompletion=complete_snapshot_id)] = None,
         timestamp: TimestampOpt = None,
         tag: TagOpt = None,
-        partition: Annotated[Optional[list[str]], typer.Option(
-            "--partition", "-p", help="Only these partitions: COLUMN=VALUE[,...], several joined by ; (repeatable).")] = None,
+        partition: PartitionsOpt = None,
         limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N files.")] = None,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,

@@ -10,12 +10,10 @@ import typer
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.completion import complete_snapshot_id
-from lakectl.params import BranchOpt, FormatOpt, TableArg, TagOpt, TimestampOpt, WarehouseOpt
+from lakectl.params import BranchOpt, FormatOpt, PartitionsOpt, TableArg, TagOpt, TimestampOpt, WarehouseOpt
 
 SnapshotIdOpt = Annotated[Optional[int], typer.Option("--snapshot-id", help="Snapshot (default: latest).",
                                                       autocompletion=complete_snapshot_id)]
-PartitionOpt = Annotated[Optional[list[str]], typer.Option(
-    "--partition", "-p", help="Only these partitions: COLUMN=VALUE[,...], several joined by ; (repeatable).")]
 
 
 def register(app: typer.Typer) -> None:
@@ -33,7 +31,7 @@ def _register_partitions(app: typer.Typer) -> None:
         snapshot_id: SnapshotIdOpt = None,
         timestamp: TimestampOpt = None,
         tag: TagOpt = None,
-        partition: PartitionOpt = None,
+        partition: PartitionsOpt = None,
         limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N partitions.")] = None,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
@@ -69,7 +67,7 @@ def _register_buckets(app: typer.Typer) -> None:
         snapshot_id: SnapshotIdOpt = None,
         timestamp: TimestampOpt = None,
         tag: TagOpt = None,
-        partition: PartitionOpt = None,
+        partition: PartitionsOpt = None,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
