@@ -86,7 +86,7 @@ def register(app: typer.Typer) -> None:
             show_default=False)] = None,
         first: Annotated[bool, typer.Option("--first", help="Put the (single) added column first.")] = False,
         after: Annotated[Optional[str], typer.Option(
-            "--after", help="Put the (single) added column after this one.", show_default=False)] = None,
+            "--after", metavar="COL", help="Put the (single) added column after this one.", show_default=False)] = None,
         drop_column: Annotated[Many, typer.Option(
             "--drop-column", help="Drop a column that is not a primary or partition key (repeatable).",
             metavar="COL", show_default=False)] = None,

@@ -27,8 +27,8 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         table: TableArg,
         name: BranchNameArg,
-        tag: Annotated[Optional[str], typer.Option("--tag", help="Branch from this tag of main.", autocompletion=complete_tag)] = None,
-        snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", help="Branch from this snapshot of main (default: the latest).", autocompletion=complete_snapshot_id)] = None,
+        tag: Annotated[Optional[str], typer.Option("--tag", metavar="NAME", help="Branch from this tag of main.", autocompletion=complete_tag)] = None,
+        snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", metavar="ID", help="Branch from this snapshot of main (default: the latest).", autocompletion=complete_snapshot_id)] = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:

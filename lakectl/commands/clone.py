@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
         copy: Annotated[str, typer.Argument(help="The new table: DB.TABLE in the same warehouse, or a path/URI "
                                                  "(another warehouse or filesystem).", metavar="DB.COPY",
                                             show_default=False)],
-        snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", help="Clone this snapshot.",
+        snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", metavar="ID", help="Clone this snapshot.",
                                                            autocompletion=complete_snapshot_id)] = None,
         tag: TagOpt = None,
         timestamp: TimestampOpt = None,

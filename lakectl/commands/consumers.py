@@ -43,7 +43,7 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         table: TableArg,
         consumer_id: ConsumerArg,
-        next_snapshot: Annotated[int, typer.Option("--next-snapshot", help="The snapshot the consumer reads next.")],
+        next_snapshot: Annotated[int, typer.Option("--next-snapshot", metavar="ID", help="The snapshot the consumer reads next.")],
         dry_run: DryRunOpt = False,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,

@@ -22,11 +22,11 @@ def register(app: typer.Typer) -> None:
     def create_cmd(
         ctx: typer.Context,
         table: TableArg,
-        schema: Annotated[str, typer.Option("--schema", "-s", help='Columns, e.g. "id BIGINT NOT NULL, name STRING".')],
+        schema: Annotated[str, typer.Option("--schema", "-s", metavar='"COL TYPE, ..."', help='Columns, e.g. "id BIGINT NOT NULL, name STRING".')],
         primary_key: PrimaryKeyOpt = None,
         partition_by: PartitionByOpt = None,
         option: TableOptionOpt = None,
-        comment: Annotated[Optional[str], typer.Option("--comment", help="Table comment.")] = None,
+        comment: Annotated[Optional[str], typer.Option("--comment", metavar="TEXT", help="Table comment.")] = None,
         if_not_exists: Annotated[bool, typer.Option("--if-not-exists", help="Succeed if the table exists.")] = False,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,

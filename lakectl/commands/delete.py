@@ -17,7 +17,7 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         table: TableArg,
         where: Annotated[str, typer.Option(
-            "--where", help="SQL filter of the rows to delete, as scan --where reads it, e.g. \"dt = '2024-01-01' "
+            "--where", metavar="SQL", help="SQL filter of the rows to delete, as scan --where reads it, e.g. \"dt = '2024-01-01' "
                             "AND amount < 0\".")],
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would be deleted; commit nothing.")] = False,
         branch: BranchOpt = None,

@@ -19,7 +19,7 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         table: TableArg,
         snapshot_id: Annotated[Optional[int], typer.Option(
-            "--snapshot-id", help="Schema, files and size as of this snapshot (default: latest).",
+            "--snapshot-id", metavar="ID", help="Schema, files and size as of this snapshot (default: latest).",
             autocompletion=complete_snapshot_id)] = None,
         timestamp: TimestampOpt = None,
         tag: TagOpt = None,

@@ -17,16 +17,16 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         table: TableArg,
         retain_max: Annotated[Optional[int], typer.Option(
-            "--retain-max", help="Keep at most N snapshots [option snapshot.num-retained.max].",
+            "--retain-max", metavar="N", help="Keep at most N snapshots [option snapshot.num-retained.max].",
             show_default=False)] = None,
         retain_min: Annotated[Optional[int], typer.Option(
-            "--retain-min", help="Keep at least N snapshots, however old [option snapshot.num-retained.min, 10].",
+            "--retain-min", metavar="N", help="Keep at least N snapshots, however old [option snapshot.num-retained.min, 10].",
             show_default=False)] = None,
         older_than: Annotated[Optional[str], typer.Option(
-            "--older-than", help="Expire only snapshots older than this: a duration (1h, 7d, 0s) or an ISO 8601 "
+            "--older-than", metavar="DURATION|TIME", help="Expire only snapshots older than this: a duration (1h, 7d, 0s) or an ISO 8601 "
                                  "time [option snapshot.time-retained, 1h].", show_default=False)] = None,
         max_deletes: Annotated[Optional[int], typer.Option(
-            "--max-deletes", help="Expire at most N snapshots in this run [option snapshot.expire.limit, 10].",
+            "--max-deletes", metavar="N", help="Expire at most N snapshots in this run [option snapshot.expire.limit, 10].",
             show_default=False)] = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would be deleted; delete nothing.")]
         = False,

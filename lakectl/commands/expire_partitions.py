@@ -17,10 +17,10 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         table: TableArg,
         expiration_time: Annotated[Optional[str], typer.Option(
-            "--expiration-time", help="Drop partitions older than this, e.g. 7d or 12h "
+            "--expiration-time", metavar="DURATION", help="Drop partitions older than this, e.g. 7d or 12h "
                                       "(default: option partition.expiration-time).")] = None,
         max_expires: Annotated[Optional[int], typer.Option(
-            "--max-expires", min=1, help="Expire at most N partitions, the oldest first.")] = None,
+            "--max-expires", min=1, metavar="N", help="Expire at most N partitions, the oldest first.")] = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would expire; commit nothing.")] = False,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,

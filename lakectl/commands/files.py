@@ -18,11 +18,11 @@ def register(app: typer.Typer) -> None:
     def files_cmd(
         ctx: typer.Context,
         table: TableArg,
-        snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", help="Snapshot (default: latest).", autocompletion=complete_snapshot_id)] = None,
+        snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", metavar="ID", help="Snapshot (default: latest).", autocompletion=complete_snapshot_id)] = None,
         timestamp: TimestampOpt = None,
         tag: TagOpt = None,
         partition: PartitionsOpt = None,
-        limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N files.")] = None,
+        limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", help="Only the first N files.")] = None,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,

@@ -23,10 +23,10 @@ def register(app: typer.Typer) -> None:
                                 "them; binary ones as X'0700ff' or FROM_BASE64('BwD/').",
             metavar="COL=VALUE", show_default=False)] = None,
         snapshot_id: Annotated[Optional[int], typer.Option(
-            "--snapshot-id", help="Read as of this snapshot.", autocompletion=complete_snapshot_id)] = None,
+            "--snapshot-id", metavar="ID", help="Read as of this snapshot.", autocompletion=complete_snapshot_id)] = None,
         timestamp: TimestampOpt = None,
         tag: TagOpt = None,
-        select: Annotated[Optional[str], typer.Option("--select", help="Comma-separated columns.")] = None,
+        select: Annotated[Optional[str], typer.Option("--select", metavar="COLUMNS", help="Comma-separated columns.")] = None,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,

@@ -52,7 +52,7 @@ def register(app: typer.Typer) -> None:
             help="Databases (DB) or tables (DB.TABLE); default every table of the warehouse.",
             metavar="[DB | DB.TABLE]...", show_default=False)] = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Print each table's plan; change nothing.")] = False,
-        parallel: Annotated[int, typer.Option("--parallel", min=1, help="Maintain this many tables at once.")] = 1,
+        parallel: Annotated[int, typer.Option("--parallel", min=1, metavar="N", help="Maintain this many tables at once.")] = 1,
         time_budget: Annotated[Optional[str], typer.Option(
             "--time-budget", help="Start no new table after this long (30m, 2h); the rest are reported skipped.",
             metavar="DURATION")] = None,

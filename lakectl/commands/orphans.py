@@ -16,7 +16,7 @@ def register(app: typer.Typer) -> None:
     def remove_orphan_files_cmd(
         ctx: typer.Context,
         table: TableArg,
-        older_than: Annotated[str, typer.Option("--older-than", help="Only files last modified longer ago than this (e.g. 1d, 12h); younger files may belong to a running write.")] = "1d",
+        older_than: Annotated[str, typer.Option("--older-than", metavar="DURATION", help="Only files last modified longer ago than this (e.g. 1d, 12h); younger files may belong to a running write.")] = "1d",
         dry_run: Annotated[bool, typer.Option("--dry-run", help="List the files; delete nothing.")] = False,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,

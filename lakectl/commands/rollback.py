@@ -17,10 +17,10 @@ def register(app: typer.Typer) -> None:
     def rollback_cmd(
         ctx: typer.Context,
         table: TableArg,
-        snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", help="Snapshot to roll back to.", autocompletion=complete_snapshot_id)] = None,
-        tag: Annotated[Optional[str], typer.Option("--tag", help="Tag to roll back to (works after its snapshot expired).", autocompletion=complete_tag)] = None,
+        snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", metavar="ID", help="Snapshot to roll back to.", autocompletion=complete_snapshot_id)] = None,
+        tag: Annotated[Optional[str], typer.Option("--tag", metavar="NAME", help="Tag to roll back to (works after its snapshot expired).", autocompletion=complete_tag)] = None,
         timestamp: TimestampOpt = None,
-        if_latest: Annotated[Optional[int], typer.Option("--if-latest", help="Refuse (exit 4) unless the latest snapshot is this id.", autocompletion=complete_snapshot_id)] = None,
+        if_latest: Annotated[Optional[int], typer.Option("--if-latest", metavar="ID", help="Refuse (exit 4) unless the latest snapshot is this id.", autocompletion=complete_snapshot_id)] = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be removed; change nothing.")] = False,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,

@@ -17,7 +17,7 @@ def register(app: typer.Typer) -> None:
     def schemas_cmd(
         ctx: typer.Context,
         table: TableArg,
-        limit: Annotated[Optional[int], typer.Option("--limit", help="Only the newest N schemas.")] = None,
+        limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", help="Only the newest N schemas.")] = None,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,

@@ -12,7 +12,7 @@ from lakectl.commands import output, settings
 from lakectl.completion import complete_snapshot_id
 from lakectl.params import BranchOpt, FormatOpt, PartitionsOpt, TableArg, TagOpt, TimestampOpt, WarehouseOpt
 
-SnapshotIdOpt = Annotated[Optional[int], typer.Option("--snapshot-id", help="Snapshot (default: latest).",
+SnapshotIdOpt = Annotated[Optional[int], typer.Option("--snapshot-id", metavar="ID", help="Snapshot (default: latest).",
                                                       autocompletion=complete_snapshot_id)]
 
 
@@ -32,7 +32,7 @@ def _register_partitions(app: typer.Typer) -> None:
         timestamp: TimestampOpt = None,
         tag: TagOpt = None,
         partition: PartitionsOpt = None,
-        limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N partitions.")] = None,
+        limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", help="Only the first N partitions.")] = None,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,

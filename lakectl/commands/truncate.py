@@ -41,9 +41,9 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         table: TableArg,
         partition: Annotated[list[str], typer.Option(
-            "--partition", help="Partitions to drop, each naming every partition column; several separated by ; "
+            "--partition", "-p", help="Partitions to drop, each naming every partition column; several separated by ; "
                                 "(as in Paimon's procedures) or the option repeated.",
-            metavar="COLUMN=VALUE[,COLUMN=VALUE...][;...]", show_default=False)],
+            metavar="COL=VALUE", show_default=False)],
         dry_run: DryRunOpt = False,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,

@@ -4,7 +4,9 @@ only a near miss, and every list of output formats names parquet where scan take
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner, Result
@@ -87,3 +89,46 @@ def test_checks_plain_table_names_each_path_once(tmp_path: Path) -> None:
     # the JSON keeps the full path for scripts
     problem = json.loads(invoke("-w", str(wh), "check", "db.t", "-f", "json").stdout)["problems"][0]
     assert problem["path"] == str(snapshot)
+
+
+def _value_options() -> list[tuple[str, str, str | None]]:
+    """(command path, option's long name, its metavar) of every option that takes a value, in
+    every command and subcommand of the tree."""
+    import typer
+    from typer.core import _click as click
+
+    found: list[tuple[str, str, str | None]] = []
+
+    def walk(command: Any, path: str, ctx: Any) -> None:
+        if hasattr(command, "list_commands"):
+            for name in command.list_commands(ctx):
+                sub = command.get_command(ctx, name)
+                walk(sub, f"{path} {name}".strip(), click.Context(sub, parent=ctx, info_name=name))
+            return
+        for param in command.params:
+            if getattr(param, "param_type_name", "") == "option" and not param.is_flag and not param.count:
+                long_name = max(param.opts, key=len)
+                found.append((path, long_name, param.metavar))
+
+    root = typer.main.get_command(app)
+    walk(root, "", click.Context(root, info_name="lakectl"))
+    return found
+
+
+# Options whose name means different things in different commands: create's --comment is the
+# table's comment, alter-schema's COL:TEXT a column's; remove-orphan-files' --older-than takes a
+# duration only, expire's a duration or a time.
+_MEANINGS_DIFFER = {"--comment", "--older-than"}
+
+
+def test_every_option_names_what_it_takes_in_capitals_and_the_same_way_everywhere() -> None:
+    options = _value_options()
+    assert len(options) > 100 and any(name == "--partition" for _, name, _ in options)
+    untyped = [(path, name, metavar) for path, name, metavar in options
+               if metavar is None or not re.fullmatch(r'"?[A-Z][A-Z0-9_.,:=|\[\] ]*"?', metavar)]
+    assert untyped == [], "options showing Typer's <str>/<int> instead of what they take"
+    spelled: dict[str, set[str | None]] = {}
+    for _, name, metavar in options:
+        spelled.setdefault(name, set()).add(metavar)
+    differing = {name: sorted(map(str, m)) for name, m in spelled.items() if len(m) > 1 and name not in _MEANINGS_DIFFER}
+    assert differing == {}
