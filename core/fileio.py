@@ -47,7 +47,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any, Iterator
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterator
 
 if TYPE_CHECKING:
     import fsspec
@@ -193,6 +193,14 @@ def _local_list_dir(path: str) -> list[FileStatus]:
     return out
 
 
+# Keyed by size and mtime too, so that a file replaced under the same name (a test's rewrite,
+# a restored backup) is read afresh. 512 manifests of a few hundred entries each stay small.
+@functools.lru_cache(maxsize=512)
+def _decoded_local_file(local: str, size: int, mtime_ns: int, decode: Callable[[bytes], Any]) -> Any:
+    with open(local, "rb") as f:
+        return decode(f.read())
+
+
 def _store_errors(method: Any) -> Any:
     """Turn the object store's setup failures inside ``method`` into ``StorageError``s."""
 
@@ -331,6 +339,21 @@ class FileIO:
         except FileNotFoundError as e:
             self._confirm_bucket(path)
             raise CorruptMetadataError(f"missing file {path}") from e
+
+    @_store_errors
+    def read_decoded(self, path: str, decode: Callable[[bytes], Any]) -> Any:
+        """``decode(self.read_bytes(path))`` for a file that never changes once written (a
+        manifest, a manifest list): on a local disk the result is kept for the process, so
+        that a write's plan, its commit and the compaction check after it decode each
+        manifest once. ``decode`` must return an immutable value."""
+        if not self.local:
+            return decode(self.read_bytes(path))
+        try:
+            st = os.stat(local_path(path))
+        except FileNotFoundError:
+            return decode(self.read_bytes(path))  # says which file is missing, as reads do
+        _before("read")
+        return _decoded_local_file(local_path(path), st.st_size, st.st_mtime_ns, decode)
 
     def read_text(self, path: str) -> str:
         data = self.read_bytes(path)

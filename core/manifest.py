@@ -280,13 +280,16 @@ class ManifestIO:
         self.file_io.write_bytes(join(self.dir, name), data)
         return len(data)
 
-    def _read(self, name: str) -> list[dict[str, Any]]:
+    def _read(self, name: str, decode: Any, what: str) -> list[Any]:
+        """The records of the Avro file ``name``, each made by ``decode``'s ``from_avro``;
+        decoded once per process on a local disk (the files never change once written)."""
         path = join(self.dir, name)
-        data = self.file_io.read_bytes(path)
         try:
-            return list(fastavro.reader(io.BytesIO(data)))
-        except Exception as e:  # fastavro raises many unrelated types on garbage input
-            raise CorruptMetadataError(f"cannot decode Avro file {path}: {e}") from e
+            return list(self.file_io.read_decoded(path, decode))
+        except _Undecodable as e:
+            raise CorruptMetadataError(f"cannot decode Avro file {path}: {e.__cause__}") from e.__cause__
+        except _LacksField as e:
+            raise CorruptMetadataError(f"{what} {path} lacks a field: {e.__cause__}") from e.__cause__
 
     # ---- manifests -----------------------------------------------------------------
     def write_manifest(self, entries: Sequence[ManifestEntry], schema_id: int,
@@ -308,10 +311,7 @@ class ManifestIO:
         )
 
     def read_manifest(self, name: str) -> list[ManifestEntry]:
-        try:
-            return [ManifestEntry.from_avro(r) for r in self._read(name)]
-        except (KeyError, TypeError) as e:
-            raise CorruptMetadataError(f"manifest {join(self.dir, name)} lacks a field: {e}") from e
+        return self._read(name, _manifest_entries, "manifest")
 
     # ---- manifest lists ------------------------------------------------------------
     def write_manifest_list(self, metas: Sequence[ManifestFileMeta]) -> tuple[str, int]:
@@ -320,10 +320,35 @@ class ManifestIO:
         return name, size
 
     def read_manifest_list(self, name: str) -> list[ManifestFileMeta]:
-        try:
-            return [ManifestFileMeta.from_avro(r) for r in self._read(name)]
-        except (KeyError, TypeError) as e:
-            raise CorruptMetadataError(f"manifest list {join(self.dir, name)} lacks a field: {e}") from e
+        return self._read(name, _manifest_file_metas, "manifest list")
+
+
+class _Undecodable(Exception):
+    """Not an Avro file fastavro can read (its error is the cause)."""
+
+
+class _LacksField(Exception):
+    """An Avro record without a field lakectl needs (the KeyError or TypeError is the cause)."""
+
+
+def _avro_objects(data: bytes, from_avro: Any) -> tuple[Any, ...]:
+    try:
+        records = list(fastavro.reader(io.BytesIO(data)))
+    except Exception as e:  # fastavro raises many unrelated types on garbage input
+        raise _Undecodable() from e
+    try:
+        return tuple(from_avro(r) for r in records)
+    except (KeyError, TypeError) as e:
+        raise _LacksField() from e
+
+
+# Module-level functions, so that the per-process cache of FileIO.read_decoded knows them apart.
+def _manifest_entries(data: bytes) -> tuple["ManifestEntry", ...]:
+    return _avro_objects(data, ManifestEntry.from_avro)
+
+
+def _manifest_file_metas(data: bytes) -> tuple["ManifestFileMeta", ...]:
+    return _avro_objects(data, ManifestFileMeta.from_avro)
 
 
 def partition_stats(partitions: Sequence[bytes], partition_types: Sequence[Any]) -> SimpleStats:

@@ -104,6 +104,8 @@ def run(name: str, *options: str, env: dict[str, str] | None = None) -> Result:
     args = command(name)
     if name in ("tag delete", "tag rename"):  # something to delete or rename
         assert runner.invoke(app, ["-q", "-w", "wh", "tag", "create", *args[2:4]]).exit_code == 0
+    if name == "tag list":  # something to list, whichever tests ran before (made by an earlier run, maybe)
+        runner.invoke(app, ["-q", "-w", "wh", "tag", "create", "shop.orders", "listed"])
     if name == "expire-tags":  # a tag to expire (--older-than 0s --dry-run: it stays)
         made = runner.invoke(app, ["-q", "-w", "wh", "tag", "create", "shop.orders", "expirable"])
         assert made.exit_code == 0 or "already exists" in made.stderr  # made by an earlier format's run

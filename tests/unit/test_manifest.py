@@ -37,3 +37,71 @@ def test_live_set_applies_adds_and_deletes_in_order():
                ManifestEntry(ADD, p, 0, 1, upgraded), ManifestEntry(DELETE, p, 0, 1, _file("ghost"))]
     live = merge_entries(entries)
     assert [(e.file.file_name, e.file.level) for e in live] == [("b", 0), ("a", 5)]
+
+
+def _decodes(monkeypatch):
+    """A list that gets one item per Avro file fastavro decodes."""
+    import core.manifest as manifest_module
+
+    seen = []
+    real = manifest_module.fastavro.reader
+
+    def counting(stream, *args, **kwargs):
+        seen.append(1)
+        return real(stream, *args, **kwargs)
+
+    monkeypatch.setattr(manifest_module.fastavro, "reader", counting)
+    return seen
+
+
+def test_a_local_manifest_is_decoded_once_per_process(tmp_path, monkeypatch):
+    mio = ManifestIO(FileIO.for_uri(str(tmp_path)), str(tmp_path))
+    entries = [ManifestEntry(ADD, binary_row.EMPTY_ROW, 0, 1, _file("a"))]
+    meta = mio.write_manifest(entries, 0, [])
+    seen = _decodes(monkeypatch)
+    first = mio.read_manifest(meta.file_name)
+    first.append("a caller's own list")  # each call gets a list of its own
+    again = ManifestIO(FileIO.for_uri(str(tmp_path)), str(tmp_path)).read_manifest(meta.file_name)
+    assert again == entries and len(seen) == 1
+
+
+def test_a_manifest_rewritten_under_its_name_is_read_afresh(tmp_path):
+    import pytest
+    from core.errors import CorruptMetadataError
+
+    mio = ManifestIO(FileIO.for_uri(str(tmp_path)), str(tmp_path))
+    meta = mio.write_manifest([ManifestEntry(ADD, binary_row.EMPTY_ROW, 0, 1, _file("a"))], 0, [])
+    assert len(mio.read_manifest(meta.file_name)) == 1
+    (tmp_path / "manifest" / meta.file_name).write_bytes(b"not avro at all")
+    with pytest.raises(CorruptMetadataError, match="cannot decode Avro file"):
+        mio.read_manifest(meta.file_name)
+    (tmp_path / "manifest" / meta.file_name).unlink()
+    with pytest.raises(CorruptMetadataError, match="missing file"):
+        mio.read_manifest(meta.file_name)
+
+
+def test_a_write_opens_each_manifest_once(tmp_path, monkeypatch):
+    """The plan, the commit and the compaction check after it need the same manifests and
+    manifest lists: each is opened once, however often it is read."""
+    import collections
+
+    import pyarrow as pa
+
+    import core.fileio
+    from core.ops.create import create
+    from core.table import Table
+
+    t = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    create(t, "id BIGINT NOT NULL, v STRING", primary_keys=["id"], options={"bucket": "2"})
+    for start in (0, 10):
+        t.write(pa.table({"id": pa.array(range(start, start + 10), pa.int64()), "v": ["x"] * 10}))
+    opened = collections.Counter()
+
+    def spy(path, *args, **kwargs):
+        if "/manifest/" in str(path) and "r" in (args[0] if args else kwargs.get("mode", "r")):
+            opened[str(path)] += 1
+        return open(path, *args, **kwargs)
+
+    monkeypatch.setattr(core.fileio, "open", spy, raising=False)
+    t.write(pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["y", "z"]}))
+    assert opened and max(opened.values()) == 1, opened
