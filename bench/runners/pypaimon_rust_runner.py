@@ -30,7 +30,7 @@ from pypaimon_rust.datafusion import PaimonCatalog, SQLContext  # noqa: E402
 
 DATABASE, NAME = "bench", "t"
 TABLE = f"{DATABASE}.{NAME}"
-NO_COMPACTION = "pypaimon-rust 0.4.0 has no compaction"
+NO_COMPACTION = "no compaction (no compact procedure; its writers flush without compacting)"
 
 
 def with_kind(t: pa.Table, kind: str) -> pa.Table:
