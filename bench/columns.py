@@ -9,7 +9,8 @@ COLUMNS = ["floor", "lakectl_api", "lakectl_cli", "pypaimon", "pypaimon_rust", "
            "lakectl_spark"]
 LABEL = {
     "floor": "floor (pyarrow)", "lakectl_api": "lakectl API", "lakectl_cli": "lakectl CLI",
-    "pypaimon": "pypaimon 2.1.0", "pypaimon_rust": "pypaimon-rust 0.4.0", "deltalake": "deltalake", "spark_bare": "bare Spark",
+    "pypaimon": "pypaimon 2.1.0", "pypaimon_rust": "pypaimon-rust 0.4.0", "deltalake": "deltalake",
+    "spark_bare": "bare Spark",
     "lakectl_spark": "lakectl Spark",
 }
 BASELINE = {"floor": "floor", "lakectl_api": "floor", "lakectl_cli": "floor", "pypaimon": "floor",

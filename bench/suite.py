@@ -61,8 +61,9 @@ def python_for(runner: str) -> Path:
 
 
 def script_for(runner: str) -> Path:
-    return BENCH / "runners" / {"pypaimon": "pypaimon_runner.py", "pypaimon_rust": "pypaimon_rust_runner.py",
-                                "deltalake": "deltalake_runner.py", "spark": "spark_runner.py"}.get(runner, f"{runner}.py")
+    scripts = {"pypaimon": "pypaimon_runner.py", "pypaimon_rust": "pypaimon_rust_runner.py",
+               "deltalake": "deltalake_runner.py", "spark": "spark_runner.py"}
+    return BENCH / "runners" / scripts.get(runner, f"{runner}.py")
 
 
 def version_in(python: Path, code: str) -> str | None:
