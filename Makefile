@@ -75,8 +75,8 @@ install:
 
 # Benchmarks are not tests: they measure, and report ratios against a floor from the same run.
 # The suite (bench/suite.py, issue 10) runs each runner in its own virtualenv: lakectl, pyspark
-# and the pyarrow floor in .venv, pypaimon in .venv-oracle, delta-rs in .venv-bench-delta;
-# bench/peers_read.py reads with pypaimon-rust (DataFusion SQL) in .venv-bench-rust.
+# and the pyarrow floor in .venv, pypaimon in .venv-oracle, pypaimon-rust in .venv-bench-rust,
+# delta-rs in .venv-bench-delta; bench/peers_read.py reads with pypaimon-rust's DataFusion SQL.
 # BENCH_REV=HEAD benchmarks a byte-compiled snapshot of that commit instead of the working tree.
 DELTA_VENV := .venv-bench-delta
 DELTALAKE_VERSION := 1.6.6

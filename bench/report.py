@@ -38,18 +38,18 @@ def times(per_n: dict[str, Any], runner: str, step: str) -> list[float]:
     return [t for rep in reps(per_n) if (t := step_seconds(rep.get(runner), step)) is not None]
 
 
-def ratios(per_n: dict[str, Any], runner: str, other: str, step: str) -> list[float]:
+def ratios(per_n: dict[str, Any], runner: str, other: str, step: str, field: str = "seconds") -> list[float]:
     """runner / other for ``step``, per repetition where both ran."""
     out = []
     for rep in reps(per_n):
-        a, b = step_seconds(rep.get(runner), step), step_seconds(rep.get(other), step)
+        a, b = step_seconds(rep.get(runner), step, field), step_seconds(rep.get(other), step, field)
         if a is not None and b:
             out.append(a / b)
     return out
 
 
-def ratio(per_n: dict[str, Any], runner: str, other: str, step: str) -> float | None:
-    return median(ratios(per_n, runner, other, step))
+def ratio(per_n: dict[str, Any], runner: str, other: str, step: str, field: str = "seconds") -> float | None:
+    return median(ratios(per_n, runner, other, step, field))
 
 
 def fmt_s(s: float | None) -> str:
@@ -142,6 +142,22 @@ def _ratio_goal(runner: str, other: str, step: str) -> Callable[[dict[str, Any]]
     return measure
 
 
+RUST = "pypaimon_rust"
+# issue 27: lakectl's writes, upserts and compaction ahead of pypaimon-rust (compaction: where it has one)
+RUST_WRITE_STEPS = ["write_base", "upsert", "delete", "compact"]
+
+
+def _rust_goal(runner: str) -> Callable[[dict[str, Any]], tuple[float | None, str]]:
+    """The worst of ``runner`` / pypaimon-rust over the write steps both ran, naming the step."""
+    def measure(per_n: dict[str, Any]) -> tuple[float | None, str]:
+        measured = {s: r for s in RUST_WRITE_STEPS if (r := ratio(per_n, runner, RUST, s)) is not None}
+        if not measured:
+            return None, "-"
+        worst = max(measured, key=measured.get)
+        return measured[worst], f"{fmt_x(measured[worst])} ({STEP_LABEL[worst].split(' (')[0]})"
+    return measure
+
+
 def _range_goal(per_n: dict[str, Any]) -> tuple[float | None, str]:
     f = range_fraction(per_n)
     return (None, "-") if not f else (f["fraction"], f"{f['fraction']:.1%}")
@@ -183,6 +199,10 @@ GOALS: list[Goal] = [
      lambda v: v >= 25),
     ("write base: lakectl API / deltalake (level)", "<= 1.1x", _ratio_goal("lakectl_api", "deltalake", "write_base"),
      lambda v: v <= 1.1),
+    ("writes (base, upsert, delete; compaction where it has one): lakectl API / pypaimon-rust, worst step", "< 1x",
+     _rust_goal("lakectl_api"), lambda v: v < 1),
+    ("writes: lakectl CLI (whole process) / pypaimon-rust (in-process), worst step", "< 1x",
+     _rust_goal("lakectl_cli"), lambda v: v < 1),
     ("upsert + delete: lakectl API / floor (writing the change rows)", "<= 3x",
      _ratio_goal("lakectl_api", "floor", "upsert+delete"), lambda v: v <= 3),
     ("upsert + delete: lakectl CLI / floor", "<= 3x", _ratio_goal("lakectl_cli", "floor", "upsert+delete"),
@@ -283,9 +303,33 @@ def size_section(n: str, per_n: dict[str, Any]) -> list[str]:
     if notes:
         lines += ["", "Notes: " + "; ".join(notes) + "."]
     lines += [""] + memory_section(per_n) + [""] + range_section(per_n)
+    if any(rep.get(RUST) for rep in reps(per_n)):
+        lines += [""] + rust_section(per_n)
     if per_n.get("metadata"):
         lines += [""] + metadata_section(per_n)
     lines.append("")
+    return lines
+
+
+def rust_section(per_n: dict[str, Any]) -> list[str]:
+    """lakectl / pypaimon-rust per step: wall (what counts) and CPU (every thread of the process)."""
+    lines = [f"#### lakectl against pypaimon-rust (N = {per_n['meta']['n']:,})", "",
+             "Median over repetitions of lakectl's time / pypaimon-rust's in the same repetition (below 1: "
+             "lakectl is ahead). Wall seconds, and CPU seconds of every thread of the process (pypaimon-rust's "
+             "native threads included; the CLI's CPU is its whole process, start-up and imports included, "
+             "pypaimon-rust's only the step).", "",
+             "| step | pypaimon-rust s | API / rust (wall) | CLI / rust (wall) | API / rust (CPU) | CLI / rust (CPU) |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for step in [*RUST_WRITE_STEPS[:3], "upsert+delete", "compact", "read_latest", "read_range", "read_snapshot1"]:
+        t = median(times(per_n, RUST, step))
+        if t is None:
+            why = skipped(per_n, RUST, step)
+            lines.append(f"| {STEP_LABEL[step]} | {'n/a: ' + why if why else '-'} | | | | |")
+            continue
+        cells = [fmt_x(ratio(per_n, c, RUST, step, field)) for field in ("seconds", "cpu")
+                 for c in ("lakectl_api", "lakectl_cli")]
+        label = f"**{STEP_LABEL[step]}**" if step in RUST_WRITE_STEPS else STEP_LABEL[step]
+        lines.append(f"| {label} | {fmt_s(t)} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -298,8 +342,8 @@ def memory_section(per_n: dict[str, Any]) -> list[str]:
              "peak (imports, no data). In-process runners: the step's own high-water RSS minus the RSS "
              "before it (the inputs are already in memory). Medians over repetitions.", "",
              "| step | lakectl CLI peak | CLI above idle | in largest buckets | lakectl API growth | "
-             "floor growth | pypaimon growth | deltalake growth |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "floor growth | pypaimon growth | pypaimon-rust growth | deltalake growth |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
 
     def growth(runner: str, step: str) -> str:
         peaks = step_field(per_n, runner, step, "peak_rss")
@@ -312,7 +356,7 @@ def memory_section(per_n: dict[str, Any]) -> list[str]:
         m = cli_memory(per_n, step)
         cli = (f"{m['peak'] / MiB:.0f} MiB | {m['above'] / MiB:.0f} MiB | {m['buckets']:.1f}" if m else "- | - | -")
         lines.append(f"| {STEP_LABEL[step]} | {cli} | {growth('lakectl_api', step)} | {growth('floor', step)} | "
-                     f"{growth('pypaimon', step)} | {growth('deltalake', step)} |")
+                     f"{growth('pypaimon', step)} | {growth(RUST, step)} | {growth('deltalake', step)} |")
     idle = median(step_field(per_n, "lakectl_cli", "create", "peak_rss"))
     if idle:
         lines += ["", f"Idle `lakectl create` process: {idle / MiB:.0f} MiB."]
@@ -355,7 +399,7 @@ def range_section(per_n: dict[str, Any]) -> list[str]:
             f"in {small['seconds_range']:.3f} s against {small['seconds_full']:.3f} s for the full read.",
         ]
     others = []
-    for c in ("floor", "pypaimon", "deltalake"):
+    for c in ("floor", "pypaimon", RUST, "deltalake"):
         rr = median(step_field(per_n, c, "read_range", "rchar"))
         rf = median(step_field(per_n, c, "read_latest", "rchar"))
         if rr is not None and rf:
@@ -424,6 +468,11 @@ def render(results: dict[str, Any]) -> str:
         "- **pypaimon 2.1.0** (.venv-oracle): batch write builder; deletes through `rowkind.field=op` (so its "
         "table has a 9th column `op`); reads `to_arrow` of all splits, the range with a pushed-down predicate "
         "plus an exact filter; no compaction in pypaimon.",
+        "- **pypaimon-rust 0.4.0** (.venv-bench-rust): the table created with its SQL DDL (`SQLContext`), writes "
+        "through its batch write builder (`write_arrow` per record batch, one commit), deletes through "
+        "`rowkind.field=op` (a 9th column `op`, as for pypaimon); reads with its native read builder, the range "
+        "as a pushed-down predicate, snapshot 1 through `scan.snapshot-id`; no compaction in pypaimon-rust 0.4.0 "
+        "(no compact procedure).",
         "- **deltalake** (.venv-bench-delta): `write_deltalake`, `merge` for upsert (update all / insert all) "
         "and delete (`when_matched_delete`), reads through `to_pyarrow_dataset()`, `optimize.compact()`.",
         "- **Spark local[2]**: bare Spark writes each batch with `df.write.parquet` and reads with a "

@@ -1,4 +1,4 @@
-"""The benchmark suite of issue 10: lakectl against a pyarrow floor, pypaimon, delta-rs and Spark.
+"""The benchmark suite of issue 10: lakectl against a pyarrow floor, pypaimon, pypaimon-rust, delta-rs and Spark.
 
     python bench/suite.py --sizes 200000,1000000,5000000 --repeat 3 --out bench/results.md
 
@@ -41,7 +41,7 @@ sys.path.insert(0, str(BENCH / "runners"))
 
 from datagen import generate  # noqa: E402
 
-RUNNERS = ["floor", "lakectl_api", "lakectl_cli", "pypaimon", "deltalake", "spark"]
+RUNNERS = ["floor", "lakectl_api", "lakectl_cli", "pypaimon", "pypaimon_rust", "deltalake", "spark"]
 # what a runner subprocess reports: "spark" reports two
 REPORTED = {"spark": ["spark_bare", "lakectl_spark"]}
 TABLE = "bench.t"
@@ -54,12 +54,16 @@ def python_for(runner: str) -> Path:
         return Path(configured) if configured else ROOT / ".venv-oracle" / "bin" / "python"
     if runner == "deltalake":
         return ROOT / ".venv-bench-delta" / "bin" / "python"
+    if runner == "pypaimon_rust":
+        configured = os.environ.get("LAKECTL_BENCH_RUST_PYTHON")  # e.g. from a git worktree: the venv is elsewhere
+        return Path(configured) if configured else ROOT / ".venv-bench-rust" / "bin" / "python"
     return Path(sys.executable)
 
 
 def script_for(runner: str) -> Path:
-    return BENCH / "runners" / {"pypaimon": "pypaimon_runner.py", "deltalake": "deltalake_runner.py",
-                                "spark": "spark_runner.py"}.get(runner, f"{runner}.py")
+    scripts = {"pypaimon": "pypaimon_runner.py", "pypaimon_rust": "pypaimon_rust_runner.py",
+               "deltalake": "deltalake_runner.py", "spark": "spark_runner.py"}
+    return BENCH / "runners" / scripts.get(runner, f"{runner}.py")
 
 
 def version_in(python: Path, code: str) -> str | None:
@@ -104,7 +108,7 @@ SOURCE: Path | None = None  # a snapshot of --rev's core/ and lakectl/, or None 
 def child_env(runner: str = "lakectl") -> dict[str, str]:
     """Environment of a subprocess: with --rev, lakectl's runners import the snapshot first."""
     env = dict(os.environ, PYTHONHASHSEED="0")
-    if SOURCE is not None and runner not in ("pypaimon", "deltalake"):
+    if SOURCE is not None and runner not in ("pypaimon", "pypaimon_rust", "deltalake"):
         env["LAKECTL_BENCH_SOURCE"] = str(SOURCE)
         env["PYTHONPATH"] = os.pathsep.join([str(SOURCE), *filter(None, [os.environ.get("PYTHONPATH")])])
     return env
@@ -358,6 +362,11 @@ def versions(runners: list[str], rev: str | None = None) -> dict[str, Any]:
         v["pypaimon"] = version_in(python_for("pypaimon"), "from importlib.metadata import version as v; "
                                    "print(v('pypaimon'))")
         v["pyarrow (pypaimon venv)"] = version_in(python_for("pypaimon"), "import pyarrow; print(pyarrow.__version__)")
+    if "pypaimon_rust" in runners:
+        v["pypaimon-rust"] = version_in(python_for("pypaimon_rust"), "from importlib.metadata import version as v; "
+                                        "print(v('pypaimon-rust'))")
+        v["pyarrow (pypaimon-rust venv)"] = version_in(python_for("pypaimon_rust"),
+                                                       "import pyarrow; print(pyarrow.__version__)")
     if "deltalake" in runners:
         v["deltalake"] = version_in(python_for("deltalake"), "import deltalake; print(deltalake.__version__)")
         v["pyarrow (deltalake venv)"] = version_in(python_for("deltalake"),

@@ -84,9 +84,12 @@ class Recorder:
         rss_before = _proc_status("VmRSS")
         reset = _reset_peak()
         rchar0 = _rchar()
+        cpu0 = time.process_time()
         start = time.perf_counter()
         yield rec
         rec["seconds"] = time.perf_counter() - start
+        # CPU of every thread of this process: a multi-threaded writer's wall time hides it
+        rec.setdefault("cpu", time.process_time() - cpu0)
         rchar1 = _rchar()
         if rchar0 is not None and rchar1 is not None and "rchar" not in rec:
             rec["rchar"] = rchar1 - rchar0

@@ -22,8 +22,8 @@ from common import BUCKETS, PARTITION, ROW_KIND, SCHEMA_SQL, Recorder, load_meta
 TABLE = "bench.t"
 
 
-def run(cmd: list[str]) -> tuple[float, int]:
-    """Run one process; (seconds, peak RSS bytes of the child)."""
+def run(cmd: list[str]) -> tuple[float, int, float]:
+    """Run one process; (seconds, peak RSS bytes, CPU seconds of the child)."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -33,7 +33,7 @@ def run(cmd: list[str]) -> tuple[float, int]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed with exit {proc.returncode}:\n{err}")
-    return seconds, usage.ru_maxrss * 1024
+    return seconds, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -47,7 +47,7 @@ def main() -> None:
 
     def step(name: str, *cmd: str, output: str | None = None) -> None:
         with rec.step(name) as r:
-            r["seconds_process"], r["peak_rss"] = run(lk + list(cmd))
+            r["seconds_process"], r["peak_rss"], r["cpu"] = run(lk + list(cmd))
             r["rchar"] = None  # the child's reads are not visible from here
         r["rss_before"] = 0
         if output is not None:
