@@ -194,8 +194,14 @@ def _local_list_dir(path: str) -> list[FileStatus]:
 
 
 # Keyed by size and mtime too, so that a file replaced under the same name (a test's rewrite,
-# a restored backup) is read afresh. 512 manifests of a few hundred entries each stay small.
-@functools.lru_cache(maxsize=512)
+# a restored backup) is read afresh. Only small files are kept, the many manifests of small
+# commits whose per-file cost adds up: a big manifest's decoded entries take tens of times
+# its bytes, and a long-running writer or follower must not hold the table's history.
+_DECODED_MAX_FILE = 64 * 1024
+_DECODED_FILES = 256
+
+
+@functools.lru_cache(maxsize=_DECODED_FILES)
 def _decoded_local_file(local: str, size: int, mtime_ns: int, decode: Callable[[bytes], Any]) -> Any:
     with open(local, "rb") as f:
         return decode(f.read())
@@ -352,6 +358,8 @@ class FileIO:
             st = os.stat(local_path(path))
         except FileNotFoundError:
             return decode(self.read_bytes(path))  # says which file is missing, as reads do
+        if st.st_size > _DECODED_MAX_FILE:
+            return decode(self.read_bytes(path))
         _before("read")
         return _decoded_local_file(local_path(path), st.st_size, st.st_mtime_ns, decode)
 

@@ -105,3 +105,15 @@ def test_a_write_opens_each_manifest_once(tmp_path, monkeypatch):
     monkeypatch.setattr(core.fileio, "open", spy, raising=False)
     t.write(pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["y", "z"]}))
     assert opened and max(opened.values()) == 1, opened
+
+
+def test_a_big_manifest_is_not_kept(tmp_path, monkeypatch):
+    """Only small files stay decoded: a long-running writer must not hold the table's history."""
+    import core.fileio
+
+    mio = ManifestIO(FileIO.for_uri(str(tmp_path)), str(tmp_path))
+    meta = mio.write_manifest([ManifestEntry(ADD, binary_row.EMPTY_ROW, 0, 1, _file("a"))], 0, [])
+    monkeypatch.setattr(core.fileio, "_DECODED_MAX_FILE", meta.file_size - 1)
+    seen = _decodes(monkeypatch)
+    assert mio.read_manifest(meta.file_name) == mio.read_manifest(meta.file_name)
+    assert len(seen) == 2
