@@ -7,6 +7,7 @@ merge both read files through here.
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 from typing import Any, Iterator, Mapping, Sequence
@@ -267,9 +268,7 @@ def read_file_parts(path: str, meta: DataFileMeta, file_schema: TableSchema, rea
 
 def _group_parts(path: str, meta: DataFileMeta, file_io: FileIO, part_rows: int) -> list[list[int]] | None:
     """Runs of consecutive row groups of about ``part_rows`` rows; None to read the file whole."""
-    if not file_io.local:
-        return None
-    group_rows = _group_rows(path, meta, file_io)
+    group_rows = _group_rows(path, meta, file_io)  # None on object stores and for non-Parquet files
     if group_rows is None or len(group_rows) <= 1:
         return None
     parts: list[list[int]] = [[]]
@@ -297,14 +296,6 @@ def _group_rows(path: str, meta: DataFileMeta, file_io: FileIO) -> list[int] | N
     return [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
 
 
-# Parsed Parquet footers of local data files, by (path, size, mtime): a data file never changes
-# once written (its name is unique), so a read that opens it again, in this call (the row
-# groups of read_file_parts, the rows of read_rows_at) or the next, skips the footer. The
-# size and mtime let a file replaced under the same name be read afresh.
-_FOOTERS: dict[tuple[str, int, int], pq.FileMetaData] = {}
-_FOOTERS_MAX = 4096
-
-
 def _footer(path: str, file_io: FileIO, source: Any) -> pq.FileMetaData | None:
     """The footer of the local Parquet file at ``path`` (cached); None on object stores, whose
     files are fetched whole anyway (``source`` is then the bytes and parsed with the file)."""
@@ -312,11 +303,14 @@ def _footer(path: str, file_io: FileIO, source: Any) -> pq.FileMetaData | None:
         return None
     local = local_path(path)
     st = os.stat(local)
-    key = (local, st.st_size, st.st_mtime_ns)
-    found = _FOOTERS.get(key)
-    if found is None:
-        found = pq.read_metadata(local)
-        if len(_FOOTERS) >= _FOOTERS_MAX:
-            _FOOTERS.clear()
-        _FOOTERS[key] = found
-    return found
+    return _parsed_footer(local, st.st_size, st.st_mtime_ns)
+
+
+# A data file never changes once written (its name is unique), so a read that opens it again,
+# in this call (the row groups of read_file_parts, the rows of read_rows_at) or the next,
+# skips the footer. Size and mtime are part of the key so that a file replaced under the same
+# name is read afresh.
+@functools.lru_cache(maxsize=4096)
+def _parsed_footer(local: str, size: int, mtime_ns: int) -> pq.FileMetaData:
+    """The parsed footer of the local Parquet file ``local`` of that size and mtime."""
+    return pq.read_metadata(local)
