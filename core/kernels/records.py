@@ -3,6 +3,7 @@ and ``_VALUE_KIND``, and the sorting every merge starts from."""
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import numpy as np
@@ -17,10 +18,12 @@ ROW_KINDS = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE
 KIND_NAMES = {code: name for name, code in ROW_KINDS.items()}
 
 
+@functools.cache
 def retract_kinds() -> pa.Array:
-    """The -U/-D kind codes as an Arrow array (built on use: pa.array at import time would
-    import pandas, which metadata commands never need)."""
-    return pa.array(np.array([UPDATE_BEFORE, DELETE], np.int8))
+    """The -U/-D kind codes as an Arrow array (built on first use, over a numpy buffer: pa.array
+    would import pandas, or numpy.ma for a numpy array, which a read never needs otherwise)."""
+    codes = np.array([UPDATE_BEFORE, DELETE], np.int8)
+    return pa.Array.from_buffers(pa.int8(), len(codes), [None, pa.py_buffer(codes)])
 
 
 def key_columns_sorted(table: pa.Table, keys: list[str], seq_column: str, sequence_fields: Sequence[str] = (),
