@@ -10,6 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from core.arrow_values import boolean_scalar, numpy_bool_values, numpy_ints
+
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
 VALUE_KIND = "_VALUE_KIND"
 KEY_PREFIX = "_KEY_"
@@ -53,7 +55,7 @@ def _sort_indices_nulls_first(table: pa.Table, order: list[tuple[str, str]]) -> 
 
 
 def _is_identity(indices: pa.Array) -> bool:
-    values = indices.to_numpy(zero_copy_only=False)
+    values = numpy_ints(indices)
     return bool(np.array_equal(values, np.arange(len(values), dtype=values.dtype)))
 
 
@@ -65,9 +67,9 @@ def key_changes(table: pa.Table, keys: list[str]) -> np.ndarray:
     for k in keys:
         col = table.column(k)
         a, b = col.slice(0, n - 1), col.slice(1)
-        neq = pc.fill_null(pc.not_equal(a, b), True)
+        neq = pc.fill_null(pc.not_equal(a, b), boolean_scalar(True))
         both_null = pc.and_(pc.is_null(a), pc.is_null(b))
-        differs |= np.asarray(pc.and_not(neq, both_null).to_numpy(zero_copy_only=False), dtype=bool)
+        differs |= numpy_bool_values(pc.and_not(neq, both_null))
     return differs
 
 
