@@ -1,6 +1,7 @@
 """A ``scan --where --output`` and a ``lookup`` process on a pipe, as scripts and the peers
 benchmark run them, import neither rich (their progress bar is off on a pipe) nor numpy.ma
-(pulled in by pyarrow's and numpy's masked-array checks), and still return the right rows.
+(pulled in by pyarrow's and numpy's masked-array checks) nor the write side (routing,
+buffering, the write kernel, commit messages), and still return the right rows.
 A table of two sorted runs per bucket sends both through the merge."""
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from core.table import Table
 # Runs the console script's entry point, then writes the modules it loaded to argv[1].
 PROBE = r"""
 import json, sys
+WRITE_SIDE = {"numpy.ma", "core.commit", "core.kernels.write", "core.kernels.delete", "core.write_buffer",
+              "core.sources", "core.rows"}
 out = sys.argv[1]
 sys.argv = ["lakectl", *sys.argv[2:]]
 from lakectl.app import main
@@ -28,7 +31,7 @@ try:
     main()
 finally:
     with open(out, "w") as fh:
-        json.dump(sorted(m for m in sys.modules if m.split(".")[0] == "rich" or m == "numpy.ma"), fh)
+        json.dump(sorted(m for m in sys.modules if m.split(".")[0] == "rich" or m in WRITE_SIDE), fh)
 """
 
 N = 3000
