@@ -6,6 +6,7 @@ the value is a pandas object (core/pandas_probe.py). The read and text paths use
 from __future__ import annotations
 
 import functools
+from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -59,3 +60,47 @@ def int_array(values: np.ndarray) -> pa.Array:
     values = np.ascontiguousarray(values)
     arrow_type = {np.dtype(np.int32): pa.int32(), np.dtype(np.int64): pa.int64()}[values.dtype]
     return pa.Array.from_buffers(arrow_type, len(values), [None, pa.py_buffer(values)])
+
+
+# Arrow integer types and the numpy types of their values buffers.
+_INTEGERS = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64,
+             pa.uint8(): np.uint8, pa.uint16(): np.uint16, pa.uint32(): np.uint32, pa.uint64(): np.uint64}
+
+
+def values_array(values: Sequence[Any], arrow_type: pa.DataType) -> pa.Array:
+    """Python values (no nulls) as an Arrow array of ``arrow_type``: built from memory for
+    integers and strings, the usual key types, so that a key condition's literals do not
+    import pandas; any other type (or a value out of the type's range) through ``pa.array``."""
+    numpy_type = _INTEGERS.get(arrow_type)
+    if numpy_type is not None and all(type(v) is int for v in values):
+        try:
+            data = np.array(values, dtype=numpy_type)
+        except OverflowError:  # pa.array reports it as it always has
+            return pa.array(list(values), arrow_type)
+        return pa.Array.from_buffers(arrow_type, len(data), [None, pa.py_buffer(data)])
+    if pa.types.is_string(arrow_type) and all(type(v) is str for v in values):
+        return string_array(list(values))
+    return pa.array(list(values), arrow_type)
+
+
+def numpy_ints(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """An integer Arrow array without nulls (chunked or not) as numpy, from its buffers (its
+    ``to_numpy`` would import pandas)."""
+    dtype = _INTEGERS[values.type]
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    if len(chunks) == 1:
+        return numpy_values(chunks[0], dtype)
+    return np.concatenate([numpy_values(c, dtype) for c in chunks]) if chunks else np.zeros(0, dtype)
+
+
+def numpy_bool_values(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A boolean Arrow array (chunked or not; nulls read as False) as numpy, from its bits."""
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    if len(chunks) == 1:
+        return numpy_bools(chunks[0])
+    return np.concatenate([numpy_bools(c) for c in chunks]) if chunks else np.zeros(0, bool)
+
+
+def empty_table(schema: pa.Schema) -> pa.Table:
+    """A table of no rows in ``schema`` (``schema.empty_table()`` imports pandas)."""
+    return pa.Table.from_arrays([pa.nulls(0, f.type) for f in schema], schema=schema)

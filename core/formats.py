@@ -385,3 +385,13 @@ def encode_avro(table: pa.Table, fields: Sequence[tuple[str, DataType]], codec: 
     fastavro.writer(buf, schema, records, codec=codec,
                     codec_compression_level=zstd_level if codec == "zstandard" else None)
     return buf.getvalue()
+
+
+def dictionary_columns(schema: pa.Schema) -> list[str]:
+    """Columns worth dictionary encoding: strings and binaries. Numbers and times of a key-
+    sorted file are mostly distinct, where a dictionary only costs time before Parquet falls
+    back to plain encoding (measured: a third faster and a few percent smaller files). Used
+    for data files and for ``scan --output`` files alike."""
+    return [f.name for f in schema
+            if pa.types.is_string(f.type) or pa.types.is_large_string(f.type) or pa.types.is_binary(f.type)
+            or pa.types.is_large_binary(f.type) or pa.types.is_fixed_size_binary(f.type)]

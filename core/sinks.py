@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from core.errors import StorageRefusedError, UsageError
-from core.kernels.write import dictionary_columns
+from core.formats import dictionary_columns
 from core.text_values import csv_field, csv_line, python_values, text_value
 from core.text_values import json_value as text_json_value
 

@@ -203,6 +203,21 @@ def _hidden_in_tables(columns: Sequence[str]) -> set[str]:
     return {c for c in columns if c.endswith("_millis") and c[: -len("_millis")] in columns}
 
 
+def _terminal_by_rule(stream: Any) -> bool:
+    """rich's rule for a terminal, less its IDLE and Jupyter exceptions (which only say no):
+    TTY_COMPATIBLE, then FORCE_COLOR, else ``isatty``."""
+    compatible = os.environ.get("TTY_COMPATIBLE", "")
+    if compatible in ("0", "1"):
+        return compatible == "1"
+    if "FORCE_COLOR" in os.environ:
+        return os.environ["FORCE_COLOR"] != ""
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except ValueError:  # a closed stream, as rich answers
+        return False
+
+
 class Output:
     """Where a command's result goes.
 
@@ -246,16 +261,14 @@ class Output:
         plain table on a pipe, as cron and scripts print it, never imports rich (40 ms)."""
         if self._terminal is not None:
             return self._terminal
-        compatible = os.environ.get("TTY_COMPATIBLE", "")
-        if compatible in ("0", "1"):
-            return compatible == "1"
-        if "FORCE_COLOR" in os.environ:
-            return os.environ["FORCE_COLOR"] != ""
-        isatty = getattr(self.stdout, "isatty", None)
-        try:
-            return bool(isatty and isatty())
-        except ValueError:  # a closed stream, as rich answers
+        return _terminal_by_rule(self.stdout)
+
+    def _interactive_err(self) -> bool:
+        """Is stderr an interactive terminal (rich's answer)? A stderr that is no terminal by
+        rich's first rule is answered without importing rich (a scan in a script or cron)."""
+        if not _terminal_by_rule(sys.stderr):
             return False
+        return self.err.is_terminal and self.err.is_interactive
 
     # ---- listings ------------------------------------------------------------------
     def rows(self, rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
@@ -474,7 +487,7 @@ class Output:
         """A progress callback ``(done, total, what)`` drawing a bar on stderr when stderr is an
         interactive terminal; None (silent) on a pipe, with --quiet or ``TTY_INTERACTIVE=0``.
         ``total`` 0 means not known yet (the bar pulses)."""
-        if self.quiet or not (self.err.is_terminal and self.err.is_interactive):
+        if self.quiet or not self._interactive_err():
             yield None
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -492,7 +505,7 @@ class Output:
     def table_bars(self, total: int) -> Iterator["TableBars | None"]:
         """One bar per table being worked on (``maintain``: several at once with --parallel) under
         an overall bar of tables done; None (silent) where ``progress`` is silent."""
-        if self.quiet or not (self.err.is_terminal and self.err.is_interactive):
+        if self.quiet or not self._interactive_err():
             yield None
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn

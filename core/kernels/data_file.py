@@ -7,6 +7,7 @@ merge both read files through here.
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 from typing import Any, Iterator, Mapping, Sequence
@@ -121,13 +122,14 @@ def read_rows_at(path: str, meta: DataFileMeta, file_schema: TableSchema, read_f
         table = read_file(path, meta, file_schema, read_fields, file_io, system_columns=False, needed=needed)
         return table.take(int_array(np.asarray(positions, np.int64)))
     starts = np.cumsum([0] + group_rows)
-    holding = np.unique(np.searchsorted(starts, positions, side="right") - 1)
+    group_of = np.searchsorted(starts, positions, side="right") - 1
+    # the distinct groups, in order (positions ascend); not np.unique, which imports numpy.ma
+    holding = group_of[np.append(True, group_of[1:] != group_of[:-1])] if len(group_of) else group_of
     table = read_file(path, meta, file_schema, read_fields, file_io, system_columns=False, needed=needed,
                       only_groups=[int(g) for g in holding])
     # Position -> index in the table of the groups read: the rows before its group that were
     # read (groups read before it) plus its offset inside the group.
     read_before = np.cumsum([0] + [group_rows[g] for g in holding])[:-1]
-    group_of = np.searchsorted(starts, positions, side="right") - 1
     local = read_before[np.searchsorted(holding, group_of)] + (positions - starts[group_of])
     return table.take(int_array(local.astype(np.int64)))
 
@@ -193,13 +195,13 @@ def _read_columns(path: str, meta: DataFileMeta, file_io: FileIO, wanted: Sequen
         metadata = parquet.metadata
         group_rows = [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
         if row_filter is None and only_groups is None:
-            table, groups = parquet.read(columns=list(wanted)), None
+            table, groups = parquet.read(columns=list(wanted), use_threads=False), None
         else:
             groups = list(range(metadata.num_row_groups)) if only_groups is None else list(only_groups)
             if row_filter is not None:
                 matching = set(matching_row_groups(parquet, row_filter, read_fields, mapping))
                 groups = [g for g in groups if g in matching]
-            table = parquet.read_row_groups(groups, columns=list(wanted))
+            table = parquet.read_row_groups(groups, columns=list(wanted), use_threads=False)
         _check_int96_range(source, parquet, table, path)
         return table, group_rows, groups
 
@@ -255,7 +257,7 @@ def read_file_parts(path: str, meta: DataFileMeta, file_schema: TableSchema, rea
     so that a merge of sorted runs holds a part of each run rather than each run's file.
 
     A local Parquet file is read some row groups at a time (a primary-key file has groups of
-    8,192 rows at most); other files, and files on object stores (fetched in one GET
+    4,096 rows at most); other files, and files on object stores (fetched in one GET
     anyway), are one part."""
     parts = _group_parts(path, meta, file_io, part_rows)
     if parts is None:
@@ -267,9 +269,7 @@ def read_file_parts(path: str, meta: DataFileMeta, file_schema: TableSchema, rea
 
 def _group_parts(path: str, meta: DataFileMeta, file_io: FileIO, part_rows: int) -> list[list[int]] | None:
     """Runs of consecutive row groups of about ``part_rows`` rows; None to read the file whole."""
-    if not file_io.local:
-        return None
-    group_rows = _group_rows(path, meta, file_io)
+    group_rows = _group_rows(path, meta, file_io)  # None on object stores and for non-Parquet files
     if group_rows is None or len(group_rows) <= 1:
         return None
     parts: list[list[int]] = [[]]
@@ -297,14 +297,6 @@ def _group_rows(path: str, meta: DataFileMeta, file_io: FileIO) -> list[int] | N
     return [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
 
 
-# Parsed Parquet footers of local data files, by (path, size, mtime): a data file never changes
-# once written (its name is unique), so a read that opens it again, in this call (the row
-# groups of read_file_parts, the rows of read_rows_at) or the next, skips the footer. The
-# size and mtime let a file replaced under the same name be read afresh.
-_FOOTERS: dict[tuple[str, int, int], pq.FileMetaData] = {}
-_FOOTERS_MAX = 4096
-
-
 def _footer(path: str, file_io: FileIO, source: Any) -> pq.FileMetaData | None:
     """The footer of the local Parquet file at ``path`` (cached); None on object stores, whose
     files are fetched whole anyway (``source`` is then the bytes and parsed with the file)."""
@@ -312,11 +304,14 @@ def _footer(path: str, file_io: FileIO, source: Any) -> pq.FileMetaData | None:
         return None
     local = local_path(path)
     st = os.stat(local)
-    key = (local, st.st_size, st.st_mtime_ns)
-    found = _FOOTERS.get(key)
-    if found is None:
-        found = pq.read_metadata(local)
-        if len(_FOOTERS) >= _FOOTERS_MAX:
-            _FOOTERS.clear()
-        _FOOTERS[key] = found
-    return found
+    return _parsed_footer(local, st.st_size, st.st_mtime_ns)
+
+
+# A data file never changes once written (its name is unique), so a read that opens it again,
+# in this call (the row groups of read_file_parts, the rows of read_rows_at) or the next,
+# skips the footer. Size and mtime are part of the key so that a file replaced under the same
+# name is read afresh.
+@functools.lru_cache(maxsize=4096)
+def _parsed_footer(local: str, size: int, mtime_ns: int) -> pq.FileMetaData:
+    """The parsed footer of the local Parquet file ``local`` of that size and mtime."""
+    return pq.read_metadata(local)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from core.arrow_values import values_array
 from core.predicate import And, Comparison, InList, Predicate
 from core.types import to_arrow
 
@@ -56,9 +57,9 @@ def _mask(condition: Predicate, table: pa.Table) -> pa.ChunkedArray | None:
             mask = part if mask is None else pc.and_kleene(mask, part)
         return mask
     if isinstance(condition, Comparison):
-        return _KERNELS[condition.op](table.column(condition.column), pa.scalar(condition.value,
-                                                                                 to_arrow(condition.type)))
+        literal = values_array([condition.value], to_arrow(condition.type))[0]
+        return _KERNELS[condition.op](table.column(condition.column), literal)
     if isinstance(condition, InList) and not pa.types.is_floating(to_arrow(condition.type)):
         return pc.is_in(table.column(condition.column),
-                        value_set=pa.array(list(condition.values), to_arrow(condition.type)))
+                        value_set=values_array(condition.values, to_arrow(condition.type)))
     return None

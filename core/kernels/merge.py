@@ -58,6 +58,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from core.arrow_values import int_array
 from core.errors import InvalidDataError
 from core.kernels.records import (DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, key_changes,
                                   key_columns_sorted, retract_kinds)
@@ -122,9 +123,9 @@ class MergeEngine(MergeOptions):
         if len(starts) == rows.num_rows:
             return rows  # every key once: nothing to fold
         if self.kind == "deduplicate":
-            return rows.take(segment_ends(starts, rows.num_rows))
+            return rows.take(int_array(segment_ends(starts, rows.num_rows)))
         if self.kind == "first-row":
-            return rows.take(starts)
+            return rows.take(int_array(starts))
         if self.kind == "partial-update" and self.sequence_groups:
             return _single_records_as_they_are(rows, starts, _partial_update_groups(rows, starts, self))
         if self.kind == "partial-update":

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from core import binary_row
-from core.arrow_values import int_array
+from core.arrow_values import empty_table, int_array, numpy_ints
 from core.kernels import data_evolution
 from core.kernels.data_file import POSITION, read_file, read_file_parts, read_rows_at
 from core.default_values import fill_defaults
@@ -91,7 +91,7 @@ def read_split_parts(split: ReadSplit, read_schema: TableSchema, schemas: Mappin
 
 
 def _empty(read_schema: TableSchema) -> pa.Table:
-    return pa.schema([arrow_field(f).with_nullable(True) for f in read_schema.fields]).empty_table()
+    return empty_table(pa.schema([arrow_field(f).with_nullable(True) for f in read_schema.fields]))
 
 
 def _split_parts(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
@@ -207,9 +207,8 @@ def _read_merged_late(split: ReadSplit, read_schema: TableSchema, schemas: Mappi
     chunks = [alive(chunk) for chunk in stream_merge.merge_runs(engine, [stream_merge.batches(run_tables(r))
                                                                          for r in runs])]
     chunks = [c for c in chunks if c.num_rows]
-    empty = pa.schema([arrow_field(f).with_nullable(True) for f in read_fields]).empty_table()
     if not chunks:
-        return empty
+        return empty_table(pa.schema([arrow_field(f).with_nullable(True) for f in read_fields]))
     chosen = pa.concat_tables(chunks) if len(chunks) > 1 else chunks[0]
     return _rows_of(chosen, files, split, read_schema, schemas, file_io)
 
@@ -217,11 +216,11 @@ def _read_merged_late(split: ReadSplit, read_schema: TableSchema, schemas: Mappi
 def _rows_of(chosen: pa.Table, files: Sequence[DataFileMeta], split: ReadSplit, read_schema: TableSchema,
              schemas: Mapping[int, TableSchema], file_io: FileIO) -> pa.Table:
     """The full rows of the ``chosen`` records (their ``_FILE`` and ``POSITION``), in their order."""
-    file_of = chosen.column(_FILE).to_numpy()
-    position = chosen.column(POSITION).to_numpy()
+    file_of = numpy_ints(chosen.column(_FILE))
+    position = numpy_ints(chosen.column(POSITION))
     needed = _needed(split, read_schema)
     parts, order = [], []
-    for i in np.unique(file_of):
+    for i in np.flatnonzero(np.bincount(file_of)):  # the files named (np.unique imports numpy.ma)
         meta = files[int(i)]
         at = np.flatnonzero(file_of == i)
         at = at[np.argsort(position[at], kind="stable")]
@@ -318,7 +317,7 @@ def read_changes(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[in
         parts.append(part.add_column(0, ROW_KIND_COLUMN, kinds))
     schema = changes_schema(read_schema)
     if not parts:
-        return schema.empty_table()
+        return empty_table(schema)
     return fill_defaults(pa.concat_tables(parts).cast(schema), read_schema)
 
 

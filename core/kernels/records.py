@@ -3,11 +3,14 @@ and ``_VALUE_KIND``, and the sorting every merge starts from."""
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from core.arrow_values import boolean_scalar, numpy_bool_values, numpy_ints
 
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
 VALUE_KIND = "_VALUE_KIND"
@@ -17,10 +20,12 @@ ROW_KINDS = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE
 KIND_NAMES = {code: name for name, code in ROW_KINDS.items()}
 
 
+@functools.cache
 def retract_kinds() -> pa.Array:
-    """The -U/-D kind codes as an Arrow array (built on use: pa.array at import time would
-    import pandas, which metadata commands never need)."""
-    return pa.array(np.array([UPDATE_BEFORE, DELETE], np.int8))
+    """The -U/-D kind codes as an Arrow array (built on first use, over a numpy buffer: pa.array
+    would import pandas, or numpy.ma for a numpy array, which a read never needs otherwise)."""
+    codes = np.array([UPDATE_BEFORE, DELETE], np.int8)
+    return pa.Array.from_buffers(pa.int8(), len(codes), [None, pa.py_buffer(codes)])
 
 
 def key_columns_sorted(table: pa.Table, keys: list[str], seq_column: str, sequence_fields: Sequence[str] = (),
@@ -50,7 +55,7 @@ def _sort_indices_nulls_first(table: pa.Table, order: list[tuple[str, str]]) -> 
 
 
 def _is_identity(indices: pa.Array) -> bool:
-    values = indices.to_numpy(zero_copy_only=False)
+    values = numpy_ints(indices)
     return bool(np.array_equal(values, np.arange(len(values), dtype=values.dtype)))
 
 
@@ -62,9 +67,9 @@ def key_changes(table: pa.Table, keys: list[str]) -> np.ndarray:
     for k in keys:
         col = table.column(k)
         a, b = col.slice(0, n - 1), col.slice(1)
-        neq = pc.fill_null(pc.not_equal(a, b), True)
+        neq = pc.fill_null(pc.not_equal(a, b), boolean_scalar(True))
         both_null = pc.and_(pc.is_null(a), pc.is_null(b))
-        differs |= np.asarray(pc.and_not(neq, both_null).to_numpy(zero_copy_only=False), dtype=bool)
+        differs |= numpy_bool_values(pc.and_not(neq, both_null))
     return differs
 
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator, Sequence
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from core.arrow_values import values_array
 from core.kernels.merge import MergeEngine
 
 # Rows per batch a run is sliced into before it is merged; small values are for tests.
@@ -121,7 +121,9 @@ def _count_at_or_below(table: pa.Table, keys: list[str], frontier: tuple) -> int
     below = None
     for name, value in reversed(list(zip(keys, frontier))):
         col = _comparable(table.column(name))
-        less = pc.less(col, pa.scalar(value, col.type))
-        equal = pc.equal(col, pa.scalar(value, col.type))
+        bound = values_array([value], col.type)[0]  # not pa.scalar: a first one imports pandas
+        less = pc.less(col, bound)
+        equal = pc.equal(col, bound)
         below = pc.or_(less, equal) if below is None else pc.or_(less, pc.and_(equal, below))
-    return int(np.count_nonzero(below.to_numpy(zero_copy_only=False)))
+    # the true values counted by Arrow (a chunked array's to_numpy would import pandas)
+    return int(pc.sum(below).as_py() or 0)

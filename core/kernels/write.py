@@ -254,7 +254,7 @@ def parquet_options(schema: TableSchema, int96: bool, file_schema: pa.Schema) ->
     opts = schema.core_options
     return {"compression": opts.file_compression, "use_deprecated_int96_timestamps": int96,
             "compression_level": opts.zstd_level if opts.file_compression == "zstd" else None,
-            "store_decimal_as_integer": True, "use_dictionary": dictionary_columns(file_schema),
+            "store_decimal_as_integer": True, "use_dictionary": formats.dictionary_columns(file_schema),
             "data_page_size": opts.parquet_page_size}
 
 
@@ -269,10 +269,13 @@ def file_fields(schema: TableSchema) -> list[tuple[str, DataType]]:
 
 # A primary-key table's files are sorted by key, so row groups this small have tight key
 # statistics: a key range or a lookup reads the few groups that can hold its keys
-# (kernels.data_file.matching_row_groups) instead of every column of every row. Measured on
-# 1M rows in 16 buckets: a 1% key range 0.25 -> 0.13 CPU s, 100 lookups 0.31 -> 0.15, the
-# full read and the files' size unchanged (bench/results-peers.md).
-KEY_SORTED_ROW_GROUP_ROWS = 8192
+# (kernels.data_file.matching_row_groups) instead of every column of every row. pyarrow
+# decodes a row group whole (it has no page-level row selection), so the group is the unit
+# of work. Measured on 1M rows in 16 buckets (bench/results-peers.md): 8,192 rows took a 1%
+# key range from 0.25 to 0.13 CPU s; 4,096 decodes a third fewer rows for that range and
+# for the rows a lookup returns, for files 1.9% larger (8,192: +0%, 2,048: +5.1%, 1,024:
+# +10.4%: each group repeats its dictionaries and compresses a shorter stream).
+KEY_SORTED_ROW_GROUP_ROWS = 4096
 
 
 def row_group_rows(out: pa.Table, block_size: int, *, sorted_by_key: bool = False) -> int:
@@ -285,16 +288,6 @@ def row_group_rows(out: pa.Table, block_size: int, *, sorted_by_key: bool = Fals
     else:
         rows = max(1, block_size * out.num_rows // out.nbytes)
     return min(rows, KEY_SORTED_ROW_GROUP_ROWS) if sorted_by_key else rows
-
-
-def dictionary_columns(schema: pa.Schema) -> list[str]:
-    """Columns worth dictionary encoding: strings and binaries. Numbers and times of a key-
-    sorted file are mostly distinct, where a dictionary only costs time before Parquet falls
-    back to plain encoding (measured: a third faster and a few percent smaller files). Used
-    for data files and for ``scan --output`` files alike."""
-    return [f.name for f in schema
-            if pa.types.is_string(f.type) or pa.types.is_large_string(f.type) or pa.types.is_binary(f.type)
-            or pa.types.is_large_binary(f.type) or pa.types.is_fixed_size_binary(f.type)]
 
 
 def write_file(chunk: pa.Table, schema: TableSchema, bucket_dir: str, file_io: FileIO, name: str,

@@ -23,10 +23,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Iterable, Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from core import binary_row
+from core.arrow_values import empty_table, int_array, values_array
 from core.bucket import bucket_from_hash, hash_bytes
 from core.deletion_vectors import snapshot_deletion_files, split_deletion_files
 from core.engines.local import LocalEngine
@@ -328,15 +330,16 @@ def _matches(part: pa.Table, keys: Sequence[LookupKey], wanted: Sequence[int],
     the few rows left are matched key by key."""
     mask = None
     for c in columns:
-        value_set = pa.array([keys[i].values[c] for i in wanted], part.schema.field(c).type)
+        value_set = values_array([keys[i].values[c] for i in wanted], part.schema.field(c).type)
         m = pc.is_in(part.column(c), value_set=value_set)
         mask = m if mask is None else pc.and_(mask, m)
     if mask is None:
         return []
-    indices = pc.indices_nonzero(mask).to_pylist()
-    if not indices:
+    found = pc.indices_nonzero(mask)
+    if not len(found):
         return []
-    narrowed = _comparable(part.take(indices).select(list(columns))).to_pylist()
+    indices = found.to_pylist()
+    narrowed = _comparable(part.take(found).select(list(columns))).to_pylist()  # not take(list): imports pandas
     rows = {tuple(r[c] for c in columns): idx for r, idx in zip(narrowed, indices)}
     out = []
     for i in wanted:
@@ -413,7 +416,7 @@ def _lookup_once(table: TableHandle, keys: Sequence[str | Mapping[str, Any]], *,
     wanted = _distinct(parse_key(k, read_schema) for k in keys)
     schema = output_schema(read_schema, select)
     if snapshot is None:
-        return _result(schema.empty_table(), wanted, set(), [], [])
+        return _result(empty_table(schema), wanted, set(), [], [])
     try:
         return _read_keys(table, snapshot, read_schema, wanted, schema, select)
     except CorruptMetadataError as e:  # a file gone: damage, or the snapshot expired meanwhile
@@ -444,14 +447,15 @@ def _read_keys(table: TableHandle, snapshot: Snapshot, read_schema: TableSchema,
         hits = _matches(part, wanted, sorted(s.keys), columns)
         if hits:
             found.update(i for i, _ in hits)
-            pieces.append(part.take([row for _, row in hits]))
+            pieces.append(part.take(int_array(np.array([row for _, row in hits], np.int64))))
             order += [(i, n) for i, _ in hits]
     if pieces:
         rows = pa.concat_tables(pieces)
-        rows = rows.take(sorted(range(len(order)), key=order.__getitem__))
+        # int_array: pyarrow's conversion of a Python list imports pandas (core/arrow_values.py)
+        rows = rows.take(int_array(np.array(sorted(range(len(order)), key=order.__getitem__), np.int64)))
         rows = (rows.select(list(select)) if select else rows).cast(schema)
     else:
-        rows = schema.empty_table()
+        rows = empty_table(schema)
     return _result(rows, wanted, found, [e for s in planned for e in s.entries], entries)
 
 

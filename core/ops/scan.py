@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import pyarrow as pa
 
 from core import binary_row, file_index, stats
+from core.arrow_values import empty_table
 from core.engines import EngineSettings, choose_engine
 from core.deletion_vectors import snapshot_deletion_files, split_deletion_files
 from core.engines.local import LocalEngine
@@ -285,7 +286,7 @@ def scan(table: TableHandle, *, snapshot_id: int | None = None, timestamp: str |
             raise lost_race(table.snapshots, prepared.plan.snapshot, e) or e
         schema = output_schema(prepared.plan.read_schema, prepared.select)
         if not parts:
-            return schema.empty_table()
+            return empty_table(schema)
         return pa.concat_tables([p.cast(schema) for p in parts])
 
     return retry_on_expire(_replans(table, snapshot_id, timestamp, tag), once, "scan")

@@ -9,6 +9,7 @@ and a plain Python model of the rows says what both must return.
 from __future__ import annotations
 
 import datetime as dt
+import random
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -16,9 +17,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from java_oracle import java_read, java_read_snapshots, java_run, lakectl_rows, normal, sort_rows
+from oracle import official_read
 from test_lakectl_to_pypaimon import all_types_batch, all_types_columns, lakectl_table
 
 from core.evolution import AddColumn, RenameColumn
+from core.kernels.write import KEY_SORTED_ROW_GROUP_ROWS
 from core.ops.create import create
 from core.ops.tags import create_tag
 from core.table import Table
@@ -188,6 +191,39 @@ def test_java_reads_and_continues_lakectl_tables(tmp_path: Path, engine: str, op
     # And lakectl continues after Java.
     table.write(pa.table([[40, 41], [5, 6], ["l40", "l41"]], schema=schema))
     assert_same_at_every_snapshot(table, f"lakectl after Java {engine}")
+
+
+def test_java_and_pypaimon_read_lakectl_files_cut_into_key_sorted_row_groups(tmp_path: Path) -> None:
+    """A primary-key file of more than KEY_SORTED_ROW_GROUP_ROWS rows is cut into groups of
+    that many rows; Java and pypaimon read it, merged with an upsert and a delete run over
+    it, as a dict of the rows says (the runs' keys cross the group boundaries)."""
+    g = KEY_SORTED_ROW_GROUP_ROWS
+    n = 3 * g + 17
+    table = lakectl_table(tmp_path, "groups", [("k", "BIGINT"), ("v", "BIGINT"), ("s", "STRING")], primary_keys=["k"],
+                          options={"bucket": "1"})
+    schema = pa.schema([("k", pa.int64()), ("v", pa.int64()), ("s", pa.string())])
+    keys = list(range(n))
+    random.Random(5).shuffle(keys)  # written in any order, sorted by the writer
+    table.write(pa.table([keys, keys, [f"a{k}" for k in keys]], schema=schema))
+    (base,) = Path(table.path).glob("bucket-0/*.parquet")
+    footer = pq.read_metadata(base)
+    assert [footer.row_group(i).num_rows for i in range(footer.num_row_groups)] == [g, g, g, 17]
+    upserts = list(range(0, n + 10, 5))  # every 5th key, and new keys past the end
+    table.write(pa.table([upserts, [-k for k in upserts], [f"b{k}" for k in upserts]], schema=schema))
+    deletes = list(range(3, n, 11))
+    table.write(pa.table([deletes, deletes, ["x"] * len(deletes), ["-D"] * len(deletes)],
+                         names=["k", "v", "s", "op"]).cast(schema.append(pa.field("op", pa.string()))),
+                row_kind_column="op")
+    expected = {k: [k, k, f"a{k}"] for k in range(n)}
+    expected.update({k: [k, -k, f"b{k}"] for k in upserts})
+    for k in deletes:
+        expected.pop(k, None)
+    want = sort_rows(expected.values())
+    java_rows, _ = java_read(table.path)
+    assert java_rows == want
+    pypaimon_rows, _ = official_read(table.path, tmp_path)
+    assert lakectl_rows(pypaimon_rows) == want
+    assert lakectl_rows(table.scan()) == want
 
 
 def test_java_reads_lakectl_every_type_after_alter_and_expire(tmp_path: Path) -> None:
