@@ -12,6 +12,12 @@ from lakectl.config import Settings
 from lakectl.output import Output
 
 
+def every_when_zero(limit: int | None) -> int | None:
+    """A listing's ``--limit``: 0 means every item, as it does for scan (where it lifts the
+    terminal's 100-row cap); a negative one is left for core to refuse."""
+    return None if limit == 0 else limit
+
+
 def snapshots_listing(s: Settings, table: str, *, limit: int | None, branch: str | None,
                       warehouse: str | None, fmt: str | None) -> Callable[[], None]:
     """``lakectl snapshots``: newest first; the commit user (a UUID per writer) only in the
@@ -21,7 +27,7 @@ def snapshots_listing(s: Settings, table: str, *, limit: int | None, branch: str
 
     out = Output(s.resolve_format(fmt), quiet=s.quiet)
     t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
-    history = t.history(limit=limit)
+    history = t.history(limit=every_when_zero(limit))
 
     def show() -> None:
         if out.format == "table":

@@ -9,6 +9,7 @@ import typer
 
 from core.table import Table
 from lakectl.commands import output, settings
+from lakectl.listings import every_when_zero
 from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
 
 
@@ -17,7 +18,7 @@ def register(app: typer.Typer) -> None:
     def schemas_cmd(
         ctx: typer.Context,
         table: TableArg,
-        limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", help="Only the newest N schemas.")] = None,
+        limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", help="Only the newest N schemas (0: all).")] = None,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
@@ -33,7 +34,7 @@ def register(app: typer.Typer) -> None:
 
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
-        history = t.schema_history(limit=limit)
+        history = t.schema_history(limit=every_when_zero(limit))
         if out.format == "table":  # one change per line; the epoch millis only in the script formats
             rows = [{**dataclasses.asdict(s), "changes": "\n".join(s.changes)} for s in history]
             columns = [f.name for f in dataclasses.fields(SchemaInfo) if f.name != "time_millis"]

@@ -15,7 +15,7 @@ def register(app: typer.Typer) -> None:
     def snapshots_cmd(
         ctx: typer.Context,
         table: TableArg,
-        limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", help="Only the newest N snapshots.")] = None,
+        limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", help="Only the newest N snapshots (0: all).")] = None,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,

@@ -9,6 +9,7 @@ import typer
 
 from core.table import Table
 from lakectl.commands import output, settings
+from lakectl.listings import every_when_zero
 from lakectl.completion import complete_snapshot_id
 from lakectl.params import BranchOpt, FormatOpt, PartitionsOpt, TableArg, TagOpt, TimestampOpt, WarehouseOpt
 
@@ -32,7 +33,7 @@ def _register_partitions(app: typer.Typer) -> None:
         timestamp: TimestampOpt = None,
         tag: TagOpt = None,
         partition: PartitionsOpt = None,
-        limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", help="Only the first N partitions.")] = None,
+        limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", help="Only the first N partitions (0: all).")] = None,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
@@ -55,7 +56,7 @@ def _register_partitions(app: typer.Typer) -> None:
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         specs = parse_partitions(partition) if partition else None
         chosen = snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
-        out.records(partition_stats(t, chosen, partitions=specs, limit=limit), PartitionStats,
+        out.records(partition_stats(t, chosen, partitions=specs, limit=every_when_zero(limit)), PartitionStats,
                     title=f"partitions of {t.name}")
 
 

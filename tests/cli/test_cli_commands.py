@@ -407,6 +407,19 @@ def test_scan_limit(wh: str, people: str) -> None:
     assert len(filtered) == 1 and filtered[0] in [r for r in PEOPLE if r["dt"] == "b"]
 
 
+@pytest.mark.parametrize("command", ["snapshots", "schemas", "files", "partitions"])
+def test_listing_limit_0_lists_every_item_as_scan_does(wh: str, people: str, command: str) -> None:
+    ok("-w", wh, "write", people, "--input", "-", "--input-format", "jsonl",
+       input='{"id": 9, "name": "z", "score": 1.0, "dt": "c"}\n')
+    ok("-w", wh, "alter-schema", people, "--add-column", "extra INT")
+    every = as_json(wh, command, people)
+    assert len(every) >= 2  # two snapshots, two schemas, files and partitions of a, b and c
+    assert as_json(wh, command, people, "--limit", 0) == every
+    assert as_json(wh, command, people, "--limit", 1) == every[:1]
+    refused = invoke("-w", wh, command, people, "--limit", -1)
+    assert refused.exit_code == 2 and "--limit must be 0 or more" in refused.stderr
+
+
 def test_scan_of_a_table_without_snapshots_is_empty(wh: str) -> None:
     ok("-w", wh, "create", "db.empty", "--schema", "id INT, v STRING")
     assert as_json(wh, "scan", "db.empty") == []
