@@ -429,6 +429,10 @@ class FileIO:
         if self.local:
             path = local_path(path)  # an external data path may be file:/... (pypaimon's spelling)
             os.makedirs(os.path.dirname(path), exist_ok=True)
+            # what fsspec's local pipe_file does, without importing fsspec (see fs)
+            with open(path, "wb") as f:
+                f.write(data)
+            return
         self.fs.pipe_file(path, data)
 
     @_store_errors
@@ -437,6 +441,7 @@ class FileIO:
         if self.local:
             path = local_path(path)  # an external data path may be file:/... (pypaimon's spelling)
             os.makedirs(os.path.dirname(path), exist_ok=True)
+            return open(path, "wb")
         return self.fs.open(path, "wb")
 
     def same_store(self, other: "FileIO") -> bool:

@@ -60,6 +60,11 @@ def _filesystem(path: str) -> Any:
     return FileIO.for_uri(path).fs
 
 
+def _plain_local(path: str) -> bool:
+    """A local path without a scheme (``file:`` forms go through the filesystem, which strips it)."""
+    return "://" not in path and not path.startswith(("file:", "local:"))
+
+
 def _hidden(name: str) -> bool:
     """Files a writer leaves beside its data (``_SUCCESS``, ``.crc``, ``_temporary``, dot files)."""
     base = name.rstrip("/").rsplit("/", 1)[-1]
@@ -118,8 +123,12 @@ def expand_input(path: str, explicit: str | None) -> tuple[list[str], str]:
     """
     if path == "-":
         return ["-"], infer_format(path, explicit)
+    glob = any(c in path for c in _GLOB_CHARS)
+    if not glob and _plain_local(path) and not os.path.isdir(path):
+        # one local file (the common case): no filesystem object, so fsspec is not imported
+        return [path], infer_format(path, explicit)
     fs = _filesystem(path)
-    if any(c in path for c in _GLOB_CHARS):
+    if glob:
         files: list[str] = []
         for match in sorted(fs.glob(path)):
             name = _with_scheme(path, match)
@@ -132,7 +141,7 @@ def expand_input(path: str, explicit: str | None) -> tuple[list[str], str]:
         return [path], infer_format(path, explicit)
     chosen, fmt = _by_format(files, explicit, path)
     if not chosen:
-        what = "glob" if any(c in path for c in _GLOB_CHARS) else "directory"
+        what = "glob" if glob else "directory"
         kind = f" {explicit}" if explicit else ""
         raise InvalidDataError(f"no{kind} input files match {what} {path}")
     return chosen, fmt
@@ -145,7 +154,7 @@ def input_size(paths: str | list[str]) -> int:
         if path == "-":
             continue
         try:
-            total += int(_filesystem(path).size(path) or 0)
+            total += os.path.getsize(path) if _plain_local(path) else int(_filesystem(path).size(path) or 0)
         except (OSError, ValueError):
             pass
     return total
