@@ -24,8 +24,6 @@ from typing import Any, BinaryIO, Iterator
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
-import pyarrow.json as pajson
-import pyarrow.orc as paorc
 import pyarrow.parquet as pq
 
 from core import formats
@@ -194,6 +192,8 @@ def read_input(path: str, fmt: str, hint: pa.Schema | None = None) -> pa.Table:
                 _check_int96(fh, parquet, path)
                 return parquet.read()
         if fmt == "orc":
+            import pyarrow.orc as paorc  # ORC and JSON readers load with an input of theirs
+
             return paorc.read_table(fh)
         if fmt == "csv":
             return _read_csv(fh, hint, path)
@@ -384,6 +384,8 @@ def _json_text_type(t: pa.DataType) -> pa.DataType | None:
 
 
 def _read_jsonl(fh: BinaryIO, hint: pa.Schema | None, source: str) -> pa.Table:
+    import pyarrow.json as pajson
+
     data = fh.read()
     if not data.strip():
         return pa.table({})

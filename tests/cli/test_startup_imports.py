@@ -72,8 +72,8 @@ def test_a_local_write_of_one_file_loads_no_filesystem_library(tmp_path: Path) -
     """A write of one local file into an append table (the text benchmark's write, issue 27)
     loads neither fsspec (a local file is found, sized and written with os), nor numpy.ma
     (pa.array of a numpy array asks for it), nor the predicate module (no condition), nor the
-    compaction code (an append table compacts only with full-compaction.delta-commits), and the
-    rows land. A directory input still lists its files through fsspec, so the check can fail."""
+    compaction code (an append table compacts only with full-compaction.delta-commits), nor the
+    ORC and JSON readers, and the rows land. A directory input still lists its files through fsspec, so the check can fail."""
     wh = str(tmp_path / "wh")
     inputs = tmp_path / "in"
     inputs.mkdir()
@@ -86,6 +86,8 @@ def test_a_local_write_of_one_file_loads_no_filesystem_library(tmp_path: Path) -
     assert {"core.ops.write", "core.kernels.write", "pyarrow"} <= write  # the probe sees the write's imports
     assert {m for m in write if m.split(".")[0] == "fsspec" or m.split(".")[:2] == ["numpy", "ma"]} == set()
     assert {"core.predicate", "core.where", "core.ops.compact", "core.kernels.compact"} & write == set()
+    # nor the readers of other input formats, nor partition expiration (the table sets no expiration time)
+    assert {"pyarrow.orc", "pyarrow.json", "core.ops.partitions"} & write == set()
     assert "fsspec" in _imported("-w", wh, "-q", "write", "db.t", "-i", str(inputs), cwd=tmp_path)
     rows = subprocess.run([sys.executable, "-m", "lakectl", "-w", wh, "scan", "db.t", "-f", "csv"], env=env,
                           check=True, cwd=tmp_path, capture_output=True, text=True).stdout
