@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core.arrow_values import boolean_array, numpy_bools, numpy_values, string_array
+from core.arrow_values import boolean_array, int_array, numpy_bools, numpy_values, string_array
 from core.arrow_values import string_scalar as _lit
 from core.text_values import (TextValueError, check_float_range, decode_value, first_bad, json_value, python_values,
                                text_value)
@@ -179,6 +179,10 @@ def _float_text(arr: pa.Array) -> _Column:
 def _decimal_text(arr: pa.Array) -> pa.Array:
     """Decimals with all their scale's digits: Arrow's text, but Arrow writes a value below
     1e-6 (a zero with a scale above 6 among them) with an exponent, so those go to Python."""
+    if pa.types.is_decimal128(arr.type) and arr.type.precision <= 18:
+        text = _small_decimal_text(arr)
+        if text is not None:
+            return text
     text = arr.cast(pa.string())
     offsets, chars = _utf8(text)
     exponent = _rows_holding(offsets, chars, ord("E"))
@@ -186,6 +190,27 @@ def _decimal_text(arr: pa.Array) -> pa.Array:
         return text
     fixed = string_array([format(v, "f") for v in arr.filter(boolean_array(exponent)).to_pylist()])
     return pc.replace_with_mask(text, boolean_array(exponent), fixed)
+
+
+def _small_decimal_text(arr: pa.Array) -> pa.Array | None:
+    """DECIMAL(p <= 18, s): the unscaled values fit 64 bits, so their text is Arrow's text of
+    integers (a fraction of the time of its decimal text) with the point put ``s`` digits
+    from the end. None when a value has no digit before the point (|value| < 1: the zeros
+    in front are Arrow's decimal text's to write)."""
+    scale = arr.type.scale
+    # a decimal128 is two 64-bit words, the low one first: for these values that word is the value
+    words = np.frombuffer(arr.buffers()[1], dtype=np.int64)[2 * arr.offset:2 * (arr.offset + len(arr))]
+    unscaled = words[::2].copy()
+    if arr.null_count:
+        unscaled[_nulls(arr)] = 10 ** scale  # any value with a digit before the point: its text is dropped
+    if (np.abs(unscaled) < 10 ** scale).any():
+        return None
+    text = int_array(unscaled).cast(pa.string())
+    offsets, chars = _utf8(text)
+    if scale:
+        chars = np.insert(chars, offsets[1:] - scale, ord("."))
+        offsets = offsets + np.arange(len(offsets))
+    return _string_array(chars, offsets, arr)
 
 
 # ---- the bytes of a string array ------------------------------------------------------------------

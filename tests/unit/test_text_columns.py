@@ -246,7 +246,8 @@ def long_table(seed: int, rows: int = 3000) -> pa.Table:
     nanos[some] = nanos[some] // 10**6 * 10**6
     nulls = rng.random(rows) < 0.05
     decimals = [decimal.Decimal(int(v)).scaleb(-4) for v in rng.integers(-10**17, 10**17, rows)]
-    decimals[:3] = [decimal.Decimal("0.0000"), decimal.Decimal("-0.0001"), decimal.Decimal("0.0010")]
+    big = [decimal.Decimal(int(v)).scaleb(-4) for v in rng.integers(10**4, 10**17, rows) * rng.choice([-1, 1], rows)]
+    decimals[10:13] = [decimal.Decimal("0.0000"), decimal.Decimal("-0.0001"), decimal.Decimal("0.0010")]
     table = pa.table({
         "plain": pa.array(plain), "sprinkled": pa.array(sprinkled), "spaced": pa.array(spaced),
         "nullable": pa.array(plain, mask=nulls),
@@ -256,6 +257,7 @@ def long_table(seed: int, rows: int = 3000) -> pa.Table:
         "ts_ns": pa.array(nanos, pa.timestamp("ns"), mask=nulls),
         "ts_s": pa.array(micros // 10**6, pa.timestamp("s")),
         "dec": pa.array(decimals, pa.decimal128(18, 4)), "dec_zero": pa.array(decimals, pa.decimal128(38, 10)),
+        "dec_big": pa.array(big, pa.decimal128(18, 4), mask=nulls), "dec_int": pa.array([decimal.Decimal(int(v)) for v in micros], pa.decimal128(18, 0)),
     })
     return table.slice(7, rows - 20)  # a slice: the byte checks must start at the column's first value
 
