@@ -533,7 +533,7 @@ def _as_bytes(lines: pa.Array) -> bytes:
         return b""
     offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)
     start, end = offsets[lines.offset], offsets[lines.offset + len(lines)]
-    return lines.buffers()[2].to_pybytes()[start:end]
+    return lines.buffers()[2][int(start):int(end)].to_pybytes()  # one copy: the buffer's slice is a view
 
 
 def _columns(table: pa.Table) -> list[pa.Array]:
