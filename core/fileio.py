@@ -1,4 +1,6 @@
-"""FileIO: every byte lakectl reads or writes goes through here (fsspec underneath).
+"""FileIO: every byte lakectl reads or writes goes through here (fsspec underneath; a local
+disk's reads, listings and new files with ``os`` alone, so that a local command need not
+import fsspec).
 
 Higher layers pass a ``FileIO`` and plain string paths; they never touch a filesystem
 object. The one primitive with a real guarantee is ``try_create``: create a file only if
