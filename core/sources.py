@@ -252,6 +252,7 @@ def decode_text(data: pa.Table, hint: pa.Schema | None, fmt: str, source: str,
 STREAMED_FORMATS = ("parquet", "csv")
 BATCH_ROWS = 1 << 16  # rows per batch of a streamed input (a few MB at typical widths)
 _CSV_BLOCK = 8 << 20  # bytes per block of a streamed CSV input
+_CSV_HEADER_BLOCK = 64 << 10  # bytes parsed to learn a CSV input's column names
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +279,13 @@ class InputFile:
         with _ReadErrors(self.fmt, self.path):
             if self.fmt == "parquet":
                 return pq.read_schema(self.path).names
+            try:
+                # the names are in the header: parsing a small first block tells them (the
+                # reading block would parse its 8 MB of rows here and again in batches)
+                with self._open_csv(_CSV_HEADER_BLOCK) as reader:
+                    return reader.schema.names
+            except pa.ArrowInvalid:
+                pass  # a header longer than the small block: the reading block tells, or fails as reading will
             with self._open_csv() as reader:
                 return reader.schema.names
 
@@ -312,8 +320,8 @@ class InputFile:
                 if empty:
                     yield decode_text(reader.schema.empty_table(), self.hint, "csv", self.path)
 
-    def _open_csv(self) -> pacsv.CSVStreamingReader:
-        return pacsv.open_csv(self.path, read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK),
+    def _open_csv(self, block: int = _CSV_BLOCK) -> pacsv.CSVStreamingReader:
+        return pacsv.open_csv(self.path, read_options=pacsv.ReadOptions(block_size=block),
                               convert_options=_csv_convert(self.hint))
 
 
