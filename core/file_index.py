@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import datetime as dt
 import struct
-from typing import Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
-from core.predicate import And, Comparison, Predicate
 from core.types import DataType
+
+if TYPE_CHECKING:
+    from core.predicate import Comparison, Predicate
 
 MAGIC = 1493475289347502
 BLOOM_FILTER = "bloom-filter"
@@ -173,6 +175,10 @@ def bloom_may_contain(body: bytes, hash64: int) -> bool:
 
 def equalities(predicate: Predicate | None) -> Iterator[Comparison]:
     """The ``column = value`` conditions every matching row meets (top-level conjuncts)."""
+    # imported here: a write builds indexes (below) and never reads a predicate, so it does not
+    # load the predicate module (10-20 ms)
+    from core.predicate import And, Comparison
+
     if isinstance(predicate, Comparison) and predicate.op == "=":
         yield predicate
     elif isinstance(predicate, And):

@@ -1,4 +1,6 @@
-"""FileIO: every byte lakectl reads or writes goes through here (fsspec underneath).
+"""FileIO: every byte lakectl reads or writes goes through here (fsspec underneath; a local
+disk's reads, listings and new files with ``os`` alone, so that a local command need not
+import fsspec).
 
 Higher layers pass a ``FileIO`` and plain string paths; they never touch a filesystem
 object. The one primitive with a real guarantee is ``try_create``: create a file only if
@@ -460,6 +462,10 @@ class FileIO:
         if self.local:
             path = local_path(path)  # an external data path may be file:/... (pypaimon's spelling)
             os.makedirs(os.path.dirname(path), exist_ok=True)
+            # what fsspec's local pipe_file does, without importing fsspec (see fs)
+            with open(path, "wb") as f:
+                f.write(data)
+            return
         self.fs.pipe_file(path, data)
 
     @_store_errors
@@ -468,6 +474,7 @@ class FileIO:
         if self.local:
             path = local_path(path)  # an external data path may be file:/... (pypaimon's spelling)
             os.makedirs(os.path.dirname(path), exist_ok=True)
+            return open(path, "wb")
         return self.fs.open(path, "wb")
 
     def same_store(self, other: "FileIO") -> bool:

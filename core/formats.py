@@ -24,12 +24,18 @@ from typing import Any, BinaryIO, Mapping, Sequence
 import fastavro
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.orc as orc
 
 from core.errors import InvalidDataError, UsageError
 from core.types import DataType, to_arrow
 
 FORMATS = ("parquet", "orc", "avro")
+
+
+def _orc() -> Any:
+    """pyarrow.orc, imported when an ORC file is read or written (not by every write)."""
+    import pyarrow.orc
+
+    return pyarrow.orc
 _RECORD_NAME = "org.apache.paimon.avro.generated.record"
 
 
@@ -48,7 +54,7 @@ def read_orc(source: str | BinaryIO, columns: Mapping[str, DataType]) -> pa.Tabl
     """The named columns of an ORC file (name -> the Paimon type the file was written with),
     in the Arrow types pyarrow gives them (timestamps in nanoseconds, TIME as int)."""
     try:
-        table = orc.ORCFile(source).read(columns=list(columns))
+        table = _orc().ORCFile(source).read(columns=list(columns))
     except pa.ArrowInvalid as e:
         if "out of range for nanosecond" in str(e):
             # pyarrow's ORC reader only produces nanosecond timestamps (years 1677 to 2262).
@@ -71,7 +77,7 @@ def _orc_culprit(source: str | BinaryIO, columns: Mapping[str, DataType]) -> str
         if hasattr(source, "seek"):
             source.seek(0)
         try:
-            orc.ORCFile(source).read(columns=[name])
+            _orc().ORCFile(source).read(columns=[name])
         except pa.ArrowInvalid:
             return name
     return "?"
@@ -107,7 +113,7 @@ def encode_orc(table: pa.Table, compression: str) -> bytes:
     if any(_contains_time(f.type) for f in table.schema):
         table = pa.table({n: _orc_column(table.column(n)) for n in table.column_names})
     buf = io.BytesIO()
-    orc.write_table(_unsliced(table), buf, compression=codec)
+    _orc().write_table(_unsliced(table), buf, compression=codec)
     return buf.getvalue()
 
 

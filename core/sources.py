@@ -24,8 +24,6 @@ from typing import Any, BinaryIO, Iterator
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
-import pyarrow.json as pajson
-import pyarrow.orc as paorc
 import pyarrow.parquet as pq
 
 from core import formats
@@ -58,6 +56,11 @@ def _filesystem(path: str) -> Any:
     from core.fileio import FileIO
 
     return FileIO.for_uri(path).fs
+
+
+def _plain_local(path: str) -> bool:
+    """A local path without a scheme (``file:`` forms go through the filesystem, which strips it)."""
+    return "://" not in path and not path.startswith(("file:", "local:"))
 
 
 def _hidden(name: str) -> bool:
@@ -118,8 +121,12 @@ def expand_input(path: str, explicit: str | None) -> tuple[list[str], str]:
     """
     if path == "-":
         return ["-"], infer_format(path, explicit)
+    glob = any(c in path for c in _GLOB_CHARS)
+    if not glob and _plain_local(path) and not os.path.isdir(path):
+        # one local file (the common case): no filesystem object, so fsspec is not imported
+        return [path], infer_format(path, explicit)
     fs = _filesystem(path)
-    if any(c in path for c in _GLOB_CHARS):
+    if glob:
         files: list[str] = []
         for match in sorted(fs.glob(path)):
             name = _with_scheme(path, match)
@@ -132,7 +139,7 @@ def expand_input(path: str, explicit: str | None) -> tuple[list[str], str]:
         return [path], infer_format(path, explicit)
     chosen, fmt = _by_format(files, explicit, path)
     if not chosen:
-        what = "glob" if any(c in path for c in _GLOB_CHARS) else "directory"
+        what = "glob" if glob else "directory"
         kind = f" {explicit}" if explicit else ""
         raise InvalidDataError(f"no{kind} input files match {what} {path}")
     return chosen, fmt
@@ -145,7 +152,7 @@ def input_size(paths: str | list[str]) -> int:
         if path == "-":
             continue
         try:
-            total += int(_filesystem(path).size(path) or 0)
+            total += os.path.getsize(path) if _plain_local(path) else int(_filesystem(path).size(path) or 0)
         except (OSError, ValueError):
             pass
     return total
@@ -185,6 +192,8 @@ def read_input(path: str, fmt: str, hint: pa.Schema | None = None) -> pa.Table:
                 _check_int96(fh, parquet, path)
                 return parquet.read()
         if fmt == "orc":
+            import pyarrow.orc as paorc  # ORC and JSON readers load with an input of theirs
+
             return paorc.read_table(fh)
         if fmt == "csv":
             return _read_csv(fh, hint, path)
@@ -243,6 +252,7 @@ def decode_text(data: pa.Table, hint: pa.Schema | None, fmt: str, source: str,
 STREAMED_FORMATS = ("parquet", "csv")
 BATCH_ROWS = 1 << 16  # rows per batch of a streamed input (a few MB at typical widths)
 _CSV_BLOCK = 8 << 20  # bytes per block of a streamed CSV input
+_CSV_HEADER_BLOCK = 64 << 10  # bytes parsed to learn a CSV input's column names
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,6 +279,13 @@ class InputFile:
         with _ReadErrors(self.fmt, self.path):
             if self.fmt == "parquet":
                 return pq.read_schema(self.path).names
+            try:
+                # the names are in the header: parsing a small first block tells them (the
+                # reading block would parse its 8 MB of rows here and again in batches)
+                with self._open_csv(_CSV_HEADER_BLOCK) as reader:
+                    return reader.schema.names
+            except pa.ArrowInvalid:
+                pass  # a header longer than the small block: the reading block tells, or fails as reading will
             with self._open_csv() as reader:
                 return reader.schema.names
 
@@ -303,8 +320,8 @@ class InputFile:
                 if empty:
                     yield decode_text(reader.schema.empty_table(), self.hint, "csv", self.path)
 
-    def _open_csv(self) -> pacsv.CSVStreamingReader:
-        return pacsv.open_csv(self.path, read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK),
+    def _open_csv(self, block: int = _CSV_BLOCK) -> pacsv.CSVStreamingReader:
+        return pacsv.open_csv(self.path, read_options=pacsv.ReadOptions(block_size=block),
                               convert_options=_csv_convert(self.hint))
 
 
@@ -375,6 +392,8 @@ def _json_text_type(t: pa.DataType) -> pa.DataType | None:
 
 
 def _read_jsonl(fh: BinaryIO, hint: pa.Schema | None, source: str) -> pa.Table:
+    import pyarrow.json as pajson
+
     data = fh.read()
     if not data.strip():
         return pa.table({})

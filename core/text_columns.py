@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core.arrow_values import boolean_array, boolean_scalar, numpy_bools, numpy_values, string_array
+from core.arrow_values import boolean_array, int_array, numpy_bools, numpy_values, string_array
 from core.arrow_values import string_scalar as _lit
 from core.text_values import (TextValueError, check_float_range, decode_value, first_bad, json_value, python_values,
                                text_value)
@@ -144,22 +144,28 @@ def _join(*parts: pa.Array | str) -> pa.Array:
 def _float_text(arr: pa.Array) -> _Column:
     """Doubles as Python's ``repr`` prints them: Arrow prints the same shortest digits, so
     its text serves where both print them positionally (adding Python's ``.0`` to whole
-    numbers); other magnitudes (Arrow and Python switch to exponents at different places)
-    go through ``repr``. NaN and the infinities are the words JSON lacks, quoted in JSON."""
-    values = numpy_values(arr, np.float64).copy()
+    numbers); other magnitudes (Arrow and Python switch to exponents at different places:
+    Arrow writes 1e15 as ``1e+15``) go through ``repr``. NaN and the infinities are the
+    words JSON lacks, quoted in JSON."""
+    values = numpy_values(arr, np.float64)
     if arr.null_count:
+        values = values.copy()
         values[_nulls(arr)] = np.nan  # their text is made null again below
     text = arr.cast(pa.string())
+    offsets, chars = _utf8(text)
+    finite = np.isfinite(values)
     magnitude = np.abs(values)
     positional = ((magnitude >= 1e-4) & (magnitude < 1e16)) | (values == 0)
-    positional &= ~numpy_bools(pc.match_substring(text, "e"))
-    whole = pc.invert(pc.match_substring(text, "."))
-    text = pc.if_else(whole, _join(text, ".0", ""), text)
-    others = np.flatnonzero(~positional & np.isfinite(values))
-    if len(others):
+    positional &= ~_rows_holding(offsets, chars, ord("e"))
+    # Positional shortest digits of a whole number have no fraction, of any other number one:
+    # Arrow's "3" is Python's "3.0"
+    whole = positional & (values == np.trunc(values))
+    if whole.any():
+        text = _string_array(*_append_to_rows(offsets, chars, whole, b".0"), text)
+    others = ~positional & finite
+    if others.any():
         reprs = string_array([repr(v) for v in values[others].tolist()])
-        text = pc.replace_with_mask(text, boolean_array(~positional & np.isfinite(values)), reprs)
-    finite = np.isfinite(values)
+        text = pc.replace_with_mask(text, boolean_array(others), reprs)
     if not finite.all():
         words = pc.if_else(boolean_array(np.isnan(values)), _lit("NaN"),
                            pc.if_else(boolean_array(values > 0), _lit("Infinity"), _lit("-Infinity")))
@@ -173,13 +179,67 @@ def _float_text(arr: pa.Array) -> _Column:
 def _decimal_text(arr: pa.Array) -> pa.Array:
     """Decimals with all their scale's digits: Arrow's text, but Arrow writes a value below
     1e-6 (a zero with a scale above 6 among them) with an exponent, so those go to Python."""
+    if pa.types.is_decimal128(arr.type) and arr.type.precision <= 18:
+        text = _small_decimal_text(arr)
+        if text is not None:
+            return text
     text = arr.cast(pa.string())
-    exponent = pc.match_substring(text, "E").fill_null(boolean_scalar(False))
-    if not pc.any(exponent).as_py():
+    offsets, chars = _utf8(text)
+    exponent = _rows_holding(offsets, chars, ord("E"))
+    if not exponent.any():
         return text
-    rows = pc.indices_nonzero(exponent)
-    fixed = string_array([format(v, "f") for v in arr.take(rows).to_pylist()])
-    return pc.replace_with_mask(text, exponent, fixed)
+    fixed = string_array([format(v, "f") for v in arr.filter(boolean_array(exponent)).to_pylist()])
+    return pc.replace_with_mask(text, boolean_array(exponent), fixed)
+
+
+def _small_decimal_text(arr: pa.Array) -> pa.Array | None:
+    """DECIMAL(p <= 18, s): the unscaled values fit 64 bits, so their text is Arrow's text of
+    integers (a fraction of the time of its decimal text) with the point put ``s`` digits
+    from the end. None when a value has no digit before the point (|value| < 1: the zeros
+    in front are Arrow's decimal text's to write)."""
+    scale = arr.type.scale
+    # a decimal128 is two 64-bit words, the low one first: for these values that word is the value
+    words = np.frombuffer(arr.buffers()[1], dtype=np.int64)[2 * arr.offset:2 * (arr.offset + len(arr))]
+    unscaled = words[::2].copy()
+    if arr.null_count:
+        unscaled[_nulls(arr)] = 10 ** scale  # any value with a digit before the point: its text is dropped
+    if (np.abs(unscaled) < 10 ** scale).any():
+        return None
+    text = int_array(unscaled).cast(pa.string())
+    offsets, chars = _utf8(text)
+    if scale:
+        chars = np.insert(chars, offsets[1:] - scale, ord("."))
+        offsets = offsets + np.arange(len(offsets))
+    return _string_array(chars, offsets, arr)
+
+
+# ---- the bytes of a string array ------------------------------------------------------------------
+def _utf8(text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A string array's offsets (from its first value's, as int64) and the UTF-8 bytes they
+    cut, as numpy views (null slots may hold bytes: the checks below treat them as values)."""
+    offsets = np.frombuffer(text.buffers()[1], dtype=np.int32)[text.offset:text.offset + len(text) + 1]
+    offsets = offsets.astype(np.int64)
+    data = text.buffers()[2]
+    chars = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    return offsets - offsets[0], chars[offsets[0]:offsets[-1]]
+
+
+def _rows_holding(offsets: np.ndarray, chars: np.ndarray, byte: int) -> np.ndarray:
+    """Which values hold ``byte`` (an ASCII character): found in the bytes, a few at a time."""
+    rows = np.zeros(len(offsets) - 1, dtype=bool)
+    found = np.flatnonzero(chars == byte)
+    if len(found):
+        rows[np.searchsorted(offsets, found, side="right") - 1] = True
+    return rows
+
+
+def _append_to_rows(offsets: np.ndarray, chars: np.ndarray, rows: np.ndarray,
+                    suffix: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """(bytes, offsets) with ``suffix`` after each value where ``rows``."""
+    ends = np.repeat(offsets[1:][rows], len(suffix))
+    added = np.tile(np.frombuffer(suffix, dtype=np.uint8), int(rows.sum()))
+    grown = np.concatenate([[0], np.cumsum(rows) * len(suffix)])
+    return np.insert(chars, ends, added), offsets + grown
 
 
 # ---- bytes -------------------------------------------------------------------------------------
@@ -296,6 +356,10 @@ def _timestamp_text(arr: pa.Array) -> pa.Array | None:
     days = np.floor_divide(seconds, 86400)
     if not _in_range(days, arr):
         return None
+    if arr.type.tz is None:
+        text = _arrow_timestamp_text(arr, nanos)
+        if text is not None:
+            return text
     n = len(arr)
     zoned = arr.type.tz is not None
     matrix = _template(n, _TIMESTAMP + (b"000000" if zoned else b""))
@@ -311,26 +375,75 @@ def _timestamp_text(arr: pa.Array) -> pa.Array | None:
     return _compact(matrix, 25 + lengths, arr)
 
 
+# Characters of Arrow's text of a timestamp of each unit: "YYYY-MM-DD HH:MM:SS" and all the
+# unit's fractional digits.
+_ARROW_WIDTH = {"s": 19, "ms": 23, "us": 26, "ns": 29}
+
+
+def _arrow_timestamp_text(arr: pa.Array, nanos: np.ndarray) -> pa.Array | None:
+    """A timestamp without zone from Arrow's text (a third of the time of building the digits
+    in numpy): its space becomes ``T`` and the fraction digits our encoding leaves out (the
+    groups of 3 the value does not need) are cut. None if Arrow's text is not of one width
+    for every value (then the digits are built in numpy)."""
+    n, width = len(arr), _ARROW_WIDTH[arr.type.unit]
+    counts = _int_values(arr)  # nulls as 0: every slot has text of the full width
+    text = pa.Array.from_buffers(pa.timestamp(arr.type.unit), n, [None, pa.py_buffer(counts)]).cast(pa.string())
+    offsets, chars = _utf8(text)
+    if len(chars) != n * width or (np.diff(offsets) != width).any():
+        return None
+    matrix = chars.reshape(n, width).copy()
+    matrix[:, 10] = ord("T")
+    lengths = 19 + _fraction_lengths(nanos)
+    short = np.flatnonzero(lengths != width)
+    flat = matrix.reshape(-1)
+    if len(short):
+        cut = np.arange(width)[None, :] >= lengths[short][:, None]
+        flat = np.delete(flat, (short[:, None] * width + np.arange(width)[None, :])[cut])
+    return _string_array(flat, np.concatenate([[0], np.cumsum(lengths)]), arr)
+
+
 # ---- JSON ----------------------------------------------------------------------------------------
 def _json_string(text: pa.Array) -> pa.Array:
     """Strings as JSON string literals, as ``json.dumps(s, ensure_ascii=False)`` writes them."""
+    return _join('"', _json_escaped(text), '"', "")
+
+
+def _json_escaped(text: pa.Array) -> pa.Array:
+    """The inside of each string's JSON literal: backslashes, quotes and control characters
+    escaped (most columns hold none, which a look at their bytes tells)."""
+    _, chars = _utf8(text)
+    data = chars.tobytes()
+    if b"\\" not in data and b'"' not in data and not (len(chars) and chars.min() < 32):
+        return text
     text = pc.replace_substring(text, "\\", "\\\\")
     text = pc.replace_substring(text, '"', '\\"')
     if pc.any(pc.match_substring_regex(text, _CONTROL)).as_py():
         for code in range(32):
             char = chr(code)
             text = pc.replace_substring(text, char, _JSON_ESCAPES.get(char, f"\\u{code:04x}"))
-    return _join('"', text, '"', "")
+    return text
 
 
 def _json(col: _Column) -> pa.Array:
     """A column's cells as JSON text, ``null`` for null."""
-    text = col.json
-    if text is None and col.quoted and col.bare:
-        text = _join('"', col.text, '"', "")  # decimals, dates, times: nothing to escape
-    elif text is None:
-        text = _json_string(col.text) if col.quoted else col.text
+    text, quoted = _json_inside(col)
+    if quoted:
+        text = _join('"', text, '"', "")
     return text.fill_null(_lit("null"))
+
+
+def _json_inside(col: _Column) -> tuple[pa.Array, bool]:
+    """A column's JSON text (nulls null), or without its quotes and True when every cell is a
+    JSON string (no nulls): a line's join then adds the quotes with the text around the
+    cell, one pass over the column less."""
+    if col.json is not None:
+        return col.json, False
+    if not col.quoted:
+        return col.text, False
+    inside = col.text if col.bare else _json_escaped(col.text)  # decimals, dates, times: nothing to escape
+    if col.text.null_count:
+        return _join('"', inside, '"', ""), False
+    return inside, True
 
 
 def json_text(arr: pa.Array) -> pa.Array:
@@ -376,7 +489,7 @@ def _csv_field(col: _Column) -> pa.Array:
     text = col.csv
     if text is None:
         text = col.text
-    if col.bare:
+    if col.bare or not _may_need_quotes(text):
         return text.fill_null(_lit(""))
     needs = pc.or_(pc.equal(text, _lit("")), pc.match_substring_regex(text, _NEEDS_QUOTES))
     if pc.any(needs).as_py():
@@ -385,13 +498,42 @@ def _csv_field(col: _Column) -> pa.Array:
     return text.fill_null(_lit(""))
 
 
+# Bytes that can make a CSV field need quotes: the separator, a quote, a line break anywhere;
+# at a value's start ASCII white space or the first byte of a multi-byte space (U+0085,
+# U+00A0, U+1680, U+2000..U+3000); at its end ASCII white space or any byte of a multi-byte
+# character. A superset of what _NEEDS_QUOTES matches, told from a few bytes of each value.
+_STRUCTURAL = (b",", b'"', b"\r", b"\n")
+_ASCII_SPACES = np.frombuffer(b"\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f ", dtype=np.uint8)
+_EDGE_START = np.zeros(256, dtype=bool)
+_EDGE_START[_ASCII_SPACES] = True
+_EDGE_START[[0xC2, 0xE1, 0xE2, 0xE3]] = True
+_EDGE_END = np.zeros(256, dtype=bool)
+_EDGE_END[_ASCII_SPACES] = True
+_EDGE_END[0x80:] = True
+
+
+def _may_need_quotes(text: pa.Array) -> bool:
+    """False when no value of ``text`` can need quoting (no empty string, no separator, quote
+    or line break, no space at either end), so the exact (regular expression) test is skipped."""
+    offsets, chars = _utf8(text)
+    lengths = np.diff(offsets)
+    valid = ~_nulls(text) if text.null_count else np.ones(len(text), dtype=bool)
+    if (valid & (lengths == 0)).any():
+        return True
+    data = chars.tobytes()
+    if any(b in data for b in _STRUCTURAL):
+        return True
+    filled = lengths > 0
+    return bool(_EDGE_START[chars[offsets[:-1][filled]]].any() or _EDGE_END[chars[offsets[1:][filled] - 1]].any())
+
+
 def _as_bytes(lines: pa.Array) -> bytes:
     """The concatenated text of a string array without nulls."""
     if not len(lines):
         return b""
     offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)
     start, end = offsets[lines.offset], offsets[lines.offset + len(lines)]
-    return lines.buffers()[2].to_pybytes()[start:end]
+    return lines.buffers()[2][int(start):int(end)].to_pybytes()  # one copy: the buffer's slice is a view
 
 
 def _columns(table: pa.Table) -> list[pa.Array]:
@@ -413,12 +555,16 @@ def jsonl_rows(table: pa.Table) -> bytes:
     """The rows as JSON lines (``json.dumps(row, ensure_ascii=False)``), UTF-8."""
     if not table.num_rows:
         return b""
-    pieces: list[pa.Array | str] = []
-    for i, (name, arr) in enumerate(zip(table.column_names, _columns(table))):
-        pieces += [("{" if i == 0 else ", ") + json.dumps(name, ensure_ascii=False) + ": ", json_text(arr)]
-    if not pieces:
+    if not table.num_columns:
         return b"{}\n" * table.num_rows
-    return _as_bytes(_join(*pieces, "}\n", ""))
+    pieces: list[pa.Array | str] = []
+    close = ""  # the quote that ends the previous cell, when the join adds it
+    for i, (name, arr) in enumerate(zip(table.column_names, _columns(table))):
+        text, quoted = _json_inside(_encode(arr))
+        key = ("{" if i == 0 else ", ") + json.dumps(name, ensure_ascii=False) + ": "
+        pieces += [close + key + ('"' if quoted else ""), text.fill_null(_lit("null")) if text.null_count else text]
+        close = '"' if quoted else ""
+    return _as_bytes(_join(*pieces, close + "}\n", ""))
 
 
 ROWS_ENCODERS: dict[str, Callable[[pa.Table], bytes]] = {"csv": csv_rows, "jsonl": jsonl_rows}

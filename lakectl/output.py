@@ -356,7 +356,7 @@ class Output:
         """A table's rows part by part, each written and flushed before the next is read:
         CSV and JSON lines as ``scan --output`` writes them, a JSON array, Parquet (not on a
         terminal), or plain columns whose widths the first part sets."""
-        from core.sinks import text_chunks, write_parquet
+        from core.sinks import text_bytes, text_chunks, write_parquet
         if self.format == "parquet":
             if self.console.is_terminal:
                 raise UsageError("refusing to write Parquet to a terminal: redirect stdout or use --output FILE")
@@ -364,6 +364,14 @@ class Output:
             with self._pipe_guard():
                 write_parquet(parts, schema, self.stdout.buffer)
                 self.stdout.buffer.flush()
+            return
+        buffer = self._utf8_buffer()
+        if self.format in ("csv", "jsonl") and buffer is not None:
+            self.stdout.flush()  # what was written as text goes first
+            for data in text_bytes(parts, schema, self.format):
+                with self._pipe_guard():
+                    buffer.write(data)
+                    buffer.flush()
             return
         if self.format == "json":
             chunks: Iterable[str] = _json_array(parts)
@@ -373,6 +381,20 @@ class Output:
             chunks = self._plain_chunks(schema.names, parts)
         for chunk in chunks:
             self._write(chunk)
+
+    def _utf8_buffer(self) -> Any:
+        """stdout's byte stream when its text is UTF-8 (the encoders' bytes go there as they
+        are), else None."""
+        import codecs
+
+        buffer = getattr(self.stdout, "buffer", None)
+        encoding = getattr(self.stdout, "encoding", None)
+        if buffer is None or not encoding:
+            return None
+        try:
+            return buffer if codecs.lookup(encoding).name == "utf-8" else None
+        except LookupError:
+            return None
 
     def first_rows(self, schema: pa.Schema, parts: Iterable[pa.Table], limit: int | None) -> tuple[pa.Table, bool]:
         """The first ``limit`` rows of ``parts`` (all with None) and whether more followed

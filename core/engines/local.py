@@ -38,15 +38,16 @@ import pyarrow.compute as pc
 
 from core.engines.settings import ProgressCallback
 from core.fileio import FileIO
-from core.kernels.read import ReadSplit, read_split, read_split_parts
 from core.schema import TableSchema
 
 # The write side (routing, buffering, file writing, commit messages) is imported by the
-# methods that write: a read (scan, lookup) does not load it (about 0.04 CPU s of a process).
+# methods that write, and the read side by those that read: a scan or lookup does not load the
+# write side (about 0.04 CPU s of a process), nor a write the read kernels and predicates.
 if TYPE_CHECKING:
     from core.commit import CommitMessage
     from core.kernels.compact import CompactTask
     from core.kernels.delete import MatchingRows
+    from core.kernels.read import ReadSplit
     from core.kernels.write import WriteJob
     from core.sources import InputFile, InputFiles
     from core.write_buffer import GroupKey, Routed
@@ -95,7 +96,6 @@ class LocalEngine:
         disk (unless ``write-buffer-spillable`` is false). Each group is then sorted by key
         (input order among equal keys) on the thread pool and written by the kernel.
         """
-        from core.kernels.delete import MatchingRows, matching_parts
         from core.kernels.write import write_bucket
         from core.rows import prepare_rows
         from core.sources import InputFile, InputFiles
@@ -107,10 +107,14 @@ class LocalEngine:
         if isinstance(data, (InputFile, InputFiles)):
             # Decoding the next batch (Arrow, off the GIL) overlaps routing this one.
             batches = _read_ahead(data.batches()) if local_threads() > 1 else data.batches()
-        elif isinstance(data, MatchingRows):
-            batches = matching_parts(data, self.read(data.splits, data.read_schema, data.schemas, file_io))
-        else:
+        elif isinstance(data, pa.Table):
             batches = _slices(data)
+        else:
+            # a delete's MatchingRows; the read and delete kernels (and the predicate module
+            # they use) are imported by the commands that read, not by every write
+            from core.kernels.delete import matching_parts
+
+            batches = matching_parts(data, self.read(data.splits, data.read_schema, data.schemas, file_io))
         keys = schema.trimmed_primary_keys if schema.has_primary_key else []
         assigner = job.assigner
 
@@ -146,6 +150,8 @@ class LocalEngine:
              file_io: FileIO) -> Iterator[pa.Table]:
         """Each split's rows as one table, in split order (for callers that pair splits with
         their rows, such as lookups)."""
+        from core.kernels.read import read_split
+
         return self._in_order(lambda split: read_split(split, read_schema, schemas, file_io), splits,
                               "reading splits")
 
@@ -153,6 +159,8 @@ class LocalEngine:
                    file_io: FileIO) -> Iterator[pa.Table]:
         """The splits' rows in split order, each split part by part as it is read
         (``read_split_parts``): what a scan writes out, never a whole split at once."""
+        from core.kernels.read import read_split_parts
+
         return self._in_order_parts(lambda split: read_split_parts(split, read_schema, schemas, file_io), splits,
                                     "reading splits")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import io
 import os
-from typing import Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -24,9 +24,11 @@ from core.errors import CorruptMetadataError
 from core.fileio import FileIO, local_path
 from core.kernels.records import SEQUENCE_NUMBER, VALUE_KIND
 from core.manifest import DataFileMeta
-from core.predicate import ColumnRange, Predicate
 from core.schema import TableSchema
 from core.types import DataField, arrow_field, parse_type, timestamps_from_counts, to_arrow
+
+if TYPE_CHECKING:
+    from core.predicate import Predicate
 
 
 def _file_columns(read_fields: Sequence[DataField], file_schema: TableSchema) -> dict[int, DataField]:
@@ -221,6 +223,8 @@ def matching_row_groups(parquet: pq.ParquetFile, row_filter: Predicate, read_fie
     Stats are used only for a filtered column whose type in the file is the type it is read
     in (a widened column's old stats would compare in the old type); any other column is
     unknown to the predicate, which then keeps the row group."""
+    from core.predicate import ColumnRange  # here: a write reads files (lookups) without a filter
+
     file_types = parquet.schema_arrow
     metadata = parquet.metadata
     # Top-level primitive columns are the leaves whose path is their name.

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from core import binary_row, external_paths, file_index, formats, stats
+from core.arrow_values import int_array
 from core.commit import CommitMessage
 from core.deletion_vectors import DeletionFile
 from core.fileio import FileIO, join
@@ -84,7 +85,9 @@ def write_bucket(task: WriteTask, rows: pa.Table, file_io: FileIO) -> CommitMess
     """Write one bucket's rows (table columns, plus ``_VALUE_KIND`` for primary-key tables)."""
     schema = task.schema
     n = rows.num_rows
-    seq = pa.array(np.arange(task.start_sequence, task.start_sequence + n, dtype=np.int64))
+    # from the numpy buffer itself: pa.array() of a numpy array imports numpy.ma (30 ms) to ask
+    # whether it is a masked array
+    seq = int_array(np.arange(task.start_sequence, task.start_sequence + n, dtype=np.int64))
     if not schema.has_primary_key:
         data = rows.select(schema.field_names).append_column(SEQUENCE_NUMBER, seq)
         files = write_files(data, schema, task.bucket_dir, file_io)

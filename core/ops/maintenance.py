@@ -27,6 +27,8 @@ Step = Callable[[TableHandle, Any], Any]
 # The steps import their operations when they run: a write-only table, or a process that
 # never commits, does not load the compaction and expiration code.
 def _compact(table: TableHandle, engine: Any) -> Any:
+    if not table.schema.has_primary_key and "full-compaction.delta-commits" not in table.schema.options:
+        return None  # compact_after_commit's first answer for an append table, without importing it
     from core.ops.compact import compact_after_commit
 
     return compact_after_commit(table, engine)
@@ -41,6 +43,8 @@ def _expire(table: TableHandle, engine: Any) -> Any:
 
 
 def _expire_partitions(table: TableHandle, engine: Any) -> Any:
+    if "partition.expiration-time" not in table.schema.options:
+        return None  # the step's own first answer, without importing it
     from core.ops.partitions import expire_partitions_after_commit
 
     return expire_partitions_after_commit(table, engine)

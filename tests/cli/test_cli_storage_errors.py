@@ -47,10 +47,17 @@ def test_a_refusing_filesystem_is_named_and_commits_nothing(t: Table, monkeypatc
             raise OSError(code, os.strerror(code), path)
         return local_open(self, path, mode, *args, **kwargs)
 
+    def refusing_builtin_open(path, mode="r", *args, **kwargs):  # type: ignore[no-untyped-def]
+        if "w" in mode or "a" in mode:
+            raise OSError(code, os.strerror(code), path)
+        return open(path, mode, *args, **kwargs)
+
     def refusing_create(path: str, data: bytes) -> bool:
         raise OSError(code, os.strerror(code), path)
 
     monkeypatch.setattr(fsspec.implementations.local.LocalFileSystem, "_open", refusing_open)
+    # FileIO writes a local file with open() itself (data files, manifests), not through fsspec
+    monkeypatch.setattr(core.fileio, "open", refusing_builtin_open, raising=False)
     monkeypatch.setattr(core.fileio, "_local_create_if_absent", refusing_create)
     rows = write_csv(t.inputs / "more.csv", HEADER, [[9, 90, "nine", "n"]])
     # (the data file's name is new in each run: one run, not assert_fails' two)

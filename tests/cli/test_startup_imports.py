@@ -14,8 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("pyarrow", "fsspec", "rich", "asyncio", "sqlglot", "numpy", "pandas")
 
 
-def _imported(*args: str, cwd: Path) -> set[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def _imported(*args: str, cwd: Path, environ: dict[str, str] | None = None) -> set[str]:
+    env = {**(os.environ if environ is None else environ), "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-X", "importtime", "-m", "lakectl", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, check=True)
     return {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
@@ -66,6 +66,49 @@ def test_a_plain_write_and_scan_load_no_where_parser(tmp_path: Path) -> None:
     assert "core.where" not in _imported("-w", wh, "scan", "db.t", "--where", "id > 1", cwd=tmp_path)
     assert "core.where" in _imported("-w", wh, "scan", "db.t", "--where", "id > 1 OR v = 'a'", cwd=tmp_path)
 
+
+
+def test_a_local_write_of_one_file_loads_no_filesystem_library(tmp_path: Path) -> None:
+    """A write of one local file into an append table (the text benchmark's write, issue 27)
+    loads neither fsspec (a local file is found, sized and written with os), nor numpy.ma
+    (pa.array of a numpy array asks for it), nor the predicate module (no condition), nor the
+    compaction code (an append table compacts only with full-compaction.delta-commits), nor the
+    ORC and JSON readers, and the rows land. A directory input still lists its files through fsspec, so the check can fail."""
+    wh = str(tmp_path / "wh")
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / "a.csv").write_text("id,v\n1,a\n2,b\n")
+    (inputs / "b.csv").write_text("id,v\n3,c\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run([sys.executable, "-m", "lakectl", "-w", wh, "-q", "create", "db.t", "--schema",
+                    "id BIGINT NOT NULL, v STRING"], env=env, check=True, cwd=tmp_path)
+    write = _imported("-w", wh, "-q", "write", "db.t", "-i", str(inputs / "a.csv"), cwd=tmp_path)
+    assert {"core.ops.write", "core.kernels.write", "pyarrow"} <= write  # the probe sees the write's imports
+    assert {m for m in write if m.split(".")[0] == "fsspec" or m.split(".")[:2] == ["numpy", "ma"]} == set()
+    assert {"core.predicate", "core.where", "core.ops.compact", "core.kernels.compact"} & write == set()
+    # nor the readers of other input formats, nor partition expiration (the table sets no expiration time)
+    assert {"pyarrow.orc", "pyarrow.json", "core.ops.partitions"} & write == set()
+    assert "fsspec" in _imported("-w", wh, "-q", "write", "db.t", "-i", str(inputs), cwd=tmp_path)
+    rows = subprocess.run([sys.executable, "-m", "lakectl", "-w", wh, "scan", "db.t", "-f", "csv"], env=env,
+                          check=True, cwd=tmp_path, capture_output=True, text=True).stdout
+    assert sorted(rows.splitlines()[1:]) == ["1,a", "1,a", "2,b", "2,b", "3,c"]
+
+
+def test_a_scan_to_a_pipe_loads_no_rich(tmp_path: Path) -> None:
+    """scan -f csv with stdout and stderr on pipes draws no progress bar and no table, so rich
+    is not imported to find that out; with stderr forced interactive (rich's TTY_INTERACTIVE
+    and TTY_COMPATIBLE) it is, so the check can fail."""
+    wh = str(tmp_path / "wh")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run([sys.executable, "-m", "lakectl", "-w", wh, "-q", "create", "db.t", "--schema", "id BIGINT"],
+                   env=env, check=True, cwd=tmp_path)
+    clean = {name: "" for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")}
+    plain = _imported("-w", wh, "scan", "db.t", "-f", "csv", cwd=tmp_path,
+                      environ={k: v for k, v in os.environ.items() if k not in clean})
+    assert "core.sinks" in plain and "rich" not in plain
+    forced = _imported("-w", wh, "scan", "db.t", "-f", "csv", cwd=tmp_path,
+                       environ={**os.environ, "TTY_COMPATIBLE": "1", "TTY_INTERACTIVE": "1"})
+    assert "rich" in forced
 
 # The console script as pip generates it for `lakectl = "lakectl.app:main"` (pyproject.toml).
 CONSOLE_SCRIPT = """

@@ -269,6 +269,23 @@ def test_timestamp3_takes_six_digits_when_nothing_is_lost(wh: Path) -> None:
     assert lost.exit_code == 5 and "row 1, column ts" in lost.output and "fractional digits" in lost.output
 
 
+def test_stdout_gets_the_encoders_bytes_in_its_own_encoding(wh: Path) -> None:
+    """scan -f csv|jsonl hands the encoders' UTF-8 bytes to stdout's byte stream when stdout
+    is UTF-8 (the same bytes as --output writes), and text to a stdout of another encoding,
+    which encodes it as it would any text (PYTHONIOENCODING=latin-1 gives é as one byte)."""
+    cli(wh, "-q", "create", "db.t", "--schema", "id INT, s STRING")
+    cli(wh, "-q", "write", "db.t", "-i", "-", "--input-format", "jsonl", input='{"id": 1, "s": "café"}\n'.encode())
+    for fmt, expected in (("csv", "id,s\n1,café\n"), ("jsonl", '{"id": 1, "s": "café"}\n')):
+        file = wh.parent / f"out.{fmt}"
+        cli(wh, "-q", "scan", "db.t", "--output", str(file))
+        assert file.read_bytes() == expected.encode("utf-8")
+        for encoding in ("utf-8", "latin-1"):
+            env = {**_environment(), "PYTHONIOENCODING": encoding}
+            done = subprocess.run([sys.executable, "-m", "lakectl", "-w", str(wh), "scan", "db.t", "-f", fmt],
+                                  env=env, capture_output=True, check=True)
+            assert done.stdout == expected.encode(encoding), (fmt, encoding)
+
+
 def test_bytes_are_base64_both_ways_and_do_not_wrap_again(wh: Path) -> None:
     cli(wh, "-q", "create", "db.t", "--schema", "id INT, b BYTES")
     cli(wh, "-q", "write", "db.t", "-i", "-", "--input-format", "jsonl", input=b'{"id": 1, "b": "aGk="}\n')

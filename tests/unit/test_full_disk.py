@@ -133,8 +133,18 @@ def test_any_other_journal_failure_still_stops_expire_before_it_deletes(tmp_path
 def test_a_full_disk_error_is_named_and_still_an_oserror(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """FileIO turns ENOSPC into StorageFullError naming the path; code that treats a failed
     write as an unknown outcome still sees an OSError with its errno."""
+    import core.fileio
+
     fio = FileIO.for_uri(str(tmp_path))
-    monkeypatch.setattr(fio.fs, "pipe_file", lambda *a, **k: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full")))
+    real_open = open
+
+    def full(path: str, mode: str = "r", *args: object, **kwargs: object) -> object:
+        """The disk fills up at the write of the file (a local write opens it with ``open``)."""
+        if "w" not in mode:
+            return real_open(path, mode, *args, **kwargs)
+        raise OSError(errno.ENOSPC, "full")
+
+    monkeypatch.setattr(core.fileio, "open", full, raising=False)
     with pytest.raises(StorageFullError) as caught:
         fio.write_bytes(str(tmp_path / "x"), b"1")
     assert str(caught.value) == f"storage: no space left on device at {tmp_path / 'x'}"

@@ -216,3 +216,57 @@ def test_timestamps_at_the_ends_of_pythons_years() -> None:
     assert csv_rows(table).decode().splitlines() == [
         "0001-01-01T00:00:00", "", "9999-12-31T23:59:59.999999", "1969-12-31T23:59:59.999999"]
     assert csv_rows(table).decode() == model_csv(table)
+
+
+# ---- long columns: the fast paths that look at a column's bytes ----------------------------------
+def long_table(seed: int, rows: int = 3000) -> pa.Table:
+    """Thousands of rows per column, so the column-wide shortcuts (skip quoting and escaping when
+    no byte calls for it, Arrow's timestamp text cut per row, ``.0`` added to whole doubles)
+    meet both kinds of row in one column: mostly plain values with a few that need the slow
+    path, and columns with none."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    plain = [f"customer-{i:08d}" for i in rng.integers(0, 10**8, rows)]
+    awkward_text = [",", '"', "\r", "\n", " x", "x ", "\u3000x", "x\u00a0", "", "é", "\\", "\x01", "😀"]
+    sprinkled = list(plain)
+    for i in rng.choice(rows, 20, replace=False):
+        sprinkled[i] = plain[i] + str(rng.choice(awkward_text)) if i % 2 else str(rng.choice(awkward_text))
+    spaced = list(plain)  # only outer spaces call for quotes here
+    for i, space in zip(rng.choice(rows, 8, replace=False), [" ", "\t", "\u3000", "\u00a0", "\u2028", "\x1f"] * 2):
+        spaced[i] = space + plain[i] if i % 2 else plain[i] + space
+    doubles = rng.random(rows) * 10.0 ** rng.integers(-8, 20, rows)
+    doubles[rng.choice(rows, 200, replace=False)] = rng.integers(-10**6, 10**6, 200)  # whole numbers
+    micros = rng.integers(-10**12, 10**16, rows)  # 1938 to 2286
+    for unit in (1000, 10**6):  # some whole milliseconds and seconds: fewer fraction digits
+        some = rng.choice(rows, 300, replace=False)
+        micros[some] = micros[some] // unit * unit
+    nanos = rng.integers(-(2**62), 2**62, rows)
+    some = rng.choice(rows, 300, replace=False)
+    nanos[some] = nanos[some] // 10**6 * 10**6
+    nulls = rng.random(rows) < 0.05
+    decimals = [decimal.Decimal(int(v)).scaleb(-4) for v in rng.integers(-10**17, 10**17, rows)]
+    big = [decimal.Decimal(int(v)).scaleb(-4) for v in rng.integers(10**4, 10**17, rows) * rng.choice([-1, 1], rows)]
+    decimals[10:13] = [decimal.Decimal("0.0000"), decimal.Decimal("-0.0001"), decimal.Decimal("0.0010")]
+    table = pa.table({
+        "plain": pa.array(plain), "sprinkled": pa.array(sprinkled), "spaced": pa.array(spaced),
+        "nullable": pa.array(plain, mask=nulls),
+        "double": pa.array(doubles), "double_nulls": pa.array(doubles, mask=nulls),
+        "ts_us": pa.array(micros, pa.timestamp("us")),
+        "ts_ms": pa.array(micros // 1000, pa.timestamp("ms")),
+        "ts_ns": pa.array(nanos, pa.timestamp("ns"), mask=nulls),
+        "ts_s": pa.array(micros // 10**6, pa.timestamp("s")),
+        "dec": pa.array(decimals, pa.decimal128(18, 4)), "dec_zero": pa.array(decimals, pa.decimal128(38, 10)),
+        "dec_big": pa.array(big, pa.decimal128(18, 4), mask=nulls), "dec_int": pa.array([decimal.Decimal(int(v)) for v in micros], pa.decimal128(18, 0)),
+    })
+    return table.slice(7, rows - 20)  # a slice: the byte checks must start at the column's first value
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_long_columns_are_the_per_cell_encoding(seed: int) -> None:
+    table = long_table(seed)
+    assert csv_rows(table).decode("utf-8") == model_csv(table)
+    assert jsonl_rows(table).decode("utf-8") == model_jsonl(table)
+    # the plain columns took the shortcuts: nothing in them is quoted or escaped
+    plain = table.select(["plain", "ts_us", "double"])
+    assert '"' not in csv_rows(plain).decode()

@@ -332,3 +332,19 @@ def test_streamed_write_and_scan_memory_follows_the_buckets_not_the_input(tmp_pa
     assert large < 1.5 * small, (peaks, sizes)
     assert large < 0.5 * sizes[1], (peaks, sizes)
     assert peaks["scan"][1] < 0.5 * sizes[1], (peaks, sizes)
+
+
+@pytest.mark.parametrize("width", [8, 200_000])
+def test_a_csv_inputs_column_names_come_from_its_header_whatever_its_length(tmp_path: Path, width: int) -> None:
+    """The names are read from a small first block (not the 8 MB one the rows are read in);
+    a header longer than that block still gives every name, as pyarrow's own reader of the
+    whole file sees them."""
+    from core.sources import InputFile
+
+    names = [f"c{i}_" + "x" * width for i in range(3)]
+    path = tmp_path / "in.csv"
+    rows = "".join(f"{i},{i + 1},{i + 2}\n" for i in range(100_000))  # rows past the small block
+    path.write_text(",".join(names) + "\n" + rows)
+    hint = pa.schema([(n, pa.int64()) for n in names])
+    assert InputFile(str(path), "csv", hint).column_names() == names == pacsv.read_csv(path).column_names
+    assert sum(b.num_rows for b in InputFile(str(path), "csv", hint).batches()) == 100_000
