@@ -6,17 +6,22 @@ of writing the same DataFrame to Parquet, in the same run and the same SparkSess
 Rows: id BIGINT key, dt partition with 8 values, 6 value columns (INT, DOUBLE, ~20-char STRING,
 TIMESTAMP, BOOLEAN, DECIMAL(18,4)); table: primary key (id, dt), bucket=4, partitioned by dt.
 Cases alternate within each repetition; each figure is also given as a ratio to the floor
-measured in the same repetition (the machines are shared and noisy).
+measured in the same repetition (the machines are shared and noisy). Besides the floor in
+lakectl's own session, each repetition times bare PySpark in a process of its own with a
+default session (Spark's JVM flags, warmed up by one write), and ``lakectl write --input
+input.parquet`` as the CLI runs it (its executors read the file with pyarrow).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import platform
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,6 +37,7 @@ from core.engines.spark import SparkEngine  # noqa: E402
 from core.ops.create import create  # noqa: E402
 from core.ops.write import write  # noqa: E402
 from core.table import Table  # noqa: E402
+from core.types import arrow_field  # noqa: E402
 
 SCHEMA = ("id BIGINT, dt STRING, c_int INT, c_double DOUBLE, c_str STRING, c_ts TIMESTAMP(6), "
           "c_bool BOOLEAN, c_dec DECIMAL(18, 4)")
@@ -96,7 +102,11 @@ def main() -> None:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--out", default="bench/results-spark.md")
     parser.add_argument("--jvm-flags", help="the session's JVM flags instead of lakectl's choice (both cases use them)")
+    parser.add_argument("--bare-once", nargs=2, metavar=("SOURCE", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.bare_once:
+        bare_once(args.master, *args.bare_once)
+        return
 
     work = Path(tempfile.mkdtemp(prefix="lakectl-bench-"))
     try:
@@ -108,23 +118,54 @@ def main() -> None:
         spark = engine.session  # started once, outside the timings
         read = lambda: spark.read.parquet(str(source))  # noqa: E731
         read().write.parquet(str(work / "warm-up"))  # JIT warm-up, not counted
-        floor_times, transfer_times, lakectl_times = [], [], []
-        cpu: dict[str, list[float]] = {"floor": [], "transfer": [], "lakectl": []}
+        floor_times, transfer_times, lakectl_times, file_times, bare_times = [], [], [], [], []
+        cpu: dict[str, list[float]] = {"floor": [], "transfer": [], "lakectl": [], "file": [], "bare": []}
         for rep in range(args.repeat):
             out = work / f"floor-{rep}"
             floor_times.append(timed(lambda: read().write.parquet(str(out)), cpu["floor"]))
+            bare = bare_floor(args.master, source, work / f"bare-{rep}")
+            bare_times.append(bare["wall"])
+            cpu["bare"].append(bare["cpu"])
             transfer_times.append(timed(lambda: read().mapInArrow(_count_rows, "n long").collect(), cpu["transfer"]))
             table = Table.locate(f"bench.t{rep}", warehouse=str(work / "wh"))
             create(table, SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "4"})
             lakectl_times.append(timed(lambda: write(table, spark.read.parquet(str(source)), engine=engine),
                                        cpu["lakectl"]))
             assert table.latest_snapshot().total_record_count == args.rows
+            # What `lakectl --engine spark write t -i input.parquet` runs (write_input), in this session.
+            by_file = Table.locate(f"bench.f{rep}", warehouse=str(work / "wh"))
+            create(by_file, SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "4"})
+            hint = pa.schema([arrow_field(f) for f in by_file.schema.fields])
+            file_times.append(timed(lambda: write(by_file, engine.read_input([str(source)], "parquet", hint),
+                                                  engine=engine), cpu["file"]))
+            assert by_file.latest_snapshot().total_record_count == args.rows
             print(f"rep {rep + 1}: floor {floor_times[-1]:.2f}s, transfer {transfer_times[-1]:.2f}s, "
-                  f"lakectl {lakectl_times[-1]:.2f}s ({lakectl_times[-1] / floor_times[-1]:.2f}x); CPU s "
-                  f"{cpu['floor'][-1]:.2f}, {cpu['transfer'][-1]:.2f}, {cpu['lakectl'][-1]:.2f}", flush=True)
-        report(args, floor_times, transfer_times, lakectl_times, cpu)
+                  f"lakectl {lakectl_times[-1]:.2f}s ({lakectl_times[-1] / floor_times[-1]:.2f}x), "
+                  f"file {file_times[-1]:.2f}s; CPU s {cpu['floor'][-1]:.2f}, {cpu['transfer'][-1]:.2f}, "
+                  f"{cpu['lakectl'][-1]:.2f}, {cpu['file'][-1]:.2f}", flush=True)
+        report(args, floor_times, transfer_times, lakectl_times, file_times, bare_times, cpu)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def bare_floor(master: str, source: Path, out: Path) -> dict[str, float]:
+    """One timed bare-PySpark read + write of ``source`` in a process of its own: a default
+    session (Spark's own JVM flags), warmed up by one untimed write."""
+    proc = subprocess.run([sys.executable, __file__, "--master", master, "--bare-once", str(source), str(out)],
+                          capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def bare_once(master: str, source: str, out: str) -> None:
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.master(master).config("spark.ui.enabled", "false").getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.read.parquet(source).write.parquet(out + "-warm-up")
+    cpu: list[float] = []
+    wall = timed(lambda: spark.read.parquet(source).write.parquet(out), cpu)
+    spark.stop()
+    print(json.dumps({"wall": wall, "cpu": cpu[0]}))
 
 
 def _count_rows(batches):
@@ -134,7 +175,7 @@ def _count_rows(batches):
 
 
 def report(args: argparse.Namespace, floor: list[float], transfer: list[float], lakectl: list[float],
-           cpu: dict[str, list[float]]) -> None:
+           by_file: list[float], bare: list[float], cpu: dict[str, list[float]]) -> None:
     import pyspark
 
     ratios = [lk / fl for lk, fl in zip(lakectl, floor)]
@@ -162,12 +203,33 @@ def report(args: argparse.Namespace, floor: list[float], transfer: list[float], 
         f"{statistics.median(transfer_ratios):.2f} | {cpu_cells('transfer')} |",
         f"| lakectl write on Spark (PK table, 4 buckets, 8 partitions) | {statistics.median(lakectl):.2f} | "
         f"{statistics.median(ratios):.2f} | {cpu_cells('lakectl')} |",
+        f"| lakectl write --input input.parquet on Spark (executors read the file with pyarrow) | "
+        f"{statistics.median(by_file):.2f} | {statistics.median([b / f for b, f in zip(by_file, floor)]):.2f} | "
+        f"{cpu_cells('file')} |",
+        "",
+        "Against bare PySpark in a session of its own with Spark's default JVM (another process, "
+        "warmed up by one write, timed in the same repetition): what a user compares lakectl with.",
+        "",
+        "| case | median seconds | median wall ratio | median CPU s | median CPU ratio |",
+        "|---|---|---|---|---|",
+        f"| bare PySpark, default session: read Parquet -> write Parquet | {statistics.median(bare):.2f} | 1.00 | "
+        f"{statistics.median(cpu['bare']):.2f} | 1.00 |",
+        f"| lakectl write --input input.parquet (lakectl's session) | {statistics.median(by_file):.2f} | "
+        f"{statistics.median([b / f for b, f in zip(by_file, bare)]):.2f} | {statistics.median(cpu['file']):.2f} | "
+        f"{statistics.median([b / f for b, f in zip(cpu['file'], cpu['bare'])]):.2f} |",
+        f"| lakectl write of a DataFrame (lakectl's session) | {statistics.median(lakectl):.2f} | "
+        f"{statistics.median([b / f for b, f in zip(lakectl, bare)]):.2f} | {statistics.median(cpu['lakectl']):.2f} | "
+        f"{statistics.median([b / f for b, f in zip(cpu['lakectl'], cpu['bare'])]):.2f} |",
+        "",
+        "Bare PySpark per repetition (wall s, CPU s): "
+        + "; ".join(f"{w:.2f}, {c:.2f}" for w, c in zip(bare, cpu["bare"])),
         "",
         "Per repetition (floor s, transfer s, lakectl s, lakectl ratio): "
         + "; ".join(f"{f:.2f}, {t:.2f}, {lk:.2f}, {r:.2f}" for f, t, lk, r in zip(floor, transfer, lakectl, ratios)),
         "",
-        "CPU seconds per repetition (floor, transfer, lakectl): "
-        + "; ".join(f"{f:.2f}, {t:.2f}, {lk:.2f}" for f, t, lk in zip(cpu["floor"], cpu["transfer"], cpu["lakectl"])),
+        "CPU seconds per repetition (floor, transfer, lakectl, lakectl from the file): "
+        + "; ".join(f"{f:.2f}, {t:.2f}, {lk:.2f}, {b:.2f}"
+                    for f, t, lk, b in zip(cpu["floor"], cpu["transfer"], cpu["lakectl"], cpu["file"])),
         "",
     ]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

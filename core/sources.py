@@ -20,7 +20,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -323,6 +323,40 @@ class InputFile:
     def _open_csv(self, block: int = _CSV_BLOCK) -> pacsv.CSVStreamingReader:
         return pacsv.open_csv(self.path, read_options=pacsv.ReadOptions(block_size=block),
                               convert_options=_csv_convert(self.hint))
+
+
+def parquet_pieces(paths: Sequence[str], pieces: int) -> list[tuple[int, str, int, int, int]]:
+    """The local Parquet files ``paths`` cut into about ``pieces`` runs of whole row groups, in
+    input order: (piece index, path, first row group, end row group, rows before the piece).
+    A Spark write reads each piece on an executor (``parquet_piece``)."""
+    with_groups = []
+    for path in paths:
+        with _ReadErrors("parquet", path):
+            meta = pq.read_metadata(path)
+        with_groups.append((path, [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]))
+    total = sum(sum(groups) for _, groups in with_groups)
+    target = max(1, -(-total // max(1, pieces)))
+    out: list[tuple[int, str, int, int, int]] = []
+    before = 0
+    for path, groups in with_groups:
+        first, rows = 0, 0
+        for i, n in enumerate(groups):
+            rows += n
+            if rows >= target or i == len(groups) - 1:
+                out.append((len(out), path, first, i + 1, before))
+                before += rows
+                first, rows = i + 1, 0
+    return out
+
+
+def parquet_piece(path: str, first: int, end: int) -> Iterator[pa.Table]:
+    """Row groups ``first`` to ``end`` (exclusive) of a local Parquet input, a batch at a time,
+    as ``InputFile.batches`` reads the whole file."""
+    with _ReadErrors("parquet", path):
+        with pq.ParquetFile(path, pre_buffer=False) as f:
+            _check_int96(path, f, path)
+            for batch in f.iter_batches(batch_size=BATCH_ROWS, row_groups=range(first, end)):
+                yield pa.Table.from_batches([batch])
 
 
 @dataclass(frozen=True, slots=True)

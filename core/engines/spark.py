@@ -192,6 +192,23 @@ class TextInput:
     hint: pa.Schema | None
 
 
+@dataclass(frozen=True)
+class ParquetFiles:
+    """Local Parquet input files of an existing table's write, which the executors read with
+    pyarrow themselves (``_routed_files``): the rows reach the write kernels as Arrow without
+    Spark converting each one to its own row format and back to Arrow, the largest cost of
+    the pipeline (bench/results-spark.md), and with the local engine's values and errors."""
+
+    paths: tuple[str, ...]
+    columns: tuple[str, ...]  # the first file's, as the local engine checks them
+
+    @staticmethod
+    def applies(paths: Sequence[str], fmt: str, hint: pa.Schema | None) -> bool:
+        from core.sources import InputFile
+
+        return fmt == "parquet" and hint is not None and all(InputFile.streams(p, fmt) for p in paths)
+
+
 def _frame(data: Any) -> Any:
     return data.frame if isinstance(data, TextInput) else data
 
@@ -447,6 +464,10 @@ class SparkEngine:
         errors are those of the local engine: one text encoding on every engine."""
         if paths == ["-"]:
             paths = [_stdin_file(fmt)]
+        if ParquetFiles.applies(paths, fmt, hint):
+            from core.sources import InputFile
+
+            return ParquetFiles(tuple(paths), tuple(InputFile(paths[0], fmt).column_names()))
         reader = self.session.read
         shown = paths[0] if len(paths) == 1 else f"{paths[0]} (+{len(paths) - 1} more)"
         try:
@@ -473,7 +494,9 @@ class SparkEngine:
             raise InvalidDataError(f"cannot read {fmt} input {shown}: {first}") from None
         return TextInput(frame, fmt, shown, hint)
 
-    def input_columns(self, data: DataFrame | TextInput) -> list[str]:
+    def input_columns(self, data: DataFrame | TextInput | ParquetFiles) -> list[str]:
+        if isinstance(data, ParquetFiles):
+            return list(data.columns)
         return list(_frame(data).columns)
 
     def read_table(self, name: str) -> DataFrame:
@@ -484,7 +507,11 @@ class SparkEngine:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise NotFoundError(f"Spark table {name} not found: {first}") from None
 
-    def input_schema(self, data: DataFrame | TextInput) -> pa.Schema:
+    def input_schema(self, data: DataFrame | TextInput | ParquetFiles) -> pa.Schema:
+        if isinstance(data, ParquetFiles):
+            import pyarrow.parquet as pq
+
+            return pq.read_schema(data.paths[0])
         return _arrow_schema(_frame(data).schema)
 
     # ---- write ---------------------------------------------------------------------------------
@@ -502,6 +529,8 @@ class SparkEngine:
             raise UsageError(DYNAMIC_NOT_ON_SPARK)
         if isinstance(data, MatchingRows):
             return self._shuffle_write(job, self._routed_matches(job, data, file_io), file_io, "deleting")
+        if isinstance(data, ParquetFiles):
+            return self._shuffle_write(job, self._routed_files(job, data), file_io, "writing")
         text = (data.hint, data.fmt, data.source) if isinstance(data, TextInput) else None
         data = _frame(data)
         nanos: dict[str, pa.DataType] = {}
@@ -533,6 +562,37 @@ class SparkEngine:
 
         routed_df = data.withColumn(ROW_COLUMN, _monotonic_id()).mapInArrow(route, _ROUTED_STRUCT)
         return self._shuffle_write(job, routed_df, file_io, "writing")
+
+    def _routed_files(self, job: WriteJob, files: ParquetFiles) -> DataFrame:
+        """Parquet input files as routed chunks (``_route``), read on the executors: the driver
+        cuts the files into runs of row groups (``sources.parquet_pieces``, two per core) and
+        each task reads its pieces with pyarrow, casts and checks the rows as the local engine
+        does (``prepare_rows``, input row numbers included) and routes them."""
+        import numpy as np
+
+        from core.sources import parquet_pieces
+
+        schema = job.schema
+
+        def read_and_route(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            from core.rows import prepare_rows
+            from core.sources import parquet_piece
+
+            for batch in batches:
+                for index, path, first, end, before in zip(*(c.to_pylist() for c in batch.columns)):
+                    offset = before
+                    for rows in parquet_piece(path, first, end):
+                        prepared = prepare_rows(rows, schema, job.row_kind_column, row_offset=offset)
+                        # Row ids order a group's chunks by input: piece by piece, then row by row.
+                        ids = pa.array(np.arange(offset - before, offset - before + prepared.num_rows,
+                                                 dtype=np.int64) + (index << 32))
+                        offset += rows.num_rows
+                        yield _route(prepared.append_column(ROW_COLUMN, ids), job)
+
+        parallelism = self.session.sparkContext.defaultParallelism
+        pieces = parquet_pieces(files.paths, 2 * parallelism)
+        frame = self.session.createDataFrame(pieces, "piece long, path string, first int, end int, before long")
+        return frame.repartition(max(1, min(len(pieces), 2 * parallelism))).mapInArrow(read_and_route, _ROUTED_STRUCT)
 
     def _routed_matches(self, job: WriteJob, rows: MatchingRows, file_io: FileIO) -> DataFrame:
         """A delete's -D records as routed chunks (``_route``), read on the executors: one task

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
 import pytest
 from cluster import client_env, completed_apps, executor_ran_on_worker, standalone_cluster
 
@@ -36,7 +37,8 @@ def test_write_and_scan_run_on_the_cluster_and_pypaimon_reads_the_result(tmp_pat
     changes = pa.table({"op": ["+U", "-D", "+I"], "id": pa.array([1, 2, 500], pa.int64()),
                         "v": ["changed", None, "new"], "dt": ["2024-01-02", "2024-01-03", "2024-01-01"]})
     pacsv.write_csv(rows, tmp_path / "rows.csv")
-    pacsv.write_csv(changes, tmp_path / "changes.csv")
+    # Parquet: the executors read it with pyarrow themselves (ParquetFiles), CSV through Spark's reader.
+    pq.write_table(changes, tmp_path / "changes.parquet")
     warehouse = str(tmp_path / "wh")
     with standalone_cluster(tmp_path / "cluster") as cluster:
         env = client_env(cluster, dict(os.environ))
@@ -45,7 +47,7 @@ def test_write_and_scan_run_on_the_cluster_and_pypaimon_reads_the_result(tmp_pat
         _run(["--warehouse", warehouse, "create", "db.t", "--schema", "id BIGINT, v STRING, dt STRING",
               "--primary-key", "id,dt", "--partition-by", "dt", "--option", "bucket=2"], env)
         first = _run([*spark, "write", "db.t", "--input", str(tmp_path / "rows.csv")], env)
-        second = _run([*spark, "write", "db.t", "--input", str(tmp_path / "changes.csv"), "--row-kind-column", "op"],
+        second = _run([*spark, "write", "db.t", "--input", str(tmp_path / "changes.parquet"), "--row-kind-column", "op"],
                       env)
         scanned = _run([*spark, "scan", "db.t"], env)
         apps = executor_ran_on_worker(cluster)

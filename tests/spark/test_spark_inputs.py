@@ -72,3 +72,52 @@ def test_input_spark_cannot_parse_is_invalid_data_in_one_line(tmp_path, engine):
         write_input(t, str(tmp_path / "bad.jsonl"), engine_settings=SPARK)
     assert "\n" not in str(caught.value)
     assert t.latest_snapshot() is None
+
+
+def _dup_key_files(tmp_path):
+    """Two Parquet files of 1,000-row groups whose keys repeat within and across files: the
+    last row of a key in input order (file by file, row by row) must win."""
+    paths = []
+    for f in range(2):
+        ids = [(f * 7000 + i) % 3000 for i in range(7000)]
+        path = tmp_path / f"in-{f}.parquet"
+        pq.write_table(pa.table({"id": pa.array(ids, pa.int64()), "v": [f"{f}:{i}" for i in range(7000)]}),
+                       path, row_group_size=1000)
+        paths.append(path)
+    model = {}
+    for f in range(2):
+        for i in range(7000):
+            model[(f * 7000 + i) % 3000] = f"{f}:{i}"
+    return paths, model
+
+
+def test_parquet_files_are_read_by_the_executors_in_input_order(tmp_path, engine):
+    from core.engines.spark import ParquetFiles
+
+    paths, model = _dup_key_files(tmp_path)
+    glob = str(tmp_path / "in-*.parquet")
+    assert isinstance(engine.read_input([str(p) for p in paths], "parquet", pa.schema([("id", pa.int64())])),
+                      ParquetFiles)
+    for settings, suffix in ((SPARK, "spark"), (LOCAL, "local")):
+        t = _table(tmp_path, f"pieces_{suffix}")
+        result = write_input(t, glob, engine_settings=settings)
+        assert result.engine == suffix
+        rows = t.scan()
+        assert dict(zip(rows.column("id").to_pylist(), rows.column("v").to_pylist())) == model, suffix
+
+
+def test_a_bad_parquet_row_is_the_local_engines_error_on_spark(tmp_path, engine):
+    from core.errors import InvalidDataError
+
+    path = tmp_path / "bad.parquet"
+    ids = list(range(5000))
+    ids[4321] = None
+    pq.write_table(pa.table({"id": pa.array(ids, pa.int64()), "v": ["x"] * 5000}), path, row_group_size=1000)
+    messages = {}
+    for settings, suffix in ((SPARK, "spark"), (LOCAL, "local")):
+        t = _table(tmp_path, f"bad_{suffix}")
+        with pytest.raises(InvalidDataError) as caught:
+            write_input(t, str(path), engine_settings=settings)
+        messages[suffix] = str(caught.value)
+        assert t.latest_snapshot() is None
+    assert messages["spark"] == messages["local"] and "4322" in messages["local"], messages
