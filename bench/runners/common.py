@@ -118,6 +118,16 @@ def parse_args(description: str, extra: Any = None) -> argparse.Namespace:
     return args
 
 
+def dist_version(name: str) -> str | None:
+    """The installed version of the distribution ``name`` (None if unknown), for the report."""
+    from importlib.metadata import version
+
+    try:
+        return version(name)
+    except Exception:
+        return None
+
+
 def load_meta(data: str) -> dict[str, Any]:
     return json.loads((Path(data) / "meta.json").read_text())
 

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import BUCKETS, COLUMNS, KEY, PARTITION, ROW_KIND, Recorder, load_inputs, load_meta, parse_args  # noqa: E402
+from common import BUCKETS, COLUMNS, KEY, PARTITION, ROW_KIND, Recorder, dist_version, load_inputs, load_meta, parse_args  # noqa: E402
 
 import pypaimon  # noqa: E402
 from pypaimon import CatalogFactory, Schema  # noqa: E402
@@ -84,18 +84,9 @@ def main() -> None:
         r["rows"] = read(snapshot=1).num_rows
     rec.skip("compact", "pypaimon 2.1.0 has no compaction")
     rec.skip("read_compacted", "pypaimon 2.1.0 has no compaction")
-    rec.info["pypaimon"] = getattr(pypaimon, "__version__", None) or _dist_version("pypaimon")
+    rec.info["pypaimon"] = getattr(pypaimon, "__version__", None) or dist_version("pypaimon")
     rec.info["pyarrow"] = pa.__version__
     rec.emit()
-
-
-def _dist_version(name: str) -> str | None:
-    from importlib.metadata import version
-
-    try:
-        return version(name)
-    except Exception:
-        return None
 
 
 if __name__ == "__main__":

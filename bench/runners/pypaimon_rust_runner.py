@@ -23,7 +23,7 @@ from pathlib import Path
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import BUCKETS, COLUMNS, KEY, PARTITION, ROW_KIND, SCHEMA_SQL, Recorder, load_inputs, load_meta, \
+from common import BUCKETS, COLUMNS, KEY, PARTITION, ROW_KIND, SCHEMA_SQL, Recorder, dist_version, load_inputs, load_meta, \
     parse_args  # noqa: E402
 
 from pypaimon_rust.datafusion import PaimonCatalog, SQLContext  # noqa: E402
@@ -104,18 +104,9 @@ def main() -> None:
     snapshots = catalog.get_table(TABLE).list_snapshots()
     rec.info["snapshots"] = [(s.id(), s.commit_kind()) for s in snapshots]
     rec.info["options"] = catalog.get_table(TABLE).schema().options()
-    rec.info["pypaimon_rust"] = _dist_version("pypaimon-rust")
+    rec.info["pypaimon_rust"] = dist_version("pypaimon-rust")
     rec.info["pyarrow"] = pa.__version__
     rec.emit()
-
-
-def _dist_version(name: str) -> str | None:
-    from importlib.metadata import version
-
-    try:
-        return version(name)
-    except Exception:
-        return None
 
 
 if __name__ == "__main__":
