@@ -297,14 +297,7 @@ class InputFile:
         """
         with _ReadErrors(self.fmt, self.path):
             if self.fmt == "parquet":
-                # No pre-buffering: it would cache the compressed column chunks of every row
-                # group the reader is given, i.e. the whole file.
-                with pq.ParquetFile(self.path, pre_buffer=False) as f:
-                    _check_int96(self.path, f, self.path)
-                    if f.metadata.num_rows == 0:
-                        yield f.schema_arrow.empty_table()
-                    for batch in f.iter_batches(batch_size=BATCH_ROWS):
-                        yield pa.Table.from_batches([batch])
+                yield from _parquet_batches(self.path, None)
                 return
             reader = self._open_csv()
             if self.hint is None or not all(name in self.hint.names for name in reader.schema.names):
@@ -353,10 +346,20 @@ def parquet_piece(path: str, first: int, end: int) -> Iterator[pa.Table]:
     """Row groups ``first`` to ``end`` (exclusive) of a local Parquet input, a batch at a time,
     as ``InputFile.batches`` reads the whole file."""
     with _ReadErrors("parquet", path):
-        with pq.ParquetFile(path, pre_buffer=False) as f:
-            _check_int96(path, f, path)
-            for batch in f.iter_batches(batch_size=BATCH_ROWS, row_groups=range(first, end)):
-                yield pa.Table.from_batches([batch])
+        yield from _parquet_batches(path, range(first, end))
+
+
+def _parquet_batches(path: str, row_groups: range | None) -> Iterator[pa.Table]:
+    """A local Parquet file's rows (of ``row_groups``; None: all, and an empty file as one
+    empty batch), a batch at a time."""
+    # No pre-buffering: it would cache the compressed column chunks of every row group the
+    # reader is given, i.e. the whole file.
+    with pq.ParquetFile(path, pre_buffer=False) as f:
+        _check_int96(path, f, path)
+        if row_groups is None and f.metadata.num_rows == 0:
+            yield f.schema_arrow.empty_table()
+        for batch in f.iter_batches(batch_size=BATCH_ROWS, row_groups=row_groups):
+            yield pa.Table.from_batches([batch])
 
 
 @dataclass(frozen=True, slots=True)

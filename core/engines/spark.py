@@ -208,6 +208,12 @@ class ParquetFiles:
 
         return fmt == "parquet" and hint is not None and all(InputFile.streams(p, fmt) for p in paths)
 
+    @staticmethod
+    def of(paths: Sequence[str]) -> "ParquetFiles":
+        from core.sources import InputFile
+
+        return ParquetFiles(tuple(paths), tuple(InputFile(paths[0], "parquet").column_names()))
+
 
 def _frame(data: Any) -> Any:
     return data.frame if isinstance(data, TextInput) else data
@@ -465,9 +471,7 @@ class SparkEngine:
         if paths == ["-"]:
             paths = [_stdin_file(fmt)]
         if ParquetFiles.applies(paths, fmt, hint):
-            from core.sources import InputFile
-
-            return ParquetFiles(tuple(paths), tuple(InputFile(paths[0], fmt).column_names()))
+            return ParquetFiles.of(paths)
         reader = self.session.read
         shown = paths[0] if len(paths) == 1 else f"{paths[0]} (+{len(paths) - 1} more)"
         try:
@@ -580,13 +584,12 @@ class SparkEngine:
 
             for batch in batches:
                 for index, path, first, end, before in zip(*(c.to_pylist() for c in batch.columns)):
-                    offset = before
+                    done = 0  # rows of the piece read so far
                     for rows in parquet_piece(path, first, end):
-                        prepared = prepare_rows(rows, schema, job.row_kind_column, row_offset=offset)
+                        prepared = prepare_rows(rows, schema, job.row_kind_column, row_offset=before + done)
                         # Row ids order a group's chunks by input: piece by piece, then row by row.
-                        ids = pa.array(np.arange(offset - before, offset - before + prepared.num_rows,
-                                                 dtype=np.int64) + (index << 32))
-                        offset += rows.num_rows
+                        ids = pa.array(np.arange(done, done + rows.num_rows, dtype=np.int64) + (index << 32))
+                        done += rows.num_rows
                         yield _route(prepared.append_column(ROW_COLUMN, ids), job)
 
         parallelism = self.session.sparkContext.defaultParallelism
