@@ -36,6 +36,8 @@ def _orc() -> Any:
     import pyarrow.orc
 
     return pyarrow.orc
+
+
 _RECORD_NAME = "org.apache.paimon.avro.generated.record"
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core.arrow_values import boolean_scalar, numpy_bool_values, numpy_ints
+from core.arrow_values import boolean_scalar, numpy_bool_values, numpy_ints, values_array
 
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
 VALUE_KIND = "_VALUE_KIND"
@@ -22,10 +22,8 @@ KIND_NAMES = {code: name for name, code in ROW_KINDS.items()}
 
 @functools.cache
 def retract_kinds() -> pa.Array:
-    """The -U/-D kind codes as an Arrow array (built on first use, over a numpy buffer: pa.array
-    would import pandas, or numpy.ma for a numpy array, which a read never needs otherwise)."""
-    codes = np.array([UPDATE_BEFORE, DELETE], np.int8)
-    return pa.Array.from_buffers(pa.int8(), len(codes), [None, pa.py_buffer(codes)])
+    """The -U/-D kind codes as an Arrow array, built on first use without pandas."""
+    return values_array([UPDATE_BEFORE, DELETE], pa.int8())
 
 
 def key_columns_sorted(table: pa.Table, keys: list[str], seq_column: str, sequence_fields: Sequence[str] = (),

@@ -30,7 +30,6 @@ from core.deletion_vectors import bucket_index_files, snapshot_deletion_files, s
 from core.engines import EngineSettings, choose_engine, engine_choice
 from core.errors import CommitConflictError, CorruptMetadataError, UsageError
 from core.kernels import data_evolution
-from core.options import parse_int
 from core.option_rules import WRITE, check_options
 from core.fileio import join
 from core.index_manifest import index_dir
@@ -38,6 +37,7 @@ from core.kernels.compact import (CompactTask, UniversalOptions, in_sequence_ord
                                   pick_universal)
 from core.manifest import ManifestEntry
 from core.partition import render_value
+from core.ops.full_compaction import FULL_COMPACTION_PROPERTY
 from core.replan import lost_race, retry_on_expire
 from core.schema import TableSchema
 from core.snapshot import COMPACT, Snapshot
@@ -46,7 +46,6 @@ from core.types import DataField, arrow_field
 
 log = logging.getLogger(__name__)
 
-FULL_COMPACTION_PROPERTY = "lakectl.compaction"  # value "full" on snapshots of full compactions
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,40 +295,10 @@ def _compact_once(table: TableHandle, *, full: bool, partitions: Sequence[Mappin
 
 
 # ---- after a write -----------------------------------------------------------------------
-def full_compaction_due(table: TableHandle) -> bool:
-    """``full-compaction.delta-commits=N``: has the table had N data commits (APPEND or
-    OVERWRITE) since its last full compaction? Counted over the retained snapshots."""
-    text = table.schema.options.get("full-compaction.delta-commits")
-    if text is None:
-        return False
-    every = parse_int(text, "full-compaction.delta-commits")
-    if every < 1:
-        raise UsageError(f"option full-compaction.delta-commits={text} must be at least 1")
-    latest = table.snapshots.latest_id()
-    earliest = table.snapshots.earliest_id()
-    if latest is None or earliest is None:
-        return False
-    commits = 0
-    for sid in range(latest, earliest - 1, -1):
-        if not table.snapshots.exists(sid):
-            continue
-        snap = table.snapshots.snapshot(sid)
-        if snap.commit_kind == COMPACT and (snap.properties or {}).get(FULL_COMPACTION_PROPERTY) == "full":
-            break
-        if snap.commit_kind != COMPACT:
-            commits += 1
-            if commits >= every:
-                return True
-    return False
-
-
-def compact_after_commit(table: TableHandle, engine: Any) -> CompactResult | None:
-    """The post-commit compaction step of a Paimon writer: a full compaction when
-    ``full-compaction.delta-commits`` says so, else universal (minor) compaction of the
-    primary-key buckets that reached num-sorted-run.compaction-trigger. None if nothing ran."""
-    full = full_compaction_due(table)
-    if not full and not table.schema.has_primary_key:
-        return None  # append buckets are merged by `lakectl compact`, not after every write
+def compact_after_commit(table: TableHandle, engine: Any, full: bool) -> CompactResult | None:
+    """The post-commit compaction step of a Paimon writer: a full compaction when ``full``
+    (``full_compaction.compaction_after_commit`` decides), else universal (minor) compaction of
+    the primary-key buckets that reached num-sorted-run.compaction-trigger. None if nothing ran."""
     # Batch reads of deletion-vector tables hide level 0, so the written buckets go through
     # the lookup compaction at once, as Java's writers force level 0 up at every commit.
     # (First-row tables hide it too; their universal pick forces level 0 up by itself.)

@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable
 
 from core.errors import LakectlError
 from core.health import Health, measure
+from core.ops.full_compaction import full_compaction_due
 from core import lease as leases
 from core.table_handle import TableHandle
 
@@ -81,7 +82,7 @@ def plan_table(table: TableHandle, health: Health, policy: Policy) -> list[Actio
 def _compaction(table: TableHandle, h: Health, policy: Policy) -> Action | None:
     if h.files == 0:
         return None
-    if policy.full_compaction or _full_compaction_due(table):
+    if policy.full_compaction or full_compaction_due(table):
         return Action("compact", "full compaction by policy", full=True)
     if h.deletion_vector_ratio > policy.deletion_vector_ratio_trigger:
         return Action("compact", f"{h.deletion_vector_ratio:.0%} of files carry deletion vectors", full=True)
@@ -91,14 +92,6 @@ def _compaction(table: TableHandle, h: Health, policy: Policy) -> Action | None:
     if not h.has_primary_key and h.small_files >= policy.small_files_trigger:
         return Action("compact", f"{h.small_files} small files (target-file-size {h.target_file_size})", full=True)
     return None
-
-
-def _full_compaction_due(table: TableHandle) -> bool:
-    if "full-compaction.delta-commits" not in table.schema.options:
-        return False  # without importing the compaction module (pyarrow): health stays metadata-only
-    from core.ops.compact import full_compaction_due
-
-    return full_compaction_due(table)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from core.errors import LakectlError
 from core.ops.auto_tags import auto_tag_after_commit
+from core.ops.full_compaction import compaction_after_commit
 from core.options import parse_bool
 from core.table_handle import TableHandle
 
@@ -27,11 +28,12 @@ Step = Callable[[TableHandle, Any], Any]
 # The steps import their operations when they run: a write-only table, or a process that
 # never commits, does not load the compaction and expiration code.
 def _compact(table: TableHandle, engine: Any) -> Any:
-    if not table.schema.has_primary_key and "full-compaction.delta-commits" not in table.schema.options:
-        return None  # compact_after_commit's first answer for an append table, without importing it
+    full = compaction_after_commit(table)
+    if full is None:
+        return None
     from core.ops.compact import compact_after_commit
 
-    return compact_after_commit(table, engine)
+    return compact_after_commit(table, engine, full)
 
 
 def _expire(table: TableHandle, engine: Any) -> Any:
