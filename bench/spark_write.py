@@ -148,6 +148,9 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+TITLE = "# Spark write benchmark"
+
+
 def bare_floor(master: str, source: Path, out: Path) -> dict[str, float]:
     """One timed bare-PySpark read + write of ``source`` in a process of its own: a default
     session (Spark's own JVM flags), warmed up by one untimed write."""
@@ -186,9 +189,9 @@ def report(args: argparse.Namespace, floor: list[float], transfer: list[float], 
         return f"{statistics.median(cpu[case]):.2f} | {statistics.median(per_rep):.2f}"
 
     lines = [
-        "# Spark write benchmark",
+        f"## {dt.datetime.now().isoformat(timespec='seconds')}: `bench/spark_write.py` run",
         "",
-        f"{dt.datetime.now().isoformat(timespec='seconds')} on {platform.node()}: {os.cpu_count()} cores, "
+        f"On {platform.node()}: {os.cpu_count()} cores, "
         f"{platform.platform()}, Python {platform.python_version()}, pyspark {pyspark.__version__}, "
         f"pyarrow {pa.__version__}.",
         "",
@@ -232,9 +235,19 @@ def report(args: argparse.Namespace, floor: list[float], transfer: list[float], 
                     for f, t, lk, b in zip(cpu["floor"], cpu["transfer"], cpu["lakectl"], cpu["file"])),
         "",
     ]
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text("\n".join(lines))
+    write_report(Path(args.out), lines)
     print("\n".join(lines))
+
+
+def write_report(out: Path, run: list[str]) -> None:
+    """Put this run's section first under the title, keeping the dated sections of earlier
+    runs and their analysis below it (the file is the benchmark's history)."""
+    earlier = out.read_text().splitlines() if out.exists() else []
+    if earlier and earlier[0] == TITLE:
+        earlier = earlier[1:]
+    body = "\n".join(run).strip("\n") + "\n\n" + "\n".join(earlier).strip("\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(f"{TITLE}\n\n{body.rstrip()}\n")
 
 
 if __name__ == "__main__":
