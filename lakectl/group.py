@@ -15,7 +15,7 @@ import typer
 import typer.main
 from typer._click import exceptions as click_errors  # Typer's own copy of Click: its classes are in play
 from typer._click.utils import make_default_short_help
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperGroup
 
 from lakectl import fast_params
 from lakectl.errors import EXIT_INTERRUPTED, EXIT_USAGE, report
@@ -72,6 +72,24 @@ def add_global_options(cmd: Any, root_params: list[Any]) -> None:
         add_global_options(sub, root_params)
 
 
+# ---- arguments named by their metavar alone ----------------------------------------------------
+class NamedArgument(TyperArgument):
+    """An argument whose help shows its metavar alone (``DB.TABLE``), as the options do, not
+    Typer's ``DB.TABLE <str>``: the metavar already says what it takes."""
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return None if self.metavar is not None else super().display_type_rich(ctx)
+
+
+def name_arguments_by_metavar(cmd: Any) -> None:
+    """Give ``cmd``'s (and its subcommands') arguments that have a metavar NamedArgument's help."""
+    for param in cmd.params:
+        if type(param) is TyperArgument and param.metavar is not None:
+            param.__class__ = NamedArgument
+    for sub in getattr(cmd, "commands", {}).values():
+        name_arguments_by_metavar(sub)
+
+
 # ---- commands on demand ----------------------------------------------------------------------
 _LOADED: dict[str, Any] = {}  # name -> Click command, once per process
 
@@ -89,6 +107,7 @@ def load_command(name: str, root_params: list[Any]) -> Any:
         module.register(holder)
         cmd = typer.main.get_command(holder).commands[name]
         add_global_options(cmd, root_params)
+        name_arguments_by_metavar(cmd)
         _LOADED[name] = cmd
     return _LOADED[name]
 

@@ -91,13 +91,13 @@ def test_checks_plain_table_names_each_path_once(tmp_path: Path) -> None:
     assert problem["path"] == str(snapshot)
 
 
-def _value_options() -> list[tuple[str, str, str | None]]:
-    """(command path, option's long name, its metavar) of every option that takes a value, in
-    every command and subcommand of the tree."""
+def _parameters() -> list[tuple[str, Any, Any]]:
+    """(command path, parameter, its command's context) of every parameter of every command
+    and subcommand of the tree."""
     import typer
     from typer.core import _click as click
 
-    found: list[tuple[str, str, str | None]] = []
+    found: list[tuple[str, Any, Any]] = []
 
     def walk(command: Any, path: str, ctx: Any) -> None:
         if hasattr(command, "list_commands"):
@@ -105,14 +105,24 @@ def _value_options() -> list[tuple[str, str, str | None]]:
                 sub = command.get_command(ctx, name)
                 walk(sub, f"{path} {name}".strip(), click.Context(sub, parent=ctx, info_name=name))
             return
-        for param in command.params:
-            if getattr(param, "param_type_name", "") == "option" and not param.is_flag and not param.count:
-                long_name = max(param.opts, key=len)
-                found.append((path, long_name, param.metavar))
+        found.extend((path, param, ctx) for param in command.params)
 
     root = typer.main.get_command(app)
     walk(root, "", click.Context(root, info_name="lakectl"))
     return found
+
+
+def _value_options() -> list[tuple[str, str, str | None]]:
+    """(command path, option's long name, its metavar) of every option that takes a value."""
+    return [(path, max(param.opts, key=len), param.metavar) for path, param, _ in _parameters()
+            if getattr(param, "param_type_name", "") == "option" and not param.is_flag and not param.count]
+
+
+def test_every_argument_is_shown_by_what_it_takes_without_typers_type_name() -> None:
+    arguments = [(path, param.get_help_record(ctx)[0]) for path, param, ctx in _parameters()
+                 if getattr(param, "param_type_name", "") == "argument"]
+    assert len(arguments) > 40 and ("create", "DB.TABLE") in arguments
+    assert [(path, shown) for path, shown in arguments if "<" in shown or not re.search("[A-Z]", shown)] == []
 
 
 # Options whose name means different things in different commands: create's --comment is the
