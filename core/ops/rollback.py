@@ -51,8 +51,9 @@ def rollback(table: TableHandle, *, snapshot_id: int | None = None, tag: str | N
         The target and what was (or would be) removed.
 
     Raises:
-        UsageError: neither or both targets, or a target newer than the latest snapshot.
-        NotFoundError: the snapshot or tag does not exist (an expired snapshot without a tag).
+        UsageError: neither or both targets.
+        NotFoundError: the snapshot or tag does not exist (newer than the latest, or an expired
+            snapshot without a tag).
         CommitConflictError: the latest snapshot is not ``if_latest``.
         CorruptMetadataError: the target's manifests or data files are missing.
     """
@@ -70,7 +71,8 @@ def rollback(table: TableHandle, *, snapshot_id: int | None = None, tag: str | N
     target = tagged.id if tagged is not None else snapshot_id
     assert target is not None
     if target > latest:
-        raise UsageError(f"cannot roll back to snapshot {target}: the latest snapshot is {latest}")
+        # a snapshot not yet written does not exist, as for scan --snapshot-id (exit 3, not 2)
+        raise NotFoundError(f"snapshot {target} does not exist: the latest snapshot is {latest}")
     restore = not snapshots.exists(target)
     if restore and tagged is None:
         raise NotFoundError(f"snapshot {target} does not exist (expired?); roll back to a tag instead")

@@ -116,8 +116,12 @@ def test_missing_table_by_path(t: Table, tmp_path: Path) -> None:
     assert_fails(t.args("scan", str(tmp_path / "nowhere" / "tbl")), 3, "does not exist")
 
 
-def test_missing_snapshot_id(t: Table) -> None:
-    assert_fails(t.args("scan", TABLE, "--snapshot-id", 99), 3, "snapshot 99")
+@pytest.mark.parametrize("command", [["scan"], ["lookup"], ["rollback"], ["files"], ["buckets"], ["partitions"],
+                                     ["describe"], ["tag", "create"], ["branch", "create"]])
+def test_missing_snapshot_id(t: Table, command: list[str]) -> None:
+    """A snapshot id past the latest does not exist (exit 3) for every command that takes one."""
+    extra = {"lookup": ["-k", "id=1"], "tag": ["v1"], "branch": ["b1"]}.get(command[0], [])
+    assert_fails(t.args(*command, TABLE, *extra, "--snapshot-id", 99), 3, "snapshot 99")
 
 
 def test_missing_tag(t: Table) -> None:

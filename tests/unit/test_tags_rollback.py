@@ -205,7 +205,7 @@ def test_rollback_errors(tmp_path: Path) -> None:
     t, _ = make_table(tmp_path, 3)
     with pytest.raises(CommitConflictError):
         rollback(t, snapshot_id=1, if_latest=2)
-    with pytest.raises(UsageError):
+    with pytest.raises(NotFoundError, match="snapshot 5 does not exist: the latest snapshot is 3"):
         rollback(t, snapshot_id=5)
     with pytest.raises(UsageError):
         rollback(t)
