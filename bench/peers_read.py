@@ -48,7 +48,9 @@ sys.path.insert(0, str(ROOT / "bench" / "runners"))
 
 from common import BUCKETS, PARTITION, ROW_KIND, SCHEMA_SQL, checksum  # noqa: E402
 from datagen import generate  # noqa: E402
+from history import prepend_run, run_heading  # noqa: E402
 
+TITLE = "# lakectl's reads against pypaimon-rust 0.4 (issue 27)"
 RUST_PYTHON = ROOT / ".venv-bench-rust" / "bin" / "python"
 LAKECTL = str(Path(sys.executable).parent / "lakectl")
 TABLE = "bench.t"
@@ -219,8 +221,9 @@ def main() -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(results, indent=1))
-    text = "\n".join(render(r) for r in results)
-    out.write_text(text)
+    text = "\n".join([run_heading(f"`python bench/peers_read.py --rows {args.rows} --repeat {args.repeat}`"), "",
+                      *(render(r) for r in results)])
+    prepend_run(out, TITLE, text)
     print(text)
     return 0
 

@@ -15,7 +15,6 @@ input.parquet`` as the CLI runs it (its executors read the file with pyarrow).
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import platform
@@ -38,6 +37,7 @@ from core.ops.create import create  # noqa: E402
 from core.ops.write import write  # noqa: E402
 from core.table import Table  # noqa: E402
 from core.types import arrow_field  # noqa: E402
+from history import prepend_run, run_heading  # noqa: E402  (bench/history.py, beside this script)
 
 SCHEMA = ("id BIGINT, dt STRING, c_int INT, c_double DOUBLE, c_str STRING, c_ts TIMESTAMP(6), "
           "c_bool BOOLEAN, c_dec DECIMAL(18, 4)")
@@ -189,7 +189,7 @@ def report(args: argparse.Namespace, floor: list[float], transfer: list[float], 
         return f"{statistics.median(cpu[case]):.2f} | {statistics.median(per_rep):.2f}"
 
     lines = [
-        f"## {dt.datetime.now().isoformat(timespec='seconds')}: `bench/spark_write.py` run",
+        run_heading("`bench/spark_write.py` run"),
         "",
         f"On {platform.node()}: {os.cpu_count()} cores, "
         f"{platform.platform()}, Python {platform.python_version()}, pyspark {pyspark.__version__}, "
@@ -235,19 +235,9 @@ def report(args: argparse.Namespace, floor: list[float], transfer: list[float], 
                     for f, t, lk, b in zip(cpu["floor"], cpu["transfer"], cpu["lakectl"], cpu["file"])),
         "",
     ]
-    write_report(Path(args.out), lines)
+    prepend_run(Path(args.out), TITLE, "\n".join(lines))
     print("\n".join(lines))
 
-
-def write_report(out: Path, run: list[str]) -> None:
-    """Put this run's section first under the title, keeping the dated sections of earlier
-    runs and their analysis below it (the file is the benchmark's history)."""
-    earlier = out.read_text().splitlines() if out.exists() else []
-    if earlier and earlier[0] == TITLE:
-        earlier = earlier[1:]
-    body = "\n".join(run).strip("\n") + "\n\n" + "\n".join(earlier).strip("\n")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(f"{TITLE}\n\n{body.rstrip()}\n")
 
 
 if __name__ == "__main__":

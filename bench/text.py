@@ -30,7 +30,10 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from history import prepend_run, run_heading  # noqa: E402
 from invocation import ROOT, lakectl, python, run  # noqa: E402
+
+TITLE = "# Text at pyarrow's speed: scan -f csv/jsonl and write of a CSV against pyarrow"
 
 SCHEMA = ("id BIGINT NOT NULL, dt STRING, c_int INT, c_double DOUBLE, c_str STRING, c_ts TIMESTAMP(6), "
           "c_bool BOOLEAN, c_dec DECIMAL(18,4)")
@@ -100,9 +103,9 @@ def report(times: dict[str, list[tuple[float, float]]], args: argparse.Namespace
     if args.before:
         command += " --before DIR"
     lines = [
-        "# Text at pyarrow's speed: scan -f csv/jsonl and write of a CSV against pyarrow",
+        run_heading(f"`{command}`"),
         "",
-        f"`{command}`; {platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} cores, "
+        f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} cores, "
         f"load average {', '.join(f'{x:.1f}' for x in os.getloadavg())} at the end. Medians of {args.repeat} "
         "interleaved runs of whole processes; the ratios compare CPU time (user + system).",
         "",
@@ -147,8 +150,7 @@ def main() -> int:
     text = report(times, args)
     print(text)
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
+    prepend_run(out, TITLE, text)
     return 0
 
 
