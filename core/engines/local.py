@@ -99,7 +99,7 @@ class LocalEngine:
         from core.kernels.write import write_bucket
         from core.rows import prepare_rows
         from core.sources import InputFile, InputFiles
-        from core.tempdirs import spill_prefix, sweep
+        from core.tempdirs import spill_prefix, sweep_now_and_then
         from core.write_buffer import WriteBuffer, route
 
         schema = job.schema
@@ -125,7 +125,7 @@ class LocalEngine:
                 return rows, assigner.hashes(rows)  # buckets are assigned below, in input order
             return route(rows, schema)
 
-        sweep()  # spill directories of killed writes (core.tempdirs)
+        sweep_now_and_then()  # spill directories of killed writes (core.tempdirs)
         with tempfile.TemporaryDirectory(prefix=spill_prefix()) as directory:
             buffer = WriteBuffer(schema, options.write_buffer_size if options.write_buffer_spillable else None, directory)
             # Batches are checked and routed on the pool, and added in input order: the first
