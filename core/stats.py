@@ -111,6 +111,37 @@ def truncate_max(value: str, length: int) -> str | None:
 _UNORDERED = {"ARRAY", "MAP", "MULTISET", "ROW"}
 
 
+def _numpy_min_max(column: pa.ChunkedArray | pa.Array) -> tuple[Any, Any] | None:
+    """``_min_max`` of a null-free integer, float, boolean or timestamp column through numpy, or None
+    for other columns. A data file of a small commit holds a few hundred rows, where numpy's
+    reductions take a few microseconds and ``pc.min_max`` with its two scalars ~15."""
+    import numpy as np
+    import pyarrow as pa
+
+    arrow_type = column.type
+    timestamp = pa.types.is_timestamp(arrow_type)
+    floating = pa.types.is_float32(arrow_type) or pa.types.is_float64(arrow_type)
+    boolean = pa.types.is_boolean(arrow_type)
+    if column.null_count or not (timestamp or floating or boolean or pa.types.is_integer(arrow_type)):
+        return None
+    values = column.to_numpy()
+    if boolean:
+        return bool(values.min()), bool(values.max())
+    if timestamp:
+        # Exact epoch nanos from the stored counts, as the Arrow path below computes them.
+        counts = values.view(np.int64)
+        factor = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}[arrow_type.unit]
+        return int(counts.min()) * factor, int(counts.max()) * factor
+    if not floating:
+        return int(values.min()), int(values.max())
+    if np.isnan(values).any():
+        return None, None  # as below: NaN has no place in an ordering readers agree on
+    lo, hi = float(values.min()), float(values.max())
+    if lo == 0.0 or hi == 0.0:
+        return None  # -0.0 or 0.0: which one numpy returns is not pc.min_max's rule; ask Arrow
+    return lo, hi
+
+
 def _min_max(column: pa.ChunkedArray | pa.Array, t: DataType) -> tuple[Any, Any]:
     """Column min and max as ``core.binary_row`` values; (None, None) when not meaningful."""
     import pyarrow as pa
@@ -118,6 +149,9 @@ def _min_max(column: pa.ChunkedArray | pa.Array, t: DataType) -> tuple[Any, Any]
 
     if t.name in _UNORDERED or column.null_count == len(column):
         return None, None
+    fast = _numpy_min_max(column)
+    if fast is not None:
+        return fast
     if t.name in ("FLOAT", "DOUBLE") and pc.any(pc.is_nan(column)).as_py():
         # NaN has no place in an ordering readers agree on; unknown keeps pruning safe.
         return None, None
@@ -164,8 +198,9 @@ def compute(table: pa.Table, fields: Sequence[DataField], mode: str = "full") ->
     if parsed.name == "none":
         return EMPTY_STATS
     columns = []
+    names = set(table.column_names)
     for f in fields:
-        if f.name not in table.column_names:
+        if f.name not in names:
             raise InvalidDataError(f"no column {f.name!r} to compute stats of")
         columns.append(_column_stats(table.column(f.name), f.type, parsed))
     return from_columns(columns, [f.type for f in fields])
