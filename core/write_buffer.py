@@ -109,6 +109,11 @@ class WriteBuffer:
         self._held.clear()
         self._held_bytes = 0
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the rows taken in: Arrow bytes held, plus the size of the spill files."""
+        return self._held_bytes + self.spilled_bytes
+
     def groups(self) -> list[GroupKey]:
         def order(key: GroupKey) -> tuple:
             values, bucket = key
