@@ -248,19 +248,26 @@ def timestamp_layout(out: pa.Table) -> tuple[pa.Table, bool]:
 
 def _encode(out: pa.Table, schema: TableSchema) -> bytes | pa.Buffer:
     """A data file of ``out`` (the file's columns) in the table's ``file.format``."""
+    return encode_with_footer(out, schema)[0]
+
+
+def encode_with_footer(out: pa.Table, schema: TableSchema) -> tuple[bytes | pa.Buffer, stats.FooterStats | None]:
+    """A data file of ``out`` (the file's columns) in the table's ``file.format``, and for
+    Parquet the column statistics of its footer (``stats.footer_stats``; None for ORC and Avro)."""
     opts = schema.core_options
     if opts.file_format == "orc":
-        return formats.encode_orc(out, opts.file_compression)
+        return formats.encode_orc(out, opts.file_compression), None
     if opts.file_format == "avro":
-        return formats.encode_avro(out, file_fields(schema), formats.avro_codec(opts.raw), opts.zstd_level)
+        return formats.encode_avro(out, file_fields(schema), formats.avro_codec(opts.raw), opts.zstd_level), None
     out, int96 = timestamp_layout(out)
     # An Arrow output stream, not io.BytesIO: the writer then never calls back into Python
     # for its writes (a quarter of a small file's encoding time went there).
     sink = pa.BufferOutputStream()
+    footer: list[Any] = []  # the writer appends the file's FileMetaData when it closes
     pq.write_table(out, sink, row_group_size=row_group_rows(out, opts.parquet_block_size,
                                                             sorted_by_key=schema.has_primary_key),
-                   **parquet_options(schema, int96, out.schema))
-    return sink.getvalue()
+                   metadata_collector=footer, **parquet_options(schema, int96, out.schema))
+    return sink.getvalue(), stats.footer_stats(footer[0])
 
 
 def parquet_options(schema: TableSchema, int96: bool, file_schema: pa.Schema) -> dict[str, Any]:
@@ -314,17 +321,18 @@ def write_file(chunk: pa.Table, schema: TableSchema, bucket_dir: str, file_io: F
         first = [key_value(chunk.column(k), 0) for k in key_names]
         last = [key_value(chunk.column(k), chunk.num_rows - 1) for k in key_names]
         min_key, max_key = binary_row.encode(first, key_types), binary_row.encode(last, key_types)
-        key_stats = stats.compute(chunk, schema.key_fields, "full")
         delete_rows = retract_count(chunk.column(VALUE_KIND))
     else:
         min_key = max_key = binary_row.EMPTY_ROW
-        key_stats = stats.EMPTY_STATS
         delete_rows = 0
+    data, footer = encode_with_footer(out, schema)
+    # Stats of the file's own columns (``out``, which the footer describes): from the footer
+    # where it holds them exactly (stats._from_footer), else computed from the rows.
+    key_stats = stats.compute(out, schema.key_fields, "full", footer) if primary_key else stats.EMPTY_STATS
     if opts.stats_mode == "none":
         value_stats, value_stats_cols = stats.EMPTY_STATS, ()
     else:
-        value_stats, value_stats_cols = stats.compute(chunk, schema.fields, opts.stats_mode), None
-    data = _encode(out, schema)
+        value_stats, value_stats_cols = stats.compute(out, schema.fields, opts.stats_mode, footer), None
     external_path = external.next_path(name) if external is not None else None
     file_io.write_bytes(external_path or join(bucket_dir, name), data)
     # An index file sits beside its data file, wherever that is (Paimon resolves it so).
