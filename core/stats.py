@@ -263,8 +263,11 @@ def _from_footer(found: tuple[Any, Any, int] | None, column: pa.ChunkedArray | p
 
 
 def _has_nan(column: pa.ChunkedArray | pa.Array) -> bool:
+    import numpy as np
     import pyarrow.compute as pc
 
+    if not column.null_count:  # numpy: a few microseconds, where Arrow's two kernels take ~30
+        return bool(np.isnan(column.to_numpy()).any())
     return bool(pc.any(pc.is_nan(column)).as_py())
 
 
