@@ -142,7 +142,7 @@ STAGES = [
     ("core.engines.local", "_key_order"), ("core.kernels.write", "write_bucket"),
     ("core.kernels.merge", "MergeEngine.sorted"), ("core.kernels.merge", "MergeEngine.merge"),
     ("core.kernels.write", "write_files"), ("core.kernels.write", "write_file"),
-    ("core.kernels.write", "file_table"), ("core.stats", "compute"), ("core.kernels.write", "_encode"),
+    ("core.kernels.write", "file_table"), ("core.stats", "compute"), ("core.kernels.write", "encode_with_footer"), ("core.stats", "footer_stats"),
     ("core.binary_row", "encode"), ("core.fileio", "FileIO.write_bytes"), ("core.commit", "FileStoreCommit.commit"),
     ("core.manifest", "ManifestIO.write_manifest"), ("core.manifest", "ManifestIO.write_manifest_list"),
     ("core.ops.write", "after_commit"), ("core.ops.compact", "compact_after_commit"),
