@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -30,7 +31,7 @@ RUST_PYTHON = os.environ.get("LAKECTL_BENCH_RUST_PYTHON", "/work/main/.venv-benc
 STEPS = ("upsert", "delete")
 
 
-def timed(fn) -> dict:
+def timed(fn: Callable[[], Any]) -> dict[str, float]:
     cpu0, wall0 = time.process_time(), time.perf_counter()
     fn()
     return {"cpu": time.process_time() - cpu0, "wall": time.perf_counter() - wall0}
@@ -73,7 +74,7 @@ def child_rust(data: Path, work: Path) -> dict:
     sql.sql(f"CREATE SCHEMA paimon.{DATABASE}")
     sql.sql(ddl())
 
-    def write(rows) -> None:
+    def write(rows: Any) -> None:
         builder = catalog.get_table(TABLE).new_batch_write_builder()
         w, c = builder.new_write(), builder.new_commit()
         try:
@@ -165,7 +166,7 @@ def _clock_stages(totals: dict[str, float]) -> None:
         if fn is None:
             continue
 
-        def wrapped(*a, __fn=fn, __key=f"{module_name}.{attr}", **k):
+        def wrapped(*a: Any, __fn: Callable[..., Any] = fn, __key: str = f"{module_name}.{attr}", **k: Any) -> Any:
             t0 = time.process_time()
             try:
                 return __fn(*a, **k)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -67,7 +68,8 @@ CASES = [
 @pytest.mark.parametrize("values_of, arrow_type, paimon", CASES, ids=[c[2] for c in CASES])
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
-def test_min_max_of_numeric_columns_is_arrows(values_of, arrow_type: pa.DataType, paimon: str, data) -> None:
+def test_min_max_of_numeric_columns_is_arrows(values_of: st.SearchStrategy, arrow_type: pa.DataType, paimon: str,
+                                              data: st.DataObject) -> None:
     values = data.draw(st.lists(values_of, min_size=1, max_size=40))
     nulls = data.draw(st.booleans())
     if nulls:
@@ -105,7 +107,7 @@ def rows(ids: np.ndarray, seed: int) -> pa.Table:
     })
 
 
-def live_files(t: Table) -> list[tuple[str, object]]:
+def live_files(t: Table) -> list[tuple[str, Any]]:
     entries = base_entries(t.manifests(), t.latest_snapshot(), t.snapshots)
     return [(join(t.schema.bucket_dir(t.path, e.partition, e.bucket), e.file.file_name), e.file) for e in entries]
 
@@ -208,7 +210,7 @@ def pools_used(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     started: list[int] = []
     real = local_engine.ThreadPoolExecutor
 
-    def counting(*args, **kwargs):
+    def counting(*args: Any, **kwargs: Any) -> Any:
         started.append(1)
         return real(*args, **kwargs)
 
