@@ -53,6 +53,7 @@ from typing import IO, TYPE_CHECKING, Any, Callable, Iterator
 
 if TYPE_CHECKING:
     import fsspec
+    import pyarrow as pa
 
 from core.errors import (BucketNotFoundError, CorruptMetadataError, LakectlError, StorageAccessError,
                          StorageCredentialsError, StorageError, StorageFullError, StorageRefusedError,
@@ -456,8 +457,9 @@ class FileIO:
         self.fs.makedirs(path, exist_ok=True)
 
     @_store_errors
-    def write_bytes(self, path: str, data: bytes) -> None:
-        """Write a new file (data, manifests). Names are unique, so no overwrite race exists."""
+    def write_bytes(self, path: str, data: bytes | pa.Buffer) -> None:
+        """Write a new file (data, manifests). Names are unique, so no overwrite race exists.
+        ``data`` may be an Arrow buffer (an encoded data file), written without a copy locally."""
         _before("write")
         if self.local:
             path = local_path(path)  # an external data path may be file:/... (pypaimon's spelling)
@@ -466,7 +468,8 @@ class FileIO:
             with open(path, "wb") as f:
                 f.write(data)
             return
-        self.fs.pipe_file(path, data)
+        # fsspec's stores take bytes
+        self.fs.pipe_file(path, data if isinstance(data, bytes) else memoryview(data).tobytes())
 
     @_store_errors
     def open_output(self, path: str) -> IO[bytes]:

@@ -4,7 +4,7 @@ A write spills rows to a ``lakectl-spill-*`` directory and a Spark job ships ``c
 ``lakectl-core-*.zip``. A process that is SIGKILLed (by a user, the OOM killer, a scheduler)
 never runs its cleanup, so these stay in the temp folder for good and can hold gigabytes of
 spilled rows. Their names therefore carry the owner's pid (``lakectl-spill-<pid>-<random>``),
-and each local write first sweeps the folder: an entry whose pid no longer runs and that was
+and local writes sweep the folder (each process at most once a minute): an entry whose pid no longer runs and that was
 last modified more than ``DEAD_AFTER`` ago is removed. The age guards against a process whose
 pid means nothing here (another pid namespace sharing the folder) and against a dying owner
 still finishing; a name without a pid (written before pids were added) goes only after
@@ -110,4 +110,23 @@ def sweep(directory: str | None = None, now: float | None = None) -> list[str]:
     return removed
 
 
-__all__ = ["core_zip_prefix", "spill_prefix", "sweep"]
+# Folders this process swept, with when (time.monotonic()).
+_SWEPT: dict[str, float] = {}
+SWEEP_EVERY = 60.0  # seconds between two sweeps of one folder by one process
+
+
+def sweep_now_and_then(directory: str | None = None) -> list[str]:
+    """``sweep``, unless this process swept ``directory`` less than ``SWEEP_EVERY`` seconds
+    ago. Leftovers must be ``DEAD_AFTER`` old before any sweep removes them, so a process
+    writing many small commits loses nothing by sweeping once a minute, and saves listing a
+    busy temp folder (thousands of entries: milliseconds) on every write."""
+    directory = directory or tempfile.gettempdir()
+    now = time.monotonic()
+    last = _SWEPT.get(directory)
+    if last is not None and now - last < SWEEP_EVERY:
+        return []
+    _SWEPT[directory] = now
+    return sweep(directory)
+
+
+__all__ = ["core_zip_prefix", "spill_prefix", "sweep", "sweep_now_and_then"]

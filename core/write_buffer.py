@@ -39,11 +39,12 @@ def route(rows: pa.Table, schema: TableSchema, buckets: np.ndarray | None = None
     """Split one batch of prepared rows (``core.rows.prepare_rows``) by (partition, bucket);
     ``buckets`` gives each row's bucket when a dynamic-bucket assigner chose them.
 
-    One take puts the batch in group order (input order within a group); each group gets a
+    One take puts the batch in group order (input order within a group, or, for a table whose
+    key is a single integer column, key order, stably: see ``_by_key``); each group gets a
     zero-copy slice of it. A pure function of the batch, so batches can be routed in parallel
     and added to the buffer in input order.
     """
-    groups = group_indices(rows, schema, buckets)
+    groups = _by_key(group_indices(rows, schema, buckets), rows, schema)
     ordered = rows
     if groups and groups[0][2] is not None:
         ordered = rows.take(pa.array(np.concatenate([indices for _, _, indices in groups])))
@@ -55,6 +56,31 @@ def route(rows: pa.Table, schema: TableSchema, buckets: np.ndarray | None = None
         start += count
     values = [py_values(pc.unique(rows.column(key))) for key in schema.partition_keys]
     return Routed(parts, values, rows.num_rows, ordered.nbytes)
+
+
+def _by_key(groups: list[tuple[tuple[Any, ...], int, np.ndarray | None]], rows: pa.Table,
+            schema: TableSchema) -> list[tuple[tuple[Any, ...], int, np.ndarray | None]]:
+    """``groups`` (``group_indices``) with each group's indices in key order, stably, when the
+    table's key is a single integer column (never null in prepared rows); else as given.
+
+    The writer sorts each group by key (stably: input order among equal keys) before writing.
+    Done here, in the one take that routes the batch, the group of a one-batch write arrives
+    sorted and needs no second take of its own, which on a small commit's few hundred rows
+    per group costs more than the sort. Sorting each batch's part stably keeps input order
+    among equal keys, so the writer's own sort of a group gathered from several batches
+    gives the same order as before."""
+    keys = schema.trimmed_primary_keys if schema.has_primary_key else []
+    if len(keys) != 1 or not groups or not pa.types.is_integer(rows.schema.field(keys[0]).type):
+        return groups
+    values = rows.column(keys[0]).to_numpy()
+    out = []
+    for partition, bucket, indices in groups:
+        if indices is None:
+            order = np.argsort(values, kind="stable")
+        else:
+            order = indices[np.argsort(values[indices], kind="stable")]
+        out.append((partition, bucket, order))
+    return out
 
 
 class WriteBuffer:
@@ -108,6 +134,11 @@ class WriteBuffer:
         self.spilled_bytes += os.path.getsize(path)
         self._held.clear()
         self._held_bytes = 0
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the rows taken in: Arrow bytes held, plus the size of the spill files."""
+        return self._held_bytes + self.spilled_bytes
 
     def groups(self) -> list[GroupKey]:
         def order(key: GroupKey) -> tuple:

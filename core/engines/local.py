@@ -99,7 +99,7 @@ class LocalEngine:
         from core.kernels.write import write_bucket
         from core.rows import prepare_rows
         from core.sources import InputFile, InputFiles
-        from core.tempdirs import spill_prefix, sweep
+        from core.tempdirs import spill_prefix, sweep_now_and_then
         from core.write_buffer import WriteBuffer, route
 
         schema = job.schema
@@ -108,7 +108,8 @@ class LocalEngine:
             # Decoding the next batch (Arrow, off the GIL) overlaps routing this one.
             batches = _read_ahead(data.batches()) if local_threads() > 1 else data.batches()
         elif isinstance(data, pa.Table):
-            batches = _slices(data)
+            # zero-copy slices, listed: a table of one batch is then routed without the pool
+            batches = list(_slices(data))
         else:
             # a delete's MatchingRows; the read and delete kernels (and the predicate module
             # they use) are imported by the commands that read, not by every write
@@ -125,12 +126,14 @@ class LocalEngine:
                 return rows, assigner.hashes(rows)  # buckets are assigned below, in input order
             return route(rows, schema)
 
-        sweep()  # spill directories of killed writes (core.tempdirs)
+        sweep_now_and_then()  # spill directories of killed writes (core.tempdirs)
         with tempfile.TemporaryDirectory(prefix=spill_prefix()) as directory:
             buffer = WriteBuffer(schema, options.write_buffer_size if options.write_buffer_spillable else None, directory)
             # Batches are checked and routed on the pool, and added in input order: the first
             # bad row in input order is the one reported.
-            for routed in self._in_order(route_batch, _numbered(batches), "routing input"):
+            numbered = _numbered(batches)
+            for routed in self._in_order(route_batch, list(numbered) if isinstance(batches, list) else numbered,
+                                         "routing input"):
                 if assigner is not None:
                     rows, hashes = routed
                     routed = route(rows, schema, assigner.bucket_column(rows, hashes))
@@ -140,10 +143,13 @@ class LocalEngine:
                 values, bucket = group
                 rows = buffer.take(group)
                 if keys:
-                    rows = rows.take(_key_order(rows, keys))
+                    rows = _sorted_by_key(rows, keys)
                 return write_bucket(job.task_for(values, bucket), rows, file_io)
 
-            messages = list(self._in_order(write_group, buffer.groups(), "writing buckets"))
+            groups = buffer.groups()
+            # Small groups are written on this thread (see SMALL_GROUP_BYTES)
+            threads = 1 if buffer.nbytes < SMALL_GROUP_BYTES * len(groups) else None
+            messages = list(self._in_order(write_group, groups, "writing buckets", threads=threads))
         return messages, buffer.rows
 
     def read(self, splits: Sequence[ReadSplit], read_schema: TableSchema, schemas: Mapping[int, TableSchema],
@@ -174,12 +180,14 @@ class LocalEngine:
         """``work`` (a module-level function: the Spark engine ships it) on each task."""
         return list(self._in_order(work, tasks, what))
 
-    def _in_order(self, work: Callable[[T], R], items: Sequence[T] | Iterator[T], what: str) -> Iterator[R]:
-        """``work`` over ``items`` on the thread pool, results in item order; at most
-        threads + 1 results wait unread, so a reader's memory stays a few splits. An iterator
-        of items is drawn as the pool needs them (progress then reports no total)."""
+    def _in_order(self, work: Callable[[T], R], items: Sequence[T] | Iterator[T], what: str,
+                  threads: int | None = None) -> Iterator[R]:
+        """``work`` over ``items`` on the thread pool (of ``threads``, else ``local_threads()``),
+        results in item order; at most threads + 1 results wait unread, so a reader's memory
+        stays a few splits. An iterator of items is drawn as the pool needs them (progress
+        then reports no total)."""
         total = len(items) if isinstance(items, Sequence) else 0
-        threads = local_threads()
+        threads = local_threads() if threads is None else threads
         if threads <= 1 or (isinstance(items, Sequence) and total <= 1):
             for i, item in enumerate(items):
                 yield work(item)
@@ -242,6 +250,14 @@ class LocalEngine:
                 stop.set()
 
 
+# Arrow bytes per (partition, bucket) group, on average, below which a write's groups are
+# written one after the other on the calling thread. A small group's file costs about a
+# millisecond, most of it Python holding the GIL (stats, metadata, the writer's set-up), so a
+# second thread mostly trades the GIL back and forth: on the bench's small commits (upsert of
+# 15,000 rows into 32 groups, ~470 rows each) the pool took ~30% more CPU for no gain in wall
+# time (bench/small_commits.py). Larger groups spend their time encoding, off the GIL.
+SMALL_GROUP_BYTES = 512 << 10
+
 # Parts a split's worker may have read ahead of the reader (a bounded queue per split).
 PARTS_AHEAD = 2
 
@@ -270,6 +286,16 @@ def _put(parts: queue.Queue, item: object, stop: threading.Event) -> bool:
         except queue.Full:
             continue
     return False
+
+
+def _sorted_by_key(rows: pa.Table, keys: list[str]) -> pa.Table:
+    """``rows`` sorted by ``keys``, stably; as they are when a single integer key is already in
+    order (``write_buffer.route`` sorts a batch's groups so), saving a take of every column."""
+    if len(keys) == 1 and pa.types.is_integer(rows.schema.field(keys[0]).type):
+        values = rows.column(keys[0]).to_numpy()
+        if np.all(values[1:] >= values[:-1]):
+            return rows
+    return rows.take(_key_order(rows, keys))
 
 
 def _key_order(rows: pa.Table, keys: list[str]) -> pa.Array:

@@ -241,12 +241,18 @@ def test_an_empty_input_file_is_still_checked_against_the_table(tmp_path: Path) 
 
 
 # ---- the buffer ------------------------------------------------------------------------------
-def test_the_buffer_hands_out_groups_in_first_appearance_order_and_rows_in_input_order(tmp_path: Path) -> None:
-    t = make_table(tmp_path, "t", {})
+@pytest.mark.parametrize("primary_key", [True, False])
+def test_the_buffer_hands_out_groups_in_first_appearance_order(tmp_path: Path, primary_key: bool) -> None:
+    """Rows of a group come batch by batch in input order; within a batch, a table keyed by one
+    integer column has them in key order (stably: input order among equal keys), so that the
+    group of a one-batch write needs no sort of its own; an append table keeps input order."""
+    t = make_table(tmp_path, "t", {}, primary_key=primary_key)
     schema = t.schema
     data = rows(5000, seed=7, days=3)
     days = data.column("dt").to_pylist()
     data = data.set_column(1, "dt", pa.array(["2024-01-09" if i < 3 else d for i, d in enumerate(days)]))
+    if primary_key:  # repeated keys inside a batch, to see that equal keys keep input order
+        data = data.set_column(0, "id", pa.array(data.column("id").to_numpy() % 900))
     buffer = WriteBuffer(schema, 20_000, str(tmp_path))
     for start in range(0, data.num_rows, 700):
         buffer.add(route(prepare_rows(data.slice(start, 700), schema), schema))
@@ -255,7 +261,10 @@ def test_the_buffer_hands_out_groups_in_first_appearance_order_and_rows_in_input
     expected = [(values, bucket) for values, bucket, _ in group_indices(whole, schema)]
     assert buffer.groups() == expected
     assert expected[0][0] == ("2024-01-09",)
+    ids = whole.column("id").to_numpy()
     for (values, bucket, indices) in group_indices(whole, schema):
+        if primary_key:  # by batch, then key, then input position
+            indices = indices[np.lexsort((indices, ids[indices], indices // 700))]
         assert buffer.take((values, bucket)).equals(whole.take(pa.array(indices)))
 
 

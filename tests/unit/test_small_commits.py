@@ -1,0 +1,270 @@
+"""The fast paths of small commits (bench/small_commits.py): numpy min/max for stats, the data
+files' metadata against what pyarrow reads back from each file, the writer skipping its
+thread pool for small groups, the throttled temp-folder sweep and the parsed-schema cache."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core import binary_row, stats, tempdirs
+from core.commit import base_entries
+from core.engines import EngineSettings
+from core.engines import local as local_engine
+from core.evolution import SetOption
+from core.fileio import join
+from core.ops.create import create
+from core.ops.scan import scan
+from core.ops.write import write
+from core.table import Table
+from core.types import arrow_field, parse_type
+
+LOCAL = EngineSettings(engine="local")
+FACTOR = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+
+
+def arrow_min_max(column: pa.ChunkedArray) -> tuple:
+    """The expected (min, max): Arrow's own kernel, NaN and all-null columns unknown, and
+    timestamps as epoch nanos, as SimpleStats stores them."""
+    if column.null_count == len(column):
+        return None, None
+    if pa.types.is_floating(column.type) and pc.any(pc.is_nan(column)).as_py():
+        return None, None
+    result = pc.min_max(column)
+    if pa.types.is_timestamp(column.type):
+        f = FACTOR[column.type.unit]
+        return result["min"].cast(pa.int64()).as_py() * f, result["max"].cast(pa.int64()).as_py() * f
+    return result["min"].as_py(), result["max"].as_py()
+
+
+def chunked(values: list, arrow_type: pa.DataType, cuts: list[int]) -> pa.ChunkedArray:
+    bounds = sorted({0, len(values), *(c % (len(values) + 1) for c in cuts)})
+    return pa.chunked_array([pa.array(values[a:b], arrow_type) for a, b in zip(bounds, bounds[1:])], arrow_type)
+
+
+FLOATS = st.one_of(st.floats(allow_nan=True, width=64), st.sampled_from([0.0, -0.0, float("nan")]))
+CASES = [
+    (st.integers(-2**63, 2**63 - 1), pa.int64(), "BIGINT"),
+    (st.integers(-2**31, 2**31 - 1), pa.int32(), "INT"),
+    (st.integers(-128, 127), pa.int8(), "TINYINT"),
+    (FLOATS, pa.float64(), "DOUBLE"),
+    (st.floats(width=32, allow_nan=True), pa.float32(), "FLOAT"),
+    (st.booleans(), pa.bool_(), "BOOLEAN"),
+    (st.integers(-2**50, 2**50), pa.timestamp("us"), "TIMESTAMP(6)"),
+    (st.integers(-2**50, 2**50), pa.timestamp("ms"), "TIMESTAMP(3)"),
+    (st.integers(-2**60, 2**60), pa.timestamp("ns"), "TIMESTAMP(9)"),
+]
+
+
+@pytest.mark.parametrize("values_of, arrow_type, paimon", CASES, ids=[c[2] for c in CASES])
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_min_max_of_numeric_columns_is_arrows(values_of: st.SearchStrategy, arrow_type: pa.DataType, paimon: str,
+                                              data: st.DataObject) -> None:
+    values = data.draw(st.lists(values_of, min_size=1, max_size=40))
+    nulls = data.draw(st.booleans())
+    if nulls:
+        values = values + [None]
+    column = chunked(values, arrow_type, data.draw(st.lists(st.integers(0, 40), max_size=3)))
+    lo, hi = stats._min_max(column, parse_type(paimon))
+    want_lo, want_hi = arrow_min_max(column)
+    # equal values, and for floats the same bits (-0.0 is not 0.0 in a BinaryRow)
+    assert (repr(lo), repr(hi)) == (repr(want_lo), repr(want_hi))
+
+
+# ---- data files against their own bytes ---------------------------------------------------
+SCHEMA = ("id BIGINT, dt STRING, i INT, d DOUBLE, s STRING, ts TIMESTAMP(6), b BOOLEAN, "
+          "dec DECIMAL(18, 4), ti TINYINT")
+
+
+def rows(ids: np.ndarray, seed: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    n = len(ids)
+    doubles = np.abs(rng.normal(size=n))  # zero is the minimum: Parquet's bound is -0.0 then
+    doubles[rng.random(n) < 0.05] = 0.0
+    doubles[rng.random(n) < 0.05] = -0.0
+    doubles[ids % 500 == 0] = np.nan  # a few files hold a NaN
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "dt": pa.array([f"2024-01-0{1 + x % 3}" for x in ids]),
+        "i": pa.array(rng.integers(-1000, 1000, n).astype(np.int32), mask=rng.random(n) < 0.1),
+        "d": pa.array(doubles),
+        "s": pa.array([None if x % 7 == 0 else f"s{x * 7919 % 1000}" for x in ids]),
+        "ts": pa.array(rng.integers(0, 10**15, n), pa.int64()).cast(pa.timestamp("us")),
+        "b": pa.array(rng.random(n) < 0.5, mask=rng.random(n) < 0.1),
+        "dec": pa.array(rng.integers(-10**9, 10**9, n), pa.int64()).cast(pa.decimal128(19, 0)).cast(
+            pa.decimal128(18, 4)),
+        "ti": pa.array(rng.integers(-100, 100, n).astype(np.int8)),
+    })
+
+
+def live_files(t: Table) -> list[tuple[str, Any]]:
+    entries = base_entries(t.manifests(), t.latest_snapshot(), t.snapshots)
+    return [(join(t.schema.bucket_dir(t.path, e.partition, e.bucket), e.file.file_name), e.file) for e in entries]
+
+
+def test_each_data_files_metadata_is_what_pyarrow_reads_in_the_file(tmp_path: Path) -> None:
+    t = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    create(t, SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "4"})
+    ids = np.random.default_rng(1).permutation(3000)
+    write(t, rows(ids, 2), engine_settings=LOCAL)
+    write(t, rows(np.concatenate([ids[:300], np.arange(3000, 3100)]), 3), engine_settings=LOCAL)  # upsert
+    deletes = rows(ids[300:450], 4).append_column("op", pa.array(["-D"] * 150))
+    write(t, deletes, row_kind_column="op", engine_settings=LOCAL)
+    fields = t.schema.fields
+    types = [f.type for f in fields]
+    key_type = [f.type for f in t.schema.key_fields]
+    files = live_files(t)
+    assert len(files) == 3 * 4 * 3  # three writes into 3 partitions x 4 buckets
+    for path, meta in files:
+        data = pq.read_table(path)
+        assert meta.row_count == data.num_rows
+        assert meta.file_size == os.path.getsize(path)
+        # the values are pyarrow's reading of the file; from_columns only serialises them
+        expected = [stats.ColumnStats(*arrow_min_max(data.column(f.name)), data.column(f.name).null_count)
+                    for f in fields]
+        assert meta.value_stats == stats.from_columns(expected, types), path
+        key = data.column("_KEY_id")
+        assert meta.key_stats == stats.from_columns([stats.ColumnStats(*arrow_min_max(key), 0)], key_type)
+        seq = data.column("_SEQUENCE_NUMBER")
+        assert (meta.min_sequence_number, meta.max_sequence_number) == arrow_min_max(seq)
+        kinds = data.column("_VALUE_KIND").to_pylist()
+        assert meta.delete_row_count == sum(k in (1, 3) for k in kinds)
+        assert key.to_pylist() == sorted(key.to_pylist())  # key order, each key once
+        assert len(set(key.to_pylist())) == data.num_rows
+        assert meta.min_key == binary_row.encode([key[0].as_py()], key_type)
+        assert meta.max_key == binary_row.encode([key[-1].as_py()], key_type)
+    # the -D records were written as deletes
+    assert sum(meta.delete_row_count for _, meta in files) == 150
+    assert scan(t, engine_settings=LOCAL).num_rows == 3000 + 100 - 150
+
+
+WIDE_SCHEMA = ("id BIGINT, k STRING, day DATE, ns TIMESTAMP(9), ms TIMESTAMP_LTZ(3), wide DECIMAL(30, 2), "
+               "long_s STRING, bin BYTES, f FLOAT")
+
+
+def wide_rows(ids: np.ndarray, seed: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    n = len(ids)
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "k": pa.array([f"k{x % 2}" for x in ids]),
+        "day": pa.array(rng.integers(-1000, 20000, n).astype(np.int32), pa.int32()).cast(pa.date32()),
+        "ns": pa.array(rng.integers(-10**17, 10**17, n), pa.int64()).cast(pa.timestamp("ns")),
+        "ms": pa.array(rng.integers(0, 10**12, n), pa.int64()).cast(pa.timestamp("ms", "UTC")),
+        "wide": pa.array(rng.integers(-10**15, 10**15, n), pa.int64()).cast(pa.decimal128(30, 0)).cast(
+            pa.decimal128(30, 2)),
+        # a few values past Parquet's statistics size (4 KiB): the footer has no bounds then
+        "long_s": pa.array(["x" * (5000 if x % 50 == 0 else 1 + x % 9) + chr(0x4e00 + x % 300) for x in ids]),
+        "bin": pa.array([bytes([x % 256, 255 - x % 256]) for x in ids], pa.binary()),
+        # zero is the maximum
+        "f": pa.array(np.where(rng.random(n) < 0.05, 0.0, -np.abs(rng.normal(size=n))).astype(np.float32)),
+    })
+
+
+@pytest.mark.parametrize("mode", ["full", "truncate(3)", "counts"])
+@pytest.mark.parametrize("primary_key", [True, False])
+def test_file_stats_of_other_types_and_modes_are_what_pyarrow_reads(tmp_path: Path, mode: str,
+                                                                    primary_key: bool) -> None:
+    t = Table.locate("db.w", warehouse=str(tmp_path / "wh"))
+    layout = {"primary_keys": ["id", "k"], "options": {"bucket": "2"}} if primary_key else \
+        {"options": {"bucket": "2", "bucket-key": "id"}}
+    layout["options"]["metadata.stats-mode"] = mode
+    create(t, WIDE_SCHEMA, partition_keys=["k"], **layout)
+    ids = np.random.default_rng(2).permutation(600)
+    write(t, wide_rows(ids, 1), engine_settings=LOCAL)
+    write(t, wide_rows(ids[:80], 2), engine_settings=LOCAL)
+    fields = t.schema.fields
+    types = [f.type for f in fields]
+    files = live_files(t)
+    assert len(files) == 2 * 2 * 2
+    for path, meta in files:
+        data = pq.read_table(path)
+        expected = []
+        for f in fields:
+            column = data.column(f.name)
+            if pa.types.is_integer(column.type) and f.type.name.startswith("TIMESTAMP"):
+                # beside INT96 nanos a file keeps other timestamps as plain counts of their unit
+                column = column.cast(arrow_field(f).type)
+            lo, hi = arrow_min_max(column) if mode != "counts" else (None, None)
+            if mode == "truncate(3)" and f.type.is_string and lo is not None:
+                hi = stats.truncate_max(hi, 3)
+                lo = stats.truncate_min(lo, 3) if hi is not None else None
+            expected.append(stats.ColumnStats(lo, hi, column.null_count))
+        assert stats.decode(meta.value_stats, types) == stats.decode(stats.from_columns(expected, types), types)
+        assert meta.value_stats == stats.from_columns(expected, types), (path, mode)
+
+
+# ---- the pool -----------------------------------------------------------------------------
+def pools_used(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts ThreadPoolExecutors the local engine starts."""
+    started: list[int] = []
+    real = local_engine.ThreadPoolExecutor
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        started.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(local_engine, "ThreadPoolExecutor", counting)
+    return started
+
+
+def test_small_groups_are_written_on_the_calling_thread_and_large_ones_on_the_pool(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAKECTL_LOCAL_THREADS", "2")
+    started = pools_used(monkeypatch)
+    ids = np.random.default_rng(5).permutation(2000)
+    tables = []
+    for name, group_bytes in (("small", local_engine.SMALL_GROUP_BYTES), ("pooled", 0)):
+        monkeypatch.setattr(local_engine, "SMALL_GROUP_BYTES", group_bytes)
+        t = Table.locate(f"db.{name}", warehouse=str(tmp_path / "wh"))
+        create(t, SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "4"})
+        started.clear()
+        write(t, rows(ids, 6), engine_settings=LOCAL)  # 2,000 rows: one batch, 12 groups of ~10 KiB
+        # the small write started no pool at all (routing one batch needs none either)
+        assert len(started) == (0 if name == "small" else 1)
+        tables.append(scan(t, engine_settings=LOCAL).sort_by("id"))
+    small, pooled = tables
+    assert small.drop_columns(["d"]).equals(pooled.drop_columns(["d"]))  # "d" holds NaN, unequal to itself
+    assert np.array_equal(small.column("d").to_numpy(), pooled.column("d").to_numpy(), equal_nan=True)
+    assert small.num_rows == 2000
+
+
+# ---- the sweep and the schema cache -------------------------------------------------------
+def test_the_sweep_runs_once_a_minute_per_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    swept: list[str] = []
+    monkeypatch.setattr(tempdirs, "sweep", lambda directory=None, now=None: swept.append(directory) or [])
+    monkeypatch.setattr(tempdirs, "_SWEPT", {})
+    clock = [1000.0]
+    monkeypatch.setattr(tempdirs.time, "monotonic", lambda: clock[0])
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    tempdirs.sweep_now_and_then(a)
+    tempdirs.sweep_now_and_then(a)
+    tempdirs.sweep_now_and_then(b)
+    clock[0] += tempdirs.SWEEP_EVERY - 1
+    tempdirs.sweep_now_and_then(a)
+    assert swept == [a, b]
+    clock[0] += 1
+    tempdirs.sweep_now_and_then(a)
+    assert swept == [a, b, a]
+
+
+def test_a_schema_file_is_parsed_once_and_a_new_one_is_seen(tmp_path: Path) -> None:
+    t = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    create(t, "id BIGINT, v STRING", primary_keys=["id"], options={"bucket": "1"})
+    first = t.schema
+    assert t.schema is first  # the same file: parsed once
+    other = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    other.alter([SetOption("snapshot.num-retained.max", "7")])
+    assert t.schema.options.get("snapshot.num-retained.max") == "7"
+    assert t.schema.id == first.id + 1
+    assert "snapshot.num-retained.max" not in first.options
