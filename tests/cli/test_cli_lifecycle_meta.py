@@ -88,7 +88,7 @@ def test_rollback(tmp_path: Path, table: Table) -> None:
                        "tags_removed": ["late"], "dry_run": True}
     assert ids(table) == [1, 2, 3]
     error(cli(tmp_path, "rollback", "db.t", "--snapshot-id", "1", "--if-latest", "2"), 4, "latest snapshot is 3")
-    error(cli(tmp_path, "rollback", "db.t", "--snapshot-id", "7"), 2, "latest snapshot is 3")
+    error(cli(tmp_path, "rollback", "db.t", "--snapshot-id", "7"), 3, "snapshot 7 does not exist: the latest snapshot is 3")
     error(cli(tmp_path, "rollback", "db.t"), 2, "exactly one")
     error(cli(tmp_path, "rollback", "db.t", "--tag", "nope"), 3, "tag nope")
     done = ok_json(cli(tmp_path, "rollback", "db.t", "--snapshot-id", "2", "--if-latest", "3", "-f", "json"))
