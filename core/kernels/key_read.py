@@ -1,0 +1,183 @@
+"""Key-bounded reads of many splits in one merge: a ``--where`` on primary-key columns or a
+lookup, over local files of a deduplicate table, where few records pass the key condition.
+
+The per-split read (``read.read_split``) merges each (partition, bucket) on its own: per
+split it opens the files, sorts the chunk, cuts it at the frontier, folds and drops
+retractions, a few milliseconds of Python each, which is most of a key range's or a lookup's
+cost when only a few thousand records pass. Here every split's records that pass are read
+in the columns the merge compares (key, sequence fields, sequence number, kind) plus each
+record's file and position; they are merged once, all splits together, with the split's
+index as the first key column (keys of different splits never meet); and only the records
+that come out alive are read in the other columns, from the row groups holding them, one
+read per file.
+
+The result is the per-split read's, split by split and row for row: the same engine folds
+the same records (``MergeEngine.merge``: newest by ``sequence.field`` and sequence number,
+``ignore-delete``), ties are broken the same way (records are gathered run by run in the
+order ``run_files`` gives, and Arrow's sort is stable, as in each chunk of
+``stream_merge``), and deletion vectors are applied as each file is read. When more than
+``MAX_CANDIDATES`` records pass the key condition the read gives up (None) and the caller
+reads split by split, whose memory follows its batches, not the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from core.arrow_values import empty_table, int_array, numpy_ints
+from core.default_values import fill_defaults
+from core.fileio import FileIO, join
+from core.kernels import data_evolution
+from core.kernels.data_file import POSITION, read_file, read_rows_at
+from core.kernels.key_prune import keep_matching_keys, key_condition
+from core.kernels.merge import MergeEngine
+from core.kernels.read import ReadSplit, _needed, raw_convertible, run_files
+from core.kernels.records import alive
+from core.manifest import DataFileMeta, sorted_runs
+from core.schema import TableSchema
+from core.types import DataField, arrow_field
+
+# The most records passing the key condition that are merged at once (about 30 bytes each
+# in the compared columns, plus the result's rows); above it the read goes split by split.
+MAX_CANDIDATES = 256 * 1024
+
+_SPLIT = "_SPLIT_INDEX"
+_FILE = "_FILE_INDEX"
+
+
+def eligible(splits: Sequence[ReadSplit], read_schema: TableSchema, file_io: FileIO) -> bool:
+    """Can ``read_key_bounded`` read these splits? Local files (an object store's file is
+    fetched whole per read: reading it twice would fetch it twice), a deduplicate table
+    (its merged record is one of the key's records as it is), a key condition on every split,
+    and no split read without merging (an incremental read, or deletion-vector files that
+    may overlap: those keep their own order)."""
+    if not splits or not file_io.local or not read_schema.has_primary_key or data_evolution.enabled(read_schema):
+        return False
+    if MergeEngine.of(read_schema).kind != "deduplicate":
+        return False
+    keys = list(read_schema.primary_keys)
+    for split in splits:
+        if split.changes or key_condition(split.predicate, keys) is None:
+            return False
+        if sorted_runs(split.files) > 1 and raw_convertible(split, read_schema):
+            return False
+    return True
+
+
+def read_key_bounded(splits: Sequence[ReadSplit], read_schema: TableSchema, schemas: Mapping[int, TableSchema],
+                     file_io: FileIO) -> list[pa.Table] | None:
+    """Each split's merged rows (as ``read_split`` gives them, defaults filled), or None when
+    more than ``MAX_CANDIDATES`` records pass the key conditions. The caller checks
+    ``eligible`` first."""
+    engine = MergeEngine.of(read_schema)
+    read_fields = list(read_schema.fields)
+    conditions = [key_condition(s.predicate, list(read_schema.primary_keys)) for s in splits]
+    narrow = frozenset(engine.keys) | frozenset(engine.sequence_fields)
+    for condition in conditions:
+        narrow |= condition.columns
+    narrow_fields = [f for f in read_fields if f.name in narrow]
+    files: list[tuple[ReadSplit, DataFileMeta]] = []
+    pieces = []
+    candidates = 0
+    key_types = [f.type for f in read_schema.key_fields]
+    for s, (split, condition) in enumerate(zip(splits, conditions)):
+        for run in run_files(split.files, key_types):
+            for meta in run:
+                records = _candidates(split, meta, schemas, narrow_fields, file_io, condition)
+                candidates += records.num_rows
+                if candidates > MAX_CANDIDATES:
+                    return None
+                if records.num_rows:
+                    pieces.append(_tagged(records, s, len(files)))
+                files.append((split, meta))
+    chosen = _merged(pieces, engine)
+    if chosen is None:  # defaults still checked, so a bad default fails every read alike
+        empty = empty_table(pa.schema([arrow_field(f).with_nullable(True) for f in read_fields]))
+        return [fill_defaults(empty, read_schema)] * len(splits)
+    rows = _with_other_columns(chosen, files, splits, read_schema, schemas, file_io, narrow)
+    return _by_split(fill_defaults(rows, read_schema), chosen, len(splits))
+
+
+def _candidates(split: ReadSplit, meta: DataFileMeta, schemas: Mapping[int, TableSchema],
+                narrow_fields: list[DataField], file_io: FileIO, condition) -> pa.Table:
+    """The records of one file whose key passes ``condition``, in the compared columns plus
+    sequence number, kind and file position (row groups pruned by their stats, the file's
+    deletion vector applied)."""
+    path = meta.external_path or join(split.bucket_dir, meta.file_name)
+    records = read_file(path, meta, schemas[meta.schema_id], narrow_fields, file_io, system_columns=True,
+                        row_filter=condition, deletion=split.deletion(meta), positions=True)
+    return keep_matching_keys(records, condition)
+
+
+def _tagged(records: pa.Table, split_index: int, file_index: int) -> pa.Table:
+    """``records`` with their split's index first (the merge's leading key) and their file's last."""
+    n = records.num_rows
+    records = records.add_column(0, _SPLIT, int_array(np.full(n, split_index, np.int32)))
+    return records.append_column(_FILE, int_array(np.full(n, file_index, np.int32)))
+
+
+def _merged(pieces: list[pa.Table], engine: MergeEngine) -> pa.Table | None:
+    """The alive records of all splits after one merge, sorted by split and then key; None if none."""
+    if not pieces:
+        return None
+    table = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+    by_split = replace(engine, keys=(_SPLIT, *engine.keys))
+    chosen = alive(by_split.merge(by_split.sorted(table)))
+    return chosen if chosen.num_rows else None
+
+
+def _with_other_columns(chosen: pa.Table, files: Sequence[tuple[ReadSplit, DataFileMeta]],
+                        splits: Sequence[ReadSplit], read_schema: TableSchema,
+                        schemas: Mapping[int, TableSchema], file_io: FileIO, narrow: frozenset[str]) -> pa.Table:
+    """The full rows of the ``chosen`` records in the read schema, in their order: the
+    compared columns as merged, the others read at the records' files and positions (columns
+    no split needs come out null, as ``read_split`` leaves them)."""
+    read_fields = list(read_schema.fields)
+    schema = pa.schema([arrow_field(f).with_nullable(True) for f in read_fields])
+    needed = _needed(splits[0], read_schema)  # every split of a read carries the same columns
+    other = [f for f in read_fields if f.name not in narrow and (needed is None or f.name in needed)]
+    fetched = _fetch(chosen, files, other, schemas, file_io) if other else None
+    columns = []
+    for f, target in zip(read_fields, schema):
+        if f.name in narrow:
+            columns.append(chosen.column(f.name))
+        elif fetched is not None and f.name in fetched.column_names:
+            columns.append(fetched.column(f.name))
+        else:
+            columns.append(pa.nulls(chosen.num_rows, target.type))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _fetch(chosen: pa.Table, files: Sequence[tuple[ReadSplit, DataFileMeta]], fields: list[DataField],
+           schemas: Mapping[int, TableSchema], file_io: FileIO) -> pa.Table:
+    """The ``fields`` of the ``chosen`` records, read file by file (only the row groups holding
+    them), in the records' order."""
+    file_of = numpy_ints(chosen.column(_FILE))
+    position = numpy_ints(chosen.column(POSITION))
+    by_file = np.argsort(file_of, kind="stable")
+    bounds = np.cumsum(np.bincount(file_of, minlength=len(files)))
+    parts, order = [], []
+    start = 0
+    for i, end in enumerate(bounds):
+        if end > start:
+            at = by_file[start:end]
+            at = at[np.argsort(position[at], kind="stable")]  # read_rows_at wants ascending positions
+            split, meta = files[i]
+            path = meta.external_path or join(split.bucket_dir, meta.file_name)
+            parts.append(read_rows_at(path, meta, schemas[meta.schema_id], fields, file_io, position[at]))
+            order.append(at)
+        start = end
+    rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    # rows are grouped by file; put them back in merged order
+    return rows.take(int_array(np.argsort(np.concatenate(order), kind="stable").astype(np.int64)))
+
+
+def _by_split(rows: pa.Table, chosen: pa.Table, count: int) -> list[pa.Table]:
+    """``rows`` (sorted by split) cut into one table per split, in the read schema's columns."""
+    split_of = numpy_ints(chosen.column(_SPLIT))
+    bounds = np.searchsorted(split_of, np.arange(count + 1), side="left")
+    return [rows.slice(int(bounds[s]), int(bounds[s + 1] - bounds[s])) for s in range(count)]
