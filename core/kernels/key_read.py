@@ -31,8 +31,8 @@ import pyarrow as pa
 from core.arrow_values import empty_table, int_array, numpy_ints
 from core.default_values import fill_defaults
 from core.fileio import FileIO, join
-from core.kernels import data_evolution
-from core.kernels.data_file import POSITION, read_file, read_rows_at
+from core.kernels import data_evolution, data_file
+from core.kernels.data_file import POSITION
 from core.kernels.key_prune import keep_matching_keys, key_condition
 from core.kernels.merge import MergeEngine
 from core.kernels.read import ReadSplit, _needed, raw_convertible, run_files
@@ -108,7 +108,7 @@ def _candidates(split: ReadSplit, meta: DataFileMeta, schemas: Mapping[int, Tabl
     sequence number, kind and file position (row groups pruned by their stats, the file's
     deletion vector applied)."""
     path = meta.external_path or join(split.bucket_dir, meta.file_name)
-    records = read_file(path, meta, schemas[meta.schema_id], narrow_fields, file_io, system_columns=True,
+    records = data_file.read_file(path, meta, schemas[meta.schema_id], narrow_fields, file_io, system_columns=True,
                         row_filter=condition, deletion=split.deletion(meta), positions=True)
     return keep_matching_keys(records, condition)
 
@@ -168,7 +168,7 @@ def _fetch(chosen: pa.Table, files: Sequence[tuple[ReadSplit, DataFileMeta]], fi
             at = at[np.argsort(position[at], kind="stable")]  # read_rows_at wants ascending positions
             split, meta = files[i]
             path = meta.external_path or join(split.bucket_dir, meta.file_name)
-            parts.append(read_rows_at(path, meta, schemas[meta.schema_id], fields, file_io, position[at]))
+            parts.append(data_file.read_rows_at(path, meta, schemas[meta.schema_id], fields, file_io, position[at]))
             order.append(at)
         start = end
     rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
