@@ -35,9 +35,10 @@ from core.kernels import data_evolution, data_file
 from core.kernels.data_file import POSITION
 from core.kernels.key_prune import keep_matching_keys, key_condition
 from core.kernels.merge import MergeEngine
-from core.kernels.read import ReadSplit, _needed, raw_convertible, run_files
+from core.kernels.read import ReadSplit, _names_points, _needed, _retractions_only, raw_convertible, run_files
 from core.kernels.records import alive
 from core.manifest import DataFileMeta, sorted_runs
+from core.predicate import Predicate
 from core.schema import TableSchema
 from core.types import DataField, arrow_field
 
@@ -72,14 +73,21 @@ def read_key_bounded(splits: Sequence[ReadSplit], read_schema: TableSchema, sche
                      file_io: FileIO) -> list[pa.Table] | None:
     """Each split's merged rows (as ``read_split`` gives them, defaults filled), or None when
     more than ``MAX_CANDIDATES`` records pass the key conditions. The caller checks
-    ``eligible`` first."""
+    ``eligible`` first.
+
+    Key lists and lookups (conditions naming points) are read late: a point list falls
+    inside most row groups' [min, max] while few of their rows match, so the other columns
+    are read only for the records that come out alive. A key range instead holds throughout
+    the row groups its stats admit: their rows are read whole in one pass (the late pass would
+    decode the same groups again and open every file twice)."""
     engine = MergeEngine.of(read_schema)
     read_fields = list(read_schema.fields)
     conditions = [key_condition(s.predicate, list(read_schema.primary_keys)) for s in splits]
+    late = all(_names_points(c) for c in conditions)
     narrow = frozenset(engine.keys) | frozenset(engine.sequence_fields)
     for condition in conditions:
         narrow |= condition.columns
-    narrow_fields = [f for f in read_fields if f.name in narrow]
+    reading = _Reading(read_schema, schemas, file_io, [f for f in read_fields if f.name in narrow] if late else None)
     files: list[tuple[ReadSplit, DataFileMeta]] = []
     pieces = []
     candidates = 0
@@ -87,7 +95,7 @@ def read_key_bounded(splits: Sequence[ReadSplit], read_schema: TableSchema, sche
     for s, (split, condition) in enumerate(zip(splits, conditions)):
         for run in run_files(split.files, key_types):
             for meta in run:
-                records = _candidates(split, meta, schemas, narrow_fields, file_io, condition)
+                records = reading.candidates(split, meta, condition)
                 candidates += records.num_rows
                 if candidates > MAX_CANDIDATES:
                     return None
@@ -98,19 +106,42 @@ def read_key_bounded(splits: Sequence[ReadSplit], read_schema: TableSchema, sche
     if chosen is None:  # defaults still checked, so a bad default fails every read alike
         empty = empty_table(pa.schema([arrow_field(f).with_nullable(True) for f in read_fields]))
         return [fill_defaults(empty, read_schema)] * len(splits)
-    rows = _with_other_columns(chosen, files, splits, read_schema, schemas, file_io, narrow)
+    if late:
+        rows = _with_other_columns(chosen, files, splits, read_schema, schemas, file_io, narrow)
+    else:
+        rows = chosen.select([f.name for f in read_fields])
     return _by_split(fill_defaults(rows, read_schema), chosen, len(splits))
 
 
-def _candidates(split: ReadSplit, meta: DataFileMeta, schemas: Mapping[int, TableSchema],
-                narrow_fields: list[DataField], file_io: FileIO, condition) -> pa.Table:
-    """The records of one file whose key passes ``condition``, in the compared columns plus
-    sequence number, kind and file position (row groups pruned by their stats, the file's
-    deletion vector applied)."""
-    path = meta.external_path or join(split.bucket_dir, meta.file_name)
-    records = data_file.read_file(path, meta, schemas[meta.schema_id], narrow_fields, file_io, system_columns=True,
-                        row_filter=condition, deletion=split.deletion(meta), positions=True)
-    return keep_matching_keys(records, condition)
+class _Reading:
+    """How one read takes each file's candidates: in the compared columns (``narrow_fields``,
+    late) or in the columns the caller uses (None: whole)."""
+
+    def __init__(self, read_schema: TableSchema, schemas: Mapping[int, TableSchema], file_io: FileIO,
+                 narrow_fields: list[DataField] | None) -> None:
+        self.read_schema = read_schema
+        self.read_fields = list(read_schema.fields)
+        self.schemas = schemas
+        self.file_io = file_io
+        self.narrow_fields = narrow_fields
+
+    def candidates(self, split: ReadSplit, meta: DataFileMeta, condition: Predicate) -> pa.Table:
+        """The records of one file whose key passes ``condition``, with sequence number and kind
+        (row groups pruned by their stats, the file's deletion vector applied); read late, in
+        the compared columns plus each record's file position."""
+        path = meta.external_path or join(split.bucket_dir, meta.file_name)
+        schema = self.schemas[meta.schema_id]
+        deletion = split.deletion(meta)
+        if self.narrow_fields is not None:
+            records = data_file.read_file(path, meta, schema, self.narrow_fields, self.file_io, system_columns=True,
+                                          row_filter=condition, deletion=deletion, positions=True)
+        else:
+            # A deduplicate merge shows no value of a file of retractions only: its keys will do.
+            needed = _needed(replace(split, columns=frozenset()) if _retractions_only(meta) else split,
+                             self.read_schema)
+            records = data_file.read_file(path, meta, schema, self.read_fields, self.file_io, system_columns=True,
+                                          row_filter=condition, deletion=deletion, needed=needed)
+        return keep_matching_keys(records, condition)
 
 
 def _tagged(records: pa.Table, split_index: int, file_index: int) -> pa.Table:

@@ -82,10 +82,10 @@ def test_key_list_reads_in_full_only_the_rows_it_returns(tmp_path: Path, monkeyp
     # deleted ids and the overridden versions of updated ids are never read in full.
     assert full.all_ids() == [i for i, _ in expected]
     assert len(full.ids) == 2  # the base file and the update file; never the delete's
-    # A key range with few candidates is read late as well: only its alive rows in full.
+    # A key range holds throughout the row groups its stats admit: it is read in one pass.
     full.ids.clear()
     ranged = t.scan(where="id BETWEEN 90 AND 130")
-    assert ranged.to_pylist() == got.to_pylist() and full.all_ids() == [i for i, _ in expected]
+    assert ranged.to_pylist() == got.to_pylist() and full.ids == {}
 
 
 def test_keys_in_the_update_run_decode_no_base_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -204,8 +204,8 @@ def test_int_array_holds_the_numpy_values() -> None:
 
 def test_a_file_of_deletes_is_read_in_its_keys_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A deduplicate merge shows no value of a file of -D records: the scan reads its key
-    columns only, and the rows are the model's (the deleted keys gone, whatever the values).
-    A key range reads every file in the key column first (key_read), the rest only late."""
+    columns only, and the rows are the model's (the deleted keys gone, whatever the values),
+    in a full read (split by split) and in a key range (key_read) alike."""
     t = make_table(tmp_path, "id BIGINT NOT NULL, v STRING")
     model = write_history(t)
     entries = [e.file for e in live_entries(t.manifests(), t.snapshots.latest())]
@@ -221,15 +221,10 @@ def test_a_file_of_deletes_is_read_in_its_keys_only(tmp_path: Path, monkeypatch:
         return real(path, meta, file_schema, read_fields, *args, **kwargs)
 
     monkeypatch.setattr(data_file, "read_file", spy)
-    got = t.scan().to_pylist()
-    assert {r["id"]: r["v"] for r in got} == model
-    assert read[deletes.file_name] == {frozenset({"id"})}
-    assert {n for f, ns in read.items() if f != deletes.file_name for n in ns} == {frozenset({"id", "v"})}
-    read.clear()
-    got = t.scan(where="id BETWEEN 95 AND 200").to_pylist()
-    assert {r["id"]: r["v"] for r in got} == {i: v for i, v in model.items() if 95 <= i <= 200}
-    assert read[deletes.file_name] == {frozenset({"id"})}
-    assert len(read) == 3
-    # the other files: keys first, then the values of the rows returned (read_rows_at)
-    assert {n for f, ns in read.items() if f != deletes.file_name for n in ns} == {frozenset({"id"}),
-                                                                                   frozenset({"v"})}
+    for where in (None, "id BETWEEN 95 AND 200"):
+        read.clear()
+        got = t.scan(where=where).to_pylist()
+        expected = {i: v for i, v in model.items() if where is None or 95 <= i <= 200}
+        assert {r["id"]: r["v"] for r in got} == expected
+        assert read[deletes.file_name] == {frozenset({"id"})}
+        assert {n for f, ns in read.items() if f != deletes.file_name for n in ns} == {frozenset({"id", "v"})}
