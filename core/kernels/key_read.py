@@ -38,7 +38,7 @@ from core.kernels.merge import MergeEngine
 from core.kernels.read import ReadSplit, _names_points, _needed, _retractions_only, raw_convertible, run_files
 from core.kernels.records import alive
 from core.manifest import DataFileMeta, sorted_runs
-from core.predicate import Predicate
+from core.predicate import Comparison, InList, Predicate
 from core.schema import TableSchema
 from core.types import DataField, arrow_field
 
@@ -87,21 +87,23 @@ def read_key_bounded(splits: Sequence[ReadSplit], read_schema: TableSchema, sche
     narrow = frozenset(engine.keys) | frozenset(engine.sequence_fields)
     for condition in conditions:
         narrow |= condition.columns
-    reading = _Reading(read_schema, schemas, file_io, [f for f in read_fields if f.name in narrow] if late else None)
+    first_key = engine.keys[0] if engine.keys else None
+    reading = _Reading(read_schema, schemas, file_io, [f for f in read_fields if f.name in narrow] if late else None,
+                       first_key)
     files: list[tuple[ReadSplit, DataFileMeta]] = []
-    pieces = []
-    candidates = 0
+    gathered = _Gathered()
     key_types = [f.type for f in read_schema.key_fields]
     for s, (split, condition) in enumerate(zip(splits, conditions)):
         for run in run_files(split.files, key_types):
             for meta in run:
-                records = reading.candidates(split, meta, condition)
-                candidates += records.num_rows
-                if candidates > MAX_CANDIDATES:
-                    return None
-                if records.num_rows:
-                    pieces.append(_tagged(records, s, len(files)))
+                records, unfiltered = reading.candidates(split, meta, condition)
+                gathered.add(records, s, len(files), condition if unfiltered else None)
                 files.append((split, meta))
+                if gathered.passing > MAX_CANDIDATES:
+                    return None
+    pieces = gathered.finish()
+    if gathered.passing > MAX_CANDIDATES:
+        return None
     chosen = _merged(pieces, engine)
     if chosen is None:  # defaults still checked, so a bad default fails every read alike
         empty = empty_table(pa.schema([arrow_field(f).with_nullable(True) for f in read_fields]))
@@ -118,37 +120,111 @@ class _Reading:
     late) or in the columns the caller uses (None: whole)."""
 
     def __init__(self, read_schema: TableSchema, schemas: Mapping[int, TableSchema], file_io: FileIO,
-                 narrow_fields: list[DataField] | None) -> None:
+                 narrow_fields: list[DataField] | None, first_key: str | None) -> None:
         self.read_schema = read_schema
         self.read_fields = list(read_schema.fields)
         self.schemas = schemas
         self.file_io = file_io
         self.narrow_fields = narrow_fields
+        self.first_key = first_key
 
-    def candidates(self, split: ReadSplit, meta: DataFileMeta, condition: Predicate) -> pa.Table:
-        """The records of one file whose key passes ``condition``, with sequence number and kind
+    def candidates(self, split: ReadSplit, meta: DataFileMeta, condition: Predicate) -> tuple[pa.Table, bool]:
+        """The records of one file that may pass ``condition``, with sequence number and kind
         (row groups pruned by their stats, the file's deletion vector applied); read late, in
-        the compared columns plus each record's file position."""
+        the compared columns plus each record's file position. The flag says whether the
+        condition is still to be applied (False: only passing records came back)."""
         path = meta.external_path or join(split.bucket_dir, meta.file_name)
         schema = self.schemas[meta.schema_id]
         deletion = split.deletion(meta)
-        if self.narrow_fields is not None:
-            records = data_file.read_file(path, meta, schema, self.narrow_fields, self.file_io, system_columns=True,
-                                          row_filter=condition, deletion=deletion, positions=True)
-        else:
+        if self.narrow_fields is None:
             # A deduplicate merge shows no value of a file of retractions only: its keys will do.
             needed = _needed(replace(split, columns=frozenset()) if _retractions_only(meta) else split,
                              self.read_schema)
             records = data_file.read_file(path, meta, schema, self.read_fields, self.file_io, system_columns=True,
                                           row_filter=condition, deletion=deletion, needed=needed)
-        return keep_matching_keys(records, condition)
+            return records, True
+        records = data_file.read_file(path, meta, schema, self.narrow_fields, self.file_io, system_columns=True,
+                                      row_filter=condition, deletion=deletion, positions=True)
+        found = _points_in_sorted(records, condition, self.first_key)
+        return (records, True) if found is None else (found, False)
 
 
-def _tagged(records: pa.Table, split_index: int, file_index: int) -> pa.Table:
-    """``records`` with their split's index first (the merge's leading key) and their file's last."""
-    n = records.num_rows
-    records = records.add_column(0, _SPLIT, int_array(np.full(n, split_index, np.int32)))
-    return records.append_column(_FILE, int_array(np.full(n, file_index, np.int32)))
+def _points_in_sorted(records: pa.Table, condition: Predicate, first_key: str | None) -> pa.Table | None:
+    """The records whose leading key column equals one of ``condition``'s points, found by
+    binary search: a data file is sorted by its key, so each point's records are one run of
+    rows, and searching for each point costs less than hashing every row (``pc.is_in``).
+    None where that does not apply (another shape of condition, a non-integer column, or
+    rows not in order, which are then filtered row by row)."""
+    if isinstance(condition, InList):
+        points = condition.values
+    elif isinstance(condition, Comparison) and condition.op == "=":
+        points = (condition.value,)
+    else:
+        return None
+    if condition.column != first_key or records.num_rows == 0:
+        return None
+    column = records.column(first_key)
+    if not pa.types.is_integer(column.type) or column.null_count:
+        return None
+    values = numpy_ints(column)
+    if not bool(np.all(values[1:] >= values[:-1])):
+        return None
+    wanted = np.array(sorted(set(points)), dtype=values.dtype)  # values of the column's type (parsed so)
+    lo = np.searchsorted(values, wanted, side="left")
+    counts = np.searchsorted(values, wanted, side="right") - lo
+    # the rows lo[i] .. lo[i] + counts[i] - 1 of every point, in order
+    first_of_run = np.repeat(np.cumsum(counts) - counts, counts)
+    at = np.repeat(lo, counts) + (np.arange(int(counts.sum())) - first_of_run)
+    return records.take(int_array(at.astype(np.int64)))
+
+
+class _Gathered:
+    """The candidates of every file, tagged with their split and file, the key condition
+    applied a batch of files at a time (one filter over up to ``_FILTER_ROWS`` rows of files
+    that share a condition, rather than one per file)."""
+
+    def __init__(self) -> None:
+        self.pieces: list[pa.Table] = []
+        self.passing = 0
+        self._pending: list[pa.Table] = []
+        self._tags: list[tuple[int, int, int]] = []  # (split, file, rows) of each pending table
+        self._condition: Predicate | None = None
+        self._rows = 0
+
+    def add(self, records: pa.Table, split_index: int, file_index: int, condition: Predicate | None) -> None:
+        """``records`` of one file; ``condition`` still to be applied to them (None: applied)."""
+        if records.num_rows == 0:
+            return
+        if self._pending and condition is not self._condition:
+            self._flush()
+        self._pending.append(records)
+        self._tags.append((split_index, file_index, records.num_rows))
+        self._condition = condition
+        self._rows += records.num_rows
+        if self._rows >= _FILTER_ROWS:
+            self._flush()
+
+    def finish(self) -> list[pa.Table]:
+        if self._pending:
+            self._flush()
+        return self.pieces
+
+    def _flush(self) -> None:
+        table = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
+        splits, files, counts = (np.array(v, np.int64) for v in zip(*self._tags))
+        table = table.add_column(0, _SPLIT, int_array(np.repeat(splits, counts).astype(np.int32)))
+        table = table.append_column(_FILE, int_array(np.repeat(files, counts).astype(np.int32)))
+        if self._condition is not None:
+            # all records of a key agree on a key condition (key_prune)
+            table = keep_matching_keys(table, self._condition)
+        if table.num_rows:
+            self.pieces.append(table)
+            self.passing += table.num_rows
+        self._pending, self._tags, self._condition, self._rows = [], [], None, 0
+
+
+# Rows of candidates filtered at once (read ahead of the filter: bounded by this plus a file).
+_FILTER_ROWS = 64 * 1024
 
 
 def _merged(pieces: list[pa.Table], engine: MergeEngine) -> pa.Table | None:

@@ -194,3 +194,44 @@ def test_select_and_value_conditions(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert paths.key_bounded == 1
     old = t.scan(where="id IN (11, 12, 16) AND v = 'a11'")  # a11 was overwritten: no row
     assert rows(old) == [] and paths.key_bounded == 1
+
+
+def test_points_on_a_leading_key_column_that_repeats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a key (a, b) a file holds each a in a run of rows; a key list on a finds each run by
+    binary search (key_read._points_in_sorted) and must return all of its rows, newest values."""
+    t = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    create(t, "a INT NOT NULL, b INT NOT NULL, v STRING", primary_keys=["a", "b"], options={"bucket": "2"})
+    t.write(pa.table({"a": pa.array([i // 4 for i in range(400)], pa.int32()),
+                      "b": pa.array([i % 4 for i in range(400)], pa.int32()), "v": ["old"] * 400}))
+    t.write(pa.table({"a": pa.array([7, 7, 50], pa.int32()), "b": pa.array([1, 9, 3], pa.int32()),
+                      "v": ["new", "added", "new"]}))
+    t.delete("a = 50 AND b = 0")
+    model = {(i // 4, i % 4): "old" for i in range(400)} | {(7, 1): "new", (7, 9): "added", (50, 3): "new"}
+    del model[(50, 0)]
+    paths = Paths(monkeypatch)
+
+    for where in ("a IN (0, 7, 50, 99, 1000)", "a = 7"):
+        got = t.scan(where=where)
+        points = {0, 7, 50, 99, 1000} if "IN" in where else {7}
+        assert sorted((r["a"], r["b"], r["v"]) for r in rows(got)) == \
+            sorted((a, b, v) for (a, b), v in model.items() if a in points)
+        assert rows(got) == rows(paths.split_by_split(lambda: t.scan(where=where)))
+    assert paths.key_bounded == 2
+    found = t.lookup(["a=7,b=9", "a=50,b=0", "a=99,b=3"])
+    assert [(r["a"], r["b"], r["v"]) for r in rows(found.rows)] == [(7, 9, "added"), (99, 3, "old")]
+    assert paths.key_bounded == 3
+
+
+def test_points_in_sorted_finds_each_run_and_declines_unsorted_rows() -> None:
+    from core.kernels.key_read import _points_in_sorted
+    from core.predicate import InList
+    from core.types import parse_type
+
+    bigint = parse_type("BIGINT")
+    records = pa.table({"k": pa.array([1, 3, 3, 3, 8, 9, 9], pa.int64()), "n": pa.array(range(7), pa.int64())})
+    found = _points_in_sorted(records, InList("k", bigint, (9, 3, 4, 0)), "k")
+    assert found.column("n").to_pylist() == [1, 2, 3, 5, 6]  # both runs whole, in file order
+    assert _points_in_sorted(records, InList("k", bigint, (4,)), "k").num_rows == 0
+    assert _points_in_sorted(records, InList("n", bigint, (4,)), "k") is None  # not the leading key
+    shuffled = records.take(pa.array([1, 0, 2, 3, 4, 5, 6]))
+    assert _points_in_sorted(shuffled, InList("k", bigint, (3,)), "k") is None  # is_in filters it then
