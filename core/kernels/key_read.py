@@ -22,12 +22,15 @@ reads split by split, whose memory follows its batches, not the result.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from typing import Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
+from core import formats
 from core.arrow_values import empty_table, int_array, numpy_ints
 from core.default_values import fill_defaults
 from core.fileio import FileIO, join
@@ -38,9 +41,9 @@ from core.kernels.merge import MergeEngine
 from core.kernels.read import ReadSplit, _names_points, _needed, _retractions_only, raw_convertible, run_files
 from core.kernels.records import alive
 from core.manifest import DataFileMeta, sorted_runs
-from core.predicate import Comparison, InList, Predicate
+from core.predicate import And, Comparison, InList, Predicate
 from core.schema import TableSchema
-from core.types import DataField, arrow_field
+from core.types import DataField, arrow_field, to_arrow
 
 # The most records passing the key condition that are merged at once (about 30 bytes each
 # in the compared columns, plus the result's rows); above it the read goes split by split.
@@ -135,16 +138,19 @@ class _Reading:
         condition is still to be applied (False: only passing records came back)."""
         path = meta.external_path or join(split.bucket_dir, meta.file_name)
         schema = self.schemas[meta.schema_id]
+        groups = _admitted_groups(path, meta, schema, condition, self.read_schema, self.file_io)
+        # the row groups to read: those admitted here, else read_file prunes by the condition
+        pruning = {"row_filter": condition} if groups is None else {"only_groups": groups}
         deletion = split.deletion(meta)
         if self.narrow_fields is None:
             # A deduplicate merge shows no value of a file of retractions only: its keys will do.
             needed = _needed(replace(split, columns=frozenset()) if _retractions_only(meta) else split,
                              self.read_schema)
             records = data_file.read_file(path, meta, schema, self.read_fields, self.file_io, system_columns=True,
-                                          row_filter=condition, deletion=deletion, needed=needed)
+                                          deletion=deletion, needed=needed, **pruning)
             return records, True
         records = data_file.read_file(path, meta, schema, self.narrow_fields, self.file_io, system_columns=True,
-                                      row_filter=condition, deletion=deletion, positions=True)
+                                      deletion=deletion, positions=True, **pruning)
         found = _points_in_sorted(records, condition, self.first_key)
         return (records, True) if found is None else (found, False)
 
@@ -288,3 +294,85 @@ def _by_split(rows: pa.Table, chosen: pa.Table, count: int) -> list[pa.Table]:
     split_of = numpy_ints(chosen.column(_SPLIT))
     bounds = np.searchsorted(split_of, np.arange(count + 1), side="left")
     return [rows.slice(int(bounds[s]), int(bounds[s + 1] - bounds[s])) for s in range(count)]
+
+
+def _admitted_groups(path: str, meta: DataFileMeta, file_schema: TableSchema, condition: Predicate,
+                     read_schema: TableSchema, file_io: FileIO) -> list[int] | None:
+    """The row groups of a local Parquet file whose key statistics may satisfy ``condition``,
+    found with numpy over the groups' min/max (cached with the footer), where
+    ``data_file.matching_row_groups`` asks the predicate group by group in Python; None where
+    this does not apply (another file format, a condition not made of comparisons and IN lists
+    on integer columns read in the file's own type), and ``read_file`` prunes then. A group is
+    kept unless its statistics rule the condition out, as there."""
+    metadata = data_file._footer(path, file_io, path) if formats.format_of(meta.file_name) == "parquet" else None
+    if metadata is None:
+        return None
+    columns = {}
+    for name in condition.columns:
+        stats = _group_ranges(path, metadata, _file_column(name, file_schema, read_schema))
+        if stats is None:
+            return None
+        columns[name] = stats
+    admitted = _may_hold(condition, columns)
+    return None if admitted is None else [int(g) for g in np.flatnonzero(admitted)]
+
+
+def _file_column(name: str, file_schema: TableSchema, read_schema: TableSchema) -> tuple[str, pa.DataType] | None:
+    """The file's name of read column ``name`` (renames follow the field id) and its read type."""
+    field = read_schema.field(name)
+    by_id = {f.id: f for f in file_schema.fields}
+    if field.id not in by_id or by_id[field.id].type != field.type:
+        return None  # added since, or widened: the file's stats are in another type
+    return by_id[field.id].name, to_arrow(field.type)
+
+
+def _group_ranges(path: str, metadata: pq.FileMetaData, column: tuple[str, pa.DataType] | None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Per row group the (min, max) of an integer column and whether both are known without
+    nulls beside them; None for a column that is not a top-level integer leaf of the file."""
+    if column is None or not pa.types.is_integer(column[1]):
+        return None
+    return _ranges_of(metadata, column[0])
+
+
+@functools.lru_cache(maxsize=4096)
+def _ranges_of(metadata: pq.FileMetaData, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    # keyed by the footer object, which data_file caches per file (size and mtime included)
+    leaves = [i for i in range(metadata.num_columns) if metadata.schema.column(i).path == name]
+    if len(leaves) != 1 or metadata.schema.column(leaves[0]).physical_type not in ("INT32", "INT64"):
+        return None
+    n = metadata.num_row_groups
+    lo, hi, known = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, bool)
+    for g in range(n):
+        st = metadata.row_group(g).column(leaves[0]).statistics
+        if st is not None and st.has_min_max and st.has_null_count and st.null_count == 0:
+            lo[g], hi[g], known[g] = st.min, st.max, True
+    return lo, hi, known
+
+
+def _may_hold(condition: Predicate, columns: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
+              ) -> np.ndarray | None:
+    """Per row group, whether ``condition`` can be TRUE for a row within the groups' ranges
+    (a group without known statistics always can); None for a shape not handled here."""
+    if isinstance(condition, And):
+        parts = [_may_hold(c, columns) for c in condition.children]
+        if any(p is None for p in parts):
+            return None
+        return np.logical_and.reduce(parts)
+    if isinstance(condition, Comparison):
+        lo, hi, known = columns[condition.column]
+        v = condition.value
+        can = {"=": (lo <= v) & (v <= hi), "<>": ~((lo == v) & (hi == v)), "<": lo < v, "<=": lo <= v,
+               ">": hi > v, ">=": hi >= v}[condition.op]
+        return can | ~known
+    if isinstance(condition, InList):
+        lo, hi, known = columns[condition.column]
+        points = np.array(sorted(condition.values), np.int64)
+        if not len(points):
+            return ~known
+        # the first point at or above each group's min, and whether it is within the max
+        first = np.searchsorted(points, lo, side="left")
+        inside = first < len(points)
+        inside[inside] = points[first[inside]] <= hi[inside]
+        return inside | ~known
+    return None

@@ -235,3 +235,33 @@ def test_points_in_sorted_finds_each_run_and_declines_unsorted_rows() -> None:
     assert _points_in_sorted(records, InList("n", bigint, (4,)), "k") is None  # not the leading key
     shuffled = records.take(pa.array([1, 0, 2, 3, 4, 5, 6]))
     assert _points_in_sorted(shuffled, InList("k", bigint, (3,)), "k") is None  # is_in filters it then
+
+
+def test_row_group_ranges_admit_what_the_predicate_admits() -> None:
+    """key_read._may_hold (numpy over all row groups at once) against Predicate.may_match (the
+    per-group answer read_file prunes by), on random group ranges and random conditions."""
+    import random
+
+    import numpy as np
+
+    from core.kernels.key_read import _may_hold
+    from core.predicate import And, ColumnRange, Comparison, InList
+    from core.types import parse_type
+
+    bigint = parse_type("BIGINT")
+    rng = random.Random(7)
+    for _ in range(300):
+        lo = np.array(sorted(rng.randrange(-50, 50) for _ in range(8)), np.int64)
+        hi = lo + np.array([rng.randrange(0, 20) for _ in range(8)], np.int64)
+        known = np.array([rng.random() > 0.1 for _ in range(8)])
+
+        def leaf():
+            if rng.random() < 0.4:
+                return InList("k", bigint, tuple(rng.randrange(-60, 80) for _ in range(rng.randrange(1, 5))))
+            return Comparison("k", bigint, rng.choice(["=", "<>", "<", "<=", ">", ">="]), rng.randrange(-60, 80))
+
+        condition = leaf() if rng.random() < 0.5 else And((leaf(), leaf()))
+        got = _may_hold(condition, {"k": (lo, hi, known)})
+        expected = [condition.may_match({"k": ColumnRange(int(a), int(b), 0, 10)}) if k else True
+                    for a, b, k in zip(lo, hi, known)]
+        assert got.tolist() == expected, condition
