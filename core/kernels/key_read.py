@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from core import formats
-from core.arrow_values import empty_table, int_array, numpy_ints
+from core.arrow_values import empty_table, int_array, numpy_ints, values_array
 from core.default_values import fill_defaults
 from core.fileio import FileIO, join
 from core.kernels import data_evolution, data_file
@@ -91,8 +91,11 @@ def read_key_bounded(splits: Sequence[ReadSplit], read_schema: TableSchema, sche
     for condition in conditions:
         narrow |= condition.columns
     first_key = engine.keys[0] if engine.keys else None
+    # partition columns no condition reads come from the splits' partition values, not the files
+    partitions = {name: values for name, values in _partition_columns(splits, read_schema).items()
+                  if name not in narrow}
     reading = _Reading(read_schema, schemas, file_io, [f for f in read_fields if f.name in narrow] if late else None,
-                       first_key)
+                       first_key, frozenset(partitions))
     files: list[tuple[ReadSplit, DataFileMeta]] = []
     gathered = _Gathered()
     key_types = [f.type for f in read_schema.key_fields]
@@ -112,10 +115,33 @@ def read_key_bounded(splits: Sequence[ReadSplit], read_schema: TableSchema, sche
         empty = empty_table(pa.schema([arrow_field(f).with_nullable(True) for f in read_fields]))
         return [fill_defaults(empty, read_schema)] * len(splits)
     if late:
-        rows = _with_other_columns(chosen, files, splits, read_schema, schemas, file_io, narrow)
+        rows = _with_other_columns(chosen, files, splits, read_schema, schemas, file_io, narrow, frozenset(partitions))
     else:
         rows = chosen.select([f.name for f in read_fields])
+    split_of = chosen.column(_SPLIT)
+    for name, values in partitions.items():
+        i = rows.schema.get_field_index(name)
+        rows = rows.set_column(i, rows.schema.field(i), values.take(split_of))
     return _by_split(fill_defaults(rows, read_schema), chosen, len(splits))
+
+
+def _partition_columns(splits: Sequence[ReadSplit], read_schema: TableSchema) -> dict[str, pa.Array]:
+    """Per partition column of an integer or string type, each split's value (index: the
+    split), where every split has one (not null). Every record of a split's files carries its
+    partition's value, so these columns need not be decoded from the files: a string column
+    costs about what the key column does."""
+    fields = read_schema.partition_fields
+    if not fields:
+        return {}
+    values = [read_schema.partition_values(split.partition) for split in splits]
+    out = {}
+    for i, field in enumerate(fields):
+        arrow_type = to_arrow(field.type)
+        python_type = int if pa.types.is_integer(arrow_type) else str if pa.types.is_string(arrow_type) else None
+        column = [v[i] for v in values]
+        if python_type is not None and all(type(v) is python_type for v in column):
+            out[field.name] = values_array(column, arrow_type)  # from memory: no pandas
+    return out
 
 
 class _Reading:
@@ -123,8 +149,9 @@ class _Reading:
     late) or in the columns the caller uses (None: whole)."""
 
     def __init__(self, read_schema: TableSchema, schemas: Mapping[int, TableSchema], file_io: FileIO,
-                 narrow_fields: list[DataField] | None, first_key: str | None) -> None:
+                 narrow_fields: list[DataField] | None, first_key: str | None, filled: frozenset[str]) -> None:
         self.read_schema = read_schema
+        self.filled = filled  # partition columns not read: filled in from the splits
         self.read_fields = list(read_schema.fields)
         self.schemas = schemas
         self.file_io = file_io
@@ -146,6 +173,8 @@ class _Reading:
             # A deduplicate merge shows no value of a file of retractions only: its keys will do.
             needed = _needed(replace(split, columns=frozenset()) if _retractions_only(meta) else split,
                              self.read_schema)
+            if self.filled:
+                needed = (needed if needed is not None else frozenset(f.name for f in self.read_fields)) - self.filled
             records = data_file.read_file(path, meta, schema, self.read_fields, self.file_io, system_columns=True,
                                           deletion=deletion, needed=needed, **pruning)
             return records, True
@@ -245,14 +274,17 @@ def _merged(pieces: list[pa.Table], engine: MergeEngine) -> pa.Table | None:
 
 def _with_other_columns(chosen: pa.Table, files: Sequence[tuple[ReadSplit, DataFileMeta]],
                         splits: Sequence[ReadSplit], read_schema: TableSchema,
-                        schemas: Mapping[int, TableSchema], file_io: FileIO, narrow: frozenset[str]) -> pa.Table:
+                        schemas: Mapping[int, TableSchema], file_io: FileIO, narrow: frozenset[str],
+                        filled: frozenset[str]) -> pa.Table:
     """The full rows of the ``chosen`` records in the read schema, in their order: the
     compared columns as merged, the others read at the records' files and positions (columns
-    no split needs come out null, as ``read_split`` leaves them)."""
+    no split needs come out null, as ``read_split`` leaves them, and so do the ``filled``
+    ones until the caller fills them)."""
     read_fields = list(read_schema.fields)
     schema = pa.schema([arrow_field(f).with_nullable(True) for f in read_fields])
     needed = _needed(splits[0], read_schema)  # every split of a read carries the same columns
-    other = [f for f in read_fields if f.name not in narrow and (needed is None or f.name in needed)]
+    other = [f for f in read_fields
+             if f.name not in narrow and f.name not in filled and (needed is None or f.name in needed)]
     fetched = _fetch(chosen, files, other, schemas, file_io) if other else None
     columns = []
     for f, target in zip(read_fields, schema):

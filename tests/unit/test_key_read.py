@@ -265,3 +265,26 @@ def test_row_group_ranges_admit_what_the_predicate_admits() -> None:
         expected = [condition.may_match({"k": ColumnRange(int(a), int(b), 0, 10)}) if k else True
                     for a, b, k in zip(lo, hi, known)]
         assert got.tolist() == expected, condition
+
+
+def test_partition_columns_from_the_splits_match_the_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An integer and a string partition column: the columns key_read fills from the splits'
+    partition values (not decoded from the files) equal the files' values."""
+    t = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    create(t, "id BIGINT NOT NULL, p INT, q STRING, v STRING", primary_keys=["id", "p", "q"],
+           partition_keys=["p", "q"], options={"bucket": "2"})
+    for p, q in [(1, "x"), (2, "x"), (3, "y")]:
+        t.write(pa.table({"id": pa.array(range(30), pa.int64()), "p": pa.array([p] * 30, pa.int32()),
+                          "q": [q] * 30, "v": [f"{p}{q}{i}" for i in range(30)]}))
+    t.write(pa.table({"id": pa.array([5, 6], pa.int64()), "p": pa.array([2, 3], pa.int32()), "q": ["x", "y"],
+                      "v": ["new", "new"]}))
+    paths = Paths(monkeypatch)
+
+    for where in ("id BETWEEN 4 AND 7", "id IN (5, 6, 29)"):
+        got = t.scan(where=where)
+        assert sorted((r["id"], r["p"], r["q"]) for r in rows(got)) == \
+            sorted((i, p, q) for p, q in [(1, "x"), (2, "x"), (3, "y")]
+                   for i in ({4, 5, 6, 7} if "BETWEEN" in where else {5, 6, 29}))
+        assert {(r["id"], r["p"]): r["v"] for r in rows(got)}[(5, 2)] == "new"
+        assert rows(got) == rows(paths.split_by_split(lambda: t.scan(where=where)))
+    assert paths.key_bounded == 2
