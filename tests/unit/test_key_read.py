@@ -58,8 +58,10 @@ def write_two_partitions(t: Table) -> dict[tuple[int, str], str]:
     """ids 0..199 in partitions a and b; in a, ids 10..19 updated and then 15..24 deleted; in b,
     ids 10..14 deleted and then 12..13 inserted again. The model: (id, dt) -> v."""
     for dt in ("a", "b"):
-        t.write(pa.table({"id": pa.array(range(200), pa.int64()), "dt": [dt] * 200, "v": [f"{dt}{i}" for i in range(200)]}))
-    t.write(pa.table({"id": pa.array(range(10, 20), pa.int64()), "dt": ["a"] * 10, "v": [f"a-new{i}" for i in range(10, 20)]}))
+        t.write(pa.table({"id": pa.array(range(200), pa.int64()), "dt": [dt] * 200,
+                          "v": [f"{dt}{i}" for i in range(200)]}))
+    t.write(pa.table({"id": pa.array(range(10, 20), pa.int64()), "dt": ["a"] * 10,
+                      "v": [f"a-new{i}" for i in range(10, 20)]}))
     t.delete("dt = 'a' AND id >= 15 AND id < 25")
     t.delete("dt = 'b' AND id >= 10 AND id < 15")
     t.write(pa.table({"id": pa.array([12, 13], pa.int64()), "dt": ["b", "b"], "v": ["b-again12", "b-again13"]}))
