@@ -4,12 +4,14 @@ lookup, over local files of a deduplicate table, where few records pass the key 
 The per-split read (``read.read_split``) merges each (partition, bucket) on its own: per
 split it opens the files, sorts the chunk, cuts it at the frontier, folds and drops
 retractions, a few milliseconds of Python each, which is most of a key range's or a lookup's
-cost when only a few thousand records pass. Here every split's records that pass are read
-in the columns the merge compares (key, sequence fields, sequence number, kind) plus each
-record's file and position; they are merged once, all splits together, with the split's
-index as the first key column (keys of different splits never meet); and only the records
-that come out alive are read in the other columns, from the row groups holding them, one
-read per file.
+cost when only a few thousand records pass. Here every split's records that pass are
+gathered (file by file, the row groups their key statistics admit) and merged once, all
+splits together, with the split's index as the first key column (keys of different splits
+never meet). A key range reads its records in the columns used, in one pass; a key list or
+a lookup reads them in the columns the merge compares (key, sequence fields, sequence number,
+kind) plus each record's file and position, and only the records that come out alive are
+then read in the other columns, from the row groups holding them, one read per file.
+Partition columns are filled from the splits' partition values where they can be.
 
 The result is the per-split read's, split by split and row for row: the same engine folds
 the same records (``MergeEngine.merge``: newest by ``sequence.field`` and sequence number,
