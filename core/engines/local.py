@@ -158,8 +158,8 @@ class LocalEngine:
         their rows, such as lookups)."""
         from core.kernels.read import read_split
 
-        return self._in_order(lambda split: read_split(split, read_schema, schemas, file_io), splits,
-                              "reading splits")
+        return self._key_bounded_or(splits, read_schema, schemas, file_io, lambda: self._in_order(
+            lambda split: read_split(split, read_schema, schemas, file_io), splits, "reading splits"))
 
     def read_parts(self, splits: Sequence[ReadSplit], read_schema: TableSchema, schemas: Mapping[int, TableSchema],
                    file_io: FileIO) -> Iterator[pa.Table]:
@@ -167,8 +167,23 @@ class LocalEngine:
         (``read_split_parts``): what a scan writes out, never a whole split at once."""
         from core.kernels.read import read_split_parts
 
-        return self._in_order_parts(lambda split: read_split_parts(split, read_schema, schemas, file_io), splits,
-                                    "reading splits")
+        return self._key_bounded_or(splits, read_schema, schemas, file_io, lambda: self._in_order_parts(
+            lambda split: read_split_parts(split, read_schema, schemas, file_io), splits, "reading splits"))
+
+    def _key_bounded_or(self, splits: Sequence[ReadSplit], read_schema: TableSchema,
+                        schemas: Mapping[int, TableSchema], file_io: FileIO,
+                        otherwise: Callable[[], Iterator[pa.Table]]) -> Iterator[pa.Table]:
+        """Each split's rows from one merge across all splits where a key condition leaves
+        few records (``key_read``), else ``otherwise()``: split by split on the pool."""
+        from core.kernels import key_read
+
+        if key_read.eligible(splits, read_schema, file_io):
+            tables = key_read.read_key_bounded(splits, read_schema, schemas, file_io)
+            if tables is not None:
+                self._report(len(splits), len(splits), "reading splits")
+                yield from tables
+                return
+        yield from otherwise()
 
     def compact(self, tasks: Sequence["CompactTask"], file_io: FileIO) -> list[CommitMessage]:
         """Run the compaction kernel per bucket."""

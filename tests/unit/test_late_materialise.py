@@ -1,6 +1,7 @@
-"""Late materialisation of scans for key lists and of lookups (core.kernels.read._read_merged_late):
-the runs are merged in their key, sequence and kind columns, and only the records that come
-out alive are read in full (core.kernels.data_file.read_rows_at).
+"""Late materialisation of scans for key conditions and of lookups (core.kernels.key_read, and
+core.kernels.read._read_merged_late where a read has too many candidates for it): the runs
+are merged in their key, sequence and kind columns, and only the records that come out
+alive are read in full (core.kernels.data_file.read_rows_at).
 
 Expected rows come from dict models of what each test wrote, or from a full read (no
 condition: the plain merge) filtered in Python; expected full reads from the ids the test
@@ -17,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import core.kernels.data_file as data_file
 import core.kernels.read as read_kernel
 from core.kernels.write import KEY_SORTED_ROW_GROUP_ROWS
 from core.manifest import live_entries
@@ -46,7 +48,8 @@ class FullReads:
             self.ids.setdefault(meta.file_name, []).extend(int(i) for i in written[np.asarray(positions)])
             return real(path, meta, *args, **kwargs)
 
-        monkeypatch.setattr(read_kernel, "read_rows_at", spy)
+        monkeypatch.setattr(read_kernel, "read_rows_at", spy)  # the per-split late read
+        monkeypatch.setattr(data_file, "read_rows_at", spy)  # key_read's, across splits
 
     def all_ids(self) -> list[int]:
         return sorted(i for ids in self.ids.values() for i in ids)
@@ -155,8 +158,8 @@ def test_other_formats_are_read_late_too(tmp_path: Path, monkeypatch: pytest.Mon
     t = make_table(tmp_path, "id BIGINT NOT NULL, v STRING", {"file.format": file_format})
     model = write_history(t)
     late = []
-    real = read_kernel.read_rows_at
-    monkeypatch.setattr(read_kernel, "read_rows_at", lambda *a, **k: late.append(a[0]) or real(*a, **k))
+    real = data_file.read_rows_at
+    monkeypatch.setattr(data_file, "read_rows_at", lambda *a, **k: late.append(a[0]) or real(*a, **k))
 
     got = t.scan(where=f"id IN ({', '.join(map(str, range(95, 113)))})")
 
@@ -201,9 +204,8 @@ def test_int_array_holds_the_numpy_values() -> None:
 
 def test_a_file_of_deletes_is_read_in_its_keys_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A deduplicate merge shows no value of a file of -D records: the scan reads its key
-    columns only, and the rows are the model's (the deleted keys gone, whatever the values)."""
-    import core.kernels.data_file as data_file
-
+    columns only, and the rows are the model's (the deleted keys gone, whatever the values),
+    in a full read (split by split) and in a key range (key_read) alike."""
     t = make_table(tmp_path, "id BIGINT NOT NULL, v STRING")
     model = write_history(t)
     entries = [e.file for e in live_entries(t.manifests(), t.snapshots.latest())]
@@ -212,9 +214,11 @@ def test_a_file_of_deletes_is_read_in_its_keys_only(tmp_path: Path, monkeypatch:
     read: dict[str, Any] = {}
     real = data_file.read_file
 
-    def spy(path: str, meta: Any, *args: Any, **kwargs: Any) -> pa.Table:
-        read.setdefault(meta.file_name, set()).add(kwargs.get("needed"))
-        return real(path, meta, *args, **kwargs)
+    def spy(path: str, meta: Any, file_schema: Any, read_fields: Any, *args: Any, **kwargs: Any) -> pa.Table:
+        needed = kwargs.get("needed")
+        names = frozenset(f.name for f in read_fields if needed is None or f.name in needed)
+        read.setdefault(meta.file_name, set()).add(names)
+        return real(path, meta, file_schema, read_fields, *args, **kwargs)
 
     monkeypatch.setattr(data_file, "read_file", spy)
     for where in (None, "id BETWEEN 95 AND 200"):
@@ -223,4 +227,4 @@ def test_a_file_of_deletes_is_read_in_its_keys_only(tmp_path: Path, monkeypatch:
         expected = {i: v for i, v in model.items() if where is None or 95 <= i <= 200}
         assert {r["id"]: r["v"] for r in got} == expected
         assert read[deletes.file_name] == {frozenset({"id"})}
-        assert {n for f, ns in read.items() if f != deletes.file_name for n in ns} == {None}  # others whole
+        assert {n for f, ns in read.items() if f != deletes.file_name for n in ns} == {frozenset({"id", "v"})}

@@ -1,4 +1,5 @@
-"""Row-group pruning of ``scan --where`` (core.kernels.data_file.matching_row_groups) and the
+"""Row-group pruning of ``scan --where`` (core.kernels.data_file.matching_row_groups, and
+core.kernels.key_read._admitted_groups for key conditions read across splits) and the
 ``parquet.block.size`` / ``parquet.page.size`` options that shape the row groups.
 
 Expected rows come from Python filters over the rows each test wrote; expected row groups
@@ -19,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import core.kernels.data_file as read_kernel
+import core.kernels.key_read as key_read
 from core.errors import UsageError
 from core.evolution import RenameColumn, UpdateColumnType
 from core.kernels.write import row_group_rows
@@ -49,6 +51,17 @@ class RowGroupSpy:
             return groups
 
         monkeypatch.setattr(read_kernel, "matching_row_groups", spy)
+        # key-bounded reads across splits choose a file's row groups themselves (key_read)
+        real_admitted = key_read._admitted_groups
+
+        def admitted_spy(path: str, *args: Any) -> list[int] | None:
+            groups = real_admitted(path, *args)
+            if groups is not None:
+                self.kept += len(groups)
+                self.total += pq.read_metadata(path).num_row_groups
+            return groups
+
+        monkeypatch.setattr(key_read, "_admitted_groups", admitted_spy)
 
 
 def data_files(t: Table) -> list[pq.FileMetaData]:
