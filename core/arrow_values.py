@@ -93,6 +93,24 @@ def numpy_ints(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return np.concatenate([numpy_values(c, dtype) for c in chunks]) if chunks else np.zeros(0, dtype)
 
 
+_FLOATS = {pa.float32(): np.float32, pa.float64(): np.float64}
+
+
+def numpy_numbers(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A null-free integer, floating-point or timestamp Arrow array (chunked or not) as numpy,
+    from its buffers: timestamps as their int64 counts (``to_numpy`` would import pandas)."""
+    arrow_type = values.type
+    if pa.types.is_integer(arrow_type):
+        return numpy_ints(values)
+    dtype = _FLOATS.get(arrow_type, np.int64 if pa.types.is_timestamp(arrow_type) else None)
+    if dtype is None:
+        raise TypeError(f"not a number column: {arrow_type}")
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    if len(chunks) == 1:
+        return numpy_values(chunks[0], dtype)
+    return np.concatenate([numpy_values(c, dtype) for c in chunks]) if chunks else np.zeros(0, dtype)
+
+
 def numpy_bool_values(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """A boolean Arrow array (chunked or not; nulls read as False) as numpy, from its bits."""
     chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]

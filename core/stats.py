@@ -124,12 +124,15 @@ def _numpy_min_max(column: pa.ChunkedArray | pa.Array) -> tuple[Any, Any] | None
     boolean = pa.types.is_boolean(arrow_type)
     if column.null_count or not (timestamp or floating or boolean or pa.types.is_integer(arrow_type)):
         return None
-    values = column.to_numpy()
+    from core.arrow_values import numpy_bool_values, numpy_numbers  # from the buffers: no pandas
+
     if boolean:
-        return bool(values.min()), bool(values.max())
+        flags = numpy_bool_values(column)
+        return bool(flags.min()), bool(flags.max())
+    values = numpy_numbers(column)
     if timestamp:
         # Exact epoch nanos from the stored counts, as the Arrow path below computes them.
-        counts = values.view(np.int64)
+        counts = values
         factor = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}[arrow_type.unit]
         return int(counts.min()) * factor, int(counts.max()) * factor
     if not floating:
@@ -267,7 +270,9 @@ def _has_nan(column: pa.ChunkedArray | pa.Array) -> bool:
     import pyarrow.compute as pc
 
     if not column.null_count:  # numpy: a few microseconds, where Arrow's two kernels take ~30
-        return bool(np.isnan(column.to_numpy()).any())
+        from core.arrow_values import numpy_numbers
+
+        return bool(np.isnan(numpy_numbers(column)).any())
     return bool(pc.any(pc.is_nan(column)).as_py())
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from core.arrow_values import numpy_ints
 from core.rows import group_indices, py_values
 from core.schema import TableSchema
 
@@ -72,7 +73,7 @@ def _by_key(groups: list[tuple[tuple[Any, ...], int, np.ndarray | None]], rows: 
     keys = schema.trimmed_primary_keys if schema.has_primary_key else []
     if len(keys) != 1 or not groups or not pa.types.is_integer(rows.schema.field(keys[0]).type):
         return groups
-    values = rows.column(keys[0]).to_numpy()
+    values = numpy_ints(rows.column(keys[0]))
     out = []
     for partition, bucket, indices in groups:
         if indices is None:

@@ -36,6 +36,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from core.arrow_values import numpy_ints
 from core.engines.settings import ProgressCallback
 from core.fileio import FileIO
 from core.schema import TableSchema
@@ -307,7 +308,7 @@ def _sorted_by_key(rows: pa.Table, keys: list[str]) -> pa.Table:
     """``rows`` sorted by ``keys``, stably; as they are when a single integer key is already in
     order (``write_buffer.route`` sorts a batch's groups so), saving a take of every column."""
     if len(keys) == 1 and pa.types.is_integer(rows.schema.field(keys[0]).type):
-        values = rows.column(keys[0]).to_numpy()
+        values = numpy_ints(rows.column(keys[0]))
         if np.all(values[1:] >= values[:-1]):
             return rows
     return rows.take(_key_order(rows, keys))
@@ -320,7 +321,7 @@ def _key_order(rows: pa.Table, keys: list[str]) -> pa.Array:
     numpy's quicksort, several times faster than a stable sort; when no key repeats, every
     sort gives the same order, so it is kept unless two adjacent sorted keys are equal."""
     if len(keys) == 1 and pa.types.is_integer(rows.schema.field(keys[0]).type):
-        values = rows.column(keys[0]).to_numpy()
+        values = numpy_ints(rows.column(keys[0]))
         order = np.argsort(values)
         ordered = values[order]
         if not np.any(ordered[1:] == ordered[:-1]):

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from core import binary_row, external_paths, file_index, formats, stats
-from core.arrow_values import int_array
+from core.arrow_values import int_array, numpy_ints
 from core.commit import CommitMessage
 from core.deletion_vectors import DeletionFile
 from core.fileio import FileIO, join
@@ -312,7 +312,7 @@ def row_group_rows(out: pa.Table, block_size: int, *, sorted_by_key: bool = Fals
 def write_file(chunk: pa.Table, schema: TableSchema, bucket_dir: str, file_io: FileIO, name: str,
                 *, primary_key: bool, level: int, file_source: int,
                 external: external_paths.ExternalPathProvider | None = None) -> DataFileMeta:
-    seq = chunk.column(SEQUENCE_NUMBER).to_numpy()  # never null; numpy's min and max are the cheap ones
+    seq = numpy_ints(chunk.column(SEQUENCE_NUMBER))  # never null; numpy's min and max are the cheap ones
     opts = schema.core_options
     out = file_table(chunk, schema, primary_key)
     if primary_key:
@@ -362,7 +362,7 @@ def write_file(chunk: pa.Table, schema: TableSchema, bucket_dir: str, file_io: F
 
 def retract_count(kinds: pa.ChunkedArray) -> int:
     """How many of the ``_VALUE_KIND`` codes (never null) are -U or -D records."""
-    codes = kinds.to_numpy()
+    codes = numpy_ints(kinds)
     return int(np.count_nonzero((codes == UPDATE_BEFORE) | (codes == DELETE)))
 
 
