@@ -352,3 +352,31 @@ def test_a_commit_of_another_process_between_two_writes_is_seen(tmp_path: Path) 
     assert kinds[:3] == ["APPEND"] * 3 and "COMPACT" in kinds[3:], kinds
     got = scan(t, engine_settings=LOCAL)
     assert dict(zip(got.column("id").to_pylist(), got.column("v").to_pylist())) == model
+
+
+def test_a_new_schema_s_file_layout_is_used_by_the_next_write(tmp_path: Path) -> None:
+    """The file layout kept per schema (Arrow schema, writer options, nanosecond check) never
+    outlives its schema: after another handle alters the table, this handle's next write
+    encodes with the new compression, the new column and its INT96 timestamps."""
+    from core.evolution import AddColumn
+
+    t = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    create(t, "id BIGINT NOT NULL, v STRING", primary_keys=["id"], options={"bucket": "1"})
+
+    def newest_file() -> pq.ParquetFile:
+        files = sorted((tmp_path / "wh" / "db.db" / "t" / "bucket-0").glob("*.parquet"), key=os.path.getmtime)
+        return pq.ParquetFile(files[-1])
+
+    write(t, pa.table({"id": pa.array([1], pa.int64()), "v": ["a"]}), engine_settings=LOCAL)
+    assert newest_file().metadata.row_group(0).column(0).compression == "ZSTD"
+    other = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    other.alter([SetOption("file.compression", "snappy"), AddColumn("ts", parse_type("TIMESTAMP(9)"))])
+    write(t, pa.table({"id": pa.array([2], pa.int64()), "v": ["b"],
+                       "ts": pa.array([1_700_000_000_123_456_789], pa.timestamp("ns"))}), engine_settings=LOCAL)
+    f = newest_file()
+    assert f.schema_arrow.names[-1] == "ts"
+    assert f.metadata.row_group(0).column(0).compression == "SNAPPY"
+    assert f.schema.column(len(f.schema_arrow.names) - 1).physical_type == "INT96"
+    got = scan(t, engine_settings=LOCAL).sort_by("id")
+    assert got.column("ts").to_pylist()[0] is None
+    assert got.column("ts").cast(pa.int64()).to_pylist()[1] == 1_700_000_000_123_456_789
