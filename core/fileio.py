@@ -197,6 +197,17 @@ def _local_list_dir(path: str) -> list[FileStatus]:
     return out
 
 
+def _local_list_names(path: str) -> list[str]:
+    """The names ``_local_list_dir`` lists, without its stat of each entry."""
+    path = local_path(path)
+    try:
+        return os.listdir(path)
+    except FileNotFoundError:
+        return []
+    except NotADirectoryError:
+        return [os.path.basename(path)]
+
+
 # Keyed by size and mtime too, so that a file replaced under the same name (a test's rewrite,
 # a restored backup) is read afresh. Only small files are kept, the many manifests of small
 # commits whose per-file cost adds up: a big manifest's decoded entries take tens of times
@@ -460,6 +471,12 @@ class FileIO:
         return FileStatus(name, int(e.get("size") or 0), e.get("type") == "directory", mtime, e.get("ETag"))
 
     def list_names(self, path: str) -> list[str]:
+        """Names of the direct children of ``path``, as ``list_dir`` lists them."""
+        if self.local:
+            # Names only: no stat per entry (list_numbered lists snapshot/ and schema/ several
+            # times a write, and snapshot/ holds every retained snapshot).
+            _before("list")
+            return _local_list_names(path)
         return [s.path.rstrip("/").rsplit("/", 1)[-1] for s in self.list_dir(path)]
 
     def list_numbered(self, path: str, prefix: str) -> list[int]:

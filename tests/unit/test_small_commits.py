@@ -380,3 +380,24 @@ def test_a_new_schema_s_file_layout_is_used_by_the_next_write(tmp_path: Path) ->
     got = scan(t, engine_settings=LOCAL).sort_by("id")
     assert got.column("ts").to_pylist()[0] is None
     assert got.column("ts").cast(pa.int64()).to_pylist()[1] == 1_700_000_000_123_456_789
+
+
+def test_local_names_are_the_names_list_dir_gives(tmp_path: Path) -> None:
+    """list_names on a local disk lists without a stat per entry; its names are list_dir's
+    (fsspec's local ls): a directory's children, an absent path as empty, a file as itself."""
+    from core.fileio import FileIO
+
+    fio = FileIO.for_uri(str(tmp_path))
+    (tmp_path / "snapshot").mkdir()
+    for name in ("snapshot-1", "snapshot-2", "LATEST", "EARLIEST"):
+        (tmp_path / "snapshot" / name).write_text("x")
+    (tmp_path / "snapshot" / "sub").mkdir()
+
+    def via_list_dir(path: str) -> list[str]:
+        return sorted(s.path.rstrip("/").rsplit("/", 1)[-1] for s in fio.list_dir(path))
+
+    for path in (str(tmp_path / "snapshot"), str(tmp_path / "absent"), str(tmp_path / "snapshot" / "LATEST"),
+                 "file:" + str(tmp_path / "snapshot")):
+        assert sorted(fio.list_names(path)) == via_list_dir(path), path
+    assert sorted(fio.list_names(str(tmp_path / "snapshot"))) == ["EARLIEST", "LATEST", "snapshot-1", "snapshot-2", "sub"]
+    assert fio.list_numbered(str(tmp_path / "snapshot"), "snapshot-") == [1, 2]
