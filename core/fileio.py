@@ -40,6 +40,7 @@ when the stalled process holds still and when it goes on.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import errno
 import fcntl
@@ -196,6 +197,17 @@ def _local_list_dir(path: str) -> list[FileStatus]:
     return out
 
 
+def _local_list_names(path: str) -> list[str]:
+    """The names ``_local_list_dir`` lists, without its stat of each entry."""
+    path = local_path(path)
+    try:
+        return os.listdir(path)
+    except FileNotFoundError:
+        return []
+    except NotADirectoryError:
+        return [os.path.basename(path)]
+
+
 # Keyed by size and mtime too, so that a file replaced under the same name (a test's rewrite,
 # a restored backup) is read afresh. Only small files are kept, the many manifests of small
 # commits whose per-file cost adds up: a big manifest's decoded entries take tens of times
@@ -204,10 +216,37 @@ _DECODED_MAX_FILE = 64 * 1024
 _DECODED_FILES = 256
 
 
-@functools.lru_cache(maxsize=_DECODED_FILES)
-def _decoded_local_file(local: str, size: int, mtime_ns: int, decode: Callable[[bytes], Any]) -> Any:
-    with open(local, "rb") as f:
-        return decode(f.read())
+_decoded: "collections.OrderedDict[tuple[str, int, int, Any], Any]" = collections.OrderedDict()
+_decoded_lock = threading.Lock()
+_MISSING = object()
+
+
+def _decoded_key(local: str, decode: Callable[[bytes], Any]) -> tuple[str, int, int, Any] | None:
+    """The cache key of a local file as it is now, or None if it is missing or too big."""
+    try:
+        st = os.stat(local)
+    except FileNotFoundError:
+        return None
+    if st.st_size > _DECODED_MAX_FILE:
+        return None
+    return (local, st.st_size, st.st_mtime_ns, decode)
+
+
+def _keep_decoded(key: tuple[str, int, int, Any], value: Any) -> None:
+    with _decoded_lock:
+        _decoded[key] = value
+        _decoded.move_to_end(key)
+        while len(_decoded) > _DECODED_FILES:
+            _decoded.popitem(last=False)
+
+
+def _cached_decoded(key: tuple[str, int, int, Any]) -> Any:
+    """The kept value of ``key``, or ``_MISSING``."""
+    with _decoded_lock:
+        value = _decoded.get(key, _MISSING)
+        if value is not _MISSING:
+            _decoded.move_to_end(key)
+        return value
 
 
 def _store_errors(method: Any) -> Any:
@@ -355,16 +394,27 @@ class FileIO:
         manifest, a manifest list): on a local disk the result is kept for the process, so
         that a write's plan, its commit and the compaction check after it decode each
         manifest once. ``decode`` must return an immutable value."""
-        if not self.local:
-            return decode(self.read_bytes(path))
-        try:
-            st = os.stat(local_path(path))
-        except FileNotFoundError:
-            return decode(self.read_bytes(path))  # says which file is missing, as reads do
-        if st.st_size > _DECODED_MAX_FILE:
+        key = _decoded_key(local_path(path), decode) if self.local else None
+        if key is None:  # a missing file's read says which file is missing, as reads do
             return decode(self.read_bytes(path))
         _before("read")
-        return _decoded_local_file(local_path(path), st.st_size, st.st_mtime_ns, decode)
+        value = _cached_decoded(key)
+        if value is _MISSING:
+            with open(key[0], "rb") as f:
+                value = decode(f.read())
+            _keep_decoded(key, value)
+        return value
+
+    def write_decoded(self, path: str, data: bytes, decode: Callable[[bytes], Any], value: Any) -> None:
+        """``write_bytes(path, data)`` of a new file that ``read_decoded(path, decode)`` will
+        want back, with ``value`` (what ``decode(data)`` returns) kept for it: the commit's
+        new manifests are read again by the compaction check after it and by the next
+        write's plan, and need not be decoded then. The caller vouches that ``value`` equals
+        ``decode(data)``."""
+        self.write_bytes(path, data)
+        key = _decoded_key(local_path(path), decode) if self.local else None
+        if key is not None and key[1] == len(data):
+            _keep_decoded(key, value)
 
     def read_text(self, path: str) -> str:
         data = self.read_bytes(path)
@@ -421,6 +471,12 @@ class FileIO:
         return FileStatus(name, int(e.get("size") or 0), e.get("type") == "directory", mtime, e.get("ETag"))
 
     def list_names(self, path: str) -> list[str]:
+        """Names of the direct children of ``path``, as ``list_dir`` lists them."""
+        if self.local:
+            # Names only: no stat per entry (list_numbered lists snapshot/ and schema/ several
+            # times a write, and snapshot/ holds every retained snapshot).
+            _before("list")
+            return _local_list_names(path)
         return [s.path.rstrip("/").rsplit("/", 1)[-1] for s in self.list_dir(path)]
 
     def list_numbered(self, path: str, prefix: str) -> list[int]:

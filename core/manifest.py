@@ -273,11 +273,14 @@ class ManifestIO:
         """fastavro's name for the table's manifest compression."""
         return _CODECS.get(self.compression.lower(), "zstandard")
 
-    def _write(self, schema: Any, records: Iterable[dict[str, Any]], name: str) -> int:
+    def _write(self, schema: Any, objects: Sequence[Any], name: str, decode: Any) -> int:
+        """Write ``objects`` (ManifestEntry or ManifestFileMeta) as the Avro file ``name``;
+        ``decode`` is how ``_read`` decodes it, so that the objects are kept as what a read
+        of the file returns (they are frozen and compare equal to a fresh decode)."""
         buf = io.BytesIO()
-        fastavro.writer(buf, schema, records, codec=self.avro_codec)
+        fastavro.writer(buf, schema, (o.to_avro() for o in objects), codec=self.avro_codec)
         data = buf.getvalue()
-        self.file_io.write_bytes(join(self.dir, name), data)
+        self.file_io.write_decoded(join(self.dir, name), data, decode, tuple(objects))
         return len(data)
 
     def _read(self, name: str, decode: Any, what: str) -> list[Any]:
@@ -295,7 +298,7 @@ class ManifestIO:
     def write_manifest(self, entries: Sequence[ManifestEntry], schema_id: int,
                        partition_types: Sequence[Any]) -> ManifestFileMeta:
         name = self._next_name("manifest")
-        size = self._write(MANIFEST_ENTRY_SCHEMA, (e.to_avro() for e in entries), name)
+        size = self._write(MANIFEST_ENTRY_SCHEMA, entries, name, _manifest_entries)
         return ManifestFileMeta(
             file_name=name,
             file_size=size,
@@ -316,7 +319,7 @@ class ManifestIO:
     # ---- manifest lists ------------------------------------------------------------
     def write_manifest_list(self, metas: Sequence[ManifestFileMeta]) -> tuple[str, int]:
         name = self._next_name("manifest-list")
-        size = self._write(MANIFEST_FILE_META_SCHEMA, (m.to_avro() for m in metas), name)
+        size = self._write(MANIFEST_FILE_META_SCHEMA, metas, name, _manifest_file_metas)
         return name, size
 
     def read_manifest_list(self, name: str) -> list[ManifestFileMeta]:

@@ -195,8 +195,31 @@ def external_provider(schema: TableSchema, bucket_dir: str,
         store_scheme="file" if file_io.local else file_io.scheme)
 
 
+# Per-schema values each data file needs (its Arrow schema, its writer options), kept by the
+# schema object's identity: the latest schema is parsed once per process (schema.parsed_schema),
+# so a write's files share one object, and building these anew cost ~0.1 ms a file.
+_PER_SCHEMA: dict[tuple[int, Any], tuple[TableSchema, Any]] = {}
+_PER_SCHEMA_LIMIT = 256
+
+
+def _per_schema(schema: TableSchema, key: Any, compute: Any) -> Any:
+    """``compute()``, kept for ``schema`` (this very object) and ``key``."""
+    kept = _PER_SCHEMA.get((id(schema), key))
+    if kept is not None and kept[0] is schema:  # the schema held in the entry keeps its id unique
+        return kept[1]
+    value = compute()
+    if len(_PER_SCHEMA) >= _PER_SCHEMA_LIMIT:
+        _PER_SCHEMA.clear()
+    _PER_SCHEMA[(id(schema), key)] = (schema, value)
+    return value
+
+
 def physical_schema(schema: TableSchema) -> pa.Schema:
     """Columns of a primary-key data file: _KEY_*, _SEQUENCE_NUMBER, _VALUE_KIND, full row."""
+    return _per_schema(schema, "physical", lambda: _physical_schema(schema))
+
+
+def _physical_schema(schema: TableSchema) -> pa.Schema:
     key_fields = [arrow_field(f) for f in schema.key_fields]
     return pa.schema(
         [pa.field(KEY_PREFIX + f.name, f.type, False) for f in key_fields]
@@ -259,7 +282,8 @@ def encode_with_footer(out: pa.Table, schema: TableSchema) -> tuple[bytes | pa.B
         return formats.encode_orc(out, opts.file_compression), None
     if opts.file_format == "avro":
         return formats.encode_avro(out, file_fields(schema), formats.avro_codec(opts.raw), opts.zstd_level), None
-    out, int96 = timestamp_layout(out)
+    # Only TIMESTAMP(7..9) columns change the layout; most tables have none.
+    out, int96 = timestamp_layout(out) if _has_nano_columns(schema) else (out, False)
     # An Arrow output stream, not io.BytesIO: the writer then never calls back into Python
     # for its writes (a quarter of a small file's encoding time went there).
     sink = pa.BufferOutputStream()
@@ -270,9 +294,23 @@ def encode_with_footer(out: pa.Table, schema: TableSchema) -> tuple[bytes | pa.B
     return sink.getvalue(), stats.footer_stats(footer[0])
 
 
+def _has_nano_columns(schema: TableSchema) -> bool:
+    """Whether the table's data files have a TIMESTAMP(7..9) column (key columns and system
+    columns repeat or add none)."""
+    return _per_schema(schema, "nanos", lambda: any(_has_nanos(arrow_field(f).type) for f in schema.fields))
+
+
 def parquet_options(schema: TableSchema, int96: bool, file_schema: pa.Schema) -> dict[str, Any]:
     """The ``pyarrow.parquet`` writer options of a data file with columns ``file_schema`` (one
-    set, so a file written whole and one written row group by row group come out the same)."""
+    set, so a file written whole and one written row group by row group come out the same).
+    A data file's columns and their types follow from the table's schema and ``int96``, so
+    the names tell its file schemas apart (primary-key files, append files). The caller must
+    not change the returned dict."""
+    return _per_schema(schema, ("parquet", int96, tuple(file_schema.names)),
+                       lambda: _parquet_options(schema, int96, file_schema))
+
+
+def _parquet_options(schema: TableSchema, int96: bool, file_schema: pa.Schema) -> dict[str, Any]:
     opts = schema.core_options
     return {"compression": opts.file_compression, "use_deprecated_int96_timestamps": int96,
             "compression_level": opts.zstd_level if opts.file_compression == "zstd" else None,

@@ -295,15 +295,16 @@ def test_earliest_hint_is_checked_cheaply(tmp_path: Path) -> None:
     expire_snapshots(t, retain_min=1, older_than=NO_TIME, max_deletes=4, dry_run=False)
     assert t.snapshots.earliest_id() == 5
     calls = []
-    real = t.file_io.list_dir
-    t.file_io.list_dir = lambda p: calls.append(p) or real(p)  # type: ignore[method-assign]
+    real = t.file_io.list_names  # what list_numbered lists with
+    t.file_io.list_names = lambda p: calls.append(p) or real(p)  # type: ignore[method-assign]
     try:
         assert t.snapshots.earliest_id() == 5
         assert calls == []  # a right hint needs no listing
         t.file_io.overwrite_hint(join(t.snapshots.dir, "EARLIEST"), "2")  # stale hint: falls back to listing
         assert t.snapshots.earliest_id() == 5
+        assert calls
     finally:
-        del t.file_io.list_dir
+        del t.file_io.list_names
 
 
 def test_post_commit_expiration_uses_table_options(tmp_path: Path) -> None:

@@ -58,11 +58,16 @@ def test_a_local_manifest_is_decoded_once_per_process(tmp_path, monkeypatch):
     mio = ManifestIO(FileIO.for_uri(str(tmp_path)), str(tmp_path))
     entries = [ManifestEntry(ADD, binary_row.EMPTY_ROW, 0, 1, _file("a"))]
     meta = mio.write_manifest(entries, 0, [])
+    # another writer's manifest: the same bytes under a name this process did not write
+    other = tmp_path / "manifest" / "manifest-of-another-writer-0"
+    other.write_bytes((tmp_path / "manifest" / meta.file_name).read_bytes())
     seen = _decodes(monkeypatch)
-    first = mio.read_manifest(meta.file_name)
+    first = mio.read_manifest(other.name)
     first.append("a caller's own list")  # each call gets a list of its own
-    again = ManifestIO(FileIO.for_uri(str(tmp_path)), str(tmp_path)).read_manifest(meta.file_name)
+    again = ManifestIO(FileIO.for_uri(str(tmp_path)), str(tmp_path)).read_manifest(other.name)
     assert again == entries and len(seen) == 1
+    # the one this process wrote is kept as written: not decoded at all
+    assert mio.read_manifest(meta.file_name) == entries and len(seen) == 1
 
 
 def test_a_manifest_rewritten_under_its_name_is_read_afresh(tmp_path):
@@ -82,7 +87,8 @@ def test_a_manifest_rewritten_under_its_name_is_read_afresh(tmp_path):
 
 def test_a_write_opens_each_manifest_once(tmp_path, monkeypatch):
     """The plan, the commit and the compaction check after it need the same manifests and
-    manifest lists: each is opened once, however often it is read."""
+    manifest lists: each written by another process is opened once, however often it is read,
+    and the ones the write itself adds are not opened at all."""
     import collections
 
     import pyarrow as pa
@@ -95,6 +101,9 @@ def test_a_write_opens_each_manifest_once(tmp_path, monkeypatch):
     create(t, "id BIGINT NOT NULL, v STRING", primary_keys=["id"], options={"bucket": "2"})
     for start in (0, 10):
         t.write(pa.table({"id": pa.array(range(start, start + 10), pa.int64()), "v": ["x"] * 10}))
+    before = {p.name for p in (tmp_path / "wh" / "db.db" / "t" / "manifest").iterdir()}
+    # as if another process had written them: nothing kept
+    monkeypatch.setattr(core.fileio, "_decoded", collections.OrderedDict())
     opened = collections.Counter()
 
     def spy(path, *args, **kwargs):
@@ -105,6 +114,7 @@ def test_a_write_opens_each_manifest_once(tmp_path, monkeypatch):
     monkeypatch.setattr(core.fileio, "open", spy, raising=False)
     t.write(pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["y", "z"]}))
     assert opened and max(opened.values()) == 1, opened
+    assert {p.rsplit("/", 1)[1] for p in opened} <= before, opened
 
 
 def test_a_big_manifest_is_not_kept(tmp_path, monkeypatch):

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import binary_row, stats, tempdirs
+from core import binary_row, fileio, stats, tempdirs
 from core.commit import base_entries
 from core.engines import EngineSettings
 from core.engines import local as local_engine
@@ -268,3 +268,136 @@ def test_a_schema_file_is_parsed_once_and_a_new_one_is_seen(tmp_path: Path) -> N
     assert t.schema.options.get("snapshot.num-retained.max") == "7"
     assert t.schema.id == first.id + 1
     assert "snapshot.num-retained.max" not in first.options
+
+
+def _kept_manifests(table_dir: Path) -> list[tuple[str, Any, Any]]:
+    """Per manifest and manifest list of the table: (name, what the process keeps for it,
+    what a fresh decode of its bytes gives)."""
+    from core.manifest import _manifest_entries, _manifest_file_metas
+
+    out = []
+    for path in sorted((table_dir / "manifest").glob("manifest-*")):  # not the index manifests
+        decode = _manifest_file_metas if path.name.startswith("manifest-list-") else _manifest_entries
+        key = fileio._decoded_key(str(path), decode)
+        assert key is not None
+        out.append((path.name, fileio._cached_decoded(key), decode(path.read_bytes())))
+    return out
+
+
+@pytest.mark.parametrize("kind", ["primary-key", "deletion-vectors", "append"])
+def test_the_manifests_a_commit_keeps_are_exactly_a_fresh_decode(tmp_path: Path, kind: str) -> None:
+    """A commit keeps the manifests and manifest lists it writes for the reads after it (the
+    compaction check, the next write's plan): each kept value is what decoding the file gives,
+    field by field and type by type (repr tells a list from a tuple, True from 1)."""
+    t = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    options = {"bucket": "2", "num-sorted-run.compaction-trigger": "2"}
+    keys: dict[str, Any] = {"primary_keys": ["id", "dt"], "partition_keys": ["dt"]}
+    if kind == "deletion-vectors":
+        options["deletion-vectors.enabled"] = "true"
+    if kind == "append":
+        keys, options = {"partition_keys": ["dt"]}, {"bucket": "-1"}
+    create(t, "id BIGINT NOT NULL, dt STRING NOT NULL, v DOUBLE, ts TIMESTAMP(3)", options=options, **keys)
+    for start in (0, 5, 10):
+        rows = pa.table({"id": pa.array(range(start, start + 10), pa.int64()),
+                         "dt": ["a", "b"] * 5, "v": [1.5, None] * 5,
+                         "ts": pa.array([1_700_000_000_000 + i for i in range(10)], pa.timestamp("ms"))})
+        write(t, rows, engine_settings=LOCAL)
+    if kind != "append":
+        gone = pa.table({"id": pa.array([1, 2], pa.int64()), "dt": ["b", "a"], "v": [None, None],
+                         "ts": pa.array([None, None], pa.timestamp("ms")), "_kind": ["-D", "-D"]})
+        write(t, gone, row_kind_column="_kind", engine_settings=LOCAL)
+    kept = _kept_manifests(tmp_path / "wh" / "db.db" / "t")
+    assert len(kept) >= 8
+    for name, value, fresh in kept:
+        assert value is not fileio._MISSING, name  # every file this process wrote is kept
+        assert value == fresh and repr(value) == repr(fresh), name
+
+
+_OTHER_WRITER = """
+import sys
+import pyarrow as pa
+from core.engines import EngineSettings
+from core.ops.write import write
+from core.table import Table
+t = Table.locate("db.t", warehouse=sys.argv[1])
+ids = [int(i) for i in sys.argv[2].split(",")]
+write(t, pa.table({"id": pa.array(ids, pa.int64()), "v": ["other"] * len(ids)}),
+      engine_settings=EngineSettings(engine="local"))
+"""
+
+
+def test_a_commit_of_another_process_between_two_writes_is_seen(tmp_path: Path) -> None:
+    """The manifests this process keeps never hide another process's commit: its write after
+    that commit keeps the other's rows, and the compaction after it (trigger 2) merges them in."""
+    import subprocess
+    import sys
+
+    warehouse = str(tmp_path / "wh")
+    t = Table.locate("db.t", warehouse=warehouse)
+    create(t, "id BIGINT NOT NULL, v STRING", primary_keys=["id"],
+           options={"bucket": "1", "num-sorted-run.compaction-trigger": "3"})
+    model: dict[int, str] = {}
+
+    def ours(ids: list[int], v: str) -> None:
+        write(t, pa.table({"id": pa.array(ids, pa.int64()), "v": [v] * len(ids)}), engine_settings=LOCAL)
+        model.update({i: v for i in ids})
+
+    ours([1, 2, 3], "first")
+    subprocess.run([sys.executable, "-c", _OTHER_WRITER, warehouse, "3,4,5"], check=True,
+                   env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    model.update({i: "other" for i in (3, 4, 5)})
+    ours([5, 6], "second")  # the third sorted run: the check after this commit compacts
+    ours([7], "third")
+    kinds = [t.snapshots.snapshot(i).commit_kind for i in range(1, (t.snapshots.latest_id() or 0) + 1)]
+    assert kinds[:3] == ["APPEND"] * 3 and "COMPACT" in kinds[3:], kinds
+    got = scan(t, engine_settings=LOCAL)
+    assert dict(zip(got.column("id").to_pylist(), got.column("v").to_pylist())) == model
+
+
+def test_a_new_schema_s_file_layout_is_used_by_the_next_write(tmp_path: Path) -> None:
+    """The file layout kept per schema (Arrow schema, writer options, nanosecond check) never
+    outlives its schema: after another handle alters the table, this handle's next write
+    encodes with the new compression, the new column and its INT96 timestamps."""
+    from core.evolution import AddColumn
+
+    t = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    create(t, "id BIGINT NOT NULL, v STRING", primary_keys=["id"], options={"bucket": "1"})
+
+    def newest_file() -> pq.ParquetFile:
+        files = sorted((tmp_path / "wh" / "db.db" / "t" / "bucket-0").glob("*.parquet"), key=os.path.getmtime)
+        return pq.ParquetFile(files[-1])
+
+    write(t, pa.table({"id": pa.array([1], pa.int64()), "v": ["a"]}), engine_settings=LOCAL)
+    assert newest_file().metadata.row_group(0).column(0).compression == "ZSTD"
+    other = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    other.alter([SetOption("file.compression", "snappy"), AddColumn("ts", parse_type("TIMESTAMP(9)"))])
+    write(t, pa.table({"id": pa.array([2], pa.int64()), "v": ["b"],
+                       "ts": pa.array([1_700_000_000_123_456_789], pa.timestamp("ns"))}), engine_settings=LOCAL)
+    f = newest_file()
+    assert f.schema_arrow.names[-1] == "ts"
+    assert f.metadata.row_group(0).column(0).compression == "SNAPPY"
+    assert f.schema.column(len(f.schema_arrow.names) - 1).physical_type == "INT96"
+    got = scan(t, engine_settings=LOCAL).sort_by("id")
+    assert got.column("ts").to_pylist()[0] is None
+    assert got.column("ts").cast(pa.int64()).to_pylist()[1] == 1_700_000_000_123_456_789
+
+
+def test_local_names_are_the_names_list_dir_gives(tmp_path: Path) -> None:
+    """list_names on a local disk lists without a stat per entry; its names are list_dir's
+    (fsspec's local ls): a directory's children, an absent path as empty, a file as itself."""
+    from core.fileio import FileIO
+
+    fio = FileIO.for_uri(str(tmp_path))
+    (tmp_path / "snapshot").mkdir()
+    for name in ("snapshot-1", "snapshot-2", "LATEST", "EARLIEST"):
+        (tmp_path / "snapshot" / name).write_text("x")
+    (tmp_path / "snapshot" / "sub").mkdir()
+
+    def via_list_dir(path: str) -> list[str]:
+        return sorted(s.path.rstrip("/").rsplit("/", 1)[-1] for s in fio.list_dir(path))
+
+    for path in (str(tmp_path / "snapshot"), str(tmp_path / "absent"), str(tmp_path / "snapshot" / "LATEST"),
+                 "file:" + str(tmp_path / "snapshot")):
+        assert sorted(fio.list_names(path)) == via_list_dir(path), path
+    assert sorted(fio.list_names(str(tmp_path / "snapshot"))) == ["EARLIEST", "LATEST", "snapshot-1", "snapshot-2", "sub"]
+    assert fio.list_numbered(str(tmp_path / "snapshot"), "snapshot-") == [1, 2]
