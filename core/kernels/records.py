@@ -54,7 +54,7 @@ def _sole_int_key(table: pa.Table, keys: Sequence[str]) -> np.ndarray | None:
     column = table.column(keys[0])
     if not pa.types.is_integer(column.type) or column.null_count:
         return None
-    return column.to_numpy()
+    return numpy_ints(column)  # not to_numpy(): a chunked column's imports pandas
 
 
 def _in_key_and_sequence_order(table: pa.Table, keys: Sequence[str], seq_column: str) -> bool:
@@ -66,7 +66,7 @@ def _in_key_and_sequence_order(table: pa.Table, keys: Sequence[str], seq_column:
     seq = table.column(seq_column)
     if seq.null_count:
         return False
-    seq_values = seq.to_numpy()
+    seq_values = numpy_ints(seq)
     later, earlier = values[1:], values[:-1]
     return bool(np.all((later > earlier) | ((later == earlier) & (seq_values[1:] > seq_values[:-1]))))
 
