@@ -222,22 +222,21 @@ def _read_columns(path: str, meta: DataFileMeta, file_io: FileIO, wanted: tuple[
             table = formats.read_avro(source, columns)
         return table, [table.num_rows], None
     # Row groups are pruned by their stats in Parquet files only.
-    footer = _footer(path, file_io, source)
-    reader = _open_parquet(source, footer)
+    cached = _footer(path, file_io, source)
+    reader = _open_parquet(source, cached.metadata if cached is not None else None)
     try:
-        metadata = reader.metadata
-        group_rows = [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
-        indices = _leaf_indices(metadata, wanted) if footer is not None else _leaves(metadata, wanted)
+        footer = cached if cached is not None else Footer(reader.metadata)
+        group_rows = footer.group_rows
+        indices = footer.leaves(wanted)
         if row_filter is None and only_groups is None:
             table, groups = _decode(reader, None, indices), None
         else:
-            groups = list(range(metadata.num_row_groups)) if only_groups is None else list(only_groups)
+            groups = list(range(len(group_rows))) if only_groups is None else list(only_groups)
             if row_filter is not None:
                 matching = set(matching_row_groups(reader, row_filter, read_fields, mapping))
                 groups = [g for g in groups if g in matching]
             table = _decode(reader, groups, indices)
-        int96 = _int96_columns(metadata) if footer is not None else _int96_columns.__wrapped__(metadata)
-        if int96 and int96 & set(wanted):
+        if footer.int96 and footer.int96 & set(wanted):
             _check_int96_range(source, reader, table, path)
         return table, group_rows, groups
     finally:
@@ -263,18 +262,18 @@ def _decode(reader: ParquetReader, groups: list[int] | None, indices: list[int])
     return reader.read_row_groups(groups, column_indices=indices, use_threads=False)
 
 
-def _leaves(metadata: pq.FileMetaData, names: Sequence[str]) -> list[int]:
-    """The leaf column indices of the top-level columns ``names`` of a Parquet file, in that
-    order (a nested column's leaves together); names the file lacks are left out, as
-    ``pq.ParquetFile.read`` leaves them. Found from the Arrow schema's fields (a name may
-    hold a dot, so the leaves' dotted paths do not say where a top-level column ends)."""
+def _top_level_leaves(metadata: pq.FileMetaData) -> dict[str, list[int]]:
+    """The leaf column indices of each top-level column of a Parquet file (a nested column's
+    leaves together). Found from the Arrow schema's fields: a name may hold a dot, so the
+    leaves' dotted paths do not say where a top-level column ends. A name the file lacks has
+    no leaves, and is left out of a read, as ``pq.ParquetFile.read`` leaves it."""
     by_top: dict[str, list[int]] = {}
     start = 0
     for field in metadata.schema.to_arrow_schema():
         count = _leaf_count(field.type)
         by_top[field.name] = list(range(start, start + count))
         start += count
-    return [i for name in names for i in by_top.get(name, ())]
+    return by_top
 
 
 def _leaf_count(t: pa.DataType) -> int:
@@ -288,13 +287,6 @@ def _leaf_count(t: pa.DataType) -> int:
     return 1
 
 
-# Keyed by the cached footer object (one per file, size and mtime included), like _ranges_of.
-@functools.lru_cache(maxsize=4096)
-def _leaf_indices(metadata: pq.FileMetaData, names: tuple[str, ...]) -> list[int]:
-    return _leaves(metadata, names)
-
-
-@functools.lru_cache(maxsize=4096)
 def _int96_columns(metadata: pq.FileMetaData) -> frozenset[str]:
     """The top-level INT96 columns of a Parquet file (a legacy timestamp a read checks)."""
     schema = metadata.schema
@@ -390,12 +382,10 @@ def _group_rows(path: str, meta: DataFileMeta, file_io: FileIO) -> list[int] | N
         metadata = _footer(path, file_io, path)
     except (OSError, ValueError):
         return None
-    if metadata is None:
-        return None
-    return [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
+    return None if metadata is None else metadata.group_rows
 
 
-def _footer(path: str, file_io: FileIO, source: Any) -> pq.FileMetaData | None:
+def _footer(path: str, file_io: FileIO, source: Any) -> Footer | None:
     """The footer of the local Parquet file at ``path`` (cached); None on object stores, whose
     files are fetched whole anyway (``source`` is then the bytes and parsed with the file)."""
     if not file_io.local or not isinstance(source, str):
@@ -405,11 +395,34 @@ def _footer(path: str, file_io: FileIO, source: Any) -> pq.FileMetaData | None:
     return _parsed_footer(local, st.st_size, st.st_mtime_ns)
 
 
+class Footer:
+    """A Parquet file's parsed footer and what reads look up in it, worked out once per file:
+    the rows of each row group, the leaf columns of each top-level column, the INT96 ones, and
+    whatever else a reader keeps here (``derived``: key_read's per-group key ranges). Not keyed
+    by ``pq.FileMetaData`` itself: its hash walks the whole schema on every lookup."""
+
+    __slots__ = ("metadata", "group_rows", "int96", "_tops", "derived")
+
+    def __init__(self, metadata: pq.FileMetaData) -> None:
+        self.metadata = metadata
+        self.group_rows = [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
+        self.int96 = _int96_columns(metadata)
+        self._tops: dict[str, list[int]] | None = None
+        self.derived: dict[Any, Any] = {}
+
+    def leaves(self, names: Sequence[str]) -> list[int]:
+        """The leaf column indices of the top-level columns ``names`` (see ``_top_level_leaves``)."""
+        if self._tops is None:
+            self._tops = _top_level_leaves(self.metadata)
+        tops = self._tops
+        return [i for name in names for i in tops.get(name, ())]
+
+
 # A data file never changes once written (its name is unique), so a read that opens it again,
 # in this call (the row groups of read_file_parts, the rows of read_rows_at) or the next,
 # skips the footer. Size and mtime are part of the key so that a file replaced under the same
 # name is read afresh.
 @functools.lru_cache(maxsize=4096)
-def _parsed_footer(local: str, size: int, mtime_ns: int) -> pq.FileMetaData:
+def _parsed_footer(local: str, size: int, mtime_ns: int) -> Footer:
     """The parsed footer of the local Parquet file ``local`` of that size and mtime."""
-    return pq.read_metadata(local)
+    return Footer(pq.read_metadata(local))
