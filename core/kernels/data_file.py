@@ -132,10 +132,14 @@ def _positions(group_rows: list[int], groups: list[int] | None) -> pa.Array:
     """The file positions of the rows of ``groups`` (None: all row groups), in file order."""
     if groups is None:
         return int_array(np.arange(sum(group_rows), dtype=np.int64))
-    starts = np.cumsum([0] + group_rows)
-    if not groups:
-        return int_array(np.zeros(0, np.int64))
-    return int_array(np.concatenate([np.arange(starts[g], starts[g + 1], dtype=np.int64) for g in groups]))
+    rows = np.asarray(group_rows, np.int64)
+    starts = np.cumsum(rows) - rows
+    chosen = np.asarray(groups, np.int64)
+    counts = rows[chosen]
+    # each row: its group's first position plus its offset in the group (numpy throughout,
+    # not one arange per group: a lookup's key pass reads hundreds of groups)
+    offsets = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    return int_array(np.repeat(starts[chosen], counts) + offsets)
 
 
 def read_rows_at(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fields: Sequence[DataField],
@@ -304,8 +308,8 @@ def _prunable(t: pa.DataType) -> bool:
             or pa.types.is_decimal(t) or pa.types.is_timestamp(t) or pa.types.is_time(t))
 
 
-def matching_row_groups(parquet: pq.ParquetFile | ParquetReader, row_filter: Predicate, read_fields: Sequence[DataField],
-                        mapping: Mapping[int, DataField]) -> list[int]:
+def matching_row_groups(parquet: pq.ParquetFile | ParquetReader, row_filter: Predicate,
+                        read_fields: Sequence[DataField], mapping: Mapping[int, DataField]) -> list[int]:
     """Indices of the row groups whose column stats may satisfy ``row_filter``.
 
     Stats are used only for a filtered column whose type in the file is the type it is read

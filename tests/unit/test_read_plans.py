@@ -127,3 +127,18 @@ def test_plans_differ_by_the_columns_needed(tmp_path: Path, needed: frozenset[st
                 assert got.column(name).null_count == got.num_rows, (meta.schema_id, name)
         if needed is None or "w" in needed:
             assert got.column("w").null_count == 0
+
+
+def test_positions_of_chosen_row_groups_count_every_row_before_them() -> None:
+    """data_file._positions against one arange per chosen group (the hand model)."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        group_rows = [int(n) for n in rng.integers(0, 9, rng.integers(1, 8))]
+        groups = sorted(int(g) for g in rng.choice(len(group_rows), rng.integers(0, len(group_rows) + 1),
+                                                    replace=False))
+        starts = [sum(group_rows[:g]) for g in range(len(group_rows))]
+        expected = [starts[g] + k for g in groups for k in range(group_rows[g])]
+        assert data_file._positions(group_rows, groups).to_pylist() == expected
+        assert data_file._positions(group_rows, None).to_pylist() == list(range(sum(group_rows)))
