@@ -33,12 +33,6 @@ if TYPE_CHECKING:
     from core.predicate import Predicate
 
 
-def _file_columns(read_fields: Sequence[DataField], file_schema: TableSchema) -> dict[int, DataField]:
-    """Read field id -> the field as the file's own schema names and types it."""
-    by_id = {f.id: f for f in file_schema.fields}
-    return {f.id: by_id[f.id] for f in read_fields if f.id in by_id}
-
-
 @dataclass(frozen=True)
 class _Plan:
     """How the files of one schema are read in a read schema: which of their columns, and
