@@ -10,12 +10,14 @@ from __future__ import annotations
 import functools
 import io
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pyarrow._parquet import ParquetReader
 
 from core import formats
 from core.arrow_values import boolean_array, int_array
@@ -31,10 +33,35 @@ if TYPE_CHECKING:
     from core.predicate import Predicate
 
 
-def _file_columns(read_fields: Sequence[DataField], file_schema: TableSchema) -> dict[int, DataField]:
-    """Read field id -> the field as the file's own schema names and types it."""
-    by_id = {f.id: f for f in file_schema.fields}
-    return {f.id: by_id[f.id] for f in read_fields if f.id in by_id}
+@dataclass(frozen=True)
+class _Plan:
+    """How the files of one schema are read in a read schema: which of their columns, and
+    where each read column comes from (its name in the file; None: not there, read as null)."""
+
+    mapping: Mapping[int, DataField]  # read field id -> the field as the file names and types it
+    wanted: tuple[str, ...]  # the file's columns to read
+    sources: tuple[str | None, ...]  # per read field
+    targets: tuple[pa.Field, ...]  # per output column (read fields, then system and position columns)
+    schema: pa.Schema
+
+
+# Every file of a read is mapped the same way when it has the same schema: the plan is built
+# once per (file fields, read fields, options), rather than per file. The key is the fields
+# themselves, not a schema id, so files of another table or schema never share a plan.
+@functools.lru_cache(maxsize=256)
+def _plan(file_fields: tuple[DataField, ...], read_fields: tuple[DataField, ...], needed: frozenset[str] | None,
+          system_columns: bool, positions: bool) -> _Plan:
+    by_id = {f.id: f for f in file_fields}
+    mapping = {f.id: by_id[f.id] for f in read_fields if f.id in by_id and (needed is None or f.name in needed)}
+    wanted = [mapping[f.id].name for f in read_fields if f.id in mapping]
+    targets = [arrow_field(f).with_nullable(True) for f in read_fields]
+    if system_columns:
+        wanted += [SEQUENCE_NUMBER, VALUE_KIND]
+        targets += [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())]
+    if positions:
+        targets.append(pa.field(POSITION, pa.int64()))
+    sources = tuple(mapping[f.id].name if f.id in mapping else None for f in read_fields)
+    return _Plan(mapping, tuple(wanted), sources, tuple(targets), pa.schema(targets))
 
 
 # A column ``read_file(positions=True)`` adds: each row's position in its file (0-based, counting
@@ -56,13 +83,10 @@ def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fiel
         CorruptMetadataError: the file is missing or unreadable, or holds a timestamp outside
             the years a nanosecond column can hold (1677-2262) in a column that is read.
     """
-    mapping = _file_columns([f for f in read_fields if needed is None or f.name in needed], file_schema)
-    wanted = [mapping[f.id].name for f in read_fields if f.id in mapping]
-    if system_columns:
-        wanted += [SEQUENCE_NUMBER, VALUE_KIND]
+    plan = _plan(file_schema.fields, tuple(read_fields), needed, system_columns, positions)
     try:
-        table, group_rows, groups = _read_columns(path, meta, file_io, wanted, row_filter, read_fields, mapping,
-                                                  only_groups)
+        table, group_rows, groups = _read_columns(path, meta, file_io, plan.wanted, row_filter, read_fields,
+                                                  plan.mapping, only_groups)
         if positions:  # before the deletion vector drops rows: positions count every row
             table = table.append_column(POSITION, _positions(group_rows, groups))
         if deletion is not None:
@@ -71,42 +95,45 @@ def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fiel
         raise CorruptMetadataError(f"data file {path} listed in a manifest is missing") from e
     except (ValueError, OSError) as e:  # pa.ArrowInvalid is a ValueError
         raise CorruptMetadataError(f"cannot read data file {path}: {e}") from e
-    columns, fields = [], []
-    for f in read_fields:
-        target = arrow_field(f)
-        if f.id in mapping:
-            col = table.column(mapping[f.id].name)
-            if col.type != target.type:
-                counted = timestamps_from_counts(col.type, target.type)
-                if counted != col.type:
-                    col = col.cast(counted)
-                try:
-                    col = pc.cast(col, target.type)
-                except pa.ArrowInvalid as e:
-                    if not pa.types.is_timestamp(target.type):
-                        raise
-                    raise CorruptMetadataError(_out_of_range(path, f.name, str(e))) from None
-        else:
-            col = pa.nulls(table.num_rows, target.type)
-        columns.append(col)
-        fields.append(target.with_nullable(True))
+    columns = [_column(table, source, target, path) for source, target in zip(plan.sources, plan.targets)]
     if system_columns:
         columns += [pc.cast(table.column(SEQUENCE_NUMBER), pa.int64()), pc.cast(table.column(VALUE_KIND), pa.int8())]
-        fields += [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())]
     if positions:
         columns.append(table.column(POSITION))
-        fields.append(pa.field(POSITION, pa.int64()))
-    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+    return pa.Table.from_arrays(columns, schema=plan.schema)
+
+
+def _column(table: pa.Table, source: str | None, target: pa.Field, path: str) -> pa.ChunkedArray | pa.Array:
+    """The read column ``target`` from the file's column ``source`` (None: nulls), cast to the
+    read type where the file holds another (a widened type, timestamps counted in other units)."""
+    if source is None:
+        return pa.nulls(table.num_rows, target.type)
+    col = table.column(source)
+    if col.type == target.type:
+        return col
+    counted = timestamps_from_counts(col.type, target.type)
+    if counted != col.type:
+        col = col.cast(counted)
+    try:
+        return pc.cast(col, target.type)
+    except pa.ArrowInvalid as e:
+        if not pa.types.is_timestamp(target.type):
+            raise
+        raise CorruptMetadataError(_out_of_range(path, target.name, str(e))) from None
 
 
 def _positions(group_rows: list[int], groups: list[int] | None) -> pa.Array:
     """The file positions of the rows of ``groups`` (None: all row groups), in file order."""
     if groups is None:
         return int_array(np.arange(sum(group_rows), dtype=np.int64))
-    starts = np.cumsum([0] + group_rows)
-    if not groups:
-        return int_array(np.zeros(0, np.int64))
-    return int_array(np.concatenate([np.arange(starts[g], starts[g + 1], dtype=np.int64) for g in groups]))
+    rows = np.asarray(group_rows, np.int64)
+    starts = np.cumsum(rows) - rows
+    chosen = np.asarray(groups, np.int64)
+    counts = rows[chosen]
+    # each row: its group's first position plus its offset in the group (numpy throughout,
+    # not one arange per group: a lookup's key pass reads hundreds of groups)
+    offsets = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    return int_array(np.repeat(starts[chosen], counts) + offsets)
 
 
 def read_rows_at(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fields: Sequence[DataField],
@@ -142,7 +169,7 @@ def _out_of_range(path: str, column: str, detail: str) -> str:
             f"read the other columns with --select")
 
 
-def _check_int96_range(source: Any, parquet: pq.ParquetFile, table: pa.Table, path: str) -> None:
+def _check_int96_range(source: Any, parquet: Any, table: pa.Table, path: str) -> None:
     """Refuse a read of a Parquet INT96 column holding a value pyarrow wraps into a wrong date."""
     found = formats.int96_out_of_range(source, parquet, table.column_names)
     if found is not None:
@@ -162,7 +189,7 @@ def _without_deleted(table: pa.Table, group_rows: list[int], groups: list[int] |
     return table.filter(boolean_array(~mask))
 
 
-def _read_columns(path: str, meta: DataFileMeta, file_io: FileIO, wanted: Sequence[str],
+def _read_columns(path: str, meta: DataFileMeta, file_io: FileIO, wanted: tuple[str, ...],
                   row_filter: Predicate | None, read_fields: Sequence[DataField],
                   mapping: Mapping[int, DataField],
                   only_groups: Sequence[int] | None = None) -> tuple[pa.Table, list[int], list[int] | None]:
@@ -193,19 +220,78 @@ def _read_columns(path: str, meta: DataFileMeta, file_io: FileIO, wanted: Sequen
             table = formats.read_avro(source, columns)
         return table, [table.num_rows], None
     # Row groups are pruned by their stats in Parquet files only.
-    with pq.ParquetFile(source, metadata=_footer(path, file_io, source)) as parquet:
-        metadata = parquet.metadata
-        group_rows = [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
+    cached = _footer(path, file_io, source)
+    reader = _open_parquet(source, cached.metadata if cached is not None else None)
+    try:
+        footer = cached if cached is not None else Footer(reader.metadata)
+        group_rows = footer.group_rows
+        indices = footer.leaves(wanted)
         if row_filter is None and only_groups is None:
-            table, groups = parquet.read(columns=list(wanted), use_threads=False), None
+            table, groups = _decode(reader, None, indices), None
         else:
-            groups = list(range(metadata.num_row_groups)) if only_groups is None else list(only_groups)
+            groups = list(range(len(group_rows))) if only_groups is None else list(only_groups)
             if row_filter is not None:
-                matching = set(matching_row_groups(parquet, row_filter, read_fields, mapping))
+                matching = set(matching_row_groups(reader, row_filter, read_fields, mapping))
                 groups = [g for g in groups if g in matching]
-            table = parquet.read_row_groups(groups, columns=list(wanted), use_threads=False)
-        _check_int96_range(source, parquet, table, path)
+            table = _decode(reader, groups, indices)
+        if footer.int96 and footer.int96 & set(wanted):
+            _check_int96_range(source, reader, table, path)
         return table, group_rows, groups
+    finally:
+        reader.close()
+
+
+def _open_parquet(source: str | io.BytesIO, footer: pq.FileMetaData | None) -> ParquetReader:
+    """A reader of the Parquet file ``source``; with its ``footer`` parsed already, the file is
+    not asked for it again. pyarrow's ``ParquetReader`` (in ``pyarrow._parquet``: the reader
+    ``pq.ParquetFile`` itself wraps) rather than ``pq.ParquetFile``, which maps every column path of the file to its name on each opening (a read here opens dozens of
+    files whose leaves are known from the cached footer). No pre-buffering: it coalesces the
+    column chunks' reads through pyarrow's I/O threads, which costs more than it saves on a
+    local file's few small chunks (measured: 3-5% of a key range's or a lookup's CPU)."""
+    reader = ParquetReader()
+    reader.open(source, metadata=footer, pre_buffer=False)
+    return reader
+
+
+def _decode(reader: ParquetReader, groups: list[int] | None, indices: list[int]) -> pa.Table:
+    """The leaf columns ``indices`` of the row groups ``groups`` (None: all), one thread: the
+    reads of a query are many small ones, for which pyarrow's thread pool costs more than it
+    saves."""
+    if groups is None:
+        return reader.read_all(column_indices=indices, use_threads=False)
+    return reader.read_row_groups(groups, column_indices=indices, use_threads=False)
+
+
+def _top_level_leaves(metadata: pq.FileMetaData) -> dict[str, list[int]]:
+    """The leaf column indices of each top-level column of a Parquet file (a nested column's
+    leaves together). Found from the Arrow schema's fields: a name may hold a dot, so the
+    leaves' dotted paths do not say where a top-level column ends. A name the file lacks has
+    no leaves, and is left out of a read, as ``pq.ParquetFile.read`` leaves it."""
+    by_top: dict[str, list[int]] = {}
+    start = 0
+    for field in metadata.schema.to_arrow_schema():
+        count = _leaf_count(field.type)
+        by_top[field.name] = list(range(start, start + count))
+        start += count
+    return by_top
+
+
+def _leaf_count(t: pa.DataType) -> int:
+    """The Parquet leaf columns an Arrow type is stored in."""
+    if pa.types.is_struct(t):
+        return sum(_leaf_count(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_map(t):
+        return _leaf_count(t.key_type) + _leaf_count(t.item_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _leaf_count(t.value_type)
+    return 1
+
+
+def _int96_columns(metadata: pq.FileMetaData) -> frozenset[str]:
+    """The top-level INT96 columns of a Parquet file (a legacy timestamp a read checks)."""
+    schema = metadata.schema
+    return frozenset(schema.column(i).name for i in range(metadata.num_columns)
+                     if schema.column(i).physical_type == "INT96" and schema.column(i).path == schema.column(i).name)
 
 
 # Types whose Parquet min/max come back from pyarrow in the form ``ColumnRange`` holds (that of
@@ -216,8 +302,8 @@ def _prunable(t: pa.DataType) -> bool:
             or pa.types.is_decimal(t) or pa.types.is_timestamp(t) or pa.types.is_time(t))
 
 
-def matching_row_groups(parquet: pq.ParquetFile, row_filter: Predicate, read_fields: Sequence[DataField],
-                        mapping: Mapping[int, DataField]) -> list[int]:
+def matching_row_groups(parquet: pq.ParquetFile | ParquetReader, row_filter: Predicate,
+                        read_fields: Sequence[DataField], mapping: Mapping[int, DataField]) -> list[int]:
     """Indices of the row groups whose column stats may satisfy ``row_filter``.
 
     Stats are used only for a filtered column whose type in the file is the type it is read
@@ -296,12 +382,10 @@ def _group_rows(path: str, meta: DataFileMeta, file_io: FileIO) -> list[int] | N
         metadata = _footer(path, file_io, path)
     except (OSError, ValueError):
         return None
-    if metadata is None:
-        return None
-    return [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
+    return None if metadata is None else metadata.group_rows
 
 
-def _footer(path: str, file_io: FileIO, source: Any) -> pq.FileMetaData | None:
+def _footer(path: str, file_io: FileIO, source: Any) -> Footer | None:
     """The footer of the local Parquet file at ``path`` (cached); None on object stores, whose
     files are fetched whole anyway (``source`` is then the bytes and parsed with the file)."""
     if not file_io.local or not isinstance(source, str):
@@ -311,11 +395,34 @@ def _footer(path: str, file_io: FileIO, source: Any) -> pq.FileMetaData | None:
     return _parsed_footer(local, st.st_size, st.st_mtime_ns)
 
 
+class Footer:
+    """A Parquet file's parsed footer and what reads look up in it, worked out once per file:
+    the rows of each row group, the leaf columns of each top-level column, the INT96 ones, and
+    whatever else a reader keeps here (``derived``: key_read's per-group key ranges). Not keyed
+    by ``pq.FileMetaData`` itself: its hash walks the whole schema on every lookup."""
+
+    __slots__ = ("metadata", "group_rows", "int96", "_tops", "derived")
+
+    def __init__(self, metadata: pq.FileMetaData) -> None:
+        self.metadata = metadata
+        self.group_rows = [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
+        self.int96 = _int96_columns(metadata)
+        self._tops: dict[str, list[int]] | None = None
+        self.derived: dict[Any, Any] = {}
+
+    def leaves(self, names: Sequence[str]) -> list[int]:
+        """The leaf column indices of the top-level columns ``names`` (see ``_top_level_leaves``)."""
+        if self._tops is None:
+            self._tops = _top_level_leaves(self.metadata)
+        tops = self._tops
+        return [i for name in names for i in tops.get(name, ())]
+
+
 # A data file never changes once written (its name is unique), so a read that opens it again,
 # in this call (the row groups of read_file_parts, the rows of read_rows_at) or the next,
 # skips the footer. Size and mtime are part of the key so that a file replaced under the same
 # name is read afresh.
 @functools.lru_cache(maxsize=4096)
-def _parsed_footer(local: str, size: int, mtime_ns: int) -> pq.FileMetaData:
+def _parsed_footer(local: str, size: int, mtime_ns: int) -> Footer:
     """The parsed footer of the local Parquet file ``local`` of that size and mtime."""
-    return pq.read_metadata(local)
+    return Footer(pq.read_metadata(local))

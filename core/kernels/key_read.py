@@ -24,7 +24,6 @@ reads split by split, whose memory follows its batches, not the result.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import replace
 from typing import Mapping, Sequence
 
@@ -338,12 +337,12 @@ def _admitted_groups(path: str, meta: DataFileMeta, file_schema: TableSchema, co
     this does not apply (another file format, a condition not made of comparisons and IN lists
     on integer columns read in the file's own type), and ``read_file`` prunes then. A group is
     kept unless its statistics rule the condition out, as there."""
-    metadata = data_file._footer(path, file_io, path) if formats.format_of(meta.file_name) == "parquet" else None
-    if metadata is None:
+    footer = data_file._footer(path, file_io, path) if formats.format_of(meta.file_name) == "parquet" else None
+    if footer is None:
         return None
     columns = {}
     for name in condition.columns:
-        stats = _group_ranges(path, metadata, _file_column(name, file_schema, read_schema))
+        stats = _group_ranges(footer, _file_column(name, file_schema, read_schema))
         if stats is None:
             return None
         columns[name] = stats
@@ -360,18 +359,20 @@ def _file_column(name: str, file_schema: TableSchema, read_schema: TableSchema) 
     return by_id[field.id].name, to_arrow(field.type)
 
 
-def _group_ranges(path: str, metadata: pq.FileMetaData, column: tuple[str, pa.DataType] | None
+def _group_ranges(footer: data_file.Footer, column: tuple[str, pa.DataType] | None
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Per row group the (min, max) of an integer column and whether both are known without
-    nulls beside them; None for a column that is not a top-level integer leaf of the file."""
+    nulls beside them; None for a column that is not a top-level integer leaf of the file.
+    Kept with the file's cached footer."""
     if column is None or not pa.types.is_integer(column[1]):
         return None
-    return _ranges_of(metadata, column[0])
+    key = ("key ranges", column[0])
+    if key not in footer.derived:
+        footer.derived[key] = _ranges_of(footer.metadata, column[0])
+    return footer.derived[key]
 
 
-@functools.lru_cache(maxsize=4096)
 def _ranges_of(metadata: pq.FileMetaData, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    # keyed by the footer object, which data_file caches per file (size and mtime included)
     leaves = [i for i in range(metadata.num_columns) if metadata.schema.column(i).path == name]
     if len(leaves) != 1 or metadata.schema.column(leaves[0]).physical_type not in ("INT32", "INT64"):
         return None

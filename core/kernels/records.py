@@ -54,7 +54,7 @@ def _sole_int_key(table: pa.Table, keys: Sequence[str]) -> np.ndarray | None:
     column = table.column(keys[0])
     if not pa.types.is_integer(column.type) or column.null_count:
         return None
-    return numpy_ints(column)
+    return numpy_ints(column)  # not to_numpy(): a chunked column's imports pandas
 
 
 def _in_key_and_sequence_order(table: pa.Table, keys: Sequence[str], seq_column: str) -> bool:

@@ -172,6 +172,7 @@ class _Planner:
         self._partition_keys: dict[bytes, tuple[tuple, frozenset[int]]] = {}
         self._buckets: dict[tuple[int, int], tuple[dict[int, list[int]], list[int]]] = {}
         self._range_names: dict[int, list[str] | None] = {}
+        self._sort_keys: dict[tuple[int, int], Any] = {}  # (schema id, key index) -> the key's sort key
         self._names = {f.id: f.name for f in read_schema.fields}
 
     def schema(self, schema_id: int) -> TableSchema:
@@ -233,7 +234,7 @@ class _Planner:
             return candidates  # stats we cannot read prune nothing
         out = []
         for i in candidates:
-            key = binary_row.sort_key(tuple(self.keys[i].values[n] for n in names))
+            key = self._sort_key(entry.file.schema_id, i, names)
             try:
                 inside = lo <= key <= hi
             except TypeError:
@@ -241,6 +242,14 @@ class _Planner:
             if inside:
                 out.append(i)
         return out
+
+    def _sort_key(self, schema_id: int, i: int, names: list[str]) -> Any:
+        """Key ``i``'s sort key in the key fields of files of ``schema_id`` (worked out once
+        per key and schema, not once per file)."""
+        found = self._sort_keys.get((schema_id, i))
+        if found is None:
+            found = self._sort_keys[(schema_id, i)] = binary_row.sort_key(tuple(self.keys[i].values[n] for n in names))
+        return found
 
 
 def _nanos_bounds(values: tuple, types: Sequence[Any], slack: int) -> tuple:

@@ -151,7 +151,7 @@ def test_remove_record_on_delete_restarts_empty_but_seeds_not_null_columns(tmp_p
 
 def test_select_reads_only_the_columns_it_uses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """scan --select asks the files for the selected, filtered and key columns only."""
-    import pyarrow.parquet as pq
+    from core.kernels import data_file
 
     table = Table.locate("db.wide", warehouse=str(tmp_path / "wh"))
     create(table, "id INT NOT NULL, a STRING, b STRING, c INT", primary_keys=["id"], options={"bucket": "1"})
@@ -159,13 +159,13 @@ def test_select_reads_only_the_columns_it_uses(tmp_path: Path, monkeypatch: pyte
                           "c": pa.array([7, 8], pa.int32())}))
     table.write(pa.table({"id": pa.array([2], pa.int32()), "a": ["z"], "b": [None], "c": pa.array([9], pa.int32())}))
     asked: list[list[str]] = []
-    real_read = pq.ParquetFile.read
+    real_read = data_file._read_columns
 
-    def spy(self, columns=None, **kwargs):
-        asked.append(list(columns or []))
-        return real_read(self, columns=columns, **kwargs)
+    def spy(path, meta, file_io, wanted, *args, **kwargs):
+        asked.append(list(wanted))
+        return real_read(path, meta, file_io, wanted, *args, **kwargs)
 
-    monkeypatch.setattr(pq.ParquetFile, "read", spy)
+    monkeypatch.setattr(data_file, "_read_columns", spy)
     got = table.scan(select=["a"], where="c > 7")
     assert got.to_pylist() == [{"a": "z"}]
     assert asked and all("b" not in cols for cols in asked)
