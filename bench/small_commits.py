@@ -62,7 +62,7 @@ def child_rust(data: Path, work: Path) -> dict:
     sys.path.insert(0, str(HERE / "runners"))
     from common import COLUMNS, ROW_KIND, load_inputs
     from pypaimon_rust.datafusion import PaimonCatalog, SQLContext
-    from pypaimon_rust_runner import DATABASE, TABLE, ddl, with_kind
+    from pypaimon_rust_runner import DATABASE, batch_write, ddl, with_kind
 
     base, upserts, deletes = load_inputs(str(data))
     base, upserts = with_kind(base, "+I"), with_kind(upserts, "+I")
@@ -75,15 +75,7 @@ def child_rust(data: Path, work: Path) -> dict:
     sql.sql(ddl())
 
     def write(rows: Any) -> None:
-        builder = catalog.get_table(TABLE).new_batch_write_builder()
-        w, c = builder.new_write(), builder.new_commit()
-        try:
-            for batch in rows.to_batches():
-                w.write_arrow(batch)
-            c.commit(w.prepare_commit())
-        finally:
-            w.close()
-            c.close()
+        batch_write(catalog, rows)
 
     write(base)
     return {"upsert": timed(lambda: write(upserts)), "delete": timed(lambda: write(deletes))}

@@ -38,6 +38,20 @@ def with_kind(t: pa.Table, kind: str) -> pa.Table:
     return t.append_column(ROW_KIND, pa.array([kind] * t.num_rows, pa.string()))
 
 
+def batch_write(catalog: PaimonCatalog, data: pa.Table) -> None:
+    """``data`` written to the table through pypaimon-rust's batch write builder, a record
+    batch at a time, as one commit."""
+    builder = catalog.get_table(TABLE).new_batch_write_builder()
+    w, c = builder.new_write(), builder.new_commit()
+    try:
+        for batch in data.to_batches():
+            w.write_arrow(batch)
+        c.commit(w.prepare_commit())
+    finally:
+        w.close()
+        c.close()
+
+
 def ddl() -> str:
     """The suite's table in pypaimon-rust's SQL, with the row-kind column and option."""
     return (f"CREATE TABLE paimon.{TABLE} ({SCHEMA_SQL}, {ROW_KIND} STRING, PRIMARY KEY ({', '.join(KEY)})) "
@@ -64,15 +78,7 @@ def main() -> None:
     catalog = PaimonCatalog(warehouse)
 
     def write(data: pa.Table) -> None:
-        builder = catalog.get_table(TABLE).new_batch_write_builder()
-        w, c = builder.new_write(), builder.new_commit()
-        try:
-            for batch in data.to_batches():
-                w.write_arrow(batch)
-            c.commit(w.prepare_commit())
-        finally:
-            w.close()
-            c.close()
+        batch_write(catalog, data)
 
     def read(snapshot: int | None = None, ranged: bool = False) -> pa.Table:
         table = catalog.get_table(TABLE)
