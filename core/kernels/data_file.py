@@ -201,7 +201,8 @@ def _read_columns(path: str, meta: DataFileMeta, file_io: FileIO, wanted: tuple[
         raise ValueError(f"unknown data file format of {meta.file_name} (lakectl reads "
                          f"{', '.join(formats.FORMATS)} files)")
     if file_io.local:
-        source: str | io.BytesIO = path
+        # a plain path: pyarrow's reader opens no URI (an external path may be file:/...)
+        source: str | io.BytesIO = local_path(path)
     else:
         # One GET for the whole file: cheaper on object stores than ranged reads of each
         # column chunk.
