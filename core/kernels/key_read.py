@@ -39,7 +39,7 @@ from core.kernels import data_evolution, data_file
 from core.kernels.data_file import POSITION
 from core.kernels.key_prune import keep_matching_keys, key_condition
 from core.kernels.merge import MergeEngine
-from core.kernels.read import ReadSplit, _names_points, _needed, _retractions_only, raw_convertible, run_files
+from core.kernels.read import ReadSplit, names_points, needed_columns, raw_convertible, retractions_only, run_files
 from core.kernels.records import alive
 from core.manifest import DataFileMeta, sorted_runs
 from core.predicate import And, Comparison, InList, Predicate
@@ -87,7 +87,7 @@ def read_key_bounded(splits: Sequence[ReadSplit], read_schema: TableSchema, sche
     engine = MergeEngine.of(read_schema)
     read_fields = list(read_schema.fields)
     conditions = [key_condition(s.predicate, list(read_schema.primary_keys)) for s in splits]
-    late = all(_names_points(c) for c in conditions)
+    late = all(names_points(c) for c in conditions)
     narrow = frozenset(engine.keys) | frozenset(engine.sequence_fields)
     for condition in conditions:
         narrow |= condition.columns
@@ -172,7 +172,7 @@ class _Reading:
         deletion = split.deletion(meta)
         if self.narrow_fields is None:
             # A deduplicate merge shows no value of a file of retractions only: its keys will do.
-            needed = _needed(replace(split, columns=frozenset()) if _retractions_only(meta) else split,
+            needed = needed_columns(replace(split, columns=frozenset()) if retractions_only(meta) else split,
                              self.read_schema)
             if self.filled:
                 needed = (needed if needed is not None else frozenset(f.name for f in self.read_fields)) - self.filled
@@ -283,7 +283,7 @@ def _with_other_columns(chosen: pa.Table, files: Sequence[tuple[ReadSplit, DataF
     ones until the caller fills them)."""
     read_fields = list(read_schema.fields)
     schema = pa.schema([arrow_field(f).with_nullable(True) for f in read_fields])
-    needed = _needed(splits[0], read_schema)  # every split of a read carries the same columns
+    needed = needed_columns(splits[0], read_schema)  # every split of a read carries the same columns
     other = [f for f in read_fields
              if f.name not in narrow and f.name not in filled and (needed is None or f.name in needed)]
     fetched = _fetch(chosen, files, other, schemas, file_io) if other else None

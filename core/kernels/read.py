@@ -110,7 +110,7 @@ def _split_parts(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[in
         yield from read_file_parts(path, meta, schemas[meta.schema_id], read_fields, file_io,
                                    part_rows=stream_merge.BATCH_ROWS, system_columns=primary_key,
                                    row_filter=row_filter, deletion=split.deletion(meta),
-                                   needed=_needed(split, read_schema))
+                                   needed=needed_columns(split, read_schema))
 
 
 def run_files(files: Sequence[DataFileMeta], key_types: Sequence) -> list[list[DataFileMeta]]:
@@ -132,19 +132,19 @@ def _read_merged(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[in
     engine = MergeEngine.of(read_schema)
     # Object stores fetch a file whole in one GET (data_file._read_columns): reading it
     # twice, keys first, would fetch it twice.
-    if row_filter is not None and engine.kind in _CHOOSING_ENGINES and _names_points(row_filter) \
+    if row_filter is not None and engine.kind in _CHOOSING_ENGINES and names_points(row_filter) \
             and file_io.local:
         yield _read_merged_late(split, read_schema, schemas, file_io, row_filter, engine)
         return
-    needed = _needed(split, read_schema)
+    needed = needed_columns(split, read_schema)
     # A deduplicate merge shows no value of a file of retractions only (a delete's file): its
     # record of a key either wins, and the key is gone, or loses. Its keys are enough.
-    keys_only = _needed(replace(split, columns=frozenset()), read_schema) if engine.kind == "deduplicate" else None
+    keys_only = needed_columns(replace(split, columns=frozenset()), read_schema) if engine.kind == "deduplicate" else None
 
     def run_tables(files: list[DataFileMeta]):
         for meta in files:
             path = meta.external_path or join(split.bucket_dir, meta.file_name)
-            columns = keys_only if keys_only is not None and _retractions_only(meta) else needed
+            columns = keys_only if keys_only is not None and retractions_only(meta) else needed
             for records in read_file_parts(path, meta, schemas[meta.schema_id], read_fields, file_io,
                                            part_rows=stream_merge.BATCH_ROWS, system_columns=True,
                                            row_filter=row_filter, deletion=split.deletion(meta), needed=columns):
@@ -165,21 +165,21 @@ _CHOOSING_ENGINES = ("deduplicate",)
 _FILE = "_FILE_INDEX"
 
 
-def _names_points(condition: Predicate) -> bool:
+def names_points(condition: Predicate) -> bool:
     """Does the key condition hold only at points (``=``, ``IN``) where it must hold at all?
     Then a row group whose stats admit it may still hold none of its keys (a lookup's keys
     fall inside most groups' [min, max] in every partition), and reading the key columns
     first saves decoding the rest of such groups. A key range instead holds throughout each
     group its stats admit: there, reading late would decode those groups twice."""
     if isinstance(condition, And):
-        return any(_names_points(c) for c in condition.children)
+        return any(names_points(c) for c in condition.children)
     return isinstance(condition, InList) or (isinstance(condition, Comparison) and condition.op == "=")
 
 
 def _read_merged_late(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
                       file_io: FileIO, row_filter: Predicate, engine: MergeEngine) -> pa.Table:
     """``_read_merged`` with late materialisation, for a key condition naming points
-    (``_names_points``) and an engine that chooses records: the runs are read and merged in
+    (``names_points``) and an engine that chooses records: the runs are read and merged in
     the columns the merge compares (key, sequence fields, sequence number, kind) plus each
     record's file and position; only the records that come out alive are then read in full
     (``read_rows_at``: just the row groups holding them). With few keys passing the
@@ -218,7 +218,7 @@ def _rows_of(chosen: pa.Table, files: Sequence[DataFileMeta], split: ReadSplit, 
     """The full rows of the ``chosen`` records (their ``_FILE`` and ``POSITION``), in their order."""
     file_of = numpy_ints(chosen.column(_FILE))
     position = numpy_ints(chosen.column(POSITION))
-    needed = _needed(split, read_schema)
+    needed = needed_columns(split, read_schema)
     parts, order = [], []
     for i in np.flatnonzero(np.bincount(file_of)):  # the files named (np.unique imports numpy.ma)
         meta = files[int(i)]
@@ -233,7 +233,7 @@ def _rows_of(chosen: pa.Table, files: Sequence[DataFileMeta], split: ReadSplit, 
     return rows.take(int_array(np.argsort(np.concatenate(order), kind="stable").astype(np.int64)))
 
 
-def _retractions_only(meta: DataFileMeta) -> bool:
+def retractions_only(meta: DataFileMeta) -> bool:
     """Does the file hold -U/-D records only (its manifest's delete row count is its rows)?"""
     return meta.delete_row_count is not None and 0 < meta.row_count == meta.delete_row_count
 
@@ -251,7 +251,7 @@ def _row_group_filter(predicate: Predicate | None, merged: TableSchema | None) -
     return key_condition(predicate, list(merged.primary_keys))
 
 
-def _needed(split: ReadSplit, read_schema: TableSchema) -> frozenset[str] | None:
+def needed_columns(split: ReadSplit, read_schema: TableSchema) -> frozenset[str] | None:
     """The columns to read for ``split``: what the caller uses, plus the key columns merges
     compare and the columns options read (sequence and row-kind fields)."""
     if split.columns is None:
@@ -286,7 +286,7 @@ def _read_sorted_run(split: ReadSplit, read_schema: TableSchema, schemas: Mappin
         for part in read_file_parts(path, meta, schemas[meta.schema_id], read_fields, file_io,
                                     part_rows=stream_merge.BATCH_ROWS, system_columns=deletes,
                                     row_filter=split.predicate, deletion=split.deletion(meta),
-                                    needed=_needed(split, read_schema)):
+                                    needed=needed_columns(split, read_schema)):
             yield alive(part).select([f.name for f in read_fields]) if deletes else part
 
 
