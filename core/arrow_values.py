@@ -96,6 +96,18 @@ def numpy_ints(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
 _FLOATS = {pa.float32(): np.float32, pa.float64(): np.float64}
 
 
+def sole_int_key(table: pa.Table, keys: Sequence[str]) -> np.ndarray | None:
+    """The values of ``table``'s key when it is a single null-free integer column, or None for
+    any other key: the common key, whose order numpy checks and sorts in microseconds where an
+    Arrow sort or comparison kernel costs tens of them on a small file's rows."""
+    if len(keys) != 1:
+        return None
+    column = table.column(keys[0])
+    if not pa.types.is_integer(column.type) or column.null_count:
+        return None
+    return numpy_ints(column)
+
+
 def numpy_numbers(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """A null-free integer, floating-point or timestamp Arrow array (chunked or not) as numpy,
     from its buffers: timestamps as their int64 counts (``to_numpy`` would import pandas)."""

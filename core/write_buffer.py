@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core.arrow_values import numpy_ints
+from core.arrow_values import sole_int_key
 from core.rows import group_indices, py_values
 from core.schema import TableSchema
 
@@ -71,9 +71,9 @@ def _by_key(groups: list[tuple[tuple[Any, ...], int, np.ndarray | None]], rows: 
     among equal keys, so the writer's own sort of a group gathered from several batches
     gives the same order as before."""
     keys = schema.trimmed_primary_keys if schema.has_primary_key else []
-    if len(keys) != 1 or not groups or not pa.types.is_integer(rows.schema.field(keys[0]).type):
+    values = sole_int_key(rows, keys) if groups else None
+    if values is None:
         return groups
-    values = numpy_ints(rows.column(keys[0]))
     out = []
     for partition, bucket, indices in groups:
         if indices is None:

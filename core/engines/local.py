@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core.arrow_values import numpy_ints
+from core.arrow_values import sole_int_key
 from core.engines.settings import ProgressCallback
 from core.fileio import FileIO
 from core.schema import TableSchema
@@ -307,21 +307,20 @@ def _put(parts: queue.Queue, item: object, stop: threading.Event) -> bool:
 def _sorted_by_key(rows: pa.Table, keys: list[str]) -> pa.Table:
     """``rows`` sorted by ``keys``, stably; as they are when a single integer key is already in
     order (``write_buffer.route`` sorts a batch's groups so), saving a take of every column."""
-    if len(keys) == 1 and pa.types.is_integer(rows.schema.field(keys[0]).type):
-        values = numpy_ints(rows.column(keys[0]))
-        if np.all(values[1:] >= values[:-1]):
-            return rows
-    return rows.take(_key_order(rows, keys))
+    values = sole_int_key(rows, keys)
+    if values is not None and np.all(values[1:] >= values[:-1]):
+        return rows
+    return rows.take(_key_order(rows, keys, values))
 
 
-def _key_order(rows: pa.Table, keys: list[str]) -> pa.Array:
+def _key_order(rows: pa.Table, keys: list[str], values: np.ndarray | None) -> pa.Array:
     """Indices that sort ``rows`` by ``keys`` ascending, stably (input order among equal keys).
 
     A single integer key (never null: ``prepare_rows`` refuses null keys) is sorted with
     numpy's quicksort, several times faster than a stable sort; when no key repeats, every
-    sort gives the same order, so it is kept unless two adjacent sorted keys are equal."""
-    if len(keys) == 1 and pa.types.is_integer(rows.schema.field(keys[0]).type):
-        values = numpy_ints(rows.column(keys[0]))
+    sort gives the same order, so it is kept unless two adjacent sorted keys are equal.
+    ``values``: the key's values where it is such a key (``sole_int_key``), else None."""
+    if values is not None:
         order = np.argsort(values)
         ordered = values[order]
         if not np.any(ordered[1:] == ordered[:-1]):

@@ -158,6 +158,20 @@ class _Reading:
         self.file_io = file_io
         self.narrow_fields = narrow_fields
         self.first_key = first_key
+        # per (id of a split, retractions only?): the splits outlive this read's object
+        self._needed_by_split: dict[tuple[int, bool], frozenset[str] | None] = {}
+
+    def _needed(self, split: ReadSplit, retractions: bool) -> frozenset[str] | None:
+        """The columns to read of a file of ``split`` in one pass (None: all), worked out once
+        per split and kind of file. A deduplicate merge shows no value of a file of retractions
+        only: its keys will do."""
+        key = (id(split), retractions)
+        if key not in self._needed_by_split:
+            needed = needed_columns(replace(split, columns=frozenset()) if retractions else split, self.read_schema)
+            if self.filled:
+                needed = (needed if needed is not None else frozenset(f.name for f in self.read_fields)) - self.filled
+            self._needed_by_split[key] = needed
+        return self._needed_by_split[key]
 
     def candidates(self, split: ReadSplit, meta: DataFileMeta, condition: Predicate) -> tuple[pa.Table, bool]:
         """The records of one file that may pass ``condition``, with sequence number and kind
@@ -171,13 +185,9 @@ class _Reading:
         pruning = {"row_filter": condition} if groups is None else {"only_groups": groups}
         deletion = split.deletion(meta)
         if self.narrow_fields is None:
-            # A deduplicate merge shows no value of a file of retractions only: its keys will do.
-            needed = needed_columns(replace(split, columns=frozenset()) if retractions_only(meta) else split,
-                             self.read_schema)
-            if self.filled:
-                needed = (needed if needed is not None else frozenset(f.name for f in self.read_fields)) - self.filled
             records = data_file.read_file(path, meta, schema, self.read_fields, self.file_io, system_columns=True,
-                                          deletion=deletion, needed=needed, **pruning)
+                                          deletion=deletion, needed=self._needed(split, retractions_only(meta)),
+                                          **pruning)
             return records, True
         records = data_file.read_file(path, meta, schema, self.narrow_fields, self.file_io, system_columns=True,
                                       deletion=deletion, positions=True, **pruning)
@@ -247,9 +257,9 @@ class _Gathered:
 
     def _flush(self) -> None:
         table = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
-        splits, files, counts = (np.array(v, np.int64) for v in zip(*self._tags))
-        table = table.add_column(0, _SPLIT, int_array(np.repeat(splits, counts).astype(np.int32)))
-        table = table.append_column(_FILE, int_array(np.repeat(files, counts).astype(np.int32)))
+        splits, files, counts = (np.array(v, np.int32) for v in zip(*self._tags))
+        table = table.add_column(0, _SPLIT, int_array(np.repeat(splits, counts)))
+        table = table.append_column(_FILE, int_array(np.repeat(files, counts)))
         if self._condition is not None:
             # all records of a key agree on a key condition (key_prune)
             table = keep_matching_keys(table, self._condition)
@@ -385,6 +395,18 @@ def _ranges_of(metadata: pq.FileMetaData, name: str) -> tuple[np.ndarray, np.nda
     return lo, hi, known
 
 
+# Per comparison operator, which row groups of per-group bounds (lo, hi) may hold a row
+# comparing so with the value (only the one asked is computed: this runs per file).
+_COMPARED = {
+    "=": lambda lo, hi, v: (lo <= v) & (v <= hi),
+    "<>": lambda lo, hi, v: ~((lo == v) & (hi == v)),
+    "<": lambda lo, hi, v: lo < v,
+    "<=": lambda lo, hi, v: lo <= v,
+    ">": lambda lo, hi, v: hi > v,
+    ">=": lambda lo, hi, v: hi >= v,
+}
+
+
 def _may_hold(condition: Predicate, columns: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
               ) -> np.ndarray | None:
     """Per row group, whether ``condition`` can be TRUE for a row within the groups' ranges
@@ -396,10 +418,7 @@ def _may_hold(condition: Predicate, columns: Mapping[str, tuple[np.ndarray, np.n
         return np.logical_and.reduce(parts)
     if isinstance(condition, Comparison):
         lo, hi, known = columns[condition.column]
-        v = condition.value
-        can = {"=": (lo <= v) & (v <= hi), "<>": ~((lo == v) & (hi == v)), "<": lo < v, "<=": lo <= v,
-               ">": hi > v, ">=": hi >= v}[condition.op]
-        return can | ~known
+        return _COMPARED[condition.op](lo, hi, condition.value) | ~known
     if isinstance(condition, InList):
         lo, hi, known = columns[condition.column]
         points = np.array(sorted(condition.values), np.int64)

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core.arrow_values import boolean_scalar, numpy_bool_values, numpy_ints, values_array
+from core.arrow_values import boolean_scalar, numpy_bool_values, numpy_ints, sole_int_key, values_array
 
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
 VALUE_KIND = "_VALUE_KIND"
@@ -45,22 +45,10 @@ def key_columns_sorted(table: pa.Table, keys: list[str], seq_column: str, sequen
     return table.take(indices)
 
 
-def _sole_int_key(table: pa.Table, keys: Sequence[str]) -> np.ndarray | None:
-    """The values of a single null-free integer key column, or None for any other key: the
-    common key, whose order numpy checks in microseconds where an Arrow sort or comparison
-    kernel costs tens of them on a small file's rows."""
-    if len(keys) != 1:
-        return None
-    column = table.column(keys[0])
-    if not pa.types.is_integer(column.type) or column.null_count:
-        return None
-    return numpy_ints(column)  # not to_numpy(): a chunked column's imports pandas
-
-
 def _in_key_and_sequence_order(table: pa.Table, keys: Sequence[str], seq_column: str) -> bool:
     """Whether ``table`` is already sorted by its single integer key, then by sequence number
     (False also when that cannot be checked cheaply: the caller then sorts)."""
-    values = _sole_int_key(table, keys)
+    values = sole_int_key(table, keys)
     if values is None or table.num_rows < 2:
         return values is not None
     seq = table.column(seq_column)
@@ -89,7 +77,7 @@ def key_changes(table: pa.Table, keys: list[str]) -> np.ndarray:
     """For rows sorted by ``keys``: element i is True where row i+1's key differs from row i's
     (nulls equal each other)."""
     n = table.num_rows
-    values = _sole_int_key(table, keys)
+    values = sole_int_key(table, keys)
     if values is not None:
         return values[1:] != values[:-1]
     differs = np.zeros(max(n - 1, 0), dtype=bool)

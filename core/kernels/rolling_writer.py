@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from core import binary_row, external_paths, stats
+from core import binary_row, stats
 from core.fileio import FileIO, join
 from core.kernels import write
 from core.kernels.records import SEQUENCE_NUMBER, VALUE_KIND, retract_kinds

@@ -24,10 +24,9 @@ from dataclasses import dataclass
 
 from core.branch import pinned_snapshots
 from core.engines import ProgressCallback
-from core.errors import NotFoundError
-from core.fileio import FileStatus, join
+from core.fileio import FileStatus
 from core.index_manifest import read_index_manifest
-from core.manifest import ManifestEntry, ManifestIO, merge_entries
+from core.manifest import ManifestEntry, merge_entries
 from core.options import parse_duration
 from core.option_rules import EXPIRE, check_options
 from core.snapshot import Snapshot

@@ -42,7 +42,6 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import Callable
 
 from core.copying import Progress, copy_files, copy_in_order, delete_files
 from core.errors import (CommitConflictError, LakectlError, NotFoundError, RenameInProgressError,

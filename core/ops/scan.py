@@ -19,7 +19,7 @@ from core.arrow_values import empty_table
 from core.engines import EngineSettings, choose_engine
 from core.deletion_vectors import snapshot_deletion_files, split_deletion_files
 from core.engines.local import LocalEngine
-from core.errors import CorruptMetadataError, ExpiredWhileReadingError, UsageError
+from core.errors import CorruptMetadataError, ExpiredWhileReadingError
 from core.fileio import join
 from core.kernels import data_evolution
 from core.kernels.key_prune import filter_rows
@@ -30,7 +30,7 @@ from core.predicate import ColumnRange, Predicate
 from core.replan import lost_race, retry_on_expire
 from core.schema import TableSchema
 from core.sinks import output_format, write_output_parts
-from core.options import check_limit, parse_int
+from core.options import check_limit
 from core.option_rules import READ, check_options
 from core.snapshot import Snapshot
 from core.table_handle import TableHandle
@@ -287,7 +287,8 @@ def scan(table: TableHandle, *, snapshot_id: int | None = None, timestamp: str |
         schema = output_schema(prepared.plan.read_schema, prepared.select)
         if not parts:
             return empty_table(schema)
-        return pa.concat_tables([p.cast(schema) for p in parts])
+        # a part in the output schema already (as the local engine's are) needs no cast
+        return pa.concat_tables([p if p.schema.equals(schema, check_metadata=True) else p.cast(schema) for p in parts])
 
     return retry_on_expire(_replans(table, snapshot_id, timestamp, tag), once, "scan")
 
