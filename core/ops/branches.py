@@ -25,7 +25,6 @@ from core.branch import (ABSENT, LEFTOVER, MAIN_BRANCH, UNFINISHED, WHOLE, branc
 from core.errors import (BranchExistsError, CommitConflictError, FastForwardUnfinishedError, NotFoundError,
                          UsageError)
 from core.fileio import join
-from core.ops.check import require_whole
 from core.schema import SchemaManager
 from core.snapshot import Snapshot, SnapshotManager
 from core.table_handle import TableHandle
@@ -82,6 +81,8 @@ def create_branch(table: TableHandle, name: str, *, tag: str | None = None, snap
     if state == WHOLE:
         raise BranchExistsError(f"branch {name} of table {table.name} already exists")
     snapshot = _source_snapshot(table, tag, snapshot_id)
+    from core.ops.check import require_whole  # here: listing branches reads no manifest
+
     require_whole(table, snapshot, f"cannot create branch {name}")
     if state == LEFTOVER:
         _remove_files(table, name)  # an interrupted create or delete: never a branch

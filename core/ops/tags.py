@@ -6,7 +6,6 @@ import datetime as dt
 from dataclasses import dataclass, replace as with_fields
 
 from core.errors import NotFoundError
-from core.ops.check import require_whole
 from core.options import parse_duration
 from core.table_handle import TableHandle
 from core.tag import Tag
@@ -66,6 +65,8 @@ def create_tag(table: TableHandle, name: str, *, snapshot_id: int | None = None,
     else:
         snapshot = table.snapshots.snapshot(snapshot_id)
     # A tag pins its snapshot for rollback; pinning one whose files are gone pins nothing.
+    from core.ops.check import require_whole  # here: listing tags reads no manifest
+
     require_whole(table, snapshot, f"cannot create tag {name}")
     if replace:
         # Paimon's replace_tag refuses a missing tag: --replace never creates one by accident.

@@ -44,3 +44,31 @@ def test_metadata_commands_import_no_data_libraries(tmp_path):
     codes, heavy = json.loads(out.stdout.strip().splitlines()[-1])
     assert codes == [0] * 30
     assert heavy == []
+
+
+LISTING_PROBE = r"""
+import json, sys
+from typer.testing import CliRunner
+from lakectl.app import app
+code = CliRunner().invoke(app, ["-w", sys.argv[1], "-f", "json", *sys.argv[2:]]).exit_code
+loaded = sorted({m.split(".")[0] for m in sys.modules} & {"numpy", "pyarrow", "fastavro"})
+print(json.dumps([code, loaded]))
+"""
+
+# Commands that read only JSON metadata files (snapshots, schemas, tags, branches,
+# consumers, the warehouse's listing): they load no column or Avro library.
+LISTINGS = (["snapshots", "db.t"], ["schemas", "db.t"], ["tag", "list", "db.t"], ["branch", "list", "db.t"],
+            ["consumer", "list", "db.t"], ["list", "db"])
+
+
+def test_listing_commands_load_no_column_or_avro_library(tmp_path):
+    t = Table.locate("db.t", warehouse=str(tmp_path))
+    create(t, "id BIGINT, v STRING", primary_keys=["id"])
+    t.write(pa.table({"id": [1, 2], "v": ["a", "b"]}))
+    t.tags.create("t1", t.latest_snapshot())
+    found = {}
+    for args in LISTINGS:
+        out = subprocess.run([sys.executable, "-c", LISTING_PROBE, str(tmp_path), *args], capture_output=True,
+                             text=True, timeout=120, check=True)
+        found[" ".join(args)] = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found == {" ".join(args): [0, []] for args in LISTINGS}
