@@ -20,8 +20,8 @@ import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-import numpy as np
 if TYPE_CHECKING:
+    import numpy as np
     from pyroaring import BitMap
 
 from core.errors import CorruptMetadataError
@@ -123,6 +123,8 @@ def read_index_file(file_io: FileIO, table_path: str, meta: IndexFileMeta) -> di
 
 def deleted_mask(bitmap: BitMap, row_count: int) -> np.ndarray:
     """A boolean array over a file's rows, True where the row is deleted."""
+    import numpy as np  # here: `files` and `check` read vectors without numpy (80 ms to load)
+
     mask = np.zeros(row_count, dtype=bool)
     if len(bitmap):
         positions = np.frombuffer(bitmap.to_array(), dtype=np.uint32) if hasattr(bitmap, "to_array") \

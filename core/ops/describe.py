@@ -135,7 +135,7 @@ def live_files(table: TableHandle, snapshot_id: int | None = None, *,
     decoded: dict[bytes, dict[str, Any] | None] = {}
     out = []
     from core import binary_row
-    from core.deletion_vectors import read_vector, snapshot_deletion_files  # numpy: for files only
+    from core.deletion_vectors import read_vector, snapshot_deletion_files
     from core.manifest import live_entries
 
     vectors = snapshot_deletion_files(table.file_io, table.path, snap)

@@ -72,3 +72,23 @@ def test_listing_commands_load_no_column_or_avro_library(tmp_path):
                              text=True, timeout=120, check=True)
         found[" ".join(args)] = json.loads(out.stdout.strip().splitlines()[-1])
     assert found == {" ".join(args): [0, []] for args in LISTINGS}
+
+
+# Commands that read manifests too (Avro), but no data file: fastavro is all they load.
+MANIFEST_READERS = (["files", "db.t"], ["describe", "db.t"], ["check", "db.t"], ["partitions", "db.t"],
+                    ["buckets", "db.t"], ["manifests", "db.t"], ["expire", "db.t", "--dry-run"],
+                    ["rollback", "db.t", "--snapshot-id", "1", "--dry-run"], ["tag", "create", "db.t", "t2"])
+
+
+def test_manifest_reading_commands_load_no_column_library(tmp_path):
+    t = Table.locate("db.t", warehouse=str(tmp_path))
+    create(t, "id BIGINT, v STRING", primary_keys=["id"], options={"deletion-vectors.enabled": "true"})
+    t.write(pa.table({"id": [1, 2], "v": ["a", "b"]}))
+    t.write(pa.table({"id": [2, 3], "v": ["c", "d"]}))  # a deletion vector for the first file
+    found = {}
+    for args in MANIFEST_READERS:
+        out = subprocess.run([sys.executable, "-c", LISTING_PROBE, str(tmp_path), *args], capture_output=True,
+                             text=True, timeout=120, check=True)
+        code, loaded = json.loads(out.stdout.strip().splitlines()[-1])
+        found[" ".join(args)] = [code, [m for m in loaded if m != "fastavro"]]
+    assert found == {" ".join(args): [0, []] for args in MANIFEST_READERS}
