@@ -227,7 +227,7 @@ def _read_columns(path: str, meta: DataFileMeta, file_io: FileIO, wanted: tuple[
             table = formats.read_avro(source, columns)
         return table, [table.num_rows], None
     # Row groups are pruned by their stats in Parquet files only.
-    cached = _footer(path, file_io, source)
+    cached = local_footer(path, file_io)
     reader = _open_parquet(source, cached.metadata if cached is not None else None)
     try:
         footer = cached if cached is not None else Footer(reader.metadata)
@@ -251,8 +251,9 @@ def _read_columns(path: str, meta: DataFileMeta, file_io: FileIO, wanted: tuple[
 def _open_parquet(source: str | io.BytesIO, footer: pq.FileMetaData | None) -> ParquetReader:
     """A reader of the Parquet file ``source``; with its ``footer`` parsed already, the file is
     not asked for it again. pyarrow's ``ParquetReader`` (in ``pyarrow._parquet``: the reader
-    ``pq.ParquetFile`` itself wraps) rather than ``pq.ParquetFile``, which maps every column path of the file to its name on each opening (a read here opens dozens of
-    files whose leaves are known from the cached footer). No pre-buffering: it coalesces the
+    ``pq.ParquetFile`` itself wraps) rather than ``pq.ParquetFile``, which maps every column
+    path of the file to its name on each opening (a read here opens dozens of files whose
+    leaves are known from the cached footer). No pre-buffering: it coalesces the
     column chunks' reads through pyarrow's I/O threads, which costs more than it saves on a
     local file's few small chunks (measured: 3-5% of a key range's or a lookup's CPU)."""
     reader = ParquetReader()
@@ -386,16 +387,16 @@ def _group_rows(path: str, meta: DataFileMeta, file_io: FileIO) -> list[int] | N
     if not file_io.local or formats.format_of(meta.file_name) != "parquet":
         return None
     try:
-        metadata = _footer(path, file_io, path)
+        metadata = local_footer(path, file_io)
     except (OSError, ValueError):
         return None
     return None if metadata is None else metadata.group_rows
 
 
-def _footer(path: str, file_io: FileIO, source: Any) -> Footer | None:
+def local_footer(path: str, file_io: FileIO) -> Footer | None:
     """The footer of the local Parquet file at ``path`` (cached); None on object stores, whose
-    files are fetched whole anyway (``source`` is then the bytes and parsed with the file)."""
-    if not file_io.local or not isinstance(source, str):
+    files are fetched whole anyway and parsed with the file."""
+    if not file_io.local:
         return None
     local = local_path(path)
     st = os.stat(local)

@@ -95,15 +95,15 @@ def read_key_bounded(splits: Sequence[ReadSplit], read_schema: TableSchema, sche
     # partition columns no condition reads come from the splits' partition values, not the files
     partitions = {name: values for name, values in _partition_columns(splits, read_schema).items()
                   if name not in narrow}
-    reading = _Reading(read_schema, schemas, file_io, [f for f in read_fields if f.name in narrow] if late else None,
-                       first_key, frozenset(partitions))
+    reading = _Reading(splits, read_schema, schemas, file_io,
+                       [f for f in read_fields if f.name in narrow] if late else None, first_key, frozenset(partitions))
     files: list[tuple[ReadSplit, DataFileMeta]] = []
     gathered = _Gathered()
     key_types = [f.type for f in read_schema.key_fields]
     for s, (split, condition) in enumerate(zip(splits, conditions)):
         for run in run_files(split.files, key_types):
             for meta in run:
-                records, unfiltered = reading.candidates(split, meta, condition)
+                records, unfiltered = reading.candidates(s, split, meta, condition)
                 gathered.add(records, s, len(files), condition if unfiltered else None)
                 files.append((split, meta))
                 if gathered.passing > MAX_CANDIDATES:
@@ -149,8 +149,9 @@ class _Reading:
     """How one read takes each file's candidates: in the compared columns (``narrow_fields``,
     late) or in the columns the caller uses (None: whole)."""
 
-    def __init__(self, read_schema: TableSchema, schemas: Mapping[int, TableSchema], file_io: FileIO,
-                 narrow_fields: list[DataField] | None, first_key: str | None, filled: frozenset[str]) -> None:
+    def __init__(self, splits: Sequence[ReadSplit], read_schema: TableSchema, schemas: Mapping[int, TableSchema],
+                 file_io: FileIO, narrow_fields: list[DataField] | None, first_key: str | None,
+                 filled: frozenset[str]) -> None:
         self.read_schema = read_schema
         self.filled = filled  # partition columns not read: filled in from the splits
         self.read_fields = list(read_schema.fields)
@@ -158,25 +159,23 @@ class _Reading:
         self.file_io = file_io
         self.narrow_fields = narrow_fields
         self.first_key = first_key
-        # per (id of a split, retractions only?): the splits outlive this read's object
-        self._needed_by_split: dict[tuple[int, bool], frozenset[str] | None] = {}
+        # Read whole (not late): per split, the columns of its files, and of its files of
+        # retractions only, whose keys will do (a deduplicate merge shows none of their values).
+        self._columns = [(self._columns_of(split), self._columns_of(replace(split, columns=frozenset())))
+                         for split in splits] if narrow_fields is None else []
 
-    def _needed(self, split: ReadSplit, retractions: bool) -> frozenset[str] | None:
-        """The columns to read of a file of ``split`` in one pass (None: all), worked out once
-        per split and kind of file. A deduplicate merge shows no value of a file of retractions
-        only: its keys will do."""
-        key = (id(split), retractions)
-        if key not in self._needed_by_split:
-            needed = needed_columns(replace(split, columns=frozenset()) if retractions else split, self.read_schema)
-            if self.filled:
-                needed = (needed if needed is not None else frozenset(f.name for f in self.read_fields)) - self.filled
-            self._needed_by_split[key] = needed
-        return self._needed_by_split[key]
+    def _columns_of(self, split: ReadSplit) -> frozenset[str] | None:
+        """The columns to read of ``split``'s files in one pass (None: all), less the filled ones."""
+        needed = needed_columns(split, self.read_schema)
+        if not self.filled:
+            return needed
+        return (needed if needed is not None else frozenset(f.name for f in self.read_fields)) - self.filled
 
-    def candidates(self, split: ReadSplit, meta: DataFileMeta, condition: Predicate) -> tuple[pa.Table, bool]:
-        """The records of one file that may pass ``condition``, with sequence number and kind
-        (row groups pruned by their stats, the file's deletion vector applied); read late, in
-        the compared columns plus each record's file position. The flag says whether the
+    def candidates(self, s: int, split: ReadSplit, meta: DataFileMeta,
+                   condition: Predicate) -> tuple[pa.Table, bool]:
+        """The records of one file of split ``s`` that may pass ``condition``, with sequence
+        number and kind (row groups pruned by their stats, the file's deletion vector applied);
+        read late, in the compared columns plus each record's file position. The flag says whether the
         condition is still to be applied (False: only passing records came back)."""
         path = meta.external_path or join(split.bucket_dir, meta.file_name)
         schema = self.schemas[meta.schema_id]
@@ -185,8 +184,9 @@ class _Reading:
         pruning = {"row_filter": condition} if groups is None else {"only_groups": groups}
         deletion = split.deletion(meta)
         if self.narrow_fields is None:
+            whole, keys_only = self._columns[s]
             records = data_file.read_file(path, meta, schema, self.read_fields, self.file_io, system_columns=True,
-                                          deletion=deletion, needed=self._needed(split, retractions_only(meta)),
+                                          deletion=deletion, needed=keys_only if retractions_only(meta) else whole,
                                           **pruning)
             return records, True
         records = data_file.read_file(path, meta, schema, self.narrow_fields, self.file_io, system_columns=True,
@@ -347,7 +347,7 @@ def _admitted_groups(path: str, meta: DataFileMeta, file_schema: TableSchema, co
     this does not apply (another file format, a condition not made of comparisons and IN lists
     on integer columns read in the file's own type), and ``read_file`` prunes then. A group is
     kept unless its statistics rule the condition out, as there."""
-    footer = data_file._footer(path, file_io, path) if formats.format_of(meta.file_name) == "parquet" else None
+    footer = data_file.local_footer(path, file_io) if formats.format_of(meta.file_name) == "parquet" else None
     if footer is None:
         return None
     columns = {}

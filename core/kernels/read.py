@@ -139,7 +139,8 @@ def _read_merged(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[in
     needed = needed_columns(split, read_schema)
     # A deduplicate merge shows no value of a file of retractions only (a delete's file): its
     # record of a key either wins, and the key is gone, or loses. Its keys are enough.
-    keys_only = needed_columns(replace(split, columns=frozenset()), read_schema) if engine.kind == "deduplicate" else None
+    keys_only = (needed_columns(replace(split, columns=frozenset()), read_schema)
+                 if engine.kind == "deduplicate" else None)
 
     def run_tables(files: list[DataFileMeta]):
         for meta in files:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from core.branch import (MAIN_BRANCH, branch_names, branch_path, fast_forward_marker, fast_forward_marker_path,
                          fast_forward_rerun, leftover_branches)
 from core.errors import CorruptMetadataError, LakectlError
+from core.deletion_vectors import read_index_file
 from core.fileio import join
 from core.index_manifest import DELETION_VECTORS, index_dir, live_index_entries
 from core.manifest import ADD, DataFileMeta, ManifestEntry, merge_entries
@@ -227,10 +228,6 @@ def _check_index(table: TableHandle, name: str, live: dict[tuple, int] | None, r
                 continue
         if checked[path] < 0 or meta.index_type != DELETION_VECTORS:
             continue
-        # here, not at the top: deletion_vectors loads numpy, which the listing commands
-        # that import this module for require_whole (tag list, branch list) do not need
-        from core.deletion_vectors import read_index_file
-
         try:
             vectors = read_index_file(table.file_io, table.path, meta)
         except (LakectlError, OSError) as err:
