@@ -11,6 +11,7 @@ Which column set the stats cover (``_VALUE_STATS_COLS``) is the caller's decisio
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -68,6 +69,7 @@ class _Mode:
 _TRUNCATE = re.compile(r"truncate\((\d+)\)")
 
 
+@functools.lru_cache(maxsize=64)  # a write parses its table's mode for every file
 def _parse_mode(mode: str) -> _Mode:
     text = mode.strip().lower()
     if text in ("none", "counts", "full"):
@@ -297,18 +299,40 @@ def compute(table: pa.Table, fields: Sequence[DataField], mode: str = "full",
         UsageError: an unknown mode.
         InvalidDataError: a field has no column in ``table``.
     """
-    parsed = _parse_mode(mode)
-    if parsed.name == "none":
+    if _parse_mode(mode).name == "none":
         return EMPTY_STATS
-    columns = []
     names = set(table.column_names)
     for f in fields:
         if f.name not in names:
             raise InvalidDataError(f"no column {f.name!r} to compute stats of")
-        column = table.column(f.name)
+    columns = [table.column(f.name) for f in fields]
+    return from_columns(column_stats(columns, fields, mode, footer), [f.type for f in fields])
+
+
+def column_stats(columns: Sequence[pa.ChunkedArray | pa.Array], fields: Sequence[DataField], mode: str,
+                 footer: FooterStats | None = None) -> list[ColumnStats]:
+    """Each of ``columns``' stats as ``fields`` (paired in order) and ``mode`` (not ``none``)
+    make them: what ``compute`` serializes. A data file's writer takes its columns by
+    position and serializes the key stats from the value stats' columns
+    (``same_in_full``), where looking every column up by name again costs more than the
+    stats themselves on a small file.
+
+    Raises:
+        UsageError: an unknown mode.
+    """
+    parsed = _parse_mode(mode)
+    out = []
+    for column, f in zip(columns, fields):
         known = _from_footer(footer.get(f.name), column, f.type, parsed) if footer is not None else None
-        columns.append(known if known is not None else _column_stats(column, f.type, parsed))
-    return from_columns(columns, [f.type for f in fields])
+        out.append(known if known is not None else _column_stats(column, f.type, parsed))
+    return out
+
+
+def same_in_full(mode: str, t: DataType) -> bool:
+    """Whether a column of type ``t`` has the same stats under ``mode`` as under ``full``
+    (the key stats' mode): truncation changes strings only, and ``counts`` every bound."""
+    name = _parse_mode(mode).name
+    return name == "full" or (name == "truncate" and not t.is_string)
 
 
 class StatsCollector:

@@ -364,13 +364,8 @@ def write_file(chunk: pa.Table, schema: TableSchema, bucket_dir: str, file_io: F
         min_key = max_key = binary_row.EMPTY_ROW
         delete_rows = 0
     data, footer = encode_with_footer(out, schema)
-    # Stats of the file's own columns (``out``, which the footer describes): from the footer
-    # where it holds them exactly (stats._from_footer), else computed from the rows.
-    key_stats = stats.compute(out, schema.key_fields, "full", footer) if primary_key else stats.EMPTY_STATS
-    if opts.stats_mode == "none":
-        value_stats, value_stats_cols = stats.EMPTY_STATS, ()
-    else:
-        value_stats, value_stats_cols = stats.compute(out, schema.fields, opts.stats_mode, footer), None
+    key_stats, value_stats = file_stats(out, schema, footer)
+    value_stats_cols = () if opts.stats_mode == "none" else None
     external_path = external.next_path(name) if external is not None else None
     file_io.write_bytes(external_path or join(bucket_dir, name), data)
     # An index file sits beside its data file, wherever that is (Paimon resolves it so).
@@ -396,6 +391,35 @@ def write_file(chunk: pa.Table, schema: TableSchema, bucket_dir: str, file_io: F
         embedded_index=embedded,
         external_path=external_path,
     )
+
+
+def file_stats(out: pa.Table, schema: TableSchema,
+               footer: stats.FooterStats | None) -> tuple[stats.SimpleStats, stats.SimpleStats]:
+    """The key stats (``full``) and value stats (``metadata.stats-mode``) of a data file's
+    columns ``out``, which ``footer`` describes: taken from the footer where it holds them
+    exactly (stats._from_footer), else computed from the rows. A key column's stats are its
+    value column's where the modes agree on its type (stats.same_in_full)."""
+    mode = schema.core_options.stats_mode
+    # the table's fields are the file's last columns, in order (file_table)
+    columns = out.columns[out.num_columns - len(schema.fields):]
+    value_columns = stats.column_stats(columns, schema.fields, mode, footer) if mode != "none" else None
+    value_stats = stats.from_columns(value_columns, [f.type for f in schema.fields]) \
+        if value_columns is not None else stats.EMPTY_STATS
+    if not schema.has_primary_key:
+        return stats.EMPTY_STATS, value_stats
+    key_columns = []
+    for f, at in zip(schema.key_fields, key_positions(schema)):
+        if value_columns is not None and stats.same_in_full(mode, f.type):
+            key_columns.append(value_columns[at])
+        else:
+            key_columns.extend(stats.column_stats([columns[at]], [f], "full", footer))
+    return stats.from_columns(key_columns, [f.type for f in schema.key_fields]), value_stats
+
+
+def key_positions(schema: TableSchema) -> list[int]:
+    """Where each of ``schema.key_fields`` sits among ``schema.fields``."""
+    return _per_schema(schema, "key positions",
+                       lambda: [schema.field_names.index(f.name) for f in schema.key_fields])
 
 
 def retract_count(kinds: pa.ChunkedArray) -> int:
