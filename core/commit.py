@@ -31,7 +31,7 @@ from typing import Sequence
 
 from core.branch import MAIN_BRANCH, refuse_unfinished_fast_forward, table_name
 from core.deletion_vectors import read_index_file, write_index_file
-from core.errors import CommitConflictError, CorruptMetadataError, ExpiredWhileReadingError, NotFoundError
+from core.errors import CommitConflictError, CorruptMetadataError, ExpiredWhileReadingError, NotFoundError, StalePlanError
 from core.fileio import FileIO, before_publish
 from core.index_manifest import ADD as INDEX_ADD
 from core.index_manifest import DELETE as INDEX_DELETE
@@ -403,7 +403,7 @@ class FileStoreCommit:
         gone_index = replaced - {e.index_file.file_name for e in live}
         replaced |= {e.index_file.file_name for e in bucket_index if e.kind == INDEX_DELETE}
         if gone_index:
-            raise CommitConflictError(f"index file {sorted(gone_index)[0]} is no longer live (another commit "
+            raise StalePlanError(f"index file {sorted(gone_index)[0]} is no longer live (another commit "
                                       "replaced the deletion vectors); nothing was committed")
         for e in live:
             gone = deleted.get((e.partition, e.bucket))
@@ -453,7 +453,7 @@ class FileStoreCommit:
     def _check_schema(self) -> None:
         current = SchemaManager(self.file_io, self.branch_path or self.table_path).list_ids()
         if current and current[-1] != self.schema.id:
-            raise CommitConflictError(
+            raise StalePlanError(
                 f"the table schema changed to {current[-1]} while this write used schema {self.schema.id}; "
                 "re-run the write against the new schema")
 
@@ -476,7 +476,7 @@ class FileStoreCommit:
         live_ids = {e.identifier for e in live}
         for e in entries:
             if e.kind == DELETE and e.identifier not in live_ids:
-                raise CommitConflictError(
+                raise StalePlanError(
                     f"file {e.file.file_name} is no longer live (another commit replaced it); nothing was committed")
         if entries:
             expected = {e.total_buckets for e in entries if e.kind == ADD}

@@ -35,6 +35,13 @@ class CommitConflictError(LakectlError):
     """The commit could not land after its retries, or its base vanished (exit 4)."""
 
 
+class StalePlanError(CommitConflictError):
+    """Another commit replaced what this commit was planned on (files it rewrites, a
+    deletion-vector index file, the schema) before it landed; nothing was committed. A
+    compaction or a delete re-plans on the new latest snapshot (``core.replan``); a write
+    stops (exit 4)."""
+
+
 class ExpiredWhileReadingError(CommitConflictError):
     """A lost race, not damage: the snapshot a command was reading or building on was expired
     (by a concurrent ``expire``) while it read its files. Commands re-plan on the new latest

@@ -1,4 +1,5 @@
-"""Re-planning after a lost race against ``expire``.
+"""Re-planning after a lost race against ``expire``, or against a commit that replaced what a
+compaction or a delete planned on.
 
 A command that plans against the latest snapshot reads that snapshot's manifest lists,
 manifests and data files afterwards. A concurrent ``expire --retain-min 1`` may retire the
@@ -7,6 +8,13 @@ damage: the table is whole at its new latest snapshot. ``SnapshotManager.retired
 two apart (asked only after a read failed); a retired snapshot turns the failure into
 ``ExpiredWhileReadingError``, and ``retry_on_expire`` plans the command again on the new
 latest, at most ``commit.max-retries`` more times, as a commit retries a lost publish.
+
+A compaction or a delete also plans again after ``StalePlanError``: another commit (a
+writer's own compaction, a cron ``compact``, an overwrite) replaced the files it rewrote, or
+the schema, before it landed. What these commands commit follows from the table alone (its
+files, a ``--where``), so planning again on the new latest is what they would have done had
+they started a moment later; the rewrites of the lost try are deleted before it raises. A
+write's rows are the user's, shaped on the schema it planned with: it stops (exit 4).
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from __future__ import annotations
 import logging
 from typing import Callable, TypeVar
 
-from core.errors import CorruptMetadataError, ExpiredWhileReadingError
+from core.errors import CorruptMetadataError, ExpiredWhileReadingError, StalePlanError
 from core.snapshot import Snapshot, SnapshotManager
 
 log = logging.getLogger(__name__)
@@ -31,12 +39,16 @@ def lost_race(snapshots: SnapshotManager, snapshot: Snapshot | None,
                                     f"read ({error}); the table is fine")
 
 
-def retry_on_expire(max_retries: int, run: Callable[[], T], what: str) -> T:
-    """``run()``, again while it raises ExpiredWhileReadingError, at most ``max_retries`` more times.
+def retry_on_expire(max_retries: int, run: Callable[[], T], what: str, *, stale_plans: bool = False) -> T:
+    """``run()``, again while it raises ExpiredWhileReadingError (with ``stale_plans``, or
+    StalePlanError), at most ``max_retries`` more times.
 
     Raises:
         ExpiredWhileReadingError: every try lost its snapshot to a concurrent expire (exit 4).
+        StalePlanError: every try was overtaken by another commit (with ``stale_plans``), or
+            the first one was (without) (exit 4).
     """
+    last: ExpiredWhileReadingError | StalePlanError | None = None
     for attempt in range(max_retries + 1):
         try:
             return run()
@@ -44,6 +56,15 @@ def retry_on_expire(max_retries: int, run: Callable[[], T], what: str) -> T:
             log.info("%s attempt %d of %d lost a race against expire, planning again: %s",
                      what, attempt + 1, max_retries + 1, e)
             last = e
+        except StalePlanError as e:
+            if not stale_plans:
+                raise
+            log.info("%s attempt %d of %d was overtaken by another commit, planning again: %s",
+                     what, attempt + 1, max_retries + 1, e)
+            last = e
+    if isinstance(last, StalePlanError):
+        raise StalePlanError(f"{what} gave up after {max_retries + 1} tries: another commit replaced what it "
+                             f"planned on every time (last: {last}); re-run it")
     raise ExpiredWhileReadingError(f"{what} gave up after {max_retries + 1} tries: a concurrent expire removed "
                                    f"the snapshot it read every time (last: {last}); nothing was committed, "
                                    "re-run it or let expire retain more snapshots (--retain-min)")

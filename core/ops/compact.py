@@ -11,9 +11,11 @@ deletes; append buckets merge their small files either way.
 A full compaction's snapshot carries the property ``lakectl.compaction=full``, so that
 ``full-compaction.delta-commits`` can count the data commits since the last one.
 
-The commit DELETEs the input files and ADDs the new ones; it fails with CommitConflictError
-if another commit removed an input file in the meantime (an overwrite, another
-compaction), and then nothing of this compaction remains referenced.
+The commit DELETEs the input files and ADDs the new ones. If another commit removed an input
+file in the meantime (an overwrite, another compaction), it fails with StalePlanError, the
+rewritten files are deleted, and the compaction plans again on the new latest snapshot (at
+most ``commit.max-retries`` more times; a writer's compaction after its commit does not: its
+next commit compacts again).
 """
 
 from __future__ import annotations
@@ -209,7 +211,7 @@ def _plan_on(table: TableHandle, snapshot: Snapshot, selected: Callable[[tuple[A
 def compact(table: TableHandle, *, full: bool = True, partitions: Sequence[Mapping[str, str]] | None = None,
             dry_run: bool = False, engine: Any = None,
             engine_settings: EngineSettings | None = None, level0_buckets: bool = False,
-            auto_tags: bool = True) -> CompactResult:
+            auto_tags: bool = True, replan: bool = True) -> CompactResult:
     """Compact the table's buckets (all, or those of ``partitions``) as one COMPACT snapshot.
 
     Args:
@@ -224,14 +226,18 @@ def compact(table: TableHandle, *, full: bool = True, partitions: Sequence[Mappi
         level0_buckets: only the buckets that hold level-0 files, each in full.
         auto_tags: run the table's automatic tags after the commit, as Java's compaction job
             does (False when a write's maintenance runs this, which tags after its last step).
+        replan: when another commit replaces input files (or the schema) before this one
+            lands, plan again on the new latest snapshot, at most ``commit.max-retries`` more
+            times (``core.replan``); False stops at the first (a writer's compaction after its
+            commit: the next commit compacts again).
 
     Returns:
         What was (or, for a dry run, would be) rewritten; ``snapshot_id`` None if nothing was.
 
     Raises:
         UsageError: a bad partition spec.
-        CommitConflictError: another commit removed input files (or changed the schema)
-            before this one landed; nothing was committed.
+        StalePlanError: another commit removed input files (or changed the schema) before
+            this one landed, on every try (``replan``) or on the first; nothing was committed.
         ExpiredWhileReadingError: a concurrent expire removed the snapshot the compaction
             planned on every time it planned (``commit.max-retries`` + 1 times).
     """
@@ -239,7 +245,7 @@ def compact(table: TableHandle, *, full: bool = True, partitions: Sequence[Mappi
         table.refuse_unfinished_fast_forward("compact")
     run = partial(_compact_once, table, full=full, partitions=partitions, dry_run=dry_run, engine=engine,
                   engine_settings=engine_settings, level0_buckets=level0_buckets, auto_tags=auto_tags)
-    return retry_on_expire(table.schema.core_options.commit_max_retries, run, "compaction")
+    return retry_on_expire(table.schema.core_options.commit_max_retries, run, "compaction", stale_plans=replan)
 
 
 def _compact_once(table: TableHandle, *, full: bool, partitions: Sequence[Mapping[str, str]] | None, dry_run: bool,
@@ -304,7 +310,7 @@ def compact_after_commit(table: TableHandle, engine: Any, full: bool) -> Compact
     # (First-row tables hide it too; their universal pick forces level 0 up by itself.)
     schema = table.schema
     level0 = not full and schema.has_primary_key and schema.core_options.deletion_vectors_enabled
-    result = compact(table, full=full, engine=engine, level0_buckets=level0, auto_tags=False)
+    result = compact(table, full=full, engine=engine, level0_buckets=level0, auto_tags=False, replan=False)
     return result if result.snapshot_id is not None else None
 
 

@@ -123,7 +123,8 @@ def delete(table: TableHandle, where: str, *, dry_run: bool = False,
     Raises:
         UsageError: an empty or malformed predicate, or ``--engine spark`` on a dynamic-bucket table.
         UnsupportedTableError: a merge engine that cannot take deletes.
-        CommitConflictError: another commit removed a file this delete rewrites.
+        StalePlanError: another commit removed a file this delete rewrites (or changed the
+            schema) before it landed, every time it planned (``commit.max-retries`` + 1 times).
         ExpiredWhileReadingError: a concurrent expire removed the snapshot the delete planned
             on every time it planned (``commit.max-retries`` + 1 times).
     """
@@ -149,7 +150,8 @@ def delete(table: TableHandle, where: str, *, dry_run: bool = False,
         except CorruptMetadataError as e:  # a file the plan reads is gone: damage, or expired meanwhile
             raise lost_race(table.snapshots, prepared.plan.snapshot, e) or e
 
-    return retry_on_expire(table.schema.core_options.commit_max_retries, once, "delete")
+    # planned again when another commit replaced the files it rewrote (core.replan)
+    return retry_on_expire(table.schema.core_options.commit_max_retries, once, "delete", stale_plans=True)
 
 
 # ---- primary-key tables ------------------------------------------------------------------

@@ -154,20 +154,41 @@ def test_missing_table_exits_3(wh: str) -> None:
     _error(invoke("--warehouse", wh, "compact", "db.nope", "--full"), 3, "does not exist")
 
 
-def test_conflict_exits_4_and_leaves_the_table(wh: str, sales: str, tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def overwrite_while_compacting(monkeypatch: pytest.MonkeyPatch, wh: str, times: int | None) -> None:
+    """An overwrite lands between the compaction's rewrite and its commit, on the first
+    ``times`` tries (None: every try)."""
     original = LocalEngine.compact
+    tries: list[int] = []
 
     def compact_then_overwrite(self: LocalEngine, tasks: Any, file_io: Any) -> Any:
         messages = original(self, tasks, file_io)
-        Table.open(TABLE, warehouse=wh).write(
-            pa.table({"dt": ["d1"], "id": [1], "v": ["x"]}), mode="overwrite")
+        tries.append(1)
+        if times is None or len(tries) <= times:
+            Table.open(TABLE, warehouse=wh).write(pa.table({"dt": ["d1"], "id": [1], "v": ["x"]}), mode="overwrite")
         return messages
 
     monkeypatch.setattr(LocalEngine, "compact", compact_then_overwrite)
-    _error(invoke("--warehouse", wh, "compact", sales, "--full"), 4, "no longer live")
+
+
+def test_an_overwrite_racing_compact_makes_it_plan_again_and_exit_0(wh: str, sales: str,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cron compact overtaken by another commit compacts the new state instead of failing."""
+    overwrite_while_compacting(monkeypatch, wh, times=1)
+    result = as_json(wh, "compact", sales, "--full")
     kinds = [s["commit_kind"] for s in as_json(wh, "snapshots", sales)]
-    assert kinds[0] == "OVERWRITE" and "COMPACT" not in kinds
+    assert kinds[:2] == ["COMPACT", "OVERWRITE"]  # newest first
+    assert result["snapshot_id"] == as_json(wh, "snapshots", sales)[0]["snapshot_id"]
+    rows = {(r["dt"], r["id"]): r["v"] for r in as_json(wh, "scan", sales)}
+    assert rows[("d1", 1)] == "x" and len([k for k in rows if k[0] == "d1"]) == 1
+
+
+def test_a_compact_overtaken_every_time_exits_4_and_leaves_the_table(wh: str, sales: str,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    ok("--warehouse", wh, "alter-schema", sales, "--set-option", "commit.max-retries=1")
+    overwrite_while_compacting(monkeypatch, wh, times=None)
+    _error(invoke("--warehouse", wh, "compact", sales, "--full"), 4, "gave up after 2 tries")
+    kinds = [s["commit_kind"] for s in as_json(wh, "snapshots", sales)]
+    assert kinds[:2] == ["OVERWRITE", "OVERWRITE"] and "COMPACT" not in kinds
 
 
 def test_help_lists_compact() -> None:

@@ -12,8 +12,9 @@ Roles:
   first publish attempt of commit i waits until all ``peers`` writers reached it, so every
   round is a real race for the same snapshot id (all but one must retry).
 - ``compact``: full compactions until the ``stop`` file appears (at least ``min_runs``); a
-  CommitConflictError (another commit removed its input files) is counted and the compaction
-  planned again. Prints ``{"compaction": k, "snapshot_id", "conflicts", "retries"}``.
+  compaction whose input files another commit removed plans again by itself (core.replan);
+  a CommitConflictError that still comes out (overtaken on every try) is counted and the
+  compaction started again. Prints ``{"compaction": k, "snapshot_id", "conflicts", "retries"}``.
 - ``read``: until ``stop``: the latest snapshot id, then the scan of that snapshot, printed
   as ``{"snapshot_id", "rows": [[id, v], ...]}``; any error ends the process non-zero.
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import pickle
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -19,7 +19,8 @@ import pytest
 from core import binary_row
 from core.commit import CommitMessage
 from core.engines.local import LocalEngine
-from core.errors import CommitConflictError, UsageError
+from core.evolution import SetOption
+from core.errors import StalePlanError, UsageError
 from core.fileio import join
 from core.kernels.compact import CompactTask, compact_bucket, output_level, pick_files, sorted_runs
 from core.manifest import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, ManifestEntry, merge_entries, read_entries
@@ -457,37 +458,71 @@ def test_table_without_snapshots_has_nothing_to_compact(tmp_path: Path) -> None:
 
 # ---- concurrency -----------------------------------------------------------------------------
 class InterferingEngine(LocalEngine):
-    """Runs the compaction kernels, then lets another writer commit before ours does."""
+    """Runs the compaction kernels, then lets another writer commit before ours does (on the
+    first ``times`` compactions; None: on every one)."""
 
-    def __init__(self, interfere: Any) -> None:
+    def __init__(self, interfere: Any, times: int | None = None) -> None:
         super().__init__()
         self.interfere = interfere
-        self.written: list[str] = []
+        self.times = times
+        self.written: list[list[str]] = []  # each try's rewritten files
 
     def compact(self, tasks: Any, file_io: Any) -> list[CommitMessage]:
         messages = super().compact(tasks, file_io)
-        self.written = [join(task.bucket_dir, f.file_name) for task, m in zip(tasks, messages)
-                        for f in m.compact_after]
-        self.interfere()
+        self.written.append([join(task.bucket_dir, f.file_name) for task, m in zip(tasks, messages)
+                             for f in m.compact_after])
+        if self.times is None or len(self.written) <= self.times:
+            self.interfere()
         return messages
 
 
-def test_overwrite_between_plan_and_commit_is_a_conflict_and_changes_nothing(sales_table: Table) -> None:
-    t = sales_table
+def overwrite_d1(t: Table) -> Callable[[], Any]:
     replacement = sales(range(3), "d1", "new")
-    engine = InterferingEngine(lambda: Table.open(t.name, warehouse=str(Path(t.path).parents[1])).write(
-        replacement, mode="overwrite"))
+    return lambda: Table.open(t.name, warehouse=str(Path(t.path).parents[1])).write(replacement, mode="overwrite")
+
+
+def test_overwrite_between_plan_and_commit_makes_the_compaction_plan_again(sales_table: Table) -> None:
+    """The overwrite replaced d1's input files: the compaction removes what it wrote, plans on
+    the overwritten table and compacts that (what a cron compact started a moment later does)."""
+    t = sales_table
+    engine = InterferingEngine(overwrite_d1(t), times=1)
     ids = t.snapshots.list_ids()
-    with pytest.raises(CommitConflictError, match="no longer live"):
+    result = compact(t, engine=engine)
+    assert [s.commit_kind for s in t.snapshots.snapshots()][len(ids):] == ["OVERWRITE", "COMPACT"]
+    assert result.snapshot_id == t.latest_snapshot().id
+    first, second = engine.written
+    assert first and not any(Path(p).exists() for p in first), "the lost try's output is removed"
+    assert second and all(Path(p).exists() for p in second)
+    # the model: d1 is the overwrite's three rows, d2 as the writes left it
+    expected = {("d1", i): f"new{i}" for i in range(3)}
+    expected.update({("d2", i): "b" + str(i) if i < 5 else f"a{i}" for i in range(20) if i != 7})
+    assert {(r["dt"], r["id"]): r["v"] for r in t.scan().to_pylist()} == expected
+    assert all(e.file.level > 0 for e in live(t))  # everything compacted, d1 included
+
+
+def test_a_compaction_overtaken_every_time_gives_up_and_changes_nothing(sales_table: Table) -> None:
+    t = sales_table
+    t.alter([SetOption("commit.max-retries", "2")])
+    engine = InterferingEngine(overwrite_d1(t))
+    ids = t.snapshots.list_ids()
+    with pytest.raises(StalePlanError, match="gave up after 3 tries.*no longer live"):
         compact(t, engine=engine)
-    assert t.snapshots.list_ids() == [*ids, ids[-1] + 1]
-    assert t.latest_snapshot().commit_kind == "OVERWRITE"
+    assert [s.commit_kind for s in t.snapshots.snapshots()][len(ids):] == ["OVERWRITE"] * 3
+    assert len(engine.written) == 3 and not any(Path(p).exists() for w in engine.written for p in w)
     assert {(r["dt"], r["id"], r["v"]) for r in t.scan().to_pylist() if r["dt"] == "d1"} == {
         ("d1", i, f"new{i}") for i in range(3)}
-    assert engine.written and not any(Path(p).exists() for p in engine.written), "unreferenced output is removed"
     # The table can still be compacted afterwards.
     expected = rows_by(t.scan(), KEY)
     assert compact(t).snapshot_id is not None and rows_by(t.scan(), KEY) == expected
+
+
+def test_a_writers_compaction_after_commit_does_not_plan_again(sales_table: Table) -> None:
+    t = sales_table
+    engine = InterferingEngine(overwrite_d1(t), times=1)
+    with pytest.raises(StalePlanError, match="no longer live"):
+        compact(t, engine=engine, replan=False)
+    assert len(engine.written) == 1 and not any(Path(p).exists() for p in engine.written[0])
+    assert t.latest_snapshot().commit_kind == "OVERWRITE"
 
 
 def test_append_between_plan_and_commit_lands_on_top_of_the_compaction(sales_table: Table) -> None:
@@ -501,12 +536,16 @@ def test_append_between_plan_and_commit_lands_on_top_of_the_compaction(sales_tab
     assert rows[("d1", 0)] == "racer0" and rows[("d1", 5)] == "racer5"
 
 
-def test_a_compaction_by_someone_else_first_is_a_conflict(sales_table: Table) -> None:
+def test_a_compaction_by_someone_else_first_leaves_nothing_to_do(sales_table: Table) -> None:
+    """Another full compaction landed first: planning again finds every bucket compacted, so
+    this one commits nothing and says so (no error: the table is as the caller wanted)."""
     t = sales_table
     engine = InterferingEngine(lambda: compact(Table.open(t.name, warehouse=str(Path(t.path).parents[1]))))
-    with pytest.raises(CommitConflictError):
-        compact(t, engine=engine)
-    assert [s.commit_kind for s in t.snapshots.snapshots()][-1] == COMPACT
+    ids = t.snapshots.list_ids()
+    result = compact(t, engine=engine)
+    assert result.snapshot_id is None and result.buckets_compacted == 0
+    assert [s.commit_kind for s in t.snapshots.snapshots()][len(ids):] == [COMPACT]
+    assert len(engine.written) == 1 and not any(Path(p).exists() for p in engine.written[0])
     assert compact(t).snapshot_id is None
 
 
