@@ -31,14 +31,15 @@ from typing import Sequence
 
 from core.branch import MAIN_BRANCH, refuse_unfinished_fast_forward, table_name
 from core.deletion_vectors import read_index_file, write_index_file
-from core.errors import CommitConflictError, CorruptMetadataError, ExpiredWhileReadingError, NotFoundError, StalePlanError
+from core.errors import (CommitConflictError, CorruptMetadataError, ExpiredWhileReadingError, NotFoundError,
+                         StalePlanError)
 from core.fileio import FileIO, before_publish
 from core.index_manifest import ADD as INDEX_ADD
 from core.index_manifest import DELETE as INDEX_DELETE
 from core.index_manifest import DELETION_VECTORS, IndexFileMeta, IndexManifestEntry, IndexManifestIO, combine, index_dir
 from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO, live_entries
 from core.options import BATCH_COMMIT_IDENTIFIER
-from core.replan import lost_race, retry_on_expire
+from core.replan import lost_race, replan_on_lost_race
 from core import row_tracking
 from core.schema import SchemaManager, TableSchema
 from core.snapshot import APPEND, COMPACT, OVERWRITE, Snapshot, SnapshotManager, same_snapshot
@@ -404,7 +405,7 @@ class FileStoreCommit:
         replaced |= {e.index_file.file_name for e in bucket_index if e.kind == INDEX_DELETE}
         if gone_index:
             raise StalePlanError(f"index file {sorted(gone_index)[0]} is no longer live (another commit "
-                                      "replaced the deletion vectors); nothing was committed")
+                                 "replaced the deletion vectors); nothing was committed")
         for e in live:
             gone = deleted.get((e.partition, e.bucket))
             if e.index_file.index_type != DELETION_VECTORS or e.index_file.file_name in replaced or not gone:
@@ -554,7 +555,7 @@ def latest_base_entries(snapshots: SnapshotManager, manifests: ManifestIO,
             raise ExpiredWhileReadingError(f"the latest snapshot went away while it was read ({e})") from e
         return latest, (base_entries(manifests, latest, snapshots) if latest is not None else [])
 
-    return retry_on_expire(max_retries, read, "planning")
+    return replan_on_lost_race(max_retries, read, "planning")
 
 
 def next_watermark(new: int | None, latest: int | None) -> int | None:

@@ -6,7 +6,7 @@ manifests and data files afterwards. A concurrent ``expire --retain-min 1`` may 
 snapshot in between and delete the files only it referenced. A missing file is then not
 damage: the table is whole at its new latest snapshot. ``SnapshotManager.retired`` tells the
 two apart (asked only after a read failed); a retired snapshot turns the failure into
-``ExpiredWhileReadingError``, and ``retry_on_expire`` plans the command again on the new
+``ExpiredWhileReadingError``, and ``replan_on_lost_race`` plans the command again on the new
 latest, at most ``commit.max-retries`` more times, as a commit retries a lost publish.
 
 A compaction or a delete also plans again after ``StalePlanError``: another commit (a
@@ -39,7 +39,7 @@ def lost_race(snapshots: SnapshotManager, snapshot: Snapshot | None,
                                     f"read ({error}); the table is fine")
 
 
-def retry_on_expire(max_retries: int, run: Callable[[], T], what: str, *, stale_plans: bool = False) -> T:
+def replan_on_lost_race(max_retries: int, run: Callable[[], T], what: str, *, stale_plans: bool = False) -> T:
     """``run()``, again while it raises ExpiredWhileReadingError (with ``stale_plans``, or
     StalePlanError), at most ``max_retries`` more times.
 

@@ -40,7 +40,7 @@ from core.kernels.compact import (CompactTask, UniversalOptions, in_sequence_ord
 from core.manifest import ManifestEntry
 from core.partition import render_value
 from core.ops.full_compaction import FULL_COMPACTION_PROPERTY
-from core.replan import lost_race, retry_on_expire
+from core.replan import lost_race, replan_on_lost_race
 from core.schema import TableSchema
 from core.snapshot import COMPACT, Snapshot
 from core.table_handle import TableHandle
@@ -245,7 +245,7 @@ def compact(table: TableHandle, *, full: bool = True, partitions: Sequence[Mappi
         table.refuse_unfinished_fast_forward("compact")
     run = partial(_compact_once, table, full=full, partitions=partitions, dry_run=dry_run, engine=engine,
                   engine_settings=engine_settings, level0_buckets=level0_buckets, auto_tags=auto_tags)
-    return retry_on_expire(table.schema.core_options.commit_max_retries, run, "compaction", stale_plans=replan)
+    return replan_on_lost_race(table.schema.core_options.commit_max_retries, run, "compaction", stale_plans=replan)
 
 
 def _compact_once(table: TableHandle, *, full: bool, partitions: Sequence[Mapping[str, str]] | None, dry_run: bool,

@@ -54,7 +54,7 @@ from core.option_rules import WRITE, check_options
 from core.ops.maintenance import after_commit
 from core.ops.scan import PreparedScan, prepare
 from core.ops.write import choose_write_engine, plan_job, write_and_commit
-from core.replan import lost_race, retry_on_expire
+from core.replan import lost_race, replan_on_lost_race
 from core.snapshot import OVERWRITE
 from core.table_handle import TableHandle
 
@@ -151,7 +151,7 @@ def delete(table: TableHandle, where: str, *, dry_run: bool = False,
             raise lost_race(table.snapshots, prepared.plan.snapshot, e) or e
 
     # planned again when another commit replaced the files it rewrote (core.replan)
-    return retry_on_expire(table.schema.core_options.commit_max_retries, once, "delete", stale_plans=True)
+    return replan_on_lost_race(table.schema.core_options.commit_max_retries, once, "delete", stale_plans=True)
 
 
 # ---- primary-key tables ------------------------------------------------------------------

@@ -40,7 +40,7 @@ from core.ops.scan import check_select, choose_snapshot, output_schema
 from core.option_rules import READ, check_options
 from core.partition import render_value
 from core.predicate import And, InList, Predicate, epoch_nanos, text_value
-from core.replan import lost_race, retry_on_expire
+from core.replan import lost_race, replan_on_lost_race
 from core.schema import TableSchema
 from core.snapshot import Snapshot
 from core.table_handle import TableHandle
@@ -407,7 +407,7 @@ def lookup(table: TableHandle, keys: Sequence[str | Mapping[str, Any]], *, snaps
             (for the latest snapshot: every time, ``commit.max-retries`` + 1 tries).
     """
     replans = 0 if snapshot_id is not None else table.schema.core_options.commit_max_retries
-    return retry_on_expire(replans, partial(_lookup_once, table, keys, snapshot_id=snapshot_id, select=select),
+    return replan_on_lost_race(replans, partial(_lookup_once, table, keys, snapshot_id=snapshot_id, select=select),
                            "lookup")
 
 

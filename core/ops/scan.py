@@ -27,7 +27,7 @@ from core.kernels.read import ReadSplit
 from core.manifest import ManifestEntry, live_entries
 from core.default_values import prunable
 from core.predicate import ColumnRange, Predicate
-from core.replan import lost_race, retry_on_expire
+from core.replan import lost_race, replan_on_lost_race
 from core.schema import TableSchema
 from core.sinks import output_format, write_output_parts
 from core.options import check_limit
@@ -290,7 +290,7 @@ def scan(table: TableHandle, *, snapshot_id: int | None = None, timestamp: str |
         # a part in the output schema already (as the local engine's are) needs no cast
         return pa.concat_tables([p if p.schema.equals(schema, check_metadata=True) else p.cast(schema) for p in parts])
 
-    return retry_on_expire(_replans(table, snapshot_id, timestamp, tag), once, "scan")
+    return replan_on_lost_race(_replans(table, snapshot_id, timestamp, tag), once, "scan")
 
 
 def _replans(table: TableHandle, snapshot_id: int | None, timestamp: str | None, tag: str | None) -> int:
@@ -341,7 +341,7 @@ def scan_stream(table: TableHandle, *, snapshot_id: int | None = None, timestamp
     def planned() -> PreparedScan:
         return prepare(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where)
 
-    prepared = retry_on_expire(replans, planned, "scan")
+    prepared = replan_on_lost_race(replans, planned, "scan")
     engine = _engine_for(prepared, engine_settings)
     schema = output_schema(prepared.plan.read_schema, prepared.select)
     if engine.name == "spark":

@@ -21,7 +21,7 @@ from core.errors import CorruptMetadataError, InvalidDataError, NotFoundError, U
 from core.ops.create import columns_from_arrow, create
 from core.ops.maintenance import after_commit
 from core.renaming import refuse_renaming
-from core.replan import lost_race, retry_on_expire
+from core.replan import lost_race, replan_on_lost_race
 from core.rows import prepare_rows
 from core.kernels.write import WriteJob, removal_changelog
 from core.index_manifest import IndexManifestIO
@@ -202,7 +202,7 @@ def write_and_commit(table: TableHandle, data: Any, engine: Any, *, overwrite: b
         return plan_job(table, schema, row_kind_column or schema.options.get("rowkind.field"),
                         overwrite=overwrite, planned_on=planned[0])
 
-    job = retry_on_expire(schema.core_options.commit_max_retries, plan, "write")
+    job = replan_on_lost_race(schema.core_options.commit_max_retries, plan, "write")
     try:
         messages, rows_in = engine.write(job, data, table.file_io)
     except CorruptMetadataError as e:
