@@ -357,6 +357,8 @@ def session_settings(master: str, conf: Mapping[str, str], data_bytes: int, pyth
     settings["spark.driver.extraJavaOptions"] = jvm_flags(data_bytes)
     settings["spark.executor.extraJavaOptions"] = jvm_flags(data_bytes)
     settings["spark.pyspark.python"] = python
+    # the executors' Python workers import numpy: no OpenBLAS thread pool there either (lakectl.app)
+    settings["spark.executorEnv.OPENBLAS_NUM_THREADS"] = "1"
     if _loopback_master(master):
         settings.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
     if master.startswith("local"):

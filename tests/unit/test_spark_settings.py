@@ -51,3 +51,10 @@ def test_choose_engine_hands_the_data_size_to_the_spark_engine() -> None:
     engine, _ = choose_engine(EngineSettings(engine="spark", master="local[2]"))
     assert engine.data_bytes == 0
     assert engine._session is None  # choosing starts no JVM
+
+
+@pytest.mark.parametrize("master", ["local[2]", "spark://10.0.0.5:7077"])
+def test_executors_start_numpy_with_one_blas_thread_unless_the_user_says_otherwise(master: str) -> None:
+    assert _settings(master)["spark.executorEnv.OPENBLAS_NUM_THREADS"] == "1"
+    assert _settings(master, {"spark.executorEnv.OPENBLAS_NUM_THREADS": "4"})[
+        "spark.executorEnv.OPENBLAS_NUM_THREADS"] == "4"
