@@ -223,6 +223,8 @@ def _wait_for_alive_worker(webui_url: str, master_url: str, *, procs: dict[str, 
             state = _get_json(f"{webui_url}/json/")
         except OSError as e:  # refused while the JVM starts; URLError and timeouts are OSErrors
             last = f"master web UI: {e}"
+        except ValueError as e:  # JSONDecodeError: a loaded master's UI may first serve its HTML page
+            last = f"master web UI answered no JSON yet: {e}"
         else:
             if state.get("url") != master_url:
                 raise ClusterStartError(f"master at {webui_url} reports {state.get('url')!r}, expected "
