@@ -402,18 +402,18 @@ def file_stats(out: pa.Table, schema: TableSchema,
     mode = schema.core_options.stats_mode
     # the table's fields are the file's last columns, in order (file_table)
     columns = out.columns[out.num_columns - len(schema.fields):]
-    value_columns = stats.column_stats(columns, schema.fields, mode, footer) if mode != "none" else None
-    value_stats = stats.from_columns(value_columns, [f.type for f in schema.fields]) \
-        if value_columns is not None else stats.EMPTY_STATS
+    value_column_stats = stats.column_stats(columns, schema.fields, mode, footer) if mode != "none" else None
+    value_stats = stats.from_columns(value_column_stats, [f.type for f in schema.fields]) \
+        if value_column_stats is not None else stats.EMPTY_STATS
     if not schema.has_primary_key:
         return stats.EMPTY_STATS, value_stats
-    key_columns = []
+    key_column_stats = []
     for f, at in zip(schema.key_fields, key_positions(schema)):
-        if value_columns is not None and stats.same_in_full(mode, f.type):
-            key_columns.append(value_columns[at])
+        if value_column_stats is not None and stats.same_in_full(mode, f.type):
+            key_column_stats.append(value_column_stats[at])
         else:
-            key_columns.extend(stats.column_stats([columns[at]], [f], "full", footer))
-    return stats.from_columns(key_columns, [f.type for f in schema.key_fields]), value_stats
+            key_column_stats.extend(stats.column_stats([columns[at]], [f], "full", footer))
+    return stats.from_columns(key_column_stats, [f.type for f in schema.key_fields]), value_stats
 
 
 def key_positions(schema: TableSchema) -> list[int]:
