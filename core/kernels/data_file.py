@@ -133,13 +133,20 @@ def _positions(group_rows: list[int], groups: list[int] | None) -> pa.Array:
     if groups is None:
         return int_array(np.arange(sum(group_rows), dtype=np.int64))
     rows = np.asarray(group_rows, np.int64)
-    starts = np.cumsum(rows) - rows
     chosen = np.asarray(groups, np.int64)
+    chosen = chosen[rows[chosen] > 0]  # a group without rows holds no position
     counts = rows[chosen]
-    # each row: its group's first position plus its offset in the group (numpy throughout,
-    # not one arange per group: a lookup's key pass reads hundreds of groups)
-    offsets = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-    return int_array(np.repeat(starts[chosen], counts) + offsets)
+    firsts = (np.cumsum(rows) - rows)[chosen]  # the position of each chosen group's first row
+    # Each position is the one before it plus 1, except at a group's first row, which steps
+    # from the previous group's last row to its own first: the steps, summed in place. One
+    # array of the rows' size, not one per intermediate: a lookup's key pass reads ~30k rows
+    # of a file, and every fresh array of that size costs its page faults.
+    steps = np.ones(int(counts.sum()), np.int64)
+    if len(chosen):
+        previous_last = np.concatenate(([0], (firsts + counts - 1)[:-1]))
+        steps[np.cumsum(counts) - counts] = firsts - previous_last
+        np.cumsum(steps, out=steps)
+    return int_array(steps)
 
 
 def read_rows_at(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fields: Sequence[DataField],
