@@ -57,9 +57,12 @@ def java_classpath() -> str:
 
 
 def _java(args: Sequence[str]) -> list[str]:
-    cmd = ["java", "-Xmx1g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", java_classpath(),
-           "JavaPaimonOracle", *args]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_SECONDS, check=False)
+    # Each run gets its own java.io.tmpdir, removed afterwards: Paimon's writer leaves its
+    # spill directories (paimon-io-*) behind, which filled /tmp by hundreds per test run.
+    with tempfile.TemporaryDirectory(prefix="lakectl-java-oracle-") as scratch:
+        cmd = ["java", "-Xmx1g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", f"-Djava.io.tmpdir={scratch}",
+               "-cp", java_classpath(), "JavaPaimonOracle", *args]
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_SECONDS, check=False)
     assert result.returncode == 0, (
         f"Java oracle failed (exit {result.returncode}): {' '.join(args)}\n"
         f"--- stderr ---\n{_without_logging_noise(result.stderr)}\n--- stdout (tail) ---\n{result.stdout[-2000:]}"
