@@ -407,7 +407,9 @@ class Settings:
         """--engine/--master/--spark-conf > LAKECTL_ENGINE/LAKECTL_SPARK_MASTER/_THRESHOLD >
         profile > config [spark]."""
         from core.engines import EngineSettings
+        from lakectl.heap import keep_freed_memory
 
+        keep_freed_memory()  # a command that asks for its engine is about to move data
         threshold = self.resolve("spark.threshold")
         return EngineSettings(
             engine=str(self.resolve("engine").value),
