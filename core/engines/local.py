@@ -46,7 +46,7 @@ from core.schema import TableSchema
 # write side (about 0.04 CPU s of a process), nor a write the read kernels and predicates.
 if TYPE_CHECKING:
     from core.commit import CommitMessage
-    from core.kernels.compact import CompactTask
+    from core.kernels.compact_plan import CompactTask
     from core.kernels.delete import MatchingRows
     from core.kernels.read import ReadSplit
     from core.kernels.write import WriteJob

@@ -4,7 +4,7 @@ an engine, and commit the rewritten files as one COMPACT snapshot.
 Full compaction (the default) rewrites every primary-key bucket that is not already one
 sorted run at the top level without deletes, and merges the small files of append buckets.
 Without ``full`` primary-key buckets follow Paimon's universal compaction
-(``kernels.compact.pick_universal``: size amplification, size ratio, sorted-run count against
+(``kernels.compact_plan.pick_universal``: size amplification, size ratio, sorted-run count against
 num-sorted-run.compaction-trigger), which may write below the top level and then keeps
 deletes; append buckets merge their small files either way.
 
@@ -35,8 +35,8 @@ from core.kernels import data_evolution
 from core.option_rules import WRITE, check_options
 from core.fileio import join
 from core.index_manifest import index_dir
-from core.kernels.compact import (CompactTask, UniversalOptions, in_sequence_order, output_level, pick_files,
-                                  pick_universal)
+from core.kernels.compact_plan import (CompactTask, UniversalOptions, in_sequence_order, output_level, pick_files,
+                                       pick_universal)
 from core.manifest import ManifestEntry
 from core.partition import render_value
 from core.ops.full_compaction import FULL_COMPACTION_PROPERTY

@@ -68,6 +68,29 @@ def test_a_plain_write_and_scan_load_no_where_parser(tmp_path: Path) -> None:
 
 
 
+def test_a_primary_key_write_plans_its_compaction_without_the_rewrite_kernels(tmp_path: Path) -> None:
+    """After its commit a primary-key table's write asks whether a bucket reached
+    num-sorted-run.compaction-trigger (core.kernels.compact_plan); until one does, it loads
+    neither the rewrite kernel nor the read kernels and predicates that kernel reads with. The
+    write that reaches the trigger (2 here) loads them, so the check can fail."""
+    wh = str(tmp_path / "wh")
+    csv = tmp_path / "in.csv"
+    csv.write_text("id,v\n1,a\n2,b\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run([sys.executable, "-m", "lakectl", "-w", wh, "-q", "create", "db.t", "--schema",
+                    "id BIGINT NOT NULL, v STRING", "--primary-key", "id", "-o", "bucket=1",
+                    "-o", "num-sorted-run.compaction-trigger=2"], env=env, check=True, cwd=tmp_path)
+    rewrite = {"core.kernels.compact", "core.kernels.read", "core.predicate", "core.kernels.stream_merge"}
+    first = _imported("-w", wh, "-q", "write", "db.t", "-i", str(csv), cwd=tmp_path)
+    assert {"core.ops.compact", "core.kernels.compact_plan"} <= first
+    assert rewrite & first == set()
+    second = _imported("-w", wh, "-q", "write", "db.t", "-i", str(csv), cwd=tmp_path)
+    assert rewrite <= second
+    snapshots = subprocess.run([sys.executable, "-m", "lakectl", "-w", wh, "-f", "json", "snapshots", "db.t"],
+                               env=env, check=True, cwd=tmp_path, capture_output=True, text=True).stdout
+    assert "COMPACT" in snapshots
+
+
 def test_a_local_write_of_one_file_loads_no_filesystem_library(tmp_path: Path) -> None:
     """A write of one local file into an append table (the text benchmark's write, issue 27)
     loads neither fsspec (a local file is found, sized and written with os), nor numpy.ma

@@ -22,8 +22,9 @@ from core.engines.local import LocalEngine
 from core.evolution import SetOption
 from core.errors import StalePlanError, UsageError
 from core.fileio import join
-from core.kernels.compact import CompactTask, compact_bucket, output_level, pick_files, sorted_runs
-from core.manifest import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, ManifestEntry, merge_entries, read_entries
+from core.kernels.compact import compact_bucket
+from core.kernels.compact_plan import CompactTask, output_level, pick_files
+from core.manifest import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, ManifestEntry, merge_entries, read_entries, sorted_runs
 from core.ops.compact import compact, plan
 from core.ops.create import create
 from core.partition import partition_path

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from core import binary_row, stats
-from core.kernels.compact import UniversalOptions, level_sorted_runs, pick_universal
+from core.kernels.compact_plan import UniversalOptions, level_sorted_runs, pick_universal
 from core.kernels.data_file import read_file
 from core.manifest import DataFileMeta, ManifestEntry, merge_entries, read_entries
 from core.ops.compact import FULL_COMPACTION_PROPERTY, compact

@@ -1,0 +1,215 @@
+"""What a compaction rewrites, decided from metadata alone: the task of one (partition,
+bucket), the files a full compaction picks (``pick_files``) and Paimon's universal picking
+(``pick_universal``: size amplification, size ratio, sorted-run count).
+
+Apart from ``core.kernels.compact``, which rewrites the files: a writer plans its compaction
+after every commit (is a bucket past num-sorted-run.compaction-trigger?) and most commits find
+nothing to do, so planning must not load the merge, read and write kernels.
+
+Universal compaction picks the newest sorted runs of a primary-key bucket and writes them to a
+level that the remaining runs leave free. Only when the pick reaches the oldest run (nothing
+older below the output) may deletes be dropped; otherwise -U/-D winners are kept so they still
+hide older versions of their keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from core.deletion_vectors import CarriesDeletionFiles, DeletionFile
+from core.index_manifest import IndexFileMeta
+from core.kernels.write_task import InBucketDir
+from core.manifest import DataFileMeta, sorted_runs
+from core.options import parse_int
+from core.schema import TableSchema
+
+
+# lakectl rolls files on the Parquet size of a sample of rows, so a rewritten file lands near
+# target-file-size rather than at or above it as Java's (which measures while writing).
+# An append file of at least this share of the target counts as full and is left alone;
+# without the margin a file that came out a little small would be rewritten every time.
+FULL_APPEND_FILE_RATIO = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class CompactTask(InBucketDir, CarriesDeletionFiles):
+    """One (partition, bucket) to compact; small and picklable (it ships to Spark executors).
+
+    ``files`` are the bucket's live files (all of them, or those the planner picked); the
+    kernel picks again with ``pick_files`` and rewrites only what still needs it.
+    """
+
+    table_path: str
+    schema: TableSchema  # the latest schema: files are read in it and written with it
+    schemas: dict[int, TableSchema] = field(hash=False)  # schema id -> schema, for every file's _SCHEMA_ID
+    partition: bytes
+    partition_dir: str  # "dt=2024-01-01" or "" for unpartitioned tables
+    bucket: int
+    total_buckets: int
+    files: tuple[DataFileMeta, ...]
+    output_level: int  # output_level(schema): num-levels - 1 (5 by default); 0 for append tables
+    # Universal compaction: ``files`` are exactly the picked runs, written to ``output_level``;
+    # the kernel rewrites them as given instead of picking again.
+    picked: bool = False
+    drop_deletes: bool = True  # only when nothing older than the inputs lies below the output
+    # Deletion vectors of the files that have one: rows they mark are not rewritten (the
+    # commit then drops the vectors of the files it deletes).
+    deletion_files: tuple[tuple[str, DeletionFile], ...] = ()
+    # Deletion-vector lookup compaction (``lookup_compact_bucket``): ``files`` are all the
+    # bucket's live files and ``index_file`` its deletion-vector index file, if any.
+    lookup: bool = False
+    index_file: IndexFileMeta | None = None
+
+
+def output_level(schema: TableSchema) -> int:
+    """Where full compaction writes: the top LSM level for primary-key tables, 0 for append tables."""
+    return schema.core_options.num_levels - 1 if schema.has_primary_key else 0
+
+
+def in_sequence_order(files: Sequence[DataFileMeta]) -> tuple[DataFileMeta, ...]:
+    """Files by minimum sequence number; ties keep their given (commit) order."""
+    return tuple(sorted(files, key=lambda f: f.min_sequence_number))
+
+
+def pick_files(schema: TableSchema, files: Sequence[DataFileMeta], level: int, *,
+               full: bool = True) -> tuple[DataFileMeta, ...]:
+    """The files of one bucket that compaction rewrites; empty when the bucket needs nothing.
+
+    Args:
+        schema: the table schema (primary-key or append rules, target-file-size).
+        files: the bucket's live files.
+        level: the output level (``output_level(schema)``).
+        full: False picks a primary-key bucket only when it holds more than one sorted run,
+            so a bucket that is a single file or already one run keeps its files.
+    """
+    ordered = in_sequence_order(files)
+    if not ordered:
+        return ()
+    if schema.has_primary_key:
+        settled = all(f.level == level and f.delete_row_count == 0 for f in ordered)
+        if settled or (not full and sorted_runs(ordered) < 2):
+            return ()
+        return ordered
+    full_size = schema.core_options.file_size_for(False) * FULL_APPEND_FILE_RATIO
+    start = 0
+    while start < len(ordered) and ordered[start].file_size >= full_size:
+        start += 1
+    rest = ordered[start:]
+    small = sum(1 for f in rest if f.file_size < full_size)
+    if len(rest) < 2 or small <= len(rest) - small:
+        return ()
+    return rest
+
+
+# ---- universal compaction ------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class UniversalOptions:
+    """Paimon's UniversalCompaction settings, with its defaults."""
+
+    max_size_amplification_percent: int = 200  # compaction.max-size-amplification-percent
+    size_ratio: int = 1  # compaction.size-ratio (percent)
+    compaction_trigger: int = 5  # num-sorted-run.compaction-trigger
+    num_levels: int = 6  # num-levels (trigger + 1 unless set)
+    # Paimon's ForceUpLevel0Compaction: level-0 files always move up. Java does this for
+    # first-row tables, whose batch readers skip level 0 altogether.
+    force_level0: bool = False
+
+    @classmethod
+    def of(cls, schema: TableSchema) -> "UniversalOptions":
+        opts = schema.core_options
+        amp = parse_int(opts.get("compaction.max-size-amplification-percent", "200") or "200",
+                        "compaction.max-size-amplification-percent")
+        ratio = parse_int(opts.get("compaction.size-ratio", "1") or "1", "compaction.size-ratio")
+        first_row = (opts.get("merge-engine") or "").strip().lower() == "first-row"
+        return cls(amp, ratio, opts.num_sorted_run_compaction_trigger, opts.num_levels, first_row)
+
+
+@dataclass(frozen=True, slots=True)
+class SortedRun:
+    """One sorted run of a primary-key bucket: a level-0 file, or all files of a level >= 1."""
+
+    level: int
+    files: tuple[DataFileMeta, ...]
+
+    @property
+    def size(self) -> int:
+        return sum(f.file_size for f in self.files)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactUnit:
+    """What universal compaction rewrites: whole runs, to one level."""
+
+    files: tuple[DataFileMeta, ...]
+    output_level: int
+    drop_deletes: bool
+
+
+def level_sorted_runs(files: Sequence[DataFileMeta]) -> list[SortedRun]:
+    """Runs newest first: level-0 files by descending max sequence number, then levels 1, 2, ..."""
+    level0 = sorted((f for f in files if f.level == 0),
+                    key=lambda f: (-f.max_sequence_number, -f.min_sequence_number, f.file_name))
+    runs = [SortedRun(0, (f,)) for f in level0]
+    for level in sorted({f.level for f in files if f.level > 0}):
+        runs.append(SortedRun(level, tuple(f for f in files if f.level == level)))
+    return runs
+
+
+def pick_universal(files: Sequence[DataFileMeta], options: UniversalOptions) -> CompactUnit | None:
+    """Paimon's universal picking for one primary-key bucket; None when it needs nothing.
+
+    In order: size amplification (the runs above the oldest total more than
+    max-size-amplification-percent of the oldest: compact everything), size ratio (from
+    the newest run, take the next run while it is at most (100 + size-ratio)% of what is
+    taken; compact when that is more than one run), both only once the bucket holds
+    num-sorted-run.compaction-trigger runs; then file number (more runs than the trigger:
+    start with the newest runs - trigger + 1 and extend by size ratio); finally, with
+    ``force_level0``, all level-0 runs (extended by size ratio) even if that is one file.
+    """
+    runs = level_sorted_runs(files)
+    max_level = options.num_levels - 1
+    trigger = options.compaction_trigger
+    if len(runs) >= trigger:
+        newer = sum(r.size for r in runs[:-1])
+        if newer * 100 > options.max_size_amplification_percent * runs[-1].size:
+            return _unit(runs, len(runs), max_level)
+        unit = _pick_for_size_ratio(runs, 1, options.size_ratio, max_level)
+        if unit is not None:
+            return unit
+    if len(runs) > trigger:
+        return _pick_for_size_ratio(runs, len(runs) - trigger + 1, options.size_ratio, max_level)
+    level0 = sum(1 for r in runs if r.level == 0)
+    if options.force_level0 and level0:
+        return _pick_for_size_ratio(runs, level0, options.size_ratio, max_level, force=True)
+    return None
+
+
+def _pick_for_size_ratio(runs: list[SortedRun], count: int, size_ratio: int, max_level: int,
+                         force: bool = False) -> CompactUnit | None:
+    taken = sum(r.size for r in runs[:count])
+    for run in runs[count:]:
+        if taken * (100.0 + size_ratio) / 100.0 < run.size:
+            break
+        taken += run.size
+        count += 1
+    return _unit(runs, count, max_level) if count > 1 or force else None
+
+
+def _unit(runs: list[SortedRun], count: int, max_level: int) -> CompactUnit:
+    """The first ``count`` runs, written just below the next run kept (never to level 0)."""
+    level = max_level if count == len(runs) else max(0, runs[count].level - 1)
+    if level == 0:
+        # Output never goes to level 0: take the following level-0 runs and the first run
+        # above level 0 too, and write to that run's level.
+        for run in runs[count:]:
+            count += 1
+            if run.level != 0:
+                level = run.level
+                break
+    if count == len(runs):
+        level = max_level
+    picked = tuple(f for r in runs[:count] for f in r.files)
+    # Paimon: deletes go only when the output is the highest non-empty level.
+    drop = level >= max(r.level for r in runs)
+    return CompactUnit(in_sequence_order(picked), level, drop)
