@@ -270,9 +270,13 @@ class LocalEngine:
 # written one after the other on the calling thread. A small group's file costs about a
 # millisecond, most of it Python holding the GIL (stats, metadata, the writer's set-up), so a
 # second thread mostly trades the GIL back and forth: on the bench's small commits (upsert of
-# 15,000 rows into 32 groups, ~470 rows each) the pool took ~30% more CPU for no gain in wall
-# time (bench/small_commits.py). Larger groups spend their time encoding, off the GIL.
-SMALL_GROUP_BYTES = 512 << 10
+# 15,000 rows into 32 groups, ~470 rows or ~37 KiB each) the pool took ~30% more CPU for no
+# gain in wall time (bench/small_commits.py). Larger groups spend their time encoding, off the
+# GIL. Measured on 2 cores (the suite's base rows into 32 groups, medians of 6 warm writes in
+# 3 alternating processes each): at ~60 KiB a group the pool gained no wall time; at ~250 KiB
+# wall 0.75-0.9x for 1.15-1.4x the CPU; at ~375 KiB and ~500 KiB wall 0.6-0.75x for
+# 1.05-1.2x the CPU. The pool is taken from 256 KiB a group.
+SMALL_GROUP_BYTES = 256 << 10
 
 # Parts a split's worker may have read ahead of the reader (a bounded queue per split).
 PARTS_AHEAD = 2
