@@ -108,6 +108,19 @@ def sole_int_key(table: pa.Table, keys: Sequence[str]) -> np.ndarray | None:
     return numpy_ints(column)
 
 
+def stable_int_order(values: np.ndarray) -> np.ndarray:
+    """Indices that sort integer ``values`` ascending, stably (equal values keep their order).
+
+    numpy's quicksort is about twice as fast as its stable sort on int64 keys, and when no value
+    repeats every sort gives the one order; so quicksort, and the stable sort only when two
+    adjacent sorted values are equal."""
+    order = np.argsort(values)
+    ordered = values[order]
+    if len(ordered) > 1 and np.any(ordered[1:] == ordered[:-1]):
+        return np.argsort(values, kind="stable")
+    return order
+
+
 def numpy_numbers(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """A null-free integer, floating-point or timestamp Arrow array (chunked or not) as numpy,
     from its buffers: timestamps as their int64 counts (``to_numpy`` would import pandas)."""

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core.arrow_values import sole_int_key
+from core.arrow_values import sole_int_key, stable_int_order
 from core.rows import group_indices, py_values
 from core.schema import TableSchema
 
@@ -77,9 +77,9 @@ def _by_key(groups: list[tuple[tuple[Any, ...], int, np.ndarray | None]], rows: 
     out = []
     for partition, bucket, indices in groups:
         if indices is None:
-            order = np.argsort(values, kind="stable")
+            order = stable_int_order(values)
         else:
-            order = indices[np.argsort(values[indices], kind="stable")]
+            order = indices[stable_int_order(values[indices])]
         out.append((partition, bucket, order))
     return out
 
