@@ -263,8 +263,8 @@ def _streamed_chunks(task: CompactTask, files: Sequence[DataFileMeta], file_io: 
             yield from _read_parts(task, meta, file_io)
 
     runs = run_files(files, [f.type for f in task.schema.key_fields])
-    for chunk in stream_merge.merge_runs(engine, [stream_merge.batches(run_tables(r)) for r in runs]):
-        yield alive(chunk) if drop_deletes else chunk
+    yield from stream_merge.merge_runs(engine, [stream_merge.batches(run_tables(r)) for r in runs],
+                                       alive_only=drop_deletes)
 
 
 def _concatenated_rows(task: CompactTask, files: Sequence[DataFileMeta], file_io: FileIO) -> pa.Table:

@@ -58,9 +58,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core.arrow_values import int_array
+from core.arrow_values import int_array, numpy_ints, sole_int_key
 from core.errors import InvalidDataError
-from core.kernels.records import (DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, key_changes,
+from core.kernels.records import (DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND, alive, key_changes,
                                   key_columns_sorted, retract_kinds)
 from core.merge_options import FieldAggregate, MergeOptions, merge_options
 from core.schema import TableSchema
@@ -141,6 +141,38 @@ class MergeEngine(MergeOptions):
         fold_starts = starts if folding is rows else segment_starts(folding, self.keys)
         folded = _aggregate(folding, fold_starts, aggregates, self.remove_record_on_delete, initialized)
         return _single_records_as_they_are(rows, starts, folded)
+
+
+    def merged_alive(self, rows: pa.Table, columns: Sequence[str] | None = None) -> pa.Table:
+        """``alive(self.merge(self.sorted(rows)))`` in ``columns`` (default: all of ``rows``'):
+        the records of unsorted ``rows`` that a reader shows, one per key, in key order.
+
+        A deduplicate merge keeps each key's newest record, so where the key is a single
+        integer column the records it keeps follow from the key, sequence and kind columns
+        alone (``_newest_alive``): one take of the wanted columns instead of a take to sort,
+        one to merge and a filter, each of every column."""
+        picks = self._newest_alive(rows)
+        if picks is None:
+            merged = alive(self.merge(self.sorted(rows)))
+            return merged if columns is None else merged.select(list(columns))
+        return (rows if columns is None else rows.select(list(columns))).take(int_array(picks))
+
+    def _newest_alive(self, rows: pa.Table) -> np.ndarray | None:
+        """Indices of the records ``merged_alive`` keeps, in key order, for a deduplicate merge
+        on a single integer key without ``sequence.field`` or ``ignore-delete``; else None.
+
+        Sorted by key, then sequence number (numpy's lexsort is stable, as Arrow's sort is, so
+        equal sequence numbers keep their input order), the last record of each key is the
+        newest; it is shown unless it is a retraction."""
+        if self.kind != "deduplicate" or self.sequence_fields or self.ignore_delete:
+            return None
+        key = sole_int_key(rows, list(self.keys))
+        if key is None or rows.column(SEQUENCE_NUMBER).null_count:
+            return None
+        order = np.lexsort((numpy_ints(rows.column(SEQUENCE_NUMBER)), key))
+        ordered = key[order]
+        newest = order[np.append(ordered[1:] != ordered[:-1], True)] if len(order) else order
+        return newest[~_retracting(numpy_ints(rows.column(VALUE_KIND))[newest])]
 
 
 # ---- segments ------------------------------------------------------------------------------

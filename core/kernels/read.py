@@ -155,8 +155,8 @@ def _read_merged(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[in
 
     runs = run_files(split.files, [f.type for f in read_schema.key_fields])
     names = [f.name for f in read_fields]
-    for chunk in stream_merge.merge_runs(engine, [stream_merge.batches(run_tables(r)) for r in runs]):
-        yield alive(chunk).select(names)
+    yield from stream_merge.merge_runs(engine, [stream_merge.batches(run_tables(r)) for r in runs],
+                                       alive_only=True, columns=names)
 
 
 # Merge engines whose merged record of a key is one of its records as it is (the newest):
@@ -205,8 +205,8 @@ def _read_merged_late(split: ReadSplit, read_schema: TableSchema, schemas: Mappi
                 yield records.append_column(_FILE, int_array(np.full(records.num_rows, index[id(meta)], np.int32)))
 
     runs = run_files(files, [f.type for f in read_schema.key_fields])
-    chunks = [alive(chunk) for chunk in stream_merge.merge_runs(engine, [stream_merge.batches(run_tables(r))
-                                                                         for r in runs])]
+    chunks = list(stream_merge.merge_runs(engine, [stream_merge.batches(run_tables(r)) for r in runs],
+                                          alive_only=True))
     chunks = [c for c in chunks if c.num_rows]
     if not chunks:
         return empty_table(pa.schema([arrow_field(f).with_nullable(True) for f in read_fields]))

@@ -59,9 +59,12 @@ class _Run:
         return 0 if self.held is None else self.held.num_rows
 
 
-def merge_runs(engine: MergeEngine, runs: Sequence[Iterable[pa.Table]]) -> Iterator[pa.Table]:
+def merge_runs(engine: MergeEngine, runs: Sequence[Iterable[pa.Table]], *, alive_only: bool = False,
+               columns: Sequence[str] | None = None) -> Iterator[pa.Table]:
     """The merged records of ``runs`` (each sorted by key, a key once per run), in chunks
-    sorted by key; concatenated they equal ``engine.merge(engine.sorted(all rows))``."""
+    sorted by key; concatenated they equal ``engine.merge(engine.sorted(all rows))``.
+    ``alive_only``: without the retracted keys, in ``columns`` (default all), as
+    ``records.alive`` of that (``MergeEngine.merged_alive``)."""
     global peak_rows_held
     peak_rows_held = 0
     keys = list(engine.keys)
@@ -78,7 +81,7 @@ def merge_runs(engine: MergeEngine, runs: Sequence[Iterable[pa.Table]]) -> Itera
         heads = [_cut(run, keys, frontier) for run in live]
         heads = [h for h in heads if h.num_rows]
         chunk = pa.concat_tables(heads, promote_options="permissive") if len(heads) > 1 else heads[0]
-        yield engine.merge(engine.sorted(chunk))
+        yield engine.merged_alive(chunk, columns) if alive_only else engine.merge(engine.sorted(chunk))
 
 
 def _frontier(state: Sequence[_Run], keys: list[str]) -> tuple | None:
