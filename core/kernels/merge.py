@@ -142,7 +142,6 @@ class MergeEngine(MergeOptions):
         folded = _aggregate(folding, fold_starts, aggregates, self.remove_record_on_delete, initialized)
         return _single_records_as_they_are(rows, starts, folded)
 
-
     def merged_alive(self, rows: pa.Table, columns: Sequence[str] | None = None) -> pa.Table:
         """``alive(self.merge(self.sorted(rows)))`` in ``columns`` (default: all of ``rows``'):
         the records of unsorted ``rows`` that a reader shows, one per key, in key order.
