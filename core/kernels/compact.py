@@ -1,8 +1,8 @@
 """Compaction kernel: rewrite the files of one (partition, bucket) -> CommitMessage.
 
 Pure function of a small picklable ``CompactTask`` (``core.kernels.compact_plan``, with the
-picking of what to compact) and a FileIO, so the local engine runs it
-in-process and the Spark engine on executors, with the same files as the result.
+picking of what to compact) and a FileIO, so the local engine runs it in-process and the
+Spark engine on executors, with the same files as the result.
 
 Primary-key buckets (full compaction): every live file is read in the latest schema (old
 files mapped by field id), rows are merged by key with the table's merge engine, and keys
@@ -40,14 +40,14 @@ from core.deletion_vectors import bitmap_class, deleted_mask, read_index_file, r
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
 from core.kernels import stream_merge
-from core.kernels.data_file import read_file, read_file_parts
-from core.kernels.read import run_files
 from core.kernels.changelog import changes, tagged_sort
+from core.kernels.compact_plan import CompactTask, in_sequence_order, pick_files
+from core.kernels.data_file import read_file, read_file_parts
 from core.kernels.merge import MergeEngine
+from core.kernels.read import run_files
 from core.kernels.records import SEQUENCE_NUMBER, alive
 from core.kernels.rolling_writer import write_files_streamed
 from core.kernels.write import write_changelog_files, write_files
-from core.kernels.compact_plan import CompactTask, in_sequence_order, pick_files
 from core.manifest import FILE_SOURCE_COMPACT, DataFileMeta
 from core.schema import TableSchema
 

@@ -2,7 +2,8 @@
 
 Every kernel that meets several records of a key calls ``MergeEngine.merge``: the write
 kernel on its input (Paimon's write buffer), the read kernel across a bucket's files and the
-compaction kernel on the files it rewrites, the same stages at which Paimon folds. Without
+compaction kernel on the files it rewrites, the same stages at which Paimon folds. Readers and
+compactions that keep only the alive records call ``merged_alive``, the same result in one step. Without
 retractions folding is associative, so storing partial folds in files changes nothing; with
 retractions or remove-record-on-delete the result can depend on how records were grouped
 into folds (a commit [-D, +I] folds to one +I that no longer resets older records), in

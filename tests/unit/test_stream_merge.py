@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from core.kernels import stream_merge
 from core.kernels.merge import MergeEngine
-from core.kernels.records import SEQUENCE_NUMBER, VALUE_KIND
+from core.kernels.records import SEQUENCE_NUMBER, VALUE_KIND, alive
 from core.merge_options import FieldAggregate
 
 SCHEMA = pa.schema([("k1", pa.int32()), ("k2", pa.string()), ("v", pa.int64()), ("s", pa.int64()),
@@ -126,8 +126,6 @@ def test_alive_only_equals_the_alive_records_of_the_whole_merge(data, batch_rows
     """``alive_only`` (a deduplicate merge on one integer key picks the newest records by
     numpy, the other engines merge and filter) against ``records.alive`` of the whole-bucket
     merge, also when sequence numbers tie and with a column subset."""
-    from core.kernels.records import alive
-
     engine = {"deduplicate": MergeEngine("deduplicate", ("id",)),
               "deduplicate-ignore-delete": MergeEngine("deduplicate", ("id",), ignore_delete=True),
               "aggregation": MergeEngine("aggregation", ("id",), aggregates=(FieldAggregate("v", "sum"),))}[name]
