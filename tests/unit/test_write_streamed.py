@@ -240,6 +240,26 @@ def test_an_empty_input_file_is_still_checked_against_the_table(tmp_path: Path) 
         write_input(t, str(csv), engine_settings=LOCAL)
 
 
+def test_an_input_within_half_the_buffer_is_routed_as_one_batch(tmp_path: Path) -> None:
+    """An Arrow table or Parquet file of up to ``whole_batch_bytes`` comes as one batch (one
+    routing take, groups already in key order); a larger one in BATCH_ROWS slices."""
+    from core.engines.local import WHOLE_BATCH_BYTES, _slices, whole_batch_bytes
+    from core.sources import InputFile
+
+    assert whole_batch_bytes(1 << 40) == WHOLE_BATCH_BYTES
+    assert whole_batch_bytes(64 << 10) == 32 << 10
+    data = rows(2 * BATCH_ROWS + 7, seed=12)
+    assert [b.num_rows for b in _slices(data, data.nbytes)] == [data.num_rows]
+    assert [b.num_rows for b in _slices(data, data.nbytes - 1)] == [BATCH_ROWS, BATCH_ROWS, 7]
+    path = parquet_file(tmp_path, "in", data)  # row groups of 20,000 rows
+    meta = pq.read_metadata(path)
+    uncompressed = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    whole = [b.num_rows for b in InputFile(path, "parquet").batches(uncompressed)]
+    sliced = [b.num_rows for b in InputFile(path, "parquet").batches(uncompressed - 1)]
+    assert (whole, sliced) == ([data.num_rows], [BATCH_ROWS, BATCH_ROWS, 7])
+    assert pa.concat_tables(InputFile(path, "parquet").batches(uncompressed)).equals(data)
+
+
 # ---- the buffer ------------------------------------------------------------------------------
 @pytest.mark.parametrize("primary_key", [True, False])
 def test_the_buffer_hands_out_groups_in_first_appearance_order(tmp_path: Path, primary_key: bool) -> None:
