@@ -289,16 +289,15 @@ class InputFile:
             with self._open_csv() as reader:
                 return reader.schema.names
 
-    def batches(self, whole_bytes: int = 0) -> Iterator[pa.Table]:
-        """The rows in input order, a batch at a time; an empty input is one empty batch. A
-        Parquet file of at most ``whole_bytes`` (uncompressed) is one batch.
+    def batches(self) -> Iterator[pa.Table]:
+        """The rows in input order, a batch at a time; an empty input is one empty batch.
 
         Raises:
             InvalidDataError: the file is unreadable or not valid in its format.
         """
         with _ReadErrors(self.fmt, self.path):
             if self.fmt == "parquet":
-                yield from _parquet_batches(self.path, None, whole_bytes)
+                yield from _parquet_batches(self.path, None)
                 return
             reader = self._open_csv()
             if self.hint is None or not all(name in self.hint.names for name in reader.schema.names):
@@ -350,23 +349,16 @@ def parquet_piece(path: str, first: int, end: int) -> Iterator[pa.Table]:
         yield from _parquet_batches(path, range(first, end))
 
 
-def _parquet_batches(path: str, row_groups: range | None, whole_bytes: int = 0) -> Iterator[pa.Table]:
+def _parquet_batches(path: str, row_groups: range | None) -> Iterator[pa.Table]:
     """A local Parquet file's rows (of ``row_groups``; None: all, and an empty file as one
-    empty batch), a batch at a time; as one batch when their row groups hold at most
-    ``whole_bytes`` uncompressed (the local engine routes such an input whole:
-    ``engines.local._slices``)."""
+    empty batch), a batch at a time."""
     # No pre-buffering: it would cache the compressed column chunks of every row group the
     # reader is given, i.e. the whole file.
     with pq.ParquetFile(path, pre_buffer=False) as f:
         _check_int96(path, f, path)
-        meta = f.metadata
-        if row_groups is None and meta.num_rows == 0:
+        if row_groups is None and f.metadata.num_rows == 0:
             yield f.schema_arrow.empty_table()
-        groups = range(meta.num_row_groups) if row_groups is None else row_groups
-        batch_rows = BATCH_ROWS
-        if sum(meta.row_group(i).total_byte_size for i in groups) <= whole_bytes:
-            batch_rows = max(BATCH_ROWS, sum(meta.row_group(i).num_rows for i in groups))
-        for batch in f.iter_batches(batch_size=batch_rows, row_groups=row_groups):
+        for batch in f.iter_batches(batch_size=BATCH_ROWS, row_groups=row_groups):
             yield pa.Table.from_batches([batch])
 
 
@@ -386,11 +378,10 @@ class InputFiles:
             return InputFile(first, self.fmt, self.hint).column_names()
         return read_input(first, self.fmt, self.hint).column_names
 
-    def batches(self, whole_bytes: int = 0) -> Iterator[pa.Table]:
-        """Each file's batches (``InputFile.batches``), file after file."""
+    def batches(self) -> Iterator[pa.Table]:
         for path in self.paths:
             if InputFile.streams(path, self.fmt):
-                yield from InputFile(path, self.fmt, self.hint).batches(whole_bytes)
+                yield from InputFile(path, self.fmt, self.hint).batches()
             else:
                 yield read_input(path, self.fmt, self.hint)
 

@@ -108,7 +108,8 @@ class LocalEngine:
         whole = whole_batch_bytes(options.write_buffer_size)
         if isinstance(data, (InputFile, InputFiles)):
             # Decoding the next batch (Arrow, off the GIL) overlaps routing this one.
-            batches = data.batches(whole) if local_threads() <= 1 else _read_ahead(data.batches(whole))
+            batches = _whole_or_streamed(data.batches() if local_threads() <= 1 else _read_ahead(data.batches()),
+                                         whole)
         elif isinstance(data, pa.Table):
             # listed: a table of one batch is then routed without the pool
             batches = list(_slices(data, whole))
@@ -213,16 +214,29 @@ class LocalEngine:
         with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="lakectl") as pool:
             pending: deque[Future[R]] = deque()
             queue = iter(items)
-            for item in islice(queue, threads + 1):
-                pending.append(pool.submit(work, item))
+            failed: list[Exception] = []
+
+            def draw(count: int) -> None:
+                # An item that cannot be drawn (an unreadable input batch) fails the run
+                # after the items before it, whose own errors come first in item order.
+                if failed:
+                    return
+                try:
+                    for item in islice(queue, count):
+                        pending.append(pool.submit(work, item))
+                except Exception as e:
+                    failed.append(e)
+
+            draw(threads + 1)
             done = 0
             while pending:
                 result = pending.popleft().result()
-                for item in islice(queue, 1):
-                    pending.append(pool.submit(work, item))
+                draw(1)
                 done += 1
                 self._report(done, total, what)
                 yield result
+            if failed:
+                raise failed[0]
 
 
     def _in_order_parts(self, work: Callable[[T], Iterator[R]], items: Sequence[T], what: str) -> Iterator[R]:
@@ -365,6 +379,32 @@ def whole_batch_bytes(write_buffer_size: int) -> int:
     """Arrow bytes up to which a write's input is routed as one batch (``_slices``): at most
     half the write buffer, which holds that much anyway."""
     return min(WHOLE_BATCH_BYTES, write_buffer_size // 2)
+
+
+def _whole_or_streamed(batches: Iterator[pa.Table], whole_bytes: int) -> Iterator[pa.Table]:
+    """An input read batch by batch as one batch when all of it holds at most ``whole_bytes``
+    of Arrow data and its batches share one schema (as ``_slices`` routes a small table
+    whole); else its batches as they come, holding at most that much plus a batch."""
+    held: list[pa.Table] | None = []
+    size = 0
+    try:
+        for batch in batches:
+            if held is None:
+                yield batch
+                continue
+            held.append(batch)
+            size += batch.nbytes
+            if size > whole_bytes or not batch.schema.equals(held[0].schema):
+                yield from held
+                held = None
+    except Exception:
+        # A later batch is unreadable: the rows before it are checked first, so that the
+        # first bad row in input order is the one reported.
+        if held:
+            yield from held
+        raise
+    if held:
+        yield pa.concat_tables(held) if len(held) > 1 else held[0]
 
 
 def _slices(data: pa.Table, whole_bytes: int) -> Iterator[pa.Table]:

@@ -226,6 +226,31 @@ def test_bad_input_in_a_late_batch_leaves_nothing_behind(tmp_path: Path) -> None
     assert data_files == []
 
 
+@pytest.mark.parametrize("options", [{}, SPILL], ids=["routed-whole", "streamed"])
+def test_the_first_bad_row_is_reported_when_a_later_batch_is_unreadable(tmp_path: Path,
+                                                                       options: dict[str, str]) -> None:
+    """A CSV input of two 8 MB blocks, routed whole or batch by batch on the pool: a null key
+    in the first block is reported, not the undecodable value of the second."""
+    data = rows(160_000, seed=13)
+    path = tmp_path / "in.csv"
+    pacsv.write_csv(data, str(path))
+    assert path.stat().st_size > 8 << 20  # two blocks (core.sources._CSV_BLOCK)
+    lines = path.read_text().splitlines()
+    lines[6] = "," + lines[6].split(",", 1)[1]  # input row 6: no id
+    cells = lines[159_000].split(",")
+    cells[2] = "not-a-number"  # v DOUBLE, in the second block
+    lines[159_000] = ",".join(cells)
+    path.write_text("\n".join(lines) + "\n")
+    t = make_table(tmp_path, "t", options)
+    with pytest.raises(InvalidDataError, match=r"null in primary key column 'id' \(input row 6\)"):
+        write_input(t, str(path), engine_settings=LOCAL)
+    lines[6] = "1," + lines[6][1:]
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InvalidDataError, match=r"row 159000 \(line 159001\), column v"):
+        write_input(t, str(path), engine_settings=LOCAL)
+    assert t.latest_snapshot() is None
+
+
 def test_an_empty_input_file_is_still_checked_against_the_table(tmp_path: Path) -> None:
     t = make_table(tmp_path, "t", SPILL)
     empty = rows(10, seed=10).slice(0, 0)
@@ -241,9 +266,10 @@ def test_an_empty_input_file_is_still_checked_against_the_table(tmp_path: Path) 
 
 
 def test_an_input_within_half_the_buffer_is_routed_as_one_batch(tmp_path: Path) -> None:
-    """An Arrow table or Parquet file of up to ``whole_batch_bytes`` comes as one batch (one
-    routing take, groups already in key order); a larger one in BATCH_ROWS slices."""
-    from core.engines.local import WHOLE_BATCH_BYTES, _slices, whole_batch_bytes
+    """An Arrow table, or an input file read batch by batch, of up to ``whole_batch_bytes``
+    comes as one batch (one routing take, groups already in key order); a larger one in
+    BATCH_ROWS slices, or in the batches it is read in."""
+    from core.engines.local import WHOLE_BATCH_BYTES, _slices, _whole_or_streamed, whole_batch_bytes
     from core.sources import InputFile
 
     assert whole_batch_bytes(1 << 40) == WHOLE_BATCH_BYTES
@@ -251,13 +277,18 @@ def test_an_input_within_half_the_buffer_is_routed_as_one_batch(tmp_path: Path) 
     data = rows(2 * BATCH_ROWS + 7, seed=12)
     assert [b.num_rows for b in _slices(data, data.nbytes)] == [data.num_rows]
     assert [b.num_rows for b in _slices(data, data.nbytes - 1)] == [BATCH_ROWS, BATCH_ROWS, 7]
-    path = parquet_file(tmp_path, "in", data)  # row groups of 20,000 rows
-    meta = pq.read_metadata(path)
-    uncompressed = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-    whole = [b.num_rows for b in InputFile(path, "parquet").batches(uncompressed)]
-    sliced = [b.num_rows for b in InputFile(path, "parquet").batches(uncompressed - 1)]
-    assert (whole, sliced) == ([data.num_rows], [BATCH_ROWS, BATCH_ROWS, 7])
-    assert pa.concat_tables(InputFile(path, "parquet").batches(uncompressed)).equals(data)
+    path = parquet_file(tmp_path, "in", data)
+    read = list(InputFile(path, "parquet").batches())
+    assert [b.num_rows for b in read] == [BATCH_ROWS, BATCH_ROWS, 7]
+    size = sum(b.nbytes for b in read)
+    whole = list(_whole_or_streamed(iter(read), size))
+    assert [b.num_rows for b in whole] == [data.num_rows] and whole[0].equals(data)
+    assert [b.num_rows for b in _whole_or_streamed(iter(read), size - 1)] == [BATCH_ROWS, BATCH_ROWS, 7]
+    # batches of different schemas (files of one glob) are not put together
+    other = read[2].rename_columns([c.upper() for c in read[2].column_names])
+    assert [b.column_names for b in _whole_or_streamed(iter(read[:2] + [other]), size)] == \
+        [data.column_names, data.column_names, other.column_names]
+    assert list(_whole_or_streamed(iter([]), size)) == []
 
 
 # ---- the buffer ------------------------------------------------------------------------------
