@@ -457,7 +457,9 @@ def render(results: dict[str, Any]) -> str:
         "Data (`bench/datagen.py`, seed 7): a base of N rows (`id BIGINT`, `dt` with 8 values, INT, DOUBLE, "
         "20-char STRING, TIMESTAMP(6), BOOLEAN, DECIMAL(18,4)), then upserts (N/20 updates + N/40 inserts) and "
         "N/40 deletes (rows with `op = '-D'`). Table: primary key (id, dt), `bucket=4`, partitioned by dt. "
-        "Each runner is a subprocess in its own virtualenv (`bench/runners/`), timing each step with "
+        "Each runner is a subprocess in its own virtualenv (`bench/runners/`), started only once the previous "
+        "runner's processes have all exited (`bench/processes.py`: a PySpark JVM outlives its Python process "
+        "by about two seconds on a core of its own), timing each step with "
         "`time.perf_counter()` around the step alone (inputs already in memory, except the CLI, whose steps "
         "are whole `lakectl` processes reading the input file and writing `scan --output x.parquet`).", "",
         "- **floor**: pyarrow writing each batch as one Parquet file (zstd 1, lakectl's codec); reads load the "

@@ -20,7 +20,6 @@ import os
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,6 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from core.engines.spark import SparkEngine  # noqa: E402
 from core.ops.create import create  # noqa: E402
@@ -38,6 +38,7 @@ from core.ops.write import write  # noqa: E402
 from core.table import Table  # noqa: E402
 from core.types import arrow_field  # noqa: E402
 from history import prepend_run, run_heading  # noqa: E402  (bench/history.py, beside this script)
+from processes import run_settled  # noqa: E402  (bench/processes.py)
 
 SCHEMA = ("id BIGINT, dt STRING, c_int INT, c_double DOUBLE, c_str STRING, c_ts TIMESTAMP(6), "
           "c_bool BOOLEAN, c_dec DECIMAL(18, 4)")
@@ -154,8 +155,9 @@ TITLE = "# Spark write benchmark"
 def bare_floor(master: str, source: Path, out: Path) -> dict[str, float]:
     """One timed bare-PySpark read + write of ``source`` in a process of its own: a default
     session (Spark's own JVM flags), warmed up by one untimed write."""
-    proc = subprocess.run([sys.executable, __file__, "--master", master, "--bare-once", str(source), str(out)],
-                          capture_output=True, text=True, check=True)
+    # settled: its JVM exits seconds after it, and would share the machine with the next timing
+    proc = run_settled([sys.executable, __file__, "--master", master, "--bare-once", str(source), str(out)],
+                       capture_output=True, text=True, check=True)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 

@@ -5,7 +5,8 @@
 For each N it generates the data once (``bench/datagen.py``: a base of N rows, N/20 updates +
 N/40 inserts, N/40 deletes; fixed seed), then in every repetition runs every runner once, in
 a rotated order (interleaved: repetition r of every runner before repetition r+1 of any).
-Each runner is a subprocess under its own virtualenv's python (``bench/runners/*.py``) that
+Each runner is a subprocess under its own virtualenv's python (``bench/runners/*.py``; the next
+one starts once every process of the last has exited, ``bench/processes.py``) that
 loads the inputs into memory, runs the steps on a fresh table and prints its timings as JSON
 (see ``bench/runners/common.py``). Every figure is reported as the median over repetitions
 and as the median of its ratio to the step's baseline measured in the same repetition: the
@@ -40,6 +41,7 @@ sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH / "runners"))
 
 from datagen import generate  # noqa: E402
+from processes import run_settled  # noqa: E402
 
 RUNNERS = ["floor", "lakectl_api", "lakectl_cli", "pypaimon", "pypaimon_rust", "deltalake", "spark"]
 # what a runner subprocess reports: "spark" reports two
@@ -83,7 +85,8 @@ def run_runner(runner: str, data: Path, work: Path, verify: bool, timeout: float
     env = child_env(runner)
     start = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=str(work.parent))
+        # settled: the next runner starts on a machine this one (and its JVM) has left
+        proc = run_settled(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=str(work.parent))
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout:.0f} s"}
     wall = time.perf_counter() - start
