@@ -405,8 +405,9 @@ def _csv_convert(hint: pa.Schema | None) -> pacsv.ConvertOptions:
                                 quoted_strings_can_be_null=False)
 
 
-def _read_csv(fh: BinaryIO, hint: pa.Schema | None, source: str) -> pa.Table:
-    return decode_text(pacsv.read_csv(fh, convert_options=_csv_convert(hint)), hint, "csv", source)
+def _read_csv(fh: BinaryIO, hint: pa.Schema | None, source: str, threads: bool = True) -> pa.Table:
+    return decode_text(pacsv.read_csv(fh, read_options=pacsv.ReadOptions(use_threads=threads),
+                                      convert_options=_csv_convert(hint)), hint, "csv", source)
 
 
 def _json_text_type(t: pa.DataType) -> pa.DataType | None:
@@ -428,14 +429,15 @@ def _json_text_type(t: pa.DataType) -> pa.DataType | None:
     return pa.string()
 
 
-def _read_jsonl(fh: BinaryIO, hint: pa.Schema | None, source: str) -> pa.Table:
+def _read_jsonl(fh: BinaryIO, hint: pa.Schema | None, source: str, threads: bool = True) -> pa.Table:
     import pyarrow.json as pajson
 
+    read = pajson.ReadOptions(use_threads=threads)
     data = fh.read()
     if not data.strip():
         return pa.table({})
     if hint is None:
-        return pajson.read_json(io.BytesIO(data))
+        return pajson.read_json(io.BytesIO(data), read_options=read)
     text_types = {f.name: _json_text_type(f.type) for f in hint}
     nested_mixed = any(t is None and pa.types.is_nested(hint.field(n).type) for n, t in text_types.items())
     table = None
@@ -446,7 +448,7 @@ def _read_jsonl(fh: BinaryIO, hint: pa.Schema | None, source: str) -> pa.Table:
         explicit = pa.schema([pa.field(n, t) for n, t in text_types.items() if t is not None])
         parse = pajson.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="infer")
         try:
-            table = pajson.read_json(io.BytesIO(data), parse_options=parse)
+            table = pajson.read_json(io.BytesIO(data), read_options=read, parse_options=parse)
         except pa.ArrowInvalid:
             table = None  # e.g. "NaN" among the numbers of a DOUBLE column
     if table is None:
@@ -516,7 +518,11 @@ def read_records(data: bytes, fmt: str, hint: pa.Schema | None = None, source: s
     """
     if fmt not in STREAM_FORMATS:
         raise UsageError(f"a record stream is csv or jsonl, not {fmt}")
+    # On this thread: a batch of a stream is small, and parsing it on Arrow's CPU pool made
+    # that pool start its threads just before a bad first batch ended the process. Exiting
+    # while they started, the process aborted now and then ("terminate called without an
+    # active exception", exit -6 instead of 5; seen under load in CI).
     with _ReadErrors(fmt, source):
         if fmt == "csv":
-            return _read_csv(io.BytesIO(data), hint, source)
-        return _read_jsonl(io.BytesIO(data), hint, source)
+            return _read_csv(io.BytesIO(data), hint, source, threads=False)
+        return _read_jsonl(io.BytesIO(data), hint, source, threads=False)
