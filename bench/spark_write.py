@@ -30,7 +30,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from core.engines.spark import SparkEngine  # noqa: E402
 from core.ops.create import create  # noqa: E402
