@@ -30,12 +30,19 @@ as a missing table).
 
 Fault injection for tests: ``LAKECTL_FAULT="kill|fail|stall:OP:N"`` SIGKILLs the process,
 raises OSError, or stalls it, right before its N-th operation of kind OP (read, write, delete,
-list, create, any; or ``publish``: the create of a ``snapshot-N`` by a commit, counted on its
-own and never by ``any``); ``LAKECTL_KILL_AFTER_WRITES=N`` kills before the N-th mutating
-operation. ``inject_fault`` does the same in-process. A stall is a committer frozen by a GC
-pause or Ctrl-Z: the process creates the file named by ``LAKECTL_STALL_FILE`` and waits until
+list, create, any; ``mutation``: every change of storage, the write, create and delete kinds
+plus a directory made, whatever the backend; or ``publish``: the create of a ``snapshot-N`` by
+a commit, counted on its own and never by ``any``); ``LAKECTL_KILL_AFTER_WRITES=N`` kills
+before the N-th mutating operation. ``inject_fault`` does the same in-process. A stall is a
+committer frozen by a GC pause or Ctrl-Z: the process creates the file named by
+``LAKECTL_STALL_FILE`` (writing into it which mutation it stopped before) and waits until
 someone deletes it (at most ``LAKECTL_STALL_SECONDS``, default 300), so a test knows exactly
 when the stalled process holds still and when it goes on.
+
+``LAKECTL_FAULT_TRACE=<file>`` appends one line per mutation, ``N OP PATH`` (N counted as
+``mutation:N`` counts; OP says what it was: write, create, delete, hint, copy, rename, rmdir,
+rmtree, mkdir), so that a harness can count a command's mutation points and name the one a
+stall stopped at.
 """
 
 from __future__ import annotations
@@ -64,7 +71,10 @@ log = logging.getLogger(__name__)
 
 OPERATIONS = ("read", "write", "create", "delete", "list")
 PUBLISH = "publish"  # a commit's create of snapshot-N (also a "create"); matched only by name
-_MUTATIONS = ("write", "create", "delete")
+# A directory made on its own (mkdirs): a mutation, but of none of the kinds above, so that
+# faults counting write, create, delete or any count what they always counted.
+MKDIR = "mkdir"
+_MUTATIONS = ("write", "create", "delete", MKDIR)
 
 
 @dataclass(slots=True)
@@ -77,8 +87,12 @@ class _Fault:
     # N-th operation could go unfaulted.
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def check(self, operation: str) -> None:
+    def check(self, operation: str, what: str = "") -> None:
+        """Count ``operation`` and fault if it is the chosen one; ``what`` (the traced kind
+        and path) goes into a stall's file, so a test can say where the process stopped."""
         matches = self.operation in (operation, "any") or (self.operation == "mutation" and operation in _MUTATIONS)
+        if operation == MKDIR and self.operation == "any":
+            matches = False
         if not matches or (operation == PUBLISH and self.operation != PUBLISH):
             return
         with self.lock:
@@ -91,7 +105,7 @@ class _Fault:
 
             os.kill(os.getpid(), signal.SIGKILL)
         if seen == self.at and self.action == "stall":
-            _stall(operation)
+            _stall(f"{self.operation} #{seen}: {what}")
         elif seen == self.at:
             raise OSError(errno.EIO, f"injected fault before {operation} #{self.at}")
 
@@ -124,9 +138,33 @@ def _fault_from_env() -> _Fault | None:
 _fault: _Fault | None = _fault_from_env()
 
 
-def _before(operation: str) -> None:
+@dataclass(slots=True)
+class _Trace:
+    """``LAKECTL_FAULT_TRACE``: one line per mutation, numbered as ``mutation:N`` counts."""
+
+    path: str
+    seen: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def record(self, what: str) -> None:
+        with self.lock:
+            self.seen += 1
+            # Appended and closed per line: a process stalled or killed right after has it on disk.
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(f"{self.seen} {what}\n")
+
+
+_trace: _Trace | None = _Trace(os.environ["LAKECTL_FAULT_TRACE"]) if os.environ.get("LAKECTL_FAULT_TRACE") else None
+
+
+def _before(operation: str, path: str = "", kind: str = "") -> None:
+    """The fault point (and trace line) right before an operation on ``path``; ``kind`` names
+    a mutation more closely than the ``operation`` it is counted as (a hint is a write)."""
+    what = f"{kind or operation} {path}".strip()
+    if _trace is not None and operation in _MUTATIONS:
+        _trace.record(what)
     if _fault is not None:
-        _fault.check(operation)
+        _fault.check(operation, what)
 
 
 def before_publish() -> None:
@@ -510,13 +548,14 @@ class FileIO:
     # ---- writes --------------------------------------------------------------------
     @_store_errors
     def mkdirs(self, path: str) -> None:
+        _before(MKDIR, path)
         self.fs.makedirs(path, exist_ok=True)
 
     @_store_errors
     def write_bytes(self, path: str, data: bytes | pa.Buffer) -> None:
         """Write a new file (data, manifests). Names are unique, so no overwrite race exists.
         ``data`` may be an Arrow buffer (an encoded data file), written without a copy locally."""
-        _before("write")
+        _before("write", path)
         if self.local:
             path = local_path(path)  # an external data path may be file:/... (pypaimon's spelling)
             os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -529,7 +568,7 @@ class FileIO:
 
     @_store_errors
     def open_output(self, path: str) -> IO[bytes]:
-        _before("write")
+        _before("write", path)
         if self.local:
             path = local_path(path)  # an external data path may be file:/... (pypaimon's spelling)
             os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -549,7 +588,7 @@ class FileIO:
         """Copy one file to another path of this store, replacing ``dst``. On an object store the
         store copies it (CopyObject: no byte passes through this process, and the new object
         appears whole); on a local disk, a file copy. A missing ``src`` is FileNotFoundError."""
-        _before("write")
+        _before("write", dst, "copy")
         if self.local:
             os.makedirs(os.path.dirname(dst), exist_ok=True)
         self.fs.cp_file(src, dst)
@@ -558,7 +597,7 @@ class FileIO:
     def overwrite_hint(self, path: str, text: str) -> None:
         """Replace a small whole file (the LATEST/EARLIEST hints, a consumer's position), creating
         its directory if needed; a reader sees the old or the new content, never a mix."""
-        _before("write")
+        _before("write", path, "hint")
         if self.local:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             tmp = f"{os.path.dirname(path)}/.{os.path.basename(path)}.{os.urandom(16).hex()}.tmp"
@@ -588,7 +627,7 @@ class FileIO:
     def try_create(self, path: str, data: bytes) -> bool:
         """Create ``path`` with ``data`` only if it does not exist. True if this call created it."""
         self.check_atomic_create()
-        _before("create")
+        _before("create", path)
         if self.local:
             return _local_create_if_absent(path, data)
         if self.conditional_put:
@@ -624,7 +663,7 @@ class FileIO:
 
     @_store_errors
     def delete(self, path: str) -> None:
-        _before("delete")
+        _before("delete", path)
         try:
             self.fs.rm_file(path)
         except FileNotFoundError:
@@ -636,7 +675,7 @@ class FileIO:
         empty). Object stores have no rename; callers refuse there first."""
         if not self.local:
             raise UsageError(f"{self.scheme}:// has no atomic rename")
-        _before("create")
+        _before("create", f"{src} -> {dst}", "rename")
         os.rename(src, dst)
 
     def remove_empty_dir(self, path: str) -> bool:
@@ -644,7 +683,7 @@ class FileIO:
         Object stores have no directories, so there it is a no-op."""
         if not self.local:
             return False
-        _before("delete")
+        _before("delete", path, "rmdir")
         try:
             os.rmdir(path)
             return True
@@ -659,7 +698,7 @@ class FileIO:
             for status in self.walk(path):
                 self.delete(status.path)
             return
-        _before("delete")
+        _before("delete", path, "rmtree")
         try:
             self.fs.rm(path, recursive=True)
         except FileNotFoundError:
