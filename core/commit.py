@@ -32,7 +32,7 @@ from typing import Sequence
 from core.branch import MAIN_BRANCH, refuse_unfinished_fast_forward, table_name
 from core.deletion_vectors import read_index_file, write_index_file
 from core.errors import (CommitConflictError, CorruptMetadataError, ExpiredWhileReadingError, NotFoundError,
-                         StalePlanError)
+                         StalePlanError, TableGoneError)
 from core.fileio import FileIO, before_publish
 from core.index_manifest import ADD as INDEX_ADD
 from core.index_manifest import DELETE as INDEX_DELETE
@@ -42,7 +42,9 @@ from core.options import BATCH_COMMIT_IDENTIFIER
 from core.replan import lost_race, replan_on_lost_race
 from core import row_tracking
 from core.schema import SchemaManager, TableSchema
+from core.rewrite import ROLLBACK, finish_abandoned, finish_rollback_marker, is_live, read_marker
 from core.snapshot import APPEND, COMPACT, OVERWRITE, Snapshot, SnapshotManager, same_snapshot
+from core.tag import TagManager
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +80,7 @@ class Success:
 class Retry:
     reason: str
     expired: bool = False  # lost a race against expire (the base went away), not against a committer
+    rewrite: str | None = None  # held off by a running rollback (described)
 
 
 def _landed_earlier(entries: list[ManifestEntry], live: list[ManifestEntry]) -> bool:
@@ -126,6 +129,9 @@ class FileStoreCommit:
     max_retry_wait: float = 10.0
     # A branch's snapshot/ and schema/ live in its own directory; manifests stay in the table's.
     branch_path: str | None = None
+    # Whether the table's schema must be there (and be ours) around the publish: not for a
+    # clone, which commits its snapshot before it writes the schema files (core/ops/clone.py).
+    table_must_exist: bool = True
     snapshots: SnapshotManager = field(init=False)
     manifests: ManifestIO = field(init=False)
     index_manifests: IndexManifestIO = field(init=False)
@@ -164,7 +170,8 @@ class FileStoreCommit:
         if self.branch_path in (None, self.table_path):  # main: not while a fast-forward is half-way
             refuse_unfinished_fast_forward(self.file_io, self.table_path, table_name(self.table_path),
                                            MAIN_BRANCH, "commit")
-        retries = self.schema.core_options.commit_max_retries
+        retries = max(0, self.schema.core_options.commit_max_retries)  # at least one attempt, whatever the option says
+        rewrite: str | None = None
         first_latest = self.snapshots.latest_id()
         self._attempts, self.retries = {}, 0
         expired = 0
@@ -181,7 +188,12 @@ class FileStoreCommit:
                 return result.snapshot
             self.retries += 1
             expired += result.expired
+            rewrite = result.rewrite
             log.info("commit attempt %d of %d lost, retrying: %s", attempt + 1, retries + 1, result.reason)
+        if rewrite is not None:
+            raise CommitConflictError(
+                f"commit did not land after {retries + 1} attempts: {rewrite} kept rewriting the snapshots of "
+                f"{table_name(self.table_path)}; nothing was committed, re-run it when the rollback has finished")
         if expired:
             raise CommitConflictError(
                 f"commit did not land after {retries + 1} attempts: a concurrent expire removed the snapshot "
@@ -194,6 +206,9 @@ class FileStoreCommit:
                          overwrite: OverwriteSpec | None,
                          properties: dict[str, str] | None = None,
                          watermark: int | None = None, index: IndexChanges | None = None) -> Success | Retry:
+        rollback = self._rollback_running()
+        if rollback is not None:  # it is removing snapshots: commit on what it leaves
+            return Retry(f"{rollback} is rewriting the snapshots", rewrite=rollback)
         try:
             latest = self.snapshots.latest()
         except NotFoundError as e:  # the latest id was expired between finding and reading it
@@ -295,6 +310,12 @@ class FileStoreCommit:
         try:
             before_publish()  # LAKECTL_FAULT=stall:publish:N holds a test's committer right here
             published = self.snapshots.try_publish(snapshot)
+        except FileNotFoundError as e:
+            self._clean(written, written_index)
+            if not self._table_still_there():
+                raise TableGoneError(f"table {table_name(self.table_path)} was renamed or dropped while this "
+                                     "command ran; nothing was committed") from e
+            return Retry(f"publishing snapshot-{new_id} failed ({e}); state unknown")
         except OSError as e:
             # The outcome is unknown: the snapshot may exist. Delete nothing; the retry's
             # idempotence check finds it if it landed (and verifies it as below).
@@ -310,6 +331,16 @@ class FileStoreCommit:
         if why is not None:
             self._undo(snapshot)
             return Retry(f"snapshot-{new_id} was free only because expire had removed it ({why}); undone", expired=True)
+        if not self._table_still_there():  # renamed, dropped or re-created between our checks
+            self._undo(snapshot)
+            raise TableGoneError(f"table {table_name(self.table_path)} was renamed, dropped or re-created while "
+                                 "this command ran; nothing was committed")
+        rollback = self._rollback_running()
+        if rollback is not None:
+            # The rollback may remove our snapshot or leave it above a gap: take it back and
+            # commit again on what the rollback leaves.
+            self._undo(snapshot)
+            return Retry(f"{rollback} started while snapshot-{new_id} was published; undone", rewrite=rollback)
         self.files_deleted = sum(1 for e in entries if e.kind == DELETE)
         return Success(snapshot)
 
@@ -335,8 +366,13 @@ class FileStoreCommit:
             # An expire that writes EARLIEST first cannot have removed our base yet: one that
             # writes it last (Java's, an older lakectl) did, so our id was free because of it.
             return None if base_same else f"base snapshot {base.id if base else 0} is gone or re-created"
-        if earliest == n or (base is not None and base_same):
-            return None  # an expire that had our snapshot as its end (or has not reached our base)
+        if base is not None and base_same:
+            return None  # the expire has not reached our base
+        if earliest == n:
+            # An expire that had our snapshot as its end, or one that stalled before writing
+            # EARLIEST while another retired past it (hints only move forward, but a stalled
+            # read-then-write can still land late): then ours sits below a gap.
+            return None if self._in_chain(snapshot) else f"EARLIEST is {n} but snapshot {n} is below a gap"
         if not self._still_ours(snapshot):
             return None  # landed, and already expired: a re-created id is never retired (not contiguous)
         if self._built_on(snapshot):
@@ -354,6 +390,14 @@ class FileStoreCommit:
             return same_snapshot(self.snapshots.snapshot(snapshot.id), snapshot)
         except (NotFoundError, CorruptMetadataError):
             return False
+
+    def _in_chain(self, snapshot: Snapshot) -> bool:
+        """Is our ``snapshot-N`` part of the gapless chain: built on by ``snapshot-(N+1)``, or
+        the newest with nothing above it?"""
+        if self.snapshots.exists(snapshot.id + 1):
+            return self._built_on(snapshot)
+        ids = self.snapshots.list_ids()
+        return not ids or ids[-1] <= snapshot.id
 
     def _built_on(self, snapshot: Snapshot) -> bool:
         """Does ``snapshot-(N+1)`` build on our N (its base list holds our base and delta
@@ -452,11 +496,47 @@ class FileStoreCommit:
         return out + list(index.entries if index else ())
 
     def _check_schema(self) -> None:
-        current = SchemaManager(self.file_io, self.branch_path or self.table_path).list_ids()
-        if current and current[-1] != self.schema.id:
+        schemas = SchemaManager(self.file_io, self.branch_path or self.table_path)
+        current = schemas.list_ids()
+        if not self.table_must_exist:
+            return
+        if not current or not self._same_table(schemas):
+            raise TableGoneError(
+                f"table {table_name(self.table_path)} was renamed, dropped or re-created while this command ran; "
+                "nothing was committed")
+        if current[-1] != self.schema.id:
             raise StalePlanError(
                 f"the table schema changed to {current[-1]} while this write used schema {self.schema.id}; "
                 "re-run the write against the new schema")
+
+    def _same_table(self, schemas: SchemaManager) -> bool:
+        """Is our schema still the table's (same id and creation time)? A table dropped and
+        created again under the same name has schema files of its own."""
+        try:
+            return schemas.schema(self.schema.id).time_millis == self.schema.time_millis
+        except (NotFoundError, CorruptMetadataError):
+            return False
+
+    def _table_still_there(self) -> bool:
+        if not self.table_must_exist:
+            return True
+        try:
+            return self._same_table(SchemaManager(self.file_io, self.branch_path or self.table_path))
+        except OSError:
+            return True  # unknown: the next attempt's schema check decides
+
+    def _rollback_running(self) -> str | None:
+        """A live rollback of this branch (its rewrite marker), described; an abandoned one is
+        finished here, as by any command that finds it (core/rewrite.py)."""
+        marker = read_marker(self.file_io, self.snapshots.dir)
+        if marker is None or marker.kind != ROLLBACK:
+            return None
+        if is_live(marker):
+            return marker.describe()
+        tags = TagManager(self.file_io, self.branch_path or self.table_path)
+        finish_abandoned(self.file_io, self.snapshots.dir, marker,
+                         lambda m: finish_rollback_marker(self.snapshots, tags, m))
+        return None
 
     def _base_manifests(self, latest: Snapshot | None) -> list[ManifestFileMeta]:
         """The manifests of the snapshot this commit builds on (its base and delta lists), read

@@ -35,6 +35,11 @@ class CommitConflictError(LakectlError):
     """The commit could not land after its retries, or its base vanished (exit 4)."""
 
 
+class TableGoneError(CommitConflictError):
+    """The table was renamed, dropped or created anew while a command was committing to it;
+    nothing was committed (exit 4)."""
+
+
 class StalePlanError(CommitConflictError):
     """Another commit replaced what this commit was planned on (files it rewrites, a
     deletion-vector index file, the schema) before it landed; nothing was committed. A

@@ -237,7 +237,10 @@ class SnapshotManager:
 
     def try_publish(self, snapshot: Snapshot) -> bool:
         """Create ``snapshot-<id>`` if absent; False if another committer took the id."""
-        return self.file_io.try_create(self.path(snapshot.id), snapshot.to_json().encode("utf-8"))
+        # Only a first snapshot may make snapshot/: a later one finding it gone means the table
+        # was renamed or dropped under the commit, and must not bring the directory back.
+        return self.file_io.try_create(self.path(snapshot.id), snapshot.to_json().encode("utf-8"),
+                                       make_dirs=snapshot.id == 1)
 
     def journal_retires(self, snapshot_id: int) -> bool:
         """Does an expiration journal (one running, or one a kill left) retire ``snapshot_id``?
@@ -256,9 +259,18 @@ class SnapshotManager:
                 return True
         return False
 
-    def write_earliest_hint(self, snapshot_id: int) -> None:
+    def write_earliest_hint(self, snapshot_id: int, *, rewind: bool = False) -> None:
         """Written by expiration (Java does the same); unlike LATEST a failure is raised, so a
-        crash-interrupted expire that never wrote it is finished by the next run."""
+        crash-interrupted expire that never wrote it is finished by the next run.
+
+        EARLIEST only moves forward (the larger of what is there and ``snapshot_id``), unless
+        ``rewind`` (a rollback or repair below it): an expire that stalled before writing it
+        must not pull it back under one that went further meanwhile, or a committer that
+        re-created a retired id would take its id for the earliest and keep it."""
+        if not rewind:
+            current = self._hint("EARLIEST")
+            if current is not None and current >= snapshot_id:
+                return
         self.file_io.overwrite_hint(join(self.dir, "EARLIEST"), str(snapshot_id))
 
     def write_latest_hint(self, snapshot_id: int, *, rewind: bool = False) -> None:

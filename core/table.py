@@ -136,11 +136,13 @@ class Table(TableHandle):
                                 max_deletes=max_deletes, dry_run=dry_run)
 
     def rollback(self, *, snapshot_id: int | None = None, tag: str | None = None, if_latest: int | None = None,
-                 dry_run: bool = True) -> "RollbackResult":
-        """Make ``snapshot_id`` (or ``tag``'s snapshot) the latest; dry run unless ``dry_run=False``."""
+                 dry_run: bool = True, as_latest: bool = False) -> "RollbackResult":
+        """Make ``snapshot_id`` (or ``tag``'s snapshot) the latest; dry run unless ``dry_run=False``.
+        ``as_latest``: as a new snapshot with the target's contents, removing nothing."""
         from core.ops.rollback import rollback
 
-        return rollback(self, snapshot_id=snapshot_id, tag=tag, if_latest=if_latest, dry_run=dry_run)
+        return rollback(self, snapshot_id=snapshot_id, tag=tag, if_latest=if_latest, dry_run=dry_run,
+                        as_latest=as_latest)
 
     def truncate(self, *, dry_run: bool = True) -> "TruncateResult":
         """Delete every row as one OVERWRITE snapshot; dry run unless ``dry_run=False``."""

@@ -192,7 +192,7 @@ def _commit_copy(file_io: FileIO, table_path: str, schema: TableSchema, snapshot
             dataclasses.replace(e.file, external_path=None))
     messages = [CommitMessage(partition, bucket, total_buckets, new_files=tuple(files))
                 for (partition, bucket, total_buckets), files in by_bucket.items()]
-    committer = FileStoreCommit(file_io, table_path, schema)
+    committer = FileStoreCommit(file_io, table_path, schema, table_must_exist=False)  # schema files come last
     committed = committer.commit(messages, kind=APPEND, watermark=snapshot.watermark,
                                  index=IndexChanges(entries=plan.index_entries))
     if committed is None:  # an empty snapshot: nothing to commit, but the copy still needs one

@@ -60,6 +60,7 @@ from core.index_manifest import IndexManifestEntry, IndexManifestIO
 from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO
 from core.options import parse_duration, parse_int
 from core.option_rules import EXPIRE, check_options
+from core.rewrite import EXPIRE as EXPIRE_MARKER, MARKER_NAME, acquire, finish_rollback_marker, is_live, read_marker, release
 from core.snapshot import JOURNAL_PREFIX, Snapshot
 from core.table_handle import TableHandle
 
@@ -220,7 +221,8 @@ def _retain_conflict(retain_max: int, retain_min: int, retain_min_given: bool) -
 
 def expire_snapshots(table: TableHandle, *, retain_min: int | None = None, retain_max: int | None = None,
                      older_than: str | None = None, max_deletes: int | None = None,
-                     dry_run: bool = False, progress: ProgressCallback | None = None) -> ExpireResult:
+                     dry_run: bool = False, progress: ProgressCallback | None = None,
+                     skip_if_busy: bool = False) -> ExpireResult:
     """Expire old snapshots and delete the files only they reference.
 
     Args:
@@ -233,6 +235,8 @@ def expire_snapshots(table: TableHandle, *, retain_min: int | None = None, retai
         max_deletes: at most this many snapshots in this run (``snapshot.expire.limit``, 10).
         dry_run: plan and report, delete nothing.
         progress: called as ``progress(done, total, what)`` while planning and deleting.
+        skip_if_busy: expire nothing (rather than wait) while another expire or a rollback
+            holds the branch's rewrite marker (a writer's expire after its commit).
 
     Returns:
         An ExpireResult; ``snapshots_expired`` is empty when nothing was due.
@@ -266,6 +270,43 @@ def expire_snapshots(table: TableHandle, *, retain_min: int | None = None, retai
 
     if progress is not None:
         progress(0, 0, "planning expiration")
+    if dry_run or not _work_due(table, retain_min, retain_max, cutoff, max_deletes, now_ms):
+        return _expire_under_marker(table, retain_min, retain_max, cutoff, max_deletes, now_ms, dry_run, progress)
+    # Retiring snapshots rewrites the chain: under the branch's rewrite marker, so that two
+    # expires (a cron run and a writer's own) or an expire and a rollback never interleave
+    # (core/rewrite.py; a journal is only ever carried out by the marker's holder).
+    if skip_if_busy:
+        current = read_marker(table.file_io, table.snapshots.dir)
+        if current is not None and is_live(current):
+            log.info("expire of %s skipped: %s is running", table.name, current.describe())
+            earliest = table.snapshots.earliest_id()
+            return ExpireResult(table.name, table.branch, [], earliest, earliest, 0, 0, 0, dry_run)
+    marker = acquire(table.file_io, table.snapshots.dir, EXPIRE_MARKER, what="expire snapshots", table=table.name,
+                     on_abandoned=lambda m: finish_rollback_marker(table.snapshots, table.tags, m))
+    try:
+        table.refuse_unfinished_fast_forward("expire snapshots")
+        return _expire_under_marker(table, retain_min, retain_max, cutoff, max_deletes, now_ms, dry_run, progress)
+    finally:
+        release(table.file_io, marker)
+
+
+def _work_due(table: TableHandle, retain_min: int, retain_max: int, cutoff: int, limit: int, now_ms: int) -> bool:
+    """Whether an expire has anything to retire or finish: snapshots due, an interrupted run's
+    journal, or a stale consumer. Most runs (a writer's after each commit) have none and take
+    no marker."""
+    try:
+        names = table.file_io.list_names(table.snapshots.dir)
+        # A journal to finish, or a rewrite marker (an abandoned one is finished and removed).
+        if any(n.startswith(JOURNAL_PREFIX) or n == MARKER_NAME for n in names):
+            return True
+    except FileNotFoundError:
+        return False
+    consumer_min, stale = _consumers(table, now_ms, dry_run=True)
+    return bool(stale) or _plan(table, retain_min, retain_max, cutoff, limit, consumer_min) is not None
+
+
+def _expire_under_marker(table: TableHandle, retain_min: int, retain_max: int, cutoff: int, max_deletes: int,
+                         now_ms: int, dry_run: bool, progress: ProgressCallback | None) -> ExpireResult:
     resumed, earliest_before = _Resumed(), None
     if not dry_run:
         earliest_before = table.snapshots.earliest_id()
@@ -462,12 +503,51 @@ def _carry_out(table: TableHandle, journal: _Journal, progress: ProgressCallback
         fio.delete(sm.path(sid))
         if progress is not None:
             progress(done, total, "retiring expired snapshots")
-    for done, path in enumerate(journal.files, len(journal.expired) + 1):
+    # A tag or branch created on a retired snapshot after the plan was made (its creator saw
+    # EARLIEST still at or below it, so it exited 0) pins that snapshot's files: read the tags
+    # and branches again now that EARLIEST is written, and keep what they reference.
+    pinned = _pinned_paths(table, journal.expired)
+    for done, path in enumerate((f for f in journal.files if f not in pinned), len(journal.expired) + 1):
         fio.delete(path)
         if progress is not None:
             progress(done, total, "deleting expired files")
     if hint_pending:
         sm.write_earliest_hint(journal.end)
+
+
+def _pinned_paths(table: TableHandle, retired: list[int]) -> set[str]:
+    """Every file that a tag or another branch's snapshot of a retired id references now:
+    data and changelog files, manifest lists, manifests, index manifests and index files."""
+    retired_ids = set(retired)
+    roots = []
+    for name in table.tags.names():
+        try:
+            snap = table.tags.snapshot(name)
+        except NotFoundError:
+            continue
+        if snap.id in retired_ids:
+            roots.append(snap)
+    roots += [s for s in pinned_snapshots(table, include_own=False)]
+    if not roots:
+        return set()
+    mio = table.manifests()
+    imio = IndexManifestIO(table.file_io, table.path)
+    schema = table.schema
+    cache: dict[str, list[ManifestEntry]] = {}
+    out: set[str] = set()
+    for snap in roots:
+        for list_name in _list_names(snap):
+            out.add(join(mio.dir, list_name))
+            out.update(join(mio.dir, m.file_name) for m in _read_list(mio, list_name))
+        for key in _live_keys(mio, [snap.base_manifest_list, snap.delta_manifest_list], cache) \
+                | _live_keys(mio, [snap.changelog_manifest_list], cache):
+            partition, bucket, file_name, external = key
+            path = external or join(schema.bucket_dir(table.path, partition, bucket), file_name)
+            out.add(path)
+        if snap.index_manifest:
+            out.add(join(imio.dir, snap.index_manifest))
+            out.update(imio.index_path(e.index_file.file_name) for e in _read_index(imio, snap.index_manifest))
+    return out
 
 
 @dataclass

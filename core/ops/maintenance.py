@@ -40,7 +40,7 @@ def _expire(table: TableHandle, engine: Any) -> Any:
     """Snapshot expiration with the table's retention options, as a Paimon writer does after each commit."""
     from core.ops.expire import expire_snapshots
 
-    result = expire_snapshots(table, dry_run=False)
+    result = expire_snapshots(table, dry_run=False, skip_if_busy=True)
     return result if result.snapshots_expired else None
 
 

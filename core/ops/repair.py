@@ -272,7 +272,7 @@ def _carry_out(table: TableHandle, result: BranchRepair, newer: list[RemovedSnap
         log.info("removing snapshot %d of %s (%s)", removed.snapshot_id, table.name, removed.reason)
         fio.delete(sm.path(removed.snapshot_id))
     if "EARLIEST" in result.hints_rewritten:
-        sm.write_earliest_hint(result.earliest_after)
+        sm.write_earliest_hint(result.earliest_after, rewind=True)
     for tag in result.tags_removed:
         log.info("removing tag %s of %s (%s)", tag.tag, table.name, tag.reason)
         fio.delete(table.tags.path(tag.tag))

@@ -1,5 +1,12 @@
 """rollback: make an earlier snapshot (or a tag) the latest again, metadata only.
 
+The removal runs under the branch's rewrite marker (``core/rewrite.py``): commits hold off
+while it is there and undo what they published during it, expire waits for it, and whatever
+still landed above S before the marker was seen is removed too (``finish_rollback`` lists
+again until nothing is above S). A rollback killed part-way is finished by the next command
+that finds its marker abandoned. ``--as-latest`` removes nothing: it commits a new snapshot
+holding S's files (Paimon 2.0's ``rollback_to_as_latest``), an append like any write.
+
 Order: remove ``snapshot-n`` for n > S from the highest id down, so that a crash part-way
 leaves a contiguous prefix whose latest is a real snapshot; if the target is a tag whose
 snapshot was expired, write the tag back as ``snapshot-S`` (and ``EARLIEST=S``) just before
@@ -15,8 +22,9 @@ import logging
 from dataclasses import dataclass
 
 from core.errors import CommitConflictError, NotFoundError, UsageError
-from core.fileio import join
 from core.ops.check import require_whole
+from core.rewrite import ROLLBACK, acquire, finish_rollback, finish_rollback_marker, release
+from core.snapshot import Snapshot, same_snapshot
 from core.table_handle import TableHandle
 
 log = logging.getLogger(__name__)
@@ -30,10 +38,12 @@ class RollbackResult:
     snapshots_removed: tuple[int, ...]
     tags_removed: tuple[str, ...]
     dry_run: bool
+    as_latest: bool = False
+    new_snapshot_id: int | None = None  # --as-latest: the snapshot holding the target's contents
 
 
 def rollback(table: TableHandle, *, snapshot_id: int | None = None, tag: str | None = None,
-             if_latest: int | None = None, dry_run: bool = False) -> RollbackResult:
+             if_latest: int | None = None, dry_run: bool = False, as_latest: bool = False) -> RollbackResult:
     """Roll the table back to ``snapshot_id`` or to the snapshot of ``tag``.
 
     On a branch's view (``Table.on_branch``) only that branch's snapshots, tags and hints
@@ -46,6 +56,8 @@ def rollback(table: TableHandle, *, snapshot_id: int | None = None, tag: str | N
         if_latest: refuse unless the latest snapshot is this one (guards against a commit
             that landed after the caller looked).
         dry_run: report what would be removed; change nothing.
+        as_latest: commit a new snapshot holding the target's contents instead of removing the
+            newer snapshots (Paimon 2.0's ``rollback_to_as_latest``); every snapshot and tag stays.
 
     Returns:
         The target and what was (or would be) removed.
@@ -78,32 +90,90 @@ def rollback(table: TableHandle, *, snapshot_id: int | None = None, tag: str | N
         raise NotFoundError(f"snapshot {target} does not exist (expired?); roll back to a tag instead")
 
     # Rolling back to a snapshot whose files are gone would delete every readable one after it.
-    require_whole(table, tagged if tagged is not None else snapshots.snapshot(target), "cannot roll back")
-    removed = tuple(n for n in reversed(snapshots.list_ids()) if n > target)
-    tags_removed = tuple(t.name for t in table.tags.tags() if t.snapshot.id > target)
+    target_snap = tagged if tagged is not None else snapshots.snapshot(target)
+    require_whole(table, target_snap, "cannot roll back")
+    removed = () if as_latest else tuple(n for n in reversed(snapshots.list_ids()) if n > target)
+    tags_removed = () if as_latest else tuple(t.name for t in table.tags.tags() if t.snapshot.id > target)
     if dry_run:
-        return RollbackResult(table.name, table.branch, target, removed, tags_removed, True)
+        return RollbackResult(table.name, table.branch, target, removed, tags_removed, True, as_latest=as_latest)
 
-    # Highest first, so that a crash leaves a contiguous run of whole snapshots whose latest is
-    # a real one. Restoring a tag's expired snapshot S below the earliest E: everything above E
-    # goes first, then snapshot-S is written back, then E: the ids skip from S to E for that
-    # one step only (Paimon writes S first, leaving the gap open for the whole removal).
-    keep_until_restored = removed[-1:] if restore else ()
-    for n in removed[:len(removed) - len(keep_until_restored)]:
-        table.file_io.delete(snapshots.path(n))
-    if restore:
-        assert tagged is not None
-        if snapshots.try_publish(tagged):
-            log.info("restored snapshot-%d from tag %s", target, tag)
-        table.file_io.overwrite_hint(join(snapshots.dir, "EARLIEST"), str(target))
-    for n in keep_until_restored:
-        table.file_io.delete(snapshots.path(n))
-    for name in tags_removed:
-        table.file_io.delete(table.tags.path(name))
-    earliest_hint = snapshots.earliest_hint()
-    if not restore and earliest_hint is not None and earliest_hint > target:
-        # An expiration killed after writing EARLIEST (it writes it before retiring anything)
-        # left the target below it; commits on the target would read as re-created ids.
-        snapshots.write_earliest_hint(snapshots.earliest_id() or target)
-    snapshots.write_latest_hint(target, rewind=True)
+    if as_latest:
+        return _rollback_as_latest(table, target_snap)
+    # The chain is rewritten under the branch's rewrite marker (core/rewrite.py): commits hold
+    # off while it is there, and a commit that landed during the removal is removed too, so the
+    # table ends at the target whatever ran next to it. Expire takes the same marker, so the
+    # target cannot be retired while we work; we check that it is still there once we hold it.
+    marker = acquire(table.file_io, snapshots.dir, ROLLBACK, target=target, tag=tag, what="roll back",
+                     table=table.name, on_abandoned=lambda m: finish_rollback_marker(snapshots, table.tags, m))
+    try:
+        try:
+            current = snapshots.snapshot(target)
+        except NotFoundError:
+            current = None
+        restore = current is None
+        if restore and tagged is None:
+            raise CommitConflictError(f"snapshot {target} was expired while the rollback started; nothing "
+                                      "was rolled back (roll back to a tag to restore an expired snapshot)")
+        if current is not None and tagged is None and not same_snapshot(current, target_snap):
+            raise CommitConflictError(f"snapshot {target} was replaced while the rollback started; nothing was "
+                                      "rolled back")
+        removed, tags_removed = finish_rollback(snapshots, table.tags, target, tagged if restore else None)
+    finally:
+        release(table.file_io, marker)
     return RollbackResult(table.name, table.branch, target, removed, tags_removed, False)
+
+
+def _rollback_as_latest(table: TableHandle, target: Snapshot) -> RollbackResult:
+    """Paimon 2.0's ``rollback_to_as_latest``: a new OVERWRITE snapshot whose files are the
+    target's (every file live now but not in the target DELETEd, every file of the target not
+    live now ADDed back, the target's index files in place of today's). Nothing is removed, so
+    it is an appender like any commit: safe next to every other command by construction, and
+    later snapshots and tags stay readable. A commit that lands first makes the plan stale: it
+    is planned again on the new latest."""
+    from core.commit import CommitMessage, FileStoreCommit, IndexChanges, base_entries
+    from core.errors import StalePlanError
+    from core.index_manifest import IndexManifestIO
+    from core.manifest import live_entries
+    from core.replan import replan_on_lost_race
+    from core.snapshot import OVERWRITE
+
+    if table.schema.options.get("row-tracking.enabled", "false").lower() == "true":
+        raise UsageError("rollback --as-latest is not supported on row-tracking tables (the files would need new "
+                         "row ids); roll back without --as-latest")
+    mio = table.manifests()
+    wanted = live_entries(mio, target)
+    imio = IndexManifestIO(table.file_io, table.path)
+
+    def attempt() -> Snapshot:
+        now = table.snapshots.latest()
+        assert now is not None
+        live = base_entries(mio, now, table.snapshots)
+        live_ids = {e.identifier for e in live}
+        wanted_ids = {e.identifier for e in wanted}
+        groups: dict[tuple[bytes, int, int], tuple[list, list]] = {}
+        for e in live:
+            if e.identifier not in wanted_ids:
+                groups.setdefault((e.partition, e.bucket, e.total_buckets), ([], []))[0].append(e.file)
+        for e in wanted:
+            if e.identifier not in live_ids:
+                groups.setdefault((e.partition, e.bucket, e.total_buckets), ([], []))[1].append(e.file)
+        messages = [CommitMessage(p, b, n, new_files=tuple(add), compact_before=tuple(drop))
+                    for (p, b, n), (drop, add) in groups.items()]
+        index = None
+        if now.index_manifest != target.index_manifest:
+            old = [e.to_delete() for e in imio.read(now.index_manifest)] if now.index_manifest else []
+            new = list(imio.read(target.index_manifest)) if target.index_manifest else []
+            index = IndexChanges(tuple(old + new), planned_on=now.index_manifest)
+        committer = FileStoreCommit(table.file_io, table.path, table.schema, branch_path=table.branch_path)
+        if not messages and index is None:
+            return now  # already the target's contents
+        snap = committer.commit(messages, kind=OVERWRITE, index=index,
+                                properties={"rollback.as-latest.from": str(target.id)})
+        if snap is None:
+            raise StalePlanError("nothing to commit")
+        return snap
+
+    snap = replan_on_lost_race(table.schema.core_options.commit_max_retries, attempt, "rollback --as-latest",
+                               stale_plans=True)
+    return RollbackResult(table.name, table.branch, target.id, (), (), False, as_latest=True,
+                          new_snapshot_id=snap.id)

@@ -48,11 +48,11 @@ class LosesFirstRace(FileIO):
         self.on_first = on_first
         self.calls = 0
 
-    def try_create(self, path, data):
+    def try_create(self, path, data, **kw):
         if "/snapshot/" in path and self.calls == 0:
             self.calls += 1
             self.on_first()
-        return super().try_create(path, data)
+        return super().try_create(path, data, **kw)
 
 
 def test_overwrite_replans_against_the_new_latest_snapshot(table):
@@ -74,8 +74,8 @@ class AmbiguousPublish(FileIO):
         super().__init__(inner.fs, local=inner.local)
         self.failed = False
 
-    def try_create(self, path, data):
-        created = super().try_create(path, data)
+    def try_create(self, path, data, **kw):
+        created = super().try_create(path, data, **kw)
         if "/snapshot/" in path and not self.failed:
             self.failed = True
             raise OSError("connection reset after write")
