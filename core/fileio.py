@@ -624,12 +624,16 @@ class FileIO:
             "or a store with conditional puts")
 
     @_store_errors
-    def try_create(self, path: str, data: bytes) -> bool:
-        """Create ``path`` with ``data`` only if it does not exist. True if this call created it."""
+    def try_create(self, path: str, data: bytes, *, make_dirs: bool = True) -> bool:
+        """Create ``path`` with ``data`` only if it does not exist. True if this call created it.
+
+        ``make_dirs=False`` (a commit's ``snapshot-N`` for N > 1): on a local disk, a missing
+        directory raises FileNotFoundError instead of being made, so a commit whose table was
+        renamed or dropped under it cannot bring the old directory back."""
         self.check_atomic_create()
         _before("create", path)
         if self.local:
-            return _local_create_if_absent(path, data)
+            return _local_create_if_absent(path, data, make_dirs)
         if self.conditional_put:
             return self._conditional_put(path, data)
         with _exclusive_lock(self.lock_file):
@@ -908,9 +912,10 @@ def is_storage_full(exc: BaseException) -> bool:
     return isinstance(refused_error(exc), StorageFullError)
 
 
-def _local_create_if_absent(path: str, data: bytes) -> bool:
+def _local_create_if_absent(path: str, data: bytes, make_dirs: bool = True) -> bool:
     directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
+    if make_dirs:
+        os.makedirs(directory, exist_ok=True)
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.urandom(16).hex()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
