@@ -8,6 +8,16 @@ naming a live data file and no position past its rows), plus the LATEST/EARLIEST
 raised, so one run reports all of them; each names the file it is about and the branch whose
 snapshot, tag, schema or hint led to it (a file shared by branches is checked, and reported,
 once: under the first branch that reads it, main first).
+
+Each schema is checked for its own consistency too (``schema_problems``): key, partition and
+bucket-key columns that exist, field ids that are unique and below ``highestFieldId``, options
+whose values parse. A hand-edited schema can break every write while every file is in place.
+
+``check(deep=True)`` (``lakectl check --deep``) also reads what the files hold
+(``core.ops.check_deep``): every data and changelog file any snapshot or tag lists is decoded
+once, and HASH index files are decoded and matched against the latest snapshot's keys. That
+costs a full read of every file the history keeps, where the plain check reads metadata and
+asks each file's size.
 """
 
 from __future__ import annotations
@@ -16,14 +26,16 @@ from dataclasses import dataclass, field, replace
 
 from core.branch import (MAIN_BRANCH, branch_names, branch_path, fast_forward_marker, fast_forward_marker_path,
                          fast_forward_rerun, leftover_branches)
-from core.errors import CorruptMetadataError, LakectlError
+from core.errors import CorruptMetadataError, LakectlError, UsageError
 from core.deletion_vectors import read_index_file
 from core.fileio import join
-from core.index_manifest import DELETION_VECTORS, index_dir, live_index_entries
+from core.index_manifest import DELETION_VECTORS, HASH_INDEX, IndexFileMeta, index_dir, live_index_entries
 from core.manifest import ADD, DataFileMeta, ManifestEntry, merge_entries
+from core.options import CoreOptions
 from core.schema import TableSchema
 from core.snapshot import Snapshot
 from core.table_handle import TableHandle
+from core.types import DataField
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +56,8 @@ class CheckResult:
     manifests: int = 0
     files_checked: int = 0
     branches: int = 0  # branches checked besides main
+    deep: bool = False  # file contents were read too (check --deep)
+    files_read: int = 0  # data, changelog and HASH index files whose contents --deep decoded
     problems: list[Problem] = field(default_factory=list)
     # Stale LATEST/EARLIEST hints: every reader falls back to listing and the next commit or
     # expire rewrites them, so they are reported but do not make the table unsound.
@@ -52,11 +66,12 @@ class CheckResult:
     ok: bool = True
 
 
-def check(table: TableHandle, *, all_branches: bool = True) -> CheckResult:
+def check(table: TableHandle, *, all_branches: bool = True, deep: bool = False) -> CheckResult:
     """Verify ``table``; never writes. On main (with ``all_branches``) every branch is checked
     too: their snapshots share its files, and a user asking whether the table is sound means
-    all of it. A branch's view checks that branch alone."""
-    result = CheckResult(table.name)
+    all of it. A branch's view checks that branch alone. With ``deep``, the contents of the
+    data, changelog and HASH index files are decoded as well (see the module docstring)."""
+    result = CheckResult(table.name, deep=deep)
     checked_files: dict[str, int] = {}  # path -> size already verified
     manifest_cache: dict[str, list | None] = {}  # manifest name, or "list:" + list name -> contents
     _check_branch(table, result, checked_files, manifest_cache)
@@ -91,6 +106,7 @@ def _check_branch(table: TableHandle, result: CheckResult, checked_files: dict[s
 def _check_branch_files(table: TableHandle, result: CheckResult, checked_files: dict[str, int],
                         manifest_cache: dict[str, list | None]) -> None:
     schemas = _check_schemas(table, result)
+    latest: Snapshot | None = None
     for sid in table.snapshots.list_ids():
         path = table.snapshots.path(sid)
         try:
@@ -102,6 +118,9 @@ def _check_branch_files(table: TableHandle, result: CheckResult, checked_files: 
         if snap.id != sid:
             result.problems.append(Problem("snapshot", path, f"holds id {snap.id}"))
         _check_snapshot(table, snap, path, schemas, result, checked_files, manifest_cache)
+        latest = snap
+    if result.deep and latest is not None:
+        _check_hash_coverage(table, latest, schemas, result, manifest_cache)
     for name in table.tags.names():
         path = table.tags.path(name)
         try:
@@ -139,7 +158,7 @@ def require_whole(table: TableHandle, snap: Snapshot, what: str) -> None:
         CorruptMetadataError: naming the first missing or unreadable file.
     """
     result = CheckResult(table.name)
-    schemas = _check_schemas(table, result)
+    schemas = _check_schemas(table, result, consistency=False)
     _check_snapshot(table, snap, table.snapshots.path(snap.id), schemas, result, {}, {})
     if result.problems:
         first = result.problems[0]
@@ -164,7 +183,11 @@ def require_manifest_lists(table: TableHandle, snap: Snapshot, what: str) -> Non
                                        "(`lakectl check --repair` removes snapshots that cannot be read)") from e
 
 
-def _check_schemas(table: TableHandle, result: CheckResult) -> dict[int, TableSchema]:
+def _check_schemas(table: TableHandle, result: CheckResult, *, consistency: bool = True) -> dict[int, TableSchema]:
+    """Every schema file that parses, by id; the ones that do not are problems. With
+    ``consistency``, a schema that parses but contradicts itself is a problem too, and stays
+    in the result: the files of its snapshots are still checked (repair must not take such a
+    snapshot for unreadable and remove it: the schema, not the snapshot, needs the fix)."""
     out = {}
     for sid in table.schemas.list_ids():
         try:
@@ -172,7 +195,89 @@ def _check_schemas(table: TableHandle, result: CheckResult) -> dict[int, TableSc
             result.schemas += 1
         except LakectlError as e:
             result.problems.append(Problem("schema", table.schemas.path(sid), str(e)))
+            continue
+        if consistency:
+            result.problems.extend(Problem("schema", table.schemas.path(sid), detail)
+                                   for detail in schema_problems(out[sid]))
     return out
+
+
+def schema_problems(schema: TableSchema) -> list[str]:
+    """What makes a parsed schema contradict itself, each a sentence (empty when none): key,
+    partition and bucket-key columns that are not among its fields, field ids that repeat or
+    exceed ``highestFieldId``, field names that repeat, composite key or partition columns, and
+    options whose values do not parse. Java Paimon refuses each of these when a schema is
+    made, so only a hand-edited schema file (or another tool) has them; every write, and for
+    some every read, of such a table fails."""
+    out = []
+    names = schema.field_names
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        out.append(f"has two fields named {repeated[0]}")
+    by_name = {f.name: f for f in schema.fields}
+    for label, keys in (("primary key", schema.primary_keys), ("partition", schema.partition_keys)):
+        for k in keys:
+            if k not in by_name:
+                out.append(f"names {label} column {k}, which is not among its fields ({', '.join(names)})")
+            elif by_name[k].type.is_composite:
+                out.append(f"names {label} column {k}, whose type {by_name[k].type} is composite")
+        if len(set(keys)) != len(keys):
+            out.append(f"repeats a {label} column: {', '.join(keys)}")
+    ids = [i for f in schema.fields for i in _field_ids(f)]
+    seen: set[int] = set()
+    for i in ids:
+        if i in seen:
+            out.append(f"gives field id {i} to two fields")
+            break
+        seen.add(i)
+    if ids and max(ids) > schema.highest_field_id:
+        out.append(f"has field id {max(ids)} above its highestFieldId {schema.highest_field_id} "
+                   "(a column added next would reuse an id)")
+    out.extend(_option_problems(schema.options))
+    try:
+        bucket_keys = CoreOptions(schema.options).bucket_key
+    except UsageError:
+        bucket_keys = []  # reported among the options
+    for k in bucket_keys:
+        if k not in by_name:
+            out.append(f"option bucket-key names column {k}, which is not among its fields")
+        elif schema.primary_keys and k not in schema.primary_keys:
+            out.append(f"option bucket-key names column {k}, which is not part of the primary key")
+    return out
+
+
+def _field_ids(f: DataField) -> list[int]:
+    """The id of a field and of every field nested in its type (ROW fields, at any depth)."""
+    out = [f.id]
+    stack = [f.type]
+    while stack:
+        t = stack.pop()
+        out.extend(i for nested in t.fields for i in _field_ids(nested))
+        stack.extend(x for x in (t.element, t.key, t.value) if x is not None)
+    return out
+
+
+def _option_problems(options: dict[str, str]) -> list[str]:
+    """The options whose values do not parse as the type lakectl reads them in: every typed
+    option of ``CoreOptions`` is asked for once (each raises UsageError naming its option)."""
+    opts = CoreOptions(options)
+    out: list[str] = []
+    for name, attr in vars(CoreOptions).items():
+        if not isinstance(attr, property):
+            continue
+        try:
+            getattr(opts, name)
+        except UsageError as e:
+            if str(e) not in out:  # two properties may read the same option
+                out.append(str(e))
+    return out
+
+
+def _locatable(schema: TableSchema) -> bool:
+    """Whether a data file's directory can be worked out under ``schema``: its partition
+    columns exist (``schema_problems`` reports them when they do not)."""
+    names = set(schema.field_names)
+    return all(k in names for k in schema.partition_keys)
 
 
 def _check_snapshot(table: TableHandle, snap: Snapshot, path: str, schemas: dict[int, TableSchema], result: CheckResult,
@@ -181,15 +286,17 @@ def _check_snapshot(table: TableHandle, snap: Snapshot, path: str, schemas: dict
         result.problems.append(Problem("snapshot", path, f"refers to schema {snap.schema_id}, which is missing"))
         return
     schema = schemas[snap.schema_id]
+    if not _locatable(schema):
+        return  # its files cannot be found: the schema's problem is reported, the snapshot may be fine
     data = _entries(table, [snap.base_manifest_list, snap.delta_manifest_list], result, cache)
     if data is not None:
         for e in merge_entries(data):
-            _check_file(table, schema, e, "data-file", result, checked)
+            _check_file(table, schema, e, "data-file", result, checked, schemas)
     if snap.changelog_manifest_list:
         changelog = _entries(table, [snap.changelog_manifest_list], result, cache)
         for e in changelog or ():
             if e.kind == ADD:
-                _check_file(table, schema, e, "changelog-file", result, checked)
+                _check_file(table, schema, e, "changelog-file", result, checked, schemas)
     if snap.index_manifest:
         live = None if data is None else {(e.partition, e.bucket, e.file.file_name): e.file.row_count
                                            for e in merge_entries(data)}
@@ -226,6 +333,8 @@ def _check_index(table: TableHandle, name: str, live: dict[tuple, int] | None, r
                 result.problems.append(Problem("index-file", path,
                                                f"has {size} bytes, the index manifest records {meta.file_size}"))
                 continue
+            if result.deep and meta.index_type == HASH_INDEX:
+                _read_hash_index(table, meta, path, result)
         if checked[path] < 0 or meta.index_type != DELETION_VECTORS:
             continue
         try:
@@ -278,7 +387,9 @@ def _entries(table: TableHandle, lists: list[str | None], result: CheckResult,
 
 
 def _check_file(table: TableHandle, schema: TableSchema, entry: ManifestEntry, kind: str, result: CheckResult,
-                checked: dict[str, int]) -> None:
+                checked: dict[str, int], schemas: dict[int, TableSchema]) -> None:
+    """One data or changelog file: there, with its recorded size; with ``result.deep``, its
+    contents decoded too (in the schema it was written with, ``schemas[_SCHEMA_ID]``)."""
     meta: DataFileMeta = entry.file
     path = meta.external_path or join(schema.bucket_dir(table.path, entry.partition, entry.bucket), meta.file_name)
     if path in checked:
@@ -296,6 +407,42 @@ def _check_file(table: TableHandle, schema: TableSchema, entry: ManifestEntry, k
     checked[path] = size
     if size != meta.file_size:
         result.problems.append(Problem(kind, path, f"has {size} bytes, the manifest records {meta.file_size}"))
+    elif result.deep:
+        from core.ops.check_deep import data_file_problem  # pyarrow: only a deep check loads it
+
+        result.files_read += 1
+        problem = data_file_problem(path, meta, schemas.get(meta.schema_id), table.file_io)
+        if problem is not None:
+            result.problems.append(Problem(kind, path, problem))
+
+
+def _read_hash_index(table: TableHandle, meta: IndexFileMeta, path: str, result: CheckResult) -> None:
+    from core.ops.check_deep import hash_index_problem
+
+    result.files_read += 1
+    problem = hash_index_problem(table.file_io, table.path, meta)
+    if problem is not None:
+        result.problems.append(Problem("index-file", path, problem))
+
+
+def _check_hash_coverage(table: TableHandle, snap: Snapshot, schemas: dict[int, TableSchema], result: CheckResult,
+                         cache: dict[str, list | None]) -> None:
+    """The latest snapshot of a dynamic-bucket table: every live key among its bucket's HASH
+    index hashes (``check_deep.uncovered_keys``). Only the latest: the next write assigns
+    buckets from its index alone, while an older snapshot's index is never read again."""
+    from core.dynamic_bucket import cross_partition, is_dynamic
+    from core.ops.check_deep import uncovered_keys
+
+    schema = schemas.get(snap.schema_id)
+    if schema is None or schema_problems(schema) or not is_dynamic(schema) or cross_partition(schema):
+        return
+    data = _entries(table, [snap.base_manifest_list, snap.delta_manifest_list], result, cache)
+    index = cache.get(f"index:{snap.index_manifest}") if snap.index_manifest else []
+    if data is None or index is None:
+        return  # reported already
+    for path, detail in uncovered_keys(table.path, table.file_io, schema, schemas, merge_entries(data), index,
+                                       lambda e: schema.bucket_dir(table.path, e.partition, e.bucket)):
+        result.problems.append(Problem("index-file", path, detail))
 
 
 def _check_hints(table: TableHandle, result: CheckResult) -> None:
@@ -315,4 +462,4 @@ def _check_hints(table: TableHandle, result: CheckResult) -> None:
         result.problems.append(Problem("snapshot", hint_dir, f"snapshot ids have gaps: {missing[:10]} missing"))
 
 
-__all__ = ["CheckResult", "Problem", "check"]
+__all__ = ["CheckResult", "Problem", "check", "schema_problems"]

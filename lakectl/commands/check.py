@@ -1,5 +1,6 @@
-"""lakectl check DB.TABLE [--repair [--dry-run]]: verify a table end to end; exit 1 when anything
-is wrong. With --repair, remove the snapshots and tags that cannot be read (core.ops.repair)."""
+"""lakectl check DB.TABLE [--deep | --repair [--dry-run]]: verify a table end to end; exit 1 when
+anything is wrong. With --deep, decode the files' contents too (core.ops.check_deep). With
+--repair, remove the snapshots and tags that cannot be read (core.ops.repair)."""
 
 from __future__ import annotations
 
@@ -30,15 +31,31 @@ def register(app: typer.Typer) -> None:
                              "would cut off) and rewrite stale hints; data files stay for remove-orphan-files.")] = False,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="With --repair: show what would be removed; "
                                                                  "change nothing.")] = False,
+        deep: Annotated[bool, typer.Option(
+            "--deep", help="Also decode every data and changelog file that any snapshot, tag or branch lists "
+                           "(each once: every row group, the row count against the manifest's, the schema's "
+                           "columns) and every HASH index file: as costly as a full scan of every file the "
+                           "history keeps.")] = False,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
-        """Verify every schema, snapshot, tag, manifest and referenced file (present, with its
-        recorded size) and the LATEST/EARLIEST hints, of main and of every branch. Each
-        finding names its branch. Changes nothing. Exit 0 when the table is
-        sound, 1 when problems were found (each names its file; a one-line summary goes to stderr).
-        A stale hint is a warning on stderr only: readers fall back to listing, the next commit
-        rewrites it.
+        """Verify every schema (it parses; its key, partition and bucket-key columns exist; its
+        field ids are unique; its options parse), snapshot, tag, manifest and referenced file
+        (present, with its recorded size; deletion vectors decoded) and the LATEST/EARLIEST
+        hints, of main and of every branch. Each finding names its branch. Changes nothing.
+        Exit 0 when the table is sound, 1 when problems were found (each names its file; a
+        one-line summary goes to stderr). A stale hint is a warning on stderr only: readers
+        fall back to listing, the next commit rewrites it.
+
+        With --deep: also read what the files hold, so that a file damaged in place at its
+        recorded size is found. Every data and changelog file that a snapshot or tag of any
+        branch lists is decoded once (Parquet: the footer's row count against the manifest's,
+        every row group, page checksums where the writer stored them; ORC stripes; Avro
+        blocks), and every HASH index file is decoded, with the latest snapshot's keys looked
+        up in its bucket's index. This reads every such file whole (one row group at a time),
+        as a full scan of every snapshot would, where the plain check only asks each file's
+        size. --repair does not mend what --deep finds: it removes snapshot and tag files,
+        which does not make a damaged data file whole (restore the file from a copy).
 
         With --repair: keep the longest run of readable snapshots ending at the newest readable
         one, remove the others (newer ones newest first, older ones oldest first) and the tags
@@ -51,35 +68,61 @@ def register(app: typer.Typer) -> None:
 
         \b
           lakectl check shop.orders --format json
+          lakectl check shop.orders --deep
           lakectl check shop.orders --repair --dry-run
         """
         if dry_run and not repair:
             raise UsageError("--dry-run goes with --repair (check alone never changes anything)")
+        if deep and repair:
+            raise UsageError("--deep goes without --repair: repair removes unreadable snapshot and tag files, "
+                             "which does not mend a damaged data or index file that --deep finds (restore such a "
+                             "file from a copy); run `check --deep` on its own")
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
         if repair:
             _repair(out, t, dry_run)
         else:
-            _check(out, t)
+            _check(out, t, deep)
 
 
-def _check(out: Output, t: Table) -> None:
+# Problems --repair leaves as they are, and what to do instead.
+_NOT_REPAIRED = {
+    "schema": "check --repair does not change schema files: correct the schema file named above",
+    "contents": "check --repair does not mend a file whose contents are damaged: restore it from a copy of "
+                "the table",
+}
+
+
+def _check(out: Output, t: Table, deep: bool) -> None:
     from core.ops.check import Problem, check
 
-    result = check(t)
+    result = check(t, deep=deep)
     if out.format != "table":
         out.record(result)
     elif result.problems:
         plain = [_readable(p, t.path) for p in result.problems]
         out.records(plain, Problem, title=f"problems in {t.name} ({t.path})", data=False)
     else:
-        summary = {k: v for k, v in dataclasses.asdict(result).items() if k not in ("problems", "warnings")}
+        # deep and files_read say what --deep did; without it they are noise in the plain table
+        left_out = ("problems", "warnings") if deep else ("problems", "warnings", "deep", "files_read")
+        summary = {k: v for k, v in dataclasses.asdict(result).items() if k not in left_out}
         out.record(summary, title=f"{t.name} is sound")
     for w in result.warnings:
         print(f"warning: {_on(w.branch)}{w.kind} {w.path} {w.detail}", file=sys.stderr)
     if result.problems:
+        for note in _notes(result.problems, deep):
+            print(f"note: {note}", file=sys.stderr)
         print(f"error: {len(result.problems)} problem(s) in {t.name}", file=sys.stderr)
         raise typer.Exit(1)
+
+
+def _notes(problems: "list[Problem]", deep: bool) -> list[str]:
+    """What the user should know about repairing these problems: the kinds --repair leaves."""
+    kinds = {p.kind for p in problems}
+    notes = [_NOT_REPAIRED["schema"]] if "schema" in kinds else []
+    if deep and kinds & {"data-file", "changelog-file", "index-file"}:
+        notes.append(_NOT_REPAIRED["contents"])
+    return notes
 
 
 def _repair(out: Output, t: Table, dry_run: bool) -> None:
