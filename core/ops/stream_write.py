@@ -19,6 +19,13 @@ Two sources of batches:
   commit user lives in the query's checkpoint directory, so a query restarted from the same
   checkpoint keeps it.
 
+Snapshots expire, and with them what a commit user committed: each commit of a streaming
+writer also updates the user's progress marker beside the table (``core/commit_user.py``),
+and a restart resumes after the later of its latest snapshot and its marker. Where neither
+can tell (no marker, and the snapshots that could hold the user's commits are gone, or a
+commit was in flight when the writer stopped and the snapshots after it expired), a record
+stream refuses to guess and asks for ``--input-offset`` rather than write records twice.
+
 A batch's watermark (epoch millis) goes into its snapshot by Paimon's rule: the max of it and
 the latest snapshot's (``core.commit.next_watermark``).
 """
@@ -35,8 +42,9 @@ from typing import Any, BinaryIO, Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from core.commit_user import Committing, CommitUserMarkers, Marker, Progress, Walk, resolve_progress
 from core.engines import EngineSettings
-from core.errors import InvalidDataError, NotFoundError, UsageError
+from core.errors import CommitConflictError, InvalidDataError, NotFoundError, UsageError
 from core.fileio import FileIO, join
 from core.ops.write import check_input_columns, pick_engine, write_and_commit
 from core.record_stream import RecordReader
@@ -119,27 +127,43 @@ class StreamWriter:
             if kind not in _INTEGER_TYPES + _TIME_TYPES:
                 raise UsageError(f"--watermark-column {watermark_column} is {kind}; it must be a TIMESTAMP, "
                                  "TIMESTAMP_LTZ, DATE or integer column")
+        self._markers = CommitUserMarkers(table.file_io, table.branch_path)
+        self._marker: Marker | None = None  # the user's marker as this writer last read or wrote it
         self._last: int | None = None
+        self._last_snapshot: int | None = None
         self._looked_up = False
 
+    def lookup_progress(self) -> Progress:
+        """Where this commit user resumes: after the later of its latest snapshot and its
+        progress marker (``core.commit_user.resolve_progress``). ``Progress.unknown`` says
+        when the snapshots that could tell have expired; the identifier is then the last one
+        known, and the caller decides (a record stream refuses, Spark goes on from it)."""
+        marker = self._markers.read(self.commit_user)  # first: its snapshot is then at or below the walk's latest
+        progress = resolve_progress(marker, self._walk(), self._probe, commit_user=self.commit_user)
+        if progress.stale_marker:
+            log.info("commit user %s: the marker's commit (%s) was rolled back; going by the snapshots",
+                     self.commit_user, marker.identifier)
+        self._marker = marker
+        self._last, self._last_snapshot, self._looked_up = progress.identifier, progress.snapshot_id, True
+        return progress
+
     def last_committed_identifier(self) -> int | None:
-        """The commit identifier of this commit user's latest snapshot, walking back from the
-        latest snapshot; None if it has none (or they all expired)."""
-        snapshots = self.table.snapshots
-        latest = snapshots.latest_id()
-        last = None
-        if latest is not None:
-            earliest = snapshots.earliest_id() or 1
-            for sid in range(latest, earliest - 1, -1):
-                try:
-                    snap = snapshots.snapshot(sid)
-                except NotFoundError:
-                    break  # expired while we walked back: the older ones are gone too
-                if snap.commit_user == self.commit_user:
-                    last = snap.commit_identifier
-                    break
-        self._last, self._looked_up = last, True
-        return last
+        """The identifier this commit user resumes after: its latest snapshot's or its
+        marker's, whichever is later (see ``lookup_progress``); None if it committed nothing."""
+        return self.lookup_progress().identifier
+
+    def start_over(self) -> None:
+        """Forget what this commit user committed before: remove its marker and resume after
+        nothing, whatever its snapshots say (``--reset-progress``, and a fresh commit user)."""
+        self._markers.delete(self.commit_user)
+        self._marker, self._last, self._last_snapshot, self._looked_up = None, None, None, True
+
+    def assume_committed(self, identifier: int) -> None:
+        """Take records up to ``identifier`` as committed, on the caller's word (``--input-offset``
+        where ``lookup_progress`` could not tell); the marker keeps it from the next commit on."""
+        if self._last is None or identifier > self._last:
+            self._last, self._last_snapshot = identifier, None
+        self._looked_up = True
 
     @property
     def last_committed(self) -> int | None:
@@ -153,10 +177,12 @@ class StreamWriter:
         """Commit ``data`` (an Arrow table or a Spark DataFrame) as one APPEND snapshot with
         ``identifier``, or skip it if this commit user already committed ``identifier`` or a
         later one. Without ``watermark``, the max of the watermark column (if any) is used.
+        The user's progress marker says the commit is in flight before it, and names it after.
 
         Raises:
             InvalidDataError: rows that do not fit the table (nothing of the batch is committed).
-            CommitConflictError: the commit could not land.
+            CommitConflictError: the commit could not land, or another run of this commit user
+                moved its marker (nothing of the batch is committed).
         """
         last = self.last_committed
         if last is not None and identifier <= last:
@@ -165,16 +191,65 @@ class StreamWriter:
         if watermark is None and self.watermark_column is not None:
             watermark = column_watermark(data, self.table, self.watermark_column)
         engine = pick_engine(data, self.engine_settings, self.table.schema)
-        done = write_and_commit(self.table, data, engine, row_kind_column=self.row_kind_column,
-                                commit_user=self.commit_user, identifier=identifier, watermark=watermark,
-                                engine_settings=self.engine_settings)
+        self._begin(identifier)
+        try:
+            done = write_and_commit(self.table, data, engine, row_kind_column=self.row_kind_column,
+                                    commit_user=self.commit_user, identifier=identifier, watermark=watermark,
+                                    engine_settings=self.engine_settings)
+        except InvalidDataError:
+            self._put(self._settled())  # refused before the commit: nothing is in flight
+            raise
         snapshot = done.snapshot
         if snapshot is not None:
-            self._last = identifier
+            self._last, self._last_snapshot = identifier, snapshot.id
+        self._put(self._settled())
         log.info("batch %d: %d rows, snapshot %s", identifier, done.rows_in, snapshot.id if snapshot else None)
         return BatchResult(self.table.name, snapshot.id if snapshot else None, identifier,
                            done.rows_in if snapshot else 0, False, snapshot.watermark if snapshot else None,
                            self.commit_user)
+
+    # ---- the progress marker ----
+    def _walk(self) -> Walk:
+        """This user's latest snapshot, walking back from the latest (see ``Walk``)."""
+        snapshots = self.table.snapshots
+        latest = snapshots.latest_id()
+        if latest is None:
+            return Walk(None, None, 1, 0)
+        earliest = snapshots.earliest_id() or 1
+        for sid in range(latest, earliest - 1, -1):
+            try:
+                snap = snapshots.snapshot(sid)
+            except NotFoundError:
+                return Walk(None, None, sid + 1, latest)  # expired while we walked back: the older ones are gone too
+            if snap.commit_user == self.commit_user:
+                return Walk(snap.commit_identifier, sid, sid, latest)
+        return Walk(None, None, earliest, latest)
+
+    def _probe(self, snapshot_id: int) -> tuple[str, int] | None:
+        try:
+            snap = self.table.snapshots.snapshot(snapshot_id)
+        except NotFoundError:
+            return None
+        return snap.commit_user, snap.commit_identifier
+
+    def _settled(self) -> Marker:
+        return Marker(self.commit_user, self._last, self._last_snapshot)
+
+    def _begin(self, identifier: int) -> None:
+        """Record the commit about to start. The marker must be as this writer left it: if
+        another run of the same commit user moved it, committing would duplicate that run's
+        records and move its marker back, so stop before writing anything."""
+        current = self._markers.read(self.commit_user)
+        if current != self._marker:
+            raise CommitConflictError(
+                f"another run of commit user {self.commit_user} changed its progress marker while this one ran; "
+                f"batch {identifier} was not committed: run one stream per commit user")
+        after = self.table.snapshots.latest_id() or 0  # the commit, if it lands, is a later snapshot
+        self._put(Marker(self.commit_user, self._last, self._last_snapshot, Committing(identifier, after)))
+
+    def _put(self, marker: Marker) -> None:
+        self._markers.write(marker)
+        self._marker = marker
 
 
 # ---- watermarks ----------------------------------------------------------------------------
@@ -213,7 +288,8 @@ def _max_millis(values: pa.ChunkedArray | pa.Array) -> int | None:
 
 # ---- a record stream (lakectl write --stream) -----------------------------------------------
 def write_records(table: TableHandle, source: BinaryIO, *, fmt: str = "jsonl", commit_user: str | None = None,
-                  commit_rows: int | None = None, commit_interval: float | None = None, input_offset: int = 0,
+                  commit_rows: int | None = None, commit_interval: float | None = None,
+                  input_offset: int | None = None, reset_progress: bool = False,
                   watermark_column: str | None = None, row_kind_column: str | None = None,
                   engine_settings: EngineSettings | None = None, stop: threading.Event | None = None,
                   on_batch: Callable[[BatchResult], None] | None = None,
@@ -222,19 +298,26 @@ def write_records(table: TableHandle, source: BinaryIO, *, fmt: str = "jsonl", c
     ``commit_rows`` records and/or every ``commit_interval`` seconds, and the rest at the end.
 
     Batch identifiers are input offsets (see the module doc): the first record of ``source``
-    is record ``input_offset + 1`` of the stream. Records at or below the commit user's last
-    committed offset are dropped. A set ``stop`` event ends the stream after committing what
-    was read (the records still unread stay in the pipe).
+    is record ``input_offset + 1`` of the stream (default 0). Records at or below the commit
+    user's last committed offset are dropped. A set ``stop`` event ends the stream after
+    committing what was read (the records still unread stay in the pipe).
+
+    Where the user's progress cannot be known (``StreamWriter.lookup_progress``), the stream is
+    refused unless ``input_offset`` is given: it then means that the records before the input
+    are in the table.
 
     Args:
         commit_user: the stream's identity (default: a fresh UUID, which makes a restart
             unable to tell what was committed).
+        reset_progress: forget what ``commit_user`` committed before (its progress marker and
+            its snapshots): write every record of the input.
         on_batch: called with every batch's result as it happens.
         fill_missing_columns: write table columns a batch lacks (no record names them) as
             null; without it such a batch is refused, as ``write_input`` refuses such a file.
 
     Raises:
-        UsageError: bad batch sizes, offsets or format.
+        UsageError: bad batch sizes, offsets or format; or a named commit user whose progress
+            cannot be known, without ``input_offset``.
         InvalidDataError: a batch that does not fit the table; the batches before it stay committed.
     """
     if commit_rows is not None and commit_rows < 1:
@@ -243,16 +326,16 @@ def write_records(table: TableHandle, source: BinaryIO, *, fmt: str = "jsonl", c
         raise UsageError("--commit-interval must be longer than 0")
     if commit_rows is None and commit_interval is None:
         raise UsageError("a streaming write needs --commit-rows or --commit-interval")
-    if input_offset < 0:
+    if input_offset is not None and input_offset < 0:
         raise UsageError(f"--input-offset {input_offset} must be 0 or more")
     reader = RecordReader(source, fmt)
     writer = StreamWriter(table, commit_user or str(uuid.uuid4()), engine_settings=engine_settings,
                           watermark_column=watermark_column, row_kind_column=row_kind_column)
-    start_last = writer.last_committed_identifier()
-    if start_last is not None and input_offset > start_last:
-        log.warning("the input starts after record %d, but commit user %s committed records up to %d only: "
-                    "records %d to %d are not in the table", input_offset, writer.commit_user, start_last,
-                    start_last + 1, input_offset)
+    if reset_progress or commit_user is None:
+        writer.start_over()  # a fresh UUID has committed nothing
+    else:
+        _resume(writer, input_offset)
+    input_offset = input_offset or 0
     hint = pa.schema([arrow_field(f) for f in table.schema.fields])
     stats = {"batches": 0, "skipped": 0, "rows": 0, "rows_skipped": 0}
     snapshot_id = watermark = None
@@ -309,6 +392,24 @@ def write_records(table: TableHandle, source: BinaryIO, *, fmt: str = "jsonl", c
                          stats["rows_skipped"], snapshot_id, writer.last_committed, watermark, stopped_by)
 
 
+def _resume(writer: StreamWriter, input_offset: int | None) -> None:
+    """Look up where the commit user resumes; refuse to guess where nothing can tell."""
+    progress = writer.lookup_progress()
+    if progress.unknown is not None:
+        if input_offset is None:
+            raise UsageError(f"{progress.unknown}. Re-send the input from the first record not in the table with "
+                             "--input-offset N (N: the records before it, 0 for a new stream)")
+        log.warning("%s; going by --input-offset %d: records up to %d are taken as in the table",
+                    progress.unknown, input_offset, input_offset)
+        writer.assume_committed(input_offset)
+        return
+    last = progress.identifier
+    if last is not None and input_offset is not None and input_offset > last:
+        log.warning("the input starts after record %d, but commit user %s committed records up to %d only: "
+                    "records %d to %d are not in the table", input_offset, writer.commit_user, last,
+                    last + 1, input_offset)
+
+
 # ---- Spark Structured Streaming --------------------------------------------------------------
 def checkpoint_commit_user(checkpoint: str, storage_options: dict[str, Any] | None = None) -> str:
     """The commit user kept in ``<checkpoint>/lakectl/commit-user``, created on first use."""
@@ -331,6 +432,11 @@ def stream_batch_function(table: TableHandle, checkpoint: str, *,
 
     writer = StreamWriter(table, checkpoint_commit_user(checkpoint),
                           engine_settings=replace(engine_settings or EngineSettings(), engine="spark"))
+    progress = writer.lookup_progress()
+    if progress.unknown is not None:
+        # Spark re-delivers from its own checkpoint, at most the batches after its last commit:
+        # going on from the last commit known can write one batch twice, never skip one.
+        log.warning("%s; going on after batch %s", progress.unknown, progress.identifier)
 
     def each_batch(df: Any, batch_id: int) -> BatchResult:
         last = writer.last_committed

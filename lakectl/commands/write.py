@@ -1,5 +1,6 @@
 """lakectl write DB.TABLE --input PATH|- [--mode append|overwrite] [--row-kind-column COL] [--auto-create]
-lakectl write DB.TABLE --input - --stream [--commit-interval 10s] [--commit-rows N] [--commit-user NAME]"""
+lakectl write DB.TABLE --input - --stream [--commit-interval 10s] [--commit-rows N] [--commit-user NAME]
+    [--input-offset N] [--reset-progress]"""
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ def register(app: typer.Typer) -> None:
         commit_rows: Annotated[Optional[int], typer.Option("--commit-rows", help="With --stream: commit every N records.", metavar="N", show_default=False)] = None,
         commit_user: Annotated[Optional[str], typer.Option("--commit-user", help="With --stream: the stream's commit user; rerun with the same one to resume exactly once [default: a new UUID, printed].", metavar="NAME", show_default=False)] = None,
         watermark_column: Annotated[Optional[str], typer.Option("--watermark-column", help="With --stream: a TIMESTAMP or integer column; each snapshot's watermark is its max so far.", metavar="COL", show_default=False)] = None,
-        input_offset: Annotated[Optional[int], typer.Option("--input-offset", help="With --stream: the input's first record is record N+1 of the stream (a producer re-sending from there).", metavar="N", show_default=False)] = None,
+        input_offset: Annotated[Optional[int], typer.Option("--input-offset", help="With --stream: the input's first record is record N+1 of the stream (a producer re-sending from there). Where the commit user's progress cannot be known (its snapshots expired), records up to N are taken as in the table.", metavar="N", show_default=False)] = None,
+        reset_progress: Annotated[bool, typer.Option("--reset-progress", help="With --stream: forget what the commit user committed before (its progress marker and snapshots) and write every record of the input; with an empty input, removes the commit user's marker.")] = False,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
@@ -55,8 +57,11 @@ def register(app: typer.Typer) -> None:
         and the rest at end of input) is committed under the commit user with the input offset
         (records read so far) as its identifier. Rerun with the same --commit-user and a batch
         already committed is skipped: replay the input from the start, or from record N+1 with
-        --input-offset N. SIGTERM commits what was read and exits 0; Ctrl-C commits nothing
-        more and exits 130.
+        --input-offset N. Each commit also updates the commit user's progress marker
+        (commit-user/ beside the snapshots), so a restart skips what was committed even after
+        its snapshots expired; where nothing can tell (no marker, expired snapshots) the rerun
+        is refused until --input-offset says where the input starts. SIGTERM commits what was
+        read and exits 0; Ctrl-C commits nothing more and exits 130.
 
         Examples:
 
@@ -77,13 +82,13 @@ def register(app: typer.Typer) -> None:
         out = output(ctx, fmt)
         stream_flags = {"--commit-interval": commit_interval, "--commit-rows": commit_rows,
                         "--commit-user": commit_user, "--watermark-column": watermark_column,
-                        "--input-offset": input_offset}
+                        "--input-offset": input_offset, "--reset-progress": reset_progress or None}
         if stream:
             if partition is not None:
                 raise UsageError("--partition applies to --mode overwrite, not --stream")
             _stream(ctx, out, table, input, input_table, input_format, mode, row_kind_column, auto_create,
-                    commit_interval, commit_rows, commit_user, watermark_column, input_offset, warehouse,
-                    fill_missing_columns, branch)
+                    commit_interval, commit_rows, commit_user, watermark_column, input_offset, reset_progress,
+                    warehouse, fill_missing_columns, branch)
             return
         given = [flag for flag, value in stream_flags.items() if value is not None]
         if given:
@@ -111,7 +116,7 @@ def register(app: typer.Typer) -> None:
 def _stream(ctx: typer.Context, out: Output, table: str, input: str | None, input_table: str | None,
             input_format: str | None, mode: str, row_kind_column: str | None, auto_create: bool,
             commit_interval: str | None, commit_rows: int | None, commit_user: str | None,
-            watermark_column: str | None, input_offset: int | None, warehouse: str | None,
+            watermark_column: str | None, input_offset: int | None, reset_progress: bool, warehouse: str | None,
             fill_missing_columns: bool, branch: str | None) -> None:
     from core.ops.stream_write import write_records
     from core.options import parse_duration
@@ -133,6 +138,7 @@ def _stream(ctx: typer.Context, out: Output, table: str, input: str | None, inpu
     t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
     if commit_user is None:
         commit_user = str(uuid.uuid4())
+        reset_progress = True  # a fresh UUID has committed nothing: no progress to look up
         if not out.quiet:
             print(f"commit user: {commit_user} (pass --commit-user {commit_user} to a rerun to resume exactly once)",
                   file=sys.stderr)
@@ -140,7 +146,7 @@ def _stream(ctx: typer.Context, out: Output, table: str, input: str | None, inpu
     stop = threading.Event()
     with stop_on_sigterm(stop):
         summary = write_records(t, sys.stdin.buffer, fmt=fmt, commit_user=commit_user, commit_rows=commit_rows,
-                                commit_interval=interval, input_offset=input_offset or 0,
+                                commit_interval=interval, input_offset=input_offset, reset_progress=reset_progress,
                                 watermark_column=watermark_column, row_kind_column=row_kind_column,
                                 engine_settings=s.engine_settings(None), stop=stop,
                                 on_batch=lambda result: out.event(result, columns),
