@@ -11,7 +11,8 @@ from typing import Any, Mapping, Sequence
 from core import external_paths
 from core.errors import UnsupportedTableError, UsageError
 from core.merge_options import merge_options
-from core.option_catalog import unclassified
+from core.option_catalog import HONOURED, classify, unclassified
+from core.option_values import invalid_values
 from core.options import SCAN_MODES
 from core.tag_options import auto_tag_options
 from core.types import paimon2_columns, unreadable_columns
@@ -240,6 +241,8 @@ def check_options(schema: Any, table_name: str, action: str, *, batch_scan: bool
     ``batch_scan``: the read is a batch scan, which honours the postpone bucket (bucket=-2).
     ``columns``: the columns a read touches (None: all), checked for types lakectl cannot read."""
     _check_column_types(schema, table_name, action, columns)
+    if action in (WRITE, EXPIRE):
+        _check_values(schema.options, table_name)
     found = unsupported(schema.options, action, has_primary_key=schema.has_primary_key,
                         primary_keys=schema.primary_keys, partition_keys=schema.partition_keys)
     if batch_scan and action == READ:
@@ -261,6 +264,21 @@ def check_options(schema: Any, table_name: str, action: str, *, batch_scan: bool
             merge_options(schema)
         except UsageError as e:
             raise UnsupportedTableError(f"table {table_name}: {e}") from None
+
+
+def _check_values(options: Mapping[str, str], table_name: str) -> None:
+    """A table carrying a value Paimon cannot read for an option lakectl acts on (set before
+    lakectl checked values, or by hand) is refused for writes and maintenance, naming the
+    alter-schema that repairs it, rather than acted on (commit.max-retries=-1 made every commit
+    give up). Reads continue; the other options' values are Paimon's concern."""
+    honoured = {k for k in options if classify(k) is not None and classify(k)[0] == HONOURED}
+    found = invalid_values(options, honoured)
+    if found:
+        key, value, takes = found[0]
+        more = f" (and {', '.join(k for k, _, _ in found[1:])})" if len(found) > 1 else ""
+        raise UnsupportedTableError(f"table {table_name} carries option {key}={value}{more}, which Paimon does not "
+                                    f"read: {key} takes {takes}; repair it with lakectl alter-schema {table_name} "
+                                    f"--set-option {key}=VALUE, or --reset-option {key} for Paimon's default")
 
 
 def _check_column_types(schema: Any, table_name: str, action: str, columns: Any) -> None:

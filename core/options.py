@@ -12,13 +12,16 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Callable, Mapping, TypeVar
 
 from core import external_paths
 from core.errors import UsageError
 
+T = TypeVar("T")
+
 DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
 BATCH_COMMIT_IDENTIFIER = 9223372036854775807  # Long.MAX: what Paimon batch writers use
+DEFAULT_COMMIT_MAX_RETRIES = 10  # Paimon's commit.max-retries
 
 # Values lakectl supports for options that change how data is stored or merged.
 SUPPORTED_VALUES = {
@@ -30,15 +33,22 @@ SUPPORTED_VALUES = {
     "write-mode": {"append-only", "change-log", "auto"},
 }
 
-_SIZE_UNITS = {"": 1, "b": 1, "kb": 1 << 10, "k": 1 << 10, "mb": 1 << 20, "m": 1 << 20,
-               "gb": 1 << 30, "g": 1 << 30, "tb": 1 << 40, "t": 1 << 40}
+# Java's MemorySize units (a bare number is bytes).
+_SIZE_UNITS = {"": 1, "b": 1, "bytes": 1, "kb": 1 << 10, "k": 1 << 10, "kibibytes": 1 << 10,
+               "mb": 1 << 20, "m": 1 << 20, "mebibytes": 1 << 20, "gb": 1 << 30, "g": 1 << 30,
+               "gibibytes": 1 << 30, "tb": 1 << 40, "t": 1 << 40, "tebibytes": 1 << 40}
+JAVA_INT_MAX = 2**31 - 1  # Java's Integer.MAX_VALUE: the largest count an int option holds
+JAVA_LONG_MAX = 2**63 - 1  # Java's Long.MAX_VALUE: the largest size in bytes Paimon reads
 
 
 def parse_size(text: str, key: str) -> int:
     m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
     if not m or m.group(2).lower() not in _SIZE_UNITS:
         raise UsageError(f"option {key}={text!r} is not a size such as 128mb")
-    return int(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+    size = int(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+    if size > JAVA_LONG_MAX:  # Java's MemorySize refuses it as a numeric overflow
+        raise UsageError(f"option {key}={text!r} is larger than {JAVA_LONG_MAX} bytes, the largest size Paimon reads")
+    return size
 
 
 def check_limit(limit: int | None) -> None:
@@ -54,17 +64,31 @@ _DURATION_UNITS = {
     "h": 3600, "hour": 3600, "hours": 3600,
     "d": 86400, "day": 86400, "days": 86400,
     "w": 604800, "week": 604800, "weeks": 604800,
+    # Java's TimeUtils also reads these (a stored table option may use them).
+    "µs": 1e-6, "micro": 1e-6, "micros": 1e-6, "microsecond": 1e-6, "microseconds": 1e-6,
+    "ns": 1e-9, "nano": 1e-9, "nanos": 1e-9, "nanosecond": 1e-9, "nanoseconds": 1e-9,
 }
+
+# The longest duration lakectl takes, for a flag or an option: 100 years. Every duration is a
+# retention, an age or an interval counted from now, so anything longer means "never"; and up
+# to this, now plus or minus it stays a date (years 1-9999), a sleep stays within its 64-bit
+# nanoseconds (292 years) and Java's milliseconds stay within a long. Beyond it Python's
+# arithmetic overflows (an "internal error"), which is why it is refused here, once.
+MAX_DURATION_DAYS = 36500
 
 
 def parse_duration(text: str, key: str = "duration") -> dt.timedelta:
     """A Paimon duration (``1 h``, ``7d``, ``30 min``, ``500 ms``; a bare number is milliseconds,
-    as Java's TimeUtils reads it) -> timedelta. ``key`` names the option or flag in the error."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    as Java's TimeUtils reads it) -> timedelta. ``key`` names the option or flag in the error.
+    Refuses one longer than ``MAX_DURATION_DAYS``."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Zµ]*)\s*", text)
     unit = m.group(2).lower() if m else ""
     if not m or (unit and unit not in _DURATION_UNITS):
         raise UsageError(f"{key} {text!r} is not a duration such as 1d, 12h, 30min or 10s")
-    seconds = float(m.group(1)) * (_DURATION_UNITS[unit] if unit else 0.001)
+    seconds = float(m.group(1)) * (_DURATION_UNITS[unit] if unit else 0.001)  # inf for a huge number
+    if seconds > MAX_DURATION_DAYS * 86400:
+        raise UsageError(f"{key} {text!r} is longer than {MAX_DURATION_DAYS}d (100 years), the longest duration "
+                         "lakectl takes")
     return dt.timedelta(seconds=seconds)
 
 
@@ -91,9 +115,19 @@ class CoreOptions:
     def get(self, key: str, default: str | None = None) -> str | None:
         return self.raw.get(key, default)
 
+    def _read(self, parse: Callable[[str, str], T], key: str, default: str | None = None) -> T:
+        """``parse`` of the table's value of ``key`` (else ``default``). Values are checked when
+        they are set (``core.option_values``), so a bad one was stored before that or by hand:
+        the error says how to repair the table."""
+        try:
+            return parse(self.raw[key] if default is None else self.raw.get(key, default), key)
+        except UsageError as e:
+            raise UsageError(f"{e}; repair the table with lakectl alter-schema DB.TABLE --set-option {key}=VALUE "
+                             f"or --reset-option {key}") from None
+
     @property
     def bucket(self) -> int:
-        return parse_int(self.raw.get("bucket", "-1"), "bucket")
+        return self._read(parse_int, "bucket", "-1")
 
     @property
     def bucket_key(self) -> list[str]:
@@ -108,7 +142,7 @@ class CoreOptions:
     def target_file_size(self) -> int:
         # Paimon: 128 MB for primary-key tables, 256 MB for append tables; callers pass
         # the kind through file_size_for().
-        return parse_size(self.raw["target-file-size"], "target-file-size") if "target-file-size" in self.raw else 0
+        return self._read(parse_size, "target-file-size") if "target-file-size" in self.raw else 0
 
     def file_size_for(self, has_primary_key: bool) -> int:
         return self.target_file_size or ((128 if has_primary_key else 256) << 20)
@@ -125,18 +159,18 @@ class CoreOptions:
 
     @property
     def zstd_level(self) -> int:
-        return parse_int(self.raw.get("file.compression.zstd-level", "1"), "file.compression.zstd-level")
+        return self._read(parse_int, "file.compression.zstd-level", "1")
 
     @property
     def parquet_block_size(self) -> int:
         """parquet.block.size: the Parquet row group size in bytes (parquet-java's 128 mb).
         Smaller row groups let a selective scan skip more by row-group stats."""
-        return parse_size(self.raw.get("parquet.block.size", "128 mb"), "parquet.block.size")
+        return self._read(parse_size, "parquet.block.size", "128 mb")
 
     @property
     def parquet_page_size(self) -> int:
         """parquet.page.size: the target data page size in bytes (1 mb)."""
-        return parse_size(self.raw.get("parquet.page.size", "1 mb"), "parquet.page.size")
+        return self._read(parse_size, "parquet.page.size", "1 mb")
 
     @property
     def manifest_compression(self) -> str:
@@ -148,7 +182,7 @@ class CoreOptions:
 
     @property
     def plan_sort_partition(self) -> bool:
-        return parse_bool(self.raw.get("scan.plan-sort-partition", "false"), "scan.plan-sort-partition")
+        return self._read(parse_bool, "scan.plan-sort-partition", "false")
 
     @property
     def data_file_prefix(self) -> str:
@@ -156,25 +190,28 @@ class CoreOptions:
 
     @property
     def commit_max_retries(self) -> int:
-        return parse_int(self.raw.get("commit.max-retries", "10"), "commit.max-retries")
+        """Retries after a lost race: a commit always makes at least one attempt, as Java's does
+        whatever the option says (a table may carry a value set before lakectl checked it)."""
+        retries = self._read(parse_int, "commit.max-retries", str(DEFAULT_COMMIT_MAX_RETRIES))
+        return min(max(retries, 0), JAVA_INT_MAX)
 
     @property
     def num_sorted_run_compaction_trigger(self) -> int:
-        return parse_int(self.raw.get("num-sorted-run.compaction-trigger", "5"), "num-sorted-run.compaction-trigger")
+        return self._read(parse_int, "num-sorted-run.compaction-trigger", "5")
 
     @property
     def num_levels(self) -> int:
         """LSM levels of primary-key buckets; full compaction writes the top one (num-levels - 1)."""
         if "num-levels" in self.raw:
-            return parse_int(self.raw["num-levels"], "num-levels")
+            return self._read(parse_int, "num-levels")
         return self.num_sorted_run_compaction_trigger + 1
 
     def scan_parallelism(self, splits: int) -> int | None:
         """Spark scan tasks: `scan.parallelism` if set; else one per split when
         `scan.infer-parallelism` (default true), else None (Spark's default parallelism)."""
         if "scan.parallelism" in self.raw:
-            return max(1, parse_int(self.raw["scan.parallelism"], "scan.parallelism"))
-        if parse_bool(self.raw.get("scan.infer-parallelism", "true"), "scan.infer-parallelism"):
+            return max(1, self._read(parse_int, "scan.parallelism"))
+        if self._read(parse_bool, "scan.infer-parallelism", "true"):
             return max(1, splits)
         return None
 
@@ -185,28 +222,27 @@ class CoreOptions:
     @property
     def changelog_row_deduplicate(self) -> bool:
         """changelog-producer.row-deduplicate: no -U/+U pair when a key's value did not change."""
-        return parse_bool(self.raw.get("changelog-producer.row-deduplicate", "false"),
-                          "changelog-producer.row-deduplicate")
+        return self._read(parse_bool, "changelog-producer.row-deduplicate", "false")
 
     @property
     def write_buffer_size(self) -> int:
         """write-buffer-size: bytes of rows a write holds in memory before they spill (Paimon's 256 mb)."""
-        return parse_size(self.raw.get("write-buffer-size", "256 mb"), "write-buffer-size")
+        return self._read(parse_size, "write-buffer-size", "256 mb")
 
     @property
     def write_buffer_spillable(self) -> bool:
         """write-buffer-spillable: Paimon spills by default in batch writes (false only for
         streaming writes to a local file system)."""
-        return parse_bool(self.raw.get("write-buffer-spillable", "true"), "write-buffer-spillable")
+        return self._read(parse_bool, "write-buffer-spillable", "true")
 
     @property
     def lookup_cache_bytes(self) -> int:
-        return parse_size(self.raw.get("lookup.cache-max-memory-size", "256 mb"), "lookup.cache-max-memory-size")
+        return self._read(parse_size, "lookup.cache-max-memory-size", "256 mb")
 
     @property
     def full_compaction_delta_commits(self) -> int | None:
         key = "full-compaction.delta-commits"
-        return parse_int(self.raw[key], key) if key in self.raw else None
+        return self._read(parse_int, key) if key in self.raw else None
 
     @property
     def changelog_file_prefix(self) -> str:
@@ -218,7 +254,7 @@ class CoreOptions:
 
     @property
     def deletion_vectors_enabled(self) -> bool:
-        return parse_bool(self.raw.get("deletion-vectors.enabled", "false"), "deletion-vectors.enabled")
+        return self._read(parse_bool, "deletion-vectors.enabled", "false")
 
     @property
     def needs_lookup(self) -> bool:
@@ -226,18 +262,23 @@ class CoreOptions:
         producer, deletion vectors, force-lookup), so level-0 files are not yet merged state."""
         return (self.merge_engine == "first-row" or self.changelog_producer == "lookup"
                 or self.deletion_vectors_enabled
-                or parse_bool(self.raw.get("force-lookup", "false"), "force-lookup"))
+                or self._read(parse_bool, "force-lookup", "false"))
 
     @property
     def partition_legacy_name(self) -> bool:
-        return parse_bool(self.raw.get("partition.legacy-name", "true"), "partition.legacy-name")
+        return self._read(parse_bool, "partition.legacy-name", "true")
 
 
 def validate(options: Mapping[str, str], *, has_primary_key: bool) -> None:
-    """Refuse options lakectl cannot honour, naming the option and what is supported."""
+    """Refuse options lakectl cannot honour, naming the option and what is supported; first
+    a value Paimon itself would not read (``core.option_values``)."""
+    from core.option_values import check_values  # it reads this module's parsers
+
     for key, value in options.items():
         if not isinstance(value, str):
             raise UsageError(f"option {key} must be a string value")
+    check_values(options)
+    for key, value in options.items():
         allowed = SUPPORTED_VALUES.get(key)
         if allowed is not None and value.strip().lower() not in allowed:
             raise UsageError(f"option {key}={value} is not supported by lakectl yet "

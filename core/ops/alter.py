@@ -19,10 +19,12 @@ from typing import Sequence
 
 from core.default_values import check_defaults
 from core.errors import CommitConflictError, InvalidDataError, UnsupportedTableError, UsageError
-from core.evolution import SchemaChange, apply_changes
+from core.evolution import SchemaChange, SetOption, apply_changes
 from core.manifest import ADD, ManifestEntry, read_entries
 from core.ops.schemas import column_text, describe_changes
 from core.ops.check import require_manifest_lists
+from core.option_values import check_value
+from core.options import DEFAULT_COMMIT_MAX_RETRIES
 from core.schema import TableSchema
 from core.table_handle import TableHandle
 from core.types import DataField
@@ -121,6 +123,15 @@ def _same(a: TableSchema, b: TableSchema) -> bool:
         (b.fields, b.highest_field_id, b.primary_keys, dict(b.options), b.comment)
 
 
+def _commit_retries(table: TableHandle) -> int:
+    """The table's commit.max-retries, or Paimon's default when its value does not parse: this
+    alter may be the one that repairs it (``--reset-option commit.max-retries``)."""
+    try:
+        return table.schema.core_options.commit_max_retries
+    except UsageError:
+        return DEFAULT_COMMIT_MAX_RETRIES
+
+
 def alter(table: TableHandle, changes: Sequence[SchemaChange], *, dry_run: bool = False) -> AlterResult:
     """Apply ``changes`` to the latest schema and publish it as one new ``schema-N``.
 
@@ -140,12 +151,18 @@ def alter(table: TableHandle, changes: Sequence[SchemaChange], *, dry_run: bool 
     """
     if not changes:
         raise UsageError("give at least one change (see lakectl alter-schema --help)")
+    # Each value set must be one Paimon reads, whatever the table already carries: the schema
+    # checks of apply_changes skip the options of a table that is already invalid
+    # (core.evolution.validate_schema), and a bad value must not be added to it.
+    for change in changes:
+        if isinstance(change, SetOption):
+            check_value(change.key, change.value)
     if not dry_run:
         table.refuse_unfinished_fast_forward("alter the schema")
     latest = table.latest_snapshot()
     if latest is not None and not dry_run:
         require_manifest_lists(table, latest, "cannot alter the schema")
-    retries = table.schema.core_options.commit_max_retries
+    retries = _commit_retries(table)
     for attempt in range(retries + 1):
         old = table.schema
         new = apply_changes(old, changes, has_data=table.latest_snapshot() is not None)
