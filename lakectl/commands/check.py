@@ -103,9 +103,7 @@ def _check(out: Output, t: Table, deep: bool) -> None:
         plain = [_readable(p, t.path) for p in result.problems]
         out.records(plain, Problem, title=f"problems in {t.name} ({t.path})", data=False)
     else:
-        # deep and files_read say what --deep did; without it they are noise in the plain table
-        left_out = ("problems", "warnings") if deep else ("problems", "warnings", "deep", "files_read")
-        summary = {k: v for k, v in dataclasses.asdict(result).items() if k not in left_out}
+        summary = {k: v for k, v in dataclasses.asdict(result).items() if k not in ("problems", "warnings")}
         out.record(summary, title=f"{t.name} is sound")
     for w in result.warnings:
         print(f"warning: {_on(w.branch)}{w.kind} {w.path} {w.detail}", file=sys.stderr)
