@@ -1,0 +1,815 @@
+"""The stall explorer (issue 43): every mutating command A, stalled before each of its storage
+mutations in turn, while another command B and then a plain write W run to completion; then A
+goes on, and the table is held against a model of what the commands that exited 0 mean.
+
+One scenario (``run_scenario``):
+
+1. a fresh copy of the template warehouse (``build_template``: a partitioned primary-key table
+   with five snapshots, two tags and a branch, built once per process);
+2. A as the console script with ``LAKECTL_FAULT=stall:mutation:N``, until it stalls (its stall
+   file says before which mutation: ``core/fileio.py``);
+3. B, then W, to completion, in this process through the CLI app (``CliRunner``: the exit code
+   is ``lakectl/errors.py``'s mapping, as for the console script; about 10x faster than a new
+   process per command);
+4. A resumes (the stall file is deleted) and is waited for;
+5. the warehouse is read through ``core`` and the invariants checked (``Violation``):
+   - *linearizable*: some order of the commands' effects (A anywhere, B before W; a streaming
+     write's commits each anywhere, in their order) makes the model (``Model``) equal to what is
+     there: each table's rows, tags (each scanning to its rows), branches (each scanning to its
+     rows) and consumers. A command that exited 0 had its effect; one that did not had none
+     (a streaming write: any prefix of its commits);
+   - *exit*: no command exited 1 (internal error, corrupt table) or with a signal; a lost race
+     is 4;
+   - *latest*: the latest snapshot id never went down, unless a rollback or fast-forward exited 0;
+   - *gapless*: the snapshot ids of every table run from EARLIEST to LATEST without a hole;
+   - *check*: ``check`` finds no problem in any table;
+   - *stall*: A stopped at its N-th mutation (else the scenario says so, and still checks).
+
+``points(A)`` counts A's mutations by a traced pass on the template (``LAKECTL_FAULT_TRACE``),
+which is how the matrix knows every N to stall at. The model of each command is its meaning,
+independent of how lakectl carries it out: a write upserts its rows, delete removes its keys,
+truncate and drop-partition remove rows, rollback makes the rows those of the target snapshot
+in the template's history (removing newer tags), rename moves the table, drop removes it,
+clone copies its rows, and compact, expire, orphan removal, maintain, alter-schema (an option)
+and consumer reset leave the rows alone.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+REPO = Path(__file__).resolve().parents[2]
+LAKECTL = Path(sys.executable).parent / "lakectl"
+TABLE = "db.t"
+SCHEMA = "id BIGINT, v STRING, dt STRING"
+OLD, NEW = "2020-01-01", "2100-01-01"  # partitions: expire-partitions drops OLD
+STALL_SECONDS = 60  # a stalled A goes on by itself after this (a B that waits for A ends then)
+A_TIMEOUT = 120
+
+Key = tuple[int, str]  # (id, dt): the primary key
+Rows = dict[Key, str]  # -> v
+
+
+def _rows(*items: tuple[int, str, str]) -> Rows:
+    return {(i, d): v for i, v, d in items}
+
+
+# ---- the template's history -----------------------------------------------------------------
+# Five snapshots on main; tag "keep" on 3, tag "old" on 2 with a TTL that has passed by the time a
+# scenario runs (expire-tags and maintain delete it); branch "b1" from snapshot 3 with one write.
+HISTORY: list[Rows] = []
+_h: Rows = {}
+for _batch in (
+        _rows((1, "s1", OLD), (2, "s1", OLD), (3, "s1", NEW), (4, "s1", NEW)),
+        _rows((1, "s2", OLD), (5, "s2", NEW)),
+        _rows((6, "s3", OLD), (3, "s3", NEW)),
+        _rows((7, "s4", NEW), (2, "s4", OLD)),
+        _rows((8, "s5", OLD), (4, "s5", NEW))):
+    _h = {**_h, **_batch}
+    HISTORY.append(dict(_h))
+ROWS_AT = {i + 1: rows for i, rows in enumerate(HISTORY)}  # snapshot id -> rows
+BRANCH_WRITE = _rows((9, "b1", NEW), (1, "b1", OLD))
+BRANCH_START = 3
+BRANCH_ROWS = {**ROWS_AT[BRANCH_START], **BRANCH_WRITE}
+ROLLBACK_TO = 2
+TAG_AT = 4  # tag create and branch create name this snapshot
+W_ROWS = _rows((2, "w", NEW), (300, "w", OLD), (8, "w", OLD))
+
+
+def _csv(rows: Rows) -> str:
+    return "id,v,dt\n" + "".join(f"{i},{v},{d}\n" for (i, d), v in sorted(rows.items()))
+
+
+# ---- the model ------------------------------------------------------------------------------
+@dataclass
+class TableModel:
+    rows: Rows
+    snaps: list  # ids of the template's snapshots still there in chain order; "new" for any other
+    tags: dict[str, tuple[object, Rows, bool]]  # name -> (snapshot id or "new", rows, TTL passed)
+    branches: dict[str, Rows]
+    consumers: set[str]
+
+
+State = dict[str, TableModel]  # table name -> model; a dropped table is absent
+
+
+# The template's snapshot ids: its five writes, and a COMPACT snapshot when the last of them
+# reached the compaction trigger (set by build_template from what is there).
+TEMPLATE_SNAPS: list[int] = [1, 2, 3, 4, 5]
+
+
+def template_state() -> State:
+    return {TABLE: TableModel(dict(HISTORY[-1]), list(TEMPLATE_SNAPS),
+                              {"keep": (3, ROWS_AT[3], False), "old": (2, ROWS_AT[2], True)},
+                              {"b1": dict(BRANCH_ROWS)}, set())}
+
+
+Step = Callable[[State], list[State]]  # the states a command can leave if it succeeds; [] = it cannot
+
+
+def _on_table(change: Callable[[TableModel], list[TableModel] | TableModel | None]) -> Step:
+    """A step on db.t: absent table -> cannot succeed; ``change`` returns the new model(s), None
+    when the command cannot succeed."""
+    def step(state: State) -> list[State]:
+        if TABLE not in state:
+            return []
+        out = change(copy.deepcopy(state[TABLE]))
+        if out is None:
+            return []
+        return [{**state, TABLE: m} for m in (out if isinstance(out, list) else [out])]
+    return step
+
+
+def _append(t: TableModel, rows: Rows, *, maybe_empty: bool = False) -> list[TableModel]:
+    """A new snapshot with ``rows`` (if ``maybe_empty``, a command that may commit nothing).
+    A commit's own maintenance afterwards may delete the tags whose TTL passed (a write does),
+    and may compact (a COMPACT snapshot of the same rows): the model allows each."""
+    after = copy.deepcopy(t)
+    after.rows = rows
+    after.snaps = t.snaps + ["new"]
+    out = [after, t] if maybe_empty else [after]
+    for m in list(out):
+        if any(expired for _, _, expired in m.tags.values()):
+            pruned = copy.deepcopy(m)
+            pruned.tags = {n: tag for n, tag in m.tags.items() if not tag[2]}
+            out.append(pruned)
+    for m in list(out):
+        if m is not t:
+            compacted = copy.deepcopy(m)
+            compacted.snaps = m.snaps + ["new"]
+            out.append(compacted)
+    return out
+
+
+def upsert(rows: Rows) -> Step:
+    return _on_table(lambda t: _append(t, {**t.rows, **rows}))
+
+
+def no_row_change(t: TableModel) -> list[TableModel]:
+    """compact and the like: rows unchanged, maybe a new snapshot."""
+    return _append(t, t.rows, maybe_empty=True)
+
+
+def _expire(keep_last: bool) -> Step:
+    def change(t: TableModel) -> list[TableModel]:
+        if not keep_last:
+            return [t]
+        # A consumer holds back expiry from its next snapshot on: where it stops is not modelled.
+        suffixes = [t.snaps[-1:]] if not t.consumers else [t.snaps[i:] for i in range(len(t.snaps))]
+        out = []
+        for snaps in suffixes:
+            m = copy.deepcopy(t)
+            m.snaps = snaps
+            out.append(m)
+        return out
+    return _on_table(change)
+
+
+def _target_available(t: TableModel, sid: int) -> bool:
+    return sid in t.snaps or any(s == sid for s, _, _ in t.tags.values())
+
+
+def _rollback(t: TableModel) -> TableModel | None:
+    if not _target_available(t, ROLLBACK_TO):
+        return None
+    t.rows = dict(ROWS_AT[ROLLBACK_TO])
+    if ROLLBACK_TO in t.snaps:
+        t.snaps = t.snaps[:t.snaps.index(ROLLBACK_TO) + 1]
+    else:
+        t.snaps = [ROLLBACK_TO]
+    t.tags = {n: tag for n, tag in t.tags.items() if tag[0] != "new" and tag[0] <= ROLLBACK_TO}
+    return t
+
+
+def _rollback_as_latest(t: TableModel) -> list[TableModel] | None:
+    if not _target_available(t, ROLLBACK_TO):
+        return None
+    return _append(t, dict(ROWS_AT[ROLLBACK_TO]))
+
+
+def _tag_create(name: str) -> Step:
+    def change(t: TableModel) -> TableModel | None:
+        if name in t.tags or TAG_AT not in t.snaps:
+            return None
+        t.tags[name] = (TAG_AT, dict(ROWS_AT[TAG_AT]), False)
+        return t
+    return _on_table(change)
+
+
+def _tag_delete(t: TableModel) -> TableModel | None:
+    if "keep" not in t.tags:
+        return None
+    del t.tags["keep"]
+    return t
+
+
+def _tag_rename(new: str) -> Step:
+    def change(t: TableModel) -> TableModel | None:
+        if "keep" not in t.tags or new in t.tags:
+            return None
+        t.tags[new] = t.tags.pop("keep")
+        return t
+    return _on_table(change)
+
+
+def _expire_tags(t: TableModel) -> list[TableModel]:
+    t.tags = {n: tag for n, tag in t.tags.items() if not tag[2]}
+    return no_row_change(t)  # maintain may compact too; expire-tags commits nothing: both allowed
+
+
+def _branch_create(name: str) -> Step:
+    def change(t: TableModel) -> TableModel | None:
+        if name in t.branches or TAG_AT not in t.snaps:
+            return None
+        t.branches[name] = dict(ROWS_AT[TAG_AT])
+        return t
+    return _on_table(change)
+
+
+def _branch_delete(t: TableModel) -> TableModel | None:
+    if "b1" not in t.branches:
+        return None
+    del t.branches["b1"]
+    return t
+
+
+def _fast_forward(t: TableModel) -> TableModel | None:
+    """Main becomes b1: its snapshots after b1's start, and its tags from the start on, are
+    replaced by the branch's (b1 has none). Main must still hold the start as b1 has it."""
+    if "b1" not in t.branches or BRANCH_START not in t.snaps:
+        return None
+    t.rows = dict(t.branches["b1"])
+    t.snaps = t.snaps[:t.snaps.index(BRANCH_START) + 1] + ["new"]
+    t.tags = {n: tag for n, tag in t.tags.items() if tag[0] != "new" and tag[0] < BRANCH_START}
+    return t
+
+
+def _rename(new: str) -> Step:
+    def step(state: State) -> list[State]:
+        if TABLE not in state or new in state:
+            return []
+        out = dict(state)
+        out[new] = out.pop(TABLE)
+        return [out]
+    return step
+
+
+def _drop(state: State) -> list[State]:
+    if TABLE not in state:
+        return []
+    out = dict(state)
+    del out[TABLE]
+    return [out]
+
+
+def _clone(new: str) -> Step:
+    def step(state: State) -> list[State]:
+        if TABLE not in state or new in state:
+            return []
+        return [{**state, new: TableModel(dict(state[TABLE].rows), ["new"], {}, {}, set())}]
+    return step
+
+
+def _consumer_reset(name: str) -> Step:
+    def change(t: TableModel) -> TableModel:
+        t.consumers.add(name)
+        return t
+    return _on_table(change)
+
+
+# ---- the commands ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Command:
+    """One command with one fixed argument set; ``role`` ("a" or "b") keeps the names an A and
+    a B create apart (two creates of one tag name would only test TagExistsError)."""
+
+    name: str
+    argv: Callable[[str, Path], list[str]]  # (role, scratch dir) -> arguments after -w WH
+    steps: Callable[[str], list[Step]]  # the model of each commit, in order (a stream has several)
+    stdin: Callable[[str], str | None] = lambda role: None
+    rewrites: bool = False  # may move LATEST back when it exits 0 (rollback, fast-forward)
+    solo_exit: int = 0  # its exit code alone on the template (not 0: a B only, never stalled)
+
+
+def _input(role: str, scratch: Path, rows: Rows) -> str:
+    path = scratch / f"write-{role}.csv"
+    path.write_text(_csv(rows))
+    return str(path)
+
+
+def write_rows(role: str) -> Rows:
+    base = 100 if role == "a" else 200
+    return _rows((1, f"write-{role}", OLD), (base, f"write-{role}", NEW), (base + 1, f"write-{role}", OLD))
+
+
+def stream_batches(role: str) -> list[Rows]:
+    base = 400 if role == "a" else 500
+    return [_rows((base, f"stream-{role}", OLD), (3, f"stream-{role}", NEW)),
+            _rows((base + 1, f"stream-{role}", NEW), (6, f"stream-{role}", OLD))]
+
+
+def _stream_stdin(role: str) -> str:
+    lines = []
+    for batch in stream_batches(role):
+        lines += [json.dumps({"id": i, "v": v, "dt": d}) for (i, d), v in sorted(batch.items())]
+    return "\n".join(lines) + "\n"
+
+
+def _without(pred: Callable[[Key], bool]) -> Step:
+    return _on_table(lambda t: _append(t, {k: v for k, v in t.rows.items() if not pred(k)}))
+
+
+COMMANDS: dict[str, Command] = {c.name: c for c in [
+    Command("write", lambda r, s: ["write", TABLE, "-i", _input(r, s, write_rows(r))],
+            lambda r: [upsert(write_rows(r))]),
+    Command("stream", lambda r, s: ["write", TABLE, "-i", "-", "--stream", "--input-format", "jsonl",
+                                    "--commit-rows", "2", "--commit-user", f"feed-{r}"],
+            lambda r: [upsert(b) for b in stream_batches(r)], stdin=_stream_stdin),
+    Command("delete", lambda r, s: ["delete", TABLE, "--where", "id = 2"],
+            lambda r: [_without(lambda k: k[0] == 2)]),
+    Command("compact", lambda r, s: ["compact", TABLE], lambda r: [_on_table(no_row_change)]),
+    Command("compact-full", lambda r, s: ["compact", TABLE, "--full"], lambda r: [_on_table(no_row_change)]),
+    Command("expire", lambda r, s: ["expire", TABLE], lambda r: [_expire(False)]),
+    Command("expire-aggressive", lambda r, s: ["expire", TABLE, "--retain-max", "1", "--retain-min", "1",
+                                               "--older-than", "0s"], lambda r: [_expire(True)]),
+    Command("expire-partitions", lambda r, s: ["expire-partitions", TABLE, "--expiration-time", "1d"],
+            lambda r: [_without(lambda k: k[1] == OLD)]),
+    Command("expire-tags", lambda r, s: ["expire-tags", TABLE], lambda r: [_on_table(_expire_tags)]),
+    Command("truncate", lambda r, s: ["truncate", TABLE], lambda r: [_without(lambda k: True)]),
+    Command("drop-partition", lambda r, s: ["drop-partition", TABLE, "-p", f"dt={NEW}"],
+            lambda r: [_without(lambda k: k[1] == NEW)]),
+    Command("rollback", lambda r, s: ["rollback", TABLE, "--snapshot-id", str(ROLLBACK_TO)],
+            lambda r: [_on_table(_rollback)], rewrites=True),
+    Command("rollback-as-latest", lambda r, s: ["rollback", TABLE, "--snapshot-id", str(ROLLBACK_TO), "--as-latest"],
+            lambda r: [_on_table(_rollback_as_latest)]),
+    Command("tag-create", lambda r, s: ["tag", "create", TABLE, f"t{r}", "--snapshot-id", str(TAG_AT)],
+            lambda r: [_tag_create(f"t{r}")]),
+    Command("tag-delete", lambda r, s: ["tag", "delete", TABLE, "keep"], lambda r: [_on_table(_tag_delete)]),
+    Command("tag-rename", lambda r, s: ["tag", "rename", TABLE, "keep", f"k{r}"], lambda r: [_tag_rename(f"k{r}")]),
+    Command("branch-create", lambda r, s: ["branch", "create", TABLE, f"br{r}", "--snapshot-id", str(TAG_AT)],
+            lambda r: [_branch_create(f"br{r}")]),
+    Command("branch-delete", lambda r, s: ["branch", "delete", TABLE, "b1"], lambda r: [_on_table(_branch_delete)]),
+    Command("fast-forward", lambda r, s: ["branch", "fast-forward", TABLE, "b1"],
+            lambda r: [_on_table(_fast_forward)], rewrites=True),
+    Command("alter-schema", lambda r, s: ["alter-schema", TABLE, "--set-option", "target-file-size=64mb"],
+            lambda r: [_on_table(no_row_change)]),
+    Command("rename", lambda r, s: ["rename", TABLE, f"db.u{r}"], lambda r: [_rename(f"db.u{r}")]),
+    Command("drop", lambda r, s: ["drop", TABLE], lambda r: [_drop]),
+    Command("clone", lambda r, s: ["clone", TABLE, f"db.c{r}"], lambda r: [_clone(f"db.c{r}")]),
+    Command("remove-orphan-files", lambda r, s: ["remove-orphan-files", TABLE], lambda r: [_on_table(no_row_change)]),
+    # Without --force an age under an hour must be refused (exit 2): were it not, it would
+    # delete a stalled write's new files (issue 43, case 4).
+    Command("remove-orphan-files-0s", lambda r, s: ["remove-orphan-files", TABLE, "--older-than", "0s"],
+            lambda r: [_on_table(no_row_change)], solo_exit=2),
+    Command("maintain", lambda r, s: ["maintain", TABLE], lambda r: [_on_table(_expire_tags)]),
+    Command("consumer-reset", lambda r, s: ["consumer", "reset", TABLE, f"c{r}", "--next-snapshot", "5"],
+            lambda r: [_consumer_reset(f"c{r}")]),
+]}
+W = Command("W", lambda r, s: ["write", TABLE, "-i", _input("w", s, W_ROWS)], lambda r: [upsert(W_ROWS)])
+
+
+# ---- running commands -----------------------------------------------------------------------
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("LAKECTL_FAULT", "LAKECTL_STALL_FILE", "LAKECTL_KILL_AFTER_WRITES", "LAKECTL_FAULT_TRACE")
+           and not k.startswith("LAKECTL_")}
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")
+    env["OPENBLAS_NUM_THREADS"] = "1"
+    env.update(extra)
+    return env
+
+
+@dataclass
+class Ran:
+    """One command's run: its exit code and output (code None: it never ended)."""
+
+    label: str
+    argv: list[str]
+    code: int | None = None
+    out: str = ""
+    err: str = ""
+    seconds: float = 0.0
+
+    def text(self) -> str:
+        return (f"  {self.label}: lakectl {' '.join(self.argv)} -> exit {self.code} ({self.seconds:.1f}s)\n"
+                + "".join(f"    | {line}\n" for line in (self.out + self.err).strip().splitlines()[-12:]))
+
+
+_cli_lock = threading.Lock()
+
+
+def run_in_process(label: str, wh: Path, argv: list[str], stdin: str | None = None) -> Ran:
+    """The CLI app in this process: the exit code comes from lakectl/errors.py as it does for
+    the console script (an exception that escapes it is exit 1, as the console script's would be)."""
+    from typer.testing import CliRunner
+
+    from lakectl.app import app
+
+    full = ["-w", str(wh), "-f", "json", *argv]
+    began = time.monotonic()
+    with _cli_lock:  # CliRunner swaps sys.stdout: one at a time
+        result = CliRunner().invoke(app, full, input=stdin)
+    err = result.stderr if result.stderr_bytes is not None else ""
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        import traceback
+        err += "".join(traceback.format_exception(result.exception))
+    return Ran(label, full, result.exit_code, result.stdout, err, time.monotonic() - began)
+
+
+def console(wh: Path, argv: list[str], env: dict[str, str], stdin: str | None = None) -> subprocess.Popen:
+    return subprocess.Popen([str(LAKECTL), "-w", str(wh), "-f", "json", *argv], env=env, cwd=str(wh.parent),
+                            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+# ---- the template ---------------------------------------------------------------------------
+_templates: dict[str, Path] = {}
+
+
+def build_template(root: Path) -> Path:
+    """The template warehouse (built once per process and root, then copied per scenario)."""
+    key = str(root)
+    if key in _templates:
+        return _templates[key]
+    scratch = root / f"template-{os.getpid()}"  # one per process: the runner's workers share root
+    if scratch.exists():
+        shutil.rmtree(scratch)
+    scratch.mkdir(parents=True)
+    wh = scratch / "wh"
+
+    def ok(*argv: str, stdin: str | None = None) -> None:
+        ran = run_in_process("setup", wh, list(argv), stdin)
+        assert ran.code == 0, ran.text()
+
+    ok("create", TABLE, "--schema", SCHEMA, "--primary-key", "id,dt", "--partition-by", "dt",
+       "--option", "bucket=1", "--option", "partition.timestamp-formatter=yyyy-MM-dd",
+       # A commit held off by a stalled rollback gives up (exit 4) in a second or two, not
+       # after Paimon's 10 retries of up to 10 s: the same outcome, and the matrix stays fast.
+       "--option", "commit.max-retries=4", "--option", "commit.max-retry-wait=200ms",
+       # The history is written without compaction, so that compact (five sorted runs a bucket)
+       # and compact --full have work; write-only goes before the scenarios start.
+       "--option", "write-only=true")
+    previous: Rows = {}
+    for i, rows in enumerate(HISTORY, start=1):
+        batch = {k: v for k, v in rows.items() if previous.get(k) != v}
+        path = scratch / f"s{i}.csv"
+        path.write_text(_csv(batch))
+        ok("write", TABLE, "-i", str(path))
+        previous = rows
+    ok("tag", "create", TABLE, "keep", "--snapshot-id", "3")
+    ok("tag", "create", TABLE, "old", "--snapshot-id", "2", "--time-retained", "1s")
+    ok("branch", "create", TABLE, "b1", "--snapshot-id", str(BRANCH_START))
+    path = scratch / "b1.csv"
+    path.write_text(_csv(BRANCH_WRITE))
+    ok("write", TABLE, "--branch", "b1", "-i", str(path))
+    ok("alter-schema", TABLE, "--reset-option", "write-only")
+    time.sleep(1.1)  # the TTL of "old" passes
+    TEMPLATE_SNAPS[:] = latest_ids(wh)
+    state = observe(wh)
+    assert state.tables == _canon(template_state()), (state.tables, _canon(template_state()))
+    _templates[key] = wh
+    return wh
+
+
+def fresh_copy(template: Path, where: Path) -> Path:
+    wh = where / "wh"
+    shutil.copytree(template, wh, symlinks=True)
+    return wh
+
+
+# ---- reading the warehouse back -------------------------------------------------------------
+def _scan(t) -> Rows:  # noqa: ANN001 - a core Table
+    data = t.scan(select=["id", "v", "dt"]) if not isinstance(t, tuple) else t[0].scan(tag=t[1], select=["id", "v", "dt"])
+    out: Rows = {}
+    for i, v, d in zip(*(data.column(c).to_pylist() for c in ("id", "v", "dt"))):
+        if (i, d) in out:
+            raise AssertionError(f"key {(i, d)} read twice")
+        out[(i, d)] = v
+    return out
+
+
+def _canon(state: State) -> dict:
+    """What of a model the warehouse shows: per table its rows, tags, branches and consumers."""
+    return {name: {"rows": sorted(t.rows.items()),
+                   "tags": {n: sorted(rows.items()) for n, (_, rows, _) in sorted(t.tags.items())},
+                   "branches": {n: sorted(rows.items()) for n, rows in sorted(t.branches.items())},
+                   "consumers": sorted(t.consumers)}
+            for name, t in sorted(state.items())}
+
+
+@dataclass
+class Observed:
+    tables: dict  # as _canon, or an "error" string per table/part that could not be read
+    latest: dict[str, int | None] = field(default_factory=dict)
+    snapshot_ids: dict[str, list[int]] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)  # check's, and gaps
+
+
+def _table_names(wh: Path) -> list[str]:
+    out = []
+    for db in sorted(wh.glob("*.db")):
+        for t in sorted(db.iterdir()):
+            if t.is_dir() and not t.name.startswith(".") and (t / "schema").is_dir():
+                out.append(f"{db.name[:-3]}.{t.name}")
+    return out
+
+
+def latest_ids(wh: Path) -> list[int]:
+    from core.table import Table
+
+    return Table.open(TABLE, warehouse=str(wh)).snapshots.list_ids()
+
+
+def latest_id(wh: Path, name: str = TABLE) -> int | None:
+    from core.table import Table
+
+    try:
+        return Table.open(name, warehouse=str(wh)).snapshots.latest_id()
+    except Exception:  # noqa: BLE001 - a table that is gone or unreadable has no latest
+        return None
+
+
+def observe(wh: Path) -> Observed:
+    from core.ops.branches import list_branches
+    from core.ops.check import check
+    from core.ops.consumers import list_consumers
+    from core.table import Table
+
+    obs = Observed({})
+    for name in _table_names(wh):
+        entry: dict = {}
+        try:
+            t = Table.open(name, warehouse=str(wh))
+            entry["rows"] = sorted(_scan(t).items())
+            entry["tags"] = {}
+            for tag in sorted(t.tags.names()):
+                try:
+                    entry["tags"][tag] = sorted(_scan((t, tag)).items())
+                except Exception as e:  # noqa: BLE001
+                    entry["tags"][tag] = f"unreadable: {type(e).__name__}: {e}"
+            entry["branches"] = {}
+            for b in sorted(list_branches(t), key=lambda b: b.branch):
+                try:
+                    entry["branches"][b.branch] = sorted(_scan(t.on_branch(b.branch)).items())
+                except Exception as e:  # noqa: BLE001
+                    entry["branches"][b.branch] = f"unreadable: {type(e).__name__}: {e}"
+            entry["consumers"] = sorted(c.consumer_id for c in list_consumers(t))
+            ids = t.snapshots.list_ids()
+            obs.snapshot_ids[name] = ids
+            obs.latest[name] = t.snapshots.latest_id()
+            if ids and ids != list(range(ids[0], ids[-1] + 1)):
+                obs.problems.append(f"{name}: snapshot ids with a gap: {ids}")
+            result = check(t)
+            obs.problems += [f"{name}: check: {p.kind} {p.path}: {p.detail}" for p in result.problems]
+        except Exception as e:  # noqa: BLE001 - an unreadable table is what we report
+            entry = {"error": f"{type(e).__name__}: {e}"}
+            obs.problems.append(f"{name}: unreadable: {type(e).__name__}: {e}")
+        obs.tables[name] = entry
+    return obs
+
+
+# ---- linearizability ------------------------------------------------------------------------
+def _interleavings(a: list, rest: list) -> Iterator[list]:
+    """Every merge of ``a`` into ``rest`` that keeps each list's own order."""
+    n = len(a) + len(rest)
+    for places in itertools.combinations(range(n), len(a)):
+        ai, ri, out = iter(a), iter(rest), []
+        for i in range(n):
+            out.append(next(ai) if i in places else next(ri))
+        yield out
+
+
+def _effective(steps: list[Step], code: int | None) -> list[list[Step]]:
+    """What of a command can have taken effect: all of it if it exited 0; nothing if a
+    one-commit command did not; any prefix of a streaming write's commits otherwise."""
+    if code == 0:
+        return [steps]
+    if len(steps) == 1:
+        return [[]]
+    return [steps[:i] for i in range(len(steps) + 1)]
+
+
+def model_outcomes(a: list[Step], a_code: int | None, b: list[Step], b_code: int | None,
+                   w_code: int | None, *, with_w: bool = True) -> tuple[list[dict], list[str]]:
+    """The canonical states some order allows, and the orders (as names) that were possible."""
+    outcomes: dict[str, dict] = {}
+    orders: list[str] = []
+    for a_done in _effective(a, a_code):
+        for b_done in _effective(b, b_code):
+            w_done = _effective(W.steps("w"), w_code)[0] if with_w else []
+            rest = [("B", s) for s in b_done] + [("W", s) for s in w_done]
+            for order in _interleavings([("A", s) for s in a_done], rest):
+                states = [template_state()]
+                for label, step in order:
+                    states = [after for state in states for after in step(state)]
+                    if not states:
+                        break
+                for state in states:
+                    canon = _canon(state)
+                    outcomes.setdefault(json.dumps(canon, sort_keys=True), canon)
+                if states:
+                    orders.append(" ".join(label for label, _ in order) or "(none)")
+    return list(outcomes.values()), orders
+
+
+# ---- one scenario ---------------------------------------------------------------------------
+@dataclass
+class Violation:
+    invariant: str
+    detail: str
+
+
+@dataclass
+class Outcome:
+    scenario: str
+    a: str
+    n: int
+    b: str
+    traced: str = ""  # the mutation A stalled before ("mutation #N: write /path")
+    stalled: bool = False
+    runs: list[Ran] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def report(self) -> str:
+        head = f"{self.scenario}: A={self.a} stalled at mutation {self.n} ({self.traced or 'never stalled'}), B={self.b}"
+        body = "".join(f"  VIOLATED {v.invariant}: {v.detail}\n" for v in self.violations)
+        return head + "\n" + body + "".join(r.text() for r in self.runs)
+
+
+def scenario_id(a: str, n: int, b: str) -> str:
+    return f"{a}@{n}-vs-{b}"
+
+
+def parse_scenario(sid: str) -> tuple[str, int, str]:
+    a_n, b = sid.split("-vs-", 1)
+    a, n = a_n.rsplit("@", 1)
+    return a, int(n), b
+
+
+class SoloFailure(AssertionError):
+    """A command alone on the template failed, or did not do what its model says."""
+
+
+def points(a: str, root: Path) -> list[str]:
+    """A's mutations on the template (a traced pass): line i is mutation i+1, ``OP PATH``."""
+    template = build_template(root)
+    where = root / f"trace-{a}"
+    if where.exists():
+        shutil.rmtree(where)
+    where.mkdir(parents=True)
+    wh = fresh_copy(template, where)
+    trace = where / "trace"
+    cmd = COMMANDS[a]
+    proc = console(wh, cmd.argv("a", where), clean_env(LAKECTL_FAULT_TRACE=str(trace)), cmd.stdin("a"))
+    out, err = proc.communicate(cmd.stdin("a"), timeout=A_TIMEOUT)
+    if proc.returncode != cmd.solo_exit:
+        raise SoloFailure(f"{a} alone on the template exited {proc.returncode}:\n{err}")
+    lines = [line.split(" ", 1)[1] for line in trace.read_text().splitlines()] if trace.exists() else []
+    # The model of A alone must match what A alone did, or every scenario of A would fail.
+    seen = observe(wh)
+    outcomes, _ = model_outcomes(cmd.steps("a"), proc.returncode, [], 0, None, with_w=False)
+    if seen.problems or seen.tables not in outcomes:
+        raise SoloFailure(f"{a} alone: {seen.problems} {_explain(seen.tables, outcomes, ['A'])}\n{out}\n{err}")
+    shutil.rmtree(where, ignore_errors=True)
+    return lines
+
+
+def run_scenario(a: str, n: int, b: str, root: Path, *, keep: bool = False) -> Outcome:
+    """Stall A before its n-th mutation, run B and W, let A go on, check the invariants."""
+    began = time.monotonic()
+    sid = scenario_id(a, n, b)
+    outcome = Outcome(sid, a, n, b)
+    template = build_template(root)
+    where = root / sid
+    if where.exists():
+        shutil.rmtree(where)
+    where.mkdir(parents=True)
+    wh = fresh_copy(template, where)
+    cmd_a, cmd_b = COMMANDS[a], COMMANDS[b]
+    stall = where / "stall"
+    env = clean_env(LAKECTL_FAULT=f"stall:mutation:{n}", LAKECTL_STALL_FILE=str(stall),
+                    LAKECTL_STALL_SECONDS=str(STALL_SECONDS))
+    a_argv = cmd_a.argv("a", where)
+    latest = [latest_id(wh)]
+    proc = console(wh, a_argv, env, cmd_a.stdin("a"))
+    if cmd_a.stdin("a") is not None:
+        assert proc.stdin is not None
+        proc.stdin.write(cmd_a.stdin("a") or "")
+        proc.stdin.close()
+        proc.stdin = None
+    ran_a = Ran("A", ["-w", str(wh), "-f", "json", *a_argv])
+    a_began = time.monotonic()
+    deadline = a_began + A_TIMEOUT
+    while proc.poll() is None and time.monotonic() < deadline:
+        if stall.exists():
+            text = stall.read_text()
+            if text.endswith("\n"):
+                outcome.stalled, outcome.traced = True, text.split("stalled before ", 1)[-1].strip()
+                break
+        time.sleep(0.005)
+    latest.append(latest_id(wh))
+    ran_b = run_in_process("B", wh, cmd_b.argv("b", where), cmd_b.stdin("b"))
+    latest.append(latest_id(wh))
+    ran_w = run_in_process("W", wh, W.argv("w", where))
+    latest.append(latest_id(wh))
+    stall.unlink(missing_ok=True)
+    try:
+        out, err = proc.communicate(timeout=A_TIMEOUT)
+        ran_a.code, ran_a.out, ran_a.err = proc.returncode, out, err
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        ran_a.out, ran_a.err = out, err
+    ran_a.seconds = time.monotonic() - a_began
+    latest.append(latest_id(wh))
+    outcome.runs = [ran_a, ran_b, ran_w]
+
+    def violate(invariant: str, detail: str) -> None:
+        outcome.violations.append(Violation(invariant, detail))
+
+    if not outcome.stalled:
+        # Not a violation: A's mutation count differs from the traced pass (a retry, a thread).
+        outcome.traced = "A ended before reaching it"
+    for ran in outcome.runs:
+        if ran.code is None:
+            violate("exit", f"{ran.label} never ended")
+        elif ran.code == 1 or ran.code < 0 or ran.code > 11:
+            violate("exit", f"{ran.label} exited {ran.code} (a lost race must be 4; 1 is an internal error or damage)")
+        elif B_BEFORE_STALL_SECONDS < ran.seconds and ran.label in ("B", "W"):
+            violate("stall", f"{ran.label} took {ran.seconds:.0f}s: it waited for the stalled A")
+    obs = observe(wh)
+    for problem in obs.problems:
+        violate("check", problem)
+    rewrote = any(r.code == 0 for r, c in ((ran_a, cmd_a), (ran_b, cmd_b)) if c.rewrites)
+    known = [x for x in latest if x is not None]  # None: db.t renamed or dropped by then
+    if not rewrote and known != sorted(known):
+        violate("latest", f"main's latest went back: before A, at the stall, after B, after W, at the end: {latest}")
+    outcomes, orders = model_outcomes(cmd_a.steps("a"), ran_a.code, cmd_b.steps("b"), ran_b.code, ran_w.code)
+    if obs.tables not in outcomes:
+        violate("linearizable", _explain(obs.tables, outcomes, orders))
+    outcome.seconds = time.monotonic() - began
+    if not keep and outcome.ok:
+        shutil.rmtree(where, ignore_errors=True)
+    return outcome
+
+
+B_BEFORE_STALL_SECONDS = STALL_SECONDS - 5
+
+
+def _explain(seen: dict, outcomes: list[dict], orders: list[str]) -> str:
+    """The difference between what is there and the nearest state some order allows."""
+    if not outcomes:
+        return f"no order of the commands that exited 0 can have succeeded ({orders}); the warehouse holds {_short(seen)}"
+
+    def distance(o: dict) -> int:
+        return sum(json.dumps(seen.get(k), sort_keys=True) != json.dumps(o.get(k), sort_keys=True)
+                   for k in set(seen) | set(o))
+    near = min(outcomes, key=distance)
+    lines = []
+    for name in sorted(set(seen) | set(near)):
+        s, m = seen.get(name), near.get(name)
+        if s == m:
+            continue
+        if s is None or m is None:
+            lines.append(f"table {name}: {'absent' if s is None else 'present'}, the model says "
+                         f"{'absent' if m is None else 'present'}")
+            continue
+        for part in ("error", "rows", "tags", "branches", "consumers"):
+            if s.get(part) != m.get(part):
+                lines.append(f"{name} {part}: is {_diff(s.get(part), m.get(part))}")
+    return f"no order of {orders} gives what is there; nearest: " + "; ".join(lines)
+
+
+def _diff(seen: object, want: object) -> str:
+    if isinstance(seen, list) and isinstance(want, list):
+        s = {tuple(k) if isinstance(k, list) else k: v for k, v in seen}
+        w = {tuple(k) if isinstance(k, list) else k: v for k, v in want}
+        missing = sorted((k, v) for k, v in w.items() if s.get(k) != v)
+        extra = sorted((k, v) for k, v in s.items() if w.get(k) != v)
+        return f"missing {missing[:6]}, unexpected {extra[:6]}"
+    if isinstance(seen, dict) and isinstance(want, dict):
+        keys = sorted(set(seen) | set(want))
+        return ", ".join(f"{k}: {'absent' if k not in seen else 'ok' if seen[k] == want.get(k) else _short(seen[k])}"
+                         f"{' (model: absent)' if k not in want else ''}" for k in keys if seen.get(k) != want.get(k))
+    return f"{_short(seen)} (model {_short(want)})"
+
+
+def _short(x: object) -> str:
+    text = json.dumps(x, default=str)
+    return text if len(text) < 300 else text[:300] + "..."

@@ -1,0 +1,160 @@
+"""The stall explorer's runner (``make explore``): every mutating command A x each of its
+mutation points N x every command B (tests/explore/explore_kit.py says what one scenario does
+and checks). Prints the matrix's size, its time and each violation (A, N with the traced
+operation and path, B, the invariant, the commands' outputs), then the violations grouped.
+
+    tests/explore/run.py [--jobs N] [--a CMD,...] [--b CMD,...] [--time-budget 30m] [--seed S]
+                         [--sample] [--write-points] [--out report.txt] [--keep DIR]
+
+Scenarios run in a seeded shuffled order, so that a run stopped by ``--time-budget`` has
+still covered every A and B broadly; it says how many of the matrix it ran. ``--write-points``
+records each A's mutation count in tests/explore/points.json, which the sample in ``make
+test`` (test_explore.py) is drawn from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import multiprocessing
+import os
+import random
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import explore_kit as kit  # noqa: E402
+
+POINTS_FILE = HERE / "points.json"
+
+
+def _duration(text: str) -> float:
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([smh]?)", text.strip())
+    if not m:
+        raise argparse.ArgumentTypeError(f"not a duration: {text}")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+# ---- worker processes -----------------------------------------------------------------------
+_root: Path | None = None
+
+
+def _init(root: str) -> None:
+    global _root
+    _root = Path(root)
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+def _points(a: str) -> tuple[str, list[str] | None, str]:
+    assert _root is not None
+    try:
+        return a, kit.points(a, _root), ""
+    except kit.SoloFailure as e:
+        return a, None, str(e)
+
+
+def _scenario(args: tuple[str, int, str]) -> tuple[str, bool, str, float, list[str]]:
+    assert _root is not None
+    a, n, b = args
+    try:
+        o = kit.run_scenario(a, n, b, _root)
+    except Exception as e:  # noqa: BLE001 - a harness failure is reported, not fatal
+        return kit.scenario_id(a, n, b), False, f"{kit.scenario_id(a, n, b)}: harness error {type(e).__name__}: {e}", 0.0, ["harness"]
+    return o.scenario, o.ok, o.report(), o.seconds, [f"{v.invariant}" for v in o.violations]
+
+
+# ---- the matrix -----------------------------------------------------------------------------
+def mutating(a_names: list[str]) -> list[str]:
+    return [a for a in a_names if kit.COMMANDS[a].solo_exit == 0]
+
+
+def cause(report: str) -> str:
+    """A violation's group: the invariant and the gist of its detail, without paths and ids."""
+    out = []
+    for line in report.splitlines():
+        if line.strip().startswith("VIOLATED"):
+            text = re.sub(r"/\S+", "PATH", line.strip()[len("VIOLATED "):])
+            text = re.sub(r"\d+", "N", text)
+            out.append(text[:160])
+    return " | ".join(sorted(set(out)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--jobs", type=int, default=int(os.environ.get("EXPLORE_JOBS", "2")))
+    p.add_argument("--a", help="only these As (comma-separated)")
+    p.add_argument("--b", help="only these Bs (comma-separated)")
+    p.add_argument("--time-budget", type=_duration, default=None, help="start no scenario after this long")
+    p.add_argument("--seed", type=int, default=43)
+    p.add_argument("--write-points", action="store_true", help="record the mutation counts in points.json and stop")
+    p.add_argument("--out", help="also write the report to this file")
+    p.add_argument("--keep", help="work in this directory (kept: failing scenarios stay for inspection)")
+    args = p.parse_args(argv)
+
+    names = list(kit.COMMANDS)
+    a_names = mutating(args.a.split(",") if args.a else names)
+    b_names = args.b.split(",") if args.b else names
+    root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="lakectl-explore-"))
+    root.mkdir(parents=True, exist_ok=True)
+    began = time.monotonic()
+    lines: list[str] = []
+
+    def say(text: str) -> None:
+        print(text, flush=True)
+        lines.append(text)
+
+    ctx = multiprocessing.get_context("spawn")  # no fork of a process with Arrow's threads
+    with ctx.Pool(args.jobs, initializer=_init, initargs=(str(root),)) as pool:
+        counted = pool.map(_points, a_names)
+        counts: dict[str, int] = {}
+        for a, pts, failure in counted:
+            if pts is None:
+                say(f"SOLO FAILURE (A alone on the template): {failure.strip()}")
+                continue
+            counts[a] = len(pts)
+        if args.write_points:
+            POINTS_FILE.write_text(json.dumps(counts, indent=1, sort_keys=True) + "\n")
+            say(f"wrote {POINTS_FILE} ({sum(counts.values())} mutation points of {len(counts)} commands)")
+            return 0
+        matrix = [(a, n, b) for a, c in counts.items() for n in range(1, c + 1) for b in b_names]
+        random.Random(args.seed).shuffle(matrix)
+        say(f"matrix: {len(counts)} commands A with {sum(counts.values())} mutation points x {len(b_names)} "
+            f"commands B = {len(matrix)} scenarios ({args.jobs} jobs, in {root})")
+        say("points: " + ", ".join(f"{a} {c}" for a, c in counts.items()))
+        ran = failed = 0
+        groups: dict[str, list[str]] = collections.defaultdict(list)
+        pending = iter(matrix)
+        results = pool.imap_unordered(_scenario, _budgeted(pending, began, args.time_budget))
+        for sid, ok, report, seconds, invariants in results:
+            ran += 1
+            if not ok:
+                failed += 1
+                say(f"--- VIOLATION {report}")
+                groups[cause(report)].append(sid)
+            if ran % 50 == 0:
+                say(f"... {ran}/{len(matrix)} scenarios, {failed} violating, {time.monotonic() - began:.0f}s")
+    took = time.monotonic() - began
+    say(f"\nran {ran} of {len(matrix)} scenarios in {took:.0f}s ({took / max(ran, 1):.1f}s each, {args.jobs} jobs); "
+        f"{failed} violating")
+    for group, sids in sorted(groups.items(), key=lambda g: -len(g[1])):
+        say(f"\n{len(sids)} x {group}\n   " + " ".join(sorted(sids)[:40]) + (" ..." if len(sids) > 40 else ""))
+    if args.out:
+        Path(args.out).write_text("\n".join(lines) + "\n")
+    return 1 if failed else 0
+
+
+def _budgeted(items, began: float, budget: float | None):  # noqa: ANN001, ANN202 - a generator of scenarios
+    for item in items:
+        if budget is not None and time.monotonic() - began > budget:
+            return
+        yield item
+
+
+if __name__ == "__main__":
+    sys.exit(main())
