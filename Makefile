@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PYPAIMON_VERSION := 2.1.0
 export LAKECTL_ORACLE_PYTHON := $(CURDIR)/$(ORACLE_VENV)/bin/python
 
-.PHONY: all venv oracle java-oracle demo test test-quick bench bench-quick bench-venvs clean install
+.PHONY: all venv oracle java-oracle demo test test-quick bench bench-quick bench-venvs clean install explore
 
 all: venv
 
@@ -57,6 +57,15 @@ test: venv oracle java-oracle
 
 test-quick: venv
 	$(BIN)/python -m pytest -q -m "not slow and not interop and not spark and not cluster and not s3"
+
+# The stall explorer (issue 43, tests/explore): every mutating command stalled before each of
+# its storage mutations while every other command and a plain write run, checked against a
+# model. Hours on 2 cores; EXPLORE_FLAGS e.g. --time-budget 30m, --a write,rollback.
+EXPLORE_JOBS ?= 2
+EXPLORE_FLAGS ?=
+
+explore: venv
+	$(BIN)/python tests/explore/run.py --jobs $(EXPLORE_JOBS) $(EXPLORE_FLAGS)
 
 # Generated from the app's help and checked in; tests/cli fail when they are stale.
 man: venv
