@@ -376,6 +376,12 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
     Command("consumer-reset", lambda r, s: ["consumer", "reset", TABLE, f"c{r}", "--next-snapshot", "5"],
             lambda r: [_consumer_reset(f"c{r}")]),
 ]}
+# Not in the matrix: what the user promises not to run next to a writer (--force says every
+# writer is stopped). test_explore.py runs it once to show that the explorer sees a lost write.
+UNSAFE: dict[str, Command] = {c.name: c for c in [
+    Command("remove-orphan-files-forced", lambda r, s: ["remove-orphan-files", TABLE, "--older-than", "0s", "--force"],
+            lambda r: [_on_table(no_row_change)]),
+]}
 W = Command("W", lambda r, s: ["write", TABLE, "-i", _input("w", s, W_ROWS)], lambda r: [upsert(W_ROWS)])
 
 
@@ -701,7 +707,7 @@ def run_scenario(a: str, n: int, b: str, root: Path, *, keep: bool = False) -> O
         shutil.rmtree(where)
     where.mkdir(parents=True)
     wh = fresh_copy(template, where)
-    cmd_a, cmd_b = COMMANDS[a], COMMANDS[b]
+    cmd_a, cmd_b = COMMANDS[a], COMMANDS.get(b) or UNSAFE[b]
     stall = where / "stall"
     env = clean_env(LAKECTL_FAULT=f"stall:mutation:{n}", LAKECTL_STALL_FILE=str(stall),
                     LAKECTL_STALL_SECONDS=str(STALL_SECONDS))

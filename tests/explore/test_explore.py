@@ -84,3 +84,14 @@ def test_the_sample_covers_every_command_as_a_and_b() -> None:
 def test_stalled_command_next_to_another(root: Path, a: str, n: int, b: str) -> None:
     outcome = kit.run_scenario(a, n, b, root)
     assert outcome.ok, outcome.report()
+
+
+def test_the_explorer_sees_a_write_lost_to_forced_orphan_removal(root: Path) -> None:
+    """The negative control: orphan removal forced to age 0 next to a write stalled before its
+    publish (what --force promises never happens) deletes the write's new files; the write then
+    publishes a snapshot that references them. The explorer must say so."""
+    publish = next(i for i, line in enumerate(kit.points("write", root), start=1)
+                   if line.startswith("create ") and "/snapshot/snapshot-" in line)
+    outcome = kit.run_scenario("write", publish, "remove-orphan-files-forced", root)
+    assert outcome.stalled and not outcome.ok
+    assert {v.invariant for v in outcome.violations} & {"check", "linearizable"}, outcome.report()
