@@ -11,22 +11,35 @@
     orphan-age = "3d"
     [maintain.tables."tmp.*"]
     skip = true
+    [maintain.tables."batch.*"]
+    orphan-age = "10m"             # under 1h: only beside orphan-force, with no writer running
+    orphan-force = true
 
 Patterns are shell-style (``fnmatch``) over ``DB.TABLE``; every matching pattern applies, in
 file order, so a later one overrides an earlier one key by key.
+
+An ``orphan-age`` under one hour (``core.ops.orphans.MIN_AGE_SECONDS``) is refused when the
+config is read unless the same section says ``orphan-force = true``, the policy's spelling of
+``remove-orphan-files --force``: a commit in progress writes its files before it publishes
+the snapshot that references them, so a young unreferenced file may be a running write's.
+(A table whose patterns combine into a short age without the force, e.g. a later pattern
+setting ``orphan-force = false`` alone, is refused by ``maintain`` for that table.)
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from core.errors import UsageError
 from core.ops.maintain import VERBS, Policy, policy_for, with_overrides
+from core.ops.orphans import orphan_age_seconds
 
 # config key -> (Policy field, accepted types)
 _KEYS: dict[str, tuple[str, tuple[type, ...]]] = {
     "skip": ("skip", (bool,)),
     "skip-verbs": ("skip_verbs", (list,)),
     "orphan-age": ("orphan_age", (str,)),
+    "orphan-force": ("orphan_force", (bool,)),
     "full-compaction": ("full_compaction", (bool,)),
     "small-files-trigger": ("small_files_trigger", (int,)),
     "deletion-vector-ratio-trigger": ("deletion_vector_ratio_trigger", (float, int)),
@@ -47,6 +60,19 @@ def _check_keys(cf: Any, table: dict[str, Any], prefix: tuple[str, ...]) -> None
             bad = [v for v in value if v not in VERBS]
             if bad:
                 raise cf.error(keys, f"key {'.'.join(keys)!r}: unknown verbs {bad}; known: {', '.join(VERBS)}")
+    if "orphan-age" in table:
+        _check_orphan_age(cf, table, prefix)
+
+
+def _check_orphan_age(cf: Any, table: dict[str, Any], prefix: tuple[str, ...]) -> None:
+    """A duration, and not under the floor unless this same section forces it (so a short age
+    never comes from a section that does not say, right there, that no writer runs)."""
+    keys = (*prefix, "orphan-age")
+    try:
+        orphan_age_seconds(table["orphan-age"], force=table.get("orphan-force", False),
+                           name=f"key {'.'.join(keys)!r} =", force_name="orphan-force = true in the same section")
+    except UsageError as e:
+        raise cf.error(keys, str(e)) from None
 
 
 def check_section(cf: Any, section: dict[str, Any]) -> None:
@@ -79,7 +105,7 @@ class Policies:
     def describe(self, name: str) -> dict[str, Any]:
         p = self(name)
         return {"table": name, "skip": p.skip, "skip_verbs": ",".join(sorted(p.skip_verbs)),
-                "orphan_age": p.orphan_age, "full_compaction": p.full_compaction,
+                "orphan_age": p.orphan_age, "orphan_force": p.orphan_force, "full_compaction": p.full_compaction,
                 "small_files_trigger": p.small_files_trigger,
                 "deletion_vector_ratio_trigger": p.deletion_vector_ratio_trigger,
                 "patterns": ",".join(pat for pat, _ in self.patterns if _matches(name, pat))}

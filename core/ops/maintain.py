@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable
 from core.errors import LakectlError
 from core.health import Health, measure
 from core.ops.full_compaction import full_compaction_due
+from core.ops.orphans import orphan_age_seconds
 from core import lease as leases
 from core.table_handle import TableHandle
 
@@ -34,6 +35,7 @@ class Policy:
     skip: bool = False                       # leave the table alone
     skip_verbs: frozenset[str] = frozenset()
     orphan_age: str = "1d"                   # Paimon's default: younger files may be in-flight writes
+    orphan_force: bool = False               # allow an orphan_age under the floor: no writer runs
     full_compaction: bool = False            # compact every bucket in full, whatever the triggers
     small_files_trigger: int = 5             # append tables: compact at this many small files in a bucket's table
     deletion_vector_ratio_trigger: float = 0.2
@@ -77,6 +79,15 @@ def plan_table(table: TableHandle, health: Health, policy: Policy) -> list[Actio
         actions.append(Action("expire-tags", f"{health.tags} tags (TTL)"))
     actions.append(Action("remove-orphan-files", f"files unreferenced for {policy.orphan_age}"))
     return [a for a in actions if a.verb not in policy.skip_verbs]
+
+
+def check_policy(policy: Policy, actions: list[Action]) -> None:
+    """Refuse a plan whose orphan removal would go under the age floor without ``orphan_force``.
+    The config check refuses such a section; this catches what only the patterns' combination
+    says (a later pattern setting ``orphan-force = false`` alone), before the table is touched."""
+    if any(a.verb == "remove-orphan-files" for a in actions):
+        orphan_age_seconds(policy.orphan_age, force=policy.orphan_force, name="policy orphan-age",
+                           force_name="orphan-force = true")
 
 
 def _compaction(table: TableHandle, h: Health, policy: Policy) -> Action | None:
@@ -168,7 +179,7 @@ def _run_action(table: TableHandle, action: Action, policy: Policy, engine_setti
     elif action.verb == "remove-orphan-files":
         from core.ops.orphans import remove_orphan_files
 
-        r = remove_orphan_files(table, older_than=policy.orphan_age)
+        r = remove_orphan_files(table, older_than=policy.orphan_age, force=policy.orphan_force)
         rep.detail = {"files": r.files}
         rep.bytes_freed = r.bytes
     return rep
@@ -194,6 +205,7 @@ def maintain_table(table: TableHandle, policy: Policy, *, dry_run: bool = False,
     try:
         rep.health = measure(table)
         actions = plan_table(table, rep.health, policy)
+        check_policy(policy, actions)
     except (LakectlError, OSError) as e:
         return _finish(rep, start, "failed", f"{type(e).__name__}: {e}")
     if policy.skip:
@@ -201,13 +213,29 @@ def maintain_table(table: TableHandle, policy: Policy, *, dry_run: bool = False,
     if dry_run:
         rep.actions = [ActionReport(a.verb, a.reason, done=False) for a in actions]
         return _finish(rep, start, "planned", None)
-    held = leases.acquire(table.file_io, table.path, holder=holder or leases.new_holder(), ttl_seconds=lease_seconds)
+    try:
+        held = leases.acquire(table.file_io, table.path, holder=holder or leases.new_holder(),
+                              ttl_seconds=lease_seconds)
+        holding = None if held is not None else leases.holder_of(table.file_io, table.path)
+    except (LakectlError, OSError) as e:
+        return _finish(rep, start, "failed", f"lease: {type(e).__name__}: {e}")
     if held is None:
-        return _finish(rep, start, "skipped", "another maintain run holds the table's lease")
+        return _finish(rep, start, "skipped", _held_message(holding))
     rep.started_at = time.time()
     try:
-        with leases.kept(table.file_io, held, lease_seconds):
-            for i, action in enumerate(actions):
+        with leases.kept(table.file_io, held, lease_seconds) as keeper:
+            for i, action in enumerate([*actions, None]):
+                # Before each verb and after the last: a run stopped longer than its lease (Ctrl-Z,
+                # a paused VM) may find the table taken over by another run, and leaves it to it.
+                try:
+                    lost_to = keeper.lost_to()
+                except (LakectlError, OSError) as e:
+                    return _finish(rep, start, "failed", f"lease: {type(e).__name__}: {e}")
+                if lost_to is not None:
+                    rep.bytes_freed = sum(a.bytes_freed for a in rep.actions)
+                    return _finish(rep, start, "failed", _lost_message(lost_to, actions[i:]))
+                if action is None:
+                    break
                 if on_step is not None:
                     on_step(table.name, i, len(actions), action.verb)
                 try:
@@ -226,6 +254,19 @@ def maintain_table(table: TableHandle, policy: Policy, *, dry_run: bool = False,
     except (LakectlError, OSError):
         pass
     return _finish(rep, start, "done", None)
+
+
+def _held_message(holding: leases.Holder | None) -> str:
+    if holding is None:  # released between our try and our look
+        return "another maintain run held the table's lease; the next run takes the table"
+    return (f"another maintain run holds the table's lease: {holding}; a run after that expiry takes it over "
+            f"(at once if that process has died on this host)")
+
+
+def _lost_message(holder: str, left: list[Action]) -> str:
+    verbs_left = ", ".join(a.verb for a in left) or "none"
+    return (f"lease lost to {holder}: this run was stopped past its lease and another run took the table "
+            f"over; verbs not run: {verbs_left}")
 
 
 def _finish(rep: TableReport, start: float, status: str, reason: str | None) -> TableReport:

@@ -13,6 +13,12 @@ snapshot files and hints in ``snapshot/`` (only stale ``.snapshot-N.*.tmp``-styl
 there are candidates). A candidate is deleted only when its modification time is older than
 ``older_than``: a concurrent writer's fresh files are not yet referenced by any snapshot.
 A crash part-way is harmless: every deleted file was unreferenced, and a rerun finishes.
+
+The age has a floor (``MIN_AGE_SECONDS``, one hour): a commit writes its data files and
+manifests first and publishes the snapshot that references them last, so a younger
+unreferenced file may be a running write's, and deleting it makes that write publish a
+snapshot whose files are gone. Only a caller that knows every writer is stopped goes lower
+(``force``: ``--force`` on the command line, ``orphan-force`` in a maintain policy).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from dataclasses import dataclass
 
 from core.branch import pinned_snapshots
 from core.engines import ProgressCallback
+from core.errors import UsageError
 from core.fileio import FileStatus
 from core.index_manifest import read_index_manifest
 from core.manifest import ManifestEntry, merge_entries
@@ -33,6 +40,9 @@ from core.snapshot import Snapshot
 from core.table_handle import TableHandle
 
 log = logging.getLogger(__name__)
+
+# Files younger than this may belong to a commit in progress (written, not yet published).
+MIN_AGE_SECONDS = 3600
 
 # Metadata directories whose files are never candidates.
 _PROTECTED_DIRS = frozenset({"schema", "tag", "consumer", "branch", "changelog"})
@@ -91,6 +101,25 @@ def referenced_files(table: TableHandle) -> set[str]:
     return names
 
 
+def orphan_age_seconds(older_than: str, *, force: bool, name: str = "--older-than",
+                       force_name: str = "--force") -> float:
+    """``older_than`` in seconds, refused under the one-hour floor unless ``force``.
+
+    ``name`` and ``force_name`` are how the caller's user spells the age and the override
+    (a flag, or a maintain policy's config key), so the message points at what to change.
+
+    Raises:
+        UsageError: not a duration, or under the floor without ``force``.
+    """
+    age = parse_duration(older_than, name).total_seconds()
+    if age < MIN_AGE_SECONDS and not force:
+        raise UsageError(
+            f"{name} {older_than!r} is under the {MIN_AGE_SECONDS // 3600}h floor: a commit in progress writes "
+            f"its files before it publishes the snapshot that references them, so younger unreferenced files "
+            f"may be a running write's; go lower only with every writer stopped ({force_name})")
+    return age
+
+
 def _is_candidate(table_path: str, status: FileStatus) -> bool:
     rel = posixpath.relpath(status.path, table_path)
     top, _, rest = rel.partition("/")
@@ -103,24 +132,26 @@ def _is_candidate(table_path: str, status: FileStatus) -> bool:
 
 
 def remove_orphan_files(table: TableHandle, *, older_than: str = "1d", dry_run: bool = False,
-                        progress: ProgressCallback | None = None) -> OrphanResult:
+                        force: bool = False, progress: ProgressCallback | None = None) -> OrphanResult:
     """Delete unreferenced files older than ``older_than`` under the table directory.
 
     Args:
         table: the table.
         older_than: a duration (``1d``, ``12h``); files modified more recently are kept.
         dry_run: list what would be deleted; delete nothing.
+        force: allow an age under the one-hour floor (every writer of the table is stopped).
         progress: called as ``progress(done, total, what)`` while reading, listing and deleting.
 
     Returns:
         Count, bytes and paths of the files deleted (or that would be).
 
     Raises:
-        UsageError: a bad duration.
+        UsageError: a bad duration, or one under the floor without ``force`` (a dry run too:
+            it shows what the same command would delete).
         CorruptMetadataError: a manifest cannot be read; nothing is deleted then.
     """
     check_options(table.schema, table.name, EXPIRE)
-    age = parse_duration(older_than, "--older-than").total_seconds()
+    age = orphan_age_seconds(older_than, force=force)
     threshold = time.time() - age
     table_path = table.path
     report = progress or (lambda done, total, what: None)

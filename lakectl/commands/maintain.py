@@ -67,9 +67,12 @@ def register(app: typer.Typer) -> None:
 
         Each table's plan comes from its options (num-sorted-run.compaction-trigger,
         target-file-size, snapshot.*, partition.expiration-time, tag TTLs,
-        consumer.expiration-time) and the [maintain] policy of the config file. A per-table lease
-        keeps overlapping runs apart: a table another run holds is reported skipped. One table's
-        failure does not stop the others; the exit code is 1 when any table failed.
+        consumer.expiration-time) and the [maintain] policy of the config file; its orphan-age
+        has a 1h floor, lowered only by orphan-force = true (no writer runs meanwhile). A
+        per-table lease keeps overlapping runs apart: a table another run holds is reported
+        skipped, with the holder and its expiry; a run stopped past its lease leaves the table to
+        the run that took it over ("lease lost to ..."). One table's failure does not stop the
+        others; the exit code is 1 when any table failed.
 
         Examples:
 

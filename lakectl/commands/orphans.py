@@ -1,4 +1,4 @@
-"""lakectl remove-orphan-files DB.TABLE [--older-than 1d] [--dry-run]"""
+"""lakectl remove-orphan-files DB.TABLE [--older-than 1d] [--dry-run] [--force]"""
 
 from __future__ import annotations
 
@@ -18,10 +18,13 @@ def register(app: typer.Typer) -> None:
         table: TableArg,
         older_than: Annotated[str, typer.Option("--older-than", metavar="DURATION", help="Only files last modified longer ago than this (e.g. 1d, 12h); younger files may belong to a running write.")] = "1d",
         dry_run: Annotated[bool, typer.Option("--dry-run", help="List the files; delete nothing.")] = False,
+        force: Annotated[bool, typer.Option("--force", help="Allow --older-than under 1h. Only with every writer of the table stopped: a commit in progress writes its files before it publishes the snapshot that references them.")] = False,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
         """Delete files under the table that no snapshot or tag references (failed writes, rollbacks).
+
+        An --older-than under 1h is refused unless --force says no writer is running.
 
         Example:
 
@@ -33,5 +36,6 @@ def register(app: typer.Typer) -> None:
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
         with out.progress() as progress:
-            result = remove_orphan_files(t, older_than=older_than, dry_run=dry_run, progress=progress)
+            result = remove_orphan_files(t, older_than=older_than, dry_run=dry_run, force=force,
+                                         progress=progress)
         out.record(result)

@@ -66,7 +66,7 @@ def test_expire_on_a_branch(tmp_path: Path, wh: str) -> None:
     assert (result["branch"], result["snapshots_expired"], result["earliest_after"]) == ("dev", [1, 2], 3)
     assert [s["snapshot_id"] for s in ok("snapshots", "db.t", "--branch", "dev", "-w", wh)] == [3]
     main_untouched(wh)
-    ok("remove-orphan-files", "db.t", "--older-than", "0s", "-w", wh)
+    ok("remove-orphan-files", "db.t", "--older-than", "0s", "--force", "-w", wh)
     assert scan(wh, "--branch", "dev") == DEV_4
     assert scan(wh, "--branch", "dev", "--tag", "d2") == DEV_3
     assert scan(wh, "--branch", "dev", "--tag", "t1") == {1: "a", 2: "b"}

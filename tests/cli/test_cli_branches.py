@@ -76,7 +76,7 @@ def test_expire_and_orphans_on_main_keep_the_branch(tmp_path: Path, wh: str) -> 
     assert invoke("-q", "tag", "delete", "db.t", "t1", "-w", wh).exit_code == 0
     ok("compact", "db.t", "--full", "-w", wh)
     ok("expire", "db.t", "--retain-min", "1", "--retain-max", "1", "--older-than", "0s", "-w", wh)
-    ok("remove-orphan-files", "db.t", "--older-than", "0s", "-w", wh)
+    ok("remove-orphan-files", "db.t", "--older-than", "0s", "--force", "-w", wh)
     assert scan(wh, "--branch", "dev") == {1: "a", 2: "b"}
     assert scan(wh) == {1: "a", 2: "B", 3: "c"}
 

@@ -85,7 +85,7 @@ def command(name: str) -> list[str]:
         "branch delete": ["branch", "delete", "shop.orders", f"b{n}"],
         "branch list": ["branch", "list", "shop.orders"],
         "branch fast-forward": ["branch", "fast-forward", "shop.orders", f"b{n}", "--dry-run"],
-        "remove-orphan-files": ["remove-orphan-files", "shop.orders", "--dry-run", "--older-than", "0s"],
+        "remove-orphan-files": ["remove-orphan-files", "shop.orders", "--dry-run", "--older-than", "0s", "--force"],
         "files": ["files", "shop.orders"],
         "snapshots": ["snapshots", "shop.orders"],
         "describe": ["describe", "shop.orders"],

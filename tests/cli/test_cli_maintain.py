@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -109,6 +111,9 @@ def test_table_held_by_another_run_is_skipped_exit_0(cli, tmp_path):
     other = leases.acquire(t.file_io, t.path, holder="cron-run-1", ttl_seconds=600)
     reports = by_table(ok_json(cli("maintain", "-f", "json")))
     assert reports["db.held"]["status"] == "skipped" and "lease" in reports["db.held"]["reason"]
+    # who holds it and until when, so that a stuck table can be told from a busy one
+    until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(other.expires_at))
+    assert f"cron-run-1 (until {until})" in reports["db.held"]["reason"]
     leases.release(t.file_io, other)
 
 
@@ -157,7 +162,7 @@ def test_config_show_policy_lists_each_tables_effective_policy(cli, tmp_path):
                       '[maintain.tables."*.events_*"]\nskip-verbs = ["compact", "expire"]\norphan-age = "5d"\n')
     rows = by_table(ok_json(cli("config", "show", "--policy", "-f", "json", config=config)))
     assert rows["db.events_a"] == {"table": "db.events_a", "skip": False, "skip_verbs": "compact,expire",
-                                   "orphan_age": "5d", "full_compaction": True, "small_files_trigger": 5,
+                                   "orphan_age": "5d", "orphan_force": False, "full_compaction": True, "small_files_trigger": 5,
                                    "deletion_vector_ratio_trigger": 0.2, "patterns": "db.*,*.events_*"}
     assert (rows["db.plain"]["orphan_age"], rows["db.plain"]["skip_verbs"], rows["db.plain"]["patterns"]) == \
         ("2d", "", "db.*")
@@ -273,3 +278,138 @@ def test_engine_auto_sends_compactions_past_the_spark_threshold_to_spark(cli, tm
     for n in ("big", "small"):
         assert sorted(map(json.dumps, ok_json(cli("scan", f"db.{n}", "-f", "json")))) == expected[n]
         assert ok_json(cli("health", f"db.{n}", "-f", "json"))["max_sorted_runs"] == 1
+
+
+# ---- the orphan age floor in the policy ----------------------------------------------------
+@pytest.mark.parametrize("section, key", [
+    ('[maintain]\norphan-age = "0s"\n', "maintain.orphan-age"),
+    ('[maintain]\norphan-age = "2d"\n[maintain.tables."db.*"]\norphan-age = "30min"\norphan-force = false\n',
+     "maintain.tables.db.*.orphan-age"),
+], ids=["default", "pattern"])
+def test_a_policy_orphan_age_under_an_hour_is_refused_when_the_config_is_read(cli, tmp_path, section, key):
+    make(cli, tmp_path, "t", 0)
+    config = tmp_path / "lakectl.toml"
+    config.write_text(section)
+    before = files(cli.wh)
+    for args in (("maintain",), ("config", "show", "--policy")):
+        proc = cli(*args, config=config)
+        assert proc.returncode == 2, proc.stderr
+        [line] = proc.stderr.splitlines()
+        assert line.startswith("error: config file ") and f"key '{key}' =" in line
+        assert "1h floor" in line and "before it publishes the snapshot" in line and "orphan-force = true" in line
+    assert files(cli.wh) == before
+
+
+def test_orphan_force_in_the_same_section_lets_maintain_remove_young_orphans(cli, tmp_path):
+    make(cli, tmp_path, "t", 1)
+    bucket = cli.wh / "db.db" / "t" / "bucket-0"
+    young = bucket / "left-by-a-killed-write.parquet"
+    young.write_bytes(b"x" * 10)
+    config = tmp_path / "lakectl.toml"
+    # The policy says no writer runs while maintain does: files of a minute are orphans.
+    config.write_text('[maintain]\n[maintain.tables."db.t"]\norphan-age = "0s"\norphan-force = true\n')
+    reports = by_table(ok_json(cli("maintain", "-f", "json", config=config)))
+    orphans = next(a for a in reports["db.t"]["actions"] if a["verb"] == "remove-orphan-files")
+    assert orphans["detail"] == {"files": 1} and not young.exists()
+
+
+@pytest.mark.slow
+def test_patterns_that_combine_into_a_short_age_without_force_fail_that_table_only(cli, tmp_path):
+    """Each section on its own is fine; a later pattern's orphan-force = false leaves db.live with
+    the default's 10min and no force: that table is refused (exit 1), the other is maintained."""
+    make(cli, tmp_path, "batch", 1)
+    make(cli, tmp_path, "live", 1)
+    config = tmp_path / "lakectl.toml"
+    config.write_text('[maintain]\norphan-age = "10min"\norphan-force = true\n'
+                      '[maintain.tables."db.live"]\norphan-force = false\n')
+    proc = cli("maintain", "-f", "json", config=config)
+    assert proc.returncode == 1, proc.stderr
+    reports = by_table(json.loads(proc.stdout))
+    assert reports["db.batch"]["status"] == "done"
+    live = reports["db.live"]
+    assert live["status"] == "failed" and live["actions"] == [] and live["lease_taken_at"] is None
+    assert "orphan-age '10min' is under the 1h floor" in live["reason"]
+
+
+# ---- leases: a wrong clock, a lease lost while stopped -------------------------------------
+@pytest.mark.slow
+def test_a_lease_years_ahead_is_taken_over_with_a_warning_naming_its_holder(cli, tmp_path):
+    make(cli, tmp_path, "skew", 2, "num-sorted-run.compaction-trigger=2")
+    lease = Path(leases.lease_path(str(cli.wh / "db.db" / "skew")))
+    lease.write_text(json.dumps({"holder": "clock-2035:77:abcd", "expires_at": time.time() + 10 * 365 * 86400}))
+    proc = cli("maintain", "-f", "json")
+    assert proc.returncode == 0, proc.stderr
+    report = by_table(json.loads(proc.stdout))["db.skew"]
+    assert report["status"] == "done" and [a["verb"] for a in report["actions"]][0] == "compact"
+    warning = [line for line in proc.stderr.splitlines() if "WARNING" in line]
+    assert len(warning) == 1 and "clock-2035:77:abcd" in warning[0] and "clock is wrong" in warning[0]
+    assert not lease.exists()  # released at the end like any lease of this run
+
+
+def _stalled_maintain(cli, tmp_path: Path, stall: Path, *args: str) -> subprocess.Popen:
+    """``lakectl maintain`` stopped right before its first snapshot publish (a compaction's
+    commit) until ``stall`` is deleted."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_")}
+    env.update(HOME=str(tmp_path / "home"), LAKECTL_FAULT="stall:publish:1", LAKECTL_STALL_FILE=str(stall))
+    proc = subprocess.Popen([*entry_point("script"), "maintain", "-w", str(cli.wh), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    deadline = time.monotonic() + 120
+    while not stall.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "maintain never reached its first publish"
+        time.sleep(0.05)
+    return proc
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("taker_released", [False, True], ids=["taker-holds", "taker-released"])
+def test_a_run_stopped_past_its_lease_leaves_the_table_to_the_taker_and_reports(cli, tmp_path, taker_released):
+    """A maintain run stopped in table a's compaction commit for longer than its lease (a stall
+    through LAKECTL_FAULT; the taker runs its clock one lease period ahead, as if that much time
+    had passed). Another run takes a's lease over; the first resumes: its compaction ends, it
+    stops a with "lease lost to HOLDER" instead of running a's other verbs (or dying on a lease
+    file that is gone), maintains b, and writes its report and metrics."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from core.ops.maintain import LEASE_SECONDS
+
+    opts = ("num-sorted-run.compaction-trigger=2", "snapshot.num-retained.min=1", "snapshot.num-retained.max=1")
+    make(cli, tmp_path, "a", 2, *opts)
+    make(cli, tmp_path, "b", 2, *opts)
+    stall, prom = tmp_path / "stall", tmp_path / "lakectl.prom"
+    first = _stalled_maintain(cli, tmp_path, stall, "--metrics-file", str(prom), "-f", "json")
+    a = Table.open("db.a", warehouse=str(cli.wh))
+    taker = leases.acquire(a.file_io, a.path, holder="second-run:31:beef", ttl_seconds=LEASE_SECONDS,
+                           now=time.time() + LEASE_SECONDS + 1)
+    assert taker is not None, "the stalled run's lease did not count as expired"
+    if taker_released:
+        leases.release(a.file_io, taker)
+    stall.unlink()
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 1, err
+    assert "missing file" not in err and "Traceback" not in err
+    reports = by_table(json.loads(out))
+    lost = reports["db.a"]
+    assert lost["status"] == "failed" and [(x["verb"], x["done"]) for x in lost["actions"]] == [("compact", True)]
+    if taker_released:
+        assert lost["reason"].startswith("lease lost to another run, which took it over and has released it since")
+    else:
+        until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(taker.expires_at))
+        assert lost["reason"].startswith(f"lease lost to second-run:31:beef (until {until})")
+        # the first run left the taker's lease alone
+        assert json.loads(Path(taker.path).read_text())["holder"] == "second-run:31:beef"
+    assert "verbs not run: expire, remove-orphan-files" in lost["reason"]
+    assert reports["db.b"]["status"] == "done"
+    assert [x["verb"] for x in reports["db.b"]["actions"]] == ["compact", "expire", "remove-orphan-files"]
+    samples = {(s.name, s.labels["table"]): s.value
+               for f in text_string_to_metric_families(prom.read_text()) for s in f.samples}
+    assert samples[("lakectl_table_maintenance_failed", "db.a")] == 1
+    assert samples[("lakectl_table_maintenance_failed", "db.b")] == 0
+    assert ("lakectl_table_last_maintenance_success_timestamp_seconds", "db.b") in samples
+    assert ("lakectl_table_last_maintenance_success_timestamp_seconds", "db.a") not in samples
+    # a's compaction (which ran before the loss was seen) left it whole
+    assert ok_json(cli("health", "db.a", "-f", "json"))["max_sorted_runs"] == 1
+    assert cli("check", "db.a").returncode == 0
+    if not taker_released:
+        leases.release(a.file_io, taker)
+    assert not Path(leases.lease_path(a.path)).exists()

@@ -261,7 +261,7 @@ def test_exactly_once_across_a_kill_before_the_commit(wh, restart):
     assert snapshots(wh) == expected_ids
     assert scanned(wh) == model(rows)  # every record exactly once
 
-    result = json.loads(invoke("-w", wh, "-f", "json", "remove-orphan-files", "db.t", "--older-than", "0s",
+    result = json.loads(invoke("-w", wh, "-f", "json", "remove-orphan-files", "db.t", "--older-than", "0s", "--force",
                                expect=0).stdout)
     removed = {Path(p).resolve() for p in result["paths"]}
     assert orphans <= removed

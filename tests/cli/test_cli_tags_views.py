@@ -164,7 +164,7 @@ def test_expire_tags_by_ttl_and_older_than_keeps_what_remaining_snapshots_and_ta
 
     # Expire snapshots 1-2 and remove orphans: snapshot 1's files live on through kept-ttl.
     assert cli(tmp_path, "expire", "db.t", "--retain-min", "1", "--retain-max", "1").exit_code == 0
-    assert cli(tmp_path, "remove-orphan-files", "db.t", "--older-than", "0s").exit_code == 0
+    assert cli(tmp_path, "remove-orphan-files", "db.t", "--older-than", "0s", "--force").exit_code == 0
     assert table.snapshots.list_ids() == [3]
     assert scanned(tmp_path) == MODEL[3]
     assert scanned(tmp_path, "--tag", "kept-ttl") == MODEL[1]
@@ -173,7 +173,7 @@ def test_expire_tags_by_ttl_and_older_than_keeps_what_remaining_snapshots_and_ta
     # The last tag on snapshot 1 goes (created 2h ago); the next orphan sweep keeps what the rest need.
     assert cli(tmp_path, "expire-tags", "db.t", "--older-than", "90m").exit_code == 0
     assert sorted(p.name for p in (Path(table.path) / "tag").iterdir()) == ["tag-young"]
-    assert cli(tmp_path, "remove-orphan-files", "db.t", "--older-than", "0s").exit_code == 0
+    assert cli(tmp_path, "remove-orphan-files", "db.t", "--older-than", "0s", "--force").exit_code == 0
     assert scanned(tmp_path) == MODEL[3]
     assert scanned(tmp_path, "--tag", "young") == MODEL[2]
 
@@ -320,13 +320,13 @@ def test_files_only_an_expired_tag_held_are_reclaimed_and_nothing_else(tmp_path:
     assert a_files and not set(a_files) & set(later_files)
 
     assert cli(tmp_path, "expire", "db.o", "--retain-min", "1", "--retain-max", "1").exit_code == 0
-    assert cli(tmp_path, "remove-orphan-files", "db.o", "--older-than", "0s").exit_code == 0
+    assert cli(tmp_path, "remove-orphan-files", "db.o", "--older-than", "0s", "--force").exit_code == 0
     assert all(p.exists() for p in a_files.values())  # still tagged
     assert scanned_table(tmp_path, "db.o", "--tag", "gone") == model_a
 
     assert [r["tag"] for r in ok_json(cli(tmp_path, "expire-tags", "db.o", "-f", "json"))["tags_expired"]] == ["gone"]
     assert all(p.exists() for p in a_files.values())  # tag files only: data waits for the sweep
-    assert cli(tmp_path, "remove-orphan-files", "db.o", "--older-than", "0s").exit_code == 0
+    assert cli(tmp_path, "remove-orphan-files", "db.o", "--older-than", "0s", "--force").exit_code == 0
     assert not any(p.exists() for p in a_files.values())
     assert all(p.exists() for p in later_files.values())
     assert scanned_table(tmp_path, "db.o") == model_b | model_c

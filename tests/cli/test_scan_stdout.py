@@ -234,7 +234,7 @@ def test_lists_are_one_item_per_line_or_row(small: Path) -> None:
     junk = sorted(str(bucket / f"junk-{i}") for i in range(3))
     for path in junk:
         Path(path).write_text("x")
-    args = ("remove-orphan-files", "s.small", "--older-than", "0s", "--dry-run")
+    args = ("remove-orphan-files", "s.small", "--older-than", "0s", "--force", "--dry-run")
     rows = list(csv.DictReader(io.StringIO(run(small, *args, "-f", "csv").stdout.decode())))
     assert [r["paths"] for r in rows] == junk
     assert all(r["files"] == "3" and r["dry_run"] == "true" and r["table"] == "s.small" for r in rows)

@@ -175,7 +175,7 @@ def test_ctrl_c_during_a_write_exits_130_and_leaves_the_last_snapshot(table: Pat
     rows = json.loads(lakectl(table, "-f", "json", "scan", "shop.orders").stdout)
     assert sorted(r["id"] for r in rows) == [1, 2, 3]
     # Some bucket files were written before the interrupt: orphans, listed and removable.
-    orphans = json.loads(lakectl(table, "-f", "json", "remove-orphan-files", "shop.orders", "--older-than", "0s",
+    orphans = json.loads(lakectl(table, "-f", "json", "remove-orphan-files", "shop.orders", "--older-than", "0s", "--force",
                                  "--dry-run").stdout)
     assert orphans["files"] > 0
     assert json.loads(lakectl(table, "-f", "json", "check", "shop.orders").stdout)["ok"] is True

@@ -61,7 +61,7 @@ def test_java_and_pypaimon_read_main_and_branches_after_branch_rollback_and_expi
     del branches["rb"][4]
     assert ex.expire(retain_min=1, retain_max=1, older_than="0s", dry_run=False).snapshots_expired == [2, 3, 4, 5]
     branches["ex"] = {6: branches["ex"][6]}
-    remove_orphan_files(t, older_than="0s")
+    remove_orphan_files(t, older_than="0s", force=True)
 
     assert t.snapshots.list_ids() == [1, 2, 3]
     for sid, model in main.items():

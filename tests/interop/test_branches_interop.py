@@ -59,7 +59,7 @@ def test_java_reads_lakectl_branches_after_main_expired(tmp_path: Path) -> None:
     t.compact(full=True)
     write(t, main, {6: "f"})
     t.expire(retain_min=1, retain_max=1, older_than="0s", dry_run=False)
-    remove_orphan_files(t, older_than="0s")
+    remove_orphan_files(t, older_than="0s", force=True)
 
     for branch, model in (("dev", dev), ("snap2", snap2)):
         view = t.on_branch(branch)

@@ -20,6 +20,7 @@ from test_java_interop import assert_same_at_every_snapshot, open_table
 from core.deletion_vectors import read_index_file
 from core.index_manifest import DELETION_VECTORS, live_index_entries
 from core.ops.check import check
+from core.ops.orphans import remove_orphan_files
 from core.ops.tags import create_tag
 from core.table import Table
 
@@ -203,7 +204,7 @@ def test_orphans_rollback_check_and_files_on_java_dv_table(tmp_path: Path) -> No
     stray.write_bytes(b"\x01")
     os.utime(stray, (0, 0))
     before = index_files_on_disk(table)
-    removed = table.remove_orphan_files(older_than="0s", dry_run=False)
+    removed = remove_orphan_files(table, older_than="0s", force=True)
     assert [Path(p).name for p in removed.paths] == ["index-stray-0"]
     assert index_files_on_disk(table) == before - {"index-stray-0"}
     assert_same_at_every_snapshot(table, "after remove-orphan-files")

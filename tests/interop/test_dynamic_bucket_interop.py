@@ -25,6 +25,7 @@ from core.index_manifest import HASH_INDEX, IndexManifestIO
 from core.kernels.records import KEY_PREFIX
 from core.manifest import live_entries
 from core.ops.create import create
+from core.ops.orphans import remove_orphan_files
 from core.ops.tags import create_tag
 from core.table import Table
 
@@ -257,7 +258,7 @@ def test_expire_keeps_the_index_retained_snapshots_and_tags_need(tmp_path: Path)
     assert {sid for sid, name in manifests.items() if (manifest_dir / name).is_file()} == {2, 5, 6}
     left = {p.name for p in index_dir.iterdir()}
     assert left == needed and left < before  # what only expired snapshots used went; nothing needed did
-    table.remove_orphan_files(older_than="0s", dry_run=False)
+    remove_orphan_files(table, older_than="0s", force=True)
     assert {p.name for p in index_dir.iterdir()} == needed
     assert lakectl_rows(table.scan(tag="t2")) == java_read(table.path, tag="t2")[0]
     check(table, model, "after expire and orphan removal")

@@ -38,6 +38,7 @@ from core import binary_row
 from core.errors import NotFoundError
 from core.manifest import read_entries
 from core.ops.create import create
+from core.ops.orphans import remove_orphan_files
 from core.ops.tags import create_tag
 from core.partition import partition_path
 from core.snapshot import COMPACT
@@ -520,7 +521,7 @@ def test_remove_orphan_files_keeps_live_changelog_files(tmp_path: Path, producer
     for p in live:
         os.utime(p, (1, 1))  # as old as can be: age alone must not make them orphans
 
-    result = table.remove_orphan_files(older_than="0s", dry_run=False)
+    result = remove_orphan_files(table, older_than="0s", force=True)
     assert [Path(p).name for p in result.paths] == [stray.name]
     assert not stray.exists()
     assert all(p.is_file() for p in live)
@@ -539,7 +540,7 @@ def test_expire_keeps_changelog_files_a_tag_references(tmp_path: Path) -> None:
     assert table.snapshots.list_ids() == [latest]
     assert all(p.is_file() for p in tagged), "expire deleted changelog files a tag still references"
     assert not [p for p in others if p.exists()]
-    table.remove_orphan_files(older_than="0s", dry_run=False)
+    remove_orphan_files(table, older_than="0s", force=True)
     assert all(p.is_file() for p in tagged), "remove-orphan-files deleted a tag's changelog files"
 
 

@@ -104,7 +104,7 @@ def run(ops: list, after_step=None) -> None:
                 model, shown = full[target], states[target]
                 states = {s: m for s, m in states.items() if s <= target}
             _check(table, states, tags)
-            remove_orphan_files(table, older_than="0s")
+            remove_orphan_files(table, older_than="0s", force=True)
             _check(table, states, tags)
             if after_step is not None:
                 after_step(table, shown)

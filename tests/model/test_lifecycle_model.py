@@ -255,7 +255,7 @@ def run(ops: list, after_step=None) -> None:
             _check(table, lines, scanned)
             # Orphan removal with no age threshold must never break a retained snapshot or tag
             # of any branch.
-            remove_orphan_files(table, older_than="0s")
+            remove_orphan_files(table, older_than="0s", force=True)
             _check(table, lines, scanned)
             if after_step is not None:
                 after_step(table, lines[MAIN_BRANCH].model)

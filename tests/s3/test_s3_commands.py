@@ -133,7 +133,7 @@ def every_command(cli: Cli, tmp_path: Path) -> None:
     model = {r for r in model if r[2] == NEW}
     assert _rows(cli) == sorted(model)
     cli.ok("tag", "delete", "db.orders", "t1")
-    orphans = cli.json("remove-orphan-files", "db.orders", "--older-than", "1ms")
+    orphans = cli.json("remove-orphan-files", "db.orders", "--older-than", "1ms", "--force")
     assert orphans["files"] >= 1, "the rolled-back snapshot 4's files are orphans"
     assert _rows(cli) == sorted(model)
     picked = cli.json("scan", "db.orders", "--snapshot-id", "3", "--select", "id", "--where", "id > 2")

@@ -699,13 +699,13 @@ class RemoveOrphans(Op):
         lab.forget_after(target)
 
     def run(self, lab: Lab) -> Any:
-        return remove_orphan_files(lab.t, older_than="0s")
+        return remove_orphan_files(lab.t, older_than="0s", force=True)
 
     def allowed_latest(self, lab: Lab, before: int) -> set[int]:
         return {before}
 
     def landed(self, lab: Lab, before: int) -> bool:
-        return remove_orphan_files(lab.t, older_than="0s", dry_run=True).files == 0
+        return remove_orphan_files(lab.t, older_than="0s", force=True, dry_run=True).files == 0
 
 
 class RollbackToTag(Rollback):
@@ -1175,7 +1175,7 @@ def _after_untag(lab: Lab, rng: random.Random) -> None:
 
 
 def _after_orphans(lab: Lab, rng: random.Random) -> None:
-    remove_orphan_files(lab.t, older_than="0s")
+    remove_orphan_files(lab.t, older_than="0s", force=True)
 
 
 AFTERMATH = (_after_write, _after_cdc_write, _after_compact, _after_expire, _after_rollback, _after_tag,

@@ -127,7 +127,7 @@ def test_rollback_on_a_branch_leaves_main_and_every_data_file(forked: tuple[Tabl
     assert t.snapshots.list_ids() == [1, 2, 3] and t.tags.names() == ["m2"]
     assert every_state_reads(t, model) == 3 + 1 + 1
     # The data files dev's commits wrote are orphans now (they stay until remove-orphan-files).
-    assert remove_orphan_files(t, older_than="0s").files > 0
+    assert remove_orphan_files(t, older_than="0s", force=True).files > 0
     assert every_state_reads(t, model) == 5
 
 
@@ -139,7 +139,7 @@ def test_rollback_of_main_leaves_the_branch(forked: tuple[Table, Model]) -> None
     model.forget_after("main", 1)
     del model.tags[("main", "m2")]
     assert {p: p.read_bytes() for p in Path(dev.branch_path).rglob("*") if p.is_file()} == before
-    remove_orphan_files(t, older_than="0s")  # dev's snapshots keep main's old files
+    remove_orphan_files(t, older_than="0s", force=True)  # dev's snapshots keep main's old files
     assert every_state_reads(t, model) == 1 + 3 + 1
 
 
@@ -179,7 +179,7 @@ def test_expire_on_a_branch_keeps_what_main_and_the_tags_read(forked: tuple[Tabl
     on_disk = {p.name for p in Path(t.path).rglob("data-*")}
     assert not dev_only & on_disk and main_reads | tag_reads <= on_disk
     assert every_state_reads(t, model) == 3 + 1 + 1 + 1
-    remove_orphan_files(t, older_than="0s")
+    remove_orphan_files(t, older_than="0s", force=True)
     assert every_state_reads(t, model) == 6
 
 
@@ -189,7 +189,7 @@ def test_expire_on_main_keeps_the_branch_and_its_tag(forked: tuple[Table, Model]
     write(t, model, {7: "g"})
     t.expire(retain_min=1, retain_max=1, older_than="0s", max_deletes=100, dry_run=False)
     model.snaps["main"] = {5: model.snaps["main"][5]}
-    remove_orphan_files(t, older_than="0s")
+    remove_orphan_files(t, older_than="0s", force=True)
     assert t.on_branch("dev").snapshots.list_ids() == [2, 3, 4]
     assert every_state_reads(t, model) == 1 + 1 + 3 + 1
 

@@ -170,12 +170,12 @@ def test_expire_and_orphans_on_main_keep_every_branch_readable(main: tuple[Table
     write(t, model, {6: "f"})
     expired = t.expire(retain_min=1, retain_max=1, older_than="0s", dry_run=False)
     assert expired.snapshots_expired == [1, 2, 3, 4]
-    remove_orphan_files(t, older_than="0s")
+    remove_orphan_files(t, older_than="0s", force=True)
     _all_readable(t, model)
     # Without branches the same steps do delete the first files: the branches kept them.
     delete_branch(t, "from-tag")
     delete_branch(t, "from-snap")
-    assert remove_orphan_files(t, older_than="0s").files > 0
+    assert remove_orphan_files(t, older_than="0s", force=True).files > 0
     assert scanned(t) == model.rows("main", 5)
 
 
@@ -199,7 +199,7 @@ def test_rollback_and_orphans_keep_a_branch_of_a_rolled_back_snapshot(main: tupl
     create_branch(t, "keep", snapshot_id=3)
     model.fork("keep", "main", 3)
     t.rollback(snapshot_id=1, dry_run=False)
-    remove_orphan_files(t, older_than="0s")
+    remove_orphan_files(t, older_than="0s", force=True)
     assert scanned(t) == model.rows("main", 1)
     assert scanned(t.on_branch("keep")) == model.rows("keep", 3)
 

@@ -176,7 +176,7 @@ def test_killed_without_a_journal_leaves_readable_snapshots_and_orphans_only(
     _expire_with_room(wh)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(FileIO, "delete", _ORIGINAL["delete"])
-        remove_orphan_files(t, older_than="0s")
+        remove_orphan_files(t, older_than="0s", force=True)
     assert tree(wh) == tree(reference_wh)
     assert scan(t) == rows_of(WRITES) and check(t).ok
 

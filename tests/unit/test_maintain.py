@@ -377,3 +377,128 @@ def test_consumers_past_their_expiration_time_are_expired_by_maintain(tmp_path):
     expire = next(a for a in rep.actions if a.verb == "expire")
     assert expire.detail["consumers_expired"] == ["stale"]
     assert [c.consumer_id for c in manager.consumers()] == ["fresh"]
+
+
+# ---- lease holders, wrong clocks, lost leases ----------------------------------------------
+def _iso(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def test_a_skipped_table_names_the_leases_holder_and_expiry(tmp_path):
+    t = make(tmp_path, "named")
+    t.write(rows([1]))
+    other = leases.acquire(t.file_io, t.path, holder="cron-host:4242:beef", ttl_seconds=600)
+    rep = maintain_table(t, Policy())
+    assert rep.status == "skipped" and rep.actions == []
+    assert "cron-host:4242:beef" in rep.reason and _iso(other.expires_at) in rep.reason
+    leases.release(t.file_io, other)
+
+
+def _write_lease(t: Table, holder: str, expires_at: float, **extra) -> None:
+    Path(leases.lease_path(t.path)).write_text(json.dumps({"holder": holder, "expires_at": expires_at, **extra}))
+
+
+@pytest.mark.parametrize("recorded_ttl", [{}, {"ttl_seconds": 60}], ids=["older-lease-format", "with-ttl"])
+def test_a_lease_further_ahead_than_one_period_is_taken_over_with_a_warning(tmp_path, caplog, recorded_ttl):
+    """A host with a wrong clock writes an expiry years ahead: without a limit every later run
+    would skip the table for years. Within one period (plus slack for ordinary skew) it holds."""
+    t = make(tmp_path, "skew")
+    now = 1_000_000.0
+    _write_lease(t, "fast-clock-host:7:aaaa", now + 60 + leases.CLOCK_SLACK_SECONDS - 1, **recorded_ttl)
+    assert leases.acquire(t.file_io, t.path, holder="b", ttl_seconds=60, now=now) is None  # within: live
+    _write_lease(t, "fast-clock-host:7:aaaa", now + 10 * 365 * 86400, **recorded_ttl)
+    with caplog.at_level("WARNING", logger="core.lease"):
+        taken = leases.acquire(t.file_io, t.path, holder="b", ttl_seconds=60, now=now)
+    assert taken is not None and json.loads(Path(taken.path).read_text())["holder"] == "b"
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "fast-clock-host:7:aaaa" in warnings[0] and "clock" in warnings[0]
+
+
+def test_a_lease_of_a_longer_period_is_not_taken_for_a_wrong_clock(tmp_path):
+    """The period a lease records is its own: an hour-long lease is live to a run whose period is
+    a minute (its expiry is within its own period)."""
+    t = make(tmp_path, "long")
+    now = 1_000_000.0
+    assert leases.acquire(t.file_io, t.path, holder="a", ttl_seconds=3600, now=now) is not None
+    assert leases.acquire(t.file_io, t.path, holder="b", ttl_seconds=60, now=now + 1) is None
+
+
+def test_lost_to_names_the_taker_and_a_release_of_a_vanished_lease_is_quiet(tmp_path):
+    t = make(tmp_path, "lost")
+    now = time.time()
+    mine = leases.acquire(t.file_io, t.path, holder="a", ttl_seconds=60, now=now)
+    keeper = leases.Keeper(t.file_io, mine, 60)  # not started: a stopped process renews nothing
+    assert keeper.lost_to() is None
+    theirs = leases.acquire(t.file_io, t.path, holder="b:1:cafe", ttl_seconds=60, now=now + 61)
+    assert keeper.lost_to() == f"b:1:cafe (until {_iso(theirs.expires_at)})"
+    leases.release(t.file_io, mine)  # not ours: left alone
+    assert json.loads(Path(theirs.path).read_text())["holder"] == "b:1:cafe"
+    leases.release(t.file_io, theirs)
+    assert keeper.lost_to() == "another run, which took it over and has released it since"
+    leases.release(t.file_io, mine)  # the file is gone: nothing to do, no "missing file" error
+    assert leases.renew(t.file_io, mine, 60) is None
+
+
+def test_a_run_that_loses_its_lease_mid_verb_stops_the_table_and_goes_on(tmp_path, monkeypatch):
+    """The in-process equivalent of a run stopped longer than its lease: while its first verb
+    runs, another run takes the (expired) lease over. The verb that was running ends; the next
+    ones are not run, the table's report says who has it, and the next table is maintained."""
+    from core.ops import maintain as maintain_mod
+
+    opts = {"num-sorted-run.compaction-trigger": "2", "snapshot.num-retained.min": "1"}
+    for name in ("a", "b"):
+        t = make(tmp_path, name, options=opts)
+        t.write(rows([1]))
+        t.write(rows([2]))
+    wh = str(tmp_path / WH)
+    real_run_action, ran, taker = maintain_mod._run_action, [], {}
+
+    def run_action(table, action, policy, engine_settings):
+        ran.append((table.name, action.verb))
+        if table.name == "db.a" and action.verb == "compact":  # stopped here past the lease's expiry
+            taker["lease"] = leases.acquire(table.file_io, table.path, holder="other-run:9:feed", ttl_seconds=600,
+                                            now=time.time() + maintain_mod.LEASE_SECONDS + 1)
+        return real_run_action(table, action, policy, engine_settings)
+
+    monkeypatch.setattr(maintain_mod, "_run_action", run_action)
+    reports = {r.table: r for r in maintain(["db.a", "db.b"], lambda n: Table.open(n, warehouse=wh),
+                                            lambda n: Policy())}
+    a, b = reports["db.a"], reports["db.b"]
+    assert a.status == "failed" and a.reason.startswith("lease lost to other-run:9:feed (until ")
+    assert "expire, remove-orphan-files" in a.reason and verbs(a.actions) == ["compact"] and a.actions[0].done
+    assert a.finished_at is None and a.released_at is not None
+    assert ran == [("db.a", "compact"), ("db.b", "compact"), ("db.b", "expire"), ("db.b", "remove-orphan-files")]
+    assert b.status == "done"
+    on_disk = json.loads(Path(leases.lease_path(Table.open("db.a", warehouse=wh).path)).read_text())
+    assert on_disk["holder"] == "other-run:9:feed"  # the taker's lease stays
+    leases.release(Table.open("db.a", warehouse=wh).file_io, taker["lease"])
+
+
+# ---- the orphan age floor ------------------------------------------------------------------
+def test_a_policy_under_the_orphan_age_floor_fails_the_table_before_it_is_touched(tmp_path):
+    t = make(tmp_path, "young", options={"num-sorted-run.compaction-trigger": "2"})
+    t.write(rows([1]))
+    t.write(rows([2]))
+    before = sorted((str(p), p.stat().st_size) for p in Path(t.path).rglob("*"))
+    for dry_run in (True, False):
+        rep = maintain_table(t, Policy(orphan_age="10min"), dry_run=dry_run)
+        assert rep.status == "failed" and rep.actions == [] and rep.started_at is None
+        assert "orphan-age '10min' is under the 1h floor" in rep.reason and "orphan-force = true" in rep.reason
+    assert sorted((str(p), p.stat().st_size) for p in Path(t.path).rglob("*")) == before
+    # Without orphan removal in the plan, the age does not matter.
+    skip = Policy(orphan_age="10min", skip_verbs=frozenset({"remove-orphan-files"}))
+    assert maintain_table(t, skip, dry_run=True).status == "planned"
+
+
+def test_orphan_force_lets_the_policy_remove_young_orphans(tmp_path):
+    t = make(tmp_path, "forced")
+    t.write(rows([1]))
+    bucket = next(p for p in Path(t.path).iterdir() if p.name.startswith("bucket-"))
+    young = bucket / "young-orphan.parquet"
+    young.write_bytes(b"y" * 50)
+    ten_minutes_ago = time.time() - 600
+    os.utime(young, (ten_minutes_ago, ten_minutes_ago))
+    rep = maintain_table(t, Policy(orphan_age="5min", orphan_force=True))
+    assert rep.status == "done", rep.reason
+    assert not young.exists()
+    assert next(a for a in rep.actions if a.verb == "remove-orphan-files").detail == {"files": 1}

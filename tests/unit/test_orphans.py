@@ -239,3 +239,30 @@ def test_remove_orphan_files_killed_at_every_step(template: tuple[Path, set[str]
         shutil.rmtree(work)
         k += 1
     assert k > len(orphans)  # every deletion was a kill point
+
+
+# ---- the age floor -------------------------------------------------------------------------
+@pytest.mark.parametrize("older_than", ["0s", "1ms", "59min", "3599s"])
+def test_an_age_under_an_hour_is_refused_and_deletes_nothing(table: tuple[Table, set[str]], older_than: str) -> None:
+    """A commit writes its files before it publishes the snapshot that references them: an age
+    under one hour could delete a running write's files, so it is refused (dry run too)."""
+    t, orphans = table
+    age(t, 30 * 60)  # every orphan 30 minutes old: each age above would take them all
+    before = listing(t)
+    for dry_run in (True, False):
+        with pytest.raises(UsageError) as refused:
+            remove_orphan_files(t, older_than=older_than, dry_run=dry_run)
+        message = str(refused.value)
+        assert "--older-than" in message and "1h floor" in message and "--force" in message
+        assert "before it publishes the snapshot" in message and "\n" not in message
+    assert listing(t) == before
+
+
+def test_force_goes_under_the_floor_and_one_hour_is_allowed(table: tuple[Table, set[str]]) -> None:
+    t, orphans = table
+    age(t, 30 * 60)
+    assert remove_orphan_files(t, older_than="1h").files == 0  # the floor itself: allowed, nothing that old
+    result = remove_orphan_files(t, older_than="10min", force=True)
+    assert result.older_than == 600
+    assert {os.path.relpath(p, t.path) for p in result.paths} == orphans
+    assert not listing(t) & orphans
