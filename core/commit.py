@@ -309,7 +309,7 @@ class FileStoreCommit:
         self._attempts[new_id] = _Attempt(latest, tuple(written), tuple(written_index), chain)
         try:
             before_publish()  # LAKECTL_FAULT=stall:publish:N holds a test's committer right here
-            published = self.snapshots.try_publish(snapshot)
+            published = self.snapshots.try_publish(snapshot, make_dirs=latest is None)
         except FileNotFoundError as e:
             self._clean(written, written_index)
             if not self._table_still_there():
@@ -335,12 +335,23 @@ class FileStoreCommit:
             self._undo(snapshot)
             raise TableGoneError(f"table {table_name(self.table_path)} was renamed, dropped or re-created while "
                                  "this command ran; nothing was committed")
-        rollback = self._rollback_running()
+        try:
+            rollback = self._rollback_running()
+        except OSError as e:  # landed, not verified: the retry finds it and verifies it
+            return Retry(f"verifying snapshot-{new_id} failed ({e}); state unknown")
         if rollback is not None:
             # The rollback may remove our snapshot or leave it above a gap: take it back and
             # commit again on what the rollback leaves.
             self._undo(snapshot)
             return Retry(f"{rollback} started while snapshot-{new_id} was published; undone", rewrite=rollback)
+        missing = self._missing_new_file(messages)
+        if missing is not None:
+            # Orphan removal (forced under its one-hour floor) took the files of this commit
+            # while it was in flight: a snapshot naming them would make the table unreadable.
+            self._undo(snapshot)
+            raise CommitConflictError(f"file {missing} of this commit was deleted before the commit landed "
+                                      "(remove-orphan-files --force next to a running write?); nothing was "
+                                      "committed, re-run the command")
         self.files_deleted = sum(1 for e in entries if e.kind == DELETE)
         return Success(snapshot)
 
@@ -390,6 +401,24 @@ class FileStoreCommit:
             return same_snapshot(self.snapshots.snapshot(snapshot.id), snapshot)
         except (NotFoundError, CorruptMetadataError):
             return False
+
+    def _missing_new_file(self, messages: Sequence[CommitMessage]) -> str | None:
+        """The first data or changelog file this commit adds that is not there, or None. One
+        existence check per new file (a stat on a local disk)."""
+        for m in messages:
+            directory = None
+            for f in (*m.new_files, *m.compact_after, *m.changelog_files):
+                if f.external_path:
+                    path = f.external_path
+                else:
+                    directory = directory or self.schema.bucket_dir(self.table_path, m.partition, m.bucket)
+                    path = f"{directory}/{f.file_name}"
+                try:
+                    if not self.file_io.exists(path):
+                        return path
+                except OSError:
+                    return None  # unknown: a failed check is not a missing file
+        return None
 
     def _in_chain(self, snapshot: Snapshot) -> bool:
         """Is our ``snapshot-N`` part of the gapless chain: built on by ``snapshot-(N+1)``, or

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from core.errors import UsageError
-from core.options import JAVA_INT_MAX, JAVA_LONG_MAX, MAX_DURATION_DAYS, parse_duration, parse_size
+from core.option_parsing import JAVA_INT_MAX, JAVA_LONG_MAX, MAX_DURATION_DAYS, parse_duration, parse_size
 
 JAVA_INT_MIN, JAVA_LONG_MIN = -(2**31), -(2**63)
 

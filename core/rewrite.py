@@ -34,7 +34,7 @@ from core.fileio import FileIO, join
 log = logging.getLogger(__name__)
 
 MARKER_NAME = "REWRITE"
-ROLLBACK, EXPIRE = "rollback", "expire"
+ROLLBACK, EXPIRE, FAST_FORWARD = "rollback", "expire", "fast-forward"
 STALE_SECONDS = 3600.0  # a marker of another host this old is abandoned (no rewrite takes an hour)
 WAIT_SECONDS = 10.0  # how long a rewriter waits for another before giving up (exit 4)
 
@@ -159,8 +159,8 @@ def live_rollback(file_io: FileIO, snapshot_dir: str) -> RewriteMarker | None:
 def finish_rollback_marker(snapshots, tags, marker: RewriteMarker) -> None:
     """Finish the work of an abandoned rollback marker (its target, restored from its tag if
     the target snapshot is gone)."""
-    if marker.target is None:
-        return
+    if marker.kind != ROLLBACK or marker.target is None:
+        return  # an expire's work is finished by its journal, a fast-forward's by its own marker
     tag_snapshot = None
     if marker.tag is not None:
         try:

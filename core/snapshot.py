@@ -235,12 +235,12 @@ class SnapshotManager:
             raise NotFoundError(f"no snapshot at or before {time_millis} ms (the table's first commit is later)")
         return best
 
-    def try_publish(self, snapshot: Snapshot) -> bool:
-        """Create ``snapshot-<id>`` if absent; False if another committer took the id."""
-        # Only a first snapshot may make snapshot/: a later one finding it gone means the table
-        # was renamed or dropped under the commit, and must not bring the directory back.
+    def try_publish(self, snapshot: Snapshot, *, make_dirs: bool = True) -> bool:
+        """Create ``snapshot-<id>`` if absent; False if another committer took the id.
+        ``make_dirs=False``: a commit on an existing snapshot, which finding snapshot/ gone must
+        not bring it back (its table was renamed or dropped under it)."""
         return self.file_io.try_create(self.path(snapshot.id), snapshot.to_json().encode("utf-8"),
-                                       make_dirs=snapshot.id == 1)
+                                       make_dirs=make_dirs)
 
     def journal_retires(self, snapshot_id: int) -> bool:
         """Does an expiration journal (one running, or one a kill left) retire ``snapshot_id``?

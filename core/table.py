@@ -157,11 +157,13 @@ class Table(TableHandle):
 
         return drop_partitions(self, partitions, dry_run=dry_run)
 
-    def remove_orphan_files(self, *, older_than: str = "1d", dry_run: bool = True) -> "OrphanResult":
-        """Delete unreferenced files older than ``older_than``; dry run unless ``dry_run=False``."""
+    def remove_orphan_files(self, *, older_than: str = "1d", dry_run: bool = True,
+                            force: bool = False) -> "OrphanResult":
+        """Delete unreferenced files older than ``older_than``; dry run unless ``dry_run=False``.
+        An age under one hour needs ``force`` (no writer of the table is running)."""
         from core.ops.orphans import remove_orphan_files
 
-        return remove_orphan_files(self, older_than=older_than, dry_run=dry_run)
+        return remove_orphan_files(self, older_than=older_than, dry_run=dry_run, force=force)
 
     def files(self, *, snapshot_id: int | None = None) -> list["FileInfo"]:
         """Live data files of a snapshot (the latest by default)."""

@@ -159,6 +159,12 @@ class TagManager:
         except (NotFoundError, FileNotFoundError, CorruptMetadataError, ValueError):
             return False  # gone meanwhile, or not a tag we could have written
 
+    def delete_if_holds(self, name: str, tag: Tag) -> None:
+        """Delete ``tag-<name>`` if it still holds exactly ``tag`` (undoing our own create, never
+        a tag someone wrote over it)."""
+        if self._holds(name, tag.to_json()):
+            self.file_io.delete(self.path(name))
+
     def delete(self, name: str, *, check_name: bool = True) -> None:
         if check_name:
             validate_tag_name(name, allow_number=True)

@@ -93,7 +93,7 @@ def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fiel
             table = _without_deleted(table, group_rows, groups, read_vector(file_io, deletion))
     except FileNotFoundError as e:
         raise CorruptMetadataError(f"data file {path} listed in a manifest is missing") from e
-    except (ValueError, OSError) as e:  # pa.ArrowInvalid is a ValueError
+    except (ValueError, OSError, pa.ArrowException) as e:  # pa.ArrowInvalid is a ValueError; a bad ORC zstd stream only an ArrowException
         raise CorruptMetadataError(f"cannot read data file {path}: {e}") from e
     columns = [_column(table, source, target, path) for source, target in zip(plan.sources, plan.targets)]
     if system_columns:

@@ -29,6 +29,8 @@ from core.schema import SchemaManager
 from core.snapshot import Snapshot, SnapshotManager
 from core.table_handle import TableHandle
 from core.tag import TagManager
+from core.ops.tags import still_retained
+from core.rewrite import FAST_FORWARD, acquire, finish_rollback_marker, release
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +107,12 @@ def create_branch(table: TableHandle, name: str, *, tag: str | None = None, snap
     for sid in table.schemas.list_ids():
         if sid <= snapshot.schema_id:  # as Paimon: every schema up to the snapshot's
             fio.try_create(branch_schemas.path(sid), fio.read_bytes(table.schemas.path(sid)))
+    if tag is None and not still_retained(table, snapshot):
+        # An expire retired the snapshot while we copied it, and may have planned its file
+        # deletions before our branch pinned them: no branch (a tag pins its own files).
+        _remove_files(table, name)
+        raise CommitConflictError(f"snapshot {snapshot.id} was expired while branch {name} was created; the branch "
+                                  "was not created (exit 4): branch from a snapshot that expire retains, or a tag")
     fio.delete(join(path, UNFINISHED))  # the branch exists from here on
     return _info(table, name)
 
@@ -216,15 +224,26 @@ def fast_forward(table: TableHandle, name: str, *, dry_run: bool = False) -> Fas
     result = _plan_fast_forward(table, branch, dry_run, marker["latestBefore"] if marker else None)
     if dry_run:
         return result
-    if marker is None:
-        body = json.dumps({"branch": name, "startSnapshotId": result.start_snapshot_id,
-                           "latestBefore": result.latest_before}).encode("utf-8")
-        if not fio.try_create(fast_forward_marker_path(table.path), body):
-            raise CommitConflictError(f"another fast-forward of {table.name} started meanwhile; nothing was changed")
-        # Planned again behind the marker: a commit that landed before it is replaced too.
-        result = _plan_fast_forward(table, branch, False, result.latest_before)
-    _carry_out_fast_forward(table, branch, result)
-    fio.delete(fast_forward_marker_path(table.path))  # main is the branch's: writes may go on
+    # main's chain is rewritten: under its rewrite marker too, so that no expire or rollback of
+    # main runs meanwhile (an expire could retire the branch's start under us).
+    rewrite = acquire(fio, table.snapshots.dir, FAST_FORWARD, what=f"fast-forward to branch {name}",
+                      table=table.name, on_abandoned=lambda m: finish_rollback_marker(table.snapshots, table.tags, m))
+    try:
+        if marker is None:
+            body = json.dumps({"branch": name, "startSnapshotId": result.start_snapshot_id,
+                               "latestBefore": result.latest_before}).encode("utf-8")
+            if not fio.try_create(fast_forward_marker_path(table.path), body):
+                raise CommitConflictError(f"another fast-forward of {table.name} started meanwhile; nothing was changed")
+            try:
+                # Planned again behind the marker: a commit that landed before it is replaced too.
+                result = _plan_fast_forward(table, branch, False, result.latest_before)
+            except BaseException:
+                fio.delete(fast_forward_marker_path(table.path))  # nothing was changed: no marker left
+                raise
+        _carry_out_fast_forward(table, branch, result)
+        fio.delete(fast_forward_marker_path(table.path))  # main is the branch's: writes may go on
+    finally:
+        release(fio, rewrite)
     return result
 
 

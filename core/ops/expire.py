@@ -46,6 +46,7 @@ import dataclasses
 import datetime as dt
 import json
 import logging
+import re
 import time
 import uuid
 from dataclasses import dataclass, field, replace
@@ -99,7 +100,8 @@ def older_than_cutoff(text: str, now_ms: int) -> int:
     try:
         return now_ms - duration_millis(text)
     except UsageError:
-        pass
+        if re.fullmatch(r"\s*\d+(?:\.\d+)?\s*[a-zA-Z\u00b5]*\s*", text):
+            raise  # a duration lakectl does not take (an unknown unit, over 100 years), not an ISO time
     try:
         moment = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
@@ -281,13 +283,22 @@ def expire_snapshots(table: TableHandle, *, retain_min: int | None = None, retai
             log.info("expire of %s skipped: %s is running", table.name, current.describe())
             earliest = table.snapshots.earliest_id()
             return ExpireResult(table.name, table.branch, [], earliest, earliest, 0, 0, 0, dry_run)
-    marker = acquire(table.file_io, table.snapshots.dir, EXPIRE_MARKER, what="expire snapshots", table=table.name,
-                     on_abandoned=lambda m: finish_rollback_marker(table.snapshots, table.tags, m))
+    try:
+        marker = acquire(table.file_io, table.snapshots.dir, EXPIRE_MARKER, what="expire snapshots",
+                         table=table.name, on_abandoned=lambda m: finish_rollback_marker(table.snapshots, table.tags, m))
+    except OSError as e:
+        if not is_storage_full(e):
+            raise
+        # A full disk is when expire is needed most: go on without the marker, as without the
+        # journal (a concurrent rewriter is then not kept out; one run at a time is the rule).
+        log.warning("no space for the rewrite marker of %s (%s); expiring without one", table.name, e)
+        marker = None
     try:
         table.refuse_unfinished_fast_forward("expire snapshots")
         return _expire_under_marker(table, retain_min, retain_max, cutoff, max_deletes, now_ms, dry_run, progress)
     finally:
-        release(table.file_io, marker)
+        if marker is not None:
+            release(table.file_io, marker)
 
 
 def _work_due(table: TableHandle, retain_min: int, retain_max: int, cutoff: int, limit: int, now_ms: int) -> bool:

@@ -8,7 +8,8 @@ extra files, every changelog file, the index manifest and the index files it lis
 statistics file. Files are matched by name:
 data and manifest names carry a UUID.
 
-Never touched: ``schema/``, ``tag/``, ``consumer/``, ``branch/``, ``changelog/`` and the
+Never touched: ``schema/``, ``tag/``, ``consumer/``, ``branch/``, ``changelog/``,
+``commit-user/`` (streaming commit users' progress markers) and the
 snapshot files and hints in ``snapshot/`` (only stale ``.snapshot-N.*.tmp``-style temp files
 there are candidates). A candidate is deleted only when its modification time is older than
 ``older_than``: a concurrent writer's fresh files are not yet referenced by any snapshot.
@@ -45,7 +46,7 @@ log = logging.getLogger(__name__)
 MIN_AGE_SECONDS = 3600
 
 # Metadata directories whose files are never candidates.
-_PROTECTED_DIRS = frozenset({"schema", "tag", "consumer", "branch", "changelog"})
+_PROTECTED_DIRS = frozenset({"schema", "tag", "consumer", "branch", "changelog", "commit-user"})
 
 
 @dataclass(frozen=True, slots=True)

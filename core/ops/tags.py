@@ -5,8 +5,9 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, replace as with_fields
 
-from core.errors import NotFoundError
+from core.errors import CommitConflictError, CorruptMetadataError, NotFoundError
 from core.options import parse_duration
+from core.snapshot import Snapshot, same_snapshot
 from core.table_handle import TableHandle
 from core.tag import Tag
 
@@ -73,8 +74,36 @@ def create_tag(table: TableHandle, name: str, *, snapshot_id: int | None = None,
         if not table.tags.exists(name):
             raise NotFoundError(f"tag {name} does not exist: --replace points an existing tag elsewhere; "
                                 f"drop --replace to create it")
-        return _info(table, table.tags.replace(name, snapshot, time_retained=ttl))
-    return _info(table, table.tags.create(name, snapshot, time_retained=ttl))
+        before = table.file_io.read_bytes(table.tags.path(name))
+        tag = table.tags.replace(name, snapshot, time_retained=ttl)
+        if not still_retained(table, snapshot):
+            table.file_io.overwrite_hint(table.tags.path(name), before.decode())  # the tag as it was
+            raise _expired_meanwhile(snapshot, name, "replaced")
+        return _info(table, tag)
+    tag = table.tags.create(name, snapshot, time_retained=ttl)
+    if not still_retained(table, snapshot):
+        table.tags.delete_if_holds(name, tag)
+        raise _expired_meanwhile(snapshot, name, "created")
+    return _info(table, tag)
+
+
+def still_retained(table: TableHandle, snapshot: Snapshot) -> bool:
+    """After a tag or branch naming ``snapshot`` was written: is the snapshot still there and
+    not below EARLIEST? An expire writes EARLIEST before it retires anything and reads the tags
+    and branches again before it deletes files, so a name written while this holds keeps its
+    files; otherwise the expire may have planned without it, and the name must be undone."""
+    earliest = table.snapshots.earliest_hint()
+    if earliest is not None and snapshot.id < earliest:
+        return False
+    try:
+        return same_snapshot(table.snapshots.snapshot(snapshot.id), snapshot)
+    except (NotFoundError, CorruptMetadataError):
+        return False
+
+
+def _expired_meanwhile(snapshot: Snapshot, name: str, what: str) -> CommitConflictError:
+    return CommitConflictError(f"snapshot {snapshot.id} was expired while tag {name} was {what}; the tag was not "
+                               f"{what} (exit 4): tag a snapshot that expire retains")
 
 
 def rename_tag(table: TableHandle, old: str, new: str) -> TagInfo:

@@ -85,7 +85,7 @@ def test_rollback(tmp_path: Path, table: Table) -> None:
     assert cli(tmp_path, "tag", "create", "db.t", "early", "--snapshot-id", "1").exit_code == 0
     preview = ok_json(cli(tmp_path, "rollback", "db.t", "--snapshot-id", "1", "--dry-run", "-f", "json"))
     assert preview == {"table": "db.t", "branch": "main", "target_snapshot_id": 1, "snapshots_removed": [3, 2],
-                       "tags_removed": ["late"], "dry_run": True}
+                       "tags_removed": ["late"], "dry_run": True, "as_latest": False, "new_snapshot_id": None}
     assert ids(table) == [1, 2, 3]
     error(cli(tmp_path, "rollback", "db.t", "--snapshot-id", "1", "--if-latest", "2"), 4, "latest snapshot is 3")
     error(cli(tmp_path, "rollback", "db.t", "--snapshot-id", "7"), 3, "snapshot 7 does not exist: the latest snapshot is 3")

@@ -294,8 +294,6 @@ def test_a_branch_keeps_its_markers_in_its_own_directory(wh, tmp_path):
     assert invoke("-w", wh, "check", "db.t").exit_code == 0
 
 
-@pytest.mark.xfail(strict=True, reason="core/ops/orphans.py must protect commit-user/ as it protects consumer/ "
-                                       "(another helper's file; see the report of issue 43, case 8)")
 def test_remove_orphan_files_keeps_the_markers(wh):
     code, lines, err = stream(wh, "--commit-rows", 5, "--commit-user", "feed", data=jsonl(records(1, 5)))
     assert code == 0, err

@@ -57,7 +57,7 @@ def test_a_half_fast_forward_refuses_changes_to_main_and_its_branch_only(table: 
     write(table.on_branch("dev"), {1: "dev"})
     create_branch(table, "other")
     write(table, {3: "main"})  # main's snapshot 2, which the fast-forward replaces
-    half_fast_forward(table, "dev", 4)  # the marker, main's snapshot 2, LATEST; fails copying dev's 2
+    half_fast_forward(table, "dev", 5)  # the rewrite marker, the marker, main's snapshot 2, LATEST; fails copying dev's 2
     assert table.snapshots.list_ids() == [1] and rows(table) == {1: "a", 2: "b"}
     rerun = "lakectl branch fast-forward db.t dev"
     refused = [lambda: write(table, {4: "lost"}), lambda: table.rollback(snapshot_id=1, dry_run=False),
@@ -99,7 +99,7 @@ def test_tag_commands_wait_for_the_fast_forward(table: Table) -> None:
     write(table, {3: "c"})
     create_branch(table, "dev")
     write(table.on_branch("dev"), {1: "dev"})
-    half_fast_forward(table, "dev", 3)  # the marker and LATEST; fails copying dev's snapshot 3
+    half_fast_forward(table, "dev", 4)  # the rewrite marker, the marker and LATEST; fails copying dev's snapshot 3
     for attempt in (lambda: rename_tag(table, "keep", "kept"), lambda: delete_tag(table, "keep"),
                     lambda: create_tag(table, "new", replace=True)):
         with pytest.raises(FastForwardUnfinishedError):

@@ -1,0 +1,305 @@
+"""Issue 43: one command stalled at one of its file operations while another runs to the end.
+
+Each test is a case of the issue as a user meets it, through the console script: command A is
+held before its N-th storage mutation (``LAKECTL_FAULT=stall:OP:N``), command B (and often a
+plain write) runs to completion, then A goes on. The claims are the stall explorer's
+invariants, on a hand-computed model: a write that exited 0 is there exactly once unless a
+command that exited 0 after it removed it by its meaning; ids are gapless; every tag and
+branch that exited 0 reads; ``check`` is clean; a lost race is exit 4, never 1, and never 0
+with the work undone.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from expire_race_kit import Lakectl, csv_of, snapshot_ids
+
+pytestmark = pytest.mark.slow
+
+T = "db.t"
+SCHEMA = "id BIGINT, v STRING, dt STRING"
+AGGRESSIVE = ("--retain-max", "1", "--retain-min", "1", "--older-than", "0s")
+
+
+class Stalled:
+    """A console-script command held before one of its storage operations."""
+
+    def __init__(self, lk: Lakectl, tmp: Path, fault: str, *args: str) -> None:
+        self.stall = tmp / f"stall-{time.monotonic_ns()}"
+        env = {**lk.env, "LAKECTL_FAULT": fault, "LAKECTL_STALL_FILE": str(self.stall),
+               "LAKECTL_STALL_SECONDS": "120"}
+        self.proc = subprocess.Popen(lk.argv("--format", "json", *args), env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while not self.stall.exists():
+            if self.proc.poll() is not None:
+                out, err = self.proc.communicate()
+                raise AssertionError(f"{args} ended before its stall ({fault}):\n{out}\n{err}")
+            assert time.monotonic() < deadline, f"{args} never reached {fault}"
+            time.sleep(0.02)
+
+    def resume(self) -> tuple[int, str, str]:
+        self.stall.unlink(missing_ok=True)
+        out, err = self.proc.communicate(timeout=180)
+        return self.proc.returncode, out, err
+
+
+@contextmanager
+def stalled(lk: Lakectl, tmp: Path, fault: str, *args: str) -> Iterator[Stalled]:
+    s = Stalled(lk, tmp, fault, *args)
+    try:
+        yield s
+    finally:
+        s.stall.unlink(missing_ok=True)
+        if s.proc.poll() is None:
+            s.proc.communicate(timeout=180)
+
+
+class Model:
+    """The table's rows as the commands that exited 0 left them, and the writes' snapshots."""
+
+    def __init__(self, lk: Lakectl, tmp: Path) -> None:
+        self.lk, self.tmp = lk, tmp
+        self.rows: dict[int, tuple[str, str]] = {}
+        self.at: dict[int, dict[int, tuple[str, str]]] = {}  # rows at each snapshot id
+        self.n = 0
+
+    def csv(self, rows: list[tuple[int, str, str]]) -> str:
+        self.n += 1
+        return csv_of(self.tmp / f"in{self.n}.csv", rows)
+
+    def write(self, *rows: tuple[int, str, str]) -> int:
+        out = self.lk.json("write", T, "--input", self.csv(list(rows)))
+        self.apply(list(rows))
+        sid = out["snapshot_id"]  # type: ignore[index]
+        self.at[sid] = dict(self.rows)
+        return sid
+
+    def apply(self, rows: list[tuple[int, str, str]]) -> None:
+        for i, v, d in rows:
+            self.rows[i] = (v, d)
+
+    def expect(self, table: str = T, **scan: str) -> None:
+        args = [a for k, v in scan.items() for a in (f"--{k.replace('_', '-')}", v)]
+        got = {r["id"]: (r["v"], r["dt"]) for r in self.lk.json("scan", table, *args)}  # type: ignore[union-attr]
+        assert got == self.rows, (got, self.rows)
+
+
+def whole(lk: Lakectl, table: str = T) -> None:
+    """Gapless ids from EARLIEST to LATEST and a clean check."""
+    report = lk.json("check", table)
+    assert report["ok"] is True, report  # type: ignore[index]
+    out = lk.json("snapshots", table)
+    ids = sorted(s["snapshot_id"] for s in out)  # type: ignore[union-attr]
+    assert ids == list(range(ids[0], ids[-1] + 1)), ids
+
+
+@pytest.fixture()
+def lk(tmp_path: Path) -> Lakectl:
+    lk = Lakectl(str(tmp_path / "wh"))
+    lk.ok("create", T, "--schema", SCHEMA, "--primary-key", "id", "--option", "bucket=1",
+          "--option", "write-only=true")
+    return lk
+
+
+def five(m: Model) -> None:
+    for i in range(1, 6):
+        m.write((i, f"s{i}", "a"))
+
+
+# ---- case 1: rollback next to a write --------------------------------------------------------
+def test_a_write_during_a_rollback_lands_after_it(lk: Lakectl, tmp_path: Path) -> None:
+    m = Model(lk, tmp_path)
+    five(m)
+    target = dict(m.at[2])
+    # Held after it announced itself (its marker is its first mutation), before removing 5.
+    with stalled(lk, tmp_path, "stall:mutation:2", "rollback", T, "--snapshot-id", "2") as rb:
+        writer = subprocess.Popen(lk.argv("--format", "json", "write", T, "--input", m.csv([(9, "w", "a")])),
+                                  env=lk.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        assert writer.poll() is None, "the write did not wait for the rollback"
+        code, out, err = rb.resume()
+        assert code == 0, err
+    out, err = writer.communicate(timeout=180)
+    assert writer.returncode == 0, err
+    assert json.loads(out)["snapshot_id"] == 3  # on the rolled-back chain
+    m.rows = target
+    m.apply([(9, "w", "a")])
+    m.expect()
+    assert snapshot_ids(lk) == [1, 2, 3]
+    whole(lk)
+
+
+def test_a_write_that_lands_before_the_rollback_removes_anything_is_rolled_back_too(lk: Lakectl,
+                                                                                   tmp_path: Path) -> None:
+    m = Model(lk, tmp_path)
+    five(m)
+    # Held before its marker: the write lands (exit 0) first; the rollback, which exited 0
+    # after it, removes it by its meaning, and nothing is left above a gap.
+    with stalled(lk, tmp_path, "stall:mutation:1", "rollback", T, "--snapshot-id", "2") as rb:
+        assert m.write((9, "w", "a")) == 6
+        code, out, err = rb.resume()
+        assert code == 0, err
+    m.rows = dict(m.at[2])
+    m.expect()
+    assert snapshot_ids(lk) == [1, 2]
+    assert m.write((10, "x", "a")) == 3 and m.write((11, "y", "a")) == 4
+    m.expect()
+    whole(lk)
+
+
+def test_a_rollback_whose_target_is_expired_meanwhile_refuses(lk: Lakectl, tmp_path: Path) -> None:
+    m = Model(lk, tmp_path)
+    five(m)
+    with stalled(lk, tmp_path, "stall:mutation:1", "rollback", T, "--snapshot-id", "2") as rb:
+        lk.ok("expire", T, *AGGRESSIVE)
+        code, out, err = rb.resume()
+    assert code == 4, err
+    assert "was expired" in err
+    m.expect()  # nothing was rolled back
+    assert (Path(lk.warehouse) / "db.db" / "t" / "snapshot" / "LATEST").read_text().strip() == "5"
+    assert m.write((9, "w", "a")) == 6
+    whole(lk)
+
+
+def test_rollback_as_latest_keeps_every_snapshot_and_tag(lk: Lakectl, tmp_path: Path) -> None:
+    m = Model(lk, tmp_path)
+    five(m)
+    lk.ok("tag", "create", T, "four", "--snapshot-id", "4")
+    out = lk.json("rollback", T, "--snapshot-id", "2", "--as-latest")
+    assert out["new_snapshot_id"] == 6 and out["snapshots_removed"] == []  # type: ignore[index]
+    m.rows = dict(m.at[2])
+    m.expect()
+    assert snapshot_ids(lk) == [1, 2, 3, 4, 5, 6]
+    m.rows = dict(m.at[4])
+    m.expect(tag="four")
+    m.rows = dict(m.at[2])
+    assert m.write((9, "w", "a")) == 7
+    m.expect()
+    whole(lk)
+
+
+# ---- case 2: overlapping expires and a stalled write ------------------------------------------
+def test_overlapping_expires_never_let_a_stalled_write_keep_a_retired_id(lk: Lakectl, tmp_path: Path) -> None:
+    m = Model(lk, tmp_path)
+    for i in range(1, 4):
+        m.write((i, f"s{i}", "a"))
+    with stalled(lk, tmp_path, "stall:publish:1", "write", T, "--input", m.csv([(50, "stalled", "a")])) as a:
+        for i in range(4, 8):
+            m.write((i, f"s{i}", "a"))
+        # E2 holds the rewrite marker, stopped just before it writes EARLIEST.
+        with stalled(lk, tmp_path, "stall:mutation:3", "expire", T, "--retain-min", "4", "--older-than", "0s") as e2:
+            aggressive = lk.run("--format", "json", "expire", T, *AGGRESSIVE)
+            assert aggressive.returncode == 4, aggressive.stderr  # waits for E2, then gives up
+            assert "expire by" in aggressive.stderr
+            code, out, err = e2.resume()
+            assert code == 0, err
+            assert json.loads(out)["snapshots_expired"] == [1, 2, 3]
+        code, out, err = a.resume()
+    assert code == 0, err
+    m.apply([(50, "stalled", "a")])
+    assert json.loads(out)["snapshot_id"] == 8
+    m.expect()
+    lk.ok("expire", T, *AGGRESSIVE)
+    m.expect()
+    whole(lk)
+
+
+# ---- case 3: a write across a rename or a drop ------------------------------------------------
+@pytest.mark.parametrize("neighbour", ["rename", "drop"])
+def test_a_write_across_a_rename_or_drop_commits_nothing_anywhere(lk: Lakectl, tmp_path: Path,
+                                                                  neighbour: str) -> None:
+    m = Model(lk, tmp_path)
+    m.write((1, "a", "a"))
+    with stalled(lk, tmp_path, "stall:publish:1", "write", T, "--input", m.csv([(2, "late", "a")])) as w:
+        if neighbour == "rename":
+            lk.ok("rename", T, "db.u")
+        else:
+            lk.ok("drop", T)
+        code, out, err = w.resume()
+    assert code == 4, err
+    assert "renamed" in err and "nothing was committed" in err
+    old = Path(lk.warehouse) / "db.db" / "t"
+    assert not (old / "snapshot").exists() and not any(old.rglob("snapshot-*"))
+    if neighbour == "rename":
+        m.expect("db.u")
+        whole(lk, "db.u")
+    lk.ok("create", T, "--schema", SCHEMA, "--primary-key", "id", "--option", "bucket=1")
+    m.rows = {}
+    m.expect()
+    assert m.write((3, "new", "a")) == 1
+    m.expect()
+    whole(lk)
+
+
+# ---- cases 5 and 6: tags and branches across an expire ----------------------------------------
+def test_a_tag_created_across_an_expire_is_undone(lk: Lakectl, tmp_path: Path) -> None:
+    m = Model(lk, tmp_path)
+    five(m)
+    with stalled(lk, tmp_path, "stall:mutation:1", "tag", "create", T, "old", "--snapshot-id", "2") as tag:
+        lk.ok("expire", T, *AGGRESSIVE)
+        code, out, err = tag.resume()
+    assert code == 4, err
+    assert "was expired" in err
+    assert lk.json("tag", "list", T) == []
+    whole(lk)
+
+
+def test_an_expire_that_planned_before_a_tag_keeps_the_tag_files(lk: Lakectl, tmp_path: Path) -> None:
+    m = Model(lk, tmp_path)
+    five(m)
+    # The expire has planned and written its journal; it stops before EARLIEST.
+    with stalled(lk, tmp_path, "stall:mutation:3", "expire", T, *AGGRESSIVE) as ex:
+        lk.ok("tag", "create", T, "two", "--snapshot-id", "2")
+        code, out, err = ex.resume()
+        assert code == 0, err
+    m.rows = dict(m.at[2])
+    m.expect(tag="two")
+    whole(lk)
+
+
+def test_a_branch_created_across_an_expire_is_undone_and_one_before_it_reads(lk: Lakectl,
+                                                                            tmp_path: Path) -> None:
+    m = Model(lk, tmp_path)
+    five(m)
+    with stalled(lk, tmp_path, "stall:mutation:1", "branch", "create", T, "b2", "--snapshot-id", "2") as br:
+        lk.ok("expire", T, *AGGRESSIVE)
+        code, out, err = br.resume()
+    assert code == 4, err
+    assert lk.json("branch", "list", T) == []
+    # The reverse order: the branch exits 0 before the expire writes EARLIEST.
+    for i in range(6, 9):
+        m.write((i, f"s{i}", "a"))
+    with stalled(lk, tmp_path, "stall:mutation:3", "expire", T, *AGGRESSIVE) as ex:
+        lk.ok("branch", "create", T, "b6", "--snapshot-id", "6")
+        code, out, err = ex.resume()
+        assert code == 0, err
+    m.rows = dict(m.at[6])
+    m.expect("db.t", branch="b6")
+    whole(lk)
+
+
+# ---- case 7: fast-forward across an expire ----------------------------------------------------
+def test_a_fast_forward_whose_start_is_expired_meanwhile_leaves_no_marker(lk: Lakectl, tmp_path: Path) -> None:
+    m = Model(lk, tmp_path)
+    m.write((1, "a", "a"))
+    lk.ok("branch", "create", T, "dev")
+    lk.ok("write", T, "--branch", "dev", "--input", m.csv([(2, "dev", "a")]))
+    for i in range(3, 6):
+        m.write((i, f"s{i}", "a"))
+    with stalled(lk, tmp_path, "stall:mutation:1", "branch", "fast-forward", T, "dev") as ff:
+        lk.ok("expire", T, *AGGRESSIVE)
+        code, out, err = ff.resume()
+    assert code == 4, err
+    assert not (Path(lk.warehouse) / "db.db" / "t" / "snapshot" / "FAST-FORWARD").exists()
+    assert m.write((9, "w", "a")) == 5  # main (snapshots 1-4) takes writes
+    m.expect()
+    whole(lk)
