@@ -221,7 +221,17 @@ def fast_forward(table: TableHandle, name: str, *, dry_run: bool = False) -> Fas
             f"cannot fast-forward to branch {name}: a fast-forward of {table.name} to branch {marker['branch']} was "
             f"interrupted; rerun `{fast_forward_rerun(table.name, marker['branch'])}` first; nothing was changed")
     branch = table.on_branch(name)
-    result = _plan_fast_forward(table, branch, dry_run, marker["latestBefore"] if marker else None)
+    try:
+        result = _plan_fast_forward(table, branch, dry_run, marker["latestBefore"] if marker else None)
+    except CommitConflictError:
+        if marker is None or dry_run or not _untouched(table, marker):
+            raise
+        # An interrupted fast-forward whose start was expired before it changed anything (an
+        # older lakectl let expire run next to it): nothing to finish, so the marker goes.
+        fio.delete(fast_forward_marker_path(table.path))
+        raise CommitConflictError(f"branch {name} starts at snapshot {marker['startSnapshotId']}, which main no "
+                                  "longer holds; the interrupted fast-forward had changed nothing and its marker "
+                                  "was removed, so main takes writes again; nothing was fast-forwarded") from None
     if dry_run:
         return result
     # main's chain is rewritten: under its rewrite marker too, so that no expire or rollback of
@@ -245,6 +255,14 @@ def fast_forward(table: TableHandle, name: str, *, dry_run: bool = False) -> Fas
     finally:
         release(fio, rewrite)
     return result
+
+
+def _untouched(table: TableHandle, marker: dict) -> bool:
+    """Had the fast-forward of ``marker`` changed nothing in main yet? It removes main's newest
+    snapshot (``latestBefore``) first, so while that is there nothing was removed or copied."""
+    latest_before = marker.get("latestBefore")
+    return isinstance(latest_before, int) and table.snapshots.exists(latest_before) \
+        and table.snapshots.latest_id() == latest_before
 
 
 def _plan_fast_forward(table: TableHandle, branch: TableHandle, dry_run: bool, latest_before: int | None) -> FastForwardResult:

@@ -142,3 +142,28 @@ def test_a_directory_with_schemas_and_the_marker_is_no_branch(table: Table) -> N
     with pytest.raises(NotFoundError):
         table.on_branch("dev")
     assert [p.kind for p in check(table).problems] == ["branch"]
+
+
+def test_a_fast_forward_marker_whose_start_expired_before_it_changed_anything_is_removed_by_the_rerun(
+        table: Table) -> None:
+    """Issue 43, case 7: an older lakectl let expire retire the branch's start next to a
+    fast-forward that had only written its marker; the rerun used to exit 4 forever and every
+    write on main was refused. Now the rerun sees main untouched, removes the marker and says so."""
+    from core.errors import CommitConflictError
+    from core.ops.expire import expire_snapshots
+
+    create_branch(table, "dev")
+    write(table.on_branch("dev"), {1: "dev"})
+    write(table, {3: "main"})
+    write(table, {4: "main"})
+    expire_snapshots(table, retain_min=1, retain_max=1, older_than="0s")  # main's snapshot 1 (dev's start) goes
+    latest = table.snapshots.latest_id()
+    marker = join(table.path, "snapshot", FAST_FORWARD)
+    Path(marker).write_text(f'{{"branch": "dev", "startSnapshotId": 1, "latestBefore": {latest}}}')
+    with pytest.raises(FastForwardUnfinishedError):
+        write(table, {5: "refused"})
+    with pytest.raises(CommitConflictError, match="marker was removed"):
+        fast_forward(table, "dev")
+    assert not Path(marker).exists()
+    write(table, {5: "main"})
+    assert rows(table) == {1: "a", 2: "b", 3: "main", 4: "main", 5: "main"}
