@@ -43,11 +43,12 @@ def _duration(text: str) -> float:
 
 # ---- worker processes -----------------------------------------------------------------------
 _root: Path | None = None
+_deadline: float | None = None  # time.time() after which a worker starts no scenario
 
 
-def _init(root: str) -> None:
-    global _root
-    _root = Path(root)
+def _init(root: str, deadline: float | None) -> None:
+    global _root, _deadline
+    _root, _deadline = Path(root), deadline
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
@@ -59,9 +60,13 @@ def _points(a: str) -> tuple[str, list[str] | None, str]:
         return a, None, str(e)
 
 
-def _scenario(args: tuple[str, int, str]) -> tuple[str, bool, str, float, list[str]]:
+def _scenario(args: tuple[str, int, str]) -> tuple[str, bool, str, float, list[str]] | None:
+    """One scenario's (id, ok, report, seconds, invariants violated); None once past the budget
+    (checked here: the pool's feeder hands out every task at once)."""
     assert _root is not None
     a, n, b = args
+    if _deadline is not None and time.time() > _deadline:
+        return None
     try:
         o = kit.run_scenario(a, n, b, _root)
     except Exception as e:  # noqa: BLE001 - a harness failure is reported, not fatal
@@ -110,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(text)
 
     ctx = multiprocessing.get_context("spawn")  # no fork of a process with Arrow's threads
-    with ctx.Pool(args.jobs, initializer=_init, initargs=(str(root),)) as pool:
+    deadline = time.time() + args.time_budget if args.time_budget is not None else None
+    with ctx.Pool(args.jobs, initializer=_init, initargs=(str(root), deadline)) as pool:
         counted = pool.map(_points, a_names)
         counts: dict[str, int] = {}
         for a, pts, failure in counted:
@@ -129,9 +135,10 @@ def main(argv: list[str] | None = None) -> int:
         say("points: " + ", ".join(f"{a} {c}" for a, c in counts.items()))
         ran = failed = 0
         groups: dict[str, list[str]] = collections.defaultdict(list)
-        pending = iter(matrix)
-        results = pool.imap_unordered(_scenario, _budgeted(pending, began, args.time_budget))
-        for sid, ok, report, seconds, invariants in results:
+        for result in pool.imap_unordered(_scenario, matrix):
+            if result is None:
+                continue
+            sid, ok, report, seconds, invariants = result
             ran += 1
             if not ok:
                 failed += 1
@@ -147,13 +154,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         Path(args.out).write_text("\n".join(lines) + "\n")
     return 1 if failed else 0
-
-
-def _budgeted(items, began: float, budget: float | None):  # noqa: ANN001, ANN202 - a generator of scenarios
-    for item in items:
-        if budget is not None and time.monotonic() - began > budget:
-            return
-        yield item
 
 
 if __name__ == "__main__":
