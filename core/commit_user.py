@@ -111,6 +111,30 @@ class CommitUserMarkers:
             self.file_io.delete(path)
 
 
+    def forget_after(self, target: int) -> list[str]:
+        """After a rollback to ``target``: delete the markers whose last commit (or commit in
+        flight) lies above it, so a restart resumes from the user's snapshots at or below the
+        target, as a Paimon committer does after a rollback; the ids above it will be used
+        again by other commits. Returns the commit users forgotten."""
+        try:
+            names = [n for n in self.file_io.list_names(self.dir) if n.startswith(PREFIX)]
+        except FileNotFoundError:
+            return []
+        forgotten = []
+        for name in names:
+            path = join(self.dir, name)
+            try:
+                marker = _decode(self.file_io.read_text(path), path)
+            except CorruptMetadataError:
+                continue  # gone meanwhile, or not ours to judge
+            above = marker.snapshot_id is not None and marker.snapshot_id > target
+            in_flight = marker.committing is not None and marker.committing.after >= target
+            if above or in_flight:
+                self.file_io.delete(path)
+                forgotten.append(marker.commit_user)
+        return forgotten
+
+
 # ---- where a restarted stream resumes -------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Walk:

@@ -28,6 +28,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from core.commit_user import CommitUserMarkers
 from core.errors import CommitConflictError, CorruptMetadataError, NotFoundError
 from core.fileio import FileIO, join
 
@@ -212,5 +213,7 @@ def finish_rollback(snapshots, tags, target: int, tag_snapshot=None) -> tuple[tu
         # An expiration killed after writing EARLIEST (it writes it before retiring anything)
         # left the target below it; commits on the target would read as re-created ids.
         snapshots.write_earliest_hint(snapshots.earliest_id() or target, rewind=True)
+    # Streaming commit users whose progress lies above the target resume from their snapshots.
+    CommitUserMarkers(snapshots.file_io, snapshots.dir.rsplit("/", 1)[0]).forget_after(target)
     snapshots.write_latest_hint(target, rewind=True)
     return tuple(removed), tuple(tags_removed)

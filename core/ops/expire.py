@@ -273,7 +273,10 @@ def expire_snapshots(table: TableHandle, *, retain_min: int | None = None, retai
     if progress is not None:
         progress(0, 0, "planning expiration")
     if dry_run or not _work_due(table, retain_min, retain_max, cutoff, max_deletes, now_ms):
-        return _expire_under_marker(table, retain_min, retain_max, cutoff, max_deletes, now_ms, dry_run, progress)
+        # Nothing to retire: no marker, and no journal is touched (one that appeared since
+        # belongs to a live expire holding the marker).
+        return _expire_under_marker(table, retain_min, retain_max, cutoff, max_deletes, now_ms, dry_run, progress,
+                                    held=False)
     # Retiring snapshots rewrites the chain: under the branch's rewrite marker, so that two
     # expires (a cron run and a writer's own) or an expire and a rollback never interleave
     # (core/rewrite.py; a journal is only ever carried out by the marker's holder).
@@ -317,13 +320,16 @@ def _work_due(table: TableHandle, retain_min: int, retain_max: int, cutoff: int,
 
 
 def _expire_under_marker(table: TableHandle, retain_min: int, retain_max: int, cutoff: int, max_deletes: int,
-                         now_ms: int, dry_run: bool, progress: ProgressCallback | None) -> ExpireResult:
+                         now_ms: int, dry_run: bool, progress: ProgressCallback | None, *,
+                         held: bool = True) -> ExpireResult:
     resumed, earliest_before = _Resumed(), None
-    if not dry_run:
+    if not dry_run and held:
         earliest_before = table.snapshots.earliest_id()
         resumed = finish_interrupted(table)
-    consumer_min, consumers_expired = _consumers(table, now_ms, dry_run)
+    consumer_min, consumers_expired = _consumers(table, now_ms, dry_run or not held)
     plan = _plan(table, retain_min, retain_max, cutoff, max_deletes, consumer_min)
+    if plan is not None and not held and not dry_run:
+        plan = None  # due only since we looked (new commits): without the marker, leave it to the next run
     if plan is None:
         earliest = table.snapshots.earliest_id()
         hint = table.snapshots.earliest_hint()
