@@ -26,8 +26,9 @@ import json
 import posixpath
 from typing import Protocol
 
-from core.errors import CorruptMetadataError, FastForwardUnfinishedError, NotFoundError, UsageError
+from core.errors import CommitConflictError, CorruptMetadataError, FastForwardUnfinishedError, NotFoundError, UsageError
 from core.fileio import FileIO, check_name_length, join
+from core.rewrite import FAST_FORWARD as FAST_FORWARD_KIND, is_live, read_marker
 from core.snapshot import Snapshot, SnapshotManager
 from core.tag import TagManager
 
@@ -165,6 +166,12 @@ def refuse_unfinished_fast_forward(file_io: FileIO, table_path: str, table_name:
     marker = fast_forward_marker(file_io, table_path)
     if marker is None or branch not in (MAIN_BRANCH, marker["branch"]):
         return
+    running = read_marker(file_io, join(table_path, "snapshot"))
+    if running is not None and running.kind == FAST_FORWARD_KIND and is_live(running):
+        # Not interrupted: at work right now. A lost race, nothing changed (exit 4).
+        raise CommitConflictError(
+            f"cannot {what}: {running.describe()} of {table_name} to branch {marker['branch']} is running; "
+            "nothing was changed, re-run it when the fast-forward has finished")
     raise FastForwardUnfinishedError(
         f"cannot {what}: a fast-forward of {table_name} to branch {marker['branch']} was interrupted and main "
         f"is half-way; rerun `{fast_forward_rerun(table_name, marker['branch'])}` first; nothing was changed")

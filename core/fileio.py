@@ -674,6 +674,23 @@ class FileIO:
             pass
 
     @_store_errors
+    def delete_claimed(self, path: str) -> bool:
+        """Delete ``path``; True if this call removed it, False if it was already gone. On a
+        local disk exactly one of two racing callers gets True (unlink is atomic); an object
+        store's delete says nothing, so there it is an existence check before the delete."""
+        _before("delete", path)
+        if self.local:
+            try:
+                os.unlink(local_path(path))
+                return True
+            except FileNotFoundError:
+                return False
+        if not self.fs.exists(path):
+            return False
+        self.fs.rm_file(path)
+        return True
+
+    @_store_errors
     def rename_dir(self, src: str, dst: str) -> None:
         """Rename a local directory atomically (os.rename: fails if ``dst`` exists and is not
         empty). Object stores have no rename; callers refuse there first."""

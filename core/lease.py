@@ -167,7 +167,7 @@ def acquire(file_io: FileIO, table_path: str, *, holder: str, ttl_seconds: float
     now = time.time() if now is None else now
     path = lease_path(table_path)
     content = _content(holder, now + ttl_seconds, ttl_seconds)
-    if file_io.try_create(path, content):
+    if file_io.try_create(path, content, make_dirs=False):  # never re-create a dropped table
         return Lease(path, holder, now + ttl_seconds, content)
     existing = _read(file_io, path)  # None: released between our create and our read
     stale = None
@@ -177,7 +177,7 @@ def acquire(file_io: FileIO, table_path: str, *, holder: str, ttl_seconds: float
             return None  # held by a live run
         if not _delete_if_unchanged(file_io, path, existing):
             return None  # someone else took it over first
-    if not file_io.try_create(path, content):
+    if not file_io.try_create(path, content, make_dirs=False):
         return None
     if existing is not None and stale == "wrong clock":
         taken = _holder(existing)

@@ -29,7 +29,7 @@ import uuid
 from dataclasses import dataclass
 
 from core.commit_user import CommitUserMarkers
-from core.errors import CommitConflictError, CorruptMetadataError, NotFoundError
+from core.errors import CommitConflictError, CorruptMetadataError, NotFoundError, TableGoneError
 from core.fileio import FileIO, join
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,9 @@ log = logging.getLogger(__name__)
 MARKER_NAME = "REWRITE"
 ROLLBACK, EXPIRE, FAST_FORWARD = "rollback", "expire", "fast-forward"
 STALE_SECONDS = 3600.0  # a marker of another host this old is abandoned (no rewrite takes an hour)
-WAIT_SECONDS = 10.0  # how long a rewriter waits for another before giving up (exit 4)
+# How long a rewriter waits for another before giving up (exit 4); LAKECTL_REWRITE_WAIT_SECONDS
+# sets it (the stall explorer shortens it: its rewriters wait on a neighbour that is stopped).
+WAIT_SECONDS = float(os.environ.get("LAKECTL_REWRITE_WAIT_SECONDS", "10"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +123,12 @@ def acquire(file_io: FileIO, snapshot_dir: str, kind: str, *, target: int | None
     deadline = time.monotonic() + wait_seconds
     pause = 0.02
     while True:
-        if file_io.try_create(path, data):
+        try:
+            created = file_io.try_create(path, data, make_dirs=False)
+        except FileNotFoundError:  # no snapshot/: the table was renamed or dropped under us
+            raise TableGoneError(f"cannot {what}: table {table} was renamed or dropped meanwhile (or has no "
+                                 "snapshot); nothing was changed") from None
+        if created:
             return RewriteMarker(path, kind, holder, payload["started"], target, tag, data)
         current = read_marker(file_io, snapshot_dir)
         if current is None:

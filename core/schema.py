@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from core import binary_row
 from core import types as T
-from core.errors import CorruptMetadataError, NotFoundError, UsageError
+from core.errors import CorruptMetadataError, NotFoundError, TableGoneError, UsageError
 from core.fileio import FileIO, join
 from core.merge_options import merge_options
 from core.options import CoreOptions, validate
@@ -306,5 +306,12 @@ class SchemaManager:
         return schema
 
     def commit(self, schema: TableSchema) -> bool:
-        """Publish ``schema-<id>``; False if another writer took that id first."""
-        return self.file_io.try_create(self.path(schema.id), schema.to_json().encode("utf-8"))
+        """Publish ``schema-<id>``; False if another writer took that id first. Only the first
+        schema may make ``schema/``: a later one finding it gone means the table was renamed or
+        dropped under the command (TableGoneError), whose directory must not come back."""
+        try:
+            return self.file_io.try_create(self.path(schema.id), schema.to_json().encode("utf-8"),
+                                           make_dirs=schema.id == 0)
+        except FileNotFoundError:
+            raise TableGoneError(f"the table at {self.dir.rsplit('/', 1)[0]} was renamed or dropped meanwhile; "
+                                 "nothing was changed") from None

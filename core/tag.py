@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
-from core.errors import CorruptMetadataError, NotFoundError, TagExistsError, UsageError
+from core.errors import CommitConflictError, CorruptMetadataError, NotFoundError, TagExistsError, UsageError
 from core.fileio import FileIO, check_name_length, join
 from core.snapshot import Snapshot
 
@@ -146,9 +146,15 @@ class TagManager:
         # The file is copied byte for byte: fields lakectl does not model (a newer Paimon's) stay.
         text = self.file_io.read_text(old_path)
         renamed = Tag.from_json(new, text, old_path)
-        if not self.file_io.try_create(self.path(new), text.encode("utf-8")) and not self._holds(new, text):
+        created = self.file_io.try_create(self.path(new), text.encode("utf-8"))
+        if not created and not self._holds(new, text):
             raise TagExistsError(f"tag {new} already exists")
-        self.file_io.delete(old_path)
+        if not self.file_io.delete_claimed(old_path) and created:
+            # Another rename (or a delete) of the same tag took the old name first: ours must
+            # not leave a second name for it.
+            self.file_io.delete(self.path(new))
+            raise CommitConflictError(f"tag {old} was renamed or deleted by another command meanwhile; "
+                                      f"tag {new} was not created")
         return renamed
 
     def _holds(self, name: str, text: str) -> bool:

@@ -68,8 +68,9 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("schemas", "schemas",
           "List schema versions: id, time, column count and what each changed (columns paired by field id)."),
     Entry("check", "check",
-          "Verify every schema, snapshot, tag, manifest and referenced file (present, with its recorded size) and "
-          "the LATEST/EARLIEST hints, of main and of every branch."),
+          "Verify every schema (it parses; its key, partition and bucket-key columns exist; its field ids are "
+          "unique; its options parse), snapshot, tag, manifest and referenced file (present, with its recorded "
+          "size; deletion vectors decoded) and the LATEST/EARLIEST hints, of main and of every branch."),
     Entry("tag", "tags", "Create, rename, delete and list tags: named snapshots that expire leaves alone."),
     Entry("expire-tags", "expire_tags",
           "Delete tags whose TTL (their own, from tag create --time-retained, else the table option "

@@ -86,7 +86,11 @@ def _remove_table_dir(io: FileIO, path: str, files: list[FileStatus]) -> None:
     if io.local:
         parent, prefix = _tombstone_prefix(path)
         tombstone = join(parent, f"{prefix}{uuid.uuid4().hex[:12]}")
-        io.rename_dir(path, tombstone)  # the table is gone from here on, whole
+        try:
+            io.rename_dir(path, tombstone)  # the table is gone from here on, whole
+        except FileNotFoundError:  # dropped or renamed by another command since we looked
+            raise NotFoundError(f"table at {path} no longer exists (dropped or renamed meanwhile); "
+                                "nothing was dropped") from None
         io.delete_tree(tombstone)
         return
     schema_prefix = join(path, "schema") + "/"

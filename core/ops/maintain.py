@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from core.errors import LakectlError
+from core.errors import CommitConflictError, LakectlError, NotFoundError
 from core.health import Health, measure
 from core.ops.full_compaction import full_compaction_due
 from core.ops.orphans import orphan_age_seconds
@@ -206,6 +206,8 @@ def maintain_table(table: TableHandle, policy: Policy, *, dry_run: bool = False,
         rep.health = measure(table)
         actions = plan_table(table, rep.health, policy)
         check_policy(policy, actions)
+    except NotFoundError as e:  # dropped or renamed since the tables were listed: not a failure
+        return _finish(rep, start, "skipped", f"the table went away meanwhile: {e}")
     except (LakectlError, OSError) as e:
         return _finish(rep, start, "failed", f"{type(e).__name__}: {e}")
     if policy.skip:
@@ -217,6 +219,8 @@ def maintain_table(table: TableHandle, policy: Policy, *, dry_run: bool = False,
         held = leases.acquire(table.file_io, table.path, holder=holder or leases.new_holder(),
                               ttl_seconds=lease_seconds)
         holding = None if held is not None else leases.holder_of(table.file_io, table.path)
+    except FileNotFoundError:  # the lease never re-creates a dropped or renamed table's directory
+        return _finish(rep, start, "skipped", "the table went away meanwhile (dropped or renamed)")
     except (LakectlError, OSError) as e:
         return _finish(rep, start, "failed", f"lease: {type(e).__name__}: {e}")
     if held is None:
@@ -244,6 +248,11 @@ def maintain_table(table: TableHandle, policy: Policy, *, dry_run: bool = False,
                     # Stop this table: later verbs (orphans above all) assume the earlier ones finished.
                     rep.actions.append(ActionReport(action.verb, action.reason, done=False,
                                                     error=f"{type(e).__name__}: {e}"))
+                    if isinstance(e, (CommitConflictError, NotFoundError)):
+                        # A lost race (another command's rewrite, the table renamed or dropped):
+                        # nothing was changed, and the next run maintains what is there then.
+                        rep.bytes_freed = sum(a.bytes_freed for a in rep.actions)
+                        return _finish(rep, start, "skipped", f"{action.verb} lost a race: {e}")
                     return _finish(rep, start, "failed", f"{action.verb}: {e}")
     finally:
         rep.released_at = time.time()

@@ -106,7 +106,11 @@ def rename_table(warehouse: Warehouse, old: str, new: str, *, dry_run: bool = Fa
         raise TableExistsError(f"{target.name} already exists ({target.path}); nothing was renamed")
     _require_database(warehouse, target)
     if not dry_run:
-        io.rename_dir(source.path, target.path)
+        try:
+            io.rename_dir(source.path, target.path)
+        except FileNotFoundError:  # dropped or renamed by another command since we looked
+            raise NotFoundError(f"table {source.name} no longer exists (dropped or renamed meanwhile); "
+                                "nothing was renamed") from None
         log.info("renamed %s to %s", source.name, target.name)
     return _result(source, target, "rename", dry_run=dry_run)
 

@@ -45,7 +45,7 @@ def test_rollback_on_a_branch(wh: str) -> None:
     assert scan(wh, "--branch", "dev") == DEV_4
     dry = ok("rollback", "db.t", "--branch", "dev", "--snapshot-id", "1", "--dry-run", "-w", wh)
     assert dry == {"table": "db.t", "branch": "dev", "target_snapshot_id": 1, "snapshots_removed": [3, 2],
-                   "tags_removed": ["d2"], "dry_run": True}
+                   "tags_removed": ["d2"], "dry_run": True, "as_latest": False, "new_snapshot_id": None}
     assert ok("rollback", "db.t", "--branch", "dev", "--tag", "d2", "-w", wh)["snapshots_removed"] == [3]
     assert scan(wh, "--branch", "dev") == DEV_3
     main_untouched(wh)

@@ -52,7 +52,7 @@ def test_a_refusing_filesystem_is_named_and_commits_nothing(t: Table, monkeypatc
             raise OSError(code, os.strerror(code), path)
         return open(path, mode, *args, **kwargs)
 
-    def refusing_create(path: str, data: bytes) -> bool:
+    def refusing_create(path: str, data: bytes, make_dirs: bool = True) -> bool:
         raise OSError(code, os.strerror(code), path)
 
     monkeypatch.setattr(fsspec.implementations.local.LocalFileSystem, "_open", refusing_open)

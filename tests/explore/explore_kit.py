@@ -49,6 +49,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
+# Rewriters (rollback, expire, fast-forward) next to a stopped one give up after this long, not
+# after the default 10 s (core/rewrite.py): the outcome is the same exit 4, the matrix faster.
+# Set before core is imported, for B run in this process, and passed on to A's environment.
+os.environ.setdefault("LAKECTL_REWRITE_WAIT_SECONDS", "1")
+
 REPO = Path(__file__).resolve().parents[2]
 LAKECTL = Path(sys.executable).parent / "lakectl"
 TABLE = "db.t"

@@ -83,11 +83,11 @@ def write(spec: dict, counter: AttemptCounter) -> None:
     if spec.get("rounds"):
         real = SnapshotManager.try_publish
 
-        def publish(self, snapshot):  # type: ignore[no-untyped-def]
+        def publish(self, snapshot, **kw):  # type: ignore[no-untyped-def]
             if hold["round"] is not None:
                 round_barrier(spec, hold["round"])
                 hold["round"] = None  # only the first attempt of a commit waits
-            return real(self, snapshot)
+            return real(self, snapshot, **kw)
 
         SnapshotManager.try_publish = publish  # type: ignore[method-assign]
     start_line(spec)

@@ -207,13 +207,13 @@ def test_publish_with_unknown_outcome_commits_exactly_once(tmp_path: Path, monke
     real = FileIO.try_create
     failures: list[str] = []
 
-    def flaky(self: FileIO, path: str, data: bytes) -> bool:
+    def flaky(self: FileIO, path: str, data: bytes, **kw: bool) -> bool:
         if "/snapshot/" in path and not failures:
             failures.append(path)
             if landed:
-                real(self, path, data)
+                real(self, path, data, **kw)
             raise OSError("connection reset while publishing")
-        return real(self, path, data)
+        return real(self, path, data, **kw)
 
     monkeypatch.setattr(FileIO, "try_create", flaky)
     result = t.write(pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["x", "y"], "dt": ["a", "b"]}))

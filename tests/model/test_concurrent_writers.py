@@ -103,13 +103,13 @@ def _before_first_publish(monkeypatch: pytest.MonkeyPatch, interloper: Callable[
     state = {"armed": True}
     tried: list[int] = []
 
-    def publish(self: SnapshotManager, snapshot: Any) -> bool:
+    def publish(self: SnapshotManager, snapshot: Any, **kw: Any) -> bool:
         if state["armed"]:
             state["armed"] = False
             interloper()
             tried.append(snapshot.id)
-            return real(self, snapshot)
-        return real(self, snapshot)
+            return real(self, snapshot, **kw)
+        return real(self, snapshot, **kw)
 
     monkeypatch.setattr(SnapshotManager, "try_publish", publish)
     return tried
@@ -203,7 +203,7 @@ def test_a_commit_that_keeps_losing_gives_up_with_nothing_committed(tmp_path: Pa
     landed: list[int] = []
     busy = [False]
 
-    def publish(self: SnapshotManager, snapshot: Any) -> bool:
+    def publish(self: SnapshotManager, snapshot: Any, **kw: Any) -> bool:
         if not busy[0]:  # every attempt of ours: another writer lands first
             busy[0] = True
             try:
@@ -211,7 +211,7 @@ def test_a_commit_that_keeps_losing_gives_up_with_nothing_committed(tmp_path: Pa
             finally:
                 busy[0] = False
             landed.append(snapshot.id)
-        return real(self, snapshot)
+        return real(self, snapshot, **kw)
 
     monkeypatch.setattr(SnapshotManager, "try_publish", publish)
     with pytest.raises(CommitConflictError, match="after 3 attempts"):

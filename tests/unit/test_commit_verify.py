@@ -143,8 +143,8 @@ def test_unknown_outcome_on_an_expired_id_is_found_verified_and_undone(tmp_path:
     real = type(t.snapshots).try_publish
     calls = []
 
-    def publish_then_fail(self, snapshot):  # type: ignore[no-untyped-def]
-        landed = real(self, snapshot)
+    def publish_then_fail(self, snapshot, **kw):  # type: ignore[no-untyped-def]
+        landed = real(self, snapshot, **kw)
         calls.append(snapshot.id)
         if len(calls) == 1:
             raise OSError("response lost")
@@ -162,8 +162,8 @@ def test_legitimate_snapshot_expired_right_after_it_landed_is_kept(tmp_path: Pat
     real = type(t.snapshots).try_publish
     done = []
 
-    def publish_then_race(self, snapshot):  # type: ignore[no-untyped-def]
-        landed = real(self, snapshot)
+    def publish_then_race(self, snapshot, **kw):  # type: ignore[no-untyped-def]
+        landed = real(self, snapshot, **kw)
         if not done:
             done.append(snapshot.id)
             _others_commit_then_expire(t, 100)()
@@ -180,8 +180,8 @@ def test_legitimate_snapshot_an_expire_is_retiring_is_kept(tmp_path: Path, monke
     real = type(t.snapshots).try_publish
     done = []
 
-    def publish_then_race(self, snapshot):  # type: ignore[no-untyped-def]
-        landed = real(self, snapshot)
+    def publish_then_race(self, snapshot, **kw):  # type: ignore[no-untyped-def]
+        landed = real(self, snapshot, **kw)
         if not done:
             done.append(snapshot.id)
             _write(t, [100], "other")  # 3, built on our 2
