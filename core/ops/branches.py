@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from core.branch import (ABSENT, LEFTOVER, MAIN_BRANCH, UNFINISHED, WHOLE, branch_names, branch_path, branch_state,
                          fast_forward_marker, fast_forward_marker_path, fast_forward_rerun,
                          refuse_unfinished_fast_forward, validate_branch_name)
-from core.errors import (BranchExistsError, CommitConflictError, FastForwardUnfinishedError, NotFoundError,
-                         UsageError)
+from core.errors import (BranchExistsError, CommitConflictError, CorruptMetadataError, FastForwardUnfinishedError,
+                         NotFoundError, TableGoneError, UsageError)
 from core.fileio import join
 from core.schema import SchemaManager
 from core.snapshot import Snapshot, SnapshotManager
@@ -250,7 +250,15 @@ def fast_forward(table: TableHandle, name: str, *, dry_run: bool = False) -> Fas
             except BaseException:
                 fio.delete(fast_forward_marker_path(table.path))  # nothing was changed: no marker left
                 raise
-        _carry_out_fast_forward(table, branch, result)
+        try:
+            _carry_out_fast_forward(table, branch, result)
+        except (CorruptMetadataError, FileNotFoundError, NotFoundError):
+            if table.schemas.list_ids():
+                raise
+            # Renamed (or dropped) under us: the renamed table carries the marker, and a rerun
+            # there finishes the work; this run lost the race.
+            raise TableGoneError(f"table {table.name} was renamed or dropped during the fast-forward; rerun it on "
+                                 "the table's new name to finish it") from None
         fio.delete(fast_forward_marker_path(table.path))  # main is the branch's: writes may go on
     finally:
         release(fio, rewrite)

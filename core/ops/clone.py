@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from core.commit import CommitMessage, FileStoreCommit, IndexChanges
 from core.copying import Progress, copy_files, copy_in_order, remove_quietly
-from core.errors import NotFoundError, TableExistsError, UsageError
+from core.errors import CorruptMetadataError, NotFoundError, TableExistsError, TableGoneError, UsageError
 from core.fileio import FileIO, join
 from core.index_manifest import IndexManifestEntry, index_dir, live_index_entries
 from core.manifest import ManifestEntry, live_entries
@@ -96,10 +96,15 @@ def clone(source: TableHandle, target: TableHandle, *, snapshot_id: int | None =
         _build(source, target.file_io, staging or target.path, snapshot, plan, progress)
         if staging:
             target.file_io.rename_dir(staging, target.path)
-    except Exception:
+    except Exception as e:
         # An error (not a kill) removes what this clone wrote: the staging directory, or on an
         # object store the target itself, which was empty when the clone began.
         remove_quietly(target.file_io, staging or target.path, "the unfinished clone")
+        if isinstance(e, (FileNotFoundError, CorruptMetadataError, NotFoundError)) \
+                and not source.schemas.list_ids():
+            # The source was dropped or renamed while we copied it: a lost race, not damage.
+            raise TableGoneError(f"table {source.name} was renamed or dropped while it was cloned; nothing was "
+                                 "cloned") from None
         raise
     return result
 

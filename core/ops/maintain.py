@@ -237,6 +237,8 @@ def maintain_table(table: TableHandle, policy: Policy, *, dry_run: bool = False,
                     return _finish(rep, start, "failed", f"lease: {type(e).__name__}: {e}")
                 if lost_to is not None:
                     rep.bytes_freed = sum(a.bytes_freed for a in rep.actions)
+                    if _gone(table):  # dropped or renamed (its lease went with it): not a failure
+                        return _finish(rep, start, "skipped", "the table went away meanwhile (dropped or renamed)")
                     return _finish(rep, start, "failed", _lost_message(lost_to, actions[i:]))
                 if action is None:
                     break
@@ -248,7 +250,7 @@ def maintain_table(table: TableHandle, policy: Policy, *, dry_run: bool = False,
                     # Stop this table: later verbs (orphans above all) assume the earlier ones finished.
                     rep.actions.append(ActionReport(action.verb, action.reason, done=False,
                                                     error=f"{type(e).__name__}: {e}"))
-                    if isinstance(e, (CommitConflictError, NotFoundError)):
+                    if isinstance(e, (CommitConflictError, NotFoundError)) or _gone(table):
                         # A lost race (another command's rewrite, the table renamed or dropped):
                         # nothing was changed, and the next run maintains what is there then.
                         rep.bytes_freed = sum(a.bytes_freed for a in rep.actions)
@@ -263,6 +265,14 @@ def maintain_table(table: TableHandle, policy: Policy, *, dry_run: bool = False,
     except (LakectlError, OSError):
         pass
     return _finish(rep, start, "done", None)
+
+
+def _gone(table: TableHandle) -> bool:
+    """Has the table been dropped or renamed since the run began (no schema file left)?"""
+    try:
+        return not table.schemas.list_ids()
+    except (LakectlError, OSError):
+        return False
 
 
 def _held_message(holding: leases.Holder | None) -> str:
