@@ -531,8 +531,8 @@ class FileStoreCommit:
             return
         if not current or not self._same_table(schemas):
             raise TableGoneError(
-                f"table {table_name(self.table_path)} was renamed, dropped or re-created while this command ran; "
-                "nothing was committed")
+                f"table {table_name(self.table_path)} was renamed, dropped or re-created while this command ran (or a "
+                "fast-forward replaced its schema); nothing was committed")
         if current[-1] != self.schema.id:
             raise StalePlanError(
                 f"the table schema changed to {current[-1]} while this write used schema {self.schema.id}; "

@@ -77,6 +77,9 @@ def create_branch(table: TableHandle, name: str, *, tag: str | None = None, snap
     if not table.is_main:
         raise UsageError("branches are created from main; open the table without a branch")
     validate_branch_name(name)
+    # main mid-way through a fast-forward is a real snapshot, but not one any command made:
+    # a branch made from it would hold rows no order of the commands gives (exit 4 while it runs).
+    refuse_unfinished_fast_forward(table.file_io, table.path, table.name, MAIN_BRANCH, f"create branch {name}")
     if tag is not None and snapshot_id is not None:
         raise UsageError("give --tag or --snapshot-id, not both")
     state = branch_state(table, name)

@@ -79,6 +79,8 @@ def clone(source: TableHandle, target: TableHandle, *, snapshot_id: int | None =
         TableExistsError: the target is a table, or a directory that is not empty.
     """
     _refuse_nesting(source, target)
+    if source.is_main:  # main mid-way through a fast-forward: a copy would hold neither side
+        source.refuse_unfinished_fast_forward(f"clone {source.name}")
     snapshot = choose_snapshot(source, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag) \
         if (snapshot_id, tag, timestamp) != (None, None, None) else source.latest_snapshot()
     if snapshot is None:
