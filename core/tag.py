@@ -176,4 +176,5 @@ class TagManager:
             validate_tag_name(name, allow_number=True)
         if not self.exists(name):
             raise NotFoundError(f"tag {name} does not exist")
-        self.file_io.delete(self.path(name))
+        if not self.file_io.delete_claimed(self.path(name)):  # another delete or rename took it first
+            raise NotFoundError(f"tag {name} does not exist (deleted or renamed by another command meanwhile)")
