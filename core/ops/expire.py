@@ -99,9 +99,10 @@ def older_than_cutoff(text: str, now_ms: int) -> int:
     """``--older-than``: a duration back from now, or an ISO 8601 time -> epoch millis."""
     try:
         return now_ms - duration_millis(text)
-    except UsageError:
+    except UsageError as e:
         if re.fullmatch(r"\s*\d+(?:\.\d+)?\s*[a-zA-Z\u00b5]*\s*", text):
-            raise  # a duration lakectl does not take (an unknown unit, over 100 years), not an ISO time
+            # a duration lakectl does not take (an unknown unit, over 100 years), not an ISO time
+            raise UsageError(f"--older-than: {e}") from None
     try:
         moment = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:

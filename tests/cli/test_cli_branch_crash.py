@@ -106,8 +106,8 @@ def test_a_killed_fast_forward_refuses_writes_until_its_rerun(wh: Path) -> None:
     ok(wh, "branch", "create", "db.t", "dev")
     write(wh, {1: "dev", 9: "z"}, "--branch", "dev")
     write(wh, {4: "main"})  # main's snapshot 3, which the fast-forward replaces
-    # Mutations: the FAST-FORWARD marker, main's snapshot 3, LATEST, ...: killed after the delete.
-    killed = lakectl(wh, "branch", "fast-forward", "db.t", "dev", fault="kill:mutation:3")
+    # Mutations: main's rewrite marker, the FAST-FORWARD marker, main's snapshot 3, LATEST, ...: killed after the delete.
+    killed = lakectl(wh, "branch", "fast-forward", "db.t", "dev", fault="kill:mutation:4")
     assert killed.returncode == -9, killed.stderr
     assert scan(wh) == {1: "a", 2: "B", 3: "c"}  # main reads its snapshot 2, where dev starts
     refused = lakectl(wh, "write", "db.t", "-i", str(wh.parent / "in.csv"), "--fill-missing-columns")
