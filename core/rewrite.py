@@ -36,6 +36,9 @@ log = logging.getLogger(__name__)
 
 MARKER_NAME = "REWRITE"
 ROLLBACK, EXPIRE, FAST_FORWARD = "rollback", "expire", "fast-forward"
+# Holders of the markers this process holds now: a marker naming this process but not held any
+# more (its release failed) is abandoned, not live, or the next rewriter here would wait on itself.
+_HELD: set[str] = set()
 STALE_SECONDS = 3600.0  # a marker of another host this old is abandoned (no rewrite takes an hour)
 # How long a rewriter waits for another before giving up (exit 4); LAKECTL_REWRITE_WAIT_SECONDS
 # sets it (the stall explorer shortens it: its rewriters wait on a neighbour that is stopped).
@@ -89,6 +92,8 @@ def is_live(marker: RewriteMarker, now: float | None = None) -> bool:
     except ValueError:
         return False
     if host == socket.gethostname():
+        if pid == str(os.getpid()):
+            return marker.holder in _HELD
         try:
             os.kill(int(pid), 0)
         except ProcessLookupError:
@@ -129,6 +134,7 @@ def acquire(file_io: FileIO, snapshot_dir: str, kind: str, *, target: int | None
             raise TableGoneError(f"cannot {what}: table {table} was renamed or dropped meanwhile (or has no "
                                  "snapshot); nothing was changed") from None
         if created:
+            _HELD.add(holder)
             return RewriteMarker(path, kind, holder, payload["started"], target, tag, data)
         current = read_marker(file_io, snapshot_dir)
         if current is None:
@@ -153,6 +159,7 @@ def finish_abandoned(file_io: FileIO, snapshot_dir: str, marker: RewriteMarker, 
 
 
 def release(file_io: FileIO, marker: RewriteMarker) -> None:
+    _HELD.discard(marker.holder)  # first: a failed delete leaves an abandoned marker, not a live one
     remove_marker(file_io, marker)
 
 
