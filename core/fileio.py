@@ -421,10 +421,18 @@ class FileIO:
             if self.local:
                 with open(local_path(path), "rb") as f:
                     return f.read()
-            return self.fs.cat_file(path)
+            return self._get(path)
         except FileNotFoundError as e:
             self._confirm_bucket(path)
             raise CorruptMetadataError(f"missing file {path}") from e
+
+    def _get(self, path: str) -> bytes:
+        """A whole object in one GET. s3fs's ``cat_file`` otherwise sends a HEAD first (to
+        split big objects into concurrent ranged GETs), doubling the round trips of every
+        metadata read, which are nearly all small."""
+        if self.scheme in ("s3", "s3a"):
+            return self.fs.cat_file(path, max_concurrency=1)
+        return self.fs.cat_file(path)
 
     @_store_errors
     def read_decoded(self, path: str, decode: Callable[[bytes], Any]) -> Any:
@@ -661,7 +669,7 @@ class FileIO:
         # whose first try landed but whose response was lost, and the retry got 412. (Snapshot
         # and schema files carry a commit user or a timestamp, so no other writer's match.)
         try:
-            return self.fs.cat_file(path) == data
+            return self._get(path) == data
         except FileNotFoundError:
             return False
 
