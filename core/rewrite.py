@@ -10,12 +10,11 @@ rewriter works on a branch at a time), holding JSON ``{"kind", "holder", "starte
   does not publish, and a snapshot it published while one held it is undone and committed
   again after the rollback, on the rolled-back chain (core/commit.py);
 - another rewriter waits for it a little, then gives up with exit 4 naming the holder;
-- a marker whose holder is gone (a process of this host that no longer runs, or older than
-  ``STALE_SECONDS`` from another host) is finished by whoever finds it: a rollback's by removing
+- a marker whose holder is gone (``core/holders.py``) is finished by whoever finds it: a rollback's by removing
   what its target says (``finish_rollback``: removal from the top is all a rollback does, so
   doing it again is safe), an expire's by deleting it (its journal finishes its work).
 
-The holder is ``host:pid:random``, as the maintenance lease's (core/lease.py).
+The holder is ``host:pid:random`` (core/holders.py), as the maintenance lease's (core/lease.py).
 """
 
 from __future__ import annotations
@@ -23,11 +22,10 @@ from __future__ import annotations
 import json
 import logging
 import os
-import socket
 import time
-import uuid
 from dataclasses import dataclass
 
+from core import holders
 from core.commit_user import CommitUserMarkers
 from core.errors import CommitConflictError, CorruptMetadataError, NotFoundError, TableGoneError
 from core.fileio import FileIO, join
@@ -36,10 +34,6 @@ log = logging.getLogger(__name__)
 
 MARKER_NAME = "REWRITE"
 ROLLBACK, EXPIRE, FAST_FORWARD = "rollback", "expire", "fast-forward"
-# Holders of the markers this process holds now: a marker naming this process but not held any
-# more (its release failed) is abandoned, not live, or the next rewriter here would wait on itself.
-_HELD: set[str] = set()
-STALE_SECONDS = 3600.0  # a marker of another host this old is abandoned (no rewrite takes an hour)
 # How long a rewriter waits for another before giving up (exit 4); LAKECTL_REWRITE_WAIT_SECONDS
 # sets it (the stall explorer shortens it: its rewriters wait on a neighbour that is stopped).
 WAIT_SECONDS = float(os.environ.get("LAKECTL_REWRITE_WAIT_SECONDS", "10"))
@@ -64,10 +58,6 @@ def marker_path(snapshot_dir: str) -> str:
     return join(snapshot_dir, MARKER_NAME)
 
 
-def new_holder() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
 def read_marker(file_io: FileIO, snapshot_dir: str) -> RewriteMarker | None:
     """The branch's rewrite marker, or None. A torn or garbled marker reads as one held by
     nobody, started long ago: abandoned, so the next command removes it."""
@@ -85,23 +75,8 @@ def read_marker(file_io: FileIO, snapshot_dir: str) -> RewriteMarker | None:
 
 
 def is_live(marker: RewriteMarker, now: float | None = None) -> bool:
-    """Is the marker's holder still at work? A process of this host: while it runs (a stalled
-    one, Ctrl-Z, counts as running). Another host: until ``STALE_SECONDS`` have passed."""
-    try:
-        host, pid, _ = marker.holder.split(":", 2)
-    except ValueError:
-        return False
-    if host == socket.gethostname():
-        if pid == str(os.getpid()):
-            return marker.holder in _HELD
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            return False
-        except (ValueError, PermissionError, OSError):
-            return True
-        return True
-    return (now if now is not None else time.time()) - marker.started < STALE_SECONDS
+    """Is the marker's holder still at work (core/holders.py)?"""
+    return holders.is_live(marker.holder, marker.started, now)
 
 
 def remove_marker(file_io: FileIO, marker: RewriteMarker) -> None:
@@ -121,7 +96,7 @@ def acquire(file_io: FileIO, snapshot_dir: str, kind: str, *, target: int | None
 
     ``on_abandoned(marker)`` finishes an abandoned marker's work before it is removed (for a
     rollback: ``finish_rollback``); without it the marker is only removed."""
-    holder = new_holder()
+    holder = holders.new_holder()
     payload = {"kind": kind, "holder": holder, "started": time.time(), "target": target, "tag": tag}
     data = json.dumps(payload, sort_keys=True).encode()
     path = marker_path(snapshot_dir)
@@ -134,7 +109,7 @@ def acquire(file_io: FileIO, snapshot_dir: str, kind: str, *, target: int | None
             raise TableGoneError(f"cannot {what}: table {table} was renamed or dropped meanwhile (or has no "
                                  "snapshot); nothing was changed") from None
         if created:
-            _HELD.add(holder)
+            holders.HELD.add(holder)
             return RewriteMarker(path, kind, holder, payload["started"], target, tag, data)
         current = read_marker(file_io, snapshot_dir)
         if current is None:
@@ -159,7 +134,7 @@ def finish_abandoned(file_io: FileIO, snapshot_dir: str, marker: RewriteMarker, 
 
 
 def release(file_io: FileIO, marker: RewriteMarker) -> None:
-    _HELD.discard(marker.holder)  # first: a failed delete leaves an abandoned marker, not a live one
+    holders.HELD.discard(marker.holder)  # first: a failed delete leaves an abandoned marker, not a live one
     remove_marker(file_io, marker)
 
 

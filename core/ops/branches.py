@@ -30,6 +30,7 @@ from core.snapshot import Snapshot, SnapshotManager
 from core.table_handle import TableHandle
 from core.tag import TagManager
 from core.ops.tags import still_retained
+from core.busy import working
 from core.rewrite import FAST_FORWARD, acquire, finish_rollback_marker, release
 
 
@@ -89,35 +90,36 @@ def create_branch(table: TableHandle, name: str, *, tag: str | None = None, snap
     from core.ops.check import require_whole  # here: listing branches reads no manifest
 
     require_whole(table, snapshot, f"cannot create branch {name}")
-    if state == LEFTOVER:
-        _remove_files(table, name)  # an interrupted create or delete: never a branch
+    with working(table.file_io, table.path, table.name, f"create branch {name}"):
+        if state == LEFTOVER:
+            _remove_files(table, name)  # an interrupted create or delete: never a branch
 
-    fio, path = table.file_io, branch_path(table.path, name)
-    # UNFINISHED first, deleted last: until it goes the directory is not a branch to any
-    # command, so a kill leaves a leftover for the next create, delete or check --repair.
-    # Create-if-absent: a second creator racing this one stops here.
-    if not fio.try_create(join(path, UNFINISHED), _marker("create")):
-        raise CommitConflictError(f"another branch create or delete of {name} on table {table.name} is running; "
-                                  "nothing was changed")
-    if tag is not None:
-        fio.try_create(TagManager(fio, path).path(tag), fio.read_bytes(table.tags.path(tag)))
-    branch_snapshots = SnapshotManager(fio, path)
-    if table.snapshots.exists(snapshot.id):
-        fio.try_create(branch_snapshots.path(snapshot.id), fio.read_bytes(table.snapshots.path(snapshot.id)))
-    else:  # a tag whose snapshot expired on main: the tag holds the whole snapshot
-        branch_snapshots.try_publish(snapshot)
-    branch_schemas = SchemaManager(fio, path)
-    for sid in table.schemas.list_ids():
-        if sid <= snapshot.schema_id:  # as Paimon: every schema up to the snapshot's
-            fio.try_create(branch_schemas.path(sid), fio.read_bytes(table.schemas.path(sid)))
-    if tag is None and not still_retained(table, snapshot):
-        # An expire retired the snapshot while we copied it, and may have planned its file
-        # deletions before our branch pinned them: no branch (a tag pins its own files).
-        _remove_files(table, name)
-        raise CommitConflictError(f"snapshot {snapshot.id} was expired while branch {name} was created; the branch "
-                                  "was not created (exit 4): branch from a snapshot that expire retains, or a tag")
-    fio.delete(join(path, UNFINISHED))  # the branch exists from here on
-    return _info(table, name)
+        fio, path = table.file_io, branch_path(table.path, name)
+        # UNFINISHED first, deleted last: until it goes the directory is not a branch to any
+        # command, so a kill leaves a leftover for the next create, delete or check --repair.
+        # Create-if-absent: a second creator racing this one stops here.
+        if not fio.try_create(join(path, UNFINISHED), _marker("create")):
+            raise CommitConflictError(f"another branch create or delete of {name} on table {table.name} is running; "
+                                      "nothing was changed")
+        if tag is not None:
+            fio.try_create(TagManager(fio, path).path(tag), fio.read_bytes(table.tags.path(tag)))
+        branch_snapshots = SnapshotManager(fio, path)
+        if table.snapshots.exists(snapshot.id):
+            fio.try_create(branch_snapshots.path(snapshot.id), fio.read_bytes(table.snapshots.path(snapshot.id)))
+        else:  # a tag whose snapshot expired on main: the tag holds the whole snapshot
+            branch_snapshots.try_publish(snapshot)
+        branch_schemas = SchemaManager(fio, path)
+        for sid in table.schemas.list_ids():
+            if sid <= snapshot.schema_id:  # as Paimon: every schema up to the snapshot's
+                fio.try_create(branch_schemas.path(sid), fio.read_bytes(table.schemas.path(sid)))
+        if tag is None and not still_retained(table, snapshot):
+            # An expire retired the snapshot while we copied it, and may have planned its file
+            # deletions before our branch pinned them: no branch (a tag pins its own files).
+            _remove_files(table, name)
+            raise CommitConflictError(f"snapshot {snapshot.id} was expired while branch {name} was created; the branch "
+                                      "was not created (exit 4): branch from a snapshot that expire retains, or a tag")
+        fio.delete(join(path, UNFINISHED))  # the branch exists from here on
+        return _info(table, name)
 
 
 def _source_snapshot(table: TableHandle, tag: str | None, snapshot_id: int | None) -> Snapshot:
@@ -151,10 +153,11 @@ def delete_branch(table: TableHandle, name: str, *, dry_run: bool = False) -> Br
     refuse_unfinished_fast_forward(table.file_io, table.path, table.name, name, f"delete branch {name}")
     files = len(table.file_io.walk(branch_path(table.path, name)))
     if not dry_run:
-        if state == WHOLE:
-            # The branch is gone from here on: a kill leaves a leftover, never half a branch.
-            table.file_io.try_create(join(branch_path(table.path, name), UNFINISHED), _marker("delete"))
-        _remove_files(table, name)
+        with working(table.file_io, table.path, table.name, f"delete branch {name}"):
+            if state == WHOLE:
+                # The branch is gone from here on: a kill leaves a leftover, never half a branch.
+                table.file_io.try_create(join(branch_path(table.path, name), UNFINISHED), _marker("delete"))
+            _remove_files(table, name)
     return BranchDeleteResult(table.name, name, files, dry_run, state == LEFTOVER)
 
 
@@ -239,32 +242,33 @@ def fast_forward(table: TableHandle, name: str, *, dry_run: bool = False) -> Fas
         return result
     # main's chain is rewritten: under its rewrite marker too, so that no expire or rollback of
     # main runs meanwhile (an expire could retire the branch's start under us).
-    rewrite = acquire(fio, table.snapshots.dir, FAST_FORWARD, what=f"fast-forward to branch {name}",
-                      table=table.name, on_abandoned=lambda m: finish_rollback_marker(table.snapshots, table.tags, m))
-    try:
-        if marker is None:
-            body = json.dumps({"branch": name, "startSnapshotId": result.start_snapshot_id,
-                               "latestBefore": result.latest_before}).encode("utf-8")
-            if not fio.try_create(fast_forward_marker_path(table.path), body):
-                raise CommitConflictError(f"another fast-forward of {table.name} started meanwhile; nothing was changed")
-            try:
-                # Planned again behind the marker: a commit that landed before it is replaced too.
-                result = _plan_fast_forward(table, branch, False, result.latest_before)
-            except BaseException:
-                fio.delete(fast_forward_marker_path(table.path))  # nothing was changed: no marker left
-                raise
+    with working(fio, table.path, table.name, f"fast-forward to branch {name}"):
+        rewrite = acquire(fio, table.snapshots.dir, FAST_FORWARD, what=f"fast-forward to branch {name}",
+                          table=table.name, on_abandoned=lambda m: finish_rollback_marker(table.snapshots, table.tags, m))
         try:
-            _carry_out_fast_forward(table, branch, result)
-        except (CorruptMetadataError, FileNotFoundError, NotFoundError):
-            if table.schemas.list_ids():
-                raise
-            # Renamed (or dropped) under us: the renamed table carries the marker, and a rerun
-            # there finishes the work; this run lost the race.
-            raise TableGoneError(f"table {table.name} was renamed or dropped during the fast-forward; rerun it on "
-                                 "the table's new name to finish it") from None
-        fio.delete(fast_forward_marker_path(table.path))  # main is the branch's: writes may go on
-    finally:
-        release(fio, rewrite)
+            if marker is None:
+                body = json.dumps({"branch": name, "startSnapshotId": result.start_snapshot_id,
+                                   "latestBefore": result.latest_before}).encode("utf-8")
+                if not fio.try_create(fast_forward_marker_path(table.path), body):
+                    raise CommitConflictError(f"another fast-forward of {table.name} started meanwhile; nothing was changed")
+                try:
+                    # Planned again behind the marker: a commit that landed before it is replaced too.
+                    result = _plan_fast_forward(table, branch, False, result.latest_before)
+                except BaseException:
+                    fio.delete(fast_forward_marker_path(table.path))  # nothing was changed: no marker left
+                    raise
+            try:
+                _carry_out_fast_forward(table, branch, result)
+            except (CorruptMetadataError, FileNotFoundError, NotFoundError):
+                if table.schemas.list_ids():
+                    raise
+                # Renamed (or dropped) under us: the renamed table carries the marker, and a rerun
+                # there finishes the work; this run lost the race.
+                raise TableGoneError(f"table {table.name} was renamed or dropped during the fast-forward; rerun it on "
+                                     "the table's new name to finish it") from None
+            fio.delete(fast_forward_marker_path(table.path))  # main is the branch's: writes may go on
+        finally:
+            release(fio, rewrite)
     return result
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.busy import working
 from core.consumer import ConsumerManager
 from core.errors import NotFoundError, UsageError
 from core.table_handle import TableHandle
@@ -59,7 +60,9 @@ def reset_consumer(table: TableHandle, consumer_id: str, next_snapshot: int, *, 
     manager = ConsumerManager(table.file_io, table.branch_path)
     before = manager.next_snapshot(consumer_id)
     if not dry_run:
-        manager.record(consumer_id, next_snapshot)
+        # Its write makes the directories it needs: not in a table renamed or dropped meanwhile.
+        with working(table.file_io, table.path, table.name, f"reset consumer {consumer_id}"):
+            manager.record(consumer_id, next_snapshot)
     return ConsumerChange(table.name, table.branch, consumer_id, "reset", before, next_snapshot, dry_run)
 
 

@@ -20,6 +20,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 
+from core.busy import CLOSING, closing
 from core.errors import DatabaseNotEmptyError, NotFoundError, UsageError
 from core.fileio import FileIO, FileStatus, join
 from core.renaming import MARKERS, marker_names
@@ -73,11 +74,14 @@ def drop_table(table: TableHandle, *, if_exists: bool = False, dry_run: bool = F
             return DropTableResult(table.name, table.path, False, 0, 0, dry_run)
         else:
             raise NotFoundError(f"table {table.name} does not exist (looked in {table.path})")
-    files = io.walk(table.path)
-    result = DropTableResult(table.name, table.path, True, len(files), sum(f.size for f in files), dry_run)
     if dry_run:
-        return result
-    _remove_table_dir(io, table.path, files)
+        files = io.walk(table.path)
+        return DropTableResult(table.name, table.path, True, len(files), sum(f.size for f in files), dry_run)
+    # Once no command of several steps is at work on it (core/busy.py).
+    with closing(io, table.path, table.name, f"drop {table.name}"):
+        files = io.walk(table.path)
+        _remove_table_dir(io, table.path, files)
+    result = DropTableResult(table.name, table.path, True, len(files), sum(f.size for f in files), dry_run)
     log.info("dropped %s %s (%d files)", "the rename leftover" if leftover else "table", table.name, len(files))
     return result
 
@@ -94,9 +98,10 @@ def _remove_table_dir(io: FileIO, path: str, files: list[FileStatus]) -> None:
         io.delete_tree(tombstone)
         return
     schema_prefix = join(path, "schema") + "/"
-    markers = {join(path, name) for name in MARKERS}
+    markers = {join(path, name) for name in MARKERS + (CLOSING,)}
     # Schema files last: until they go, this is still a table a second drop may finish; a
-    # rename's marker after them, so that a rename's leftover stays one until its end.
+    # rename's marker after them, so that a rename's leftover stays one until its end, and
+    # the drop's own closing marker, so that no command of several steps starts meanwhile.
     for f in sorted(files, key=lambda f: (f.path in markers, f.path.startswith(schema_prefix))):
         io.delete(f.path)
     io.delete_tree(path)  # directory markers some stores keep (SeaweedFS shows the emptied prefix)

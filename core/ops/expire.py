@@ -49,13 +49,15 @@ import logging
 import re
 import time
 import uuid
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
 from core.branch import pinned_snapshots
+from core.busy import working
 from core.consumer import ConsumerManager, stale_consumers
 from core.engines import ProgressCallback
-from core.errors import CorruptMetadataError, NotFoundError, UsageError
+from core.errors import CommitConflictError, CorruptMetadataError, NotFoundError, TableGoneError, UsageError
 from core.fileio import FileIO, is_storage_full, join
 from core.index_manifest import IndexManifestEntry, IndexManifestIO
 from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO
@@ -287,22 +289,36 @@ def expire_snapshots(table: TableHandle, *, retain_min: int | None = None, retai
             log.info("expire of %s skipped: %s is running", table.name, current.describe())
             earliest = table.snapshots.earliest_id()
             return ExpireResult(table.name, table.branch, [], earliest, earliest, 0, 0, 0, dry_run)
-    try:
-        marker = acquire(table.file_io, table.snapshots.dir, EXPIRE_MARKER, what="expire snapshots",
-                         table=table.name, on_abandoned=lambda m: finish_rollback_marker(table.snapshots, table.tags, m))
-    except OSError as e:
-        if not is_storage_full(e):
-            raise
-        # A full disk is when expire is needed most: go on without the marker, as without the
-        # journal (a concurrent rewriter is then not kept out; one run at a time is the rule).
-        log.warning("no space for the rewrite marker of %s (%s); expiring without one", table.name, e)
-        marker = None
-    try:
-        table.refuse_unfinished_fast_forward("expire snapshots")
-        return _expire_under_marker(table, retain_min, retain_max, cutoff, max_deletes, now_ms, dry_run, progress)
-    finally:
-        if marker is not None:
-            release(table.file_io, marker)
+    with ExitStack() as stack:
+        # The table must not be renamed or dropped while snapshots are retired (core/busy.py).
+        try:
+            stack.enter_context(working(table.file_io, table.path, table.name, "expire snapshots"))
+        except (CommitConflictError, TableGoneError):
+            if not skip_if_busy:
+                raise
+            log.info("expire of %s skipped: the table is being renamed or dropped", table.name)
+            earliest = table.snapshots.earliest_id()
+            return ExpireResult(table.name, table.branch, [], earliest, earliest, 0, 0, 0, dry_run)
+        except OSError as e:
+            if not is_storage_full(e):
+                raise
+            log.warning("no space for the busy marker of %s (%s); expiring without one", table.name, e)
+        try:
+            marker = acquire(table.file_io, table.snapshots.dir, EXPIRE_MARKER, what="expire snapshots",
+                             table=table.name, on_abandoned=lambda m: finish_rollback_marker(table.snapshots, table.tags, m))
+        except OSError as e:
+            if not is_storage_full(e):
+                raise
+            # A full disk is when expire is needed most: go on without the marker, as without the
+            # journal (a concurrent rewriter is then not kept out; one run at a time is the rule).
+            log.warning("no space for the rewrite marker of %s (%s); expiring without one", table.name, e)
+            marker = None
+        try:
+            table.refuse_unfinished_fast_forward("expire snapshots")
+            return _expire_under_marker(table, retain_min, retain_max, cutoff, max_deletes, now_ms, dry_run, progress)
+        finally:
+            if marker is not None:
+                release(table.file_io, marker)
 
 
 def _work_due(table: TableHandle, retain_min: int, retain_max: int, cutoff: int, limit: int, now_ms: int) -> bool:

@@ -43,6 +43,7 @@ import logging
 import re
 from dataclasses import dataclass
 
+from core.busy import closing, is_marker as is_busy_marker
 from core.copying import Progress, copy_files, copy_in_order, delete_files
 from core.errors import (CommitConflictError, LakectlError, NotFoundError, RenameInProgressError,
                          TableExistsError, UsageError)
@@ -106,11 +107,14 @@ def rename_table(warehouse: Warehouse, old: str, new: str, *, dry_run: bool = Fa
         raise TableExistsError(f"{target.name} already exists ({target.path}); nothing was renamed")
     _require_database(warehouse, target)
     if not dry_run:
-        try:
-            io.rename_dir(source.path, target.path)
-        except FileNotFoundError:  # dropped or renamed by another command since we looked
-            raise NotFoundError(f"table {source.name} no longer exists (dropped or renamed meanwhile); "
-                                "nothing was renamed") from None
+        # Once no command of several steps is at work on it (core/busy.py).
+        with closing(io, source.path, source.name, f"rename {source.name} to {target.name}") as held:
+            try:
+                io.rename_dir(source.path, target.path)
+            except FileNotFoundError:  # dropped or renamed by another command since we looked
+                raise NotFoundError(f"table {source.name} no longer exists (dropped or renamed meanwhile); "
+                                    "nothing was renamed") from None
+            held.moved_to(target.path)
         log.info("renamed %s to %s", source.name, target.name)
     return _result(source, target, "rename", dry_run=dry_run)
 
@@ -159,22 +163,25 @@ def _rename_by_copy(warehouse: Warehouse, source: TableHandle, target: TableHand
         listing = _listing(io, source.path)
         return _result(source, target, "copy", files=len(listing), nbytes=sum(f.size for f in listing.values()),
                        deleted=len(listing), resumed=renaming is not None, dry_run=True)
-    marker = renaming or RenameMarker(source.name, source.path, target.name, target.path,
-                                      source.snapshots.latest_id())
-    if renaming is None and not io.try_create(join(target.path, RENAMING), marker.to_json()):
-        raise RenameInProgressError(f"another rename into {target.name} began at the same moment; nothing was "
-                                    "renamed")
-    try:
-        files, nbytes, rounds, listing = _copy_until_stable(io, source, target, progress)
-        io.write_bytes(join(source.path, RENAMED), marker.to_json())
-        io.delete(join(target.path, RENAMING))  # the target is the table from here on
-        log.info("copied %s to %s in %d round(s); deleting the source", source.name, target.name, rounds)
-        deleted = _delete_source(io, source, list(listing.values()))
-    except LakectlError:
-        raise
-    except Exception as e:
-        raise RenameInProgressError(f"the rename of {source.name} to {target.name} stopped ({e}); "
-                                    f"rerun {marker.rerun} to finish it") from e
+    # Once no command of several steps is at work on the source (core/busy.py); commits may
+    # go on, and the copy rounds take them along.
+    with closing(io, source.path, source.name, f"rename {source.name} to {target.name}"):
+        marker = renaming or RenameMarker(source.name, source.path, target.name, target.path,
+                                          source.snapshots.latest_id())
+        if renaming is None and not io.try_create(join(target.path, RENAMING), marker.to_json()):
+            raise RenameInProgressError(f"another rename into {target.name} began at the same moment; nothing was "
+                                        "renamed")
+        try:
+            files, nbytes, rounds, listing = _copy_until_stable(io, source, target, progress)
+            io.write_bytes(join(source.path, RENAMED), marker.to_json())
+            io.delete(join(target.path, RENAMING))  # the target is the table from here on
+            log.info("copied %s to %s in %d round(s); deleting the source", source.name, target.name, rounds)
+            deleted = _delete_source(io, source, list(listing.values()))
+        except LakectlError:
+            raise
+        except Exception as e:
+            raise RenameInProgressError(f"the rename of {source.name} to {target.name} stopped ({e}); "
+                                        f"rerun {marker.rerun} to finish it") from e
     return _result(source, target, "copy", files=files, nbytes=nbytes, deleted=deleted, rounds=rounds,
                    resumed=renaming is not None)
 
@@ -185,7 +192,7 @@ def _listing(io: FileIO, root: str) -> Listing:
     out = {}
     for f in io.walk(root):
         relative = f.path[len(prefix):] if f.path.startswith(prefix) else f.path.rsplit("/", 1)[-1]
-        if relative not in MARKERS:
+        if relative not in MARKERS and not is_busy_marker(relative):
             out[relative] = f
     return out
 
@@ -284,7 +291,7 @@ def _delete_source(io: FileIO, source: TableHandle, known: list[FileStatus]) -> 
         deleted += 1
     marker = join(source.path, RENAMED)
     left = ({f.path for f in known} | {f.path for f in io.walk(source.path)}) - set(schemas)
-    late = left - {f.path for f in known} - {marker}
+    late = {p for p in left - {f.path for f in known} - {marker} if not is_busy_marker(p.rsplit("/", 1)[-1])}
     if late:  # a writer that kept going after the last listing: its files are not in the target
         log.warning("%d file(s) appeared in %s after the rename's last look at it (a writer still running?); "
                     "they are deleted with it and are not in the renamed table", len(late), source.path)

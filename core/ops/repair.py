@@ -36,6 +36,7 @@ import logging
 from dataclasses import dataclass, field, replace
 
 from core.branch import MAIN_BRANCH, branch_names, branch_path, leftover_branches
+from core.busy import working
 from core.errors import CorruptMetadataError, LakectlError
 from core.fileio import join
 from core.ops.check import CheckResult, Problem, _check_schemas, _check_snapshot, check, interrupted_branch_commands
@@ -200,6 +201,13 @@ def repair(table: TableHandle, dry_run: bool = False) -> RepairResult:
             is readable (nothing is changed: repair never turns a table into an empty one).
             Such a branch seen from main is reported in its ``problems_left`` instead.
     """
+    if dry_run:
+        return _repair(table, True)
+    with working(table.file_io, table.path, table.name, "check --repair"):  # not moved half-way (core/busy.py)
+        return _repair(table, False)
+
+
+def _repair(table: TableHandle, dry_run: bool) -> RepairResult:
     own = _repair_branch(table, dry_run)
     result = RepairResult(table.name, table.branch, own.snapshots_removed, own.tags_removed, own.latest_after,
                           own.earliest_after, own.hints_rewritten, own.problems_left, own.ok, dry_run)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from core.errors import CommitConflictError, NotFoundError, UsageError
 from core.ops.check import require_whole
+from core.busy import working
 from core.rewrite import ROLLBACK, acquire, finish_rollback, finish_rollback_marker, release
 from core.snapshot import Snapshot, same_snapshot
 from core.table_handle import TableHandle
@@ -103,23 +104,24 @@ def rollback(table: TableHandle, *, snapshot_id: int | None = None, tag: str | N
     # off while it is there, and a commit that landed during the removal is removed too, so the
     # table ends at the target whatever ran next to it. Expire takes the same marker, so the
     # target cannot be retired while we work; we check that it is still there once we hold it.
-    marker = acquire(table.file_io, snapshots.dir, ROLLBACK, target=target, tag=tag, what="roll back",
-                     table=table.name, on_abandoned=lambda m: finish_rollback_marker(snapshots, table.tags, m))
-    try:
+    with working(table.file_io, table.path, table.name, f"roll back {table.name} to snapshot {target}"):
+        marker = acquire(table.file_io, snapshots.dir, ROLLBACK, target=target, tag=tag, what="roll back",
+                         table=table.name, on_abandoned=lambda m: finish_rollback_marker(snapshots, table.tags, m))
         try:
-            current = snapshots.snapshot(target)
-        except NotFoundError:
-            current = None
-        restore = current is None
-        if restore and tagged is None:
-            raise CommitConflictError(f"snapshot {target} was expired while the rollback started; nothing "
-                                      "was rolled back (roll back to a tag to restore an expired snapshot)")
-        if current is not None and tagged is None and not same_snapshot(current, target_snap):
-            raise CommitConflictError(f"snapshot {target} was replaced while the rollback started; nothing was "
-                                      "rolled back")
-        removed, tags_removed = finish_rollback(snapshots, table.tags, target, tagged if restore else None)
-    finally:
-        release(table.file_io, marker)
+            try:
+                current = snapshots.snapshot(target)
+            except NotFoundError:
+                current = None
+            restore = current is None
+            if restore and tagged is None:
+                raise CommitConflictError(f"snapshot {target} was expired while the rollback started; nothing "
+                                          "was rolled back (roll back to a tag to restore an expired snapshot)")
+            if current is not None and tagged is None and not same_snapshot(current, target_snap):
+                raise CommitConflictError(f"snapshot {target} was replaced while the rollback started; nothing was "
+                                          "rolled back")
+            removed, tags_removed = finish_rollback(snapshots, table.tags, target, tagged if restore else None)
+        finally:
+            release(table.file_io, marker)
     return RollbackResult(table.name, table.branch, target, removed, tags_removed, False)
 
 

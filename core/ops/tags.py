@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, replace as with_fields
 
+from core.busy import working
 from core.errors import CommitConflictError, CorruptMetadataError, NotFoundError
 from core.options import parse_duration
 from core.snapshot import Snapshot, same_snapshot
@@ -116,7 +117,8 @@ def rename_tag(table: TableHandle, old: str, new: str) -> TagInfo:
         UsageError: ``new`` is not a valid tag name.
     """
     table.refuse_unfinished_fast_forward(f"rename tag {old}")
-    return _info(table, table.tags.rename(old, new))
+    with working(table.file_io, table.path, table.name, f"rename tag {old}"):  # two steps: kept whole (core/busy.py)
+        return _info(table, table.tags.rename(old, new))
 
 
 def delete_tag(table: TableHandle, name: str) -> TagInfo:
@@ -180,16 +182,19 @@ def expire_tags(table: TableHandle, *, older_than: str | None = None, dry_run: b
         millis = older_than_cutoff(older_than, int(now.astimezone().timestamp() * 1000))
         cutoff = dt.datetime.fromtimestamp(millis / 1000)  # local and naive, as tag create times
     default_ttl = _default_ttl(table)
+    due = [(tag, reason) for tag in table.tags.tags()
+           if (reason := _expiry_reason(tag, tag.time_retained or default_ttl, cutoff, now)) is not None]
+    if due and not dry_run:
+        # Each deletion of a tag that is gone counts as done, so the table must not move away
+        # under the run (core/busy.py).
+        with working(table.file_io, table.path, table.name, "expire tags"):
+            for tag, _ in due:
+                try:
+                    table.tags.delete(tag.name)
+                except NotFoundError:
+                    pass  # deleted meanwhile: expired all the same
     out = []
-    for tag in table.tags.tags():
-        reason = _expiry_reason(tag, tag.time_retained or default_ttl, cutoff, now)
-        if reason is None:
-            continue
-        if not dry_run:
-            try:
-                table.tags.delete(tag.name)
-            except NotFoundError:
-                pass  # deleted meanwhile: expired all the same
+    for tag, reason in due:
         info = _info(table, with_fields(tag, time_retained=tag.time_retained or default_ttl))
         out.append(ExpiredTag(tag.name, info.snapshot_id, info.create_time, info.time_retained, reason, dry_run))
     return out

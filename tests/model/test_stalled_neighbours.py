@@ -329,3 +329,50 @@ def test_a_fast_forward_whose_start_is_expired_meanwhile_leaves_no_marker(lk: La
     assert m.write((9, "w", "a")) == 5  # main (snapshots 1-4) takes writes
     m.expect()
     whole(lk)
+
+
+# ---- rename and drop next to a command of several steps (core/busy.py) -------------------------
+# Each command stalled after its busy marker and its first change (mutation 1 is the marker).
+MIDWAY = {  # the stall, the command, how the rename's refusal names it
+    "rollback": ("stall:mutation:4", ("rollback", T, "--snapshot-id", "2"), "'roll back db.t to snapshot 2'"),
+    "tag-rename": ("stall:mutation:3", ("tag", "rename", T, "old", "new"), "'rename tag old'"),
+    "branch-delete": ("stall:mutation:3", ("branch", "delete", T, "b"), "'delete branch b'"),
+}  # rollback: snapshot-5 removed, 4 not; tag-rename: both names there; branch-delete: UNFINISHED there
+
+
+@pytest.mark.parametrize("neighbour", ["rename", "drop"])
+@pytest.mark.parametrize("command", list(MIDWAY))
+def test_rename_and_drop_wait_for_a_command_half_way(lk: Lakectl, tmp_path: Path, command: str,
+                                                     neighbour: str) -> None:
+    """A rename or drop next to a command stalled half-way gives up with exit 4, naming it, and
+    changes nothing; once the command has finished, the rename or drop goes through and moves
+    or removes the table that command left (before busy markers, the rename moved the half-done
+    table and the command went on in a fresh directory at the old name, exit 0)."""
+    m = Model(lk, tmp_path)
+    five(m)
+    lk.ok("tag", "create", T, "old", "--snapshot-id", "3")
+    lk.ok("branch", "create", T, "b")
+    fault, args, named = MIDWAY[command]
+    with stalled(lk, tmp_path, fault, *args) as s:
+        proc = lk.run(*(("rename", T, "db.u") if neighbour == "rename" else ("drop", T)))
+        assert proc.returncode == 4, proc.stderr
+        last = proc.stderr.strip().splitlines()[-1]  # (-v: a traceback above it)
+        assert "is at work on db.t" in last and "nothing was changed" in last and named in last, last
+        assert not lk.store.exists("db.db/u")  # type: ignore[attr-defined]
+        code, _, err = s.resume()
+    assert code == 0, err
+    if command == "rollback":
+        m.rows = {i: v for i, v in m.at[2].items()}
+    tags = {"tag-rename": ["new"], "rollback": []}.get(command, ["old"])  # a rollback to 2 removes tags past it
+    branches = [] if command == "branch-delete" else ["b"]
+    if neighbour == "drop":
+        lk.ok("drop", T)
+        assert not lk.store.exists("db.db/t")  # type: ignore[attr-defined]
+        return
+    lk.ok("rename", T, "db.u")
+    assert not lk.store.exists("db.db/t")  # type: ignore[attr-defined]  (nothing came back at the old name)
+    m.expect("db.u")
+    assert [t["tag"] for t in lk.json("tag", "list", "db.u")] == tags  # type: ignore[union-attr]
+    assert [b["branch"] for b in lk.json("branch", "list", "db.u")] == branches  # type: ignore[union-attr]
+    assert [p for p in Path(lk.warehouse, "db.db", "u").iterdir() if p.name.startswith(".lakectl-")] == []
+    whole(lk, "db.u")

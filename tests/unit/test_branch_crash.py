@@ -57,7 +57,7 @@ def test_a_half_fast_forward_refuses_changes_to_main_and_its_branch_only(table: 
     write(table.on_branch("dev"), {1: "dev"})
     create_branch(table, "other")
     write(table, {3: "main"})  # main's snapshot 2, which the fast-forward replaces
-    half_fast_forward(table, "dev", 5)  # the rewrite marker, the marker, main's snapshot 2, LATEST; fails copying dev's 2
+    half_fast_forward(table, "dev", 6)  # the busy marker, the rewrite marker, the marker, main's snapshot 2, LATEST; fails copying dev's 2
     assert table.snapshots.list_ids() == [1] and rows(table) == {1: "a", 2: "b"}
     rerun = "lakectl branch fast-forward db.t dev"
     refused = [lambda: write(table, {4: "lost"}), lambda: table.rollback(snapshot_id=1, dry_run=False),
@@ -99,7 +99,7 @@ def test_tag_commands_wait_for_the_fast_forward(table: Table) -> None:
     write(table, {3: "c"})
     create_branch(table, "dev")
     write(table.on_branch("dev"), {1: "dev"})
-    half_fast_forward(table, "dev", 4)  # the rewrite marker, the marker and LATEST; fails copying dev's snapshot 3
+    half_fast_forward(table, "dev", 5)  # the busy marker, the rewrite marker, the marker and LATEST; fails copying dev's snapshot 3
     for attempt in (lambda: rename_tag(table, "keep", "kept"), lambda: delete_tag(table, "keep"),
                     lambda: create_tag(table, "new", replace=True)):
         with pytest.raises(FastForwardUnfinishedError):
@@ -112,8 +112,8 @@ def test_tag_commands_wait_for_the_fast_forward(table: Table) -> None:
 
 def test_a_leftover_is_cleared_by_create_delete_or_repair_and_a_dry_run_keeps_it(table: Table) -> None:
     for clear in ("create", "delete", "repair"):
-        with inject_fault("fail", "mutation", 3), pytest.raises(OSError):
-            create_branch(table, "dev")  # the marker and the snapshot are there, the schema not
+        with inject_fault("fail", "mutation", 4), pytest.raises(OSError):
+            create_branch(table, "dev")  # (after the busy marker) the marker and the snapshot are there, the schema not
         assert branch_state(table, "dev") == LEFTOVER and not list_branches(table)
         with pytest.raises(NotFoundError, match="branch delete db.t dev"):
             table.on_branch("dev")
@@ -134,7 +134,7 @@ def test_a_leftover_is_cleared_by_create_delete_or_repair_and_a_dry_run_keeps_it
 def test_a_directory_with_schemas_and_the_marker_is_no_branch(table: Table) -> None:
     """A delete stopped after its marker: every file still there, yet the branch is gone."""
     create_branch(table, "dev")
-    with inject_fault("fail", "mutation", 2), pytest.raises(OSError):
+    with inject_fault("fail", "mutation", 3), pytest.raises(OSError):  # the busy marker, the marker
         delete_branch(table, "dev")
     assert Path(branch_path(table.path, "dev"), UNFINISHED).exists()
     assert Path(branch_path(table.path, "dev"), "schema", "schema-0").exists()

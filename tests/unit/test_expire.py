@@ -337,9 +337,10 @@ def test_kill_at_every_mutation_then_rerun(tmp_path: Path) -> None:
     args = ["--retain-min", "2", "--older-than", "0s", "--max-deletes", "100"]
     latest_rows = scan_rows(src)
     plan = expire_snapshots(src, retain_min=2, older_than=NO_TIME, max_deletes=100, dry_run=True)
-    # Every delete, the EARLIEST hint, the journal's write and delete, and the rewrite marker's
-    # create and delete (a killed run's marker is taken over at once: its process is gone).
-    mutations = plan.data_files_deleted + plan.manifest_files_deleted + len(plan.snapshots_expired) + 5
+    # Every delete, the EARLIEST hint, the journal's write and delete, and the busy and rewrite
+    # markers' creates and deletes (a killed run's markers are taken over at once: its process
+    # is gone).
+    mutations = plan.data_files_deleted + plan.manifest_files_deleted + len(plan.snapshots_expired) + 7
 
     ref = Table.locate("db.t", warehouse=str(tmp_path / "ref" / "wh"))
     shutil.copytree(src.path, ref.path)

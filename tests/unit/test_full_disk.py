@@ -104,8 +104,9 @@ def test_expire_without_room_for_its_journal_frees_what_a_journaled_run_frees(
     assert (full_wh / "db.db/t/snapshot/EARLIEST").read_text() == "5"
     assert scan(t) == rows_of(WRITES) and check(t).ok
     # the safe order: snapshots oldest first, then files; EARLIEST (refused at first) after them
-    # (the rewrite marker's create and delete bracket the run: core/rewrite.py)
-    full_disk[:] = [(kind, path) for kind, path in full_disk if not path.endswith("/snapshot/REWRITE")]
+    # (the busy and rewrite markers' creates and deletes bracket the run: core/busy.py, core/rewrite.py)
+    full_disk[:] = [(kind, path) for kind, path in full_disk
+                    if not path.endswith("/snapshot/REWRITE") and "/.lakectl-busy-" not in path]
     deletes = [path for kind, path in full_disk if kind == "delete"]
     journal_deletes = [p for p in deletes if os.path.basename(p).startswith(JOURNAL_PREFIX)]
     assert len(journal_deletes) == 1 and deletes[0] == journal_deletes[0]
