@@ -84,12 +84,7 @@ def _read(io: FileIO, path: str) -> Marker | None:
 
 
 def _remove(io: FileIO, marker: Marker) -> None:
-    """Delete the marker if it still holds the bytes read."""
-    try:
-        if io.read_bytes(marker.path) == marker.content:
-            io.delete(marker.path)
-    except (FileNotFoundError, CorruptMetadataError):
-        pass
+    holders.remove_if_unchanged(io, marker.path, marker.content)
 
 
 def _live_closing(io: FileIO, root: str) -> Marker | None:
@@ -197,9 +192,11 @@ def _release(io: FileIO, path: str, content: bytes | None = None) -> None:
     done (or undone): the marker, no longer held, reads as abandoned and the next finder
     removes it (core/holders.py)."""
     try:
-        if content is None or io.read_bytes(path) == content:
+        if content is None:
             io.delete(path)
-    except (FileNotFoundError, CorruptMetadataError):
+        else:
+            holders.remove_if_unchanged(io, path, content)
+    except FileNotFoundError:
         pass
     except OSError as e:
         log.warning("could not remove %s (%s); the next command that finds it removes it", path, e)

@@ -81,11 +81,7 @@ def is_live(marker: RewriteMarker, now: float | None = None) -> bool:
 
 def remove_marker(file_io: FileIO, marker: RewriteMarker) -> None:
     """Delete the marker if it still holds the bytes read (a taker's fresh marker stays)."""
-    try:
-        if file_io.read_bytes(marker.path) == marker.content:
-            file_io.delete(marker.path)
-    except (FileNotFoundError, CorruptMetadataError):
-        pass
+    holders.remove_if_unchanged(file_io, marker.path, marker.content)
 
 
 def acquire(file_io: FileIO, snapshot_dir: str, kind: str, *, target: int | None = None,

@@ -309,6 +309,8 @@ def maintain(names: list[str], open_table: Callable[[str], TableHandle], policy_
         else:
             try:
                 table = open_table(name)
+            except NotFoundError as e:  # dropped or renamed since the tables were listed: not a failure
+                rep = TableReport(name, "skipped", f"the table went away meanwhile: {e}")
             except (LakectlError, OSError) as e:
                 rep = TableReport(name, "failed", f"{type(e).__name__}: {e}")
             else:

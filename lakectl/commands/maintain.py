@@ -22,12 +22,17 @@ def parse_budget(text: str) -> float:
 
 
 def table_names(warehouse: Any, targets: list[str]) -> list[str]:
-    """DB.TABLE names of the targets: every table of the warehouse, of a DB, or the table named."""
+    """DB.TABLE names of the targets: every table of the warehouse, of a DB, or the table named.
+    A table named that does not exist is NotFoundError (exit 3), as for every other command; one
+    that goes away after this look is reported skipped."""
+    from core.table import Table
+
     if not targets:
         targets = warehouse.databases()
     names: list[str] = []
     for t in targets:
         if "." in t:
+            Table.open(t, warehouse=warehouse.uri, storage_options=warehouse.storage_options)
             names.append(t)
         else:
             names.extend(f"{t}.{name}" for name in warehouse.tables(t))

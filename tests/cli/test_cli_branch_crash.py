@@ -62,8 +62,10 @@ def wh(tmp_path: Path) -> Path:
 
 
 def test_a_killed_create_is_no_branch_until_the_rerun(wh: Path) -> None:
-    # Mutations: the UNFINISHED marker, the snapshot, schema-0, schema-1, the marker's removal.
-    for n in (2, 4):  # after the marker only; between the two schema files
+    # Mutations: the busy marker, the UNFINISHED marker, the snapshot, schema-0, schema-1, the
+    # marker's removal, the busy marker's removal. The second run first removes the killed one's
+    # busy marker and its leftover (UNFINISHED and the directory): three more before its own.
+    for n in (3, 8):  # after the marker only; between the two schema files
         killed = lakectl(wh, "branch", "create", "db.t", "dev", fault=f"kill:mutation:{n}")
         assert killed.returncode == -9, killed.stderr
         assert branches(wh) == []
@@ -82,8 +84,8 @@ def test_a_killed_create_is_no_branch_until_the_rerun(wh: Path) -> None:
 def test_a_killed_delete_is_gone_and_check_repair_clears_the_rest(wh: Path) -> None:
     ok(wh, "branch", "create", "db.t", "dev")
     write(wh, {9: "z"}, "--branch", "dev")
-    # Mutations: the marker, schema-0, schema-1, the snapshots, ...: killed after one schema.
-    killed = lakectl(wh, "branch", "delete", "db.t", "dev", fault="kill:mutation:3")
+    # Mutations: the busy marker, the marker, schema-0, schema-1, the snapshots, ...: killed after one schema.
+    killed = lakectl(wh, "branch", "delete", "db.t", "dev", fault="kill:mutation:4")
     assert killed.returncode == -9, killed.stderr
     assert branches(wh) == []
     assert lakectl(wh, "scan", "db.t", "--branch", "dev").returncode == 3
@@ -96,7 +98,7 @@ def test_a_killed_delete_is_gone_and_check_repair_clears_the_rest(wh: Path) -> N
     assert scan(wh) == {1: "a", 2: "B", 3: "c"}
     # The name is free again; a killed delete's rerun also finishes on its own.
     ok(wh, "branch", "create", "db.t", "dev")
-    assert lakectl(wh, "branch", "delete", "db.t", "dev", fault="kill:mutation:2").returncode == -9
+    assert lakectl(wh, "branch", "delete", "db.t", "dev", fault="kill:mutation:3").returncode == -9
     again = ok(wh, "branch", "delete", "db.t", "dev")
     assert again["leftover"] is True and branches(wh) == []
     assert lakectl(wh, "check", "db.t").returncode == 0
@@ -106,8 +108,9 @@ def test_a_killed_fast_forward_refuses_writes_until_its_rerun(wh: Path) -> None:
     ok(wh, "branch", "create", "db.t", "dev")
     write(wh, {1: "dev", 9: "z"}, "--branch", "dev")
     write(wh, {4: "main"})  # main's snapshot 3, which the fast-forward replaces
-    # Mutations: main's rewrite marker, the FAST-FORWARD marker, main's snapshot 3, LATEST, ...: killed after the delete.
-    killed = lakectl(wh, "branch", "fast-forward", "db.t", "dev", fault="kill:mutation:4")
+    # Mutations: the busy marker, main's rewrite marker, the FAST-FORWARD marker, main's snapshot 3, LATEST, ...:
+    # killed after the delete.
+    killed = lakectl(wh, "branch", "fast-forward", "db.t", "dev", fault="kill:mutation:5")
     assert killed.returncode == -9, killed.stderr
     assert scan(wh) == {1: "a", 2: "B", 3: "c"}  # main reads its snapshot 2, where dev starts
     refused = lakectl(wh, "write", "db.t", "-i", str(wh.parent / "in.csv"), "--fill-missing-columns")

@@ -33,14 +33,6 @@ runner = CliRunner()
 SCRIPT = shutil.which("lakectl", path=str(Path(sys.executable).parent))
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in [v for v in os.environ if v.startswith("LAKECTL_")]:
-        monkeypatch.delenv(var)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.chdir(tmp_path)
-
-
 @pytest.fixture
 def wh(tmp_path: Path) -> str:
     warehouse = str(tmp_path / "wh")

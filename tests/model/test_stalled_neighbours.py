@@ -147,8 +147,8 @@ def test_a_write_during_a_rollback_lands_after_it(lk: Lakectl, tmp_path: Path) -
     m = Model(lk, tmp_path)
     five(m)
     target = dict(m.at[2])
-    # Held after it announced itself (its marker is its first mutation), before removing 5.
-    with stalled(lk, tmp_path, "stall:mutation:2", "rollback", T, "--snapshot-id", "2") as rb:
+    # Held after it announced itself (its busy marker, then its rewrite marker), before removing 5.
+    with stalled(lk, tmp_path, "stall:mutation:3", "rollback", T, "--snapshot-id", "2") as rb:
         writer = subprocess.Popen(lk.argv("--format", "json", "write", T, "--input", m.csv([(9, "w", "a")])),
                                   env=lk.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(1.0)
@@ -169,7 +169,7 @@ def test_a_write_that_lands_before_the_rollback_removes_anything_is_rolled_back_
                                                                                    tmp_path: Path) -> None:
     m = Model(lk, tmp_path)
     five(m)
-    # Held before its marker: the write lands (exit 0) first; the rollback, which exited 0
+    # Held before its markers: the write lands (exit 0) first; the rollback, which exited 0
     # after it, removes it by its meaning, and nothing is left above a gap.
     with stalled(lk, tmp_path, "stall:mutation:1", "rollback", T, "--snapshot-id", "2") as rb:
         assert m.write((9, "w", "a")) == 6
@@ -222,8 +222,9 @@ def test_overlapping_expires_never_let_a_stalled_write_keep_a_retired_id(lk: Lak
     with stalled(lk, tmp_path, "stall:publish:1", "write", T, "--input", m.csv([(50, "stalled", "a")])) as a:
         for i in range(4, 8):
             m.write((i, f"s{i}", "a"))
-        # E2 holds the rewrite marker, stopped just before it writes EARLIEST.
-        with stalled(lk, tmp_path, "stall:mutation:3", "expire", T, "--retain-min", "4", "--older-than", "0s") as e2:
+        # E2 holds the rewrite marker, stopped just before it writes EARLIEST (its mutations: the
+        # busy marker, the rewrite marker, the journal, EARLIEST).
+        with stalled(lk, tmp_path, "stall:mutation:4", "expire", T, "--retain-min", "4", "--older-than", "0s") as e2:
             aggressive = lk.run("--format", "json", "expire", T, *AGGRESSIVE)
             assert aggressive.returncode == 4, aggressive.stderr  # waits for E2, then gives up
             assert "expire by" in aggressive.stderr
@@ -267,12 +268,19 @@ def test_a_write_across_a_rename_or_drop_commits_nothing_anywhere(lk: Lakectl, t
 
 
 # ---- cases 5 and 6: tags and branches across an expire ----------------------------------------
+def across_an_expire(lk: Lakectl, tmp_path: Path, *args: str) -> tuple[int, str]:
+    """Run ``args`` stalled before its first change while an aggressive expire runs through;
+    its exit code and stderr."""
+    with stalled(lk, tmp_path, "stall:mutation:1", *args) as s:
+        lk.ok("expire", T, *AGGRESSIVE)
+        code, _, err = s.resume()
+    return code, err
+
+
 def test_a_tag_created_across_an_expire_is_undone(lk: Lakectl, tmp_path: Path) -> None:
     m = Model(lk, tmp_path)
     five(m)
-    with stalled(lk, tmp_path, "stall:mutation:1", "tag", "create", T, "old", "--snapshot-id", "2") as tag:
-        lk.ok("expire", T, *AGGRESSIVE)
-        code, out, err = tag.resume()
+    code, err = across_an_expire(lk, tmp_path, "tag", "create", T, "old", "--snapshot-id", "2")
     assert code == 4, err
     assert "was expired" in err
     assert lk.json("tag", "list", T) == []
@@ -283,7 +291,7 @@ def test_an_expire_that_planned_before_a_tag_keeps_the_tag_files(lk: Lakectl, tm
     m = Model(lk, tmp_path)
     five(m)
     # The expire has planned and written its journal; it stops before EARLIEST.
-    with stalled(lk, tmp_path, "stall:mutation:3", "expire", T, *AGGRESSIVE) as ex:
+    with stalled(lk, tmp_path, "stall:mutation:4", "expire", T, *AGGRESSIVE) as ex:
         lk.ok("tag", "create", T, "two", "--snapshot-id", "2")
         code, out, err = ex.resume()
         assert code == 0, err
@@ -296,15 +304,13 @@ def test_a_branch_created_across_an_expire_is_undone_and_one_before_it_reads(lk:
                                                                             tmp_path: Path) -> None:
     m = Model(lk, tmp_path)
     five(m)
-    with stalled(lk, tmp_path, "stall:mutation:1", "branch", "create", T, "b2", "--snapshot-id", "2") as br:
-        lk.ok("expire", T, *AGGRESSIVE)
-        code, out, err = br.resume()
+    code, err = across_an_expire(lk, tmp_path, "branch", "create", T, "b2", "--snapshot-id", "2")
     assert code == 4, err
     assert lk.json("branch", "list", T) == []
     # The reverse order: the branch exits 0 before the expire writes EARLIEST.
     for i in range(6, 9):
         m.write((i, f"s{i}", "a"))
-    with stalled(lk, tmp_path, "stall:mutation:3", "expire", T, *AGGRESSIVE) as ex:
+    with stalled(lk, tmp_path, "stall:mutation:4", "expire", T, *AGGRESSIVE) as ex:
         lk.ok("branch", "create", T, "b6", "--snapshot-id", "6")
         code, out, err = ex.resume()
         assert code == 0, err

@@ -235,8 +235,8 @@ def test_rename_refuses_an_existing_target_and_another_renames_copy(s3, tmp_path
     taken = cli.invoke("rename", "db.a", "db.b")
     assert taken.exit_code == 1 and "db.b already exists" in taken.stderr and _objects(s3, warehouse) == before
 
-    # a rename of a into c that stopped half-way (after the marker and a few copies)
-    with inject_fault("fail", "mutation", 6):
+    # a rename of a into c that stopped half-way (after the closing marker, the marker and a few copies)
+    with inject_fault("fail", "mutation", 7):
         with pytest.raises(RenameInProgressError, match="rerun lakectl rename db.a db.c"):
             rename_table(Warehouse.open(warehouse, options), "db.a", "db.c")
     for args in (("scan", "db.c"), ("snapshots", "db.c"), ("write", "db.c", "-i", "-")):
