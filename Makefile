@@ -47,14 +47,16 @@ java-oracle: $(JAVA_ORACLE)
 demo: venv
 	bash scripts/demo.sh
 
-# Two workers (pytest-xdist), each taking whole test files in order: most of the time goes to
-# subprocesses (Java, Spark, the S3 server, console scripts) that leave a core idle otherwise.
-# The slowest tests are listed at the end, to keep the whole run well under an hour.
+# Two workers (pytest-xdist): most of the time goes to subprocesses (Java, Spark, the S3 server,
+# console scripts) that leave a core idle otherwise. Tests are shared out one by one and a worker
+# that runs out steals from the other (worksteal): by whole files, the S3 fault matrices' files
+# could end up on one worker, the other idle. The slowest tests are listed at the end, to
+# keep the whole run well under an hour.
 TEST_WORKERS ?= 2
 
 # Rewriters next to a stopped one give up after 2 s, not 10 (core/rewrite.py): same exit 4, less waiting.
 test: venv oracle java-oracle
-	LAKECTL_REWRITE_WAIT_SECONDS=2 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
+	LAKECTL_REWRITE_WAIT_SECONDS=2 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=25
 
 test-quick: venv
 	$(BIN)/python -m pytest -q -m "not slow and not interop and not spark and not cluster and not s3"

@@ -1183,15 +1183,15 @@ AFTERMATH = (_after_write, _after_cdc_write, _after_compact, _after_expire, _aft
 
 
 def kill_loop(template: Lab, op: Op, kind: str, clone: Clone, *, limit: int = LOOP_LIMIT,
-              timeout: float = 120.0, aftermath_steps: int = 0) -> int:
-    """SIGKILL a forked child running the op right before its n-th ``kind`` operation, for every
-    n until the child completes; returns how many kills there were. With ``aftermath_steps``,
-    each killed and completed run goes on with that many random commands (``aftermath``),
-    seeded by the op and n so a failure replays."""
+              timeout: float = 120.0, aftermath_steps: int = 0, start: int = 1, stride: int = 1) -> int:
+    """SIGKILL a forked child running the op right before its n-th ``kind`` operation, for n =
+    start, start + stride, ... (every n by default) until the child completes; returns how many
+    kills there were. With ``aftermath_steps``, each killed and completed run goes on with that
+    many random commands (``aftermath``), seeded by the op and n so a failure replays."""
     op.prepare(template)
     before = template.t.snapshots.latest_id() or 0
     kills = 0
-    for n in range(1, limit + 1):
+    for n in range(start, limit + 1, stride):
         lab = clone(template, f"{op.name}-kill-{kind}-{n}")
         context = f"{op.name} with kill:{kind}:{n}"
         lab.tally.runs += 1
