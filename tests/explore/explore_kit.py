@@ -32,6 +32,13 @@ truncate and drop-partition remove rows, rollback makes the rows those of the ta
 in the template's history (removing newer tags), rename moves the table, drop removes it,
 clone copies its rows, and compact, expire, orphan removal, maintain, alter-schema (an option)
 and consumer reset leave the rows alone.
+
+Where the warehouses live is a ``Store``: ``LOCAL`` (a directory per scenario, copied from the
+template with ``copytree``; the default) or ``S3Store`` (a fresh ``s3://bucket/wh-...`` prefix per
+scenario on an S3 server, copied from the template by the server: CopyObject). Input files and
+the stall and trace files stay local either way; A gets the store's settings in its environment,
+B and W in-process the same through ``CliRunner``'s, and the warehouse is read back through
+``core`` with the store's storage options.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ import copy
 import itertools
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -100,13 +108,26 @@ def _csv(rows: Rows) -> str:
 @dataclass
 class TableModel:
     rows: Rows
-    snaps: list  # ids of the template's snapshots still there in chain order; "new" for any other
+    snaps: list  # ids of the template's snapshots still there in chain order; FROM_B1, "new" for others
     tags: dict[str, tuple[object, Rows, bool]]  # name -> (snapshot id or "new", rows, TTL passed)
     branches: dict[str, Rows]
     consumers: set[str]
 
 
 State = dict[str, TableModel]  # table name -> model; a dropped table is absent
+
+# In ``snaps``: b1's own snapshot (id BRANCH_START + 1, rows BRANCH_ROWS), which a fast-forward
+# puts on main in place of the template's snapshot of that id.
+FROM_B1 = "from b1"
+
+
+def _snapshot_rows(t: TableModel, sid: int) -> Rows | None:
+    """The rows of main's snapshot ``sid`` if it is there (a tag or branch create names it)."""
+    if sid in t.snaps:
+        return dict(ROWS_AT[sid])
+    if sid == BRANCH_START + 1 and FROM_B1 in t.snaps:
+        return dict(BRANCH_ROWS)
+    return None
 
 
 # The template's snapshot ids: its five writes, and a COMPACT snapshot when the last of them
@@ -205,9 +226,12 @@ def _rollback_as_latest(t: TableModel) -> list[TableModel] | None:
 
 def _tag_create(name: str) -> Step:
     def change(t: TableModel) -> TableModel | None:
-        if name in t.tags or TAG_AT not in t.snaps:
+        rows = _snapshot_rows(t, TAG_AT)
+        if name in t.tags or rows is None:
             return None
-        t.tags[name] = (TAG_AT, dict(ROWS_AT[TAG_AT]), False)
+        # On a fast-forwarded snapshot the tag is on no template snapshot: "new" (a rollback to
+        # before it removes it, as it does a tag of any newer snapshot).
+        t.tags[name] = (TAG_AT if TAG_AT in t.snaps else "new", rows, False)
         return t
     return _on_table(change)
 
@@ -244,9 +268,10 @@ def _maintain(state: State) -> list[State]:
 
 def _branch_create(name: str) -> Step:
     def change(t: TableModel) -> TableModel | None:
-        if name in t.branches or TAG_AT not in t.snaps:
+        rows = _snapshot_rows(t, TAG_AT)
+        if name in t.branches or rows is None:
             return None
-        t.branches[name] = dict(ROWS_AT[TAG_AT])
+        t.branches[name] = rows
         return t
     return _on_table(change)
 
@@ -264,7 +289,7 @@ def _fast_forward(t: TableModel) -> TableModel | None:
     if "b1" not in t.branches or BRANCH_START not in t.snaps:
         return None
     t.rows = dict(t.branches["b1"])
-    t.snaps = t.snaps[:t.snaps.index(BRANCH_START) + 1] + ["new"]
+    t.snaps = t.snaps[:t.snaps.index(BRANCH_START) + 1] + [FROM_B1]
     t.tags = {n: tag for n, tag in t.tags.items() if tag[0] != "new" and tag[0] < BRANCH_START}
     return t
 
@@ -399,6 +424,97 @@ UNSAFE: dict[str, Command] = {c.name: c for c in [
 W = Command("W", lambda r, s: ["write", TABLE, "-i", _input("w", s, W_ROWS)], lambda r: [upsert(W_ROWS)])
 
 
+# ---- where the warehouses live -------------------------------------------------------------
+@dataclass(frozen=True)
+class Warehouse:
+    """A warehouse of a scenario (or the template): its URI, and the store it is on."""
+
+    uri: str
+    store: Store
+
+    def __str__(self) -> str:
+        return self.uri
+
+    def open(self, name: str = TABLE):  # noqa: ANN201 - a core Table
+        from core.table import Table
+
+        return Table.open(name, warehouse=self.uri, storage_options=self.store.storage_options())
+
+    def table_names(self) -> list[str]:
+        return self.store.table_names(self.uri)
+
+
+class Store:
+    """A local disk: a warehouse is the directory ``wh`` of its scenario's scratch directory.
+    S3Store says what differs on an object store."""
+
+    key = "local"  # the template cache's key: one template per store and root
+
+    def env(self) -> dict[str, str]:
+        """What a command needs in its environment to reach the store (nothing, here)."""
+        return {}
+
+    def storage_options(self) -> dict | None:
+        return None
+
+    def new(self, scratch: Path) -> Warehouse:
+        return Warehouse(str(scratch / "wh"), self)
+
+    def copy(self, template: Warehouse, where: Path) -> Warehouse:
+        wh = where / "wh"
+        shutil.copytree(template.uri, wh, symlinks=True)
+        return Warehouse(str(wh), self)
+
+    def table_names(self, uri: str) -> list[str]:
+        """Every table directory with a schema directory, hidden ones (a drop's or a clone's work
+        in progress) left out: a table that is half there is what the checks must see."""
+        out = []
+        for db in sorted(Path(uri).glob("*.db")):
+            for t in sorted(db.iterdir()):
+                if t.is_dir() and not t.name.startswith(".") and (t / "schema").is_dir():
+                    out.append(f"{db.name[:-3]}.{t.name}")
+        return out
+
+
+LOCAL = Store()
+
+
+class S3Store(Store):
+    """An S3 server (``server``: tests/s3/s3server.py's S3Server, or anything with its ``env``,
+    ``storage_options``, ``warehouse`` and ``fs``): each warehouse a fresh prefix in its bucket."""
+
+    def __init__(self, server) -> None:  # noqa: ANN001 - an S3Server
+        self.server = server
+        self.key = f"s3 {server.endpoint}"
+        self._options = server.storage_options()
+        self._fs = None
+
+    def env(self) -> dict[str, str]:
+        return self.server.env()
+
+    def storage_options(self) -> dict:
+        return self._options
+
+    def new(self, scratch: Path) -> Warehouse:
+        return Warehouse(self.server.warehouse(), self)
+
+    def copy(self, template: Warehouse, where: Path) -> Warehouse:
+        """A server-side copy (CopyObject per object): nothing goes through this process."""
+        if self._fs is None:
+            self._fs = self.server.fs()
+        uri = self.server.warehouse()
+        self._fs.copy(template.uri.split("://", 1)[1], uri.split("://", 1)[1], recursive=True)
+        return Warehouse(uri, self)
+
+    def table_names(self, uri: str) -> list[str]:
+        """The tables core lists: a prefix with schema files. Not the prefixes alone: SeaweedFS
+        keeps an emptied prefix as a directory after a drop deleted every object in it."""
+        from core.warehouse import Warehouse as Catalog
+
+        catalog = Catalog.open(uri, self._options)
+        return [f"{db}.{t}" for db in catalog.databases() for t in catalog.tables(db)]
+
+
 # ---- running commands -----------------------------------------------------------------------
 def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
@@ -429,7 +545,7 @@ class Ran:
 _cli_lock = threading.Lock()
 
 
-def run_in_process(label: str, wh: Path, argv: list[str], stdin: str | None = None) -> Ran:
+def run_in_process(label: str, wh: Warehouse, argv: list[str], stdin: str | None = None) -> Ran:
     """The CLI app in this process: the exit code comes from lakectl/errors.py as it does for
     the console script (an exception that escapes it is exit 1, as the console script's would be)."""
     from typer.testing import CliRunner
@@ -439,7 +555,7 @@ def run_in_process(label: str, wh: Path, argv: list[str], stdin: str | None = No
     full = ["-w", str(wh), "-f", "json", *argv]
     began = time.monotonic()
     with _cli_lock:  # CliRunner swaps sys.stdout: one at a time
-        result = CliRunner().invoke(app, full, input=stdin)
+        result = CliRunner().invoke(app, full, input=stdin, env=wh.store.env() or None)
     err = result.stderr if result.stderr_bytes is not None else ""
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         import traceback
@@ -447,26 +563,28 @@ def run_in_process(label: str, wh: Path, argv: list[str], stdin: str | None = No
     return Ran(label, full, result.exit_code, result.stdout, err, time.monotonic() - began)
 
 
-def console(wh: Path, argv: list[str], env: dict[str, str], stdin: str | None = None) -> subprocess.Popen:
-    return subprocess.Popen([str(LAKECTL), "-w", str(wh), "-f", "json", *argv], env=env, cwd=str(wh.parent),
+def console(wh: Warehouse, argv: list[str], env: dict[str, str], cwd: Path,
+            stdin: str | None = None) -> subprocess.Popen:
+    return subprocess.Popen([str(LAKECTL), "-w", str(wh), "-f", "json", *argv], env={**env, **wh.store.env()},
+                            cwd=str(cwd),
                             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 # ---- the template ---------------------------------------------------------------------------
-_templates: dict[str, Path] = {}
+_templates: dict[tuple[str, str], Warehouse] = {}
 
 
-def build_template(root: Path) -> Path:
-    """The template warehouse (built once per process and root, then copied per scenario)."""
-    key = str(root)
+def build_template(root: Path, store: Store = LOCAL) -> Warehouse:
+    """The template warehouse (built once per process, store and root, then copied per scenario)."""
+    key = (store.key, str(root))
     if key in _templates:
         return _templates[key]
     scratch = root / f"template-{os.getpid()}"  # one per process: the runner's workers share root
     if scratch.exists():
         shutil.rmtree(scratch)
     scratch.mkdir(parents=True)
-    wh = scratch / "wh"
+    wh = store.new(scratch)
 
     def ok(*argv: str, stdin: str | None = None) -> None:
         ran = run_in_process("setup", wh, list(argv), stdin)
@@ -495,16 +613,13 @@ def build_template(root: Path) -> Path:
     ok("write", TABLE, "--branch", "b1", "-i", str(path))
     ok("alter-schema", TABLE, "--reset-option", "write-only")
     time.sleep(1.1)  # the TTL of "old" passes
-    TEMPLATE_SNAPS[:] = latest_ids(wh)
+    ids = latest_ids(wh)
+    if _templates and ids != TEMPLATE_SNAPS:  # the model has one template history for all stores
+        raise AssertionError(f"the template on {store.key} has snapshots {ids}, another {TEMPLATE_SNAPS}")
+    TEMPLATE_SNAPS[:] = ids
     state = observe(wh)
     assert state.tables == _canon(template_state()), (state.tables, _canon(template_state()))
     _templates[key] = wh
-    return wh
-
-
-def fresh_copy(template: Path, where: Path) -> Path:
-    wh = where / "wh"
-    shutil.copytree(template, wh, symlinks=True)
     return wh
 
 
@@ -536,41 +651,27 @@ class Observed:
     problems: list[str] = field(default_factory=list)  # check's, and gaps
 
 
-def _table_names(wh: Path) -> list[str]:
-    out = []
-    for db in sorted(wh.glob("*.db")):
-        for t in sorted(db.iterdir()):
-            if t.is_dir() and not t.name.startswith(".") and (t / "schema").is_dir():
-                out.append(f"{db.name[:-3]}.{t.name}")
-    return out
+def latest_ids(wh: Warehouse) -> list[int]:
+    return wh.open(TABLE).snapshots.list_ids()
 
 
-def latest_ids(wh: Path) -> list[int]:
-    from core.table import Table
-
-    return Table.open(TABLE, warehouse=str(wh)).snapshots.list_ids()
-
-
-def latest_id(wh: Path, name: str = TABLE) -> int | None:
-    from core.table import Table
-
+def latest_id(wh: Warehouse, name: str = TABLE) -> int | None:
     try:
-        return Table.open(name, warehouse=str(wh)).snapshots.latest_id()
+        return wh.open(name).snapshots.latest_id()
     except Exception:  # noqa: BLE001 - a table that is gone or unreadable has no latest
         return None
 
 
-def observe(wh: Path) -> Observed:
+def observe(wh: Warehouse) -> Observed:
     from core.ops.branches import list_branches
     from core.ops.check import check
     from core.ops.consumers import list_consumers
-    from core.table import Table
 
     obs = Observed({})
-    for name in _table_names(wh):
+    for name in wh.table_names():
         entry: dict = {}
         try:
-            t = Table.open(name, warehouse=str(wh))
+            t = wh.open(name)
             entry["rows"] = sorted(_scan(t).items())
             entry["tags"] = {}
             for tag in sorted(t.tags.names()):
@@ -682,21 +783,42 @@ def parse_scenario(sid: str) -> tuple[str, int, str]:
     return a, int(n), b
 
 
+def sample(counts: dict[str, int], size: int, seed: int) -> list[tuple[str, int, str]]:
+    """``size`` scenarios (A, N, B): every A with a mutation point (``counts``: A -> its number of
+    mutations) and every B at least once, N drawn from A's points, all by one seeded generator
+    (the draw of test_explore.py's sample, for any counts: the S3 run's differ from the local)."""
+    rng = random.Random(seed)
+    a_names = sorted(a for a, n in counts.items() if n > 0 and a in COMMANDS and COMMANDS[a].solo_exit == 0)
+    b_names = sorted(COMMANDS)
+    rng.shuffle(b_names)
+    picked: dict[str, tuple[str, int, str]] = {}
+
+    def add(a: str, b: str) -> None:
+        n = rng.randint(1, counts[a])
+        picked.setdefault(scenario_id(a, n, b), (a, n, b))
+
+    for i in range(max(len(a_names), len(b_names))):
+        add(a_names[i % len(a_names)], b_names[i % len(b_names)])
+    while len(picked) < size:
+        add(rng.choice(a_names), rng.choice(b_names))
+    return sorted(picked.values())
+
+
 class SoloFailure(AssertionError):
     """A command alone on the template failed, or did not do what its model says."""
 
 
-def points(a: str, root: Path) -> list[str]:
+def points(a: str, root: Path, store: Store = LOCAL) -> list[str]:
     """A's mutations on the template (a traced pass): line i is mutation i+1, ``OP PATH``."""
-    template = build_template(root)
+    template = build_template(root, store)
     where = root / f"trace-{a}"
     if where.exists():
         shutil.rmtree(where)
     where.mkdir(parents=True)
-    wh = fresh_copy(template, where)
+    wh = store.copy(template, where)
     trace = where / "trace"
     cmd = COMMANDS[a]
-    proc = console(wh, cmd.argv("a", where), clean_env(LAKECTL_FAULT_TRACE=str(trace)), cmd.stdin("a"))
+    proc = console(wh, cmd.argv("a", where), clean_env(LAKECTL_FAULT_TRACE=str(trace)), where, cmd.stdin("a"))
     out, err = proc.communicate(cmd.stdin("a"), timeout=A_TIMEOUT)
     if proc.returncode != cmd.solo_exit:
         raise SoloFailure(f"{a} alone on the template exited {proc.returncode}:\n{err}")
@@ -710,24 +832,26 @@ def points(a: str, root: Path) -> list[str]:
     return lines
 
 
-def run_scenario(a: str, n: int, b: str, root: Path, *, keep: bool = False) -> Outcome:
-    """Stall A before its n-th mutation, run B and W, let A go on, check the invariants."""
+def run_scenario(a: str, n: int, b: str, root: Path, *, keep: bool = False, store: Store = LOCAL) -> Outcome:
+    """Stall A before its n-th mutation, run B and W, let A go on, check the invariants (on a
+    copy of the template in ``store``; on S3 the copy is left in the bucket, which the server's
+    temporary directory holds)."""
     began = time.monotonic()
     sid = scenario_id(a, n, b)
     outcome = Outcome(sid, a, n, b)
-    template = build_template(root)
+    template = build_template(root, store)
     where = root / sid
     if where.exists():
         shutil.rmtree(where)
     where.mkdir(parents=True)
-    wh = fresh_copy(template, where)
+    wh = store.copy(template, where)
     cmd_a, cmd_b = COMMANDS[a], COMMANDS.get(b) or UNSAFE[b]
     stall = where / "stall"
     env = clean_env(LAKECTL_FAULT=f"stall:mutation:{n}", LAKECTL_STALL_FILE=str(stall),
                     LAKECTL_STALL_SECONDS=str(STALL_SECONDS))
     a_argv = cmd_a.argv("a", where)
     latest = [latest_id(wh)]
-    proc = console(wh, a_argv, env, cmd_a.stdin("a"))
+    proc = console(wh, a_argv, env, where, cmd_a.stdin("a"))
     if cmd_a.stdin("a") is not None:
         assert proc.stdin is not None
         proc.stdin.write(cmd_a.stdin("a") or "")

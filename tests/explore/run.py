@@ -4,18 +4,26 @@ and checks). Prints the matrix's size, its time and each violation (A, N with th
 operation and path, B, the invariant, the commands' outputs), then the violations grouped.
 
     tests/explore/run.py [--jobs N] [--a CMD,...] [--b CMD,...] [--time-budget 30m] [--seed S]
-                         [--sample] [--write-points] [--out report.txt] [--keep DIR]
+                         [--s3] [--write-points] [--out report.txt] [--keep DIR]
 
 Scenarios run in a seeded shuffled order, so that a run stopped by ``--time-budget`` has
 still covered every A and B broadly; it says how many of the matrix it ran. ``--write-points``
 records each A's mutation count in tests/explore/points.json, which the sample in ``make
 test`` (test_explore.py) is drawn from.
+
+``--s3`` runs the scenarios on an S3 server instead (SeaweedFS, tests/s3/s3server.py, started
+in a temporary directory and stopped at the end): the chosen As and Bs, or without ``--a`` and
+``--b`` a seeded sample of S3_SAMPLE_SIZE scenarios covering every A and every B (S3 requests
+take milliseconds each: the whole matrix would take hours). Its mutation points are counted on
+S3 (a rename or a drop is a copy and deletes there); ``--s3 --write-points`` records them in
+tests/explore/points-s3.json, which tests/s3/test_s3_explore.py draws from.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import multiprocessing
 import os
@@ -28,10 +36,13 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "s3"))  # s3server, for --s3 (also in the spawned workers)
 
 import explore_kit as kit  # noqa: E402
 
 POINTS_FILE = HERE / "points.json"
+POINTS_S3_FILE = HERE / "points-s3.json"
+S3_SAMPLE_SIZE = 40
 
 
 def _duration(text: str) -> float:
@@ -44,18 +55,21 @@ def _duration(text: str) -> float:
 # ---- worker processes -----------------------------------------------------------------------
 _root: Path | None = None
 _deadline: float | None = None  # time.time() after which a worker starts no scenario
+_store: kit.Store = kit.LOCAL
 
 
-def _init(root: str, deadline: float | None) -> None:
-    global _root, _deadline
+def _init(root: str, deadline: float | None, s3_server: object | None = None) -> None:
+    global _root, _deadline, _store
     _root, _deadline = Path(root), deadline
+    if s3_server is not None:
+        _store = kit.S3Store(s3_server)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def _points(a: str) -> tuple[str, list[str] | None, str]:
     assert _root is not None
     try:
-        return a, kit.points(a, _root), ""
+        return a, kit.points(a, _root, _store), ""
     except kit.SoloFailure as e:
         return a, None, str(e)
 
@@ -68,7 +82,7 @@ def _scenario(args: tuple[str, int, str]) -> tuple[str, bool, str, float, list[s
     if _deadline is not None and time.time() > _deadline:
         return None
     try:
-        o = kit.run_scenario(a, n, b, _root)
+        o = kit.run_scenario(a, n, b, _root, store=_store)
     except Exception as e:  # noqa: BLE001 - a harness failure is reported, not fatal
         return kit.scenario_id(a, n, b), False, f"{kit.scenario_id(a, n, b)}: harness error {type(e).__name__}: {e}", 0.0, ["harness"]
     return o.scenario, o.ok, o.report(), o.seconds, [f"{v.invariant}" for v in o.violations]
@@ -100,8 +114,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--write-points", action="store_true", help="record the mutation counts in points.json and stop")
     p.add_argument("--out", help="also write the report to this file")
     p.add_argument("--keep", help="work in this directory (kept: failing scenarios stay for inspection)")
+    p.add_argument("--s3", action="store_true",
+                   help=f"on an S3 server (SeaweedFS); without --a/--b a sample of {S3_SAMPLE_SIZE} scenarios")
     args = p.parse_args(argv)
+    with contextlib.ExitStack() as stack:
+        server = _start_s3(stack) if args.s3 else None
+        return _run(args, server)
 
+
+def _start_s3(stack: contextlib.ExitStack) -> object:
+    """A SeaweedFS server in a temporary directory, stopped (and the directory removed) on exit."""
+    from s3server import seaweed_server
+
+    workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="lakectl-explore-s3-")))
+    server = stack.enter_context(seaweed_server(workdir / "seaweed", require_auth=True))
+    print(f"S3 server {server.endpoint} in {workdir}", flush=True)
+    return server
+
+
+def _run(args: argparse.Namespace, server: object | None) -> int:
     names = list(kit.COMMANDS)
     a_names = mutating(args.a.split(",") if args.a else names)
     b_names = args.b.split(",") if args.b else names
@@ -116,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
 
     ctx = multiprocessing.get_context("spawn")  # no fork of a process with Arrow's threads
     deadline = time.time() + args.time_budget if args.time_budget is not None else None
-    with ctx.Pool(args.jobs, initializer=_init, initargs=(str(root), deadline)) as pool:
+    with ctx.Pool(args.jobs, initializer=_init, initargs=(str(root), deadline, server)) as pool:
         counted = pool.map(_points, a_names)
         counts: dict[str, int] = {}
         for a, pts, failure in counted:
@@ -125,13 +156,21 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             counts[a] = len(pts)
         if args.write_points:
-            POINTS_FILE.write_text(json.dumps(counts, indent=1, sort_keys=True) + "\n")
-            say(f"wrote {POINTS_FILE} ({sum(counts.values())} mutation points of {len(counts)} commands)")
+            points_file = POINTS_S3_FILE if server is not None else POINTS_FILE
+            points_file.write_text(json.dumps(counts, indent=1, sort_keys=True) + "\n")
+            say(f"wrote {points_file} ({sum(counts.values())} mutation points of {len(counts)} commands)")
             return 0
-        matrix = [(a, n, b) for a, c in counts.items() for n in range(1, c + 1) for b in b_names]
-        random.Random(args.seed).shuffle(matrix)
-        say(f"matrix: {len(counts)} commands A with {sum(counts.values())} mutation points x {len(b_names)} "
-            f"commands B = {len(matrix)} scenarios ({args.jobs} jobs, in {root})")
+        where = f"on S3, {args.jobs} jobs, in {root}" if server is not None else f"{args.jobs} jobs, in {root}"
+        if server is not None and not args.a and not args.b:
+            matrix = kit.sample(counts, S3_SAMPLE_SIZE, args.seed)
+            random.Random(args.seed).shuffle(matrix)
+            say(f"sample: {len(matrix)} scenarios of {len(counts)} commands A with {sum(counts.values())} mutation "
+                f"points x {len(b_names)} commands B ({where})")
+        else:
+            matrix = [(a, n, b) for a, c in counts.items() for n in range(1, c + 1) for b in b_names]
+            random.Random(args.seed).shuffle(matrix)
+            say(f"matrix: {len(counts)} commands A with {sum(counts.values())} mutation points x {len(b_names)} "
+                f"commands B = {len(matrix)} scenarios ({where})")
         say("points: " + ", ".join(f"{a} {c}" for a, c in counts.items()))
         ran = failed = 0
         groups: dict[str, list[str]] = collections.defaultdict(list)
