@@ -66,9 +66,12 @@ test-quick: venv
 # model. Hours on 2 cores; EXPLORE_FLAGS e.g. --time-budget 30m, --a write,rollback.
 EXPLORE_JOBS ?= 2
 EXPLORE_FLAGS ?=
+EXPLORE_S3_FLAGS ?=
 
+# The whole matrix locally, then a seeded sample of 40 scenarios on the S3 test server.
 explore: venv
-	$(BIN)/python tests/explore/run.py --jobs $(EXPLORE_JOBS) $(EXPLORE_FLAGS)
+	$(BIN)/python tests/explore/run.py --jobs $(EXPLORE_JOBS) $(EXPLORE_FLAGS) && \
+	$(BIN)/python tests/explore/run.py --s3 --jobs $(EXPLORE_JOBS) $(EXPLORE_S3_FLAGS)
 
 # Generated from the app's help and checked in; tests/cli fail when they are stale.
 man: venv

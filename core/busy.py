@@ -87,6 +87,14 @@ def _remove(io: FileIO, marker: Marker) -> None:
     holders.remove_if_unchanged(io, marker.path, marker.content)
 
 
+def running_closer(io: FileIO, root: str) -> Marker | None:
+    """The live rename or drop of the table directory ``root``, if one is under way (read only:
+    what a commit on an object store asks after it published, and a command refused by a
+    rename's markers, to tell a running rename from a stopped one)."""
+    marker = _read(io, join(root, CLOSING))
+    return marker if marker is not None and marker.is_live() else None
+
+
 def _live_closing(io: FileIO, root: str) -> Marker | None:
     marker = _read(io, join(root, CLOSING))
     if marker is None:
@@ -222,4 +230,4 @@ def _live_busy(io: FileIO, root: str, *, sweep: bool = False) -> Marker | None:
     return None
 
 
-__all__ = ["BUSY_PREFIX", "CLOSING", "Closing", "closing", "is_marker", "working"]
+__all__ = ["BUSY_PREFIX", "CLOSING", "Closing", "closing", "is_marker", "running_closer", "working"]

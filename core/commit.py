@@ -31,9 +31,9 @@ from typing import Sequence
 
 from core.branch import MAIN_BRANCH, refuse_unfinished_fast_forward, table_name
 from core.deletion_vectors import read_index_file, write_index_file
-from core.errors import (CommitConflictError, CorruptMetadataError, ExpiredWhileReadingError, NotFoundError,
-                         StalePlanError, TableGoneError)
-from core.fileio import FileIO, before_publish
+from core.errors import (CommitConflictError, CorruptMetadataError, ExpiredWhileReadingError, LakectlError,
+                         NotFoundError, StalePlanError, TableGoneError)
+from core.fileio import FileIO, before_publish, join
 from core.index_manifest import ADD as INDEX_ADD
 from core.index_manifest import DELETE as INDEX_DELETE
 from core.index_manifest import DELETION_VECTORS, IndexFileMeta, IndexManifestEntry, IndexManifestIO, combine, index_dir
@@ -42,6 +42,8 @@ from core.options import BATCH_COMMIT_IDENTIFIER
 from core.replan import lost_race, replan_on_lost_race
 from core import row_tracking
 from core.schema import SchemaManager, TableSchema
+from core.busy import running_closer
+from core.renaming import RENAMED
 from core.rewrite import ROLLBACK, finish_abandoned, finish_rollback_marker, is_live, read_marker
 from core.snapshot import APPEND, COMPACT, OVERWRITE, Snapshot, SnapshotManager, same_snapshot
 from core.tag import TagManager
@@ -335,6 +337,21 @@ class FileStoreCommit:
             self._undo(snapshot)
             raise TableGoneError(f"table {table_name(self.table_path)} was renamed, dropped or re-created while "
                                  "this command ran; nothing was committed")
+        if latest is None and not self.file_io.local and self.table_must_exist:
+            # Snapshot 1 of a table with a schema: a new table, or one a drop on an object store
+            # has half deleted (its snapshots first): then it must not land on what is left.
+            closer = running_closer(self.file_io, self.table_path)
+            if closer is not None:
+                self._undo(snapshot)
+                raise CommitConflictError(f"{closer.describe()} is under way on {table_name(self.table_path)}; "
+                                          "nothing was committed")
+        if self._renamed_away():
+            # A rename on an object store has copied the table and is about to delete it here:
+            # it lists once more after writing RENAMED and copies a snapshot that landed before,
+            # so one that finds RENAMED takes itself back (core/ops/rename.py).
+            self._undo(snapshot)
+            raise CommitConflictError(f"{table_name(self.table_path)} is being renamed (its copy is complete); "
+                                      "nothing was committed, re-run the command on the new name")
         try:
             rollback = self._rollback_running()
         except OSError as e:  # landed, not verified: the retry finds it and verifies it
@@ -554,6 +571,16 @@ class FileStoreCommit:
         except OSError:
             return True  # unknown: the next attempt's schema check decides
 
+    def _renamed_away(self) -> bool:
+        """Has a rename on an object store written RENAMED into the table (its copy complete)?
+        A local rename is one atomic rename, which ``_table_still_there`` sees."""
+        if self.file_io.local or not self.table_must_exist:
+            return False
+        try:
+            return self.file_io.exists(join(self.table_path, RENAMED))
+        except OSError:
+            return False  # unknown: the rename's listing after RENAMED decides
+
     def _rollback_running(self) -> str | None:
         """A live rollback of this branch (its rewrite marker), described; an abandoned one is
         finished here, as by any command that finds it (core/rewrite.py)."""
@@ -629,13 +656,20 @@ class FileStoreCommit:
 
 
 def damaged_base(latest: Snapshot, cause: CorruptMetadataError,
-                 snapshots: SnapshotManager | None = None) -> CorruptMetadataError | ExpiredWhileReadingError:
+                 snapshots: SnapshotManager | None = None) -> LakectlError:
     """The error of a command that would build on a snapshot it cannot read: a lost race
     (ExpiredWhileReadingError, to retry) when ``snapshots`` shows that the snapshot itself was
-    expired meanwhile, else damage."""
+    expired meanwhile; a lost race with a drop or rename on an object store deleting the table
+    object by object (CommitConflictError, exit 4); else damage."""
     lost = lost_race(snapshots, latest, cause) if snapshots is not None else None
     if lost is not None:
         return lost
+    if snapshots is not None and not snapshots.file_io.local:
+        root = snapshots.dir.rsplit("/snapshot", 1)[0].split("/branch/branch-", 1)[0]
+        closer = running_closer(snapshots.file_io, root)
+        if closer is not None:
+            return CommitConflictError(f"cannot commit: {closer.describe()} is under way on this table ({cause}); "
+                                       "nothing was committed")
     return CorruptMetadataError(f"cannot commit on snapshot {latest.id}: {cause}; nothing was committed "
                                 "(`lakectl check --repair` removes snapshots that cannot be read)")
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from core.errors import CorruptMetadataError, RenameInProgressError
+from core.errors import CommitConflictError, CorruptMetadataError, NotFoundError, RenameInProgressError
 from core.fileio import FileIO, join
 
 RENAMING = "RENAMING"
@@ -61,22 +61,39 @@ def marker_names(io: FileIO, table_path: str) -> set[str]:
 
 
 def refuse_renaming(io: FileIO, table_path: str, table_name: str) -> None:
-    """Raise RenameInProgressError if a rename on an object store is copying into this table or
-    deleting it, rather than let a command read or write half a table. Local renames are atomic
-    and leave no markers, so nothing is looked up there."""
+    """Refuse a table that a rename on an object store is copying into or deleting, rather than
+    let a command read or write half a table: the target of a copy under way is exit 4
+    (CommitConflictError) while the rename runs and exit 1 (RenameInProgressError, naming the
+    rerun) if it stopped; a source whose copy is complete is exit 3 (NotFoundError: the table has
+    its new name). Local renames are atomic and leave no markers, so nothing is looked up there."""
     if io.local:
         return
     found = marker_names(io, table_path)
     if RENAMING in found:
         m = read_marker(io, table_path, RENAMING)
         if m is not None:
+            _refuse_while_running(io, m)
             raise RenameInProgressError(f"a rename from {m.source_name} into {table_name} is in progress or failed; "
                                         f"rerun {m.rerun}")
     if RENAMED in found:
         m = read_marker(io, table_path, RENAMED)
         if m is not None and not _copy_unfinished(io, m):
-            raise RenameInProgressError(f"{table_name} is being renamed to {m.target_name} (or that rename failed); "
-                                        f"rerun {m.rerun}")
+            # The copy is complete: the table is the target now, and this is what is left of the
+            # source, being deleted (or left by a rename that stopped while deleting it).
+            raise NotFoundError(f"table {table_name} does not exist: it was renamed to {m.target_name} (what is left "
+                                f"of it here is being deleted; should that rename have stopped, {m.rerun} finishes "
+                                "it)")
+
+
+def _refuse_while_running(io: FileIO, m: RenameMarker) -> None:
+    """A rename still at work (its closing marker live in the source, core/busy.py) is a lost race,
+    exit 4; one that stopped is exit 1, naming its rerun."""
+    from core.busy import running_closer  # here: core.busy reaches core.rewrite, which opening needs not
+
+    closer = running_closer(io, m.source_path)
+    if closer is not None:
+        raise CommitConflictError(f"{m.source_name} is being renamed to {m.target_name} by {closer.describe()}; "
+                                  "nothing was changed, re-run the command on the new name when it has finished")
 
 
 def _copy_unfinished(io: FileIO, renamed: RenameMarker) -> bool:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from core.commit import CommitMessage, FileStoreCommit, IndexChanges
 from core.copying import Progress, copy_files, copy_in_order, remove_quietly
+from core.busy import running_closer
 from core.errors import CorruptMetadataError, NotFoundError, TableExistsError, TableGoneError, UsageError
 from core.fileio import FileIO, join
 from core.index_manifest import IndexManifestEntry, index_dir, live_index_entries
@@ -86,7 +87,12 @@ def clone(source: TableHandle, target: TableHandle, *, snapshot_id: int | None =
     if snapshot is None:
         raise NotFoundError(f"table {source.name} has no snapshot to clone")
     _refuse_existing(target)
-    plan = _plan(source, snapshot)
+    try:
+        plan = _plan(source, snapshot)
+    except (FileNotFoundError, CorruptMetadataError, NotFoundError) as e:
+        if _going(source):
+            raise TableGoneError(f"table {source.name} is being renamed or dropped; nothing was cloned") from e
+        raise
     total_bytes = sum(size for _, _, size in plan.files)
     result = CloneResult(source.name, source.branch, target.name, snapshot.id, len(plan.files), total_bytes,
                          len(plan.schema_ids), dry_run)
@@ -102,13 +108,18 @@ def clone(source: TableHandle, target: TableHandle, *, snapshot_id: int | None =
         # An error (not a kill) removes what this clone wrote: the staging directory, or on an
         # object store the target itself, which was empty when the clone began.
         remove_quietly(target.file_io, staging or target.path, "the unfinished clone")
-        if isinstance(e, (FileNotFoundError, CorruptMetadataError, NotFoundError)) \
-                and not source.schemas.list_ids():
+        if isinstance(e, (FileNotFoundError, CorruptMetadataError, NotFoundError)) and _going(source):
             # The source was dropped or renamed while we copied it: a lost race, not damage.
             raise TableGoneError(f"table {source.name} was renamed or dropped while it was cloned; nothing was "
                                  "cloned") from None
         raise
     return result
+
+
+def _going(source: TableHandle) -> bool:
+    """Was the source dropped or renamed, or is a drop or rename of it under way (on an object
+    store it deletes object by object)? Then a file missing under us is a lost race, not damage."""
+    return not source.schemas.list_ids() or running_closer(source.file_io, source.path) is not None
 
 
 def _build(source: TableHandle, file_io: FileIO, build_at: str, snapshot: Snapshot, plan: _CopyPlan,

@@ -20,7 +20,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 
-from core.busy import CLOSING, closing
+from core.busy import closing, is_marker
 from core.errors import DatabaseNotEmptyError, NotFoundError, UsageError
 from core.fileio import FileIO, FileStatus, join
 from core.renaming import MARKERS, marker_names
@@ -79,7 +79,8 @@ def drop_table(table: TableHandle, *, if_exists: bool = False, dry_run: bool = F
         return DropTableResult(table.name, table.path, True, len(files), sum(f.size for f in files), dry_run)
     # Once no command of several steps is at work on it (core/busy.py).
     with closing(io, table.path, table.name, f"drop {table.name}"):
-        files = io.walk(table.path)
+        # The table's files; the markers of commands (ours among them) go with the directory.
+        files = [f for f in io.walk(table.path) if not _command_marker(table.path, f.path)]
         _remove_table_dir(io, table.path, files)
     result = DropTableResult(table.name, table.path, True, len(files), sum(f.size for f in files), dry_run)
     log.info("dropped %s %s (%d files)", "the rename leftover" if leftover else "table", table.name, len(files))
@@ -98,13 +99,20 @@ def _remove_table_dir(io: FileIO, path: str, files: list[FileStatus]) -> None:
         io.delete_tree(tombstone)
         return
     schema_prefix = join(path, "schema") + "/"
-    markers = {join(path, name) for name in MARKERS + (CLOSING,)}
+    markers = {join(path, name) for name in MARKERS}
     # Schema files last: until they go, this is still a table a second drop may finish; a
-    # rename's marker after them, so that a rename's leftover stays one until its end, and
-    # the drop's own closing marker, so that no command of several steps starts meanwhile.
+    # rename's marker after them, so that a rename's leftover stays one until its end. The
+    # drop's own closing marker goes with the directory, last, so that no command of several
+    # steps starts meanwhile.
     for f in sorted(files, key=lambda f: (f.path in markers, f.path.startswith(schema_prefix))):
         io.delete(f.path)
     io.delete_tree(path)  # directory markers some stores keep (SeaweedFS shows the emptied prefix)
+
+
+def _command_marker(table_path: str, path: str) -> bool:
+    """Is ``path`` a busy or closing marker at the top of the table directory (core/busy.py)?"""
+    parent, name = path.split("://", 1)[-1].rsplit("/", 1)
+    return is_marker(name) and parent == table_path.split("://", 1)[-1].rstrip("/")
 
 
 def _tombstone_prefix(path: str) -> tuple[str, str]:

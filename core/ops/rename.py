@@ -25,16 +25,20 @@ names and a rerun of the same ``lakectl rename`` finishes the job:
    files first) and leaves the source untouched (CommitConflictError, exit 4). Copying again
    beats aborting for the occasional commit; a source that never stops needs its writers
    stopped, which only the user can do.
-4. ``RENAMED`` (naming the target) is written into the source, then ``RENAMING`` is deleted:
-   the target is the table now, and lakectl refuses what is left of the source.
+4. ``RENAMED`` (naming the target) is written into the source. A commit that finds it after
+   publishing takes its snapshot back (exit 4, core/commit.py); one that published after the
+   last listing and looked before RENAMED was there exited 0, so the source is listed once
+   more and, if it changed, copied again until it holds still. Then ``RENAMING`` is deleted:
+   the target is the table now, and what is left of the source reads as no table (exit 3).
 5. The source is deleted: its schema files first, oldest first (it stops being a table for
    every reader, and until the newest goes its latest schema stays right), then every other
    file, ``RENAMED`` last. A kill here leaves files without a schema and with ``RENAMED``:
    not a table to anyone, removed by a rerun of the rename or by ``lakectl drop``.
 
-A commit that lands after the last listing (the few requests of steps 4 and 5) cannot be seen;
-stop the source's writers before renaming. An error (not a kill) during the copy leaves the
-target with its ``RENAMING`` marker for the rerun: the source is untouched until step 4.
+Before step 1 the rename takes the source's closing marker and waits for commands of several
+steps (core/busy.py), which then stay away until it ends; commits go on and are copied. An
+error (not a kill) during the copy leaves the target with its ``RENAMING`` marker for the
+rerun: the source is untouched until step 4.
 """
 
 from __future__ import annotations
@@ -174,6 +178,16 @@ def _rename_by_copy(warehouse: Warehouse, source: TableHandle, target: TableHand
         try:
             files, nbytes, rounds, listing = _copy_until_stable(io, source, target, progress)
             io.write_bytes(join(source.path, RENAMED), marker.to_json())
+            # A commit that published after the last listing and looked for RENAMED before it
+            # was there exited 0: look once more and copy it too. Commits from here on find
+            # RENAMED and take themselves back (core/commit.py), so the rounds settle.
+            if not _same(_listing(io, source.path), listing):
+                try:
+                    more, more_bytes, more_rounds, listing = _copy_until_stable(io, source, target, progress)
+                except CommitConflictError:
+                    io.delete(join(source.path, RENAMED))  # the source stays the table
+                    raise
+                files, nbytes, rounds = files + more, nbytes + more_bytes, rounds + more_rounds
             io.delete(join(target.path, RENAMING))  # the target is the table from here on
             log.info("copied %s to %s in %d round(s); deleting the source", source.name, target.name, rounds)
             deleted = _delete_source(io, source, list(listing.values()))
@@ -299,7 +313,7 @@ def _delete_source(io: FileIO, source: TableHandle, known: list[FileStatus]) -> 
     delete_files(io, rest)  # a few at a time: their order does not matter, only that RENAMED stays
     io.delete(marker)
     io.delete_tree(source.path)  # prefixes some stores keep as directories once emptied
-    return deleted + len(rest)
+    return deleted + sum(1 for p in rest if not is_busy_marker(p.rsplit("/", 1)[-1]))  # the table's files
 
 
 def _remove_target(io: FileIO, target: TableHandle) -> None:

@@ -50,17 +50,7 @@ def scenarios() -> list[tuple[str, int, str]]:
 
 
 # Scenario id -> why it fails today (a lakectl bug; re-run and update when its fix lands).
-KNOWN_FAILING: dict[str, str] = {
-    "rename@48-vs-tag-rename": (
-        "lost write: the rename stalled after writing RENAMED into the source and before deleting the "
-        "target's RENAMING; refuse_renaming still takes the source for the table (_copy_unfinished), so "
-        "W commits there and exits 0, and the resumed rename deletes W's files ('appeared after the "
-        "rename's last look ... deleted with it'): W's rows are in neither table (also rename@47)"),
-    "drop@43-vs-clone": (
-        "a write on a half-dropped table: the drop on S3 has deleted every snapshot (schema and tags "
-        "left), W commits snapshot 1 on what looks like an empty table and exits 0; main's latest goes "
-        "5 -> 1 (drop@42..45; at drop@20..41 a write exits 1 'missing file ... check --repair' instead)"),
-}
+KNOWN_FAILING: dict[str, str] = {}  # the two the explorer found on S3 are fixed (core/commit.py, core/ops/rename.py)
 
 
 def _params() -> list:
