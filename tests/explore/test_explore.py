@@ -50,11 +50,12 @@ def sample() -> list[tuple[str, int, str]]:
 KNOWN_FAILING: dict[str, str] = {}  # every violation the sample found so far is fixed
 
 
-def _params() -> list:
+def params(chosen: list[tuple[str, int, str]], known_failing: dict[str, str]) -> list:
+    """The chosen scenarios as pytest parameters, those known to fail as strict xfails."""
     out = []
-    for a, n, b in sample():
+    for a, n, b in chosen:
         sid = kit.scenario_id(a, n, b)
-        marks = [pytest.mark.xfail(strict=True, reason=KNOWN_FAILING[sid])] if sid in KNOWN_FAILING else []
+        marks = [pytest.mark.xfail(strict=True, reason=known_failing[sid])] if sid in known_failing else []
         out.append(pytest.param(a, n, b, id=sid, marks=marks))
     return out
 
@@ -71,7 +72,7 @@ def test_the_sample_covers_every_command_as_a_and_b() -> None:
     assert {b for _, _, b in chosen} == set(kit.COMMANDS)
 
 
-@pytest.mark.parametrize(("a", "n", "b"), _params())
+@pytest.mark.parametrize(("a", "n", "b"), params(sample(), KNOWN_FAILING))
 def test_stalled_command_next_to_another(root: Path, a: str, n: int, b: str) -> None:
     outcome = kit.run_scenario(a, n, b, root)
     assert outcome.ok, outcome.report()

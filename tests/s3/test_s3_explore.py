@@ -25,6 +25,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "explore"))
 import explore_kit as kit  # noqa: E402
+from test_explore import params  # noqa: E402  (the sample's parameters, as test_explore.py makes them)
 
 pytestmark = [pytest.mark.s3, pytest.mark.slow,
               pytest.mark.skipif(not kit.LAKECTL.exists(), reason="the lakectl console script is not installed")]
@@ -53,15 +54,6 @@ def scenarios() -> list[tuple[str, int, str]]:
 KNOWN_FAILING: dict[str, str] = {}  # the two the explorer found on S3 are fixed (core/commit.py, core/ops/rename.py)
 
 
-def _params() -> list:
-    out = []
-    for a, n, b in scenarios():
-        sid = kit.scenario_id(a, n, b)
-        marks = [pytest.mark.xfail(strict=True, reason=KNOWN_FAILING[sid])] if sid in KNOWN_FAILING else []
-        out.append(pytest.param(a, n, b, id=sid, marks=marks))
-    return out
-
-
 @pytest.fixture(scope="module")
 def store(s3) -> kit.S3Store:  # noqa: ANN001 - the session's S3Server
     return kit.S3Store(s3)
@@ -79,7 +71,7 @@ def test_the_pairs_put_each_command_on_both_sides() -> None:
     assert all(1 <= n <= POINTS[a] for a, n, _ in scenarios())
 
 
-@pytest.mark.parametrize(("a", "n", "b"), _params())
+@pytest.mark.parametrize(("a", "n", "b"), params(scenarios(), KNOWN_FAILING))
 def test_stalled_command_next_to_another_on_s3(store: kit.S3Store, root: Path, a: str, n: int, b: str) -> None:
     outcome = kit.run_scenario(a, n, b, root, store=store)
     # A stalls where points-s3.json says it has a mutation: else the file is stale (rewrite it)
