@@ -142,9 +142,15 @@ def test_dry_run_changes_nothing(tmp_path):
 def test_one_failing_table_does_not_stop_the_others(tmp_path):
     make(tmp_path, "good", options={"snapshot.num-retained.min": "1"}).write(rows([1]))
     wh = str(tmp_path / WH)
-    reps = maintain(["db.missing", "db.good"], lambda n: Table.open(n, warehouse=wh), lambda n: Policy())
-    assert [(r.table, r.status) for r in reps] == [("db.missing", "failed"), ("db.good", "done")]
-    assert "NotFoundError" in reps[0].reason
+
+    def open_table(name: str) -> Table:
+        if name == "db.broken":
+            raise OSError(5, "Input/output error")  # a storage error (a table gone meanwhile is skipped instead)
+        return Table.open(name, warehouse=wh)
+
+    reps = maintain(["db.broken", "db.good"], open_table, lambda n: Policy())
+    assert [(r.table, r.status) for r in reps] == [("db.broken", "failed"), ("db.good", "done")]
+    assert "Input/output error" in reps[0].reason
 
 
 def test_time_budget_skips_tables_not_started(tmp_path):
