@@ -27,7 +27,7 @@ import random
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 from core.branch import MAIN_BRANCH, refuse_unfinished_fast_forward, table_name
 from core.deletion_vectors import read_index_file, write_index_file
@@ -37,7 +37,9 @@ from core.fileio import FileIO, before_publish, join
 from core.index_manifest import ADD as INDEX_ADD
 from core.index_manifest import DELETE as INDEX_DELETE
 from core.index_manifest import DELETION_VECTORS, IndexFileMeta, IndexManifestEntry, IndexManifestIO, combine, index_dir
-from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO, live_entries
+from core.manifest import (ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO, live_entries,
+                           merge_entries)
+from core.manifest_merge import MergeRules, merge_manifests
 from core.options import BATCH_COMMIT_IDENTIFIER
 from core.replan import lost_race, replan_on_lost_race
 from core import row_tracking
@@ -75,7 +77,7 @@ class CommitMessage:
 
 @dataclass(frozen=True, slots=True)
 class Success:
-    snapshot: Snapshot
+    snapshot: Snapshot | None  # None only for a manifest compaction of a table without snapshots
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +170,18 @@ class FileStoreCommit:
                           or m.new_index_files or m.deleted_index_files for m in messages)
         if not has_changes and overwrite is None:
             return None
+        return self._commit_with_retries(
+            kind, lambda: self._try_commit_once(messages, kind, overwrite, properties, watermark, index))
+
+    def compact_manifests(self) -> Snapshot | None:
+        """Rewrite the latest snapshot's manifests into as few as ``manifest.target-file-size``
+        allows (only live ADD entries), as one COMPACT snapshot whose delta list is empty
+        (Paimon's ``compact_manifest``). Returns the latest snapshot unchanged when they are
+        already that (or the table has none: None)."""
+        rules = MergeRules.forced(self.schema.core_options)
+        return self._commit_with_retries(COMPACT, lambda: self._try_commit_once((), COMPACT, None, rules=rules))
+
+    def _commit_with_retries(self, kind: str, attempt_once: Callable[[], Success | Retry]) -> Snapshot | None:
         self.file_io.check_atomic_create()  # refuse before writing manifests nobody would reference
         if self.branch_path in (None, self.table_path):  # main: not while a fast-forward is half-way
             refuse_unfinished_fast_forward(self.file_io, self.table_path, table_name(self.table_path),
@@ -184,9 +198,10 @@ class FileStoreCommit:
                     self.snapshots.write_latest_hint(landed.id)
                     return landed
                 self._wait(attempt)
-            result = self._try_commit_once(messages, kind, overwrite, properties, watermark, index)
+            result = attempt_once()
             if isinstance(result, Success):
-                self.snapshots.write_latest_hint(result.snapshot.id)
+                if result.snapshot is not None:
+                    self.snapshots.write_latest_hint(result.snapshot.id)
                 return result.snapshot
             self.retries += 1
             expired += result.expired
@@ -207,7 +222,12 @@ class FileStoreCommit:
     def _try_commit_once(self, messages: Sequence[CommitMessage], kind: str,
                          overwrite: OverwriteSpec | None,
                          properties: dict[str, str] | None = None,
-                         watermark: int | None = None, index: IndexChanges | None = None) -> Success | Retry:
+                         watermark: int | None = None, index: IndexChanges | None = None,
+                         rules: MergeRules | None = None) -> Success | Retry:
+        """One attempt; ``rules``: how to merge the manifests it builds on, given only for a
+        manifest compaction, whose attempt commits nothing else (and nothing when the merge
+        leaves the manifests as they are)."""
+        manifests_only = rules is not None
         rollback = self._rollback_running()
         if rollback is not None:  # it is removing snapshots: commit on what it leaves
             return Retry(f"{rollback} is rewriting the snapshots", rewrite=rollback)
@@ -238,7 +258,9 @@ class FileStoreCommit:
         changelog = [ManifestEntry(ADD, m.partition, m.bucket, m.total_buckets, f)
                      for m in messages for f in m.changelog_files]
         index_changes = any(m.new_index_files or m.deleted_index_files for m in messages)
-        if overwrite is None and not entries and not changelog and not index_changes:
+        if manifests_only and latest is None:
+            return Success(None)
+        if overwrite is None and not entries and not changelog and not index_changes and not manifests_only:
             return Success(latest) if latest else Retry("nothing to commit")
         if self._attempts and _landed_earlier(entries, live or []):
             # An earlier attempt of ours landed, and a concurrent expire retired its snapshot
@@ -262,6 +284,12 @@ class FileStoreCommit:
             index_manifest = self._index_manifest(messages, entries, latest, written, written_index,
                                                   self._index_entries(index, overwrite, old_index))
             partition_types = [f.type for f in self.schema.partition_fields]
+            # The manifests we build on, merged as Paimon merges them (core/manifest_merge.py).
+            before = [m.file_name for m in base_metas]
+            base_metas = merge_manifests(self.manifests, base_metas, rules or MergeRules.of(self.schema.core_options),
+                                         self.schema.id, partition_types, written)
+            if manifests_only and [m.file_name for m in base_metas] == before:
+                return Success(latest)  # already as few as the target size allows
             delta_meta = self.manifests.write_manifest(entries, self.schema.id, partition_types) if entries else None
             if delta_meta:
                 written.append(delta_meta.file_name)
@@ -446,16 +474,28 @@ class FileStoreCommit:
         return not ids or ids[-1] <= snapshot.id
 
     def _built_on(self, snapshot: Snapshot) -> bool:
-        """Does ``snapshot-(N+1)`` build on our N (its base list holds our base and delta
-        manifests)? A snapshot-(N+1) gone meanwhile was expired after ours (oldest first), so
-        then ours counts as built on if it is gone too."""
+        """Does ``snapshot-(N+1)`` build on our N? Its base list holds our base and delta
+        manifests, or, when its commit merged them, manifests whose live files are exactly
+        ours. A snapshot-(N+1) gone meanwhile was expired after ours (oldest first), so then
+        ours counts as built on if it is gone too."""
         attempt = self._attempts.get(snapshot.id)
+        if attempt is None:
+            return False
         try:
             successor = self.snapshots.snapshot(snapshot.id + 1)
-            names = tuple(m.file_name for m in self.manifests.read_manifest_list(successor.base_manifest_list))
+            metas = self.manifests.read_manifest_list(successor.base_manifest_list)
+            names = tuple(m.file_name for m in metas)
+            if names == attempt.chain:
+                return True
+            theirs = self._live_ids([m.file_name for m in metas])
+            ours = self._live_ids(attempt.chain)
         except (NotFoundError, CorruptMetadataError):
             return not self._still_ours(snapshot)
-        return attempt is not None and names == attempt.chain
+        return theirs == ours
+
+    def _live_ids(self, manifest_names: Sequence[str]) -> set[tuple]:
+        entries = (e for name in manifest_names for e in self.manifests.read_manifest(name))
+        return {e.identifier for e in merge_entries(entries)}
 
     def _undo(self, snapshot: Snapshot) -> None:
         """Delete our re-created ``snapshot-N`` and the manifests its attempt wrote. Nobody

@@ -29,6 +29,10 @@ class Health:
     oldest_snapshot_age_seconds: float | None
     tags: int
     has_primary_key: bool
+    manifests: int = 0          # in the latest snapshot's base and delta lists
+    manifest_bytes: int = 0
+    small_manifests: int = 0    # under manifest.target-file-size: what a commit's merge would fold
+    manifest_merge_min_count: int = 30  # manifest.merge-min-count
     file_sizes: tuple[int, ...] = field(default=(), repr=False)  # every live file's size (histograms)
 
 
@@ -62,6 +66,7 @@ def measure(table: TableHandle, *, now: float | None = None) -> Health:
         max_runs = max((len(fs) for fs in buckets.values()), default=0)
     sizes = tuple(e.file.file_size for e in entries)
     dv_files = _deletion_vector_files(table, snap)
+    manifests = _manifests(table, snap)
     return Health(
         table=table.name, snapshots=snapshots, files=len(entries),
         small_files=sum(1 for s in sizes if s < target * SMALL_FILE_FRACTION),
@@ -70,7 +75,17 @@ def measure(table: TableHandle, *, now: float | None = None) -> Health:
         target_file_size=target, deletion_vector_files=dv_files,
         deletion_vector_ratio=dv_files / len(entries) if entries else 0.0,
         oldest_snapshot_age_seconds=oldest_age, tags=len(table.tags.names()),
-        has_primary_key=schema.has_primary_key, file_sizes=sizes)
+        has_primary_key=schema.has_primary_key, manifests=len(manifests),
+        manifest_bytes=sum(m.file_size for m in manifests),
+        small_manifests=sum(1 for m in manifests if m.file_size < opts.manifest_target_file_size),
+        manifest_merge_min_count=opts.manifest_merge_min_count, file_sizes=sizes)
+
+
+def _manifests(table: TableHandle, snap) -> list:
+    if snap is None:
+        return []
+    mio = table.manifests()
+    return [m for name in (snap.base_manifest_list, snap.delta_manifest_list) for m in mio.read_manifest_list(name)]
 
 
 def _deletion_vector_files(table: TableHandle, snap) -> int:

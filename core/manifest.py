@@ -273,13 +273,19 @@ class ManifestIO:
         """fastavro's name for the table's manifest compression."""
         return _CODECS.get(self.compression.lower(), "zstandard")
 
-    def _write(self, schema: Any, objects: Sequence[Any], name: str, decode: Any) -> int:
-        """Write ``objects`` (ManifestEntry or ManifestFileMeta) as the Avro file ``name``;
-        ``decode`` is how ``_read`` decodes it, so that the objects are kept as what a read
-        of the file returns (they are frozen and compare equal to a fresh decode)."""
+    def _encode(self, schema: Any, objects: Sequence[Any]) -> bytes:
         buf = io.BytesIO()
         fastavro.writer(buf, schema, (o.to_avro() for o in objects), codec=self.avro_codec)
-        data = buf.getvalue()
+        return buf.getvalue()
+
+    def _write(self, schema: Any, objects: Sequence[Any], name: str, decode: Any,
+               data: bytes | None = None) -> int:
+        """Write ``objects`` (ManifestEntry or ManifestFileMeta) as the Avro file ``name``
+        (``data``: their encoding, when the caller has it); ``decode`` is how ``_read`` decodes
+        it, so that the objects are kept as what a read of the file returns (they are frozen
+        and compare equal to a fresh decode)."""
+        if data is None:
+            data = self._encode(schema, objects)
         self.file_io.write_decoded(join(self.dir, name), data, decode, tuple(objects))
         return len(data)
 
@@ -296,9 +302,9 @@ class ManifestIO:
 
     # ---- manifests -----------------------------------------------------------------
     def write_manifest(self, entries: Sequence[ManifestEntry], schema_id: int,
-                       partition_types: Sequence[Any]) -> ManifestFileMeta:
+                       partition_types: Sequence[Any], data: bytes | None = None) -> ManifestFileMeta:
         name = self._next_name("manifest")
-        size = self._write(MANIFEST_ENTRY_SCHEMA, entries, name, _manifest_entries)
+        size = self._write(MANIFEST_ENTRY_SCHEMA, entries, name, _manifest_entries, data)
         return ManifestFileMeta(
             file_name=name,
             file_size=size,
@@ -312,6 +318,27 @@ class ManifestIO:
             max_level=max((e.file.level for e in entries), default=None),
             total_buckets=entries[0].total_buckets if entries and entries[0].total_buckets >= 0 else None,
         )
+
+    def write_manifests(self, entries: Sequence[ManifestEntry], schema_id: int, partition_types: Sequence[Any],
+                        target_size: int, written: list[str]) -> list[ManifestFileMeta]:
+        """``entries`` as manifests of about ``target_size`` bytes each (Paimon's rolling
+        manifest writer: ``manifest.target-file-size``), in order; each name is appended to
+        ``written`` as soon as the file exists, so a caller that fails can delete them."""
+        if not entries:
+            return []
+        data = self.encode_entries(entries)
+        parts = max(1, min(len(entries), -(-len(data) // max(target_size, 1))))
+        out = []
+        for i in range(parts):
+            chunk = entries[i * len(entries) // parts:(i + 1) * len(entries) // parts]
+            meta = self.write_manifest(chunk, schema_id, partition_types, data if parts == 1 else None)
+            written.append(meta.file_name)
+            out.append(meta)
+        return out
+
+    def encode_entries(self, entries: Sequence[ManifestEntry]) -> bytes:
+        """The bytes of a manifest holding ``entries`` (written nowhere)."""
+        return self._encode(MANIFEST_ENTRY_SCHEMA, entries)
 
     def read_manifest(self, name: str) -> list[ManifestEntry]:
         return self._read(name, _manifest_entries, "manifest")

@@ -22,6 +22,7 @@ _GAUGES = (
     ("files", "Live data files.", lambda r: r.health.files),
     ("small_files", "Live data files under half of target-file-size.", lambda r: r.health.small_files),
     ("bytes", "Bytes of the live data files.", lambda r: r.health.bytes),
+    ("manifests", "Manifests the latest snapshot lists (base and delta).", lambda r: r.health.manifests),
     ("max_sorted_runs", "Most sorted runs in one bucket.", lambda r: r.health.max_sorted_runs),
     ("deletion_vector_ratio", "Fraction of live data files with a deletion vector.",
      lambda r: r.health.deletion_vector_ratio),

@@ -67,7 +67,9 @@ _add(HONOURED, "see the README, 'Paimon options lakectl honours'",
      "dynamic-bucket.target-row-num", "sink.parallelism", "avro.codec",
      # Paimon 2.x, with pypaimon 2.1 as the reference (README: row tracking and data evolution);
      # the actions lakectl cannot do on them refuse in their own modules, naming the option.
-     "data-evolution.enabled", "row-tracking.enabled")
+     "data-evolution.enabled", "row-tracking.enabled",
+     # Every commit merges the manifests it builds on by these (core/manifest_merge.py).
+     "manifest.target-file-size", "manifest.full-compaction-threshold-size", "manifest.merge-min-count")
 
 _add(IGNORED, _TUNING,
      "write-buffer-for-append", "write-buffer-spill.max-disk-size", "sort-engine", "sort-spill-threshold",
@@ -78,8 +80,7 @@ _add(IGNORED, _TUNING,
      "commit.user-prefix", "commit.max-retry-wait", "commit.min-retry-wait", "commit.timeout",
      "source.split.target-size", "source.split.open-file-cost", "scan.max-splits-per-task",
      "scan.manifest.parallelism", "read.batch-size", "write.batch-size", "file.block-size",
-     "file-reader-async-threshold", "async-file-write", "manifest.target-file-size",
-     "manifest.full-compaction-threshold-size", "manifest.merge-min-count", "lookup.*", "lookup-wait",
+     "file-reader-async-threshold", "async-file-write", "lookup.*", "lookup-wait",
      "local-merge-buffer-size", "local-sort.max-num-file-handles", "write-max-writers-to-spill",
      "write-manifest-cache", "parquet.enable.dictionary", "parquet.filter.columnindex.enabled",
      "parquet.write-page-index.enabled", "zorder.var-length-contribution", "sort-compaction.*",

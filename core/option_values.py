@@ -182,10 +182,11 @@ _add(ValueRule(DURATION, positive=True, note=" (partition expiration drops parti
      "partition.expiration-time")
 _add(ValueRule(SIZE), "cache-page-size", "deletion-vector.index-file.target-size", "file-index.in-manifest-threshold",
      "file-reader-async-threshold", "file.block-size", "local-merge-buffer-size", "lookup.cache-max-disk-size",
-     "lookup.cache-max-memory-size", "manifest.full-compaction-threshold-size", "manifest.target-file-size",
+     "lookup.cache-max-memory-size",
      "page-size", "sort-spill-buffer-size", "source.split.open-file-cost", "source.split.target-size",
      "write-buffer-spill.max-disk-size", "write-manifest-cache")
-_add(ValueRule(SIZE, positive=True), "target-file-size", "write-buffer-size")
+_add(ValueRule(SIZE, positive=True), "target-file-size", "write-buffer-size", "manifest.target-file-size")
+_add(ValueRule(SIZE, positive=True, note=" (Paimon's commits fail on 0)"), "manifest.full-compaction-threshold-size")
 _add(ValueRule(NUMBER), "lookup.cache.bloom.filter.fpp", "lookup.cache.high-priority-pool-ratio",
      "lookup.hash-load-factor")
 _add(_enum("deduplicate", "partial-update", "aggregation", "first-row"), "merge-engine")

@@ -109,6 +109,23 @@ class CoreOptions:
         return self.raw.get("manifest.compression", "zstd")
 
     @property
+    def manifest_target_file_size(self) -> int:
+        """manifest.target-file-size: the size of a merged manifest (8 mb)."""
+        return self._read(parse_size, "manifest.target-file-size", "8 mb")
+
+    @property
+    def manifest_merge_min_count(self) -> int:
+        """manifest.merge-min-count: how many small manifests a commit lets pile up before it
+        merges them (30)."""
+        return self._read(parse_int, "manifest.merge-min-count", "30")
+
+    @property
+    def manifest_full_compaction_size(self) -> int:
+        """manifest.full-compaction-threshold-size: the size of manifests to rewrite (small ones,
+        or ones holding deletes) past which a commit rewrites them all (16 mb)."""
+        return self._read(parse_size, "manifest.full-compaction-threshold-size", "16 mb")
+
+    @property
     def stats_mode(self) -> str:
         return self.raw.get("metadata.stats-mode", "truncate(16)").strip().lower()
 

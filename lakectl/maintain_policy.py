@@ -46,6 +46,13 @@ _KEYS: dict[str, tuple[str, tuple[type, ...]]] = {
 }
 
 
+# config key -> why its value is out of range (None when fine)
+_RANGES = {
+    "small-files-trigger": lambda v: None if v >= 1 else "must be a whole number of at least 1",
+    "deletion-vector-ratio-trigger": lambda v: None if 0 <= v <= 1 else "must be a fraction from 0 to 1",
+}
+
+
 def _check_keys(cf: Any, table: dict[str, Any], prefix: tuple[str, ...]) -> None:
     for key, value in table.items():
         keys = (*prefix, key)
@@ -56,6 +63,9 @@ def _check_keys(cf: Any, table: dict[str, Any], prefix: tuple[str, ...]) -> None
         types = _KEYS[key][1]
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
             raise cf.error(keys, f"key {'.'.join(keys)!r} has the wrong type ({type(value).__name__})")
+        why = _RANGES.get(key, lambda v: None)(value)
+        if why:
+            raise cf.error(keys, f"key {'.'.join(keys)!r} = {value!r}: {why}")
         if key == "skip-verbs":
             bad = [v for v in value if v not in VERBS]
             if bad:

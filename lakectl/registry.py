@@ -25,6 +25,9 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("scan", "scan", "Read the table (merge-on-read) at the latest or an earlier snapshot."),
     Entry("lookup", "lookup", "Point lookups by primary key, reading only the files whose key range can hold a key."),
     Entry("compact", "compact", "Compact data files: merge each bucket's files, commit a COMPACT snapshot."),
+    Entry("compact-manifests", "compact_manifests",
+          "Rewrite the latest snapshot's manifests into as few as manifest.target-file-size allows, as one COMPACT "
+          "snapshot that changes no data."),
     Entry("delete", "delete", "Delete the rows a --where filter matches, as one snapshot."),
     Entry("expire", "expire", "Expire old snapshots and delete the files only they reference (tags are kept)."),
     Entry("expire-partitions", "expire_partitions",

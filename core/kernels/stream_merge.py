@@ -5,8 +5,10 @@ once (Paimon folds a key's versions before it writes a run). Holding the current
 every run, the *frontier* is the smallest of the runs' last keys: every record of a key at or
 below it is in memory now, from every run that has not ended, so those keys can be merged
 completely. Each held batch is cut at the frontier, the heads are concatenated, put in merge
-order (``MergeEngine.sorted``) and merged, and the tails wait for the next round. Memory is
-about (number of runs) x (batch size), whatever the bucket holds; the output is the same
+order (``MergeEngine.sorted``) and merged, and the tails wait for the next round. A run's
+last batch does not bound the frontier (each run reads one batch ahead to know it), so the
+rounds follow the batches of the long runs, not the number of runs. Memory is at most
+(number of runs) x 2 batches, whatever the bucket holds; the output is the same
 rows, in the same key order, as merging the whole bucket at once, because every key is
 merged from all of its records in exactly one chunk.
 
@@ -40,23 +42,52 @@ def batches(tables: Iterable[pa.Table], batch_rows: int | None = None) -> Iterat
 
 
 class _Run:
-    """One run's current batch and the rest of its stream."""
+    """One run's current batch, the batch after it (read ahead, so that the last batch of a
+    run is known as the last), and the rest of its stream; the first and last key of the
+    current batch are kept, so a round compares tuples and touches Arrow only where it cuts."""
 
-    def __init__(self, stream: Iterator[pa.Table]):
+    def __init__(self, stream: Iterator[pa.Table], keys: list[str]):
         self.stream = stream
-        self.held: pa.Table | None = None
-        self.ended = False
+        self.keys = keys
+        self.held: pa.Table | None = self._next()
+        self.upcoming: pa.Table | None = self._next() if self.held is not None else None
+        self._keys_of_held()
 
-    def refill(self) -> None:
-        """Read batches until one has rows or the stream ends."""
-        while (self.held is None or self.held.num_rows == 0) and not self.ended:
-            self.held = next(self.stream, None)
-            if self.held is None:
-                self.ended = True
+    def _next(self) -> pa.Table | None:
+        for batch in self.stream:
+            if batch.num_rows:
+                return batch
+        return None
+
+    def _keys_of_held(self) -> None:
+        if self.held is not None:
+            self.first = _key_at(self.held, self.keys, 0)
+            self.last = _key_at(self.held, self.keys, self.held.num_rows - 1)
+
+    @property
+    def more(self) -> bool:
+        """Whether rows follow the current batch."""
+        return self.upcoming is not None
 
     @property
     def rows(self) -> int:
-        return 0 if self.held is None else self.held.num_rows
+        return (0 if self.held is None else self.held.num_rows) + \
+            (0 if self.upcoming is None else self.upcoming.num_rows)
+
+    def cut(self, frontier: tuple | None) -> pa.Table:
+        """Take the rows of the current batch with a key at or below ``frontier`` (all of them
+        for None); the rest stay, or the next batch comes up when none is left."""
+        held = self.held
+        if frontier is None or self.last <= frontier:
+            n = held.num_rows
+        else:
+            n = _count_at_or_below(held, self.keys, frontier)
+        if n == held.num_rows:
+            self.held, self.upcoming = self.upcoming, (self._next() if self.upcoming is not None else None)
+        else:
+            self.held = held.slice(n)
+        self._keys_of_held()
+        return held.slice(0, n)
 
 
 def merge_runs(engine: MergeEngine, runs: Sequence[Iterable[pa.Table]], *, alive_only: bool = False,
@@ -64,31 +95,25 @@ def merge_runs(engine: MergeEngine, runs: Sequence[Iterable[pa.Table]], *, alive
     """The merged records of ``runs`` (each sorted by key, a key once per run), in chunks
     sorted by key; concatenated they equal ``engine.merge(engine.sorted(all rows))``.
     ``alive_only``: without the retracted keys, in ``columns`` (default all), as
-    ``records.alive`` of that (``MergeEngine.merged_alive``)."""
+    ``records.alive`` of that (``MergeEngine.merged_alive``).
+
+    A round costs a tuple comparison per run and Arrow work only for the runs it cuts; runs
+    that have no batch after the current one do not bound the frontier, so k runs of one
+    batch each (k one-row commits) merge in one round, not k."""
     global peak_rows_held
     peak_rows_held = 0
     keys = list(engine.keys)
-    state = [_Run(iter(r)) for r in runs]
-    while True:
-        for run in state:
-            if run.rows == 0:
-                run.refill()
-        live = [run for run in state if run.rows > 0]
-        if not live:
-            return
+    live = [run for run in (_Run(iter(r), keys) for r in runs) if run.held is not None]
+    while live:
         peak_rows_held = max(peak_rows_held, sum(run.rows for run in live))
-        frontier = _frontier(state, keys)
-        heads = [_cut(run, keys, frontier) for run in live]
-        heads = [h for h in heads if h.num_rows]
+        frontier = min((run.last for run in live if run.more), default=None)
+        heads = []
+        for run in live:
+            if frontier is None or run.first <= frontier:
+                heads.append(run.cut(frontier))
+        live = [run for run in live if run.held is not None]
         chunk = pa.concat_tables(heads, promote_options="permissive") if len(heads) > 1 else heads[0]
         yield engine.merged_alive(chunk, columns) if alive_only else engine.merge(engine.sorted(chunk))
-
-
-def _frontier(state: Sequence[_Run], keys: list[str]) -> tuple | None:
-    """The smallest last key of the held batches of runs that may still have more rows; None
-    when every run with rows has ended (all held rows can be merged)."""
-    lasts = [_key_at(run.held, keys, run.rows - 1) for run in state if run.rows > 0 and not run.ended]
-    return min(lasts) if lasts else None
 
 
 def _key_at(table: pa.Table, keys: list[str], i: int) -> tuple:
@@ -104,14 +129,6 @@ def _comparable(column: pa.ChunkedArray) -> pa.ChunkedArray:
             or column.type == pa.time32("ms") else pa.int64()
         return column.cast(width)
     return column
-
-
-def _cut(run: _Run, keys: list[str], frontier: tuple | None) -> pa.Table:
-    """Take the rows of ``run``'s batch with a key at or below ``frontier``; keep the rest."""
-    held = run.held
-    n = held.num_rows if frontier is None else _count_at_or_below(held, keys, frontier)
-    run.held = held.slice(n)
-    return held.slice(0, n)
 
 
 def _count_at_or_below(table: pa.Table, keys: list[str], frontier: tuple) -> int:

@@ -2,7 +2,7 @@
 
 Per table: measure its health (``core.health``), plan the verbs its options and the policy
 call for, take its lease (``core.lease``) and run the plan in Paimon's safe order --
-compaction, snapshot expiry (which also expires consumers by ``consumer.expiration-time``),
+compaction, manifest compaction, snapshot expiry (which also expires consumers by ``consumer.expiration-time``),
 partition expiry, tag expiry, then orphan removal last, so that orphans never race files a
 compaction or expiry is still writing or deleting. Every verb is an existing operation of
 ``core.ops``; this module only decides which to call.
@@ -26,7 +26,7 @@ from core.ops.orphans import orphan_age_seconds
 from core import lease as leases
 from core.table_handle import TableHandle
 
-VERBS = ("compact", "expire", "expire-partitions", "expire-tags", "remove-orphan-files")
+VERBS = ("compact", "compact-manifests", "expire", "expire-partitions", "expire-tags", "remove-orphan-files")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +69,7 @@ def plan_table(table: TableHandle, health: Health, policy: Policy) -> list[Actio
     if policy.skip:
         return []
     opts = table.schema.options
-    actions = [a for a in (_compaction(table, health, policy),) if a is not None]
+    actions = [a for a in (_compaction(table, health, policy), _manifest_compaction(health)) if a is not None]
     retain_min = int(opts.get("snapshot.num-retained.min", "10"))
     if health.snapshots > retain_min or "consumer.expiration-time" in opts:
         actions.append(Action("expire", f"{health.snapshots} snapshots, snapshot.num-retained.min {retain_min}"))
@@ -102,6 +102,15 @@ def _compaction(table: TableHandle, h: Health, policy: Policy) -> Action | None:
                                  f"(num-sorted-run.compaction-trigger {h.sorted_run_trigger})")
     if not h.has_primary_key and h.small_files >= policy.small_files_trigger:
         return Action("compact", f"{h.small_files} small files (target-file-size {h.target_file_size})", full=True)
+    return None
+
+
+def _manifest_compaction(h: Health) -> Action | None:
+    """More small manifests than a commit's merge leaves (manifest.merge-min-count and the
+    delta): a table written before lakectl merged them, or by a writer that does not."""
+    if h.small_manifests > max(h.manifest_merge_min_count, 1) + 1:
+        return Action("compact-manifests", f"{h.small_manifests} small manifests "
+                                           f"(manifest.merge-min-count {h.manifest_merge_min_count})")
     return None
 
 
@@ -160,6 +169,12 @@ def _run_action(table: TableHandle, action: Action, policy: Policy, engine_setti
                       "engine": r.engine}
         rep.bytes_freed = 0  # compaction rewrites: the old files are freed by expire, not now
         rep.detail["bytes_rewritten_delta"] = freed
+    elif action.verb == "compact-manifests":
+        from core.ops.compact_manifests import compact_manifests
+
+        r = compact_manifests(table)
+        rep.detail = {"snapshot_id": r.snapshot_id, "manifests_before": r.manifests_before,
+                      "manifests_after": r.manifests_after}
     elif action.verb == "expire":
         from core.ops.expire import expire_snapshots
 

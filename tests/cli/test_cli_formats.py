@@ -63,6 +63,7 @@ def command(name: str) -> list[str]:
         "consumer reset": ["consumer", "reset", "shop.orders", f"c{n}", "--next-snapshot", "1"],
         "consumer delete": ["consumer", "delete", "shop.orders", f"c{n}"],
         "compact": ["compact", "shop.orders", "--full"],
+        "compact-manifests": ["compact-manifests", "shop.orders", "--dry-run"],
         "expire": ["expire", "shop.orders", "--dry-run", "--retain-min", "1", "--older-than", "0s"],
         "expire-partitions": ["expire-partitions", "shop.orders", "--expiration-time", "1d", "--dry-run"],
         "rollback": ["rollback", "shop.orders", "--snapshot-id", "1", "--dry-run"],

@@ -300,6 +300,26 @@ def test_a_policy_orphan_age_under_an_hour_is_refused_when_the_config_is_read(cl
     assert files(cli.wh) == before
 
 
+@pytest.mark.parametrize("section, key, why", [
+    ('[maintain]\norphan-age = "banana"\n', "maintain.orphan-age", "is not a duration"),
+    ('[maintain.tables."db.*"]\norphan-age = "-1d"\n', "maintain.tables.db.*.orphan-age", "is not a duration"),
+    ('[maintain]\nsmall-files-trigger = -3\n', "maintain.small-files-trigger", "at least 1"),
+    ('[maintain.tables."db.t"]\ndeletion-vector-ratio-trigger = 7\n',
+     "maintain.tables.db.t.deletion-vector-ratio-trigger", "from 0 to 1"),
+], ids=["banana", "negative-age", "trigger", "ratio"])
+def test_a_bad_policy_value_is_exit_2_before_anything_runs(cli, tmp_path, section, key, why):
+    make(cli, tmp_path, "t", 3)
+    config = tmp_path / "lakectl.toml"
+    config.write_text(section)
+    before = files(cli.wh)
+    for args in (("maintain",), ("maintain", "--dry-run"), ("config", "show", "--policy")):
+        proc = cli(*args, config=config)
+        assert proc.returncode == 2, proc.stderr
+        [line] = proc.stderr.splitlines()
+        assert line.startswith(f"error: config file {config}") and f"key '{key}'" in line and why in line, line
+    assert files(cli.wh) == before
+
+
 def test_orphan_force_in_the_same_section_lets_maintain_remove_young_orphans(cli, tmp_path):
     make(cli, tmp_path, "t", 1)
     bucket = cli.wh / "db.db" / "t" / "bucket-0"

@@ -174,9 +174,12 @@ def test_legitimate_snapshot_expired_right_after_it_landed_is_kept(tmp_path: Pat
     assert _rows(t) == [(0, "x"), (50, "ours"), (100, "other"), (101, "other"), (102, "other")]  # once
 
 
-def test_legitimate_snapshot_an_expire_is_retiring_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """EARLIEST above ours and our base gone, but ours not yet: the successor built on it tells."""
-    t = _table(tmp_path, writes=1)
+@pytest.mark.parametrize("merge_min_count", ["30", "1"])
+def test_legitimate_snapshot_an_expire_is_retiring_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           merge_min_count: str) -> None:
+    """EARLIEST above ours and our base gone, but ours not yet: the successor built on it tells,
+    also when its commit merged our manifests into new ones (manifest.merge-min-count 1)."""
+    t = _table(tmp_path, writes=1, **{"manifest.merge-min-count": merge_min_count})
     real = type(t.snapshots).try_publish
     done = []
 

@@ -3,7 +3,8 @@
 Random runs (each sorted by key, a key at most once per run, as Paimon writes them) are merged
 in batches of 1-7 rows and compared with ``engine.merge(engine.sorted(all rows))``, the merge
 lakectl did on the whole bucket before; the instrumented counter checks that the rows held at
-once follow runs x batch size, not the bucket's rows."""
+once follow runs x batch size, not the bucket's rows, and the count of rounds that k runs of
+one row each merge in one, not k (the quadratic cost of issue 44)."""
 
 from __future__ import annotations
 
@@ -66,17 +67,18 @@ def test_streaming_merge_equals_whole_bucket_merge(data, name, batch_rows):
     engine, kinds = ENGINES[name]
     tables = data.draw(runs(kinds))
     assert _streamed(engine, tables, batch_rows).to_pylist() == _whole(engine, tables).to_pylist()
-    assert stream_merge.peak_rows_held <= len(tables) * batch_rows
+    assert stream_merge.peak_rows_held <= 2 * len(tables) * batch_rows  # a batch and the one read ahead
 
 
 def test_rows_held_follow_batches_not_the_bucket():
-    """Three runs of 3000 keys each, merged in batches of 100: never more than 300 rows held."""
+    """Three runs of 3000 keys each, merged in batches of 100: never more than 600 rows held
+    (each run's batch and the one it reads ahead)."""
     engine = MergeEngine("deduplicate", ("k1", "k2"))
     tables = [pa.Table.from_pylist([{"k1": i, "k2": "x", "v": r, "s": None, SEQUENCE_NUMBER: r * 10_000 + i,
                                      VALUE_KIND: 0} for i in range(r, 9000, 3)], schema=SCHEMA) for r in range(3)]
     merged = _streamed(engine, tables, 100)
     assert merged.column("k1").to_pylist() == list(range(9000))
-    assert stream_merge.peak_rows_held <= 300
+    assert stream_merge.peak_rows_held <= 600
 
 
 @settings(max_examples=40, deadline=None)
@@ -150,3 +152,15 @@ def test_newest_alive_record_by_hand():
                                    {"id": 3, "v": 31, SEQUENCE_NUMBER: 3, VALUE_KIND: 0}], schema=INT_KEY)
     out = MergeEngine("deduplicate", ("id",)).merged_alive(pa.concat_tables([second, first]), ["id", "v"])
     assert out.to_pylist() == [{"id": 1, "v": 11}, {"id": 3, "v": 30}]
+
+
+def test_one_row_runs_merge_in_one_round():
+    """2,000 one-row commits: 2,000 runs of one batch each. None bounds the frontier, so one
+    chunk holds them all (each round used to release only the smallest key: 2,000 rounds)."""
+    engine = MergeEngine("deduplicate", ("k1", "k2"))
+    order = [(i * 7919) % 2000 for i in range(2000)]
+    tables = [pa.Table.from_pylist([{"k1": k, "k2": "x", "v": n, "s": None, SEQUENCE_NUMBER: n, VALUE_KIND: 0}],
+                                   schema=SCHEMA) for n, k in enumerate(order)]
+    chunks = list(stream_merge.merge_runs(engine, [stream_merge.batches([t], 100) for t in tables]))
+    assert len(chunks) == 1
+    assert pa.concat_tables(chunks).to_pylist() == _whole(engine, tables).to_pylist()
