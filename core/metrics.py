@@ -3,14 +3,18 @@ format, for node_exporter's textfile collector.
 
 The file is written through ``prometheus_client`` (its own registry, never the process-global
 one) to a temporary file in the same directory and renamed over the target, so that the
-collector never reads half a file.
+collector never reads half a file. It keeps every table's series across runs: a run updates
+the tables it saw and carries the others over from the file it replaces (unless they left
+the warehouse), and a table it skipped or failed keeps its last health and last success time,
+marked by ``lakectl_table_maintenance_status{status, reason}``, so the README's alert on
+``time() - lakectl_table_last_maintenance_success_timestamp_seconds`` fires for it.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from typing import Iterable
+from typing import Callable, Iterable
 
 from core.ops.maintain import TableReport
 
@@ -31,36 +35,103 @@ _GAUGES = (
 )
 
 
-def render(reports: Iterable[TableReport]) -> bytes:
-    """The Prometheus text exposition of the reports."""
+def render(reports: Iterable[TableReport], previous: bytes | None = None,
+           keep: Callable[[str], bool] | None = None) -> bytes:
+    """The Prometheus text exposition of the reports, and of ``previous`` (the file an earlier
+    run wrote) for every table these reports do not cover that ``keep`` says still exists:
+    a run over some tables leaves the others' series as they were. A table skipped or failed
+    keeps its earlier health and last success time, marked with its status and reason."""
     from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
     reg = CollectorRegistry()
-    labels = ["table"]
-    gauges = {name: Gauge(PREFIX + name, doc, labels, registry=reg) for name, doc, _ in _GAUGES}
-    last_ok = Gauge(PREFIX + "last_maintenance_success_timestamp_seconds",
-                    "When maintain last finished the table without error.", labels, registry=reg)
-    duration = Gauge(PREFIX + "maintenance_duration_seconds", "Duration of the table's maintenance.", labels,
-                     registry=reg)
-    freed = Gauge(PREFIX + "maintenance_bytes_freed", "Bytes the maintenance deleted.", labels, registry=reg)
-    failed = Gauge(PREFIX + "maintenance_failed", "1 when the table's maintenance failed.", labels, registry=reg)
+    gauges = {PREFIX + name: Gauge(PREFIX + name, doc, ["table"], registry=reg) for name, doc, _ in _GAUGES}
+    for name, doc, labels in _RUN_GAUGES:
+        gauges[PREFIX + name] = Gauge(PREFIX + name, doc, labels, registry=reg)
+    reports = list(reports)
+    seen = {r.table for r in reports}
+    earlier = _samples(previous)
+    for sample_name, labels, value in earlier:
+        table = labels.get("table")
+        gauge = gauges.get(sample_name)
+        if gauge is None or table is None or (keep is not None and not keep(table)):
+            continue
+        if table not in seen:
+            gauge.labels(**labels).set(value)
+        elif sample_name in _CARRIED and not _reported_now(reports, table, sample_name):
+            gauge.labels(**labels).set(value)  # the health and success of a run before this one
     for r in reports:
         if r.health is not None:
             for name, _, value in _GAUGES:
                 v = value(r)
                 if v is not None:
-                    gauges[name].labels(r.table).set(v)
+                    gauges[PREFIX + name].labels(r.table).set(v)
         if r.finished_at is not None:
-            last_ok.labels(r.table).set(r.finished_at)
-        duration.labels(r.table).set(r.duration_seconds)
-        freed.labels(r.table).set(r.bytes_freed)
-        failed.labels(r.table).set(1 if r.status == "failed" else 0)
+            gauges[PREFIX + "last_maintenance_success_timestamp_seconds"].labels(r.table).set(r.finished_at)
+        gauges[PREFIX + "maintenance_duration_seconds"].labels(r.table).set(r.duration_seconds)
+        gauges[PREFIX + "maintenance_bytes_freed"].labels(r.table).set(r.bytes_freed)
+        gauges[PREFIX + "maintenance_failed"].labels(r.table).set(1 if r.status == "failed" else 0)
+        gauges[PREFIX + "maintenance_skipped"].labels(r.table).set(1 if r.status == "skipped" else 0)
+        gauges[PREFIX + "maintenance_status"].labels(r.table, r.status, (r.reason or "")[:200]).set(1)
     return generate_latest(reg)
 
 
-def write_atomically(path: str, reports: Iterable[TableReport]) -> None:
-    """Write the metrics to ``path``: temp file in its directory, fsync, rename."""
-    data = render(reports)
+# Per run: (suffix, help, labels).
+_RUN_GAUGES = (
+    ("last_maintenance_success_timestamp_seconds", "When maintain last finished the table without error.", ["table"]),
+    ("maintenance_duration_seconds", "Duration of the table's last maintenance run.", ["table"]),
+    ("maintenance_bytes_freed", "Bytes the table's last maintenance run deleted.", ["table"]),
+    ("maintenance_failed", "1 when the table's last maintenance run failed.", ["table"]),
+    ("maintenance_skipped", "1 when the last run skipped the table (time budget, lease, policy).", ["table"]),
+    ("maintenance_status", "The last run's status of the table (done, skipped, failed) and why.",
+     ["table", "status", "reason"]),
+)
+
+# Series a table keeps from an earlier run when this run reports no new value for it.
+_CARRIED = {PREFIX + name for name, _, _ in _GAUGES} | {PREFIX + "last_maintenance_success_timestamp_seconds"}
+
+
+def last_success_times(path: str) -> dict[str, float]:
+    """Each table's last successful maintenance, from the metrics file an earlier run wrote
+    (none when there is no file yet)."""
+    try:
+        with open(path, "rb") as f:
+            previous = f.read()
+    except FileNotFoundError:
+        return {}
+    name = PREFIX + "last_maintenance_success_timestamp_seconds"
+    return {labels["table"]: value for sample, labels, value in _samples(previous) if sample == name and "table" in labels}
+
+
+def _reported_now(reports: list[TableReport], table: str, sample_name: str) -> bool:
+    r = next(r for r in reports if r.table == table)
+    if sample_name == PREFIX + "last_maintenance_success_timestamp_seconds":
+        return r.finished_at is not None
+    return r.health is not None
+
+
+def _samples(previous: bytes | None) -> list[tuple[str, dict[str, str], float]]:
+    """(name, labels, value) of every sample of an earlier metrics file; none when it cannot
+    be parsed (a file some other program wrote is replaced, not merged)."""
+    if not previous:
+        return []
+    from prometheus_client.parser import text_string_to_metric_families
+
+    try:
+        return [(s.name, dict(s.labels), s.value) for family in text_string_to_metric_families(
+            previous.decode("utf-8", "replace")) for s in family.samples]
+    except ValueError:
+        return []
+
+
+def write_atomically(path: str, reports: Iterable[TableReport], keep: Callable[[str], bool] | None = None) -> None:
+    """Write the metrics to ``path``: temp file in its directory, fsync, rename; the series of
+    tables this run did not see are taken from the file there (those ``keep`` accepts)."""
+    try:
+        with open(path, "rb") as f:
+            previous = f.read()
+    except FileNotFoundError:
+        previous = None
+    data = render(reports, previous, keep)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".lakectl-metrics-", suffix=".tmp", dir=directory)
     try:

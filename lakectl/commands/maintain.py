@@ -59,7 +59,9 @@ def register(app: typer.Typer) -> None:
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Print each table's plan; change nothing.")] = False,
         parallel: Annotated[int, typer.Option("--parallel", min=1, metavar="N", help="Maintain this many tables at once.")] = 1,
         time_budget: Annotated[Optional[str], typer.Option(
-            "--time-budget", help="Start no new table after this long (30m, 2h); the rest are reported skipped.",
+            "--time-budget", help="Start no new table after this long (30m, 2h); the rest are reported skipped. "
+                                  "Tables start most overdue first: oldest last success (from --metrics-file), "
+                                  "then oldest earliest snapshot.",
             metavar="DURATION")] = None,
         metrics_file: Annotated[Optional[str], typer.Option(
             "--metrics-file", help="Write per-table metrics in Prometheus text format to this file (atomically), "
@@ -96,6 +98,13 @@ def register(app: typer.Typer) -> None:
         uri = s.resolve_warehouse(warehouse)
         names = table_names(Warehouse.open(uri), list(targets or []))
         budget = parse_budget(time_budget) if time_budget else None
+        if budget is not None:
+            from core.metrics import last_success_times
+            from core.ops.maintain import overdue_first
+
+            # Most overdue first, so that tight budgets reach every table within a few runs.
+            history = last_success_times(metrics_file) if metrics_file else {}
+            names = overdue_first(names, lambda n: Table.locate(n, warehouse=uri), history)
         policies = Policies(s.config.get("maintain"))
         with out.table_bars(len(names)) as bars:
             reports = maintain(names, lambda n: Table.open(n, warehouse=uri), policies, dry_run=dry_run,
@@ -105,7 +114,9 @@ def register(app: typer.Typer) -> None:
         if metrics_file and not dry_run:
             from core.metrics import write_atomically
 
-            write_atomically(metrics_file, reports)
+            # Series of tables that left the warehouse go; the rest this run did not see stay.
+            present = set(table_names(Warehouse.open(uri), []))
+            write_atomically(metrics_file, reports, keep=present.__contains__)
         rows = [report_row(r) for r in reports]
         if out.format in ("json", "jsonl", "csv"):
             out.rows(rows, ["table", "branch", "status", "reason", "actions", "bytes_freed", "duration_seconds",

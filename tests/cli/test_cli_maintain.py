@@ -300,6 +300,18 @@ def test_a_policy_orphan_age_under_an_hour_is_refused_when_the_config_is_read(cl
     assert files(cli.wh) == before
 
 
+def test_a_time_budget_starts_the_tables_never_maintained_before_the_one_just_maintained(cli, tmp_path):
+    """Tight budgets used to start tables in name order, so the same first table took every
+    run's budget; the metrics file's last success times now order them."""
+    for name in ("a", "b", "c"):
+        make(cli, tmp_path, name, 1)
+    prom = tmp_path / "lakectl.prom"
+    assert cli("maintain", "db.a", "--metrics-file", prom).returncode == 0
+    reports = ok_json(cli("maintain", "db", "--time-budget", "1h", "--metrics-file", prom, "-f", "json"))
+    assert [r["table"] for r in reports][-1] == "db.a"
+    assert {r["table"] for r in reports} == {"db.a", "db.b", "db.c"}
+
+
 @pytest.mark.parametrize("section, key, why", [
     ('[maintain]\norphan-age = "banana"\n', "maintain.orphan-age", "is not a duration"),
     ('[maintain.tables."db.*"]\norphan-age = "-1d"\n', "maintain.tables.db.*.orphan-age", "is not a duration"),

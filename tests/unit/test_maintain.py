@@ -322,6 +322,75 @@ def test_metrics_file_is_valid_prometheus_text_with_the_measures(tmp_path):
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
 
+def _series(path) -> dict[tuple[str, str], float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {(s.name, s.labels.get("table")): s.value for fam in text_string_to_metric_families(path.read_text())
+            for s in fam.samples if s.name != "lakectl_table_maintenance_status"}
+
+
+def _status(path) -> dict[str, tuple[str, str]]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {s.labels["table"]: (s.labels["status"], s.labels["reason"])
+            for fam in text_string_to_metric_families(path.read_text()) for s in fam.samples
+            if s.name == "lakectl_table_maintenance_status"}
+
+
+def test_metrics_file_keeps_every_tables_series_across_runs(tmp_path):
+    """Run 1 maintains a and b; run 2 only a (b not in it): b's series stay. Run 3 skips a
+    (its lease is held): a keeps its last success and health, marked skipped with the reason.
+    A table gone from the warehouse leaves the file."""
+    from core.metrics import write_atomically
+
+    path = tmp_path / "lakectl.prom"
+    a, b = make(tmp_path, "a"), make(tmp_path, "b")
+    for t in (a, b):
+        t.write(rows([1, 2]))
+    first = [maintain_table(t, Policy()) for t in (a, b)]
+    write_atomically(str(path), first)
+    one = _series(path)
+    assert one[("lakectl_table_files", "db.b")] == 1
+    b_success = one[("lakectl_table_last_maintenance_success_timestamp_seconds", "db.b")]
+
+    write_atomically(str(path), [maintain_table(a, Policy())])
+    two = _series(path)
+    assert two[("lakectl_table_last_maintenance_success_timestamp_seconds", "db.b")] == b_success
+    assert two[("lakectl_table_files", "db.b")] == 1
+
+    a_success = two[("lakectl_table_last_maintenance_success_timestamp_seconds", "db.a")]
+    held = leases.acquire(a.file_io, a.path, holder="other:1:x", ttl_seconds=600)
+    skipped = maintain_table(a, Policy())
+    assert skipped.status == "skipped" and held is not None
+    write_atomically(str(path), [skipped], keep={"db.a", "db.b"}.__contains__)
+    three = _series(path)
+    assert three[("lakectl_table_last_maintenance_success_timestamp_seconds", "db.a")] == a_success
+    assert three[("lakectl_table_maintenance_skipped", "db.a")] == 1
+    assert three[("lakectl_table_files", "db.a")] == 1
+    status, reason = _status(path)["db.a"]
+    assert status == "skipped" and "other:1:x" in reason
+
+    write_atomically(str(path), [], keep={"db.a"}.__contains__)  # db.b dropped meanwhile
+    assert not [k for k in _series(path) if k[1] == "db.b"]
+    assert ("lakectl_table_files", "db.a") in _series(path)
+
+
+def test_a_time_budget_starts_the_most_overdue_tables_first(tmp_path):
+    from core.ops.maintain import overdue_first
+
+    tables = {n: make(tmp_path, n) for n in ("a", "b", "c", "d")}
+    for n in ("d", "c", "b", "a"):  # d's earliest snapshot is the oldest
+        tables[n].write(rows([1]))
+        time.sleep(0.01)
+    locate = lambda n: Table.locate(n, warehouse=str(tmp_path / WH))  # noqa: E731
+    names = [f"db.{n}" for n in "abcd"]
+    # never maintained: the most expiry waiting first
+    assert overdue_first(names, locate, {}) == ["db.d", "db.c", "db.b", "db.a"]
+    # a was maintained longest ago, b never: b, then a, then the recent ones
+    assert overdue_first(names, locate, {"db.a": 100.0, "db.c": 300.0, "db.d": 200.0}) == \
+        ["db.b", "db.a", "db.d", "db.c"]
+
+
 def test_lease_of_a_killed_process_on_this_host_is_taken_at_once(tmp_path):
     import signal
     import subprocess
