@@ -46,7 +46,7 @@ from core import row_tracking
 from core.schema import SchemaManager, TableSchema
 from core.busy import running_closer
 from core.renaming import RENAMED
-from core.rewrite import ROLLBACK, finish_abandoned, finish_rollback_marker, is_live, read_marker
+from core.rewrite import rollback_in_progress
 from core.snapshot import APPEND, COMPACT, OVERWRITE, Snapshot, SnapshotManager, same_snapshot
 from core.tag import TagManager
 
@@ -624,15 +624,7 @@ class FileStoreCommit:
     def _rollback_running(self) -> str | None:
         """A live rollback of this branch (its rewrite marker), described; an abandoned one is
         finished here, as by any command that finds it (core/rewrite.py)."""
-        marker = read_marker(self.file_io, self.snapshots.dir)
-        if marker is None or marker.kind != ROLLBACK:
-            return None
-        if is_live(marker):
-            return marker.describe()
-        tags = TagManager(self.file_io, self.branch_path or self.table_path)
-        finish_abandoned(self.file_io, self.snapshots.dir, marker,
-                         lambda m: finish_rollback_marker(self.snapshots, tags, m))
-        return None
+        return rollback_in_progress(self.snapshots, TagManager(self.file_io, self.branch_path or self.table_path))
 
     def _base_manifests(self, latest: Snapshot | None) -> list[ManifestFileMeta]:
         """The manifests of the snapshot this commit builds on (its base and delta lists), read

@@ -142,6 +142,20 @@ def live_rollback(file_io: FileIO, snapshot_dir: str) -> RewriteMarker | None:
     return marker
 
 
+def rollback_in_progress(snapshots, tags) -> str | None:
+    """A live rollback of the branch whose ``snapshots`` these are, described; an abandoned
+    one is finished here first, as by any command that finds it. Commits hold off while one
+    runs; a command that copies the latest snapshot (clone) waits for it, since the latest it
+    sees meanwhile is a snapshot the rollback is about to remove."""
+    marker = read_marker(snapshots.file_io, snapshots.dir)
+    if marker is None or marker.kind != ROLLBACK:
+        return None
+    if is_live(marker):
+        return marker.describe()
+    finish_abandoned(snapshots.file_io, snapshots.dir, marker, lambda m: finish_rollback_marker(snapshots, tags, m))
+    return None
+
+
 def finish_rollback_marker(snapshots, tags, marker: RewriteMarker) -> None:
     """Finish the work of an abandoned rollback marker (its target, restored from its tag if
     the target snapshot is gone)."""

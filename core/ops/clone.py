@@ -35,12 +35,14 @@ from dataclasses import dataclass
 from core.commit import CommitMessage, FileStoreCommit, IndexChanges
 from core.copying import Progress, copy_files, copy_in_order, remove_quietly
 from core.busy import running_closer
-from core.errors import CorruptMetadataError, NotFoundError, TableExistsError, TableGoneError, UsageError
+from core.errors import (CommitConflictError, CorruptMetadataError, NotFoundError, TableExistsError, TableGoneError,
+                         UsageError)
 from core.fileio import FileIO, join
 from core.index_manifest import IndexManifestEntry, index_dir, live_index_entries
 from core.manifest import ManifestEntry, live_entries
 from core.schema import TableSchema
-from core.snapshot import APPEND, Snapshot
+from core.rewrite import WAIT_SECONDS, rollback_in_progress
+from core.snapshot import APPEND, Snapshot, same_snapshot
 from core.table_handle import TableHandle
 from core.travel import choose_snapshot
 
@@ -83,7 +85,7 @@ def clone(source: TableHandle, target: TableHandle, *, snapshot_id: int | None =
     if source.is_main:  # main mid-way through a fast-forward: a copy would hold neither side
         source.refuse_unfinished_fast_forward(f"clone {source.name}")
     snapshot = choose_snapshot(source, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag) \
-        if (snapshot_id, tag, timestamp) != (None, None, None) else source.latest_snapshot()
+        if (snapshot_id, tag, timestamp) != (None, None, None) else _settled_latest(source)
     if snapshot is None:
         raise NotFoundError(f"table {source.name} has no snapshot to clone")
     _refuse_existing(target)
@@ -131,6 +133,34 @@ def _build(source: TableHandle, file_io: FileIO, build_at: str, snapshot: Snapsh
     # latest schema, and an interruption before the older ones fails loudly on their files.
     copy_in_order(source.file_io, file_io, [(source.schemas.readable_path(sid), join(build_at, "schema", f"schema-{sid}"), 0)
                                             for sid in sorted(plan.schema_ids, reverse=True)])
+
+
+def _settled_latest(source: TableHandle) -> Snapshot | None:
+    """The latest snapshot, as no rollback is removing it. A rollback removes snapshots from
+    the top, so while one runs the latest is a snapshot it is about to remove, which a copy must
+    not take: wait for it (the rewriters' wait), else exit 4 naming it. The latest is read
+    before the marker is looked for and read again after: a rollback that both started and
+    ended in between removed that snapshot, so it reads as gone or another snapshot."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    tags = source.tags
+    while True:
+        snapshot = source.latest_snapshot()
+        running = rollback_in_progress(source.snapshots, tags)
+        if running is None:
+            if snapshot is None or _unchanged(source, snapshot):
+                return snapshot
+            continue
+        if time.monotonic() >= deadline:
+            raise CommitConflictError(f"{running} is rewriting the snapshots of {source.name}; nothing was cloned, "
+                                      "re-run the clone when it has finished")
+        time.sleep(0.1)
+
+
+def _unchanged(source: TableHandle, snapshot: Snapshot) -> bool:
+    try:
+        return same_snapshot(source.snapshots.snapshot(snapshot.id), snapshot)
+    except (NotFoundError, CorruptMetadataError):
+        return False
 
 
 def _refuse_nesting(source: TableHandle, target: TableHandle) -> None:

@@ -250,28 +250,8 @@ def expire_snapshots(table: TableHandle, *, retain_min: int | None = None, retai
         UsageError: retain_min < 1, retain_max < retain_min, max_deletes < 0, a bad duration.
     """
     check_options(table.schema, table.name, EXPIRE)
-    opts = table.schema.options
-    retain_min_given = retain_min is not None
-    if retain_min is None:
-        retain_min = parse_int(opts.get("snapshot.num-retained.min", str(DEFAULT_RETAIN_MIN)),
-                               "snapshot.num-retained.min")
-    if retain_max is None:
-        retain_max = parse_int(opts.get("snapshot.num-retained.max", str(DEFAULT_RETAIN_MAX)),
-                               "snapshot.num-retained.max")
-    if max_deletes is None:
-        max_deletes = parse_int(opts.get("snapshot.expire.limit", str(DEFAULT_EXPIRE_LIMIT)), "snapshot.expire.limit")
-    if retain_min < 1:
-        raise UsageError(f"retain-min must be at least 1 (got {retain_min}): the latest snapshot is always kept")
-    if retain_max < retain_min:
-        raise UsageError(_retain_conflict(retain_max, retain_min, retain_min_given))
-    if max_deletes < 0:
-        raise UsageError(f"max-deletes must not be negative (got {max_deletes})")
-    now_ms = int(time.time() * 1000)
-    if older_than is None:
-        cutoff = now_ms - duration_millis(opts.get("snapshot.time-retained", DEFAULT_TIME_RETAINED),
-                                         "option snapshot.time-retained")
-    else:
-        cutoff = older_than_cutoff(older_than, now_ms)
+    retain_min, retain_max, cutoff, max_deletes, now_ms = _retention(table, retain_min, retain_max, older_than,
+                                                                     max_deletes)
 
     if progress is not None:
         progress(0, 0, "planning expiration")
@@ -319,6 +299,44 @@ def expire_snapshots(table: TableHandle, *, retain_min: int | None = None, retai
         finally:
             if marker is not None:
                 release(table.file_io, marker)
+
+
+def _retention(table: TableHandle, retain_min: int | None, retain_max: int | None, older_than: str | None,
+               max_deletes: int | None) -> tuple[int, int, int, int, int]:
+    """The retention an expire applies, from the flags given and else the table's options:
+    (retain_min, retain_max, cutoff millis, max_deletes, now millis)."""
+    opts = table.schema.options
+    retain_min_given = retain_min is not None
+    if retain_min is None:
+        retain_min = parse_int(opts.get("snapshot.num-retained.min", str(DEFAULT_RETAIN_MIN)),
+                               "snapshot.num-retained.min")
+    if retain_max is None:
+        retain_max = parse_int(opts.get("snapshot.num-retained.max", str(DEFAULT_RETAIN_MAX)),
+                               "snapshot.num-retained.max")
+    if max_deletes is None:
+        max_deletes = parse_int(opts.get("snapshot.expire.limit", str(DEFAULT_EXPIRE_LIMIT)), "snapshot.expire.limit")
+    if retain_min < 1:
+        raise UsageError(f"retain-min must be at least 1 (got {retain_min}): the latest snapshot is always kept")
+    if retain_max < retain_min:
+        raise UsageError(_retain_conflict(retain_max, retain_min, retain_min_given))
+    if max_deletes < 0:
+        raise UsageError(f"max-deletes must not be negative (got {max_deletes})")
+    now_ms = int(time.time() * 1000)
+    if older_than is None:
+        cutoff = now_ms - duration_millis(opts.get("snapshot.time-retained", DEFAULT_TIME_RETAINED),
+                                         "option snapshot.time-retained")
+    else:
+        cutoff = older_than_cutoff(older_than, now_ms)
+
+    return retain_min, retain_max, cutoff, max_deletes, now_ms
+
+
+def expire_due(table: TableHandle) -> bool:
+    """Whether ``expire`` with the table's own options would change anything now (snapshots
+    past their retention, a stale consumer, an interrupted run to finish): what ``maintain``
+    plans it by, so that its recommendation goes quiet after a run. Metadata only."""
+    retain_min, retain_max, cutoff, max_deletes, now_ms = _retention(table, None, None, None, None)
+    return _work_due(table, retain_min, retain_max, cutoff, max_deletes, now_ms)
 
 
 def _work_due(table: TableHandle, retain_min: int, retain_max: int, cutoff: int, limit: int, now_ms: int) -> bool:

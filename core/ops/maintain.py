@@ -70,15 +70,31 @@ def plan_table(table: TableHandle, health: Health, policy: Policy) -> list[Actio
         return []
     opts = table.schema.options
     actions = [a for a in (_compaction(table, health, policy), _manifest_compaction(health)) if a is not None]
-    retain_min = int(opts.get("snapshot.num-retained.min", "10"))
-    if health.snapshots > retain_min or "consumer.expiration-time" in opts:
-        actions.append(Action("expire", f"{health.snapshots} snapshots, snapshot.num-retained.min {retain_min}"))
-    if "partition.expiration-time" in opts and table.schema.partition_keys:
+    # Each verb only when running it now would change something (its own metadata-only
+    # check), so that a recommendation goes quiet once the verb has run.
+    if _expire_due(table):
+        retain_min = int(opts.get("snapshot.num-retained.min", "10"))
+        actions.append(Action("expire", f"{health.snapshots} snapshots, snapshot.num-retained.min {retain_min}, "
+                                        f"snapshot.time-retained {opts.get('snapshot.time-retained', '1h')}"))
+    if "partition.expiration-time" in opts and table.schema.partition_keys \
+            and opts.get("partition.expiration-strategy", "values-time") == "values-time":
         actions.append(Action("expire-partitions", f"partition.expiration-time {opts['partition.expiration-time']}"))
-    if health.tags:
+    if health.tags and _tags_due(table):
         actions.append(Action("expire-tags", f"{health.tags} tags (TTL)"))
     actions.append(Action("remove-orphan-files", f"files unreferenced for {policy.orphan_age}"))
     return [a for a in actions if a.verb not in policy.skip_verbs]
+
+
+def _expire_due(table: TableHandle) -> bool:
+    from core.ops.expire import expire_due
+
+    return expire_due(table)
+
+
+def _tags_due(table: TableHandle) -> bool:
+    from core.ops.tags import expire_tags
+
+    return bool(expire_tags(table, dry_run=True))
 
 
 def check_policy(policy: Policy, actions: list[Action]) -> None:
@@ -157,46 +173,55 @@ class TableReport:
     released_at: float | None = None  # epoch seconds the lease was given back
 
 
-def _run_action(table: TableHandle, action: Action, policy: Policy, engine_settings: Any) -> ActionReport:
-    """Call the existing operation for one verb; bytes freed as the operation reports them."""
-    rep = ActionReport(action.verb, action.reason, done=True)
+# Orphan paths a report lists (their count is always there): a dry run shows the first few.
+ORPHAN_PATHS_SHOWN = 10
+
+
+def _detail(result: Any) -> dict[str, Any]:
+    """What the command prints for ``result``, as the action's detail: the same field names
+    and values (``snapshots_expired`` is expire's list of ids), without the table and branch
+    the report already names."""
+    out = {k: v for k, v in dataclasses.asdict(result).items() if k not in ("table", "branch")}
+    if "paths" in out:  # remove-orphan-files: its count, and the first few of the files
+        out["paths"] = list(out["paths"])[:ORPHAN_PATHS_SHOWN]
+    return out
+
+
+def _run_action(table: TableHandle, action: Action, policy: Policy, engine_settings: Any,
+                dry_run: bool = False) -> ActionReport:
+    """Call the existing operation for one verb (with ``dry_run``: what it would do); bytes
+    freed as the operation reports them."""
+    rep = ActionReport(action.verb, action.reason, done=not dry_run)
     if action.verb == "compact":
         from core.ops.compact import compact
 
-        r = compact(table, full=action.full, engine_settings=engine_settings)
-        freed = (r.bytes_before - r.bytes_after) if r.bytes_after is not None and r.snapshot_id is not None else 0
-        rep.detail = {"snapshot_id": r.snapshot_id, "files_before": r.files_before, "files_after": r.files_after,
-                      "engine": r.engine}
+        r = compact(table, full=action.full, engine_settings=engine_settings, dry_run=dry_run)
+        rep.detail = _detail(r)
         rep.bytes_freed = 0  # compaction rewrites: the old files are freed by expire, not now
-        rep.detail["bytes_rewritten_delta"] = freed
     elif action.verb == "compact-manifests":
         from core.ops.compact_manifests import compact_manifests
 
-        r = compact_manifests(table)
-        rep.detail = {"snapshot_id": r.snapshot_id, "manifests_before": r.manifests_before,
-                      "manifests_after": r.manifests_after}
+        rep.detail = _detail(compact_manifests(table, dry_run=dry_run))
     elif action.verb == "expire":
         from core.ops.expire import expire_snapshots
 
-        r = expire_snapshots(table)
-        rep.detail = {"snapshots_expired": len(r.snapshots_expired), "consumers_expired": r.consumers_expired,
-                      "data_files_deleted": r.data_files_deleted}
-        rep.bytes_freed = r.bytes_deleted
+        r = expire_snapshots(table, dry_run=dry_run)
+        rep.detail = _detail(r)
+        rep.bytes_freed = 0 if dry_run else r.bytes_deleted
     elif action.verb == "expire-partitions":
         from core.ops.partitions import expire_partitions
 
-        r = expire_partitions(table)
-        rep.detail = {"partitions": list(r.partitions), "snapshot_id": r.snapshot_id}
+        rep.detail = _detail(expire_partitions(table, dry_run=dry_run))
     elif action.verb == "expire-tags":
-        from core.ops.tags import expire_tags
+        from core.ops.tags import ExpireTagsResult, expire_tags
 
-        rep.detail = {"tags": [t.tag for t in expire_tags(table)]}
+        rep.detail = _detail(ExpireTagsResult(table.name, table.branch, expire_tags(table, dry_run=dry_run), dry_run))
     elif action.verb == "remove-orphan-files":
         from core.ops.orphans import remove_orphan_files
 
-        r = remove_orphan_files(table, older_than=policy.orphan_age, force=policy.orphan_force)
-        rep.detail = {"files": r.files}
-        rep.bytes_freed = r.bytes
+        r = remove_orphan_files(table, older_than=policy.orphan_age, force=policy.orphan_force, dry_run=dry_run)
+        rep.detail = _detail(r)
+        rep.bytes_freed = 0 if dry_run else r.bytes
     return rep
 
 
@@ -228,7 +253,12 @@ def maintain_table(table: TableHandle, policy: Policy, *, dry_run: bool = False,
     if policy.skip:
         return _finish(rep, start, "skipped", "policy skips the table")
     if dry_run:
-        rep.actions = [ActionReport(a.verb, a.reason, done=False) for a in actions]
+        # What each verb would do now, from each command's own dry run (a later verb's
+        # figures do not include what an earlier one would change first).
+        try:
+            rep.actions = [_run_action(table, a, policy, engine_settings, dry_run=True) for a in actions]
+        except (LakectlError, OSError) as e:
+            return _finish(rep, start, "failed", f"dry run: {type(e).__name__}: {e}")
         return _finish(rep, start, "planned", None)
     try:
         held = leases.acquire(table.file_io, table.path, holder=holder or leases.new_holder(),

@@ -139,3 +139,46 @@ def test_clone_between_different_buckets_is_not_nested() -> None:
     options = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": "http://127.0.0.1:9"}}
     _refuse_nesting(Table.locate("s3://b/wh/db.db/t", storage_options=options),
                     Table.locate("s3://b2/wh/db.db/t/copy", storage_options=options))
+
+
+def _half_rolled_back(wh: Path):
+    """A table of 5 snapshots whose rollback to 2 holds its marker and has removed 5 and 4
+    (the explorer's rollback@5-vs-clone: the latest a reader sees is 3, about to go)."""
+    from core.rewrite import ROLLBACK, acquire
+
+    t = Table.locate("db.t", warehouse=str(wh))
+    create(t, "id BIGINT, v STRING", options={"write-only": "true"})
+    for i in range(5):
+        t.write(pa.table({"id": pa.array([i], pa.int64()), "v": [f"s{i + 1}"]}))
+    marker = acquire(t.file_io, t.snapshots.dir, ROLLBACK, target=2, what="roll back", table=t.name)
+    for sid in (5, 4):
+        t.file_io.delete(t.snapshots.path(sid))
+    return t, marker
+
+
+def test_clone_of_the_latest_waits_for_a_running_rollback_and_takes_what_it_leaves(tmp_path):
+    import threading
+
+    from core.rewrite import finish_rollback, release
+
+    t, marker = _half_rolled_back(tmp_path)
+
+    def finish():
+        finish_rollback(t.snapshots, t.tags, 2)
+        release(t.file_io, marker)
+    threading.Timer(0.5, finish).start()
+    result = clone(t, Table.locate("db.c", warehouse=str(tmp_path)))
+    assert result.snapshot_id == 2
+    rows = Table.open("db.c", warehouse=str(tmp_path)).scan()
+    assert sorted(rows.column("v").to_pylist()) == ["s1", "s2"]
+
+
+def test_clone_next_to_a_rollback_that_does_not_end_is_exit_4(tmp_path, monkeypatch):
+    from core.errors import CommitConflictError
+    from core.ops import clone as clone_module
+
+    t, _ = _half_rolled_back(tmp_path)
+    monkeypatch.setattr(clone_module, "WAIT_SECONDS", 0.3)
+    with pytest.raises(CommitConflictError, match="rollback .* is rewriting the snapshots of db.t; nothing was cloned"):
+        clone(t, Table.locate("db.c", warehouse=str(tmp_path)))
+    assert not (tmp_path / "db.db" / "c").exists()

@@ -17,6 +17,8 @@ from core.health import measure
 from core.manifest import live_entries, sorted_runs
 from core.ops.create import create
 from core.ops.maintain import Policy, maintain, maintain_table, plan_table, policy_for, recommendations
+from core.evolution import SetOption
+from core.ops.tags import create_tag
 from core.table import Table
 
 WH = "wh"
@@ -77,7 +79,8 @@ def test_expiry_planned_by_the_tables_snapshot_options(tmp_path):
 
 
 def test_plan_order_and_skipped_verbs(tmp_path):
-    t = make(tmp_path, "ord", options={"num-sorted-run.compaction-trigger": "2", "snapshot.num-retained.min": "1"})
+    t = make(tmp_path, "ord", options={"num-sorted-run.compaction-trigger": "2", "snapshot.num-retained.min": "1",
+                                       "snapshot.time-retained": "1ms"})
     t.write(rows([1]))
     t.write(rows([2]))
     p = plan_table(t, measure(t), Policy())
@@ -85,6 +88,41 @@ def test_plan_order_and_skipped_verbs(tmp_path):
     p = plan_table(t, measure(t), Policy(skip_verbs=frozenset({"compact"})))
     assert verbs(p) == ["expire", "remove-orphan-files"]
     assert plan_table(t, measure(t), Policy(skip=True)) == []
+
+
+def test_recommendations_go_quiet_when_a_verb_would_change_nothing(tmp_path):
+    """13 snapshots all younger than snapshot.time-retained, tags without a TTL, partitions
+    expired by update-time: running expire, expire-tags or expire-partitions would do nothing,
+    so none is planned (they used to be recommended forever)."""
+    t = make(tmp_path, "quiet", options={"partition.expiration-time": "1d",
+                                         "partition.expiration-strategy": "update-time"}, partition_keys=("dt",))
+    for i in range(13):
+        t.write(rows([i], dt="2020-01-01"))
+    create_tag(t, "kept", snapshot_id=3)
+    planned = verbs(plan_table(t, measure(t), Policy()))
+    assert not {"expire", "expire-tags", "expire-partitions"} & set(planned), planned
+    # once the snapshots are past their retention, expire is due
+    t.alter([SetOption("snapshot.time-retained", "1ms")])
+    t = Table.open("db.quiet", warehouse=str(tmp_path / WH))
+    assert "expire" in verbs(plan_table(t, measure(t), Policy()))
+
+
+def test_a_dry_run_lists_what_each_verb_would_do_in_its_commands_own_fields(tmp_path):
+    t = make(tmp_path, "detail", options={"num-sorted-run.compaction-trigger": "2", "snapshot.num-retained.min": "1",
+                                          "snapshot.time-retained": "1ms"})
+    for i in range(3):
+        t.write(rows([i]))
+    orphan = next(p for p in Path(t.path).iterdir() if p.name.startswith("bucket-")) / "left-over.parquet"
+    orphan.write_bytes(b"x" * 7)
+    two_days_ago = time.time() - 2 * 86400
+    os.utime(orphan, (two_days_ago, two_days_ago))
+    rep = maintain_table(t, Policy(), dry_run=True)
+    details = {a.verb: a.detail for a in rep.actions}
+    assert details["expire"]["snapshots_expired"] == [1, 2] and details["expire"]["dry_run"] is True
+    assert details["compact"]["files_before"] == 3 and details["compact"]["dry_run"] is True
+    assert details["remove-orphan-files"]["files"] == 1
+    assert details["remove-orphan-files"]["paths"][0].endswith("left-over.parquet")
+    assert orphan.exists() and t.snapshots.list_ids() == [1, 2, 3]
 
 
 def test_policy_patterns_override_in_order():
@@ -107,7 +145,7 @@ def test_orphans_removed_only_past_the_policy_age(tmp_path):
     assert rep.status == "done", rep.reason
     assert not old.exists() and young.exists()
     orphan = next(a for a in rep.actions if a.verb == "remove-orphan-files")
-    assert orphan.detail == {"files": 1} and orphan.bytes_freed == 100
+    assert orphan.detail["files"] == 1 and orphan.bytes_freed == 100
 
 
 # ---- running -------------------------------------------------------------------------------
@@ -129,7 +167,8 @@ def test_maintain_compacts_and_expires_to_the_options(tmp_path):
 
 
 def test_dry_run_changes_nothing(tmp_path):
-    t = make(tmp_path, "dry", options={"num-sorted-run.compaction-trigger": "2", "snapshot.num-retained.min": "1"})
+    t = make(tmp_path, "dry", options={"num-sorted-run.compaction-trigger": "2", "snapshot.num-retained.min": "1",
+                                       "snapshot.time-retained": "1ms"})
     t.write(rows([1]))
     t.write(rows([2]))
     before = sorted((str(p), p.stat().st_size) for p in Path(t.path).rglob("*"))
@@ -520,7 +559,7 @@ def test_a_run_that_loses_its_lease_mid_verb_stops_the_table_and_goes_on(tmp_pat
     ones are not run, the table's report says who has it, and the next table is maintained."""
     from core.ops import maintain as maintain_mod
 
-    opts = {"num-sorted-run.compaction-trigger": "2", "snapshot.num-retained.min": "1"}
+    opts = {"num-sorted-run.compaction-trigger": "2", "snapshot.num-retained.min": "1", "snapshot.time-retained": "1ms"}
     for name in ("a", "b"):
         t = make(tmp_path, name, options=opts)
         t.write(rows([1]))
@@ -576,4 +615,4 @@ def test_orphan_force_lets_the_policy_remove_young_orphans(tmp_path):
     rep = maintain_table(t, Policy(orphan_age="5min", orphan_force=True))
     assert rep.status == "done", rep.reason
     assert not young.exists()
-    assert next(a for a in rep.actions if a.verb == "remove-orphan-files").detail == {"files": 1}
+    assert next(a for a in rep.actions if a.verb == "remove-orphan-files").detail["files"] == 1
