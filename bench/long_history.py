@@ -3,9 +3,10 @@ with 100, 1,000 and 10,000 one-row commits behind it, and scan, compact and expi
 one-row commits against pypaimon-rust's scan of the same table.
 
 One table is written commit by commit through lakectl's API (one row each, primary key, one
-bucket, ``write-only`` so that no compaction runs: every commit stays a sorted run of its own,
-what a streaming writer with compaction elsewhere leaves); its directory is copied as it passes
-each size. Then, interleaved per repetition, each command runs as its own process (the console
+bucket, compacting as Paimon's writers do: its history grows, its live files stay few); its
+directory is copied as it passes each size. Another is written the same way but ``write-only``,
+so that no compaction runs: every commit stays a sorted run of its own (what a streaming writer
+with compaction elsewhere leaves), for the comparison with pypaimon-rust. Then, interleaved per repetition, each command runs as its own process (the console
 script) and its CPU (user + system of the child, every thread) and wall time are recorded:
 
 - ``commit``: ``lakectl write`` of one row (the copy grows by one commit per repetition);
@@ -49,25 +50,40 @@ RUST_PYTHON = os.environ.get("LAKECTL_BENCH_RUST_PYTHON", str(REPO / ".venv-benc
 TITLE = "# Long histories: costs against the number of commits (issue 44)"
 
 
-def build(root: Path, sizes: list[int]) -> dict[int, Path]:
-    """Warehouses holding db.t after each of ``sizes`` one-row commits (copies of one table)."""
+def build(root: Path, sizes: list[int], runs: int | None) -> tuple[dict[int, Path], Path | None]:
+    """Warehouses holding db.t after each of ``sizes`` one-row commits (copies of one table
+    whose writes compact as Paimon's writers do, so its history grows and its live files do
+    not), and one holding db.t after ``runs`` one-row commits of a write-only table (one
+    bucket of that many sorted runs)."""
     from core.engines import EngineSettings
     from core.ops.create import create
     from core.ops.write import write
     from core.table import Table
 
+    local = EngineSettings(engine="local")
+
+    def one_row(t: Table, i: int) -> None:
+        write(t, pa.table({"id": pa.array([i], pa.int64()), "v": [f"v{i}"]}), engine_settings=local)
+
+    out = {}
     work = root / "build"
     t = Table.locate("db.t", warehouse=str(work))
-    create(t, "id BIGINT NOT NULL, v STRING", primary_keys=["id"], options={"bucket": "1", "write-only": "true"})
-    local = EngineSettings(engine="local")
-    out = {}
+    create(t, "id BIGINT NOT NULL, v STRING", primary_keys=["id"], options={"bucket": "1"})
     for i in range(1, max(sizes) + 1):
-        write(t, pa.table({"id": pa.array([i], pa.int64()), "v": [f"v{i}"]}), engine_settings=local)
+        one_row(t, i)
         if i in sizes:
             out[i] = root / f"wh-{i}"
             shutil.copytree(work, out[i])
             print(f"built {i} commits", file=sys.stderr, flush=True)
-    return out
+    runs_wh = None
+    if runs:
+        runs_wh = root / f"runs-{runs}"
+        t = Table.locate("db.t", warehouse=str(runs_wh))
+        create(t, "id BIGINT NOT NULL, v STRING", primary_keys=["id"], options={"bucket": "1", "write-only": "true"})
+        for i in range(1, runs + 1):
+            one_row(t, i)
+        print(f"built {runs} sorted runs", file=sys.stderr, flush=True)
+    return out, runs_wh
 
 
 def timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
@@ -158,9 +174,8 @@ def main() -> None:
     rust_size = args.rust_size or None
     with tempfile.TemporaryDirectory(prefix="lakectl-bench-history-") as tmp:
         scratch = Path(tmp)
-        built = build(scratch, sorted(set(sizes) | ({rust_size} if rust_size else set())))
-        tables = {n: built[n] for n in sizes}
-        samples = measure(tables, built.get(rust_size) if rust_size else None, args.repeat, scratch)
+        tables, runs_wh = build(scratch, sizes, rust_size)
+        samples = measure(tables, runs_wh, args.repeat, scratch)
     text = report(samples, sizes, rust_size, args.repeat)
     print(text)
     if args.out:

@@ -18,7 +18,9 @@ delta lists) before it writes its base list, by Paimon's rules:
 
 The live files are the same before and after: the merged manifests are new files, listed
 only by the new snapshot's base list, so a commit that loses its race deletes them with the
-rest of what it wrote. Where lakectl differs from Paimon's code: a file ADDed again after
+rest of what it wrote. Merged entries are written in partition order (stable, so a file's own
+entries keep theirs), so that each manifest covers a narrow partition range for pruning. Where
+lakectl differs from Paimon's code: a file ADDed again after
 its DELETE (``rollback --as-latest`` brings back files a compaction replaced) stays live,
 where a merge that drops every entry of a deleted file would lose it.
 
@@ -83,6 +85,19 @@ def fold(entries: Sequence[ManifestEntry]) -> list[ManifestEntry]:
     return deletes_first + list(out.values())
 
 
+def _by_partition(entries: list[ManifestEntry], partition_types: Sequence[Any]) -> list[ManifestEntry]:
+    """Entries ordered by partition value (stable: a file's entries keep their order), so that
+    each manifest a merge writes covers a narrow range of partitions and a scan filtered on the
+    partition skips the others by their statistics."""
+    if not partition_types or len(entries) < 2:
+        return entries
+    keys: dict[bytes, Any] = {}
+    for e in entries:
+        if e.partition not in keys:
+            keys[e.partition] = binary_row.sort_key(binary_row.decode(e.partition, partition_types))
+    return sorted(entries, key=lambda e: keys[e.partition])
+
+
 def _minor_compaction(mio: ManifestIO, metas: Sequence[ManifestFileMeta], rules: MergeRules, schema_id: int,
                       partition_types: Sequence[Any], written: list[str]) -> list[ManifestFileMeta]:
     result: list[ManifestFileMeta] = []
@@ -105,7 +120,7 @@ def _merge_group(mio: ManifestIO, group: Sequence[ManifestFileMeta], rules: Merg
                  partition_types: Sequence[Any], written: list[str]) -> list[ManifestFileMeta]:
     if len(group) == 1:
         return list(group)
-    entries = fold([e for meta in group for e in mio.read_manifest(meta.file_name)])
+    entries = _by_partition(fold([e for meta in group for e in mio.read_manifest(meta.file_name)]), partition_types)
     return mio.write_manifests(entries, schema_id, partition_types, rules.target_size, written)
 
 
@@ -138,7 +153,7 @@ def _full_compaction(mio: ManifestIO, metas: Sequence[ManifestFileMeta], rules: 
             entries += own
         else:
             kept.append(meta)
-    live = [e for e in fold(entries) if e.kind == ADD]
+    live = _by_partition([e for e in fold(entries) if e.kind == ADD], partition_types)
     return kept + mio.write_manifests(live, schema_id, partition_types, rules.target_size, written)
 
 

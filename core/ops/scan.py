@@ -24,7 +24,7 @@ from core.fileio import join
 from core.kernels import data_evolution
 from core.kernels.key_prune import filter_rows
 from core.kernels.read import ReadSplit
-from core.manifest import ManifestEntry, live_entries
+from core.manifest import ManifestEntry, ManifestFileMeta, merge_entries
 from core.default_values import prunable
 from core.predicate import ColumnRange, Predicate
 from core.replan import lost_race, replan_on_lost_race
@@ -56,6 +56,33 @@ class ScanPlan:
 
 def _partition_ranges(values: tuple, schema: TableSchema) -> dict[str, ColumnRange]:
     return {f.name: ColumnRange(v, v, 1 if v is None else 0, 1) for f, v in zip(schema.partition_fields, values)}
+
+
+def _live_entries(table: TableHandle, snapshot: Snapshot, predicate: Predicate | None,
+                  read_schema: TableSchema) -> list[ManifestEntry]:
+    """The snapshot's live files, without reading the manifests whose partition statistics
+    rule the predicate out (every entry of such a manifest, ADD or DELETE, lies in partitions
+    the predicate excludes, so skipping it drops only files the scan would prune)."""
+    mio = table.manifests()
+    metas = [m for name in (snapshot.base_manifest_list, snapshot.delta_manifest_list) if name
+             for m in mio.read_manifest_list(name)]
+    if predicate is not None and read_schema.partition_keys:
+        metas = [m for m in metas if _manifest_may_match(m, predicate, read_schema)]
+    return merge_entries(e for m in metas for e in mio.read_manifest(m.file_name))
+
+
+def _manifest_may_match(meta: ManifestFileMeta, predicate: Predicate, read_schema: TableSchema) -> bool:
+    types = [f.type for f in read_schema.partition_fields]
+    stats = meta.partition_stats
+    try:
+        low, high = binary_row.decode(stats.min_values, types), binary_row.decode(stats.max_values, types)
+    except Exception:  # statistics that do not decode (another writer's): read the manifest
+        return True
+    nulls = stats.null_counts or ()
+    rows = meta.num_added_files + meta.num_deleted_files
+    ranges = {f.name: ColumnRange(low[i], high[i], nulls[i] if i < len(nulls) else None, rows)
+              for i, f in enumerate(read_schema.partition_fields)}
+    return predicate.may_match(ranges)
 
 
 def _file_ranges(entry: ManifestEntry, file_schema: TableSchema, read_schema: TableSchema,
@@ -140,7 +167,7 @@ def plan(table: TableHandle, snapshot: Snapshot | None, *, predicate: Predicate 
 
 def _plan_on(table: TableHandle, snapshot: Snapshot, predicate: Predicate | None, read_schema: TableSchema,
              schemas: dict[int, TableSchema], columns: frozenset[str] | None) -> ScanPlan:
-    entries = live_entries(table.manifests(), snapshot)
+    entries = _live_entries(table, snapshot, predicate, read_schema)
     if read_schema.hides_level0:
         entries = [e for e in entries if e.file.level > 0]
     if read_schema.options.get("bucket", "").strip() == "-2":

@@ -150,3 +150,25 @@ def test_health_recommends_compact_manifests_for_an_unmerged_table_and_maintain_
     assert not [r for r in recommendations(t, measure(t)) if "manifests" in r.command]
     rep.health = measure(t)
     assert b'lakectl_table_manifests{table="db.t"} 1.0' in render([rep])
+
+
+def test_a_partition_filter_reads_only_the_manifests_whose_partition_range_can_hold_it(tmp_path, monkeypatch):
+    """Merged manifests are written in partition order and split at the target size, so each
+    covers a narrow partition range; a scan on one partition skips the others unread."""
+    t = Table.locate("db.t", warehouse=str(tmp_path))
+    create(t, "id BIGINT, p INT", partition_keys=["p"],
+           options={"bucket": "-1", "write-only": "true", "manifest.merge-min-count": "4",
+                    "manifest.target-file-size": "3 kb", "manifest.full-compaction-threshold-size": "1 b"})
+    for i in range(40):  # 8 partitions, written in turn: every commit's manifest is one partition
+        t.write(pa.table({"id": pa.array([i], pa.int64()), "p": pa.array([i % 8], pa.int32())}))
+    t = Table.open("db.t", warehouse=str(tmp_path))
+    read = []
+    real = ManifestIO.read_manifest
+    monkeypatch.setattr(ManifestIO, "read_manifest", lambda self, name: read.append(name) or real(self, name))
+    everything = t.scan()
+    all_manifests = len(set(read))
+    read.clear()
+    one = t.scan(where="p = 3")
+    assert sorted(one.column("id").to_pylist()) == [i for i in range(40) if i % 8 == 3]
+    assert 0 < len(set(read)) < all_manifests, (len(set(read)), all_manifests)
+    assert everything.num_rows == 40
