@@ -37,7 +37,8 @@ class Policy:
     orphan_age: str = "1d"                   # Paimon's default: younger files may be in-flight writes
     orphan_force: bool = False               # allow an orphan_age under the floor: no writer runs
     full_compaction: bool = False            # compact every bucket in full, whatever the triggers
-    small_files_trigger: int = 5             # append tables: compact at this many small files in a bucket's table
+    # append tables: compact at this many small files (None: the table's compaction.min.file-num, 5)
+    small_files_trigger: int | None = None
     deletion_vector_ratio_trigger: float = 0.2
 
 
@@ -116,8 +117,12 @@ def _compaction(table: TableHandle, h: Health, policy: Policy) -> Action | None:
     if h.has_primary_key and h.max_sorted_runs >= h.sorted_run_trigger:
         return Action("compact", f"{h.max_sorted_runs} sorted runs in a bucket "
                                  f"(num-sorted-run.compaction-trigger {h.sorted_run_trigger})")
-    if not h.has_primary_key and h.small_files >= policy.small_files_trigger:
-        return Action("compact", f"{h.small_files} small files (target-file-size {h.target_file_size})", full=True)
+    trigger = policy.small_files_trigger
+    if trigger is None:  # Paimon's append compaction waits for this many small files
+        trigger = max(1, int(table.schema.options.get("compaction.min.file-num", "5")))
+    if not h.has_primary_key and h.small_files >= trigger:
+        return Action("compact", f"{h.small_files} small files (target-file-size {h.target_file_size}, "
+                                 f"trigger {trigger})", full=True)
     return None
 
 

@@ -162,7 +162,7 @@ def test_config_show_policy_lists_each_tables_effective_policy(cli, tmp_path):
                       '[maintain.tables."*.events_*"]\nskip-verbs = ["compact", "expire"]\norphan-age = "5d"\n')
     rows = by_table(ok_json(cli("config", "show", "--policy", "-f", "json", config=config)))
     assert rows["db.events_a"] == {"table": "db.events_a", "skip": False, "skip_verbs": "compact,expire",
-                                   "orphan_age": "5d", "orphan_force": False, "full_compaction": True, "small_files_trigger": 5,
+                                   "orphan_age": "5d", "orphan_force": False, "full_compaction": True, "small_files_trigger": None,
                                    "deletion_vector_ratio_trigger": 0.2, "patterns": "db.*,*.events_*"}
     assert (rows["db.plain"]["orphan_age"], rows["db.plain"]["skip_verbs"], rows["db.plain"]["patterns"]) == \
         ("2d", "", "db.*")

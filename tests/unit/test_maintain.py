@@ -337,6 +337,18 @@ def test_health_recommends_exactly_what_maintain_would_run(tmp_path, files):
         [f"lakectl compact db.a{files} --full"]
 
 
+def test_append_compaction_waits_for_the_tables_compaction_min_file_num(tmp_path):
+    """Paimon's append compaction waits for compaction.min.file-num small files (5): a table
+    that sets 20 is not compacted at 6 (it used to be), at 20 it is."""
+    t = make(tmp_path, "minfiles", pk=False, options={"compaction.min.file-num": "20"})
+    for i in range(6):
+        t.write(rows([i]))
+    assert "compact" not in verbs(plan_table(t, measure(t), Policy()))
+    for i in range(6, 20):
+        t.write(rows([i]))
+    assert verbs(plan_table(t, measure(t), Policy()))[0] == "compact"
+
+
 # ---- metrics -------------------------------------------------------------------------------
 def test_metrics_file_is_valid_prometheus_text_with_the_measures(tmp_path):
     from prometheus_client.parser import text_string_to_metric_families
