@@ -156,6 +156,21 @@ def rollback_in_progress(snapshots, tags) -> str | None:
     return None
 
 
+def wait_for_rollback(snapshots, tags, what: str, table: str) -> None:
+    """Wait (up to ``WAIT_SECONDS``) while a rollback of the branch runs; CommitConflictError
+    (exit 4) naming it when it does not end: for commands that would copy or name a snapshot
+    the rollback is about to remove."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
+        running = rollback_in_progress(snapshots, tags)
+        if running is None:
+            return
+        if time.monotonic() >= deadline:
+            raise CommitConflictError(f"cannot {what}: {running} is rewriting the snapshots of {table}; nothing was "
+                                      "changed, re-run it when the rollback has finished")
+        time.sleep(0.1)
+
+
 def finish_rollback_marker(snapshots, tags, marker: RewriteMarker) -> None:
     """Finish the work of an abandoned rollback marker (its target, restored from its tag if
     the target snapshot is gone)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Callable
 
 from core.errors import CommitConflictError, CorruptMetadataError, NotFoundError, TagExistsError, UsageError
 from core.fileio import FileIO, check_name_length, join
@@ -133,7 +133,7 @@ class TagManager:
         self.file_io.overwrite_hint(self.path(name), tag.to_json())
         return tag
 
-    def rename(self, old: str, new: str) -> Tag:
+    def rename(self, old: str, new: str, check: Callable[[Tag], None] | None = None) -> Tag:
         """Rename ``old`` to ``new``, keeping its snapshot, create time and TTL. ``new`` is
         written (create-if-absent) before ``old`` is deleted: a crash in between leaves both
         names, never neither, and the same rename run again completes it. NotFoundError if ``old``
@@ -149,6 +149,13 @@ class TagManager:
         created = self.file_io.try_create(self.path(new), text.encode("utf-8"))
         if not created and not self._holds(new, text):
             raise TagExistsError(f"tag {new} already exists")
+        if check is not None:
+            try:
+                check(renamed)  # raises when the new name must not stay
+            except Exception:
+                if created:
+                    self.file_io.delete(self.path(new))
+                raise
         if not self.file_io.delete_claimed(old_path) and created:
             # Another rename (or a delete) of the same tag took the old name first: ours must
             # not leave a second name for it.

@@ -41,7 +41,7 @@ from core.fileio import FileIO, join
 from core.index_manifest import IndexManifestEntry, index_dir, live_index_entries
 from core.manifest import ManifestEntry, live_entries
 from core.schema import TableSchema
-from core.rewrite import WAIT_SECONDS, rollback_in_progress
+from core.rewrite import wait_for_rollback
 from core.snapshot import APPEND, Snapshot, same_snapshot
 from core.table_handle import TableHandle
 from core.travel import choose_snapshot
@@ -141,19 +141,11 @@ def _settled_latest(source: TableHandle) -> Snapshot | None:
     not take: wait for it (the rewriters' wait), else exit 4 naming it. The latest is read
     before the marker is looked for and read again after: a rollback that both started and
     ended in between removed that snapshot, so it reads as gone or another snapshot."""
-    deadline = time.monotonic() + WAIT_SECONDS
-    tags = source.tags
     while True:
         snapshot = source.latest_snapshot()
-        running = rollback_in_progress(source.snapshots, tags)
-        if running is None:
-            if snapshot is None or _unchanged(source, snapshot):
-                return snapshot
-            continue
-        if time.monotonic() >= deadline:
-            raise CommitConflictError(f"{running} is rewriting the snapshots of {source.name}; nothing was cloned, "
-                                      "re-run the clone when it has finished")
-        time.sleep(0.1)
+        wait_for_rollback(source.snapshots, source.tags, f"clone {source.name}", source.name)
+        if snapshot is None or _unchanged(source, snapshot):
+            return snapshot
 
 
 def _unchanged(source: TableHandle, snapshot: Snapshot) -> bool:

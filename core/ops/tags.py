@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace as with_fields
 from core.busy import working
 from core.errors import CommitConflictError, CorruptMetadataError, NotFoundError
 from core.options import parse_duration
+from core.rewrite import live_rollback, wait_for_rollback
 from core.snapshot import Snapshot, same_snapshot
 from core.table_handle import TableHandle
 from core.tag import Tag
@@ -118,7 +119,29 @@ def rename_tag(table: TableHandle, old: str, new: str) -> TagInfo:
     """
     table.refuse_unfinished_fast_forward(f"rename tag {old}")
     with working(table.file_io, table.path, table.name, f"rename tag {old}"):  # two steps: kept whole (core/busy.py)
-        return _info(table, table.tags.rename(old, new))
+        # A rollback removes the tags past its target by the names it listed: a new name for
+        # such a tag must not appear behind its back (the explorer's rollback@6-vs-tag-rename).
+        wait_for_rollback(table.snapshots, table.tags, f"rename tag {old}", table.name)
+        return _info(table, table.tags.rename(old, new, check=lambda tag: _not_rolled_back(table, tag, old)))
+
+
+def _not_rolled_back(table: TableHandle, tag: Tag, old: str) -> None:
+    """Raise when a rollback that started meanwhile removes (or removed) ``tag``'s snapshot."""
+    marker = live_rollback(table.file_io, table.snapshots.dir)
+    if (marker is not None and marker.target is not None and tag.snapshot.id > int(marker.target)) \
+            or _removed(table, tag.snapshot):
+        raise CommitConflictError(f"a rollback removed snapshot {tag.snapshot.id} while tag {old} was renamed; "
+                                  f"tag {tag.name} was not created (exit 4), and the rollback removes {old}")
+
+
+def _removed(table: TableHandle, snapshot: Snapshot) -> bool:
+    """Is ``snapshot`` gone other than by expiry (a rollback removed it, and maybe a new commit
+    took its id since)? A tag of an expired snapshot, below EARLIEST, is a tag as any other."""
+    try:
+        return not same_snapshot(table.snapshots.snapshot(snapshot.id), snapshot)
+    except (NotFoundError, CorruptMetadataError):
+        earliest = table.snapshots.earliest_id()
+        return earliest is None or snapshot.id >= earliest
 
 
 def delete_tag(table: TableHandle, name: str) -> TagInfo:

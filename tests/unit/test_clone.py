@@ -175,10 +175,38 @@ def test_clone_of_the_latest_waits_for_a_running_rollback_and_takes_what_it_leav
 
 def test_clone_next_to_a_rollback_that_does_not_end_is_exit_4(tmp_path, monkeypatch):
     from core.errors import CommitConflictError
-    from core.ops import clone as clone_module
+    from core import rewrite
 
     t, _ = _half_rolled_back(tmp_path)
-    monkeypatch.setattr(clone_module, "WAIT_SECONDS", 0.3)
-    with pytest.raises(CommitConflictError, match="rollback .* is rewriting the snapshots of db.t; nothing was cloned"):
+    monkeypatch.setattr(rewrite, "WAIT_SECONDS", 0.3)
+    with pytest.raises(CommitConflictError, match="cannot clone db.t: a rollback by .* is rewriting the snapshots of db.t"):
         clone(t, Table.locate("db.c", warehouse=str(tmp_path)))
     assert not (tmp_path / "db.db" / "c").exists()
+
+
+def test_tag_rename_waits_for_a_running_rollback_and_the_rollback_removes_the_tag(tmp_path):
+    """The explorer's rollback@6-vs-tag-rename: a rename of a tag past the rollback's target,
+    made while the rollback ran, left the new name on a removed snapshot."""
+    import threading
+
+    from core.ops.tags import create_tag, rename_tag
+    from core.rewrite import finish_rollback, release
+
+    t = Table.locate("db.t", warehouse=str(tmp_path))
+    create(t, "id BIGINT, v STRING", options={"write-only": "true"})
+    for i in range(5):
+        t.write(pa.table({"id": pa.array([i], pa.int64()), "v": [f"s{i + 1}"]}))
+    create_tag(t, "keep", snapshot_id=3)
+    from core.rewrite import ROLLBACK, acquire
+
+    marker = acquire(t.file_io, t.snapshots.dir, ROLLBACK, target=2, what="roll back", table=t.name)
+    for sid in (5, 4, 3):
+        t.file_io.delete(t.snapshots.path(sid))
+
+    def finish():
+        finish_rollback(t.snapshots, t.tags, 2)
+        release(t.file_io, marker)
+    threading.Timer(0.5, finish).start()
+    with pytest.raises(NotFoundError):  # the rollback removed keep while the rename waited
+        rename_tag(t, "keep", "kb")
+    assert t.tags.names() == []
