@@ -12,6 +12,7 @@ One table's failure is recorded and the run goes on with the next table.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fnmatch
 import time
@@ -277,7 +278,7 @@ def maintain_table(table: TableHandle, policy: Policy, *, dry_run: bool = False,
         return _finish(rep, start, "skipped", _held_message(holding))
     rep.started_at = time.time()
     try:
-        with leases.kept(table.file_io, held, lease_seconds) as keeper:
+        with leases.kept(table.file_io, held, lease_seconds) as keeper, _stamp_release(rep):
             for i, action in enumerate([*actions, None]):
                 # Before each verb and after the last: a run stopped longer than its lease (Ctrl-Z,
                 # a paused VM) may find the table taken over by another run, and leaves it to it.
@@ -307,7 +308,8 @@ def maintain_table(table: TableHandle, policy: Policy, *, dry_run: bool = False,
                         return _finish(rep, start, "skipped", f"{action.verb} lost a race: {e}")
                     return _finish(rep, start, "failed", f"{action.verb}: {e}")
     finally:
-        rep.released_at = time.time()
+        if rep.released_at is None:  # the lease was never kept (kept() failed to start)
+            rep.released_at = time.time()
     rep.bytes_freed = sum(a.bytes_freed for a in rep.actions)
     rep.finished_at = time.time()
     try:
@@ -315,6 +317,16 @@ def maintain_table(table: TableHandle, policy: Policy, *, dry_run: bool = False,
     except (LakectlError, OSError):
         pass
     return _finish(rep, start, "done", None)
+
+
+@contextlib.contextmanager
+def _stamp_release(rep: TableReport):
+    """Record ``released_at`` just before the lease is given back (the context inside
+    ``leases.kept``), so that another run's ``lease_taken_at`` is never before it."""
+    try:
+        yield
+    finally:
+        rep.released_at = time.time()
 
 
 def _gone(table: TableHandle) -> bool:

@@ -64,11 +64,14 @@ def _live_entries(table: TableHandle, snapshot: Snapshot, predicate: Predicate |
     rule the predicate out (every entry of such a manifest, ADD or DELETE, lies in partitions
     the predicate excludes, so skipping it drops only files the scan would prune)."""
     mio = table.manifests()
-    metas = [m for name in (snapshot.base_manifest_list, snapshot.delta_manifest_list) if name
-             for m in mio.read_manifest_list(name)]
-    if predicate is not None and read_schema.partition_keys:
-        metas = [m for m in metas if _manifest_may_match(m, predicate, read_schema)]
-    return merge_entries(e for m in metas for e in mio.read_manifest(m.file_name))
+    try:
+        metas = [m for name in (snapshot.base_manifest_list, snapshot.delta_manifest_list) if name
+                 for m in mio.read_manifest_list(name)]
+        if predicate is not None and read_schema.partition_keys:
+            metas = [m for m in metas if _manifest_may_match(m, predicate, read_schema)]
+        return merge_entries(e for m in metas for e in mio.read_manifest(m.file_name))
+    except FileNotFoundError as e:  # as a missing file: plan() tells a lost race from damage
+        raise CorruptMetadataError(f"missing file {e.filename}") from e
 
 
 def _manifest_may_match(meta: ManifestFileMeta, predicate: Predicate, read_schema: TableSchema) -> bool:

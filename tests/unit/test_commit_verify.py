@@ -370,7 +370,7 @@ def test_delete_replans_when_its_snapshot_is_expired_while_planning(tmp_path: Pa
     import core.ops.scan as scan_module
 
     t = _table(tmp_path, writes=2)
-    calls = _first_call_runs(scan_module, "live_entries", _commit_then_expire(t), monkeypatch)
+    calls = _first_call_runs(scan_module, "_live_entries", _commit_then_expire(t), monkeypatch)
     result = t.delete("id = 0")
     assert calls and result.rows_deleted == 1 and result.snapshot_id == 4
     assert _rows(t) == [(1, "x"), (77, "meanwhile")]
