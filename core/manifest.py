@@ -327,7 +327,7 @@ class ManifestIO:
         if not entries:
             return []
         data = self.encode_entries(entries)
-        parts = max(1, min(len(entries), -(-len(data) // max(target_size, 1))))
+        parts = rolled_parts(len(data), len(entries), target_size)
         out = []
         for i in range(parts):
             chunk = entries[i * len(entries) // parts:(i + 1) * len(entries) // parts]
@@ -351,6 +351,12 @@ class ManifestIO:
 
     def read_manifest_list(self, name: str) -> list[ManifestFileMeta]:
         return self._read(name, _manifest_file_metas, "manifest list")
+
+
+def rolled_parts(size: int, entries: int, target_size: int) -> int:
+    """How many manifests of about ``target_size`` bytes ``entries`` entries of ``size``
+    encoded bytes make (at least one, at most one per entry)."""
+    return max(1, min(entries, -(-size // max(target_size, 1))))
 
 
 class _Undecodable(Exception):

@@ -48,7 +48,7 @@ def render(reports: Iterable[TableReport], previous: bytes | None = None,
     for name, doc, labels in _RUN_GAUGES:
         gauges[PREFIX + name] = Gauge(PREFIX + name, doc, labels, registry=reg)
     reports = list(reports)
-    seen = {r.table for r in reports}
+    seen = {r.table: r for r in reports}
     earlier = _samples(previous)
     for sample_name, labels, value in earlier:
         table = labels.get("table")
@@ -57,7 +57,7 @@ def render(reports: Iterable[TableReport], previous: bytes | None = None,
             continue
         if table not in seen:
             gauge.labels(**labels).set(value)
-        elif sample_name in _CARRIED and not _reported_now(reports, table, sample_name):
+        elif sample_name in _CARRIED and not _reported_now(seen[table], sample_name):
             gauge.labels(**labels).set(value)  # the health and success of a run before this one
     for r in reports:
         if r.health is not None:
@@ -102,8 +102,7 @@ def last_success_times(path: str) -> dict[str, float]:
     return {labels["table"]: value for sample, labels, value in _samples(previous) if sample == name and "table" in labels}
 
 
-def _reported_now(reports: list[TableReport], table: str, sample_name: str) -> bool:
-    r = next(r for r in reports if r.table == table)
+def _reported_now(r: TableReport, sample_name: str) -> bool:
     if sample_name == PREFIX + "last_maintenance_success_timestamp_seconds":
         return r.finished_at is not None
     return r.health is not None

@@ -18,7 +18,7 @@ import logging
 from dataclasses import dataclass
 
 from core.commit import FileStoreCommit
-from core.manifest import ADD, ManifestIO, live_entries
+from core.manifest import ManifestIO, live_entries, rolled_parts
 from core.option_rules import WRITE, check_options
 from core.table_handle import TableHandle
 
@@ -67,8 +67,8 @@ def _estimate(mio: ManifestIO, live: list, target: int) -> tuple[int, int]:
     """How many manifests, and bytes, the live entries make when written anew."""
     if not live:
         return 0, 0
-    size = len(mio.encode_entries([e for e in live if e.kind == ADD]))
-    return max(1, min(len(live), -(-size // max(target, 1)))), size
+    size = len(mio.encode_entries(live))  # live entries are ADDs only
+    return rolled_parts(size, len(live), target), size
 
 
 __all__ = ["CompactManifestsResult", "compact_manifests"]
