@@ -180,8 +180,16 @@ def _unless_deleted(read: Callable[[str], list], file_io: FileIO, directory: str
         return []
 
 
-def _read_list(mio: ManifestIO, name: str | None) -> list[ManifestFileMeta]:
-    return _unless_deleted(mio.read_manifest_list, mio.file_io, mio.dir, name)
+def _read_list(mio: ManifestIO, name: str | None,
+               cache: dict[str, list[ManifestFileMeta]] | None = None) -> list[ManifestFileMeta]:
+    """A manifest list, read once per run when ``cache`` is given: a delta list is read for
+    the files it deletes and again for the manifests it names, the retained end's lists for
+    what they protect and again as a delta."""
+    if cache is None:
+        return _unless_deleted(mio.read_manifest_list, mio.file_io, mio.dir, name)
+    if name not in cache:
+        cache[name] = _unless_deleted(mio.read_manifest_list, mio.file_io, mio.dir, name)
+    return cache[name]
 
 
 def _read_manifest(mio: ManifestIO, name: str, cache: dict[str, list[ManifestEntry]]) -> list[ManifestEntry]:
@@ -195,10 +203,11 @@ def _file_key(e: ManifestEntry) -> tuple:
     return (e.partition, e.bucket, e.file.file_name, e.file.external_path)
 
 
-def _live_keys(mio: ManifestIO, lists: Iterable[str | None], cache: dict[str, list[ManifestEntry]]) -> set[tuple]:
+def _live_keys(mio: ManifestIO, lists: Iterable[str | None], cache: dict[str, list[ManifestEntry]],
+               list_cache: dict[str, list[ManifestFileMeta]] | None = None) -> set[tuple]:
     live: dict[tuple, tuple] = {}
     for list_name in lists:
-        for meta in _read_list(mio, list_name):
+        for meta in _read_list(mio, list_name, list_cache):
             for e in _read_manifest(mio, meta.file_name, cache):
                 if e.kind == ADD:
                     live[e.identifier] = _file_key(e)
@@ -385,6 +394,7 @@ def _expire(table: TableHandle, plan: _Plan, dry_run: bool,
     sm = table.snapshots
     mio = table.manifests()
     cache: dict[str, list[ManifestEntry]] = {}
+    lists: dict[str, list[ManifestFileMeta]] = {}
     E, end = plan.earliest, plan.end
     end_snap = sm.snapshot(end)  # retained: must exist (NotFoundError if a concurrent run went further)
     expiring: dict[int, Snapshot] = {}
@@ -400,7 +410,7 @@ def _expire(table: TableHandle, plan: _Plan, dry_run: bool,
     tag_snaps: list[Snapshot] = []
     protected_meta: set[str] = set(_list_names(end_snap))
     for meta_list in _list_names(end_snap):
-        protected_meta.update(m.file_name for m in _read_list(mio, meta_list))
+        protected_meta.update(m.file_name for m in _read_list(mio, meta_list, lists))
     own_tags = []
     for name in table.tags.names():
         try:
@@ -411,12 +421,12 @@ def _expire(table: TableHandle, plan: _Plan, dry_run: bool,
     # their snapshots and tags pins its files just as a tag does.
     for tag in own_tags + pinned_snapshots(table, include_own=False):
         tag_snaps.append(tag)
-        tag_data |= _live_keys(mio, [tag.base_manifest_list, tag.delta_manifest_list], cache)
+        tag_data |= _live_keys(mio, [tag.base_manifest_list, tag.delta_manifest_list], cache, lists)
         if tag.changelog_manifest_list:
-            tag_changelog |= _live_keys(mio, [tag.changelog_manifest_list], cache)
+            tag_changelog |= _live_keys(mio, [tag.changelog_manifest_list], cache, lists)
         for meta_list in _list_names(tag):
             protected_meta.add(meta_list)
-            protected_meta.update(m.file_name for m in _read_list(mio, meta_list))
+            protected_meta.update(m.file_name for m in _read_list(mio, meta_list, lists))
 
     # Index manifests and index files that end and the tags still use.
     imio = IndexManifestIO(fio, table.path)
@@ -441,7 +451,7 @@ def _expire(table: TableHandle, plan: _Plan, dry_run: bool,
     doomed: dict[tuple, DataFileMeta] = {}
     delta_snaps = [expiring[s] for s in range(E + 1, end) if s in expiring] + [end_snap]
     for snap in delta_snaps:
-        for meta in _read_list(mio, snap.delta_manifest_list):
+        for meta in _read_list(mio, snap.delta_manifest_list, lists):
             for e in _read_manifest(mio, meta.file_name, cache):
                 key = _file_key(e)
                 if e.kind == DELETE:
@@ -458,7 +468,7 @@ def _expire(table: TableHandle, plan: _Plan, dry_run: bool,
     changelog_files = []
     for sid in sorted(expiring):
         snap = expiring[sid]
-        for meta in _read_list(mio, snap.changelog_manifest_list):
+        for meta in _read_list(mio, snap.changelog_manifest_list, lists):
             for e in _read_manifest(mio, meta.file_name, cache):
                 if e.kind == ADD and _file_key(e) not in tag_changelog:
                     changelog_files.append((data_path(_file_key(e)), e.file.file_size))
@@ -471,7 +481,7 @@ def _expire(table: TableHandle, plan: _Plan, dry_run: bool,
                  snap.delta_manifest_list: snap.delta_manifest_list_size,
                  snap.changelog_manifest_list: snap.changelog_manifest_list_size}
         for list_name in _list_names(snap):
-            for m in _read_list(mio, list_name):
+            for m in _read_list(mio, list_name, lists):
                 if m.file_name not in protected_meta:
                     meta_files[m.file_name] = m.file_size
             if list_name not in protected_meta:

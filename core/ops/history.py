@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
+from core.errors import NotFoundError
 from core.options import check_limit
 
 if TYPE_CHECKING:
+    from core.snapshot import Snapshot
     from core.table_handle import TableHandle
 
 
@@ -28,13 +30,29 @@ class SnapshotInfo:
 def history(table: TableHandle, *, limit: int | None = None) -> list[SnapshotInfo]:
     """Snapshots newest first."""
     check_limit(limit)  # a negative one would slice from the end: every snapshot but the oldest
-    ids = table.snapshots.list_ids()[::-1]
-    if limit is not None:
-        ids = ids[:limit]
     out = []
-    for sid in ids:
-        s = table.snapshots.snapshot(sid)
+    for s in _newest_first(table, limit):
         when = dt.datetime.fromtimestamp(s.time_millis / 1000).astimezone().isoformat(timespec="milliseconds")
         out.append(SnapshotInfo(s.id, s.schema_id, s.commit_kind, when, s.delta_record_count or 0,
                                 s.total_record_count or 0, s.time_millis, s.commit_user))
     return out
+
+
+def _newest_first(table: TableHandle, limit: int | None) -> Iterator[Snapshot]:
+    """Snapshots from the latest down. With a limit, the walk starts at the latest id (the
+    LATEST hint, checked) and reads only ``limit`` snapshot files, never listing snapshot/,
+    which holds one name per retained commit; it ends at the first missing id (below the
+    earliest, or expired meanwhile), as the listing's contiguous run does."""
+    snapshots = table.snapshots
+    if limit is None:
+        for sid in reversed(snapshots.list_ids()):
+            yield snapshots.snapshot(sid)
+        return
+    sid = snapshots.latest_id()
+    while sid is not None and sid > 0 and limit > 0:
+        try:
+            yield snapshots.snapshot(sid)
+        except NotFoundError:
+            return
+        sid -= 1
+        limit -= 1

@@ -414,3 +414,30 @@ def test_cron_expire_next_to_a_writer(tmp_path: Path) -> None:
     for sid in t.snapshots.list_ids():
         for p in live_paths(t, t.snapshots.snapshot(sid)):
             assert os.path.exists(p)
+
+
+def test_each_manifest_list_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Expire reads every manifest list it needs once (issue 44): the lists of the expiring
+    snapshots, of the retained end and of a tag, each a single read however many roles it has."""
+    from core.manifest import ManifestIO
+
+    t = make_table(tmp_path)
+    write_n(t, 12)
+    tag(t, "keep", 4)
+    reads: list[str] = []
+    original = ManifestIO.read_manifest_list
+
+    def counting(self: ManifestIO, name: str):  # type: ignore[no-untyped-def]
+        reads.append(name)
+        return original(self, name)
+
+    monkeypatch.setattr(ManifestIO, "read_manifest_list", counting)
+    result = expire_snapshots(t, retain_min=3, older_than=NO_TIME, max_deletes=100, dry_run=True)
+    latest = t.snapshots.latest_id()
+    assert result.snapshots_expired == list(range(1, latest - 2))  # end = latest - 3 + 1
+    wanted = set()
+    for sid in range(1, latest - 1):  # the expiring ones, the retained end; the tag is snapshot 4
+        s = t.snapshots.snapshot(sid)
+        wanted |= {n for n in (s.base_manifest_list, s.delta_manifest_list, s.changelog_manifest_list) if n}
+    assert sorted(reads) == sorted(set(reads)), "a manifest list was read twice"
+    assert set(reads) == wanted
