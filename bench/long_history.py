@@ -87,7 +87,11 @@ def build(root: Path, sizes: list[int], runs: int | None) -> tuple[dict[int, Pat
 
 
 def timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
-    """CPU (user + system, the child and its threads) and wall seconds of one process."""
+    """CPU (user + system, the child and its threads) and wall seconds of one process. The
+    child may write and read bytecode caches as an installed lakectl does (a
+    PYTHONDONTWRITEBYTECODE=1 here would compile every module in every process)."""
+    if env is None:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)

@@ -11,7 +11,7 @@ import datetime as dt
 import io
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import fastavro
 
@@ -340,8 +340,22 @@ class ManifestIO:
         """The bytes of a manifest holding ``entries`` (written nowhere)."""
         return self._encode(MANIFEST_ENTRY_SCHEMA, entries)
 
-    def read_manifest(self, name: str) -> list[ManifestEntry]:
-        return self._read(name, _manifest_entries, "manifest")
+    def read_manifest(self, name: str, keep_partition: Callable[[bytes], bool] | None = None) -> list[ManifestEntry]:
+        """The manifest's entries; with ``keep_partition``, only those of the partitions it
+        keeps (given the ``_PARTITION`` bytes), the others dropped before they are made into
+        entries: a filter on one partition of thousands pays Avro's decode only."""
+        if keep_partition is None:
+            return self._read(name, _manifest_entries, "manifest")
+        path = join(self.dir, name)
+        try:
+            return [ManifestEntry.from_avro(r)
+                    for r in _records_where(self.file_io.read_bytes(path), "_PARTITION", keep_partition)]
+        except (KeyError, TypeError) as e:
+            raise CorruptMetadataError(f"manifest {path} lacks a field: {e}") from e
+        except _Undecodable as e:
+            raise CorruptMetadataError(f"cannot decode Avro file {path}: {e.__cause__}") from e.__cause__
+        except _LacksField as e:
+            raise CorruptMetadataError(f"manifest {path} lacks a field: {e.__cause__}") from e.__cause__
 
     # ---- manifest lists ------------------------------------------------------------
     def write_manifest_list(self, metas: Sequence[ManifestFileMeta]) -> tuple[str, int]:
@@ -367,15 +381,38 @@ class _LacksField(Exception):
     """An Avro record without a field lakectl needs (the KeyError or TypeError is the cause)."""
 
 
-def _avro_objects(data: bytes, from_avro: Any) -> tuple[Any, ...]:
+def _avro_objects(data: bytes, from_avro: Any, keep: Callable[[dict], bool] | None = None) -> tuple[Any, ...]:
     try:
         records = list(fastavro.reader(io.BytesIO(data)))
     except Exception as e:  # fastavro raises many unrelated types on garbage input
         raise _Undecodable() from e
     try:
-        return tuple(from_avro(r) for r in records)
+        return tuple(from_avro(r) for r in records if keep is None or keep(r))
     except (KeyError, TypeError) as e:
         raise _LacksField() from e
+
+
+def _records_where(data: bytes, field: str, keep: Callable[[Any], bool]) -> list[dict]:
+    """The records of an Avro file whose top-level ``field`` passes ``keep``. Every block is
+    first read with a reader schema of that field alone, which fastavro skips through without
+    building the rest (about a third less work); only a block holding a kept record is read
+    again in full."""
+    try:
+        writer = fastavro.reader(io.BytesIO(data)).writer_schema
+        only_field = {**writer, "fields": [f for f in writer["fields"] if f["name"] == field]}
+        full = fastavro.parse_schema(writer)
+        out = []
+        for block in fastavro.block_reader(io.BytesIO(data), reader_schema=only_field):
+            hits = [i for i, r in enumerate(block) if keep(r[field])]
+            if hits:
+                raw = io.BytesIO(block.bytes_.getvalue())
+                records = [fastavro.schemaless_reader(raw, full, None) for _ in range(block.num_records)]
+                out += [records[i] for i in hits]
+        return out
+    except (KeyError, TypeError):
+        raise
+    except Exception as e:  # fastavro raises many unrelated types on garbage input
+        raise _Undecodable() from e
 
 
 # Module-level functions, so that the per-process cache of FileIO.read_decoded knows them apart.

@@ -3,7 +3,8 @@ that lakectl wrote, in .venv-bench-rust. One query per process, through its SQL 
 
 - range: ``SELECT * ... WHERE id BETWEEN lo AND hi``;
 - lookup: ``SELECT * ... WHERE id IN (k1, ..., k100)``;
-- full: ``SELECT * ...`` (the merged read of the latest snapshot).
+- full: ``SELECT * ...`` (the merged read of the latest snapshot);
+- partition: ``SELECT * ... WHERE p = X`` (one partition of many).
 
 The catalog is a filesystem catalog on the warehouse; the timed part is ``SQLContext.sql``
 (planning, reading, merging, materialising the Arrow batches). Prints one JSON line
@@ -29,6 +30,9 @@ def statement(args) -> str:
         return f"SELECT * FROM {table} WHERE id BETWEEN {args.lo} AND {args.hi}"
     if args.query == "lookup":
         return f"SELECT * FROM {table} WHERE id IN ({args.keys})"
+    if args.query == "partition":
+        column, value = args.partition.split("=")
+        return f"SELECT * FROM {table} WHERE {column} = {int(value)}"
     return f"SELECT * FROM {table}"
 
 

@@ -67,11 +67,28 @@ def _live_entries(table: TableHandle, snapshot: Snapshot, predicate: Predicate |
     try:
         metas = [m for name in (snapshot.base_manifest_list, snapshot.delta_manifest_list) if name
                  for m in mio.read_manifest_list(name)]
-        if predicate is not None and read_schema.partition_keys:
+        keep = None
+        if predicate is not None and predicate.columns & set(read_schema.partition_keys):
             metas = [m for m in metas if _manifest_may_match(m, predicate, read_schema)]
-        return merge_entries(e for m in metas for e in mio.read_manifest(m.file_name))
+            keep = _partition_filter(predicate, read_schema)
+        return merge_entries(e for m in metas for e in mio.read_manifest(m.file_name, keep))
     except FileNotFoundError as e:  # as a missing file: plan() tells a lost race from damage
         raise CorruptMetadataError(f"missing file {e.filename}") from e
+
+
+def _partition_filter(predicate: Predicate, read_schema: TableSchema) -> Callable[[bytes], bool]:
+    """Whether the predicate may match a partition (its BinaryRow bytes), decided once per
+    partition: an entry of a ruled-out partition, ADD or DELETE, is never made (its file would
+    be pruned, and its DELETE only removes a file of that partition)."""
+    decided: dict[bytes, bool] = {}
+
+    def keep(partition: bytes) -> bool:
+        if partition not in decided:
+            values = read_schema.partition_values(partition)
+            decided[partition] = predicate.may_match(_partition_ranges(values, read_schema))
+        return decided[partition]
+
+    return keep
 
 
 def _manifest_may_match(meta: ManifestFileMeta, predicate: Predicate, read_schema: TableSchema) -> bool:

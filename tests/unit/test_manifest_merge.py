@@ -164,7 +164,8 @@ def test_a_partition_filter_reads_only_the_manifests_whose_partition_range_can_h
     t = Table.open("db.t", warehouse=str(tmp_path))
     read = []
     real = ManifestIO.read_manifest
-    monkeypatch.setattr(ManifestIO, "read_manifest", lambda self, name: read.append(name) or real(self, name))
+    monkeypatch.setattr(ManifestIO, "read_manifest",
+                        lambda self, name, keep=None: read.append(name) or real(self, name, keep))
     everything = t.scan()
     all_manifests = len(set(read))
     read.clear()
@@ -172,3 +173,27 @@ def test_a_partition_filter_reads_only_the_manifests_whose_partition_range_can_h
     assert sorted(one.column("id").to_pylist()) == [i for i in range(40) if i % 8 == 3]
     assert 0 < len(set(read)) < all_manifests, (len(set(read)), all_manifests)
     assert everything.num_rows == 40
+
+
+def test_a_partition_filter_makes_entries_of_that_partition_only(tmp_path, monkeypatch):
+    """Every commit's manifest spans all 120 partitions (several Avro blocks each), so no
+    manifest is skipped; the entries of other partitions are dropped before they are made,
+    and the rows equal the full scan's rows of that partition (an overwrite's DELETE entries
+    included)."""
+    t = Table.locate("db.t", warehouse=str(tmp_path))
+    create(t, "id BIGINT, p INT", partition_keys=["p"], options={"bucket": "-1", "write-only": "true"})
+    parts = pa.array(range(120), pa.int32())
+    for c in range(3):
+        t.write(pa.table({"id": pa.array(range(c * 120, (c + 1) * 120), pa.int64()), "p": parts}))
+    # a dynamic partition overwrite (Paimon's default): p=17 alone is replaced
+    t.write(pa.table({"id": pa.array([-17], pa.int64()), "p": pa.array([17], pa.int32())}), mode="overwrite")
+    everything = t.scan()
+    expected = sorted(i for i, p in zip(everything.column("id").to_pylist(), everything.column("p").to_pylist())
+                      if p == 17)
+    assert expected == [-17] and everything.num_rows == 3 * 120 - 3 + 1
+    made = []
+    real = ManifestEntry.from_avro
+    monkeypatch.setattr(ManifestEntry, "from_avro", staticmethod(lambda r: made.append(1) or real(r)))
+    one = t.scan(where="p = 17")
+    assert sorted(one.column("id").to_pylist()) == expected
+    assert len(made) == 3 + 3 + 1  # three ADDs of p=17, the overwrite's three DELETEs and its ADD
