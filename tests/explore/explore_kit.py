@@ -30,8 +30,8 @@ which is how the matrix knows every N to stall at. The model of each command is 
 independent of how lakectl carries it out: a write upserts its rows, delete removes its keys,
 truncate and drop-partition remove rows, rollback makes the rows those of the target snapshot
 in the template's history (removing newer tags), rename moves the table, drop removes it,
-clone copies its rows, and compact, expire, orphan removal, maintain, alter-schema (an option)
-and consumer reset leave the rows alone.
+clone copies its rows, and compact, compact-manifests, expire, orphan removal, maintain,
+alter-schema (an option) and consumer reset leave the rows alone.
 
 Where the warehouses live is a ``Store``: ``LOCAL`` (a directory per scenario, copied from the
 template with ``copytree``; the default) or ``S3Store`` (a fresh ``s3://bucket/wh-...`` prefix per
@@ -379,6 +379,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
             lambda r: [_without(lambda k: k[0] == 2)]),
     Command("compact", lambda r, s: ["compact", TABLE], lambda r: [_on_table(no_row_change)]),
     Command("compact-full", lambda r, s: ["compact", TABLE, "--full"], lambda r: [_on_table(no_row_change)]),
+    Command("compact-manifests", lambda r, s: ["compact-manifests", TABLE], lambda r: [_on_table(no_row_change)]),
     Command("expire", lambda r, s: ["expire", TABLE], lambda r: [_expire(False)]),
     Command("expire-aggressive", lambda r, s: ["expire", TABLE, "--retain-max", "1", "--retain-min", "1",
                                                "--older-than", "0s"], lambda r: [_expire(True)]),
