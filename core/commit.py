@@ -142,6 +142,9 @@ class FileStoreCommit:
     files_deleted: int = field(init=False, default=0)  # DELETE entries of the commit that landed
     retries: int = field(init=False, default=0)  # lost attempts of the last commit() call
     _attempts: dict[int, _Attempt] = field(init=False, default_factory=dict)  # by snapshot id tried
+    # The base manifest lists the last commit wrote, by name: what a caller reports after it
+    # without reading them back (once published, a rename or drop may move them).
+    base_lists: dict[str, list[ManifestFileMeta]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.snapshots = SnapshotManager(self.file_io, self.branch_path or self.table_path)
@@ -189,7 +192,7 @@ class FileStoreCommit:
         retries = max(0, self.schema.core_options.commit_max_retries)  # at least one attempt, whatever the option says
         rewrite: str | None = None
         first_latest = self.snapshots.latest_id()
-        self._attempts, self.retries = {}, 0
+        self._attempts, self.retries, self.base_lists = {}, 0, {}
         expired = 0
         for attempt in range(retries + 1):
             if attempt:
@@ -295,6 +298,7 @@ class FileStoreCommit:
                 written.append(delta_meta.file_name)
             base_name, base_size = self.manifests.write_manifest_list(base_metas)
             written.append(base_name)
+            self.base_lists[base_name] = base_metas
             delta_name, delta_size = self.manifests.write_manifest_list([delta_meta] if delta_meta else [])
             written.append(delta_name)
             changelog_name = changelog_size = None

@@ -51,12 +51,14 @@ def compact_manifests(table: TableHandle, *, dry_run: bool = False) -> CompactMa
         after, size = _estimate(mio, live, table.schema.core_options.manifest_target_file_size)
         return CompactManifestsResult(table.name, table.branch, None, len(before), sum(m.file_size for m in before),
                                       after, size, len(live), True)
-    committed = FileStoreCommit(table.file_io, table.path, table.schema,
-                                branch_path=table.branch_path).compact_manifests()
+    commit = FileStoreCommit(table.file_io, table.path, table.schema, branch_path=table.branch_path)
+    committed = commit.compact_manifests()
     if committed is None or committed.id == latest.id:
         return CompactManifestsResult(table.name, table.branch, None, len(before), sum(m.file_size for m in before),
                                       len(before), sum(m.file_size for m in before), len(live), False)
-    now = mio.read_manifest_list(committed.base_manifest_list)
+    # What this commit wrote, not read back: once the snapshot is published a rename or drop
+    # may move the table's files, and the commit has landed all the same.
+    now = commit.base_lists[committed.base_manifest_list]
     log.info("compacted the manifests of %s: %d -> %d (snapshot %d)", table.name, len(before), len(now), committed.id)
     return CompactManifestsResult(table.name, table.branch, committed.id, len(before),
                                   sum(m.file_size for m in before), len(now), sum(m.file_size for m in now),

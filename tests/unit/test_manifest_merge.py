@@ -197,3 +197,36 @@ def test_a_partition_filter_makes_entries_of_that_partition_only(tmp_path, monke
     one = t.scan(where="p = 17")
     assert sorted(one.column("id").to_pylist()) == expected
     assert len(made) == 3 + 3 + 1  # three ADDs of p=17, the overwrite's three DELETEs and its ADD
+
+
+def test_compact_manifests_reports_its_commit_when_a_rename_moved_the_table_after_it(tmp_path, monkeypatch):
+    """The explorer's compact-manifests@5-vs-rename: stalled after publishing its snapshot, a
+    rename moves the table; the commit has landed, so the command reports it (it read its new
+    manifest list back and failed on the missing file, exit 1)."""
+    import os
+
+    from core.ops.compact_manifests import compact_manifests
+    from core.snapshot import SnapshotManager
+
+    t = Table.locate("db.t", warehouse=str(tmp_path))
+    create(t, "id BIGINT, v STRING", options={"bucket": "-1", "write-only": "true", "manifest.merge-min-count": "999"})
+    for i in range(12):
+        t.write(_rows(i))
+    t = Table.open("db.t", warehouse=str(tmp_path))
+    moved = str(tmp_path / "db.db" / "u")
+    real = SnapshotManager.write_latest_hint
+
+    def rename_first(self, sid):  # the rename runs between the publish and the hint
+        if os.path.isdir(t.path):
+            os.rename(t.path, moved)
+        return real(self, sid)
+
+    monkeypatch.setattr(SnapshotManager, "write_latest_hint", rename_first)
+    result = compact_manifests(t)
+    monkeypatch.undo()
+    u = Table.open("db.u", warehouse=str(tmp_path))
+    snap = u.latest_snapshot()
+    assert result.snapshot_id == snap.id and snap.commit_kind == "COMPACT"
+    assert result.manifests_before == 12  # one per write: eleven in the base list, the last delta
+    assert result.manifests_after == len(u.manifests().read_manifest_list(snap.base_manifest_list)) == 1
+    assert sorted(u.scan().column("id").to_pylist()) == list(range(12))
