@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
@@ -39,6 +40,8 @@ def _nullable(avro_type: Any) -> dict[str, Any]:
 
 
 _STRING_ARRAY = {"type": "array", "items": "string"}
+# Manifests read at once on an object store (S3 answers each GET in milliseconds to tens of them).
+OBJECT_STORE_READERS = 8
 
 DATA_FILE_META_SCHEMA = {
     "type": "record",
@@ -340,6 +343,16 @@ class ManifestIO:
         """The bytes of a manifest holding ``entries`` (written nowhere)."""
         return self._encode(MANIFEST_ENTRY_SCHEMA, entries)
 
+    def read_manifests(self, names: Sequence[str],
+                       keep_partition: Callable[[bytes], bool] | None = None) -> list[ManifestEntry]:
+        """The entries of these manifests, in order. On an object store, where each read waits
+        a round trip, up to OBJECT_STORE_READERS are read at once."""
+        if self.file_io.local or len(names) < 2:
+            return [e for name in names for e in self.read_manifest(name, keep_partition)]
+        with ThreadPoolExecutor(max_workers=min(OBJECT_STORE_READERS, len(names))) as pool:
+            parts = list(pool.map(lambda name: self.read_manifest(name, keep_partition), names))
+        return [e for part in parts for e in part]
+
     def read_manifest(self, name: str, keep_partition: Callable[[bytes], bool] | None = None) -> list[ManifestEntry]:
         """The manifest's entries; with ``keep_partition``, only those of the partitions it
         keeps (given the ``_PARTITION`` bytes), the others dropped before they are made into
@@ -455,13 +468,8 @@ def merge_entries(entries: Iterable[ManifestEntry]) -> list[ManifestEntry]:
 
 def read_entries(mio: ManifestIO, manifest_lists: Sequence[str | None]) -> list[ManifestEntry]:
     """Every entry of the manifests in these lists, in list order."""
-    out: list[ManifestEntry] = []
-    for list_name in manifest_lists:
-        if not list_name:
-            continue
-        for meta in mio.read_manifest_list(list_name):
-            out.extend(mio.read_manifest(meta.file_name))
-    return out
+    return mio.read_manifests([meta.file_name for list_name in manifest_lists if list_name
+                               for meta in mio.read_manifest_list(list_name)])
 
 
 def live_entries(mio: ManifestIO, snapshot: Any) -> list[ManifestEntry]:

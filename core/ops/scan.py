@@ -71,7 +71,7 @@ def _live_entries(table: TableHandle, snapshot: Snapshot, predicate: Predicate |
         if predicate is not None and predicate.columns & set(read_schema.partition_keys):
             metas = [m for m in metas if _manifest_may_match(m, predicate, read_schema)]
             keep = _partition_filter(predicate, read_schema)
-        return merge_entries(e for m in metas for e in mio.read_manifest(m.file_name, keep))
+        return merge_entries(mio.read_manifests([m.file_name for m in metas], keep))
     except FileNotFoundError as e:  # as a missing file: plan() tells a lost race from damage
         raise CorruptMetadataError(f"missing file {e.filename}") from e
 
