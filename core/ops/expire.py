@@ -377,10 +377,12 @@ def _expire_under_marker(table: TableHandle, retain_min: int, retain_max: int, c
     if plan is None:
         earliest = table.snapshots.earliest_id()
         hint = table.snapshots.earliest_hint()
-        if not dry_run and earliest is not None and hint != earliest and (hint is not None or earliest > 1):
-            # Nothing due, but the hint is stale or missing after an expiration (a run killed
-            # before writing it): repair it so earliest_id stays two existence checks. A table
-            # that never expired anything keeps having no hint (Java would write one here).
+        if not dry_run and earliest is not None and hint != earliest:
+            # Nothing due, but the hint is stale, or missing (a table that never expired
+            # anything, or a run killed before writing it): write it, as Java's expire does
+            # here, so that earliest_id stays two existence checks rather than a listing of
+            # snapshot/ (which a writer's expire after each commit would pay, growing with
+            # the history).
             table.snapshots.write_earliest_hint(earliest)
         result = ExpireResult(table.name, table.branch, [], earliest, earliest, 0, 0, 0, dry_run, consumers_expired)
     else:

@@ -441,3 +441,32 @@ def test_each_manifest_list_is_read_once(tmp_path: Path, monkeypatch: pytest.Mon
         wanted |= {n for n in (s.base_manifest_list, s.delta_manifest_list, s.changelog_manifest_list) if n}
     assert sorted(reads) == sorted(set(reads)), "a manifest list was read twice"
     assert set(reads) == wanted
+
+
+def test_a_writers_expire_writes_the_missing_earliest_hint_and_stops_listing(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table that never expired anything has no EARLIEST hint; the expire after each commit
+    writes it (as Java's expire does when nothing is due), so that later commits find the
+    earliest snapshot by two existence checks instead of listing snapshot/, whose size grows
+    with the history (issue 44: a commit at 10,000 commits costs what it does at 100)."""
+    from core.fileio import FileIO
+
+    t = make_table(tmp_path)
+    t.write(rows([1], "2024-01-01", "a"))
+    assert t.snapshots.earliest_hint() == 1
+    for i in range(5):
+        t.write(rows([i], "2024-01-02", "b"))
+    listings: list[str] = []
+    real = FileIO.list_numbered
+
+    def counting(self: FileIO, directory: str, prefix: str) -> list[int]:
+        if prefix == "snapshot-":
+            listings.append(directory)
+        return real(self, directory, prefix)
+
+    monkeypatch.setattr(FileIO, "list_numbered", counting)
+    t.write(rows([7], "2024-01-01", "c"))
+    assert listings == []
+    assert t.snapshots.earliest_hint() == 1
+    assert [(r["dt"], r["id"], r["v"]) for r in scan_rows(t)] == \
+        [("2024-01-01", 1, "a1"), ("2024-01-01", 7, "c7")] + [("2024-01-02", i, f"b{i}") for i in range(5)]
