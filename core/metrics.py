@@ -7,7 +7,9 @@ collector never reads half a file. It keeps every table's series across runs: a 
 the tables it saw and carries the others over from the file it replaces (unless they left
 the warehouse), and a table it skipped or failed keeps its last health and last success time,
 marked by ``lakectl_table_maintenance_status{status, reason}``, so the README's alert on
-``time() - lakectl_table_last_maintenance_success_timestamp_seconds`` fires for it.
+``time() - lakectl_table_last_maintenance_success_timestamp_seconds`` fires for it. A table's
+branches have the same series with a ``branch`` label; main's have none (as before branches
+were maintained).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 import tempfile
 from typing import Callable, Iterable
 
+from core.branch import MAIN_BRANCH
 from core.ops.maintain import TableReport
 
 PREFIX = "lakectl_table_"
@@ -40,39 +43,75 @@ def render(reports: Iterable[TableReport], previous: bytes | None = None,
     """The Prometheus text exposition of the reports, and of ``previous`` (the file an earlier
     run wrote) for every table these reports do not cover that ``keep`` says still exists:
     a run over some tables leaves the others' series as they were. A table skipped or failed
-    keeps its earlier health and last success time, marked with its status and reason."""
-    from prometheus_client import CollectorRegistry, Gauge, generate_latest
+    keeps its earlier health and last success time, marked with its status and reason.
 
-    reg = CollectorRegistry()
-    gauges = {PREFIX + name: Gauge(PREFIX + name, doc, ["table"], registry=reg) for name, doc, _ in _GAUGES}
-    for name, doc, labels in _RUN_GAUGES:
-        gauges[PREFIX + name] = Gauge(PREFIX + name, doc, labels, registry=reg)
+    Main's series carry the label ``table`` alone, as before branches were maintained; each
+    branch's series are the same metrics with ``branch="NAME"`` added (``{branch=""}`` selects
+    main's). A branch's earlier series stay while a run does not reach the table's branches
+    (the table skipped), and go once a run that did finds the branch deleted."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    docs = {PREFIX + name: doc for name, doc, _ in _GAUGES}
+    docs.update({PREFIX + name: doc for name, doc, _ in _RUN_GAUGES})
+    series: dict[str, dict[tuple[tuple[str, str], ...], float]] = {name: {} for name in docs}
+
+    def put(name: str, labels: dict[str, str], value: float) -> None:
+        series[name][tuple(labels.items())] = value
+
     reports = list(reports)
     seen = {r.table: r for r in reports}
-    earlier = _samples(previous)
-    for sample_name, labels, value in earlier:
+    for sample_name, labels, value in _samples(previous):
         table = labels.get("table")
-        gauge = gauges.get(sample_name)
-        if gauge is None or table is None or (keep is not None and not keep(table)):
+        if sample_name not in series or table is None or (keep is not None and not keep(table)):
             continue
-        if table not in seen:
-            gauge.labels(**labels).set(value)
-        elif sample_name in _CARRIED and not _reported_now(seen[table], sample_name):
-            gauge.labels(**labels).set(value)  # the health and success of a run before this one
-    for r in reports:
-        if r.health is not None:
-            for name, _, value in _GAUGES:
-                v = value(r)
-                if v is not None:
-                    gauges[PREFIX + name].labels(r.table).set(v)
-        if r.finished_at is not None:
-            gauges[PREFIX + "last_maintenance_success_timestamp_seconds"].labels(r.table).set(r.finished_at)
-        gauges[PREFIX + "maintenance_duration_seconds"].labels(r.table).set(r.duration_seconds)
-        gauges[PREFIX + "maintenance_bytes_freed"].labels(r.table).set(r.bytes_freed)
-        gauges[PREFIX + "maintenance_failed"].labels(r.table).set(1 if r.status == "failed" else 0)
-        gauges[PREFIX + "maintenance_skipped"].labels(r.table).set(1 if r.status == "skipped" else 0)
-        gauges[PREFIX + "maintenance_status"].labels(r.table, r.status, (r.reason or "")[:200]).set(1)
+        r = seen.get(table)
+        if r is not None and "branch" in labels:
+            if r.branches is None:
+                r = None  # this run did not reach the table's branches: theirs stay as they were
+            else:
+                r = next((b for b in r.branches if b.branch == labels["branch"]), None)
+                if r is None:
+                    continue  # the branch was deleted: its series go
+        if r is None:
+            put(sample_name, labels, value)
+        elif sample_name in _CARRIED and not _reported_now(r, sample_name):
+            put(sample_name, labels, value)  # the health and success of a run before this one
+    for main in reports:
+        for r in [main, *(main.branches or [])]:
+            who = {"table": r.table} if r.branch == MAIN_BRANCH else {"table": r.table, "branch": r.branch}
+            if r.health is not None:
+                for name, _, value in _GAUGES:
+                    v = value(r)
+                    if v is not None:
+                        put(PREFIX + name, who, v)
+            if r.finished_at is not None:
+                put(PREFIX + "last_maintenance_success_timestamp_seconds", who, r.finished_at)
+            put(PREFIX + "maintenance_duration_seconds", who, r.duration_seconds)
+            put(PREFIX + "maintenance_bytes_freed", who, r.bytes_freed)
+            put(PREFIX + "maintenance_failed", who, 1 if r.status == "failed" else 0)
+            put(PREFIX + "maintenance_skipped", who, 1 if r.status == "skipped" else 0)
+            put(PREFIX + "maintenance_status", {**who, "status": r.status, "reason": (r.reason or "")[:200]}, 1)
+    reg = CollectorRegistry()
+    reg.register(_Families(docs, series))
     return generate_latest(reg)
+
+
+class _Families:
+    """A collector of gauge families whose series may differ in their label names (main's
+    ``table``, a branch's ``table`` and ``branch``), which ``prometheus_client.Gauge`` cannot hold."""
+
+    def __init__(self, docs: dict[str, str], series: dict[str, dict[tuple[tuple[str, str], ...], float]]) -> None:
+        self.docs, self.series = docs, series
+
+    def collect(self):
+        from prometheus_client.core import GaugeMetricFamily
+        from prometheus_client.samples import Sample
+
+        for name, doc in self.docs.items():
+            family = GaugeMetricFamily(name, doc, labels=[])
+            family.samples.extend(Sample(name, dict(labels), value, None)
+                                  for labels, value in self.series[name].items())
+            yield family
 
 
 # Per run: (suffix, help, labels).
@@ -91,15 +130,16 @@ _CARRIED = {PREFIX + name for name, _, _ in _GAUGES} | {PREFIX + "last_maintenan
 
 
 def last_success_times(path: str) -> dict[str, float]:
-    """Each table's last successful maintenance, from the metrics file an earlier run wrote
-    (none when there is no file yet)."""
+    """Each table's last successful maintenance (main's series: the table's run), from the
+    metrics file an earlier run wrote (none when there is no file yet)."""
     try:
         with open(path, "rb") as f:
             previous = f.read()
     except FileNotFoundError:
         return {}
     name = PREFIX + "last_maintenance_success_timestamp_seconds"
-    return {labels["table"]: value for sample, labels, value in _samples(previous) if sample == name and "table" in labels}
+    return {labels["table"]: value for sample, labels, value in _samples(previous)
+            if sample == name and "table" in labels and "branch" not in labels}
 
 
 def _reported_now(r: TableReport, sample_name: str) -> bool:

@@ -68,16 +68,19 @@ _add(HONOURED, "see the README, 'Paimon options lakectl honours'",
      # Paimon 2.x, with pypaimon 2.1 as the reference (README: row tracking and data evolution);
      # the actions lakectl cannot do on them refuse in their own modules, naming the option.
      "data-evolution.enabled", "row-tracking.enabled",
-     # maintain's append compaction waits for this many small files (core/ops/maintain.py).
-     "compaction.min.file-num",
+     # maintain's append compaction waits for this many small files (core/ops/maintain.py);
+     # compact without --full rewrites at most max.file-num files of an append bucket
+     # (core/kernels/compact_plan.py, with Java 1.0's fallback key); universal compaction of
+     # primary-key buckets reads the size rules (compact_plan.UniversalOptions).
+     "compaction.min.file-num", "compaction.max.file-num", "compaction.early-max.file-num",
+     "compaction.max-size-amplification-percent", "compaction.size-ratio",
      # Every commit merges the manifests it builds on by these (core/manifest_merge.py).
      "manifest.target-file-size", "manifest.full-compaction-threshold-size", "manifest.merge-min-count")
 
 _add(IGNORED, _TUNING,
      "write-buffer-for-append", "write-buffer-spill.max-disk-size", "sort-engine", "sort-spill-threshold",
      "sort-spill-buffer-size", "spill-compression", "spill-compression.zstd-level", "page-size",
-     "cache-page-size", "num-sorted-run.stop-trigger", "compaction.max-size-amplification-percent",
-     "compaction.size-ratio", "compaction.max.file-num",
+     "cache-page-size", "num-sorted-run.stop-trigger",
      "compaction.optimization-interval", "commit.force-compact", "commit.force-create-snapshot",
      "commit.user-prefix", "commit.max-retry-wait", "commit.min-retry-wait", "commit.timeout",
      "source.split.target-size", "source.split.open-file-cost", "scan.max-splits-per-task",

@@ -150,8 +150,10 @@ _add(_int(1), "changelog.num-retained.min", "changelog.num-retained.max", "num-s
      "tag.num-retained-max", "dynamic-bucket.initial-buckets", "dynamic-bucket.assigner-parallelism")
 _add(_int(2, " (level 0 and at least one level to compact to)"), "num-levels")
 _add(_int(-1, " (-1: no limit)"), "dynamic-bucket.max-buckets")
-# Tuning lakectl does not act on: Java's type is checked, not a range.
+# Tuning (mostly lakectl does not act on it; the compaction counts and ratios it does read):
+# Java's type is checked, not a range.
 _add(_int(), "compaction.max-size-amplification-percent", "compaction.max.file-num", "compaction.min.file-num",
+     "compaction.early-max.file-num",
      "compaction.size-ratio", "cross-partition-upsert.bootstrap-parallelism", "delete-file.thread-num",
      "file.compression.zstd-level", "local-sort.max-num-file-handles", "manifest.merge-min-count",
      "read.batch-size", "scan.manifest.parallelism", "scan.max-splits-per-task",
@@ -210,6 +212,7 @@ _add(_enum("log", "file"), "streaming-read-mode")
 _add(_enum("daily", "hourly", "two-hours"), "tag.creation-period")
 _add(_enum("with_dashes", "without_dashes", "without_dashes_and_spaces"), "tag.period-formatter")
 _add(_enum("default", "mod", "hive"), "bucket-function.type")
+_add(_enum("values-time", "update-time"), "partition.expiration-strategy")  # an enum in Java 1.0
 
 # Java 1.0 options whose value is free text to this table: names, patterns, formats and
 # compressions (the ones lakectl writes are checked in core.options.validate), materialized-table
@@ -222,7 +225,7 @@ TEXT_OPTIONS = frozenset({
     "incremental-between", "incremental-between-timestamp", "log.format", "log.key.format",
     "lookup.cache-spill-compression", "manifest.compression", "manifest.format", "metadata.stats-mode",
     "metastore.tag-to-partition", "partial-update.remove-record-on-sequence-group", "partition",
-    "partition.default-name", "partition.expiration-strategy", "partition.mark-done-action",
+    "partition.default-name", "partition.mark-done-action",
     "partition.timestamp-formatter", "partition.timestamp-pattern", "path", "primary-key", "record-level.time-field",
     "record-level.time-field-type", "rowkind.field", "scan.fallback-branch", "scan.tag-name", "scan.timestamp",
     "scan.version", "sequence.field", "sink.watermark-time-zone", "spill-compression", "tag.callback.#.param",

@@ -148,6 +148,16 @@ class CoreOptions:
     def num_sorted_run_compaction_trigger(self) -> int:
         return self._read(parse_int, "num-sorted-run.compaction-trigger", "5")
 
+    def compaction_max_file_num(self, bucket_unaware: bool) -> int:
+        """compaction.max.file-num (or Paimon's older key compaction.early-max.file-num): the
+        most files one non-full compaction of an append bucket rewrites. Paimon 1.0 has no
+        single default: 5 for bucketed append tables (its writers' compact manager), 50 for
+        bucket-unaware ones (``bucket=-1``, its compaction coordinator)."""
+        for key in ("compaction.max.file-num", "compaction.early-max.file-num"):
+            if key in self.raw:
+                return self._read(parse_int, key)
+        return 50 if bucket_unaware else 5
+
     @property
     def num_levels(self) -> int:
         """LSM levels of primary-key buckets; full compaction writes the top one (num-levels - 1)."""

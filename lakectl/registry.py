@@ -31,8 +31,8 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("delete", "delete", "Delete the rows a --where filter matches, as one snapshot."),
     Entry("expire", "expire", "Expire old snapshots and delete the files only they reference (tags are kept)."),
     Entry("expire-partitions", "expire_partitions",
-          "Drop partitions whose time (partition.timestamp-pattern / -formatter) has expired, as one OVERWRITE "
-          "snapshot; data files go when that snapshot's predecessors expire."),
+          "Drop partitions whose time has expired, as one OVERWRITE snapshot; data files go when that "
+          "snapshot's predecessors expire."),
     Entry("truncate", "truncate",
           "Delete every row as one OVERWRITE snapshot; data files go when that snapshot's predecessors expire."),
     Entry("drop-partition", "truncate",

@@ -81,7 +81,11 @@ def pick_files(schema: TableSchema, files: Sequence[DataFileMeta], level: int, *
         files: the bucket's live files.
         level: the output level (``output_level(schema)``).
         full: False picks a primary-key bucket only when it holds more than one sorted run,
-            so a bucket that is a single file or already one run keeps its files.
+            so a bucket that is a single file or already one run keeps its files; for an
+            append bucket it picks at most compaction.max.file-num files, the oldest first
+            (the rest wait for the next compaction, as in Paimon, whose bucketed append
+            compaction rewrites one such window per task), and returns them to be rewritten
+            as given (``CompactTask.picked``).
     """
     ordered = in_sequence_order(files)
     if not ordered:
@@ -99,7 +103,17 @@ def pick_files(schema: TableSchema, files: Sequence[DataFileMeta], level: int, *
     small = sum(1 for f in rest if f.file_size < full_size)
     if len(rest) < 2 or small <= len(rest) - small:
         return ()
+    if not full:
+        rest = rest[:max_append_files(schema)]
+        if len(rest) < 2:
+            return ()
     return rest
+
+
+def max_append_files(schema: TableSchema) -> int:
+    """compaction.max.file-num for the table: the most files a non-full compaction of one
+    append bucket rewrites (Paimon 1.0's default: 5 bucketed, 50 with bucket=-1)."""
+    return schema.core_options.compaction_max_file_num(schema.num_buckets == -1)
 
 
 # ---- universal compaction ------------------------------------------------------------------

@@ -6,7 +6,8 @@ sorted run at the top level without deletes, and merges the small files of appen
 Without ``full`` primary-key buckets follow Paimon's universal compaction
 (``kernels.compact_plan.pick_universal``: size amplification, size ratio, sorted-run count against
 num-sorted-run.compaction-trigger), which may write below the top level and then keeps
-deletes; append buckets merge their small files either way.
+deletes; append buckets merge their small files either way, without ``full`` at most
+compaction.max.file-num of them per bucket (the oldest; the rest wait for the next compaction).
 
 A full compaction's snapshot carries the property ``lakectl.compaction=full``, so that
 ``full-compaction.delta-commits`` can count the data commits since the last one.
@@ -189,6 +190,9 @@ def _plan_on(table: TableHandle, snapshot: Snapshot, selected: Callable[[tuple[A
             files, task_level, picked, drop_deletes = unit.files, unit.output_level, True, unit.drop_deletes
         else:
             files = pick_files(schema, [e.file for e in group], level, full=full)
+            # A non-full append pick is at most compaction.max.file-num files: rewritten as
+            # given, not picked again by the kernel's full rule (which would take them all).
+            picked = not full and not schema.has_primary_key
             if dv and full and not files and split_deletion_files(vectors, part, bucket, group):
                 # Settled at the top level but with vectors: a full compaction applies them.
                 files, picked = in_sequence_order([e.file for e in group]), True

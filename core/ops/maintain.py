@@ -7,7 +7,15 @@ partition expiry, tag expiry, then orphan removal last, so that orphans never ra
 compaction or expiry is still writing or deleting. Every verb is an existing operation of
 ``core.ops``; this module only decides which to call.
 
-One table's failure is recorded and the run goes on with the next table.
+Each branch of a table (``branch/branch-NAME/``) is maintained after main, under the same
+lease, by its own schema's options: its compaction, manifest compaction, snapshot and consumer
+expiry, partition expiry and tag expiry, each reported as its own ``TableReport`` (``branch``)
+in the main report's ``branches``. Orphan removal runs once per table, after every branch,
+since a file is an orphan only when no branch references it (Paimon's ``RemoveOrphanFiles``).
+
+One table's failure is recorded and the run goes on with the next table; one branch's failure
+is recorded and the run goes on with the table's next branch (orphan removal then waits for a
+run in which every branch finished).
 """
 
 from __future__ import annotations
@@ -20,7 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from core.errors import CommitConflictError, LakectlError, NotFoundError
+from core.branch import MAIN_BRANCH, branch_names
+from core.errors import CommitConflictError, LakectlError, NotFoundError, UsageError
 from core.health import Health, measure
 from core.ops.full_compaction import full_compaction_due
 from core.ops.orphans import orphan_age_seconds
@@ -78,9 +87,12 @@ def plan_table(table: TableHandle, health: Health, policy: Policy) -> list[Actio
         retain_min = int(opts.get("snapshot.num-retained.min", "10"))
         actions.append(Action("expire", f"{health.snapshots} snapshots, snapshot.num-retained.min {retain_min}, "
                                         f"snapshot.time-retained {opts.get('snapshot.time-retained', '1h')}"))
-    if "partition.expiration-time" in opts and table.schema.partition_keys \
-            and opts.get("partition.expiration-strategy", "values-time") == "values-time":
-        actions.append(Action("expire-partitions", f"partition.expiration-time {opts['partition.expiration-time']}"))
+    expiring = _partitions_due(table) if "partition.expiration-time" in opts and table.schema.partition_keys else 0
+    if expiring:
+        count = "partitions" if expiring < 0 else f"{expiring} partition(s)"
+        actions.append(Action("expire-partitions", f"{count} past partition.expiration-time "
+                                                   f"{opts['partition.expiration-time']} "
+                                                   f"({opts.get('partition.expiration-strategy', 'values-time')})"))
     if health.tags and _tags_due(table):
         actions.append(Action("expire-tags", f"{health.tags} tags (TTL)"))
     actions.append(Action("remove-orphan-files", f"files unreferenced for {policy.orphan_age}"))
@@ -91,6 +103,18 @@ def _expire_due(table: TableHandle) -> bool:
     from core.ops.expire import expire_due
 
     return expire_due(table)
+
+
+def _partitions_due(table: TableHandle) -> int:
+    """How many partitions expire-partitions would drop now (its own dry run: manifests, no
+    data). -1 for a table it refuses (unreadable partition values, a bad option): planned
+    anyway, so that the run reports why at that verb, after the verbs before it."""
+    from core.ops.partitions import expire_partitions
+
+    try:
+        return len(expire_partitions(table, dry_run=True).partitions)
+    except UsageError:
+        return -1
 
 
 def _tags_due(table: TableHandle) -> bool:
@@ -146,13 +170,14 @@ def recommendations(table: TableHandle, health: Health, policy: Policy = Policy(
     """What ``lakectl health`` recommends: exactly the verbs maintain would run on the table
     under ``policy``, each as the command that runs it alone. Orphan removal, which maintain
     always runs, is left out: health reads metadata only and cannot see orphans."""
-    return [Recommendation(a.reason, command_for(table.name, a))
+    return [Recommendation(a.reason, command_for(table.name, a, table.branch))
             for a in plan_table(table, health, policy) if a.verb != "remove-orphan-files"]
 
 
-def command_for(name: str, action: Action) -> str:
-    """The lakectl command line that runs ``action`` on table ``name`` by itself."""
-    return f"lakectl {action.verb} {name}" + (" --full" if action.full else "")
+def command_for(name: str, action: Action, branch: str = MAIN_BRANCH) -> str:
+    """The lakectl command line that runs ``action`` on table ``name`` (on ``branch``) by itself."""
+    return (f"lakectl {action.verb} {name}" + ("" if branch == MAIN_BRANCH else f" --branch {branch}")
+            + (" --full" if action.full else ""))
 
 
 @dataclass
@@ -177,6 +202,10 @@ class TableReport:
     finished_at: float | None = None  # epoch seconds of a successful maintenance
     started_at: float | None = None   # epoch seconds the lease was taken (None: never held)
     released_at: float | None = None  # epoch seconds the lease was given back
+    branch: str = MAIN_BRANCH
+    # main's report: one report per branch of the table, maintained under the same lease
+    # (None: the run did not get to the branches: the table was skipped, or failed before)
+    branches: list["TableReport"] | None = None
 
 
 # Orphan paths a report lists (their count is always there): a dry run shows the first few.
@@ -239,11 +268,41 @@ LEASE_SECONDS = 600.0
 StepCallback = Callable[[str, int, int, str], None]
 
 
+ORPHANS = "remove-orphan-files"
+
+
+@dataclass
+class _BranchWork:
+    """One branch's part of a table's run: its handle (None when it could not be planned), its
+    report, and the verbs its own options call for (orphan removal is the table's, once)."""
+    handle: TableHandle | None
+    report: TableReport
+    actions: list[Action]
+    planning_seconds: float = 0.0
+
+
+def _plan_branch(table: TableHandle, name: str, policy: Policy) -> _BranchWork:
+    """Measure branch ``name`` and plan it by its own schema's options under the table's policy."""
+    start = time.monotonic()
+    rep = TableReport(table.name, "done", branch=name)
+    try:
+        handle = table.on_branch(name)
+        rep.health = measure(handle)
+        actions = [a for a in plan_table(handle, rep.health, policy) if a.verb != ORPHANS]
+    except NotFoundError as e:  # deleted since the branches were listed: not a failure
+        return _BranchWork(None, _finish(rep, start, "skipped", f"the branch went away meanwhile: {e}"), [])
+    except (LakectlError, OSError) as e:
+        return _BranchWork(None, _finish(rep, start, "failed", f"{type(e).__name__}: {e}"), [])
+    return _BranchWork(handle, rep, actions, time.monotonic() - start)
+
+
 def maintain_table(table: TableHandle, policy: Policy, *, dry_run: bool = False, engine_settings: Any = None,
                    holder: str | None = None, lease_seconds: float = LEASE_SECONDS,
                    on_step: StepCallback | None = None) -> TableReport:
     """Plan and (unless ``dry_run``) run the table's maintenance under its lease, renewed while
-    the work runs. Never raises for the table's own errors: they are the report's.
+    the work runs: main's verbs, then each branch's by the branch's own options (each branch
+    its own report in ``branches``), then orphan removal once for the whole table. Never raises
+    for the table's own errors: they are the report's.
     ``engine_settings`` (the --engine choice) goes to compaction, which sends big compactions to
     Spark under ``auto``. ``on_step`` hears each verb start (progress bars)."""
     start = time.monotonic()
@@ -252,20 +311,31 @@ def maintain_table(table: TableHandle, policy: Policy, *, dry_run: bool = False,
         rep.health = measure(table)
         actions = plan_table(table, rep.health, policy)
         check_policy(policy, actions)
+        names = [] if policy.skip else branch_names(table)
     except NotFoundError as e:  # dropped or renamed since the tables were listed: not a failure
         return _finish(rep, start, "skipped", f"the table went away meanwhile: {e}")
     except (LakectlError, OSError) as e:
         return _finish(rep, start, "failed", f"{type(e).__name__}: {e}")
     if policy.skip:
         return _finish(rep, start, "skipped", "policy skips the table")
+    # Main's verbs, then each branch's, then orphan removal once: an orphan is a file no branch
+    # references, so it is the table's verb and runs after every branch has expired its own.
+    own = [a for a in actions if a.verb != ORPHANS]
+    orphans = [a for a in actions if a.verb == ORPHANS]
+    branches = [_plan_branch(table, name, policy) for name in names]
     if dry_run:
         # What each verb would do now, from each command's own dry run (a later verb's
         # figures do not include what an earlier one would change first).
-        try:
-            rep.actions = [_run_action(table, a, policy, engine_settings, dry_run=True) for a in actions]
-        except (LakectlError, OSError) as e:
-            return _finish(rep, start, "failed", f"dry run: {type(e).__name__}: {e}")
-        return _finish(rep, start, "planned", None)
+        rep.branches = [b.report for b in branches]
+        failure = _dry_run(table, rep, own, policy, engine_settings)
+        for b in branches:
+            if b.handle is not None:
+                t0 = time.monotonic()
+                why = _dry_run(b.handle, b.report, b.actions, policy, engine_settings)
+                _finish(b.report, t0, "failed" if why else "planned", why, spent=b.planning_seconds)
+        if failure is None:
+            failure = _dry_run(table, rep, orphans, policy, engine_settings)
+        return _finish(rep, start, "failed" if failure else "planned", failure)
     try:
         held = leases.acquire(table.file_io, table.path, holder=holder or leases.new_holder(),
                               ttl_seconds=lease_seconds)
@@ -277,46 +347,107 @@ def maintain_table(table: TableHandle, policy: Policy, *, dry_run: bool = False,
     if held is None:
         return _finish(rep, start, "skipped", _held_message(holding))
     rep.started_at = time.time()
+    rep.branches = [b.report for b in branches]
+    steps = _Steps(on_step, table.name, len(actions) + sum(len(b.actions) for b in branches))
+    stop: tuple[str, str] | None = None
     try:
         with leases.kept(table.file_io, held, lease_seconds) as keeper, _stamp_release(rep):
-            for i, action in enumerate([*actions, None]):
-                # Before each verb and after the last: a run stopped longer than its lease (Ctrl-Z,
-                # a paused VM) may find the table taken over by another run, and leaves it to it.
-                try:
-                    lost_to = keeper.lost_to()
-                except (LakectlError, OSError) as e:
-                    return _finish(rep, start, "failed", f"lease: {type(e).__name__}: {e}")
-                if lost_to is not None:
-                    rep.bytes_freed = sum(a.bytes_freed for a in rep.actions)
-                    if _gone(table):  # dropped or renamed (its lease went with it): not a failure
-                        return _finish(rep, start, "skipped", "the table went away meanwhile (dropped or renamed)")
-                    return _finish(rep, start, "failed", _lost_message(lost_to, actions[i:]))
-                if action is None:
-                    break
-                if on_step is not None:
-                    on_step(table.name, i, len(actions), action.verb)
-                try:
-                    rep.actions.append(_run_action(table, action, policy, engine_settings))
-                except (LakectlError, OSError) as e:
-                    # Stop this table: later verbs (orphans above all) assume the earlier ones finished.
-                    rep.actions.append(ActionReport(action.verb, action.reason, done=False,
-                                                    error=f"{type(e).__name__}: {e}"))
-                    if isinstance(e, (CommitConflictError, NotFoundError)) or _gone(table):
-                        # A lost race (another command's rewrite, the table renamed or dropped):
-                        # nothing was changed, and the next run maintains what is there then.
-                        rep.bytes_freed = sum(a.bytes_freed for a in rep.actions)
-                        return _finish(rep, start, "skipped", f"{action.verb} lost a race: {e}")
-                    return _finish(rep, start, "failed", f"{action.verb}: {e}")
+            stop = _run_verbs(table, rep, own, policy, engine_settings, keeper, steps, left_after=orphans)
+            for b in branches:  # a failure of main's own verbs leaves its branches' histories to maintain
+                if b.handle is None:
+                    continue
+                t0 = time.monotonic()
+                ended = _run_verbs(b.handle, b.report, b.actions, policy, engine_settings, keeper, steps)
+                b.report.bytes_freed = sum(a.bytes_freed for a in b.report.actions)
+                _finish(b.report, t0, *(ended or ("done", None)), spent=b.planning_seconds)
+            unfinished = [b.report.branch for b in branches if b.report.status == "failed"]
+            if stop is None and unfinished and orphans:
+                # Orphan removal waits for a run in which every branch finished (as it waits for
+                # main's verbs): later verbs assume the earlier ones finished. The lease is checked.
+                stop = _run_verbs(table, rep, [], policy, engine_settings, keeper, steps, left_after=orphans)
+                if stop is None:
+                    rep.actions.append(ActionReport(
+                        ORPHANS, orphans[0].reason, done=False,
+                        error=f"not run: branch {', '.join(unfinished)} failed; orphan removal waits for a run "
+                              f"in which every branch finishes"))
+            elif stop is None:
+                stop = _run_verbs(table, rep, orphans, policy, engine_settings, keeper, steps)
     finally:
         if rep.released_at is None:  # the lease was never kept (kept() failed to start)
             rep.released_at = time.time()
     rep.bytes_freed = sum(a.bytes_freed for a in rep.actions)
+    for b in branches:  # maintained under the table's lease
+        b.report.started_at, b.report.released_at = rep.started_at, rep.released_at
+        if b.handle is not None and b.report.status == "done":
+            b.report.finished_at = rep.released_at
+            with contextlib.suppress(LakectlError, OSError):
+                b.report.health = measure(b.handle)  # after: what the metrics report
+    if stop is not None:
+        return _finish(rep, start, *stop)
     rep.finished_at = time.time()
     try:
         rep.health = measure(table)  # after: what the metrics report
     except (LakectlError, OSError):
         pass
     return _finish(rep, start, "done", None)
+
+
+class _Steps:
+    """``on_step`` over a whole table's verbs, main's and its branches' (one progress bar)."""
+
+    def __init__(self, on_step: StepCallback | None, name: str, total: int) -> None:
+        self.on_step, self.name, self.total, self.done = on_step, name, total, 0
+
+    def __call__(self, table: TableHandle, verb: str) -> None:
+        if self.on_step is not None:
+            self.on_step(self.name, self.done, self.total, verb if table.is_main else f"{verb} (branch {table.branch})")
+        self.done += 1
+
+
+def _dry_run(table: TableHandle, rep: TableReport, actions: list[Action], policy: Policy,
+             engine_settings: Any) -> str | None:
+    """Each verb's own dry run into ``rep.actions``; the failure, or None."""
+    try:
+        for a in actions:
+            rep.actions.append(_run_action(table, a, policy, engine_settings, dry_run=True))
+    except (LakectlError, OSError) as e:
+        return f"dry run: {type(e).__name__}: {e}"
+    return None
+
+
+def _run_verbs(table: TableHandle, rep: TableReport, actions: list[Action], policy: Policy, engine_settings: Any,
+               keeper: leases.Keeper, steps: _Steps, *, left_after: list[Action] = ()) -> tuple[str, str] | None:
+    """Run ``actions`` on ``table`` (main or a branch) into ``rep.actions``, checking the lease
+    before each and after the last; None when all ran, else the (status, reason) they stopped
+    with (``left_after``: verbs of the table that would have run next, for a lost lease's reason)."""
+    for i, action in enumerate([*actions, None]):
+        # Before each verb and after the last: a run stopped longer than its lease (Ctrl-Z,
+        # a paused VM) may find the table taken over by another run, and leaves it to it.
+        try:
+            lost_to = keeper.lost_to()
+        except (LakectlError, OSError) as e:
+            return "failed", f"lease: {type(e).__name__}: {e}"
+        if lost_to is not None:
+            rep.bytes_freed = sum(a.bytes_freed for a in rep.actions)
+            if _gone(table):  # dropped or renamed (its lease went with it): not a failure
+                return "skipped", _gone_message(table)
+            return "failed", _lost_message(lost_to, [*actions[i:], *left_after])
+        if action is None:
+            return None
+        steps(table, action.verb)
+        try:
+            rep.actions.append(_run_action(table, action, policy, engine_settings))
+        except (LakectlError, OSError) as e:
+            # Stop: later verbs (orphans above all) assume the earlier ones finished.
+            rep.actions.append(ActionReport(action.verb, action.reason, done=False,
+                                            error=f"{type(e).__name__}: {e}"))
+            rep.bytes_freed = sum(a.bytes_freed for a in rep.actions)
+            if isinstance(e, (CommitConflictError, NotFoundError)) or _gone(table):
+                # A lost race (another command's rewrite, the table renamed or dropped, the
+                # branch deleted): nothing was changed, and the next run maintains what is there then.
+                return "skipped", f"{action.verb} lost a race: {e}"
+            return "failed", f"{action.verb}: {e}"
+    return None
 
 
 @contextlib.contextmanager
@@ -330,11 +461,18 @@ def _stamp_release(rep: TableReport):
 
 
 def _gone(table: TableHandle) -> bool:
-    """Has the table been dropped or renamed since the run began (no schema file left)?"""
+    """Has the table been dropped or renamed (or the branch deleted) since the run began (no
+    schema file left)?"""
     try:
         return not table.schemas.list_ids()
     except (LakectlError, OSError):
         return False
+
+
+def _gone_message(table: TableHandle) -> str:
+    if table.is_main:
+        return "the table went away meanwhile (dropped or renamed)"
+    return "the branch went away meanwhile (deleted, or its table dropped or renamed)"
 
 
 def _held_message(holding: leases.Holder | None) -> str:
@@ -350,9 +488,9 @@ def _lost_message(holder: str, left: list[Action]) -> str:
             f"over; verbs not run: {verbs_left}")
 
 
-def _finish(rep: TableReport, start: float, status: str, reason: str | None) -> TableReport:
+def _finish(rep: TableReport, start: float, status: str, reason: str | None, *, spent: float = 0.0) -> TableReport:
     rep.status, rep.reason = status, reason
-    rep.duration_seconds = time.monotonic() - start
+    rep.duration_seconds = time.monotonic() - start + spent
     return rep
 
 

@@ -1,7 +1,9 @@
-"""Partition expiration: drop partitions whose time, read from their values, is older than
-``partition.expiration-time``, with one OVERWRITE snapshot that DELETEs all their files.
+"""Partition expiration: drop partitions whose time is older than ``partition.expiration-time``,
+with one OVERWRITE snapshot that DELETEs all their files. ``partition.expiration-strategy``
+says what the time of a partition is, as in Paimon: ``values-time`` (the default) reads it
+from the partition's values, ``update-time`` takes its last update.
 
-The time of a partition comes from ``partition.timestamp-pattern`` (``$dt``, ``$dt $hour:00:00``;
+values-time: the time of a partition comes from ``partition.timestamp-pattern`` (``$dt``, ``$dt $hour:00:00``;
 default: the first partition column's value) parsed with ``partition.timestamp-formatter``
 (a Java DateTimeFormatter pattern such as ``yyyyMMdd``; default ``yyyy-MM-dd`` with an optional
 `` HH:mm:ss``), as Paimon's values-time strategy does. A partition is expired when that time
@@ -10,6 +12,16 @@ is before now minus the expiration time (local wall-clock times, like Java's Loc
 Where Paimon skips partitions it cannot parse (so a misconfigured table silently never
 expires), lakectl refuses with the reason before anything happens. The default partition
 (null values) has no time and is never expired.
+
+update-time: the time of a partition is the newest creation time (``_CREATION_TIME``, local
+wall-clock time) of its live data files, Paimon's ``lastFileCreationTime`` of the partition;
+a write or a compaction into the partition renews it. A partition is expired when that time is
+before now minus the expiration time. Any partition can expire this way, the default partition
+included (Java 1.0 fails on a null value there; later Paimon drops it, as lakectl does). Paimon
+takes the newest creation time over the manifest entries of the snapshot, which may still hold
+files deleted since (until the manifests are merged); lakectl takes the live files only. A
+file without a creation time (older than any Paimon that wrote one) makes its partition's time
+unknown, and lakectl refuses instead of guessing.
 
 Data files are not removed here: old snapshots still reference them and still scan; snapshot
 expiration deletes them later.
@@ -21,7 +33,7 @@ import logging
 import re
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from core import binary_row
@@ -36,6 +48,23 @@ log = logging.getLogger(__name__)
 
 CHECK_HINT = "partition-expire-check"  # <table>/partition-expire-check: epoch millis of the last check
 DEFAULT_CHECK_INTERVAL = "1h"
+VALUES_TIME, UPDATE_TIME = "values-time", "update-time"  # partition.expiration-strategy (Java's enum)
+STRATEGIES = (VALUES_TIME, UPDATE_TIME)
+
+
+def expiration_strategy(options: dict[str, str]) -> str:
+    """partition.expiration-strategy, lower case (Java matches its enum without case).
+
+    Raises:
+        UsageError: a value other than values-time or update-time.
+    """
+    text = options.get("partition.expiration-strategy", VALUES_TIME)
+    strategy = text.strip().lower()
+    if strategy not in STRATEGIES:
+        raise UsageError(f"option partition.expiration-strategy={text} is not valid: partition.expiration-strategy "
+                         f"takes one of {', '.join(STRATEGIES)}")
+    return strategy
+
 
 @dataclass(frozen=True, slots=True)
 class PartitionExpireResult:
@@ -43,7 +72,9 @@ class PartitionExpireResult:
     branch: str
     snapshot_id: int | None  # the OVERWRITE snapshot; None when nothing expired (or dry run)
     expire_before: str  # partitions whose time is before this expire (ISO 8601, local zone offset)
-    partitions: tuple[dict[str, str], ...]  # expired (or expiring) partitions, oldest first: {column: value}
+    # expired (or expiring) partitions, {column: value}: values-time oldest first, update-time
+    # in the order of their values' text (Paimon's order, which partition.expiration-max-num cuts)
+    partitions: tuple[dict[str, str], ...]
     files_deleted: int
     records_deleted: int
     dry_run: bool
@@ -114,8 +145,9 @@ def expire_partitions(table: TableHandle, *, expiration_time: str | None = None,
     Args:
         table: an existing partitioned table.
         expiration_time: such as ``7d``; default the option partition.expiration-time.
-        max_expires: expire at most this many partitions, the oldest first (default: the
-            option partition.expiration-max-num if set, else all).
+        max_expires: expire at most this many partitions (default: the option
+            partition.expiration-max-num if set, else all): by values-time the oldest first,
+            by update-time the first by their values' text, as Paimon cuts them.
         dry_run: report what would expire; commit nothing.
         now: the current local time (tests); default ``datetime.now()``.
 
@@ -123,8 +155,9 @@ def expire_partitions(table: TableHandle, *, expiration_time: str | None = None,
         The expired partitions (each ``{column: value}``, as ``files`` shows them) and the new snapshot.
 
     Raises:
-        UsageError: no expiration time, an unpartitioned table, bad options, or partition
-            values that the timestamp pattern and formatter cannot read.
+        UsageError: no expiration time, an unpartitioned table, bad options, partition
+            values that the timestamp pattern and formatter cannot read (values-time), or
+            data files without a creation time (update-time).
         CommitConflictError: the commit did not land.
     """
     schema = table.schema
@@ -143,17 +176,15 @@ def expire_partitions(table: TableHandle, *, expiration_time: str | None = None,
         max_expires = int(opts["partition.expiration-max-num"])
     if max_expires is not None and max_expires < 1:
         raise UsageError(f"max expires {max_expires} must be at least 1")
-    strategy = opts.get("partition.expiration-strategy", "values-time")
-    if strategy != "values-time":
-        raise UsageError(f"partition.expiration-strategy={strategy} is not supported yet (only values-time)")
+    strategy = expiration_strategy(opts)
     extractor = PartitionTimeExtractor(tuple(f.name for f in fields), opts.get("partition.timestamp-pattern"),
                                        opts.get("partition.timestamp-formatter"))
-    if extractor.pattern is not None:
+    if strategy == VALUES_TIME and extractor.pattern is not None:
         unknown = set(re.findall(r"\$([A-Za-z_][A-Za-z0-9_]*)", extractor.pattern)) - set(extractor.keys)
         if unknown:
             raise UsageError(f"partition.timestamp-pattern={extractor.pattern!r} names {', '.join(sorted(unknown))}, "
                              f"not a partition column ({', '.join(extractor.keys)})")
-    if extractor.formatter:
+    if strategy == VALUES_TIME and extractor.formatter:
         strptime_format(extractor.formatter)  # refuse unknown letters even on an empty table
     now = now or datetime.now()
     cutoff = now - expiration
@@ -171,29 +202,10 @@ def expire_partitions(table: TableHandle, *, expiration_time: str | None = None,
     by_partition: dict[bytes, list[Any]] = {}
     for e in entries:
         by_partition.setdefault(e.partition, []).append(e)
-    expired: list[tuple[datetime, str, bytes, dict[str, str]]] = []
-    unreadable: list[str] = []
-    for part in by_partition:
-        values = binary_row.decode(part, types)
-        name = partition_path(values, fields, default_name)
-        if any(v is None for v in values):
-            continue  # the default partition has no time
-        texts = {f.name: render_value(v, f.type) for f, v in zip(fields, values)}
-        try:
-            when = extractor.extract(texts)
-        except ValueError as e:
-            unreadable.append(f"{name} ({e})")
-            continue
-        if when < cutoff:
-            expired.append((when, name, part, texts))
-    if unreadable:
-        raise UsageError(
-            f"cannot read a time from {len(unreadable)} partition(s) of {table.name}, e.g. "
-            f"{'; '.join(sorted(unreadable)[:3])}, with partition.timestamp-pattern="
-            f"{extractor.pattern or '$' + extractor.keys[0]} and partition.timestamp-formatter="
-            f"{extractor.formatter or 'yyyy-MM-dd[ HH:mm:ss]'}; Paimon would never expire these partitions. "
-            "Fix those options; nothing was expired")
-    expired.sort()
+    if strategy == UPDATE_TIME:
+        expired = _updated_before(by_partition, cutoff, table.name, types, fields, default_name)
+    else:
+        expired = _valued_before(by_partition, cutoff, table.name, types, fields, default_name, extractor)
     if max_expires is not None:
         expired = expired[:max_expires]
     if not expired:
@@ -210,6 +222,65 @@ def expire_partitions(table: TableHandle, *, expiration_time: str | None = None,
     log.info("expired %d partition(s) of %s: %s", len(names), table.name, ", ".join(names))
     return PartitionExpireResult(table.name, table.branch, committed.id if committed else None, before, values, files, records,
                                  False)
+
+
+Expiring = list[tuple[Any, str, bytes, dict[str, str]]]  # (sort key, path, partition, {column: value})
+
+
+def _valued_before(by_partition: dict[bytes, list[Any]], cutoff: datetime, table_name: str, types: list[Any],
+                   fields: list[Any], default_name: str, extractor: PartitionTimeExtractor) -> Expiring:
+    """values-time: the partitions whose values read as a time before ``cutoff``, oldest first."""
+    expired: Expiring = []
+    unreadable: list[str] = []
+    for part in by_partition:
+        values = binary_row.decode(part, types)
+        name = partition_path(values, fields, default_name)
+        if any(v is None for v in values):
+            continue  # the default partition has no time
+        texts = {f.name: render_value(v, f.type) for f, v in zip(fields, values)}
+        try:
+            when = extractor.extract(texts)
+        except ValueError as e:
+            unreadable.append(f"{name} ({e})")
+            continue
+        if when < cutoff:
+            expired.append((when, name, part, texts))
+    if unreadable:
+        raise UsageError(
+            f"cannot read a time from {len(unreadable)} partition(s) of {table_name}, e.g. "
+            f"{'; '.join(sorted(unreadable)[:3])}, with partition.timestamp-pattern="
+            f"{extractor.pattern or '$' + extractor.keys[0]} and partition.timestamp-formatter="
+            f"{extractor.formatter or 'yyyy-MM-dd[ HH:mm:ss]'}; Paimon would never expire these partitions. "
+            "Fix those options (or use partition.expiration-strategy=update-time); nothing was expired")
+    expired.sort()
+    return expired
+
+
+def _updated_before(by_partition: dict[bytes, list[Any]], cutoff: datetime, table_name: str, types: list[Any],
+                    fields: list[Any], default_name: str) -> Expiring:
+    """update-time: the partitions whose newest live file was created before ``cutoff``, in
+    the order of their values joined by commas (Paimon's order), the default partition too."""
+    # _CREATION_TIME is local wall-clock time stored as if it were UTC epoch millis, and the
+    # cutoff is a local time: comparing them as such is Java's comparison of both in the zone.
+    cutoff_ms = int(cutoff.replace(tzinfo=timezone.utc).timestamp() * 1000)
+    expired: Expiring = []
+    unknown: list[str] = []
+    for part, part_entries in by_partition.items():
+        values = binary_row.decode(part, types)
+        name = partition_path(values, fields, default_name)
+        created = [e.file.creation_time for e in part_entries]
+        if any(c is None for c in created):
+            unknown.append(name)
+            continue
+        if cutoff_ms > max(created):
+            texts = {f.name: default_name if v is None else render_value(v, f.type) for f, v in zip(fields, values)}
+            expired.append((",".join(texts.values()), name, part, texts))
+    if unknown:
+        raise UsageError(f"cannot tell when {len(unknown)} partition(s) of {table_name} were last updated, e.g. "
+                         f"{'; '.join(sorted(unknown)[:3])}: data files without a creation time, which "
+                         "partition.expiration-strategy=update-time reads; nothing was expired")
+    expired.sort()
+    return expired
 
 
 def expire_partitions_after_commit(table: TableHandle, engine: Any) -> PartitionExpireResult | None:
@@ -236,5 +307,5 @@ def expire_partitions_after_commit(table: TableHandle, engine: Any) -> Partition
     return result if result.snapshot_id is not None else None
 
 
-__all__ = ["PartitionExpireResult", "PartitionTimeExtractor", "expire_partitions",
+__all__ = ["PartitionExpireResult", "PartitionTimeExtractor", "STRATEGIES", "expiration_strategy", "expire_partitions",
            "expire_partitions_after_commit", "parse_duration", "strptime_format"]

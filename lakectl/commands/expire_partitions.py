@@ -20,14 +20,17 @@ def register(app: typer.Typer) -> None:
             "--expiration-time", metavar="DURATION", help="Drop partitions older than this, e.g. 7d or 12h "
                                       "(default: option partition.expiration-time).")] = None,
         max_expires: Annotated[Optional[int], typer.Option(
-            "--max-expires", min=1, metavar="N", help="Expire at most N partitions, the oldest first.")] = None,
+            "--max-expires", min=1, metavar="N", help="Expire at most N partitions: the oldest first (values-time), the first by "
+                                      "value (update-time), as Paimon picks them.")] = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would expire; commit nothing.")] = False,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,
     ) -> None:
-        """Drop partitions whose time (partition.timestamp-pattern / -formatter) has expired,
-        as one OVERWRITE snapshot; data files go when that snapshot's predecessors expire.
+        """Drop partitions whose time has expired, as one OVERWRITE snapshot; data files go
+        when that snapshot's predecessors expire. The time is read from the partition's values
+        (partition.expiration-strategy=values-time, the default: partition.timestamp-pattern /
+        -formatter) or is its last update, the newest creation time of its data files (update-time).
 
         Example:
 

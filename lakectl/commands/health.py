@@ -1,4 +1,4 @@
-"""lakectl health DB.TABLE: the measures maintain acts on, with what to do about them."""
+"""lakectl health DB.TABLE [--branch B]: the measures maintain acts on, with what to do about them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import typer
 
 from lakectl.commands import output, settings
-from lakectl.params import FormatOpt, TableArg, WarehouseOpt
+from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
 
 # File-size histogram buckets: upper bounds in bytes (the last is open-ended).
 _SIZE_BOUNDS = ((1 << 20, "< 1 MB"), (16 << 20, "1-16 MB"), (64 << 20, "16-64 MB"), (128 << 20, "64-128 MB"),
@@ -34,13 +34,16 @@ def _bars(out: Any, title: str, items: list[tuple[str, int]]) -> None:
 
 def register(app: typer.Typer) -> None:
     @app.command("health")
-    def health_cmd(ctx: typer.Context, table: TableArg, warehouse: WarehouseOpt = None,
+    def health_cmd(ctx: typer.Context, table: TableArg, branch: BranchOpt = None, warehouse: WarehouseOpt = None,
                    fmt: FormatOpt = None) -> None:
         """Show a table's health (snapshots, files, small files, sorted runs, deletion vectors,
         oldest snapshot) and what to do about it, each recommendation naming its command.
 
         The recommendations are the verbs `lakectl maintain` would run on the table under the
         config's [maintain] policy (orphan removal aside, which needs a listing of the files).
+
+        With --branch, the branch's own snapshots, files, tags and options, as maintain
+        measures and plans each branch; its recommendations name --branch.
 
         On a terminal: a file-size histogram and rows per bucket as bar charts.
 
@@ -49,6 +52,7 @@ def register(app: typer.Typer) -> None:
         \b
           lakectl health shop.orders
           lakectl health shop.orders -f json
+          lakectl health shop.orders --branch dev
         """
         import dataclasses
 
@@ -59,7 +63,7 @@ def register(app: typer.Typer) -> None:
 
         out = output(ctx, fmt)
         s = settings(ctx)
-        t = Table.open(table, warehouse=s.resolve_warehouse(warehouse))
+        t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
         h = measure(t)
         # What maintain would do under the config's policy for this table: one rule for both.
         recs = recommendations(t, h, Policies(s.config.get("maintain"))(t.name))
@@ -69,7 +73,7 @@ def register(app: typer.Typer) -> None:
             out.record({**measures, "file_size_histogram": dict(size_histogram(h.file_sizes)),
                         "recommendations": [dataclasses.asdict(r) for r in recs]}, data=True)
             return
-        out.record(measures, title=f"health of {t.name}", data=True)
+        out.record(measures, title=f"health of {t.name}" + ("" if t.is_main else f" branch {t.branch}"), data=True)
         out.rows([dataclasses.asdict(r) for r in recs] or [{"problem": "none", "command": ""}],
                  ["problem", "command"], title="recommendations")
         if out.terminal:

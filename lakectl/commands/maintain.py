@@ -39,14 +39,26 @@ def table_names(warehouse: Any, targets: list[str]) -> list[str]:
     return names
 
 
+def report_rows(reports: list[Any]) -> list[Any]:
+    """Each table's report followed by its branches' (main first, then the branches by name)."""
+    return [x for r in reports for x in (r, *(r.branches or ()))]
+
+
 def report_row(r: Any) -> dict[str, Any]:
-    """One table's report as JSON: actions and what each did, bytes freed, duration, why skipped, errors.
-    Maintenance plans and runs on main (``branch``), as Paimon's table options live there."""
-    return {"table": r.table, "branch": "main", "status": r.status, "reason": r.reason,
+    """One report as JSON: actions and what each did, bytes freed, duration, why skipped, errors.
+    Main and each branch of a table are reports of their own, named by ``branch``; a branch's
+    lease times are its table's lease."""
+    return {"table": r.table, "branch": r.branch, "status": r.status, "reason": r.reason,
             "actions": [{"verb": a.verb, "reason": a.reason, "done": a.done, "detail": a.detail,
                          "bytes_freed": a.bytes_freed, "error": a.error} for a in r.actions],
             "bytes_freed": r.bytes_freed, "duration_seconds": round(r.duration_seconds, 3),
             "lease_taken_at": r.started_at, "lease_released_at": r.released_at}
+
+
+def _mark(action: dict[str, Any], dry_run: bool) -> str:
+    if action["done"] or dry_run:
+        return ""
+    return " (not run)" if (action["error"] or "").startswith("not run") else " (failed)"
 
 
 def register(app: typer.Typer) -> None:
@@ -72,6 +84,11 @@ def register(app: typer.Typer) -> None:
         """Maintain every table (or those named) as its own Paimon options ask: compaction,
         snapshot, partition, tag and consumer expiry, then orphan removal.
 
+        Each branch of a table is maintained after main, under the table's lease, by the
+        branch's own options (its snapshots, consumers, tags, compaction) and reported as its
+        own entry (branch); orphan removal runs once per table, after every branch, since an
+        orphan is a file no branch references.
+
         Each table's plan comes from its options (num-sorted-run.compaction-trigger,
         target-file-size, snapshot.*, partition.expiration-time, tag TTLs,
         consumer.expiration-time) and the [maintain] policy of the config file; its orphan-age
@@ -79,7 +96,7 @@ def register(app: typer.Typer) -> None:
         per-table lease keeps overlapping runs apart: a table another run holds is reported
         skipped, with the holder and its expiry; a run stopped past its lease leaves the table to
         the run that took it over ("lease lost to ..."). One table's failure does not stop the
-        others; the exit code is 1 when any table failed.
+        others; the exit code is 1 when any table (or branch) failed.
 
         Examples:
 
@@ -117,16 +134,16 @@ def register(app: typer.Typer) -> None:
             # Series of tables that left the warehouse go; the rest this run did not see stay.
             present = set(table_names(Warehouse.open(uri), []))
             write_atomically(metrics_file, reports, keep=present.__contains__)
-        rows = [report_row(r) for r in reports]
+        rows = [report_row(r) for r in report_rows(reports)]
         if out.format in ("json", "jsonl", "csv"):
             out.rows(rows, ["table", "branch", "status", "reason", "actions", "bytes_freed", "duration_seconds",
                             "lease_taken_at", "lease_released_at"], data=False)
         else:
-            out.rows([{**r, "actions": ", ".join(a["verb"] + ("" if a["done"] or dry_run else " (failed)")
-                                                  for a in r["actions"])} for r in rows],
+            out.rows([{**r, "actions": ", ".join(a["verb"] + _mark(a, dry_run) for a in r["actions"])} for r in rows],
                      ["table", "branch", "status", "actions", "bytes_freed", "duration_seconds", "reason"],
                      title="maintenance" + (" plan" if dry_run else ""), data=False)
-        failed = [r.table for r in reports if r.status == "failed"]
+        failed = [r.table + ("" if r.branch == "main" else f" (branch {r.branch})")
+                  for r in report_rows(reports) if r.status == "failed"]
         if failed:
             out.err.print(f"maintenance failed for: {', '.join(failed)}")
             raise typer.Exit(1)

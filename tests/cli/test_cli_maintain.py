@@ -473,3 +473,67 @@ def test_a_table_gone_between_the_listing_and_its_turn_is_skipped(tmp_path):
     reports = {r.table: r for r in maintain(["db.a", "db.b"], open_after_b_went, Policies(None))}
     assert reports["db.a"].status == "done"
     assert reports["db.b"].status == "skipped" and "went away meanwhile" in reports["db.b"].reason
+
+
+def snapshot_ids(directory: Path) -> list[int]:
+    return sorted(int(p.name.removeprefix("snapshot-")) for p in (directory / "snapshot").glob("snapshot-*"))
+
+
+def test_a_branch_is_maintained_by_its_own_options_reported_and_its_health_shown(cli, tmp_path):
+    """Branch dev keeps 8 snapshots and 8 level-0 files of its own under
+    snapshot.num-retained.max=3: one maintain run expires and compacts it, reports it as its
+    own entry, and leaves main alone; health --branch counts what the branch directory holds."""
+    make(cli, tmp_path, "t", 1, "num-sorted-run.compaction-trigger=5")
+    assert cli("branch", "create", "db.t", "dev").returncode == 0
+    assert cli("alter-schema", "db.t", "--branch", "dev", "--set-option", "snapshot.num-retained.max=3",
+               "--set-option", "snapshot.num-retained.min=1",
+               "--set-option", "num-sorted-run.compaction-trigger=3").returncode == 0
+    for i in range(8):
+        src = tmp_path / f"dev{i}.csv"
+        src.write_text(f"id,v\n{100 + i},dev{i}\n0,dev{i}\n")
+        assert cli("write", "db.t", "--branch", "dev", "-i", src).returncode == 0
+    root = cli.wh / "db.db" / "t"
+    dev_dir = root / "branch" / "branch-dev"
+    assert snapshot_ids(dev_dir) == list(range(1, 10))  # the fork's snapshot 1 and 8 writes
+    expected_dev = sorted([{"id": k, "v": "v0"} for k in (1, 2, 3)] + [{"id": 0, "v": "dev7"}]
+                          + [{"id": 100 + i, "v": f"dev{i}"} for i in range(8)], key=lambda r: r["id"])
+    assert ok_json(cli("scan", "db.t", "--branch", "dev", "-f", "json")) == expected_dev
+    main_before = files(root / "snapshot")
+
+    h = ok_json(cli("health", "db.t", "--branch", "dev", "-f", "json"))
+    assert h["branch"] == "dev" and h["snapshots"] == len(snapshot_ids(dev_dir)) == 9
+    assert h["files"] == 9 and h["max_sorted_runs"] == 9
+    assert [r["command"] for r in h["recommendations"]] == ["lakectl compact db.t --branch dev",
+                                                            "lakectl expire db.t --branch dev"]
+
+    plan = {(r["table"], r["branch"]): r for r in ok_json(cli("maintain", "--dry-run", "-f", "json"))}
+    assert [a["verb"] for a in plan[("db.t", "dev")]["actions"]] == ["compact", "expire"]
+    assert [a["verb"] for a in plan[("db.t", "main")]["actions"]] == ["remove-orphan-files"]
+    assert {r["status"] for r in plan.values()} == {"planned"}
+
+    prom = tmp_path / "lakectl.prom"
+    ran = ok_json(cli("maintain", "-f", "json", "--metrics-file", prom))
+    assert [(r["table"], r["branch"], r["status"]) for r in ran] == [("db.t", "main", "done"), ("db.t", "dev", "done")]
+    dev = ran[1]
+    assert [a["verb"] for a in dev["actions"]] == ["compact", "expire"] and dev["bytes_freed"] > 0
+    assert dev["actions"][1]["detail"]["snapshots_expired"] == list(range(1, 8))
+    assert dev["lease_taken_at"] == ran[0]["lease_taken_at"]
+    assert snapshot_ids(dev_dir) == [8, 9, 10]  # 10: the compaction; 3 kept
+    live = ok_json(cli("files", "db.t", "--branch", "dev", "-f", "json"))
+    assert len(live) == 1 and live[0]["level"] > 0
+    assert ok_json(cli("scan", "db.t", "--branch", "dev", "-f", "json")) == expected_dev
+    assert ok_json(cli("health", "db.t", "--branch", "dev", "-f", "json"))["snapshots"] == 3
+    assert files(root / "snapshot") == main_before  # main untouched
+    assert "lakectl_table_snapshots{branch=\"dev\",table=\"db.t\"} 3.0" in prom.read_text()
+    assert "lakectl_table_snapshots{table=\"db.t\"} 1.0" in prom.read_text()
+
+    text = cli("maintain")
+    assert text.returncode == 0 and "dev" in text.stdout
+
+
+def test_health_of_a_branch_that_does_not_exist_is_exit_3_with_one_line(cli, tmp_path):
+    make(cli, tmp_path, "t", 1)
+    proc = cli("health", "db.t", "--branch", "nosuch")
+    assert proc.returncode == 3 == cli("expire", "db.t", "--branch", "nosuch").returncode
+    assert proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == ["error: branch nosuch of table db.t does not exist"]

@@ -388,6 +388,56 @@ def test_append_buckets_with_one_file_or_only_full_files_are_left_alone(tmp_path
     assert pick_files(t.schema, [big, small, small], 0) == (small, small)
 
 
+
+def _append_files(t: Table) -> list[list[int]]:
+    """The live files of the table's one bucket in sequence order, as the ids each holds."""
+    files = sorted((e for e in live(t)), key=lambda e: e.file.min_sequence_number)
+    return [read_raw(t, e).column("id").to_pylist() for e in files]
+
+
+def test_non_full_append_compaction_rewrites_at_most_compaction_max_file_num_files(tmp_path: Path) -> None:
+    """Paimon's bucketed append compaction (BucketedAppendCompactManager.pickCompactBefore):
+    the files in sequence order, at most compaction.max.file-num of them (5 by default for a
+    bucketed table) in one compaction; the rest wait for the next. 12 small files: 5 + 7 -> 1 + 7
+    files, then (the merged file first) 5 more -> 1 + 3; a full compaction takes them all."""
+    t = make_table(tmp_path, "id BIGINT", options={"bucket": "1", "bucket-key": "id", "write-only": "true"})
+    for i in range(12):
+        t.write(pa.table({"id": pa.array([i], pa.int64())}))
+    rows = sorted(r["id"] for r in t.scan().to_pylist())
+    dry = compact(t, full=False, dry_run=True)
+    assert dry.files_before == 5 and dry.buckets_compacted == 1
+    result = compact(t, full=False)
+    assert result.files_before == 5 and result.files_after == 1
+    assert _append_files(t) == [[0, 1, 2, 3, 4], *[[i] for i in range(5, 12)]]
+    assert sorted(r["id"] for r in t.scan().to_pylist()) == rows
+    compact(t, full=False)
+    assert _append_files(t) == [[0, 1, 2, 3, 4, 5, 6, 7, 8], [9], [10], [11]]
+    assert compact(t, full=True).files_before == 4 and _append_files(t) == [list(range(12))]
+    assert sorted(r["id"] for r in t.scan().to_pylist()) == rows
+
+
+def test_compaction_max_file_num_is_read_per_table_and_bucket_mode(tmp_path: Path) -> None:
+    """An explicit compaction.max.file-num (or its older key), else Paimon 1.0's defaults:
+    50 for a bucket-unaware append table (bucket=-1), 5 for a bucketed one."""
+    t = make_table(tmp_path, "id BIGINT", name="u", options={"write-only": "true"})
+    for i in range(7):
+        t.write(pa.table({"id": pa.array([i], pa.int64())}))
+    assert t.schema.num_buckets == -1 and plan(t, full=False).tasks[0].files.__len__() == 7
+    t.alter([SetOption("compaction.max.file-num", "3")])
+    t = Table.open("db.u", warehouse=str(tmp_path / "wh"))
+    (task,) = plan(t, full=False).tasks
+    assert task.picked and [f.min_sequence_number for f in task.files] == [0, 1, 2]
+    assert len(plan(t, full=True).tasks[0].files) == 7  # a full compaction is not capped
+    compact(t, full=False)
+    assert _append_files(t) == [[0, 1, 2], [3], [4], [5], [6]]
+    b = make_table(tmp_path, "id BIGINT", name="b", options={"bucket": "1", "bucket-key": "id",
+                                                               "write-only": "true",
+                                                               "compaction.early-max.file-num": "2"})
+    for i in range(4):
+        b.write(pa.table({"id": pa.array([i], pa.int64())}))
+    compact(b, full=False)
+    assert _append_files(b) == [[0, 1], [2], [3]]
+
 # ---- partitions, dry run, full and non-full --------------------------------------------------
 def test_partition_filter_compacts_only_the_named_partitions(sales_table: Table) -> None:
     t = sales_table

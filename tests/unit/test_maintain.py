@@ -349,6 +349,37 @@ def test_append_compaction_waits_for_the_tables_compaction_min_file_num(tmp_path
     assert verbs(plan_table(t, measure(t), Policy()))[0] == "compact"
 
 
+
+def test_partition_expiry_planned_only_when_a_partition_would_expire(tmp_path, monkeypatch):
+    """Either strategy: expire-partitions is planned when its dry run would drop a partition,
+    and no longer once it has run."""
+    t = make(tmp_path, "pv", pk=False, options={"partition.expiration-time": "1d"}, partition_keys=("dt",))
+    t.write(rows([1], dt="2999-01-01"))
+    assert "expire-partitions" not in verbs(plan_table(t, measure(t), Policy()))
+    t.write(rows([2], dt="2020-01-01"))
+    planned = [a for a in plan_table(t, measure(t), Policy()) if a.verb == "expire-partitions"]
+    assert planned and planned[0].reason.startswith("1 partition(s) past partition.expiration-time 1d")
+    maintain_table(t, Policy())
+    assert {r["dt"] for r in t.scan().to_pylist()} == {"2999-01-01"}
+    assert "expire-partitions" not in verbs(plan_table(t, measure(t), Policy()))
+    # update-time: files created two days ago expire, whatever the values say
+    import core.kernels.write as write_kernel
+
+    u = make(tmp_path, "pu", pk=False, options={"partition.expiration-time": "1d",
+                                                "partition.expiration-strategy": "update-time"},
+             partition_keys=("dt",))
+    u.write(rows([1], dt="2999-01-01"))
+    assert "expire-partitions" not in verbs(plan_table(u, measure(u), Policy()))
+    old = write_kernel.local_wall_clock_millis() - 2 * 86_400_000
+    monkeypatch.setattr(write_kernel, "local_wall_clock_millis", lambda: old)
+    u.write(rows([2], dt="old"))
+    assert "expire-partitions" in verbs(plan_table(u, measure(u), Policy()))
+    maintain_table(u, Policy())
+    assert {r["dt"] for r in u.scan().to_pylist()} == {"2999-01-01"}
+    # a refused dry run (values no formatter reads) is still planned, so the run says why
+    t.write(rows([3], dt="not-a-date"))
+    assert "expire-partitions" in verbs(plan_table(t, measure(t), Policy()))
+
 # ---- metrics -------------------------------------------------------------------------------
 def test_metrics_file_is_valid_prometheus_text_with_the_measures(tmp_path):
     from prometheus_client.parser import text_string_to_metric_families
@@ -628,3 +659,156 @@ def test_orphan_force_lets_the_policy_remove_young_orphans(tmp_path):
     assert rep.status == "done", rep.reason
     assert not young.exists()
     assert next(a for a in rep.actions if a.verb == "remove-orphan-files").detail["files"] == 1
+
+
+# ---- branches ------------------------------------------------------------------------------
+def _forked(tmp_path: Path, writes: int = 8) -> tuple[Table, dict[int, str], dict[int, str]]:
+    """Main (two snapshots, nothing due under its options) and branch ``dev`` forked at main's
+    latest (2) whose own schema asks for snapshot.num-retained.max 3 and compaction at 3 sorted
+    runs, with ``writes`` commits of its own (one level-0 file each). Returns the table and the
+    rows main and dev hold, as the test wrote them."""
+    from core.ops.branches import create_branch
+
+    t = make(tmp_path, "t", options={"num-sorted-run.compaction-trigger": "5"})
+    main_rows = {1: "a", 2: "b", 3: "c"}
+    t.write(pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["a", "b"]}))
+    t.write(rows([3], v="c"))
+    create_branch(t, "dev")
+    dev = t.on_branch("dev")
+    dev.alter([SetOption("snapshot.num-retained.max", "3"), SetOption("snapshot.num-retained.min", "1"),
+               SetOption("num-sorted-run.compaction-trigger", "3")])
+    dev_rows = dict(main_rows)
+    for i in range(writes):
+        dev.write(rows([10 + i, 1], v=f"d{i}"))
+        dev_rows.update({10 + i: f"d{i}", 1: f"d{i}"})
+    return t, main_rows, dev_rows
+
+
+def _snapshot_files(directory: Path) -> list[int]:
+    return sorted(int(p.name.removeprefix("snapshot-")) for p in (directory / "snapshot").glob("snapshot-*"))
+
+
+def _read(t: Table) -> dict[int, str]:
+    return {r["id"]: r["v"] for r in t.scan(select=["id", "v"]).to_pylist()}
+
+
+def test_maintain_expires_and_compacts_a_branch_by_its_own_options_and_leaves_main(tmp_path):
+    t, main_rows, dev_rows = _forked(tmp_path)
+    root = Path(t.path)
+    dev_dir = root / "branch" / "branch-dev"
+    assert _snapshot_files(dev_dir) == list(range(2, 11))  # the fork's snapshot and the branch's 8 writes
+    assert sum(1 for f in t.on_branch("dev").files() if f.level == 0) == 2 + 8  # main's two and its own
+    main_before = {p.name: p.read_bytes() for p in (root / "snapshot").iterdir()}
+    rep = maintain_table(t, Policy())
+    assert rep.status == "done", rep.reason
+    assert verbs(rep.actions) == ["remove-orphan-files"]  # main's options ask for nothing else
+    [b] = rep.branches
+    assert (b.table, b.branch, b.status) == ("db.t", "dev", "done"), b.reason
+    assert verbs(b.actions) == ["compact", "expire"] and all(a.done for a in b.actions)
+    assert b.bytes_freed > 0 and b.finished_at is not None
+    assert (b.started_at, b.released_at) == (rep.started_at, rep.released_at)  # under the table's lease
+    # The branch: the fork, 8 writes and its compaction (2..11), 3 kept (its num-retained.max).
+    assert _snapshot_files(dev_dir) == [9, 10, 11]
+    assert b.health.snapshots == 3
+    dev = Table.open("db.t", warehouse=str(tmp_path / WH), branch="dev")
+    live = dev.files()
+    assert [f.level for f in live if f.level == 0] == [] and len(live) == 1
+    assert _read(dev) == dev_rows
+    # Main: its snapshot files byte for byte, its rows, and every file it reads still there.
+    assert {p.name: p.read_bytes() for p in (root / "snapshot").iterdir()} == main_before
+    assert _read(Table.open("db.t", warehouse=str(tmp_path / WH))) == main_rows
+    assert not Path(leases.lease_path(t.path)).exists()
+    # A second run finds nothing to do on the branch.
+    again = maintain_table(t, Policy())
+    assert [verbs(b.actions) for b in again.branches] == [[]]
+
+
+def test_dry_run_plans_each_branch_and_changes_nothing(tmp_path):
+    t, _, _ = _forked(tmp_path, writes=4)
+    before = sorted((str(p), p.stat().st_size) for p in Path(t.path).rglob("*"))
+    rep = maintain_table(t, Policy(), dry_run=True)
+    assert rep.status == "planned" and verbs(rep.actions) == ["remove-orphan-files"]
+    [b] = rep.branches
+    assert (b.branch, b.status, verbs(b.actions)) == ("dev", "planned", ["compact", "expire"])
+    assert b.actions[1].detail["snapshots_expired"] == [2, 3]  # 2..6, 3 kept
+    assert not any(a.done for a in b.actions)
+    assert sorted((str(p), p.stat().st_size) for p in Path(t.path).rglob("*")) == before
+
+
+def test_health_of_a_branch_recommends_commands_naming_it(tmp_path):
+    t, _, _ = _forked(tmp_path, writes=4)
+    dev = t.on_branch("dev")
+    h = measure(dev)
+    assert h.snapshots == len(_snapshot_files(Path(dev.branch_path))) == 5
+    assert [r.command for r in recommendations(dev, h)] == ["lakectl compact db.t --branch dev",
+                                                             "lakectl expire db.t --branch dev"]
+    assert recommendations(t, measure(t)) == []
+
+
+def test_a_failing_branch_is_its_own_failure_and_orphan_removal_waits(tmp_path, monkeypatch):
+    """dev's compaction fails: dev's report says so, main's verbs and the other branch ran,
+    and orphan removal (whole-table) is not run until every branch finishes."""
+    from core.ops import maintain as maintain_mod
+    from core.ops.branches import create_branch
+
+    t, _, _ = _forked(tmp_path, writes=4)
+    create_branch(t, "qa")
+    qa = t.on_branch("qa")
+    qa.alter([SetOption("snapshot.num-retained.max", "1"), SetOption("snapshot.num-retained.min", "1")])
+    qa.write(rows([99]))
+    real, ran = maintain_mod._run_action, []
+
+    def run_action(table, action, policy, engine_settings):
+        ran.append((table.branch, action.verb))
+        held = json.loads(Path(leases.lease_path(table.path)).read_text())
+        assert held["holder"] == "me:1:x"  # every branch's verbs run under the table's lease
+        if table.branch == "dev" and action.verb == "compact":
+            raise OSError(5, "Input/output error")
+        return real(table, action, policy, engine_settings)
+
+    monkeypatch.setattr(maintain_mod, "_run_action", run_action)
+    rep = maintain_table(t, Policy(), holder="me:1:x")
+    assert ran == [("dev", "compact"), ("qa", "expire")]
+    dev, qa_rep = rep.branches
+    assert (dev.branch, dev.status) == ("dev", "failed") and "Input/output error" in dev.reason
+    assert (qa_rep.branch, qa_rep.status) == ("qa", "done") and len(_snapshot_files(Path(qa.branch_path))) == 1
+    assert rep.status == "done" and [(a.verb, a.done) for a in rep.actions] == [("remove-orphan-files", False)]
+    assert rep.actions[0].error.startswith("not run: branch dev failed")
+
+
+def test_a_deleted_branch_and_a_skipped_table_in_the_metrics_file(tmp_path):
+    """Main's series keep the label table alone; a branch's add branch="NAME". A skipped table
+    keeps its branches' series; a run that finds a branch deleted drops them. The last success
+    times a time budget orders by are main's."""
+    from core.metrics import last_success_times, write_atomically
+    from core.ops.branches import delete_branch
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def series(path) -> dict[tuple[str, str | None], float]:
+        return {(s.name, s.labels.get("branch")): s.value for fam in text_string_to_metric_families(path.read_text())
+                for s in fam.samples if s.name != "lakectl_table_maintenance_status"}
+
+    t, _, _ = _forked(tmp_path, writes=4)
+    path = tmp_path / "lakectl.prom"
+    rep = maintain_table(t, Policy())
+    write_atomically(str(path), [rep])
+    one = series(path)
+    assert one[("lakectl_table_snapshots", None)] == 2 and one[("lakectl_table_snapshots", "dev")] == 3
+    assert one[("lakectl_table_maintenance_bytes_freed", "dev")] == rep.branches[0].bytes_freed > 0
+    assert last_success_times(str(path)) == {"db.t": rep.finished_at}
+    labels = {tuple(sorted(s.labels)) for fam in text_string_to_metric_families(path.read_text())
+              for s in fam.samples if s.name == "lakectl_table_files"}
+    assert labels == {("table",), ("branch", "table")}
+
+    held = leases.acquire(t.file_io, t.path, holder="other:1:x", ttl_seconds=600)
+    skipped = maintain_table(t, Policy())
+    assert skipped.status == "skipped" and skipped.branches is None
+    write_atomically(str(path), [skipped])
+    assert series(path)[("lakectl_table_snapshots", "dev")] == 3
+    leases.release(t.file_io, held)
+
+    delete_branch(t, "dev")
+    rep = maintain_table(t, Policy())
+    assert rep.status == "done" and rep.branches == []
+    write_atomically(str(path), [rep])
+    assert [k for k in series(path) if k[1] == "dev"] == []

@@ -133,3 +133,80 @@ def test_after_commit_step_runs_per_check_interval(tmp_path: Path) -> None:
 def test_no_option_no_step(tmp_path: Path) -> None:
     t = table(tmp_path, ["2000-01-01"])
     assert expire_partitions_after_commit(t, None) is None and not Path(t.path, CHECK_HINT).exists()
+
+
+# ---- partition.expiration-strategy=update-time -----------------------------------------------
+def written_at(monkeypatch: pytest.MonkeyPatch, when: datetime) -> None:
+    """New data files get ``when`` (local wall-clock) as their _CREATION_TIME."""
+    from datetime import timezone
+
+    import core.kernels.write as write_kernel
+
+    millis = int(when.replace(tzinfo=timezone.utc).timestamp() * 1000)  # how Paimon stores local time
+    monkeypatch.setattr(write_kernel, "local_wall_clock_millis", lambda: millis)
+
+
+def regions_of(t: Table) -> dict:
+    out: dict = {}
+    for r in t.scan().to_pylist():
+        out.setdefault(r["region"], set()).add(r["id"])
+    return out
+
+
+def update_time_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **options: str) -> Table:
+    """Regions eu, us and the default partition written on Jan 1st; us written again and asia
+    first written on Jan 9th (values that no timestamp formatter reads)."""
+    t = Table.locate("db.u", warehouse=str(tmp_path / "wh"))
+    create(t, "id BIGINT, region STRING", partition_keys=["region"],
+           options={"partition.expiration-strategy": "update-time", "write-only": "true", **options})
+    written_at(monkeypatch, datetime(2024, 1, 1, 12, 0))
+    t.write(pa.table({"id": pa.array([1, 2, 3], pa.int64()), "region": ["eu", "us", None]}))
+    written_at(monkeypatch, datetime(2024, 1, 9, 12, 0))
+    t.write(pa.table({"id": pa.array([4, 5], pa.int64()), "region": ["us", "asia"]}))
+    return t
+
+
+def test_update_time_expires_the_partitions_last_written_before_the_cutoff(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    t = update_time_table(tmp_path, monkeypatch)
+    dry = expire_partitions(t, expiration_time="7d", dry_run=True, now=NOW)  # before Jan 3rd 12:00
+    # Paimon's order: by the values' text; the default partition expires too
+    assert dry.partitions == ({"region": "__DEFAULT_PARTITION__"}, {"region": "eu"})
+    assert dry.files_deleted == 2 and dry.records_deleted == 2 and t.latest_snapshot().id == 2
+    result = expire_partitions(t, expiration_time="7d", now=NOW)
+    assert result.partitions == dry.partitions and t.latest_snapshot().commit_kind == OVERWRITE
+    assert regions_of(t) == {"us": {2, 4}, "asia": {5}}  # us was written again on the 9th: all of it stays
+    assert expire_partitions(t, expiration_time="7d", now=NOW).snapshot_id is None
+    # the cutoff is strict: us and asia (last written Jan 9th 12:00) expire once now - 7d passes that
+    assert expire_partitions(t, expiration_time="7d", dry_run=True, now=datetime(2024, 1, 16, 11, 59)).partitions == ()
+    assert expire_partitions(t, expiration_time="7d", dry_run=True,
+                             now=datetime(2024, 1, 16, 12, 1)).partitions == ({"region": "asia"}, {"region": "us"})
+
+
+def test_update_time_max_num_cuts_in_paimons_order_and_compaction_renews(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    t = update_time_table(tmp_path, monkeypatch, **{"partition.expiration-max-num": "1",
+                                                    "partition.expiration-time": "7d"})
+    assert expire_partitions(t, now=NOW).partitions == ({"region": "__DEFAULT_PARTITION__"},)
+    assert set(regions_of(t)) == {"eu", "us", "asia"}
+    # a second file in eu, compacted on the 9th: the compacted file is eu's last update
+    written_at(monkeypatch, datetime(2024, 1, 2, 12, 0))
+    t.write(pa.table({"id": pa.array([6], pa.int64()), "region": ["eu"]}))
+    written_at(monkeypatch, datetime(2024, 1, 9, 12, 0))
+    assert t.compact(full=True).snapshot_id is not None
+    assert expire_partitions(t, now=NOW).partitions == ()
+    assert regions_of(t) == {"eu": {1, 6}, "us": {2, 4}, "asia": {5}}
+
+
+def test_update_time_needs_no_readable_values_and_unknown_strategies_are_refused(tmp_path: Path) -> None:
+    t = Table.locate("db.bad", warehouse=str(tmp_path / "wh"))
+    with pytest.raises(UsageError, match="partition.expiration-strategy.*values-time, update-time"):
+        create(t, "id BIGINT, dt STRING", partition_keys=["dt"], options={"partition.expiration-strategy": "age"})
+    assert not t.exists()
+    # Java's enum matches without case; the timestamp options do not apply to update-time
+    t2 = table(tmp_path / "b", ["not-a-date"], options={"partition.expiration-strategy": "Update-Time",
+                                                         "partition.timestamp-pattern": "$nothing"})
+    assert expire_partitions(t2, expiration_time="1d", now=NOW).partitions == ()
+    assert expire_partitions(t2, expiration_time="1d", now=datetime.now() + timedelta(days=2)).partitions == (
+        {"dt": "not-a-date"},)
+    assert dts_of(t2) == set()
