@@ -4,7 +4,7 @@ and checks). Prints the matrix's size, its time and each violation (A, N with th
 operation and path, B, the invariant, the commands' outputs), then the violations grouped.
 
     tests/explore/run.py [--jobs N] [--a CMD,...] [--b CMD,...] [--time-budget 30m] [--seed S]
-                         [--s3] [--write-points] [--out report.txt] [--keep DIR]
+                         [--last-points K] [--s3] [--write-points] [--out report.txt] [--keep DIR]
 
 Scenarios run in a seeded shuffled order, so that a run stopped by ``--time-budget`` has
 still covered every A and B broadly; it says how many of the matrix it ran. ``--write-points``
@@ -111,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--b", help="only these Bs (comma-separated)")
     p.add_argument("--time-budget", type=_duration, default=None, help="start no scenario after this long")
     p.add_argument("--seed", type=int, default=43)
+    p.add_argument("--last-points", type=int, default=None, metavar="K",
+                   help="only each A's last K mutation points (a change that added a step at the end)")
     p.add_argument("--write-points", action="store_true", help="record the mutation counts in points.json and stop")
     p.add_argument("--out", help="also write the report to this file")
     p.add_argument("--keep", help="work in this directory (kept: failing scenarios stay for inspection)")
@@ -167,7 +169,8 @@ def _run(args: argparse.Namespace, server: object | None) -> int:
             say(f"sample: {len(matrix)} scenarios of {len(counts)} commands A with {sum(counts.values())} mutation "
                 f"points x {len(b_names)} commands B ({where})")
         else:
-            matrix = [(a, n, b) for a, c in counts.items() for n in range(1, c + 1) for b in b_names]
+            first = (lambda c: max(1, c - args.last_points + 1)) if args.last_points else (lambda c: 1)
+            matrix = [(a, n, b) for a, c in counts.items() for n in range(first(c), c + 1) for b in b_names]
             random.Random(args.seed).shuffle(matrix)
             say(f"matrix: {len(counts)} commands A with {sum(counts.values())} mutation points x {len(b_names)} "
                 f"commands B = {len(matrix)} scenarios ({where})")
