@@ -3,8 +3,9 @@ with 100, 1,000 and 10,000 one-row commits behind it, and scan, compact and expi
 one-row commits against pypaimon-rust's scan of the same table.
 
 One table is written commit by commit through lakectl's API (one row each, primary key, one
-bucket, compacting as Paimon's writers do: its history grows, its live files stay few); its
-directory is copied as it passes each size. Another is written the same way but ``write-only``,
+bucket, compacting as Paimon's writers do: its history grows, its live files stay few; its
+writers' own expire keeps ``--retain-max`` snapshots, 100 by default, as a table that lives for
+years keeps a window of them); its directory is copied as it passes each size. Another is written the same way but ``write-only``,
 so that no compaction runs: every commit stays a sorted run of its own (what a streaming writer
 with compaction elsewhere leaves), for the comparison with pypaimon-rust. Then, interleaved per repetition, each command runs as its own process (the console
 script) and its CPU (user + system of the child, every thread) and wall time are recorded:
@@ -50,7 +51,7 @@ RUST_PYTHON = os.environ.get("LAKECTL_BENCH_RUST_PYTHON", str(REPO / ".venv-benc
 TITLE = "# Long histories: costs against the number of commits (issue 44)"
 
 
-def build(root: Path, sizes: list[int], runs: int | None) -> tuple[dict[int, Path], Path | None]:
+def build(root: Path, sizes: list[int], runs: int | None, retain_max: int) -> tuple[dict[int, Path], Path | None]:
     """Warehouses holding db.t after each of ``sizes`` one-row commits (copies of one table
     whose writes compact as Paimon's writers do, so its history grows and its live files do
     not), and one holding db.t after ``runs`` one-row commits of a write-only table (one
@@ -68,7 +69,10 @@ def build(root: Path, sizes: list[int], runs: int | None) -> tuple[dict[int, Pat
     out = {}
     work = root / "build"
     t = Table.locate("db.t", warehouse=str(work))
-    create(t, "id BIGINT NOT NULL, v STRING", primary_keys=["id"], options={"bucket": "1"})
+    # retain_max: the writers' own expire keeps that many snapshots, as a table that lives
+    # for years does (0: every snapshot stays, all younger than snapshot.time-retained)
+    retention = {"snapshot.num-retained.max": str(retain_max)} if retain_max else {}
+    create(t, "id BIGINT NOT NULL, v STRING", primary_keys=["id"], options={"bucket": "1", **retention})
     for i in range(1, max(sizes) + 1):
         one_row(t, i)
         if i in sizes:
@@ -145,8 +149,10 @@ def median(values: list[tuple[float, float]], i: int) -> float:
     return statistics.median(v[i] for v in values)
 
 
-def report(samples: dict[str, list], sizes: list[int], rust_size: int | None, repeat: int) -> str:
-    lines = [run_heading(f"sizes {', '.join(map(str, sizes))}, pypaimon-rust at {rust_size}, {repeat} repetitions"),
+def report(samples: dict[str, list], sizes: list[int], rust_size: int | None, repeat: int, retain_max: int) -> str:
+    kept = f"snapshot.num-retained.max {retain_max}" if retain_max else "every snapshot retained"
+    lines = [run_heading(f"sizes {', '.join(map(str, sizes))} ({kept}), pypaimon-rust at {rust_size}, "
+                         f"{repeat} repetitions"),
              "", "Whole processes, medians: CPU s (wall s).", "",
              "| command | " + " | ".join(f"{n} commits" for n in sizes) + f" | {sizes[-1]} / {sizes[0]} (CPU) |",
              "|---|" + "---|" * (len(sizes) + 1)]
@@ -172,15 +178,17 @@ def main() -> None:
     ap.add_argument("--sizes", default="100,1000,10000")
     ap.add_argument("--rust-size", type=int, default=2000, help="0: no comparison with pypaimon-rust")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--retain-max", type=int, default=100,
+                    help="snapshot.num-retained.max of the history table (0: keep every snapshot)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     rust_size = args.rust_size or None
     with tempfile.TemporaryDirectory(prefix="lakectl-bench-history-") as tmp:
         scratch = Path(tmp)
-        tables, runs_wh = build(scratch, sizes, rust_size)
+        tables, runs_wh = build(scratch, sizes, rust_size, args.retain_max)
         samples = measure(tables, runs_wh, args.repeat, scratch)
-    text = report(samples, sizes, rust_size, args.repeat)
+    text = report(samples, sizes, rust_size, args.repeat, args.retain_max)
     print(text)
     if args.out:
         prepend_run(args.out, TITLE, text)
