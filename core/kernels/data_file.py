@@ -439,5 +439,12 @@ class Footer:
 # name is read afresh.
 @functools.lru_cache(maxsize=4096)
 def _parsed_footer(local: str, size: int, mtime_ns: int) -> Footer:
-    """The parsed footer of the local Parquet file ``local`` of that size and mtime."""
-    return Footer(pq.read_metadata(local))
+    """The parsed footer of the local Parquet file ``local`` of that size and mtime. Read by a
+    bare ``ParquetReader``: ``pq.read_metadata`` builds a ``ParquetFile`` around it, mapping
+    every column path, which cost a merged read of 2,000 one-row files a fifth of its time."""
+    reader = ParquetReader()
+    reader.open(local, pre_buffer=False)
+    try:
+        return Footer(reader.metadata)
+    finally:
+        reader.close()
