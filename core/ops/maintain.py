@@ -139,7 +139,9 @@ def _compaction(table: TableHandle, h: Health, policy: Policy) -> Action | None:
         return Action("compact", "full compaction by policy", full=True)
     if h.deletion_vector_ratio > policy.deletion_vector_ratio_trigger:
         return Action("compact", f"{h.deletion_vector_ratio:.0%} of files carry deletion vectors", full=True)
-    if h.has_primary_key and h.max_sorted_runs >= h.sorted_run_trigger:
+    # At the trigger Paimon's universal compaction may still pick nothing (the size ratio and
+    # amplification rules): planned only when its own dry run would compact a bucket.
+    if h.has_primary_key and h.max_sorted_runs >= h.sorted_run_trigger and _runs_compaction_due(table):
         return Action("compact", f"{h.max_sorted_runs} sorted runs in a bucket "
                                  f"(num-sorted-run.compaction-trigger {h.sorted_run_trigger})")
     trigger = policy.small_files_trigger
@@ -149,6 +151,12 @@ def _compaction(table: TableHandle, h: Health, policy: Policy) -> Action | None:
         return Action("compact", f"{h.small_files} small files (target-file-size {h.target_file_size}, "
                                  f"trigger {trigger})", full=True)
     return None
+
+
+def _runs_compaction_due(table: TableHandle) -> bool:
+    from core.ops.compact import compact
+
+    return compact(table, full=False, dry_run=True).buckets_compacted > 0
 
 
 def _manifest_compaction(h: Health) -> Action | None:
