@@ -60,11 +60,13 @@ def test_a_write_traces_each_mutation_in_the_order_mutation_faults_count_them(tm
     assert [n for n, _, _ in lines] == list(range(1, fault.seen + 1))
     table_dir = Path(t.path)
     # Two partitions' data files, then the manifests, the snapshot and its LATEST hint: the
-    # snapshot's create is the point of publication and the hint comes after it.
+    # snapshot's create is the point of publication and the hints come after it.
     kinds = [kind for _, kind, _ in lines]
     assert kinds[:2] == ["write", "write"] and {p.split("/")[-3] for _, _, p in lines[:2]} == {"dt=a", "dt=b"}
-    assert lines[-2][1:] == ("create", str(table_dir / "snapshot" / "snapshot-1"))
-    assert lines[-1][1:] == ("hint", str(table_dir / "snapshot" / "LATEST"))
+    # The first commit's own expire then writes the EARLIEST hint the new table lacks, last.
+    assert lines[-1][1:] == ("hint", str(table_dir / "snapshot" / "EARLIEST"))
+    assert lines[-3][1:] == ("create", str(table_dir / "snapshot" / "snapshot-1"))
+    assert lines[-2][1:] == ("hint", str(table_dir / "snapshot" / "LATEST"))
 
 
 def test_every_mutating_fileio_method_is_a_traced_fault_point(tmp_path: Path, traced: Path) -> None:
