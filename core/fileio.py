@@ -485,14 +485,7 @@ class FileIO:
         except FileNotFoundError:
             self._confirm_bucket(path)
             return []
-        out = []
-        for e in entries:
-            name = e["name"]
-            if not self.local and "://" in path and "://" not in name:
-                name = path.split("://", 1)[0] + "://" + name
-            out.append(FileStatus(name, int(e.get("size") or 0), e.get("type") == "directory",
-                                  e.get("mtime") or e.get("LastModified") and e["LastModified"].timestamp()))
-        return out
+        return [self._status(e, path) for e in entries]
 
     @_store_errors
     def walk(self, path: str) -> list[FileStatus]:

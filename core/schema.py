@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from core import binary_row
 from core import types as T
 from core.errors import CorruptMetadataError, NotFoundError, TableGoneError, UsageError
-from core.fileio import FileIO, join
+from core.fileio import FileIO, FileStatus, join
 from core.merge_options import merge_options
 from core.options import CoreOptions, validate
 from core.tag_options import auto_tag_options
@@ -242,6 +242,8 @@ def _renumber_nested(dt: DataType, counter: int) -> tuple[DataType, int]:
 # is parsed anew; TableSchema is immutable (evolution copies its options before changing them).
 _PARSED: dict[tuple[str, str], TableSchema] = {}
 _PARSED_LIMIT = 256
+# Latest schemas on object stores by (path, size, ETag) of their listing entry (_latest_listed).
+_LISTED: dict[tuple[str, int, str], TableSchema] = {}
 
 
 def parsed_schema(text: str, path: str) -> TableSchema:
@@ -291,13 +293,41 @@ class SchemaManager:
 
     def schema(self, schema_id: int) -> TableSchema:
         path = self.readable_path(schema_id)
-        if not self.file_io.exists(path):
-            raise CorruptMetadataError(f"missing schema file {path}")
-        return parsed_schema(self.file_io.read_text(path), path)
+        try:
+            text = self.file_io.read_text(path)
+        except FileNotFoundError:
+            raise CorruptMetadataError(f"missing schema file {path}") from None
+        return parsed_schema(text, path)
 
     def latest(self) -> TableSchema | None:
+        if not self.file_io.local:
+            return self._latest_listed()
         ids = self.list_ids()
         return self.schema(ids[-1]) if ids else None
+
+    def _latest_listed(self) -> TableSchema | None:
+        """The latest schema on an object store, where each request costs milliseconds: the
+        listing's entry of the newest file (its size and ETag, which change when the file is
+        rewritten, e.g. by a drop and re-create) says whether it is the one parsed before, so
+        asking again costs one LIST instead of a LIST, a GET and a HEAD."""
+        newest: tuple[int, FileStatus] | None = None
+        for status in self.file_io.list_dir(self.dir):
+            name = status.path.rstrip("/").rsplit("/", 1)[-1]
+            if name.startswith("schema-") and name[7:].isdigit():
+                if newest is None or int(name[7:]) > newest[0]:
+                    newest = (int(name[7:]), status)
+        if newest is None:
+            return None
+        schema_id, status = newest
+        key = (self.path(schema_id), status.size, status.etag)
+        schema = _LISTED.get(key) if status.etag else None
+        if schema is None:
+            schema = self.schema(schema_id)
+            if status.etag:
+                if len(_LISTED) >= _PARSED_LIMIT:
+                    _LISTED.clear()
+                _LISTED[key] = schema
+        return schema
 
     def require_latest(self, table_name: str) -> TableSchema:
         schema = self.latest()
