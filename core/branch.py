@@ -137,10 +137,11 @@ def fast_forward_marker(file_io: FileIO, table_path: str) -> dict | None:
     """The unfinished fast-forward of the table (``branch``, ``startSnapshotId``,
     ``latestBefore``), or None."""
     path = fast_forward_marker_path(table_path)
-    if not file_io.exists(path):
+    text = file_io.read_text_if_exists(path)
+    if text is None:
         return None
     try:
-        d = json.loads(file_io.read_text(path))
+        d = json.loads(text)
         return {"branch": str(d["branch"]), "startSnapshotId": int(d["startSnapshotId"]),
                 "latestBefore": int(d["latestBefore"])}
     except (ValueError, KeyError, TypeError) as e:

@@ -469,6 +469,16 @@ class FileIO:
         except UnicodeDecodeError as e:
             raise CorruptMetadataError(f"{path} is not UTF-8 text") from e
 
+    def read_text_if_exists(self, path: str) -> str | None:
+        """``read_text(path)``, or None if there is no such file: one request on an object
+        store, where an existence check first would be a second."""
+        try:
+            return self.read_text(path)
+        except CorruptMetadataError as e:
+            if isinstance(e.__cause__, FileNotFoundError):
+                return None
+            raise
+
     @_store_errors
     def open_input(self, path: str) -> IO[bytes]:
         _before("read")

@@ -46,10 +46,11 @@ class RenameMarker:
 def read_marker(io: FileIO, table_path: str, name: str) -> RenameMarker | None:
     """The marker ``name`` (RENAMING or RENAMED) in ``table_path``; None if there is none."""
     path = join(table_path, name)
-    if not io.exists(path):
+    text = io.read_text_if_exists(path)
+    if text is None:
         return None
     try:
-        d = json.loads(io.read_text(path))
+        d = json.loads(text)
         return RenameMarker(d["source"], d["sourcePath"], d["target"], d["targetPath"], d.get("sourceSnapshotId"))
     except (ValueError, KeyError, TypeError) as e:
         raise CorruptMetadataError(f"{path} is not a rename marker lakectl can read ({e})") from e

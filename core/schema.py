@@ -293,10 +293,9 @@ class SchemaManager:
 
     def schema(self, schema_id: int) -> TableSchema:
         path = self.readable_path(schema_id)
-        try:
-            text = self.file_io.read_text(path)
-        except FileNotFoundError:
-            raise CorruptMetadataError(f"missing schema file {path}") from None
+        text = self.file_io.read_text_if_exists(path)
+        if text is None:
+            raise CorruptMetadataError(f"missing schema file {path}")
         return parsed_schema(text, path)
 
     def latest(self) -> TableSchema | None:

@@ -153,11 +153,21 @@ class SnapshotManager:
         """Trust LATEST only if snapshot-h exists, snapshot-(h+1) does not, and h is not below
         EARLIEST: a snapshot below EARLIEST is one a stalled committer re-created after expire
         removed the id, and it is never the latest (its writer undoes it)."""
+        h = self._plausible_latest()
+        if h is not None and self.exists(h):
+            return h
+        return self._listed_latest()
+
+    def _plausible_latest(self) -> int | None:
+        """The LATEST hint if snapshot-(h+1) does not exist and h is not below EARLIEST; None
+        if the hint is missing or fails either test. Whether snapshot-h exists is the caller's."""
         h = self._hint("LATEST")
-        if h is not None and self.exists(h) and not self.exists(h + 1):
-            e = self._hint("EARLIEST")
-            if e is None or h >= e:
-                return h
+        if h is None or self.exists(h + 1):
+            return None
+        e = self._hint("EARLIEST")
+        return h if e is None or h >= e else None
+
+    def _listed_latest(self) -> int | None:
         ids = self.list_ids()
         return ids[-1] if ids else None
 
@@ -193,7 +203,14 @@ class SnapshotManager:
 
     def latest(self) -> Snapshot | None:
         """The latest snapshot. Expire never removes the latest, but a commit and an expire can
-        both land between finding its id and reading it: then find it again."""
+        both land between finding its id and reading it: then find it again. The read of the
+        hinted snapshot is its existence check (one request fewer on an object store)."""
+        h = self._plausible_latest()
+        if h is not None:
+            try:
+                return self.snapshot(h)
+            except NotFoundError:
+                pass  # a stale hint: find the latest as latest_id does
         for _ in range(_LATEST_TRIES - 1):
             sid = self.latest_id()
             if sid is None:

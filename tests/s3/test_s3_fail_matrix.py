@@ -5,7 +5,7 @@ committed is lost (the model and loops are tests/unit/fault_lab.py).
 
 The same loops run on local files at every n (tests/unit); the code between a fault and the
 table is the same for both stores except the S3 FileIO, so here reads and listings, the most
-numerous, are failed at every third n (1, 4, 7, ...), writes and deletes at every second,
+numerous, are failed at every fourth n (1, 5, 9, ...), writes and deletes at every third,
 which keeps every kind of call of the S3 FileIO under fault while the run stays a fraction of
 the time. Conditional puts, the commit points, are failed at every n. Kept apart from test_s3_faults.py so the two
 halves run on different test workers."""
@@ -24,7 +24,7 @@ from fault_lab import FAIL_OPS, Tally, fail_loop  # noqa: E402
 
 pytestmark = pytest.mark.s3
 FIGURES = Tally()
-STRIDE = {"read": 3, "list": 3, "write": 2, "create": 1, "delete": 2}
+STRIDE = {"read": 4, "list": 4, "write": 3, "create": 1, "delete": 3}
 
 
 @pytest.mark.slow

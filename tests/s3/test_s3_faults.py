@@ -4,7 +4,7 @@ its last committed snapshot, a rerun completes and nothing committed is lost. Th
 the model are ``tests/unit/fault_lab.py``; every run gets a server-side copy of a template
 table, so each n starts from the same state.
 
-This module kills before mutations (every second one of each command: the local matrix kills
+This module kills before mutations (every third one of each command: the local matrix kills
 before every one);
 test_s3_fail_matrix.py fails reads, writes, conditional puts, deletes and listings. A fault
 injected before a conditional PUT is the same on S3 as on local files; the S3 commit point's
@@ -34,11 +34,11 @@ def test_s3_kill_before_every_mutation(s3, op_name: str) -> None:
 
     The same loop runs on local files at every n (tests/unit/test_fault_injection.py), and the
     code between a kill and the table is the same for both stores but for the S3 FileIO; here
-    every second n is killed, the odd ones for half the commands and the even ones for the
-    other half, so that the S3 FileIO's puts, conditional puts and deletes are all killed
-    before while the run takes half the time (each S3 run is a few hundred requests)."""
-    start = 1 + list(OPS).index(op_name) % 2
-    run_loop(s3, FIGURES, kill_loop, op_name, kind="mutation", aftermath_steps=1, start=start, stride=2)
+    every third n is killed, starting at 1, 2 or 3 by the command's place in the list, so that
+    the S3 FileIO's puts, conditional puts and deletes are all killed before while the run
+    takes a third of the time (each S3 run is a few hundred requests)."""
+    start = 1 + list(OPS).index(op_name) % 3
+    run_loop(s3, FIGURES, kill_loop, op_name, kind="mutation", aftermath_steps=1, start=start, stride=3)
 
 
 def test_totals() -> None:
