@@ -117,7 +117,8 @@ class TableHandle:
 
     @property
     def schema(self) -> TableSchema:
-        """The latest schema (re-read on every access: another process may have altered it)."""
+        """The latest schema, looked up on every access (another process may have altered it);
+        on an object store an unchanged one costs one LIST (SchemaManager._latest_listed)."""
         return self.schemas.require_latest(self.name)
 
     def latest_snapshot(self) -> Snapshot | None:
