@@ -159,6 +159,14 @@ class CoreOptions:
         return 50 if bucket_unaware else 5
 
     @property
+    def compaction_min_file_num(self) -> int:
+        """compaction.min.file-num (5): the files a non-full compaction of a bucketed append
+        bucket waits for, unless they reach target-file-size together first."""
+        if "compaction.min.file-num" in self.raw:
+            return self._read(parse_int, "compaction.min.file-num")
+        return 5
+
+    @property
     def num_levels(self) -> int:
         """LSM levels of primary-key buckets; full compaction writes the top one (num-levels - 1)."""
         if "num-levels" in self.raw:

@@ -14,6 +14,7 @@ hide older versions of their keys.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -81,11 +82,14 @@ def pick_files(schema: TableSchema, files: Sequence[DataFileMeta], level: int, *
         files: the bucket's live files.
         level: the output level (``output_level(schema)``).
         full: False picks a primary-key bucket only when it holds more than one sorted run,
-            so a bucket that is a single file or already one run keeps its files; for an
-            append bucket it picks at most compaction.max.file-num files, the oldest first
-            (the rest wait for the next compaction, as in Paimon, whose bucketed append
-            compaction rewrites one such window per task), and returns them to be rewritten
-            as given (``CompactTask.picked``).
+            so a bucket that is a single file or already one run keeps its files; for a
+            bucketed append bucket it picks Paimon 1.0's window (``append_window``), and for
+            a ``bucket=-1`` one at most compaction.max.file-num small files, the oldest first;
+            either is rewritten as given (``CompactTask.picked``).
+
+    A full pick of an append bucket is the files after the leading full ones, when more of
+    them are small than full and there are at least three (Paimon 1.0's bucketed append
+    compaction; two for ``bucket=-1``, whose coordinator lakectl does not follow yet).
     """
     ordered = in_sequence_order(files)
     if not ordered:
@@ -95,19 +99,47 @@ def pick_files(schema: TableSchema, files: Sequence[DataFileMeta], level: int, *
         if settled or (not full and sorted_runs(ordered) < 2):
             return ()
         return ordered
+    if not full and schema.num_buckets > 0:
+        return append_window(schema, ordered)
     full_size = schema.core_options.file_size_for(False) * FULL_APPEND_FILE_RATIO
     start = 0
     while start < len(ordered) and ordered[start].file_size >= full_size:
         start += 1
     rest = ordered[start:]
     small = sum(1 for f in rest if f.file_size < full_size)
-    if len(rest) < 2 or small <= len(rest) - small:
+    fewest = FULL_COMPACT_MIN_FILES if schema.num_buckets > 0 else 2
+    if len(rest) < fewest or small <= len(rest) - small:
         return ()
     if not full:
         rest = rest[:max_append_files(schema)]
         if len(rest) < 2:
             return ()
     return rest
+
+
+# Paimon 1.0 leaves a bucketed append bucket of fewer files alone in a full compaction.
+FULL_COMPACT_MIN_FILES = 3
+
+
+def append_window(schema: TableSchema, ordered: Sequence[DataFileMeta]) -> tuple[DataFileMeta, ...]:
+    """What a non-full compaction of a bucketed append bucket rewrites, as Paimon 1.0's append
+    compact manager picks it: a window slides over the files in sequence order and is taken
+    once it holds compaction.min.file-num files that add up to target-file-size, or
+    compaction.max.file-num files; reaching target-file-size with fewer drops its oldest file.
+    No such window: nothing (the small files wait for more)."""
+    target = schema.core_options.file_size_for(False)
+    fewest, most = schema.core_options.compaction_min_file_num, max_append_files(schema)
+    window: deque[DataFileMeta] = deque()
+    total = 0
+    for f in ordered:
+        window.append(f)
+        total += f.file_size
+        if (total >= target and len(window) >= fewest) or len(window) >= most:
+            # One file alone (compaction.max.file-num=1) would be rewritten unchanged.
+            return tuple(window) if len(window) >= 2 else ()
+        if total >= target:
+            total -= window.popleft().file_size
+    return ()
 
 
 def max_append_files(schema: TableSchema) -> int:

@@ -141,22 +141,24 @@ def _compaction(table: TableHandle, h: Health, policy: Policy) -> Action | None:
         return Action("compact", f"{h.deletion_vector_ratio:.0%} of files carry deletion vectors", full=True)
     # At the trigger Paimon's universal compaction may still pick nothing (the size ratio and
     # amplification rules): planned only when its own dry run would compact a bucket.
-    if h.has_primary_key and h.max_sorted_runs >= h.sorted_run_trigger and _runs_compaction_due(table):
+    if h.has_primary_key and h.max_sorted_runs >= h.sorted_run_trigger and _compaction_due(table, full=False):
         return Action("compact", f"{h.max_sorted_runs} sorted runs in a bucket "
                                  f"(num-sorted-run.compaction-trigger {h.sorted_run_trigger})")
     trigger = policy.small_files_trigger
     if trigger is None:  # Paimon's append compaction waits for this many small files
-        trigger = max(1, int(table.schema.options.get("compaction.min.file-num", "5")))
-    if not h.has_primary_key and h.small_files >= trigger:
+        trigger = max(1, table.schema.core_options.compaction_min_file_num)
+    # Counted over the table, the small files may lie in buckets a full compaction leaves
+    # alone (fewer than three in a bucketed one, as Paimon): planned only when it would act.
+    if not h.has_primary_key and h.small_files >= trigger and _compaction_due(table, full=True):
         return Action("compact", f"{h.small_files} small files (target-file-size {h.target_file_size}, "
                                  f"trigger {trigger})", full=True)
     return None
 
 
-def _runs_compaction_due(table: TableHandle) -> bool:
+def _compaction_due(table: TableHandle, *, full: bool) -> bool:
     from core.ops.compact import compact
 
-    return compact(table, full=False, dry_run=True).buckets_compacted > 0
+    return compact(table, full=full, dry_run=True).buckets_compacted > 0
 
 
 def _manifest_compaction(h: Health) -> Action | None:

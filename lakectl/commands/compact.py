@@ -21,8 +21,10 @@ def register(app: typer.Typer) -> None:
             "--full", help="Rewrite every bucket into one sorted run at the top level (drops deleted keys); "
                            "without it, what Paimon's own compaction picks: primary-key buckets that reached "
                            "num-sorted-run.compaction-trigger sorted runs (default 5; with deletion vectors, "
-                           "level-0 files) and append buckets' small files, at most compaction.max.file-num of "
-                           "them per bucket (Paimon's 5, or 50 with bucket=-1), the oldest first.")] = False,
+                           "level-0 files) and append buckets' small files, the oldest first: in a bucketed "
+                           "table once compaction.min.file-num of them reach target-file-size together or "
+                           "compaction.max.file-num (5) gather; with bucket=-1 at most compaction.max.file-num "
+                           "(50) per bucket.")] = False,
         partition: PartitionsOpt = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be rewritten; write nothing.")] = False,
         branch: BranchOpt = None,

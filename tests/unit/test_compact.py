@@ -377,7 +377,7 @@ def test_append_compaction_rolls_at_target_file_size_and_then_is_idempotent(tmp_
 
 
 def test_append_buckets_with_one_file_or_only_full_files_are_left_alone(tmp_path: Path) -> None:
-    t = make_table(tmp_path, "n INT", options={"target-file-size": "1kb"})
+    t = make_table(tmp_path, "n INT", options={"target-file-size": "1kb", "bucket": "1", "bucket-key": "n"})
     t.write(pa.table({"n": pa.array(range(10), pa.int32())}))
     assert plan(t).tasks == ()
     (task_file,) = [e.file for e in live(t)]
@@ -385,7 +385,40 @@ def test_append_buckets_with_one_file_or_only_full_files_are_left_alone(tmp_path
     small = dataclasses.replace(task_file, file_size=100, file_name="small", min_sequence_number=50)
     assert pick_files(t.schema, [big, big], 0) == ()
     assert pick_files(t.schema, [big, small], 0) == ()
-    assert pick_files(t.schema, [big, small, small], 0) == (small, small)
+    # Paimon 1.0 leaves fewer than three files after the leading full ones alone.
+    assert pick_files(t.schema, [big, small, small], 0) == ()
+    assert pick_files(t.schema, [big, small, small, small], 0) == (small, small, small)
+    unaware = make_table(tmp_path, "n INT", name="u", options={"target-file-size": "1kb"}).schema
+    assert unaware.num_buckets == -1 and pick_files(unaware, [big, small, small], 0) == (small, small)
+
+
+def test_non_full_append_compaction_picks_paimons_window(tmp_path: Path) -> None:
+    """Paimon 1.0's window over a bucketed append bucket's files in sequence order (hand-run
+    here): taken at compaction.min.file-num files reaching target-file-size together, or at
+    compaction.max.file-num files; reaching the target with fewer drops the oldest file."""
+    t = make_table(tmp_path, "n INT", options={"bucket": "1", "bucket-key": "n", "target-file-size": "1kb"})
+    t.write(pa.table({"n": pa.array(range(10), pa.int32())}))
+    (task_file,) = [e.file for e in live(t)]
+
+    def files(*sizes: int) -> list:
+        return [dataclasses.replace(task_file, file_name=f"f{i}", file_size=size, min_sequence_number=i,
+                                    max_sequence_number=i) for i, size in enumerate(sizes)]
+
+    def picked(fs: list, schema=t.schema) -> list[str]:
+        return [f.file_name for f in pick_files(schema, fs, 0, full=False)]
+
+    # Three small files that reach the target together: the default 5 files are not there yet.
+    assert picked(files(400, 400, 400)) == []
+    # Five small files: the window is full (compaction.max.file-num, 5).
+    assert picked(files(*[100] * 7)) == ["f0", "f1", "f2", "f3", "f4"]
+    # A full file in the way reaches the target at once: the window starts again after it.
+    assert picked(files(100, 1024, 100, 100, 100, 100, 100)) == ["f2", "f3", "f4", "f5", "f6"]
+    assert picked(files(100, 1024, 100, 100, 100)) == []
+    t.alter([SetOption("compaction.min.file-num", "3")])
+    three = Table.open("db.t", warehouse=str(tmp_path / "wh")).schema
+    # Three that reach the target: taken; two that reach it drop the oldest and wait.
+    assert picked(files(400, 400, 400), three) == ["f0", "f1", "f2"]
+    assert picked(files(600, 600, 100), three) == []
 
 
 
