@@ -287,6 +287,13 @@ def _cached_decoded(key: tuple[str, int, int, Any]) -> Any:
         return value
 
 
+def _utf8(data: bytes, path: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CorruptMetadataError(f"{path} is not UTF-8 text") from e
+
+
 def _store_errors(method: Any) -> Any:
     """Turn the object store's setup failures inside ``method`` into ``StorageError``s."""
 
@@ -463,21 +470,22 @@ class FileIO:
             _keep_decoded(key, value)
 
     def read_text(self, path: str) -> str:
-        data = self.read_bytes(path)
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise CorruptMetadataError(f"{path} is not UTF-8 text") from e
+        return _utf8(self.read_bytes(path), path)
 
-    def read_text_if_exists(self, path: str) -> str | None:
-        """``read_text(path)``, or None if there is no such file: one request on an object
+    def read_bytes_if_exists(self, path: str) -> bytes | None:
+        """``read_bytes(path)``, or None if there is no such file: one request on an object
         store, where an existence check first would be a second."""
         try:
-            return self.read_text(path)
+            return self.read_bytes(path)
         except CorruptMetadataError as e:
             if isinstance(e.__cause__, FileNotFoundError):
                 return None
             raise
+
+    def read_text_if_exists(self, path: str) -> str | None:
+        """``read_text(path)``, or None if there is no such file (``read_bytes_if_exists``)."""
+        data = self.read_bytes_if_exists(path)
+        return None if data is None else _utf8(data, path)
 
     @_store_errors
     def open_input(self, path: str) -> IO[bytes]:

@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Iterator
 
-from core.errors import CorruptMetadataError, LakectlError
+from core.errors import LakectlError
 from core.fileio import FileIO, join
 
 LEASE_NAME = ".lakectl-maintain.lease"
@@ -87,14 +87,8 @@ def _content(holder: str, expires_at: float, ttl_seconds: float) -> bytes:
 
 
 def _read(file_io: FileIO, path: str) -> bytes | None:
-    """The lease file's bytes; None when there is none (FileIO reports a missing file as
-    CorruptMetadataError caused by FileNotFoundError: for a lease, absence is normal)."""
-    try:
-        return file_io.read_bytes(path)
-    except CorruptMetadataError as e:
-        if isinstance(e.__cause__, FileNotFoundError):
-            return None
-        raise
+    """The lease file's bytes; None when there is none (for a lease, absence is normal)."""
+    return file_io.read_bytes_if_exists(path)
 
 
 def _field(data: bytes, key: str) -> object:
