@@ -287,6 +287,12 @@ def _cached_decoded(key: tuple[str, int, int, Any]) -> Any:
         return value
 
 
+def numbered(name: str, prefix: str) -> int | None:
+    """N of a file named ``<prefix>N`` (snapshot-N, schema-N); None for any other name."""
+    digits = name[len(prefix):] if name.startswith(prefix) else ""
+    return int(digits) if digits.isdigit() else None
+
+
 def _utf8(data: bytes, path: str) -> str:
     try:
         return data.decode("utf-8")
@@ -538,11 +544,7 @@ class FileIO:
 
     def list_numbered(self, path: str, prefix: str) -> list[int]:
         """Sorted N of the files named ``<prefix>N`` in ``path`` (snapshot-N, schema-N)."""
-        ids = []
-        for name in self.list_names(path):
-            if name.startswith(prefix) and name[len(prefix):].isdigit():
-                ids.append(int(name[len(prefix):]))
-        return sorted(ids)
+        return sorted(n for n in (numbered(name, prefix) for name in self.list_names(path)) if n is not None)
 
     def refuse_file_in_the_way(self, path: str) -> None:
         """Raise StorageRefusedError if ``path`` or a directory above it is a regular file (a

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from core import binary_row
 from core import types as T
 from core.errors import CorruptMetadataError, NotFoundError, TableGoneError, UsageError
-from core.fileio import FileIO, FileStatus, join
+from core.fileio import FileIO, FileStatus, join, numbered
 from core.merge_options import merge_options
 from core.options import CoreOptions, validate
 from core.tag_options import auto_tag_options
@@ -311,10 +311,9 @@ class SchemaManager:
         asking again costs one LIST instead of a LIST, a GET and a HEAD."""
         newest: tuple[int, FileStatus] | None = None
         for status in self.file_io.list_dir(self.dir):
-            name = status.path.rstrip("/").rsplit("/", 1)[-1]
-            if name.startswith("schema-") and name[7:].isdigit():
-                if newest is None or int(name[7:]) > newest[0]:
-                    newest = (int(name[7:]), status)
+            schema_id = numbered(status.path.rstrip("/").rsplit("/", 1)[-1], "schema-")
+            if schema_id is not None and (newest is None or schema_id > newest[0]):
+                newest = (schema_id, status)
         if newest is None:
             return None
         schema_id, status = newest
