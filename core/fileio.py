@@ -29,7 +29,8 @@ once per bucket the first time something reads as absent, so a missing bucket ne
 as a missing table).
 
 Fault injection for tests: ``LAKECTL_FAULT="kill|fail|stall:OP:N"`` SIGKILLs the process,
-raises OSError, or stalls it, right before its N-th operation of kind OP (read, write, delete,
+raises OSError, or stalls it, right before its N-th operation of kind OP (``N-M``: each of the
+N-th to M-th, so that two threads of one process can be held still at once; read, write, delete,
 list, create, any; ``mutation``: every change of storage, the write, create and delete kinds
 plus a directory made, whatever the backend; or ``publish``: the create of a ``snapshot-N`` by
 a commit, counted on its own and never by ``any``); ``LAKECTL_KILL_AFTER_WRITES=N`` kills
@@ -82,6 +83,7 @@ class _Fault:
     action: str  # "kill" or "fail"
     operation: str  # one of OPERATIONS, "mutation" or "any"
     at: int  # the N-th matching operation faults
+    last: int = 0  # ... and each one up to this (0: only the N-th)
     seen: int = 0
     # Engines run FileIO calls on thread pools: counting must not lose an increment, or the
     # N-th operation could go unfaulted.
@@ -104,10 +106,12 @@ class _Fault:
             import signal  # only a fault-injected run gets here
 
             os.kill(os.getpid(), signal.SIGKILL)
-        if seen == self.at and self.action == "stall":
+        if seen > max(self.at, self.last):
+            return
+        if self.action == "stall":
             _stall(f"{self.operation} #{seen}: {what}")
-        elif seen == self.at:
-            raise OSError(errno.EIO, f"injected fault before {operation} #{self.at}")
+        else:
+            raise OSError(errno.EIO, f"injected fault before {operation} #{seen}")
 
 
 def _stall(operation: str) -> None:
@@ -116,7 +120,7 @@ def _stall(operation: str) -> None:
     if not path:
         raise UsageError("LAKECTL_FAULT=stall:... needs LAKECTL_STALL_FILE (the file to wait on)")
     limit = float(os.environ.get("LAKECTL_STALL_SECONDS", "300"))
-    with open(path, "w") as f:
+    with open(path, "a") as f:  # appended: threads stalled at once each leave their line
         f.write(f"{os.getpid()} stalled before {operation}\n")
     deadline = time.monotonic() + limit
     while os.path.exists(path) and time.monotonic() < deadline:
@@ -127,10 +131,11 @@ def _fault_from_env() -> _Fault | None:
     spec = os.environ.get("LAKECTL_FAULT", "")
     if spec:
         action, operation, at = spec.split(":")
+        first, dash, last = at.partition("-")
         if action not in ("kill", "fail", "stall") or operation not in (*OPERATIONS, PUBLISH, "any", "mutation") \
-                or not at.isdigit():
-            raise UsageError(f"LAKECTL_FAULT={spec!r} must be kill|fail|stall:OPERATION:N")
-        return _Fault(action, operation, int(at))
+                or not first.isdigit() or (dash and not last.isdigit()):
+            raise UsageError(f"LAKECTL_FAULT={spec!r} must be kill|fail|stall:OPERATION:N or N-M")
+        return _Fault(action, operation, int(first), int(last or 0))
     kill_after = int(os.environ.get("LAKECTL_KILL_AFTER_WRITES", "0") or 0)
     return _Fault("kill", "mutation", kill_after) if kill_after else None
 

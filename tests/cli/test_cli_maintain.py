@@ -197,8 +197,9 @@ def test_two_overlapping_runs_never_maintain_a_table_at_once(cli, tmp_path):
 
 def test_terminal_shows_a_bar_per_table_being_maintained(cli, tmp_path):
     """On a terminal, --parallel 2 draws a bar per table at work (named with its current verb)
-    under an overall bar; held still by a stalled first compaction commit so that the bars are
-    on screen, then the summary table follows and the bars are gone."""
+    under an overall bar; held still by stalling the first two compaction commits (one per
+    worker) so that both bars are on screen, then the summary table follows and the bars are
+    gone."""
     from tests.cli.test_terminal import ANSI, in_terminal
 
     for n in ("t0", "t1", "t2"):
@@ -207,21 +208,24 @@ def test_terminal_shows_a_bar_per_table_being_maintained(cli, tmp_path):
     seen = {}
 
     def on_output(out: bytes, _fd: int) -> bool:
-        text = ANSI.sub(b"", out).decode("utf-8", "replace")
-        # one table's compaction commit is stalled; the other two tables finish beside it
-        if "tables (2 of 3 done" in text and stall.exists():
-            seen["bars"] = text
-            stall.unlink()  # let the stalled commit go on
+        # both workers' compaction commits are stalled: wait for a frame drawn after that
+        if "bars" in seen or not stall.exists() or len(stall.read_text().splitlines()) < 2:
+            return False
+        seen.setdefault("from", len(out))
+        frame = ANSI.sub(b"", out[seen["from"]:]).decode("utf-8", "replace")
+        if sum(f"db.{n}: compact" in frame for n in ("t0", "t1", "t2")) >= 2:
+            seen["bars"] = frame
+            stall.unlink()  # let the stalled commits go on
             return True
         return False
 
     session = in_terminal(["-w", str(cli.wh), "maintain", "--parallel", "2"], tmp_path, on_output=on_output,
-                          env={"LAKECTL_FAULT": "stall:publish:1", "LAKECTL_STALL_FILE": str(stall)})
+                          env={"LAKECTL_FAULT": "stall:publish:1-2", "LAKECTL_STALL_FILE": str(stall)})
     assert session.exit_code == 0, session.text
     bars = seen["bars"]
-    # two tables at work at once, each on its own bar naming its verb
+    # two tables at work at once, each on its own bar naming its verb, under the overall bar
     assert any(line.count(": compact") == 1 for line in bars.splitlines())
-    assert len({n for n in ("db.t0", "db.t1", "db.t2") if f"{n}: compact" in bars}) >= 2
+    assert "tables (0 of 3 done" in bars
     text = session.text
     assert "maintenance" in text and all(n in text for n in ("db.t0", "db.t1", "db.t2"))
     after = session.output[session.output.rindex(b"\x1b[?25h"):]  # the cursor is back: bars erased

@@ -129,3 +129,24 @@ def test_a_stalled_console_script_names_the_traced_mutation_it_stopped_before(tm
     finally:
         stall.unlink(missing_ok=True)
     assert proc.wait(60) == 0
+
+
+def test_a_fault_range_faults_each_operation_in_it_and_no_other(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """``LAKECTL_FAULT=fail:write:2-3`` fails the second and third writes only (how a test
+    holds two threads of one process still at once); a malformed range is refused."""
+    monkeypatch.setenv("LAKECTL_FAULT", "fail:write:2-3")
+    monkeypatch.setattr(fileio, "_fault", fileio._fault_from_env())
+    io = FileIO.for_uri(str(tmp_path))
+    outcomes = []
+    for i in range(1, 6):
+        try:
+            io.write_bytes(str(tmp_path / f"f{i}"), b"x")
+            outcomes.append(True)
+        except OSError:
+            outcomes.append(False)
+    assert outcomes == [True, False, False, True, True]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f1", "f4", "f5"]
+    for bad in ("fail:write:2-", "fail:write:-3", "fail:write:a-3"):
+        monkeypatch.setenv("LAKECTL_FAULT", bad)
+        with pytest.raises(fileio.UsageError, match="N-M"):
+            fileio._fault_from_env()
