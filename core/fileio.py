@@ -360,7 +360,12 @@ class FileIO:
         if scheme in ("s3", "s3a"):
             # A cached listing could miss a snapshot another writer just committed.
             fs_options.setdefault("use_listings_cache", False)
-            fs_options.setdefault("skip_instance_cache", True)
+            # fsspec's instance cache is kept: a new S3 client costs ~0.1 s of CPU (botocore
+            # loads its service models, builds an SSL context), and a command opens the same
+            # store many times. fsspec keys the cache by every option and the process (it is
+            # cleared after a fork), so other credentials or endpoints and Spark's forked
+            # workers never share a client; threads do, safely: every request of an async
+            # filesystem runs on fsspec's one event-loop thread, each on its own connection.
             fs_options["config_kwargs"] = _connect_config(fs_options.get("config_kwargs"))
         try:
             fs = fsspec.filesystem("s3" if scheme == "s3a" else scheme, **fs_options)

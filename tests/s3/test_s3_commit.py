@@ -90,3 +90,45 @@ def test_manifests_are_read_at_once_on_s3_and_in_order(s3, monkeypatch):
     assert len(threads) > 1
     one = t.scan(where="p = 1").to_pylist()
     assert {(r["id"], r["p"]): r["v"] for r in one} == {k: v for k, v in model.items() if k[1] == 1}
+
+
+def test_a_store_opened_again_reuses_its_client_but_never_across_credentials(s3, monkeypatch):
+    """A new S3 client costs ~0.1 s of CPU, and one command opens its table many times: the
+    second round of open, write and scan makes no new client, nor does another thread. Other
+    credentials get their own client (so the server's refusal is theirs)."""
+    import s3fs
+
+    made = []
+    real = s3fs.S3FileSystem.set_session
+
+    async def counting(self, *args, **kwargs):
+        if self._s3 is None:
+            made.append(self)
+        return await real(self, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "set_session", counting)
+    s3fs.S3FileSystem.clear_instance_cache()  # clients earlier tests of this process left
+    warehouse, options = s3.warehouse(), s3.storage_options()
+    create(Table.locate("db.t", warehouse=warehouse, storage_options=options), "id BIGINT", primary_keys=["id"])
+
+    def round_trip(i: int) -> list[int]:
+        t = Table.open("db.t", warehouse=warehouse, storage_options=options)
+        t.write(pa.table({"id": pa.array([i], pa.int64())}))
+        return sorted(r["id"] for r in t.scan().to_pylist())
+
+    assert round_trip(1) == [1]
+    first = len(made)
+    assert first >= 1
+    assert round_trip(2) == [1, 2]
+    assert len(made) == first  # the same client served the second round
+    assert FileIO.for_uri(warehouse, options).fs is FileIO.for_uri(warehouse, dict(options)).fs
+
+    wrong = s3.storage_options(secret="not-the-secret")
+    with pytest.raises(Exception, match="(?i)denied|signature|credentials|refused"):
+        Table.open("db.t", warehouse=warehouse, storage_options=wrong).scan()
+    assert len(made) == first + 1  # the refused credentials' own client
+    elsewhere = []
+    thread = threading.Thread(target=lambda: elsewhere.append(round_trip(3)))
+    thread.start()
+    thread.join()
+    assert elsewhere == [[1, 2, 3]] and len(made) == first + 1
