@@ -6,7 +6,7 @@ the refusals themselves, with what would differ, are the rules here."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from core import external_paths
 from core.errors import UnsupportedTableError, UsageError
@@ -16,6 +16,9 @@ from core.option_values import invalid_values
 from core.options import SCAN_MODES
 from core.tag_options import auto_tag_options
 from core.types import paimon2_columns, unreadable_columns
+
+if TYPE_CHECKING:
+    from core.schema import TableSchema
 
 # ---- options Java Paimon honours and lakectl does not --------------------------------------
 # One table of rules, checked whenever a table is opened for an action (``check_options``):
@@ -297,3 +300,38 @@ def _check_column_types(schema: Any, table_name: str, action: str, columns: Any)
             f = found[0]
             raise UnsupportedTableError(f"table {table_name}: column {f.name} has type {f.type}, a Paimon 2.x "
                                         "type lakectl does not write (reads work)")
+
+
+# ---- data-evolution tables (Paimon 2.x; read by core.kernels.data_evolution) ---------------
+DATA_EVOLUTION = "data-evolution.enabled"
+
+
+def data_evolution_enabled(schema: TableSchema) -> bool:
+    """Whether the table's files are merged by row-id range when read."""
+    return schema.options.get(DATA_EVOLUTION, "false").strip().lower() == "true"
+
+
+def refuse_rewrite(schema: TableSchema, table_name: str, action: str) -> None:
+    """Refuse ``action`` (a rewrite of data files) on a data-evolution table.
+
+    Raises:
+        UnsupportedTableError: the table's files may hold column subsets.
+    """
+    if data_evolution_enabled(schema):
+        raise UnsupportedTableError(
+            f"table {table_name} uses {DATA_EVOLUTION}=true, which lakectl does not support for {action} "
+            "(Paimon's files there may hold some columns of a row-id range; a rewrite must merge them by "
+            "row id and keep the ids, which lakectl does not)")
+
+
+def refuse_incremental(schema: TableSchema, table_name: str) -> None:
+    """Refuse an incremental read (``--incremental-between``, ``--follow``): a commit's new files
+    may hold one column of old rows, whose other columns are in earlier commits' files.
+
+    Raises:
+        UnsupportedTableError: the table is a data-evolution table.
+    """
+    if data_evolution_enabled(schema):
+        raise UnsupportedTableError(
+            f"table {table_name} uses {DATA_EVOLUTION}=true, which lakectl does not support for incremental "
+            "reads (a commit's files may hold some columns of older rows; Paimon merges them by row id)")

@@ -29,16 +29,11 @@ from core.errors import CorruptMetadataError, UnsupportedTableError
 from core.fileio import FileIO, join
 from core.kernels.data_file import read_file
 from core.manifest import DataFileMeta
+# The option and the refusals live with the other option rules (no data libraries to load).
+from core.option_rules import DATA_EVOLUTION as OPTION, data_evolution_enabled as enabled  # noqa: F401
+from core.option_rules import refuse_incremental, refuse_rewrite  # noqa: F401
 from core.schema import TableSchema
 from core.types import DataField, arrow_field
-
-OPTION = "data-evolution.enabled"
-
-
-def enabled(schema: TableSchema) -> bool:
-    """Whether the table's files are merged by row-id range when read."""
-    return schema.options.get(OPTION, "false").strip().lower() == "true"
-
 
 def row_id_groups(files: Sequence[DataFileMeta]) -> list[list[DataFileMeta]]:
     """The files grouped by the row-id range they cover, groups in row-id order and each
@@ -117,29 +112,3 @@ def read_merged(files: Sequence[DataFileMeta], bucket_dir: str, read_schema: Tab
     if not parts:
         return pa.schema([arrow_field(f).with_nullable(True) for f in read_fields]).empty_table()
     return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-
-
-def refuse_rewrite(schema: TableSchema, table_name: str, action: str) -> None:
-    """Refuse ``action`` (a rewrite of data files) on a data-evolution table.
-
-    Raises:
-        UnsupportedTableError: the table's files may hold column subsets.
-    """
-    if enabled(schema):
-        raise UnsupportedTableError(
-            f"table {table_name} uses {OPTION}=true, which lakectl does not support for {action} (Paimon's "
-            "files there may hold some columns of a row-id range; a rewrite must merge them by row id and "
-            "keep the ids, which lakectl does not)")
-
-
-def refuse_incremental(schema: TableSchema, table_name: str) -> None:
-    """Refuse an incremental read (``--incremental-between``, ``--follow``): a commit's new files
-    may hold one column of old rows, whose other columns are in earlier commits' files.
-
-    Raises:
-        UnsupportedTableError: the table is a data-evolution table.
-    """
-    if enabled(schema):
-        raise UnsupportedTableError(
-            f"table {table_name} uses {OPTION}=true, which lakectl does not support for incremental reads "
-            "(a commit's files may hold some columns of older rows; Paimon merges them by row id)")

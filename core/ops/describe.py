@@ -125,7 +125,7 @@ def live_files(table: TableHandle, snapshot_id: int | None = None, *,
     schema = table.schemas.schema(snap.schema_id) if snap is not None else table.schema
     selected: Callable[[tuple], bool] = lambda values: True
     if partitions is not None:
-        from core.ops.compact import partition_filter  # (loads compaction's data libraries)
+        from core.ops.compact_planning import partition_filter
 
         selected = partition_filter(schema, partitions)
     if snap is None:

@@ -156,9 +156,14 @@ def _compaction(table: TableHandle, h: Health, policy: Policy) -> Action | None:
 
 
 def _compaction_due(table: TableHandle, *, full: bool) -> bool:
-    from core.ops.compact import compact
+    """Whether compaction would rewrite a bucket: its plan, from metadata alone (running the
+    compaction's dry run would load its data libraries, most of a dry run's time)."""
+    from core.ops.compact_planning import plan
+    from core.replan import replan_on_lost_race
 
-    return compact(table, full=full, dry_run=True).buckets_compacted > 0
+    tasks = replan_on_lost_race(table.schema.core_options.commit_max_retries,
+                                lambda: plan(table, full=full).tasks, "compaction plan")
+    return len(tasks) > 0
 
 
 def _manifest_compaction(h: Health) -> Action | None:

@@ -81,7 +81,7 @@ def drop_partitions(table: TableHandle, partitions: Sequence[Mapping[str, str]],
             exactly the partition columns.
         CommitConflictError: the commit did not land.
     """
-    from core.ops.compact import partition_filter  # pyarrow: only for this command
+    from core.ops.compact_planning import partition_filter
 
     schema = table.schema
     fields = schema.partition_fields

@@ -91,6 +91,30 @@ def test_a_primary_key_write_plans_its_compaction_without_the_rewrite_kernels(tm
     assert "COMPACT" in snapshots
 
 
+def test_maintain_dry_run_plans_a_compaction_without_the_data_libraries(tmp_path: Path) -> None:
+    """`maintain --dry-run` on a primary-key bucket at num-sorted-run.compaction-trigger plans
+    the compaction from the manifests alone (core.ops.compact_planning): no data library
+    loads. The real run then compacts, which loads them, so the check can fail."""
+    wh = str(tmp_path / "wh")
+    csv = tmp_path / "in.csv"
+    csv.write_text("id,v\n1,a\n2,b\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run([sys.executable, "-m", "lakectl", "-w", wh, "-q", "create", "db.t", "--schema",
+                    "id BIGINT NOT NULL, v STRING", "--primary-key", "id", "-o", "bucket=1", "-o", "write-only=true",
+                    "-o", "num-sorted-run.compaction-trigger=2"], env=env, check=True, cwd=tmp_path)
+    for _ in range(2):
+        subprocess.run([sys.executable, "-m", "lakectl", "-w", wh, "-q", "write", "db.t", "-i", str(csv)],
+                       env=env, check=True, cwd=tmp_path)
+    planned = _imported("-w", wh, "-q", "maintain", "--dry-run", cwd=tmp_path)
+    assert "core.ops.compact_planning" in planned
+    assert {m for m in planned if m.split(".")[0] in ("pyarrow", "numpy")} == set()
+    ran = _imported("-w", wh, "-q", "maintain", cwd=tmp_path)
+    assert {"core.kernels.compact", "pyarrow"} <= ran
+    snapshots = subprocess.run([sys.executable, "-m", "lakectl", "-w", wh, "-f", "json", "snapshots", "db.t"],
+                               env=env, check=True, cwd=tmp_path, capture_output=True, text=True).stdout
+    assert "COMPACT" in snapshots
+
+
 def test_a_local_write_of_one_file_loads_no_filesystem_library(tmp_path: Path) -> None:
     """A write of one local file into an append table (the text benchmark's write, issue 27)
     loads neither fsspec (a local file is found, sized and written with os), nor numpy.ma
