@@ -96,7 +96,7 @@ public class JavaPaimonOracle {
 
     public static void main(String[] args) throws Exception {
         if (args.length < 2) {
-            throw new IllegalArgumentException("usage: read <table> [...] | run <spec.json>");
+            throw new IllegalArgumentException("usage: read <table> [...] | run <spec.json> | reads <requests.jsonl> | train <spec.json> <requests.jsonl>");
         }
         switch (args[0]) {
             case "read":
@@ -106,23 +106,33 @@ public class JavaPaimonOracle {
                 run(JSON.readTree(Files.readAllBytes(Paths.get(args[1]))));
                 break;
             case "reads":
-                // One JVM for many reads: each line of the file is a JSON array of read's
-                // arguments (after "read"); each read's output ends with its meta line.
-                for (String line : Files.readAllLines(Paths.get(args[1]))) {
-                    if (line.isBlank()) {
-                        continue;
-                    }
-                    JsonNode readArgs = JSON.readTree(line);
-                    String[] argv = new String[readArgs.size() + 1];
-                    argv[0] = "read";
-                    for (int i = 0; i < readArgs.size(); i++) {
-                        argv[i + 1] = readArgs.get(i).asText();
-                    }
-                    read(argv);
-                }
+                reads(args[1]);
+                break;
+            case "train":
+                // tests/interop/java_cds.py: one JVM through a run and then reads, whose
+                // loaded classes become the class-data archive later JVMs start from.
+                run(JSON.readTree(Files.readAllBytes(Paths.get(args[1]))));
+                reads(args[2]);
                 break;
             default:
                 throw new IllegalArgumentException("unknown command " + args[0]);
+        }
+    }
+
+    // One JVM for many reads: each line of the file is a JSON array of read's arguments
+    // (after "read"); each read's output ends with its meta line.
+    private static void reads(String requests) throws Exception {
+        for (String line : Files.readAllLines(Paths.get(requests))) {
+            if (line.isBlank()) {
+                continue;
+            }
+            JsonNode readArgs = JSON.readTree(line);
+            String[] argv = new String[readArgs.size() + 1];
+            argv[0] = "read";
+            for (int i = 0; i < readArgs.size(); i++) {
+                argv[i + 1] = readArgs.get(i).asText();
+            }
+            read(argv);
         }
     }
 
