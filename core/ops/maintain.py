@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable
 from core.branch import MAIN_BRANCH, branch_names
 from core.errors import CommitConflictError, LakectlError, NotFoundError, UsageError
 from core.health import Health, measure
-from core.ops.full_compaction import full_compaction_due
+from core.ops.full_compaction import full_compaction_reason
 from core.ops.orphans import orphan_age_seconds
 from core import lease as leases
 from core.table_handle import TableHandle
@@ -135,8 +135,12 @@ def check_policy(policy: Policy, actions: list[Action]) -> None:
 def _compaction(table: TableHandle, h: Health, policy: Policy) -> Action | None:
     if h.files == 0:
         return None
-    if policy.full_compaction or full_compaction_due(table):
+    if policy.full_compaction:
         return Action("compact", "full compaction by policy", full=True)
+    due = full_compaction_reason(table)
+    # Past the interval a table settled in full would be compacted again for nothing, run after run.
+    if due is not None and _compaction_due(table, full=True):
+        return Action("compact", due, full=True)
     if h.deletion_vector_ratio > policy.deletion_vector_ratio_trigger:
         return Action("compact", f"{h.deletion_vector_ratio:.0%} of files carry deletion vectors", full=True)
     # At the trigger Paimon's universal compaction may still pick nothing (the size ratio and

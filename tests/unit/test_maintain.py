@@ -81,6 +81,45 @@ def test_table_past_sorted_run_trigger_is_compacted_one_within_is_not(tmp_path):
     assert verbs(plan_table(t, h, Policy()))[0] == "compact"
 
 
+def test_optimization_interval_plans_a_full_compaction_once_per_interval(tmp_path):
+    """compaction.optimization-interval: a primary-key table with no full compaction among its
+    snapshots is due one (a new Java writer's first pick); after it, not again within the
+    interval, and a table whose interval passed since its last full compaction is due again.
+    The writes stay far below the sorted-run trigger, so nothing else plans a compaction."""
+    t = make(tmp_path, "opt", options={"compaction.optimization-interval": "1 h"})
+    t.write(rows(range(5)))
+    t.write(rows(range(3, 8), v="y"))
+    expected = t.scan().sort_by("id")
+    planned = [a for a in plan_table(t, measure(t), Policy()) if a.verb == "compact"]
+    assert [(a.full, "compaction.optimization-interval 1 h" in a.reason) for a in planned] == [(True, True)]
+    rep = maintain_table(t, Policy())
+    assert rep.status == "done" and "compact" in verbs(rep.actions)
+    t = Table.open(t.path)
+    assert t.latest_snapshot().commit_kind == "COMPACT" and max_runs(t) == 1
+    assert t.scan().sort_by("id").equals(expected)
+    t.write(rows([20]))  # within the hour: no full compaction due
+    assert "compact" not in verbs(plan_table(t, measure(t), Policy()))
+    # The same history under a one-millisecond interval: the last full compaction is older.
+    t = Table.open(t.path)
+    t.alter([SetOption("compaction.optimization-interval", "1 ms")])
+    time.sleep(0.01)
+    assert "compact" in verbs(plan_table(Table.open(t.path), measure(t), Policy()))
+
+
+def test_optimization_interval_makes_a_writers_compaction_full_once_per_interval(tmp_path):
+    """A writer (not write-only) compacts in full after its commit when the interval passed
+    since the last full compaction: at the first write, not at the next within the hour."""
+    t = make(tmp_path, "w", options={"write-only": "false", "compaction.optimization-interval": "1 h"})
+    t.write(rows(range(5)))
+    kinds = [t.snapshots.snapshot(i).commit_kind for i in t.snapshots.list_ids()]
+    assert kinds == ["APPEND", "COMPACT"]
+    t.write(rows(range(3, 8), v="y"))
+    kinds = [t.snapshots.snapshot(i).commit_kind for i in t.snapshots.list_ids()]
+    assert kinds == ["APPEND", "COMPACT", "APPEND"] and max_runs(t) == 2
+    assert sorted((r["id"], r["v"]) for r in t.scan().to_pylist()) == \
+        [(0, "x"), (1, "x"), (2, "x"), (3, "y"), (4, "y"), (5, "y"), (6, "y"), (7, "y")]
+
+
 def test_expiry_planned_by_the_tables_snapshot_options(tmp_path):
     t = make(tmp_path, "exp", options={"snapshot.num-retained.min": "2", "snapshot.num-retained.max": "2"})
     t.write(rows([1]))
