@@ -151,8 +151,8 @@ def median(values: list[tuple[float, float]], i: int) -> float:
 
 def report(samples: dict[str, list], sizes: list[int], rust_size: int | None, repeat: int, retain_max: int) -> str:
     kept = f"snapshot.num-retained.max {retain_max}" if retain_max else "every snapshot retained"
-    lines = [run_heading(f"sizes {', '.join(map(str, sizes))} ({kept}), pypaimon-rust at {rust_size}, "
-                         f"{repeat} repetitions"),
+    rust = f"pypaimon-rust at {rust_size}" if rust_size else "no pypaimon-rust comparison"
+    lines = [run_heading(f"sizes {', '.join(map(str, sizes))} ({kept}), {rust}, {repeat} repetitions"),
              "", "Whole processes, medians: CPU s (wall s).", "",
              "| command | " + " | ".join(f"{n} commits" for n in sizes) + f" | {sizes[-1]} / {sizes[0]} (CPU) |",
              "|---|" + "---|" * (len(sizes) + 1)]
