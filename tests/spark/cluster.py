@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -27,6 +28,9 @@ from typing import Any
 
 HOST = "127.0.0.1"
 START_TIMEOUT_SECONDS = 90.0
+# The master's log lines naming the ports it bound (Spark 3 and 4).
+_WEBUI_BOUND = re.compile(r"Bound MasterWebUI to \S+, and started at http://[^:/\s]+:(\d+)")
+_MASTER_STARTED = re.compile(r"Starting Spark master at (spark://\S+)")
 STOP_GRACE_SECONDS = 5.0
 _LOG_TAIL_LINES = 40
 _START_ATTEMPTS = 3
@@ -217,18 +221,25 @@ def _wait_for_alive_worker(webui_url: str, master_url: str, *, procs: dict[str, 
     while True:
         for name, proc in procs.items():
             if proc.poll() is not None:
-                error = _PortTaken if "Address already in use" in _read(logs[name]) else ClusterStartError
+                text = _read(logs[name])
+                taken = "Address already in use" in text or "Failed to bind" in text
+                error = _PortTaken if taken else ClusterStartError
                 raise error(f"spark {name} exited with {proc.returncode} during start-up" + _log_tails(logs))
-        try:
-            state = _get_json(f"{webui_url}/json/")
-        except OSError as e:  # refused while the JVM starts; URLError and timeouts are OSErrors
-            last = f"master web UI: {e}"
-        except ValueError as e:  # JSONDecodeError: a loaded master's UI may first serve its HTML page
-            last = f"master web UI answered no JSON yet: {e}"
+        # Spark binds its web UI to the next port when the chosen one was taken meanwhile (by
+        # another test's py4j gateway, say), so the chosen port is asked only once the master's
+        # log says it bound that one: otherwise the answer may come from someone else.
+        master_log = _read(logs["master"])
+        bound, started = _WEBUI_BOUND.search(master_log), _MASTER_STARTED.search(master_log)
+        if bound is not None and bound.group(1) != webui_url.rsplit(":", 1)[1]:
+            raise _PortTaken(f"master web UI bound port {bound.group(1)}, not the chosen {webui_url}"
+                             + _log_tails(logs))
+        if started is not None and started.group(1) != master_url:  # its RPC port moved on the same way
+            raise _PortTaken(f"master started at {started.group(1)}, not the chosen {master_url}" + _log_tails(logs))
+        if bound is None:
+            last = "master web UI not bound yet"
+        elif (state := _master_state_now(webui_url, master_url, logs)) is None:
+            last = "master web UI not answering with its state yet"
         else:
-            if state.get("url") != master_url:
-                raise ClusterStartError(f"master at {webui_url} reports {state.get('url')!r}, expected "
-                                        f"{master_url!r}" + _log_tails(logs))
             workers = [(w.get("host"), w.get("state")) for w in state.get("workers", [])]
             if any(s == "ALIVE" for _, s in workers):
                 return
@@ -237,6 +248,18 @@ def _wait_for_alive_worker(webui_url: str, master_url: str, *, procs: dict[str, 
             raise ClusterStartError(f"no ALIVE worker after {START_TIMEOUT_SECONDS:.0f}s ({last})"
                                     + _log_tails(logs))
         time.sleep(0.25)
+
+
+def _master_state_now(webui_url: str, master_url: str, logs: dict[str, Path]) -> dict[str, Any] | None:
+    """The master's state, or None while its web UI does not answer with it yet."""
+    try:
+        state = _get_json(f"{webui_url}/json/")
+    except (OSError, ValueError):  # refused or timed out while the JVM starts; its HTML page first
+        return None
+    if state.get("url") != master_url:
+        raise ClusterStartError(f"master at {webui_url} reports {state.get('url')!r}, expected "
+                                f"{master_url!r}" + _log_tails(logs))
+    return state
 
 
 def _stop_all(procs: list[subprocess.Popen[bytes]]) -> None:

@@ -356,7 +356,7 @@ def _commit_then_expire(t: Table) -> Callable[[], None]:
 
 def test_compaction_replans_when_its_snapshot_is_expired_while_planning(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    import core.ops.compact as compact_module
+    import core.ops.compact_planning as compact_module  # where the plan reads the base
 
     t = _table(tmp_path, writes=3)
     calls = _first_call_runs(compact_module, "base_entries", _commit_then_expire(t), monkeypatch)
