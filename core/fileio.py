@@ -469,8 +469,12 @@ class FileIO:
         _before("read")
         value = _cached_decoded(key)
         if value is _MISSING:
-            with open(key[0], "rb") as f:
-                value = decode(f.read())
+            try:
+                with open(key[0], "rb") as f:
+                    data = f.read()
+            except FileNotFoundError as e:  # removed since the stat: say so as read_bytes does,
+                raise CorruptMetadataError(f"missing file {path}") from e  # so a lost race replans
+            value = decode(data)
             _keep_decoded(key, value)
         return value
 

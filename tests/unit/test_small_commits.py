@@ -276,6 +276,31 @@ def test_a_schema_file_is_parsed_once_and_a_new_one_is_seen(tmp_path: Path) -> N
     assert "snapshot.num-retained.max" not in first.options
 
 
+def test_a_manifest_removed_between_its_stat_and_its_read_reads_as_missing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A concurrent expire can delete a manifest after ``read_decoded`` looked it up in the
+    process's cache and before it opened the file. That read must fail the way every missing
+    metadata file does (CorruptMetadataError caused by FileNotFoundError, which the commands
+    turn into a replan when the snapshot was expired), never as a bare FileNotFoundError that
+    ends a compaction with exit 1 (seen in the expire race)."""
+    from core.errors import CorruptMetadataError
+
+    path = tmp_path / "manifest-x"
+    path.write_bytes(b"entries")
+    stat_then_delete = fileio._decoded_key
+
+    def key_of_a_file_about_to_go(local: str, decode: Any) -> Any:
+        key = stat_then_delete(local, decode)
+        os.remove(local)  # the expire wins the race right after the stat
+        return key
+
+    monkeypatch.setattr(fileio, "_decoded_key", key_of_a_file_about_to_go)
+    io = fileio.FileIO.for_uri(str(tmp_path))
+    with pytest.raises(CorruptMetadataError, match="missing file") as raised:
+        io.read_decoded(str(path), bytes.upper)
+    assert isinstance(raised.value.__cause__, FileNotFoundError)
+
+
 def _kept_manifests(table_dir: Path) -> list[tuple[str, Any, Any]]:
     """Per manifest and manifest list of the table: (name, what the process keeps for it,
     what a fresh decode of its bytes gives)."""
