@@ -224,6 +224,31 @@ _WRITERS: dict[str, Callable[[Any, DataType], _Written]] = {
 }
 
 
+# Types whose value is stored as one run of bytes that depends on the value alone: for an
+# integer or a DATE the low bytes of its slot (little-endian), for text and binary its bytes
+# (inline in the slot or in the variable part). TINYINT and BOOLEAN are left out: one byte
+# is found almost anywhere, so looking for it saves nothing.
+_INT_WIDTHS = {"SMALLINT": 2, "INT": 4, "BIGINT": 8, "DATE": 4}
+
+
+def value_bytes(value: Any, t: DataType) -> bytes | None:
+    """Bytes that every BinaryRow holding ``value`` in a field of type ``t`` contains in one
+    run, whoever wrote it (Java, pypaimon or lakectl): a row whose bytes lack them cannot hold
+    the value. None for a type or value without such a run worth looking for."""
+    try:
+        if t.name in _INT_WIDTHS:
+            number = _date_days(value) if t.name == "DATE" else value
+            if isinstance(number, bool) or not isinstance(number, int):
+                return None
+            return number.to_bytes(_INT_WIDTHS[t.name], "little", signed=True)
+        if t.name in ("CHAR", "VARCHAR", "BINARY", "VARBINARY"):
+            raw = _as_bytes(value, t)
+            return raw if len(raw) >= 2 else None
+    except (TypeError, OverflowError):  # a value the type cannot hold: no row holds it either
+        return None
+    return None
+
+
 def null_reservation(t: DataType) -> int:
     """Variable bytes Java reserves for a null of type ``t`` (see the module docstring)."""
     if t.name == "DECIMAL" and not is_compact_decimal(t.precision):

@@ -12,7 +12,7 @@ import io
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Collection, Iterable, Sequence
 
 import fastavro
 
@@ -343,26 +343,36 @@ class ManifestIO:
         """The bytes of a manifest holding ``entries`` (written nowhere)."""
         return self._encode(MANIFEST_ENTRY_SCHEMA, entries)
 
-    def read_manifests(self, names: Sequence[str],
-                       keep_partition: Callable[[bytes], bool] | None = None) -> list[ManifestEntry]:
-        """The entries of these manifests, in order. On an object store, where each read waits
-        a round trip, up to OBJECT_STORE_READERS are read at once."""
+    def read_manifests(self, names: Sequence[str], keep_partition: Callable[[bytes], bool] | None = None,
+                       partition_holds: Sequence[Collection[bytes]] = ()) -> list[ManifestEntry]:
+        """The entries of these manifests, in order (``read_manifest`` says what the filters
+        do). On an object store, where each read waits a round trip, up to
+        OBJECT_STORE_READERS are read at once."""
+        def read(name: str) -> list[ManifestEntry]:
+            return self.read_manifest(name, keep_partition, partition_holds)
+
         if self.file_io.local or len(names) < 2:
-            return [e for name in names for e in self.read_manifest(name, keep_partition)]
+            return [e for name in names for e in read(name)]
         with ThreadPoolExecutor(max_workers=min(OBJECT_STORE_READERS, len(names))) as pool:
-            parts = list(pool.map(lambda name: self.read_manifest(name, keep_partition), names))
+            parts = list(pool.map(read, names))
         return [e for part in parts for e in part]
 
-    def read_manifest(self, name: str, keep_partition: Callable[[bytes], bool] | None = None) -> list[ManifestEntry]:
+    def read_manifest(self, name: str, keep_partition: Callable[[bytes], bool] | None = None,
+                      partition_holds: Sequence[Collection[bytes]] = ()) -> list[ManifestEntry]:
         """The manifest's entries; with ``keep_partition``, only those of the partitions it
         keeps (given the ``_PARTITION`` bytes), the others dropped before they are made into
-        entries: a filter on one partition of thousands pays Avro's decode only."""
+        entries: a filter on one partition of thousands pays Avro's decode only.
+
+        ``partition_holds`` makes that cheaper still: each of its sets holds byte runs of
+        which every kept partition contains one (``binary_row.value_bytes`` of the values a
+        filter pins a partition column to). An Avro block whose bytes lack every run of some
+        set holds no kept partition and is skipped undecoded."""
         if keep_partition is None:
             return self._read(name, _manifest_entries, "manifest")
         path = join(self.dir, name)
         try:
-            return [ManifestEntry.from_avro(r)
-                    for r in _records_where(self.file_io.read_bytes(path), "_PARTITION", keep_partition)]
+            return [ManifestEntry.from_avro(r) for r in _records_where(
+                self.file_io.read_bytes(path), "_PARTITION", keep_partition, partition_holds)]
         except (KeyError, TypeError) as e:
             raise CorruptMetadataError(f"manifest {path} lacks a field: {e}") from e
         except _Undecodable as e:
@@ -405,22 +415,33 @@ def _avro_objects(data: bytes, from_avro: Any, keep: Callable[[dict], bool] | No
         raise _LacksField() from e
 
 
-def _records_where(data: bytes, field: str, keep: Callable[[Any], bool]) -> list[dict]:
-    """The records of an Avro file whose top-level ``field`` passes ``keep``. Every block is
-    first read with a reader schema of that field alone, which fastavro skips through without
-    building the rest (about a third less work); only a block holding a kept record is read
-    again in full."""
+def _records_where(data: bytes, field: str, keep: Callable[[Any], bool],
+                   holds: Sequence[Collection[bytes]] = ()) -> list[dict]:
+    """The records of an Avro file whose top-level ``field`` passes ``keep``. A block whose
+    (decompressed) bytes lack every run of one of the ``holds`` sets holds no such record and
+    is skipped: a byte search costs far less than decoding, and a block that has the runs
+    most likely holds a kept record, so it is decoded in full at once. Without ``holds``,
+    every block is first read with a reader schema of that field alone, which fastavro skips
+    through without building the rest (about a third less work), and only a block holding a
+    kept record is read again in full."""
     try:
         writer = fastavro.reader(io.BytesIO(data)).writer_schema
         only_field = {**writer, "fields": [f for f in writer["fields"] if f["name"] == field]}
         full = fastavro.parse_schema(writer)
         out = []
         for block in fastavro.block_reader(io.BytesIO(data), reader_schema=only_field):
-            hits = [i for i, r in enumerate(block) if keep(r[field])]
-            if hits:
-                raw = io.BytesIO(block.bytes_.getvalue())
-                records = [fastavro.schemaless_reader(raw, full, None) for _ in range(block.num_records)]
-                out += [records[i] for i in hits]
+            block_bytes = block.bytes_.getvalue()
+            if holds:
+                if not all(any(run in block_bytes for run in runs) for runs in holds):
+                    continue
+                hits = None
+            else:
+                hits = [i for i, r in enumerate(block) if keep(r[field])]
+                if not hits:
+                    continue
+            raw = io.BytesIO(block_bytes)
+            records = [fastavro.schemaless_reader(raw, full, None) for _ in range(block.num_records)]
+            out += [r for r in records if keep(r[field])] if hits is None else [records[i] for i in hits]
         return out
     except (KeyError, TypeError):
         raise

@@ -322,6 +322,25 @@ class Not(Predicate):
         return frozenset(None if t is None else not t for t in self.child._outcomes(stats))
 
 
+def pinned_values(predicate: Predicate, column: str) -> frozenset[Any] | None:
+    """The values ``column`` must hold for ``predicate`` to be TRUE, when the predicate pins
+    it to a list (``column = v``, ``column IN (...)``, under AND, or in every branch of an OR);
+    None when it does not. An empty set: nothing makes the predicate TRUE."""
+    if isinstance(predicate, Comparison):
+        return frozenset({predicate.value}) if predicate.column == column and predicate.op == "=" else None
+    if isinstance(predicate, InList):
+        return frozenset(predicate.values) if predicate.column == column else None
+    if isinstance(predicate, Constant):
+        return None if predicate.value is True else frozenset()
+    if isinstance(predicate, And):
+        pins = [p for p in (pinned_values(c, column) for c in predicate.children) if p is not None]
+        return functools.reduce(frozenset.intersection, pins) if pins else None
+    if isinstance(predicate, Or):
+        pins = [pinned_values(c, column) for c in predicate.children]
+        return None if any(p is None for p in pins) else frozenset().union(*pins)
+    return None
+
+
 # ---- three-valued logic and stats reasoning ---------------------------------------------
 @functools.cache
 def _null() -> pc.Expression:

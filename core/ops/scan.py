@@ -26,7 +26,7 @@ from core.kernels.key_prune import filter_rows
 from core.kernels.read import ReadSplit
 from core.manifest import ManifestEntry, ManifestFileMeta, merge_entries
 from core.default_values import prunable
-from core.predicate import ColumnRange, Predicate
+from core.predicate import ColumnRange, Predicate, pinned_values
 from core.replan import lost_race, replan_on_lost_race
 from core.schema import TableSchema
 from core.sinks import output_format, write_output_parts
@@ -67,11 +67,11 @@ def _live_entries(table: TableHandle, snapshot: Snapshot, predicate: Predicate |
     try:
         metas = [m for name in (snapshot.base_manifest_list, snapshot.delta_manifest_list) if name
                  for m in mio.read_manifest_list(name)]
-        keep = None
+        keep, holds = None, ()
         if predicate is not None and predicate.columns & set(read_schema.partition_keys):
             metas = [m for m in metas if _manifest_may_match(m, predicate, read_schema)]
-            keep = _partition_filter(predicate, read_schema)
-        return merge_entries(mio.read_manifests([m.file_name for m in metas], keep))
+            keep, holds = _partition_filter(predicate, read_schema), _partition_holds(predicate, read_schema)
+        return merge_entries(mio.read_manifests([m.file_name for m in metas], keep, holds))
     except FileNotFoundError as e:  # as a missing file: plan() tells a lost race from damage
         raise CorruptMetadataError(f"missing file {e.filename}") from e
 
@@ -89,6 +89,21 @@ def _partition_filter(predicate: Predicate, read_schema: TableSchema) -> Callabl
         return decided[partition]
 
     return keep
+
+
+def _partition_holds(predicate: Predicate, read_schema: TableSchema) -> tuple[frozenset[bytes], ...]:
+    """Per partition column the predicate pins to a list of values, the byte runs of which
+    every partition it keeps holds one (see ``ManifestIO.read_manifest``); a column with a
+    value that has no such run (or a NULL) sets no condition."""
+    holds = []
+    for f in read_schema.partition_fields:
+        values = pinned_values(predicate, f.name)
+        if values is None:
+            continue
+        runs = [binary_row.value_bytes(v, f.type) for v in values]
+        if all(r is not None for r in runs):
+            holds.append(frozenset(runs))
+    return tuple(holds)
 
 
 def _manifest_may_match(meta: ManifestFileMeta, predicate: Predicate, read_schema: TableSchema) -> bool:
