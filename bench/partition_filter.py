@@ -30,6 +30,11 @@ from history import prepend_run, run_heading  # noqa: E402
 from long_history import LAKECTL, RUST_PYTHON, timed  # noqa: E402
 
 TITLE = "# A filter on one partition of many (issue 44)"
+# The floor under lakectl's figure: a process that imports what the scan imports and exits
+# (Python, pyarrow with numpy, Typer, lakectl's modules), measured in the same run.
+STARTUP = "lakectl's imports alone"
+STARTUP_IMPORTS = ("import os; from lakectl.app import BLAS_THREADS; os.environ.setdefault(*BLAS_THREADS); "
+                   "import lakectl.cli, lakectl.commands.scan, core.ops.scan, core.engines.local")
 
 
 def build(warehouse: Path, partitions: int, commits: int) -> None:
@@ -55,13 +60,14 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     target = args.partitions // 2 + 7
-    samples: dict[str, list[tuple[float, float]]] = {"lakectl": [], "pypaimon-rust": []}
+    samples: dict[str, list[tuple[float, float]]] = {"lakectl": [], STARTUP: [], "pypaimon-rust": []}
     with tempfile.TemporaryDirectory(prefix="lakectl-bench-partition-") as tmp:
         wh = Path(tmp) / "wh"
         build(wh, args.partitions, args.commits)
         for _ in range(args.repeat):
             samples["lakectl"].append(timed([LAKECTL, "-w", str(wh), "scan", "db.t", "--where", f"p = {target}",
                                              "-f", "csv"]))
+            samples[STARTUP].append(timed([sys.executable, "-c", STARTUP_IMPORTS]))
             samples["pypaimon-rust"].append(timed([RUST_PYTHON, str(REPO / "bench/runners/pypaimon_rust_reads.py"),
                                                    "--warehouse", str(wh), "--table", "db.t", "--query", "partition",
                                                    "--partition", f"p={target}"]))
