@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from core.deletion_vectors import CarriesDeletionFiles, DeletionFile
 from core.index_manifest import IndexFileMeta
@@ -85,11 +85,12 @@ def pick_files(schema: TableSchema, files: Sequence[DataFileMeta], level: int, *
             so a bucket that is a single file or already one run keeps its files; for a
             bucketed append bucket it picks Paimon 1.0's window (``append_window``), and for
             a ``bucket=-1`` one at most compaction.max.file-num small files, the oldest first;
-            either is rewritten as given (``CompactTask.picked``).
+            either is rewritten as given (``CompactTask.picked``). (The planner plans a
+            ``bucket=-1`` table with ``unaware_bins`` instead, as Java's coordinator does.)
 
     A full pick of an append bucket is the files after the leading full ones, when more of
     them are small than full and there are at least three (Paimon 1.0's bucketed append
-    compaction; two for ``bucket=-1``, whose coordinator lakectl does not follow yet).
+    compaction; two for ``bucket=-1``).
     """
     ordered = in_sequence_order(files)
     if not ordered:
@@ -119,6 +120,59 @@ def pick_files(schema: TableSchema, files: Sequence[DataFileMeta], level: int, *
 
 # Paimon 1.0 leaves a bucketed append bucket of fewer files alone in a full compaction.
 FULL_COMPACT_MIN_FILES = 3
+
+
+def unaware_small_size(schema: TableSchema) -> int:
+    """The size under which Paimon 1.0's compaction coordinator of a bucket-unaware append
+    table (``bucket=-1``) takes a file: 70% of target-file-size (CoreOptions.compactionFileSize)."""
+    return schema.core_options.file_size_for(False) // 10 * 7
+
+
+def unaware_bins(schema: TableSchema, files: Sequence[DataFileMeta], vectors: Mapping[str, DeletionFile], *,
+                 full: bool) -> list[tuple[DataFileMeta, ...]]:
+    """The rewrites a compaction of one partition of a bucket-unaware append table makes.
+
+    The candidates are those of Paimon 1.0's UnawareAppendTableCompactionCoordinator: the
+    files under ``unaware_small_size`` and the files with a deletion vector (``vectors``: file
+    name to vector). Without ``full``, the rewrites are the ones that coordinator plans in one
+    run: files with vectors together per index file holding their vectors (which drops the
+    vectors), the others packed smallest first into bins, a bin closing once its files reach
+    target-file-size together and number compaction.min.file-num, or number
+    compaction.max.file-num; files that fill no bin wait for more. With ``full``, every
+    candidate goes into one rewrite, in sequence order, so one rolling writer leaves at most
+    one file under target-file-size. A rewrite of one file without a vector, which would
+    leave it as it is, is never made."""
+    small = unaware_small_size(schema)
+    candidates = [f for f in in_sequence_order(files) if f.file_name in vectors or f.file_size < small]
+    if full:
+        bins = [tuple(candidates)] if candidates else []
+    else:
+        bins = _coordinator_bins(schema, candidates, vectors)
+    return [b for b in bins if len(b) >= 2 or b[0].file_name in vectors]
+
+
+def _coordinator_bins(schema: TableSchema, candidates: Sequence[DataFileMeta],
+                      vectors: Mapping[str, DeletionFile]) -> list[tuple[DataFileMeta, ...]]:
+    target = schema.core_options.file_size_for(False)
+    fewest, most = schema.core_options.compaction_min_file_num, max_append_files(schema)
+    by_index: dict[str, list[DataFileMeta]] = {}
+    plain: list[DataFileMeta] = []
+    for f in candidates:
+        vector = vectors.get(f.file_name)
+        if vector is None:
+            plain.append(f)
+        else:
+            by_index.setdefault(vector.path, []).append(f)
+    bins = [tuple(group) for group in by_index.values()]
+    current: list[DataFileMeta] = []
+    total = 0
+    for f in sorted(plain, key=lambda f: f.file_size):  # stable: equal sizes stay in sequence order
+        current.append(f)
+        total += f.file_size
+        if (total >= target and len(current) >= fewest) or len(current) >= most:
+            bins.append(tuple(current))
+            current, total = [], 0
+    return bins
 
 
 def append_window(schema: TableSchema, ordered: Sequence[DataFileMeta]) -> tuple[DataFileMeta, ...]:

@@ -110,7 +110,8 @@ def _compact_once(table: TableHandle, *, full: bool, partitions: Sequence[Mappin
         elif tasks:
             would_run, why = engine_choice(engine_settings, bytes_in)
             log.info("engine: %s (%s)", would_run, why)
-        return CompactResult(table=table.name, branch=table.branch, snapshot_id=None, buckets_compacted=len(tasks),
+        return CompactResult(table=table.name, branch=table.branch, snapshot_id=None,
+                             buckets_compacted=len({(t.partition, t.bucket) for t in tasks}),
                              files_before=sum(len(t.files) for t in tasks), files_after=None if dry_run else 0,
                              bytes_before=bytes_in, bytes_after=None if dry_run else 0, dry_run=dry_run,
                              engine=would_run)
@@ -139,7 +140,7 @@ def _compact_once(table: TableHandle, *, full: bool, partitions: Sequence[Mappin
         table=table.name,
         branch=table.branch,
         snapshot_id=snapshot.id if snapshot else None,
-        buckets_compacted=len(messages),
+        buckets_compacted=len({(m.partition, m.bucket) for m in messages}),  # bucket=-1: several rewrites each
         files_before=len(before),
         files_after=len(after),
         bytes_before=sum(f.file_size for f in before),

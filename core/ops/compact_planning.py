@@ -12,8 +12,9 @@ from typing import Any, Callable, Mapping, Sequence
 from core.commit import base_entries
 from core.deletion_vectors import bucket_index_files, snapshot_deletion_files, split_deletion_files
 from core.errors import CorruptMetadataError, UsageError
-from core.kernels.compact_plan import CompactTask, UniversalOptions, in_sequence_order, output_level, pick_files, pick_universal
-from core.manifest import ManifestEntry
+from core.kernels.compact_plan import (CompactTask, UniversalOptions, in_sequence_order, output_level, pick_files,
+                                       pick_universal, unaware_bins)
+from core.manifest import DataFileMeta, ManifestEntry
 from core.option_rules import WRITE, check_options, refuse_rewrite
 from core.partition import render_value
 from core.replan import lost_race
@@ -140,8 +141,15 @@ def _plan_on(table: TableHandle, snapshot: Snapshot, selected: Callable[[tuple[A
     tasks = []
     if level0_buckets:
         groups = {pb: group for pb, group in groups.items() if any(e.file.level == 0 for e in group)}
+    unaware = not schema.has_primary_key and schema.num_buckets == -1
     for (part, bucket), group in groups.items():
         task_level, picked, drop_deletes = level, False, True
+        if unaware:  # several rewrites per partition, each a task of its own
+            for files in unaware_bins(schema, [e.file for e in group], vectors.get((part, bucket), {}), full=full):
+                tasks.append(_task(table, schema, loaded, part, values_of[part], bucket, group, files, level,
+                                   picked=True, drop_deletes=True, deletion_files=split_deletion_files(
+                                       vectors, part, bucket, files)))
+            continue
         if lookup:
             files = tuple(e.file for e in group) if any(e.file.level == 0 for e in group) else ()
         elif universal is not None:
@@ -159,14 +167,22 @@ def _plan_on(table: TableHandle, snapshot: Snapshot, selected: Callable[[tuple[A
                 files, picked = in_sequence_order([e.file for e in group]), True
         if not files:
             continue
-        for f in files:
-            if f.schema_id not in loaded:
-                loaded[f.schema_id] = table.schemas.schema(f.schema_id)
-        needed = {schema.id} | {f.schema_id for f in files}
-        tasks.append(CompactTask(
-            table_path=table.path, schema=schema, schemas={i: loaded[i] for i in sorted(needed)}, partition=part,
-            partition_dir=schema.partition_dir(values_of[part]), bucket=bucket,
-            total_buckets=group[0].total_buckets, files=files, output_level=task_level, picked=picked,
-            drop_deletes=drop_deletes, deletion_files=split_deletion_files(vectors, part, bucket, group),
-            lookup=lookup, index_file=index_files.get((part, bucket))))
+        tasks.append(_task(table, schema, loaded, part, values_of[part], bucket, group, files, task_level,
+                           picked=picked, drop_deletes=drop_deletes,
+                           deletion_files=split_deletion_files(vectors, part, bucket, group),
+                           lookup=lookup, index_file=index_files.get((part, bucket))))
     return CompactPlan(snapshot, schema, tuple(tasks))
+
+
+def _task(table: TableHandle, schema: TableSchema, loaded: dict[int, TableSchema], part: bytes,
+          values: tuple[Any, ...], bucket: int, group: Sequence[ManifestEntry], files: tuple[DataFileMeta, ...],
+          output_level: int, **how: Any) -> CompactTask:
+    """The task rewriting ``files`` of one bucket, with the schemas its files were written in
+    (``loaded`` keeps those read so far)."""
+    for f in files:
+        if f.schema_id not in loaded:
+            loaded[f.schema_id] = table.schemas.schema(f.schema_id)
+    needed = {schema.id} | {f.schema_id for f in files}
+    return CompactTask(table_path=table.path, schema=schema, schemas={i: loaded[i] for i in sorted(needed)},
+                       partition=part, partition_dir=schema.partition_dir(values), bucket=bucket,
+                       total_buckets=group[0].total_buckets, files=files, output_level=output_level, **how)

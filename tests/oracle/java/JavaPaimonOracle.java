@@ -42,6 +42,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
+import org.apache.paimon.append.UnawareAppendCompactionTask;
+import org.apache.paimon.append.UnawareAppendTableCompactionCoordinator;
 import org.apache.paimon.catalog.FileSystemCatalog;
 import org.apache.paimon.catalog.Identifier;
 import org.apache.paimon.data.BinaryRow;
@@ -59,6 +61,7 @@ import org.apache.paimon.fs.Path;
 import org.apache.paimon.fs.local.LocalFileIO;
 import org.apache.paimon.index.HashBucketAssigner;
 import org.apache.paimon.manifest.ManifestEntry;
+import org.apache.paimon.operation.AppendOnlyFileStoreWrite;
 import org.apache.paimon.options.ExpireConfig;
 import org.apache.paimon.predicate.PredicateBuilder;
 import org.apache.paimon.reader.RecordReader;
@@ -335,6 +338,7 @@ public class JavaPaimonOracle {
             create(path, spec.get("create"));
         }
         ArrayNode snapshots = NODES.arrayNode();
+        ArrayNode coordinated = NODES.arrayNode();
         for (JsonNode step : spec.path("steps")) {
             String branch = step.has("branch") ? step.get("branch").asText() : null;
             FileStoreTable table = open(path, branch);
@@ -345,6 +349,9 @@ public class JavaPaimonOracle {
                     break;
                 case "compact":
                     compact(table, step.path("full").asBoolean(true));
+                    break;
+                case "coordinate":
+                    coordinated.add(coordinate(table));
                     break;
                 case "expire":
                     expire(table, step);
@@ -370,6 +377,7 @@ public class JavaPaimonOracle {
         }
         ObjectNode meta = NODES.objectNode();
         meta.set("snapshots", snapshots);
+        meta.set("coordinated", coordinated);
         ObjectNode wrapper = NODES.objectNode();
         wrapper.set("meta", meta);
         System.out.println(JSON.writeValueAsString(wrapper));
@@ -458,6 +466,30 @@ public class JavaPaimonOracle {
                 commit.commit(messages);
             }
         }
+    }
+
+    // A bucket-unaware append table compacted as Flink's and Spark's compaction jobs do: one
+    // run of Java's coordinator plans the rewrites, each task compacts its files, one commit.
+    // Returns the file names each task rewrote.
+    private static ArrayNode coordinate(FileStoreTable table) throws Exception {
+        List<UnawareAppendCompactionTask> tasks = new UnawareAppendTableCompactionCoordinator(table, false, null).run();
+        ArrayNode rewrites = NODES.arrayNode();
+        List<CommitMessage> messages = new ArrayList<>();
+        AppendOnlyFileStoreWrite write = (AppendOnlyFileStoreWrite) table.store().newWrite("oracle");
+        write.withIOManager(IOManager.create(System.getProperty("java.io.tmpdir")));
+        for (UnawareAppendCompactionTask task : tasks) {
+            ArrayNode names = NODES.arrayNode();
+            task.compactBefore().forEach(f -> names.add(f.fileName()));
+            rewrites.add(names);
+            messages.add(task.doCompact(table, write));
+        }
+        write.close();
+        if (!messages.isEmpty()) {
+            try (BatchTableCommit commit = table.newBatchWriteBuilder().newCommit()) {
+                commit.commit(messages);
+            }
+        }
+        return rewrites;
     }
 
     private static void expire(FileStoreTable table, JsonNode step) {
