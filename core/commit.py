@@ -265,6 +265,10 @@ class FileStoreCommit:
             return Success(None)
         if overwrite is None and not entries and not changelog and not index_changes and not manifests_only:
             return Success(latest) if latest else Retry("nothing to commit")
+        if overwrite is not None and not entries and not changelog and not index_changes:
+            # It replaces nothing with nothing: no snapshot, as truncate and drop-partition
+            # leave none when there is nothing to drop.
+            return Success(None)
         if self._attempts and _landed_earlier(entries, live or []):
             # An earlier attempt of ours landed, and a concurrent expire retired its snapshot
             # before it could be read back (retain-min 1): its new files are live. Committing

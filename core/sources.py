@@ -279,6 +279,8 @@ class InputFile:
         with _ReadErrors(self.fmt, self.path):
             if self.fmt == "parquet":
                 return pq.read_schema(self.path).names
+            if self._blank():
+                return []
             try:
                 # the names are in the header: parsing a small first block tells them (the
                 # reading block would parse its 8 MB of rows here and again in batches)
@@ -299,6 +301,9 @@ class InputFile:
             if self.fmt == "parquet":
                 yield from _parquet_batches(self.path, None)
                 return
+            if self._blank():
+                yield pa.table({})
+                return
             reader = self._open_csv()
             if self.hint is None or not all(name in self.hint.names for name in reader.schema.names):
                 reader.close()
@@ -312,6 +317,10 @@ class InputFile:
                     rows += batch.num_rows
                 if empty:
                     yield decode_text(reader.schema.empty_table(), self.hint, "csv", self.path)
+
+    def _blank(self) -> bool:
+        with open(self.path, "rb") as fh:
+            return _blank(fh)
 
     def _open_csv(self, block: int = _CSV_BLOCK) -> pacsv.CSVStreamingReader:
         return pacsv.open_csv(self.path, read_options=pacsv.ReadOptions(block_size=block),
@@ -405,7 +414,23 @@ def _csv_convert(hint: pa.Schema | None) -> pacsv.ConvertOptions:
                                 quoted_strings_can_be_null=False)
 
 
+def _blank(fh: BinaryIO) -> bool:
+    """Whether a seekable input holds nothing but whitespace: an empty input, as a 0-byte JSON
+    lines file is (Arrow's CSV reader refuses it, though it has no rows to refuse). The input
+    is left where it was."""
+    start = fh.tell()
+    try:
+        while chunk := fh.read(1 << 16):
+            if chunk.strip():
+                return False
+        return True
+    finally:
+        fh.seek(start)
+
+
 def _read_csv(fh: BinaryIO, hint: pa.Schema | None, source: str, threads: bool = True) -> pa.Table:
+    if _blank(fh):
+        return pa.table({})
     return decode_text(pacsv.read_csv(fh, read_options=pacsv.ReadOptions(use_threads=threads),
                                       convert_options=_csv_convert(hint)), hint, "csv", source)
 

@@ -168,6 +168,30 @@ def test_overwrite_with_empty_input_clears_the_named_partition(parts: Path) -> N
     assert _rows(parts) == []
 
 
+def test_a_0_byte_csv_and_empty_csv_stdin_are_empty_inputs(parts: Path) -> None:
+    """A producer with nothing today writes a 0-byte file (no header): it clears the partition
+    as a header-only CSV does, from a file or from stdin, and appending it commits nothing."""
+    (parts / "nothing.csv").write_bytes(b"")
+    out = ok(lakectl(parts, "-f", "json", "write", "db.p", "-i", "nothing.csv", "--mode", "overwrite",
+                     "--partition", "dt=2024-01-01"))
+    assert '"commit_kind": "OVERWRITE"' in out and '"files_deleted": 1' in out
+    assert _rows(parts) == [("2024-01-02", 3)]
+    ok(lakectl(parts, "-q", "write", "db.p", "-i", "-", "--input-format", "csv", "--mode", "overwrite",
+               "--partition", "dt=2024-01-02", input="\n"))
+    assert _rows(parts) == []
+    assert '"snapshot_id": null' in ok(lakectl(parts, "-f", "json", "write", "db.p", "-i", "nothing.csv"))
+
+
+def test_an_overwrite_that_changes_nothing_commits_nothing(parts: Path) -> None:
+    before = ok(lakectl(parts, "-f", "csv", "snapshots", "db.p"))
+    (parts / "empty.csv").write_text("dt,id,v\n")
+    for spec in (["--partition", "dt=2024-01-09"], []):  # a partition without files; every partition, no rows
+        out = ok(lakectl(parts, "-f", "json", "write", "db.p", "-i", "empty.csv", "--mode", "overwrite", *spec))
+        assert '"snapshot_id": null' in out and '"files_deleted": 0' in out, out
+    assert ok(lakectl(parts, "-f", "csv", "snapshots", "db.p")) == before
+    assert _rows(parts) == [("2024-01-01", 1), ("2024-01-01", 2), ("2024-01-02", 3)]
+
+
 def test_static_overwrite_replaces_only_its_partition(parts: Path) -> None:
     (parts / "new.csv").write_text("dt,id,v\n2024-01-01,9,z\n")
     ok(lakectl(parts, "-q", "write", "db.p", "-i", "new.csv", "--mode", "overwrite", "-p", "dt=2024-01-01"))
