@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import decimal
 import json
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -636,6 +636,34 @@ def _plain_cast(col: pa.Array, t: pa.DataType) -> pa.Array | None:
         return None
 
 
+# Messages of Python's own conversions (int(), float(), Decimal()), which name Python's
+# functions or classes ("invalid literal for int() with base 10", "[<class
+# 'decimal.ConversionSyntax'>]") instead of what was wrong with the value.
+_PYTHON_MESSAGES = ("int()", "float()", "could not convert", "Python int", "C long", "<class ")
+
+
+def _reason(error: Exception, value: Any, t: pa.DataType) -> str:
+    """Why ``value`` does not decode to ``t``, in lakectl's words."""
+    text = str(error)
+    if isinstance(error, (TypeError, decimal.InvalidOperation)) or not text \
+            or any(m in text for m in _PYTHON_MESSAGES):
+        return f"{value!r} is not {_kind(t)}"
+    return text
+
+
+def _kind(t: pa.DataType) -> str:
+    if pa.types.is_integer(t):
+        names = {8: "TINYINT", 16: "SMALLINT", 32: "INT", 64: "BIGINT"}
+        return f"an integer ({names.get(t.bit_width, t)})"
+    if pa.types.is_decimal(t):
+        return f"a decimal number of precision {t.precision} and scale {t.scale}"
+    if pa.types.is_floating(t):
+        return "a number"
+    if pa.types.is_boolean(t):
+        return "true or false"
+    return f"a value of type {t}"
+
+
 def decode_column(col: pa.Array | pa.ChunkedArray, t: pa.DataType) -> pa.Array:
     """A column as read from CSV text or JSON -> type ``t``.
 
@@ -662,7 +690,7 @@ def decode_column(col: pa.Array | pa.ChunkedArray, t: pa.DataType) -> pa.Array:
         try:
             out.append(decode_value(v, t))
         except (ValueError, TypeError, OverflowError, decimal.InvalidOperation) as e:
-            raise TextValueError(i, str(e) or type(e).__name__) from None
+            raise TextValueError(i, _reason(e, v, t)) from None
     try:
         converted = pa.array(out, type=t)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:

@@ -159,6 +159,14 @@ def _compaction(table: TableHandle, h: Health, policy: Policy) -> Action | None:
     return None
 
 
+def _said(e: Exception) -> str:
+    """A table's failure as its report carries it: lakectl's own message, or what the system
+    said of a file (no exception class names: the report is read by people and alerts)."""
+    if isinstance(e, OSError) and not isinstance(e, LakectlError) and e.strerror:
+        return f"{e.strerror}: {e.filename}" if e.filename else e.strerror
+    return str(e)
+
+
 def _compaction_due(table: TableHandle, *, full: bool) -> bool:
     """Whether compaction would rewrite a bucket: its plan, from metadata alone (running the
     compaction's dry run would load its data libraries, most of a dry run's time)."""
@@ -311,7 +319,7 @@ def _plan_branch(table: TableHandle, name: str, policy: Policy) -> _BranchWork:
     except NotFoundError as e:  # deleted since the branches were listed: not a failure
         return _BranchWork(None, _finish(rep, start, "skipped", f"the branch went away meanwhile: {e}"), [])
     except (LakectlError, OSError) as e:
-        return _BranchWork(None, _finish(rep, start, "failed", f"{type(e).__name__}: {e}"), [])
+        return _BranchWork(None, _finish(rep, start, "failed", _said(e)), [])
     return _BranchWork(handle, rep, actions, time.monotonic() - start)
 
 
@@ -334,7 +342,7 @@ def maintain_table(table: TableHandle, policy: Policy, *, dry_run: bool = False,
     except NotFoundError as e:  # dropped or renamed since the tables were listed: not a failure
         return _finish(rep, start, "skipped", f"the table went away meanwhile: {e}")
     except (LakectlError, OSError) as e:
-        return _finish(rep, start, "failed", f"{type(e).__name__}: {e}")
+        return _finish(rep, start, "failed", _said(e))
     if policy.skip:
         return _finish(rep, start, "skipped", "policy skips the table")
     # Main's verbs, then each branch's, then orphan removal once: an orphan is a file no branch
@@ -362,7 +370,7 @@ def maintain_table(table: TableHandle, policy: Policy, *, dry_run: bool = False,
     except FileNotFoundError:  # the lease never re-creates a dropped or renamed table's directory
         return _finish(rep, start, "skipped", "the table went away meanwhile (dropped or renamed)")
     except (LakectlError, OSError) as e:
-        return _finish(rep, start, "failed", f"lease: {type(e).__name__}: {e}")
+        return _finish(rep, start, "failed", f"lease: {_said(e)}")
     if held is None:
         return _finish(rep, start, "skipped", _held_message(holding))
     rep.started_at = time.time()
@@ -430,7 +438,7 @@ def _dry_run(table: TableHandle, rep: TableReport, actions: list[Action], policy
         for a in actions:
             rep.actions.append(_run_action(table, a, policy, engine_settings, dry_run=True))
     except (LakectlError, OSError) as e:
-        return f"dry run: {type(e).__name__}: {e}"
+        return f"dry run: {_said(e)}"
     return None
 
 
@@ -445,7 +453,7 @@ def _run_verbs(table: TableHandle, rep: TableReport, actions: list[Action], poli
         try:
             lost_to = keeper.lost_to()
         except (LakectlError, OSError) as e:
-            return "failed", f"lease: {type(e).__name__}: {e}"
+            return "failed", f"lease: {_said(e)}"
         if lost_to is not None:
             rep.bytes_freed = sum(a.bytes_freed for a in rep.actions)
             if _gone(table):  # dropped or renamed (its lease went with it): not a failure
@@ -459,7 +467,7 @@ def _run_verbs(table: TableHandle, rep: TableReport, actions: list[Action], poli
         except (LakectlError, OSError) as e:
             # Stop: later verbs (orphans above all) assume the earlier ones finished.
             rep.actions.append(ActionReport(action.verb, action.reason, done=False,
-                                            error=f"{type(e).__name__}: {e}"))
+                                            error=_said(e)))
             rep.bytes_freed = sum(a.bytes_freed for a in rep.actions)
             if isinstance(e, (CommitConflictError, NotFoundError)) or _gone(table):
                 # A lost race (another command's rewrite, the table renamed or dropped, the
@@ -546,7 +554,7 @@ def maintain(names: list[str], open_table: Callable[[str], TableHandle], policy_
             except NotFoundError as e:  # dropped or renamed since the tables were listed: not a failure
                 rep = TableReport(name, "skipped", f"the table went away meanwhile: {e}")
             except (LakectlError, OSError) as e:
-                rep = TableReport(name, "failed", f"{type(e).__name__}: {e}")
+                rep = TableReport(name, "failed", _said(e))
             else:
                 rep = maintain_table(table, policy_of(name), dry_run=dry_run, engine_settings=engine_settings,
                                      holder=holder, on_step=on_step)

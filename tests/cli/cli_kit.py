@@ -1,9 +1,10 @@
-"""What the CliRunner tests of branches share: JSON invocations, and
-a tiny (id, v) table's writes and reads."""
+"""What the CliRunner tests share: JSON invocations, a tiny (id, v) table's writes and reads,
+and the check that an error message is in lakectl's words."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,18 @@ from typer.testing import CliRunner, Result
 from lakectl.app import app
 
 runner = CliRunner()
+
+# What Python leaks into a message when an exception is printed as it is: a class name
+# ("NotFoundError: ...", "ConversionSyntax"), a repr ("[<class 'decimal.ConversionSyntax'>]"),
+# a builtin's own words ("invalid literal for int() with base 10").
+_PYTHON_WORDS = re.compile(r"\b[A-Z][A-Za-z]*(?:Error|Exception|Syntax)\b|<class '|Traceback"
+                           r"|\b(?:int|float|str|bytes|Decimal)\(\)")
+
+
+def assert_lakectl_words(message: str) -> None:
+    """An error line speaks of the user's table and input, never of lakectl's code."""
+    found = _PYTHON_WORDS.search(message)
+    assert found is None, f"Python's words {found.group(0)!r} in the message {message!r}"
 
 
 def invoke(*args: Any) -> Result:

@@ -16,6 +16,7 @@ from typing import Any, Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from cli_kit import assert_lakectl_words
 from typer.testing import CliRunner, Result
 
 from lakectl.app import app
@@ -54,6 +55,7 @@ def assert_one_line_error(result: Result, code: int, *fragments: str) -> str:
     lines = result.stderr.splitlines()
     assert len(lines) == 1, detail
     assert lines[0].startswith("error: "), detail
+    assert_lakectl_words(lines[0])
     assert "Traceback" not in result.stderr, detail
     assert "internal error" not in lines[0], detail  # a mapped error, not a crash
     for fragment in fragments:
@@ -299,6 +301,19 @@ def test_invalid_input_commits_nothing(t: Table, make: Callable[[Path], list[Any
     # The inputs give only the columns they are about; the rest are filled with null.
     assert_fails(t.args("write", TABLE, *make(t.inputs), "--fill-missing-columns"), 5, fragment)
     assert t.state() == before
+
+
+@pytest.mark.parametrize(("fmt", "text"), [("csv", "id,amount\n1,abc\n"), ("jsonl", '{"id": 1, "amount": "1.2.3"}\n'),
+                                           ("jsonl", '{"id": 1, "amount": [1]}\n'), ("json", '[{"id": 1, "amount": "x"}]')])
+def test_a_value_that_is_no_decimal_is_named_in_lakectl_s_words(tmp_path: Path, fmt: str, text: str) -> None:
+    """Python's decimal module says "[<class 'decimal.ConversionSyntax'>]"; the user is told
+    which value, row and column, and what the column takes."""
+    wh = str(tmp_path / "wh")
+    ok("-w", wh, "create", "db.d", "--schema", "id INT, amount DECIMAL(10, 2)")
+    (tmp_path / f"in.{fmt}").write_text(text)
+    line = assert_one_line_error(invoke("-w", wh, "write", "db.d", "-i", tmp_path / f"in.{fmt}"), 5,
+                                 "row 1", "column amount", "not a decimal number of precision 10 and scale 2")
+    assert "abc" in line or "1.2.3" in line or "[1]" in line or "'x'" in line
 
 
 @pytest.mark.xfail(strict=True, reason="pyarrow's CSV reader accepts a quote left open at the end of the file: "

@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from cli_kit import assert_lakectl_words
 from typer.testing import CliRunner, Result
 
 from lakectl.app import app
@@ -54,6 +55,7 @@ def assert_one_line_error(result: Result, code: int, *fragments: str) -> str:
     assert result.exit_code == code, detail
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), detail
+    assert_lakectl_words(lines[0])
     assert "Traceback" not in result.stderr and "internal error" not in lines[0], detail
     for fragment in fragments:
         assert fragment in lines[0], f"{fragment!r} not in {lines[0]!r}"

@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from cli_kit import assert_lakectl_words
 
 from core.table import Table
 
@@ -40,6 +41,7 @@ def one_line_error(proc: subprocess.CompletedProcess[str], code: int, *fragments
     lines = proc.stderr.splitlines()
     detail = f"exit {proc.returncode}, stderr {proc.stderr!r}"
     assert proc.returncode == code and len(lines) == 1 and lines[0].startswith("error: "), detail
+    assert_lakectl_words(lines[0])
     assert all(f in lines[0] for f in fragments), detail
     return lines[0]
 

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_kit import assert_lakectl_words
 
 from core import lease as leases
 from core.table import Table
@@ -101,6 +102,7 @@ def test_failed_table_is_named_exit_1_and_the_others_are_done(cli, tmp_path):
     assert proc.returncode == 1
     reports = by_table(json.loads(proc.stdout))
     assert reports["db.broken"]["status"] == "failed" and reports["db.broken"]["reason"]
+    assert_lakectl_words(reports["db.broken"]["reason"])  # it said "CorruptMetadataError: ..."
     assert reports["db.fine"]["status"] == "done"
     assert "db.broken" in proc.stderr
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_kit import assert_lakectl_words
 from typer.testing import CliRunner
 
 from lakectl.app import app
@@ -43,6 +44,7 @@ def one_line_error(proc: subprocess.CompletedProcess[str], code: int, *fragments
     assert proc.returncode == code, detail
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), detail
+    assert_lakectl_words(lines[0])
     assert all(f in lines[0] for f in fragments), detail
     assert proc.stdout == "" and "Usage:" not in proc.stderr, detail
     return lines[0]
