@@ -42,7 +42,12 @@ class Warehouse:
     def locate(self, name: str) -> TableLocation:
         """Resolve ``db.table``, ``table`` or a path to the table's directory."""
         if looks_like_path(name):
-            file_io = self.file_io if "://" not in name else FileIO.for_uri(name, self.storage_options)
+            if "://" in name:
+                file_io = FileIO.for_uri(name, self.storage_options)
+            elif self.file_io.local:
+                file_io = self.file_io
+            else:  # a bare path is on the local disk, whatever store the warehouse is on
+                file_io = FileIO.for_uri(name)
             return TableLocation(name, file_io.normalize(name), file_io)
         parts = name.split(".")
         if len(parts) == 1:

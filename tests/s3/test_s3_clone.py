@@ -62,9 +62,16 @@ def test_clone_local_to_s3_and_back(s3: Any, tmp_path: Path) -> None:
     assert [s["snapshot_id"] for s in lakectl(env, "-w", s3_wh, "snapshots", "db.copy")] == [1]
     # and back to a local directory given by path
     back = tmp_path / "back" / "pk"
-    lakectl(env, "-w", s3_wh, "clone", "db.copy", f"file://{back}")  # a bare path is in the warehouse's store
+    lakectl(env, "-w", s3_wh, "clone", "db.copy", back)  # a bare path is local under an S3 warehouse too
     again = Table.open(str(back))
     assert sorted([r["id"], r["v"], r["dt"]] for r in again.scan().to_pylist()) == expected
+    # a local table named by its path, read and cloned with the S3 warehouse as -w
+    source_path = local_wh / "db.db" / "pk"
+    assert sorted([r["id"], r["v"], r["dt"]] for r in lakectl(env, "-w", s3_wh, "scan", source_path)) == expected
+    lakectl(env, "-w", s3_wh, "clone", source_path, "db.again")
+    assert sorted([r["id"], r["v"], r["dt"]] for r in lakectl(env, "-w", s3_wh, "scan", "db.again")) == expected
+    lakectl(env, "-w", s3_wh, "clone", "db.copy", f"file://{tmp_path / 'back2'}")  # file:// as before
+    assert Table.open(str(tmp_path / "back2")).scan().num_rows == len(expected)
     # the S3 copy is refused as a target now that it exists
     refused = runner.invoke(app, ["-w", str(local_wh), "clone", "db.pk", f"{s3_wh}/db.db/copy"], env=env)
     assert refused.exit_code == 1 and refused.stderr.startswith("error: ")
