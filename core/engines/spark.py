@@ -321,27 +321,40 @@ def _loopback_master(master: str) -> bool:
 
 
 MASTER_CONNECT_TIMEOUT = 3.0  # seconds: Spark itself retries an absent master for about a minute
+MASTER_ANSWER_TIMEOUT = 15.0  # seconds a master that took the connection has to answer as Spark
 
 
-def check_master(master: str) -> None:
-    """Refuse a ``spark://`` master that no host of it answers on, before a JVM starts: Spark's
-    own client would retry for a minute and then fail with a Java stack trace.
+def check_master(master: str, conf: Mapping[str, str] | None = None) -> None:
+    """Refuse a ``spark://`` master that no host of it answers on as Spark does, before a JVM
+    starts: Spark's own client would retry for a minute and then fail with a Java stack trace.
+    A host that takes the connection is asked one RPC request (``master_probe``), unless the
+    session authenticates (``spark.authenticate``), which such a request would not pass.
 
     Raises:
-        SparkUnreachableError: no ``host:port`` of the master URL accepts a connection.
+        SparkUnreachableError: no ``host:port`` of the master URL accepts a connection and
+            answers as Spark.
     """
     if not master.startswith("spark://"):
         return  # local[*], yarn, k8s://...: nothing of ours to check
+    from core.engines.master_probe import answers_as_spark
+
+    authenticated = str((conf or {}).get("spark.authenticate", "false")).strip().lower() == "true"
     reasons = []
     for address in master[len("spark://"):].split(","):  # a standby list: spark://h1:7077,h2:7077
         host, _, port = address.strip().rstrip("/").rpartition(":")
         if not host or not port.isdigit():
             raise UsageError(f"--master {master}: expected spark://HOST:PORT[,HOST:PORT...]")
+        host = host.strip("[]")
         try:
-            socket.create_connection((host.strip("[]"), int(port)), timeout=MASTER_CONNECT_TIMEOUT).close()
-            return
+            if authenticated:
+                socket.create_connection((host, int(port)), timeout=MASTER_CONNECT_TIMEOUT).close()
+                return
+            why = answers_as_spark(host, int(port), MASTER_CONNECT_TIMEOUT, MASTER_ANSWER_TIMEOUT)
         except OSError as e:
-            reasons.append(f"{host}:{port}: {e.strerror or str(e) or type(e).__name__}")
+            why = e.strerror or str(e) or "no connection"
+        if why is None:
+            return
+        reasons.append(f"{host}:{port}: {why}")
     raise errors.SparkUnreachableError(f"no Spark master answers at {master} ({'; '.join(reasons)})")
 
 
@@ -382,7 +395,7 @@ def get_session(master: str, conf: Mapping[str, str], data_bytes: int = 0) -> Sp
     builder = SparkSession.builder.master(master).appName("lakectl")
     for key, value in session_settings(master, conf, data_bytes, os.environ["PYSPARK_PYTHON"]).items():
         builder = builder.config(key, value)
-    check_master(master)
+    check_master(master, conf)
     log.info("starting a SparkSession on %s", master)
     with _jvm_stderr_to_log():
         try:

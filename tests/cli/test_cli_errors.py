@@ -452,13 +452,67 @@ def test_unreachable_spark_master_is_exit_10_before_any_jvm(tmp_path: Path) -> N
     assert SparkSession.getActiveSession() is None
 
 
-def test_a_listening_spark_master_passes_the_check() -> None:
+def _serving(reply: bytes | None) -> Any:
+    """A TCP server on 127.0.0.1 that answers every connection with ``reply`` once it has read
+    something (None: says nothing); its port, and a thread serving until the socket closes."""
     import socket
+    import threading
 
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(4096)
+                if reply is not None:
+                    conn.sendall(reply)
+                    continue
+                try:
+                    conn.recv(4096)  # silent until the client leaves
+                except OSError:
+                    pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server
+
+
+@pytest.mark.parametrize(("reply", "why"), [
+    (b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", "answered, but not as Spark"),
+    (None, "said nothing in 1 s"),
+], ids=["http", "silent"])
+def test_a_port_that_is_no_spark_master_is_exit_10_in_words(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            reply: bytes | None, why: str) -> None:
+    """It accepts TCP, so Spark's client would retry its registration for a minute and end in
+    a Py4J message; the check asks it one RPC request first (the wait is 15 s, 1 s here)."""
+    import core.engines.spark as spark_engine
+
+    monkeypatch.setattr(spark_engine, "MASTER_ANSWER_TIMEOUT", 1.0)
+    ok("-w", tmp_path / "wh", "create", TABLE, "--schema", SCHEMA)
+    with _serving(reply) as server:
+        master = f"spark://127.0.0.1:{server.getsockname()[1]}"
+        result = invoke("-w", tmp_path / "wh", "--engine", "spark", "--master", master, "scan", TABLE)
+    assert_one_line_error(result, 10, f"no Spark master answers at {master}", why)
+    from pyspark.sql import SparkSession
+
+    assert SparkSession.getActiveSession() is None
+
+
+def test_a_port_answering_spark_s_rpc_failure_passes_the_check() -> None:
+    """What a Spark RPC server answers the probe (a frame: length, RpcFailure, the request id;
+    the cluster tests ask a real master) passes; a closed port before it in the list is skipped."""
+    import struct
+
+    from core.engines.master_probe import PROBE_ID, RPC_FAILURE
     from core.engines.spark import check_master
 
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen()
+    text = b"org.apache.spark.SparkException: Could not find lakectl-probe."
+    answer = struct.pack(">qbqi", 8 + 1 + 8 + 4 + len(text), RPC_FAILURE, PROBE_ID, len(text)) + text
+    with _serving(answer) as server:
         check_master(f"spark://127.0.0.1:{_closed_port()},127.0.0.1:{server.getsockname()[1]}")
     check_master("local[2]")

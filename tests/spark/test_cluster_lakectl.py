@@ -16,6 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 from cluster import client_env, completed_apps, executor_ran_on_worker, standalone_cluster
 
+from core.engines.master_probe import answers_as_spark
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "interop"))
 from oracle import official_read  # noqa: E402
 
@@ -52,6 +54,12 @@ def test_write_and_scan_run_on_the_cluster_and_pypaimon_reads_the_result(tmp_pat
         scanned = _run([*spark, "scan", "db.t"], env)
         apps = executor_ran_on_worker(cluster)
         finished = completed_apps(cluster)
+        # The check each command made before its JVM started: the master answered as Spark,
+        # and logged no failure of it (the probe names an endpoint that does not exist).
+        host, port = cluster.master_url.removeprefix("spark://").rsplit(":", 1)
+        assert answers_as_spark(host, int(port), 3, 15) is None
+        master_logs = "".join(p.read_text(errors="replace") for p in cluster.log_dir.rglob("*master*"))
+        assert master_logs and "lakectl-probe" not in master_logs
 
     assert first["engine"] == second["engine"] == "spark"
     assert (first["snapshot_id"], second["snapshot_id"]) == (1, 2)
