@@ -256,7 +256,7 @@ def expire_snapshots(table: TableHandle, *, retain_min: int | None = None, retai
         An ExpireResult; ``snapshots_expired`` is empty when nothing was due.
 
     Raises:
-        UsageError: retain_min < 1, retain_max < retain_min, max_deletes < 0, a bad duration.
+        UsageError: retain_min or retain_max < 1, retain_max < retain_min, max_deletes < 0, a bad duration.
     """
     check_options(table.schema, table.name, EXPIRE)
     retain_min, retain_max, cutoff, max_deletes, now_ms = _retention(table, retain_min, retain_max, older_than,
@@ -326,6 +326,8 @@ def _retention(table: TableHandle, retain_min: int | None, retain_max: int | Non
         max_deletes = parse_int(opts.get("snapshot.expire.limit", str(DEFAULT_EXPIRE_LIMIT)), "snapshot.expire.limit")
     if retain_min < 1:
         raise UsageError(f"retain-min must be at least 1 (got {retain_min}): the latest snapshot is always kept")
+    if retain_max < 1:  # before the comparison with retain-min, whose hint would ask for N <= 0
+        raise UsageError(f"retain-max must be at least 1 (got {retain_max}): the latest snapshot is always kept")
     if retain_max < retain_min:
         raise UsageError(_retain_conflict(retain_max, retain_min, retain_min_given))
     if max_deletes < 0:

@@ -71,7 +71,7 @@ def rollback(table: TableHandle, *, snapshot_id: int | None = None, tag: str | N
         CorruptMetadataError: the target's manifests or data files are missing.
     """
     if (snapshot_id is None) == (tag is None):
-        raise UsageError("give exactly one of --snapshot-id or --tag")
+        raise UsageError("give exactly one of --snapshot-id, --timestamp or --tag")
     if not dry_run:
         table.refuse_unfinished_fast_forward("roll back")
     snapshots = table.snapshots

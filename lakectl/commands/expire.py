@@ -46,7 +46,7 @@ def register(app: typer.Typer) -> None:
 
         \b
           lakectl expire shop.orders --retain-max 50 --older-than 7d --dry-run
-          lakectl expire shop.orders --format json >> /var/log/lakectl-expire.log
+          lakectl expire shop.orders --format jsonl >> /var/log/lakectl-expire.log
           lakectl expire shop.orders --branch dev --retain-max 5 --retain-min 1
         """
         from core.ops.expire import expire_snapshots

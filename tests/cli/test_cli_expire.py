@@ -52,6 +52,8 @@ def test_expire_dry_run_then_real(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("flags, fragment", [
     (["--retain-min", "0"], "retain-min must be at least 1"),
+    # not "pass --retain-min N (N <= -1)", a hint nobody can follow
+    (["--retain-max", "-1"], "retain-max must be at least 1 (got -1)"),
     (["--retain-min", "3", "--retain-max", "2"], "must not be smaller than retain-min"),
     (["--older-than", "soon"], "neither a duration"),
     # Paimon's default retain-min (10) against a smaller --retain-max: the refusal says where

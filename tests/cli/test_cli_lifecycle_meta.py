@@ -89,7 +89,7 @@ def test_rollback(tmp_path: Path, table: Table) -> None:
     assert ids(table) == [1, 2, 3]
     error(cli(tmp_path, "rollback", "db.t", "--snapshot-id", "1", "--if-latest", "2"), 4, "latest snapshot is 3")
     error(cli(tmp_path, "rollback", "db.t", "--snapshot-id", "7"), 3, "snapshot 7 does not exist: the latest snapshot is 3")
-    error(cli(tmp_path, "rollback", "db.t"), 2, "exactly one")
+    error(cli(tmp_path, "rollback", "db.t"), 2, "exactly one of --snapshot-id, --timestamp or --tag")
     error(cli(tmp_path, "rollback", "db.t", "--tag", "nope"), 3, "tag nope")
     done = ok_json(cli(tmp_path, "rollback", "db.t", "--snapshot-id", "2", "--if-latest", "3", "-f", "json"))
     assert done["snapshots_removed"] == [3] and done["tags_removed"] == ["late"] and not done["dry_run"]
