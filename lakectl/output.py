@@ -352,14 +352,19 @@ class Output:
         """Rows go out as they are read (every format but a terminal's table)."""
         return self.format != "table" or not self.terminal
 
+    def refuse_parquet_on_a_terminal(self) -> None:
+        """Parquet's bytes are for a file or a pipe: refused on a terminal, before any work
+        (a progress bar drawn first would read as if something had been done)."""
+        if self.format == "parquet" and self.console.is_terminal:
+            raise UsageError("refusing to write Parquet to a terminal: redirect stdout or use --output FILE")
+
     def stream(self, schema: pa.Schema, parts: Iterable[pa.Table]) -> None:
         """A table's rows part by part, each written and flushed before the next is read:
         CSV and JSON lines as ``scan --output`` writes them, a JSON array, Parquet (not on a
         terminal), or plain columns whose widths the first part sets."""
         from core.sinks import text_bytes, text_chunks, write_parquet
         if self.format == "parquet":
-            if self.console.is_terminal:
-                raise UsageError("refusing to write Parquet to a terminal: redirect stdout or use --output FILE")
+            self.refuse_parquet_on_a_terminal()
             self.stdout.flush()
             with self._pipe_guard():
                 write_parquet(parts, schema, self.stdout.buffer)

@@ -146,6 +146,7 @@ def _print_rows(out: Any, s: Any, limit: int | None, every_row: bool,
     (TERMINAL_ROWS by default) as a table, drawn once reading ends and its progress bar is
     gone, with a footer when rows were left out."""
     capped = limit is None and not every_row and not out.streams
+    out.refuse_parquet_on_a_terminal()
     with out.progress() as progress:
         # one row past the cap tells whether rows were left out
         stream = open_stream(TERMINAL_ROWS + 1 if capped else limit, s.engine_settings(progress))

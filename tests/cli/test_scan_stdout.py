@@ -203,6 +203,7 @@ def test_parquet_is_refused_on_a_terminal(small: Path) -> None:
     session = terminal(small, "scan", "s.small", "--format", "parquet")
     assert session.exit_code == 2 and "refusing to write Parquet to a terminal" in session.text
     assert "PAR1" not in session.text
+    assert b"\x1b[?25l" not in session.output  # refused before any progress bar was drawn
 
 
 # ---- output for scripts --------------------------------------------------------------------------------
