@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from core.default_values import check_defaults
@@ -48,6 +49,30 @@ def create(table: TableHandle, schema: str | Sequence[tuple[str, DataType, str |
             return table.schema, False
         raise TableExistsError(f"table {table.name} was created concurrently by another writer")
     return new, True
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """What ``--like`` takes from another table: its columns (types, comments), keys,
+    partitioning and options, as Paimon's ``CREATE TABLE ... LIKE`` does."""
+
+    columns: tuple[tuple[str, DataType, str | None], ...]
+    primary_keys: tuple[str, ...]
+    partition_keys: tuple[str, ...]
+    options: dict[str, str]
+    comment: str | None
+
+    @classmethod
+    def of(cls, source: TableHandle) -> "Layout":
+        schema = source.schema
+        return cls(tuple((f.name, f.type, f.description) for f in schema.fields), tuple(schema.primary_keys),
+                   tuple(schema.partition_keys), dict(schema.options), schema.comment)
+
+    def with_flags(self, primary_keys: Sequence[str], partition_keys: Sequence[str],
+                   options: dict[str, str] | None) -> "Layout":
+        """The layout with what the command line gave over it: keys replace, options add."""
+        return Layout(self.columns, tuple(primary_keys) or self.primary_keys,
+                      tuple(partition_keys) or self.partition_keys, {**self.options, **(options or {})}, self.comment)
 
 
 def parse_key_list(text: str | None) -> list[str]:

@@ -18,7 +18,7 @@ from core.deletion_vectors import snapshot_deletion_files, split_deletion_files
 from core.dynamic_bucket import DYNAMIC_NOT_ON_SPARK, DynamicBucketAssigner, check_writable, is_dynamic
 from core.engines import EngineSettings, choose_engine
 from core.errors import CorruptMetadataError, InvalidDataError, NotFoundError, UsageError
-from core.ops.create import columns_from_arrow, create
+from core.ops.create import Layout, columns_from_arrow, create
 from core.ops.maintenance import after_commit
 from core.renaming import refuse_renaming
 from core.replan import lost_race, replan_on_lost_race
@@ -334,11 +334,20 @@ def _file_path(table: TableHandle, message: CommitMessage, file: Any) -> str:
 
 @dataclass(frozen=True, slots=True)
 class AutoCreate:
-    """How to create the table from the input's schema when it does not exist (--auto-create)."""
+    """How to create the table when it does not exist (--auto-create): from the input's
+    schema, or with ``like`` from another table's (``--like``: its columns, keys and options
+    under these, and the input read in its types, so that no value changes)."""
 
     primary_keys: tuple[str, ...] = ()
     partition_keys: tuple[str, ...] = ()
     options: dict[str, str] | None = None
+    like: Layout | None = None
+
+    def layout(self) -> Layout | None:
+        """The table-to-be's layout when it copies another's."""
+        if self.like is None:
+            return None
+        return self.like.with_flags(self.primary_keys, self.partition_keys, self.options)
 
 
 def write_input(table: TableHandle, path: str | None, *, input_format: str | None = None, mode: str = "append",
@@ -359,9 +368,12 @@ def write_input(table: TableHandle, path: str | None, *, input_format: str | Non
     refuse_renaming(table.file_io, table.path, table.name)  # --auto-create must not create into a rename's target
     exists = table.exists()
     if not exists and auto_create is None:
-        raise NotFoundError(f"table {table.name} does not exist (looked in {table.path}); "
-                            "pass --auto-create to create it from the input")
-    dynamic = is_dynamic(table.schema) if exists else _creates_dynamic(auto_create)
+        raise NotFoundError(f"table {table.name} does not exist (looked in {table.path}); pass --auto-create "
+                            "--like DB.SOURCE to create it as another table is, or --auto-create alone to "
+                            "create it from the input's types")
+    like = auto_create.layout() if not exists and auto_create is not None else None
+    target = _schema_of(like) if like is not None else table.schema if exists else None
+    dynamic = is_dynamic(target) if target is not None else _creates_dynamic(auto_create)
     if input_table is not None:
         if dynamic:
             raise UsageError(DYNAMIC_NOT_ON_SPARK + "; --input-table reads through Spark, so write a file "
@@ -373,10 +385,16 @@ def write_input(table: TableHandle, path: str | None, *, input_format: str | Non
         engine, why = choose_write_engine(engine_settings, input_size(paths), dynamic)
         if engine_settings is not None and engine_settings.progress is not None:
             engine_settings.progress(0, 0, "reading input")
-        hint = pa.schema([arrow_field(f) for f in table.schema.fields]) if exists else None
+        hint = pa.schema([arrow_field(f) for f in target.fields]) if target is not None else None
         data = engine.read_input(paths, fmt, hint)
     log.info("engine: %s (%s)", engine.name, why)
-    if not exists:
+    if like is not None:
+        check_input_columns(target, engine.input_columns(data), fill_missing_columns)
+        if isinstance(data, pa.Table):  # bad input must not leave an empty table
+            prepare_rows(data, target, row_kind_column)
+        create(table, list(like.columns), primary_keys=like.primary_keys, partition_keys=like.partition_keys,
+               options=like.options, comment=like.comment, if_not_exists=True)
+    elif not exists:
         _create_from_input(table, engine, data, row_kind_column, auto_create)
     else:
         check_input_columns(table.schema, engine.input_columns(data), fill_missing_columns)
@@ -398,6 +416,11 @@ def check_input_columns(schema: TableSchema, columns: list[str], fill_missing: b
         names = ", ".join(repr(f.name) for f in missing)
         raise InvalidDataError(f"input lacks column{'s' if len(missing) > 1 else ''} {names}; "
                                "pass --fill-missing-columns to write them as null")
+
+
+def _schema_of(layout: Layout) -> TableSchema:
+    return new_table_schema(list(layout.columns), primary_keys=layout.primary_keys,
+                            partition_keys=layout.partition_keys, options=layout.options, comment=layout.comment)
 
 
 def _creates_dynamic(spec: AutoCreate | None) -> bool:

@@ -1,4 +1,4 @@
-"""lakectl create DB.TABLE --schema "..." [--primary-key ...] [--partition-by ...] [--option k=v ...]"""
+"""lakectl create DB.TABLE --schema "..."|--like DB.SRC [--primary-key ...] [--partition-by ...] [--option k=v ...]"""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from typing import Annotated, Optional
 import typer
 
 from core.table import Table
+from core.errors import UsageError
 from lakectl.commands import output, settings
+from lakectl.completion import complete_table
 from lakectl.config import parse_pairs
 from lakectl.params import FormatOpt, PartitionByOpt, PrimaryKeyOpt, TableArg, TableOptionOpt, WarehouseOpt
 
@@ -22,7 +24,8 @@ def register(app: typer.Typer) -> None:
     def create_cmd(
         ctx: typer.Context,
         table: TableArg,
-        schema: Annotated[str, typer.Option("--schema", "-s", metavar='"COL TYPE, ..."', help='Columns, e.g. "id BIGINT NOT NULL, name STRING".')],
+        schema: Annotated[Optional[str], typer.Option("--schema", "-s", metavar='"COL TYPE, ..."', help='Columns, e.g. "id BIGINT NOT NULL, name STRING".', show_default=False)] = None,
+        like: Annotated[Optional[str], typer.Option("--like", metavar="DB.TABLE", help="Instead of --schema: the columns, keys, partitioning, options and comment of this table (--primary-key, --partition-by, --option and --comment over them), as Paimon's CREATE TABLE ... LIKE.", autocompletion=complete_table)] = None,
         primary_key: PrimaryKeyOpt = None,
         partition_by: PartitionByOpt = None,
         option: TableOptionOpt = None,
@@ -41,15 +44,29 @@ def register(app: typer.Typer) -> None:
               --primary-key id,dt --partition-by dt --option bucket=4
           lakectl create logs.events --schema "ts TIMESTAMP(3), msg STRING" \\
               --if-not-exists
+          lakectl create shop.orders_copy --like shop.orders
         """
         from core.ops.create import create, parse_key_list
         from core.option_catalog import unknown_option_warnings
 
         out = output(ctx, fmt)
-        t = Table.locate(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
-        new, created = create(t, schema, primary_keys=parse_key_list(primary_key),
-                              partition_keys=parse_key_list(partition_by), options=parse_options(option),
-                              comment=comment, if_not_exists=if_not_exists)
+        if (schema is None) == (like is None):
+            raise UsageError("give exactly one of --schema and --like")
+        wh = settings(ctx).resolve_warehouse(warehouse)
+        t = Table.locate(table, warehouse=wh)
+        if like is not None:
+            from core.ops.create import Layout
+
+            layout = Layout.of(Table.open(like, warehouse=wh)).with_flags(
+                parse_key_list(primary_key), parse_key_list(partition_by), parse_options(option))
+            new, created = create(t, list(layout.columns), primary_keys=layout.primary_keys,
+                                  partition_keys=layout.partition_keys, options=layout.options,
+                                  comment=comment if comment is not None else layout.comment,
+                                  if_not_exists=if_not_exists)
+        else:
+            new, created = create(t, schema, primary_keys=parse_key_list(primary_key),
+                                  partition_keys=parse_key_list(partition_by), options=parse_options(option),
+                                  comment=comment, if_not_exists=if_not_exists)
         # Paimon keeps options it does not define; so does lakectl, with a warning (a typo such
         # as buckets=4 would otherwise leave the table unbucketed without a word).
         warnings = unknown_option_warnings(new.options) if created else []

@@ -15,7 +15,7 @@ from core.errors import UsageError
 from core.table import Table
 from lakectl.commands import output, settings, stop_on_sigterm
 from lakectl.commands.create import parse_options
-from lakectl.completion import complete_input_format, complete_write_mode
+from lakectl.completion import complete_input_format, complete_table, complete_write_mode
 from lakectl.output import Output
 from lakectl.params import BranchOpt, FormatOpt, PartitionByOpt, PrimaryKeyOpt, TableArg, TableOptionOpt, WarehouseOpt
 
@@ -36,7 +36,8 @@ def register(app: typer.Typer) -> None:
         partition: Annotated[Optional[str], typer.Option("--partition", "-p", help="With --mode overwrite: replace this one partition, COLUMN=VALUE[,COLUMN=VALUE...] naming every partition column; every row must belong to it, and an empty input clears it.", metavar="COL=VALUE", show_default=False)] = None,
         fill_missing_columns: Annotated[bool, typer.Option("--fill-missing-columns", help="Write table columns a CSV or Parquet input lacks (with --stream: a CSV header) as null, nullable columns only; without it such an input is refused. In JSON a key left out is null anyway.")] = False,
         row_kind_column: Annotated[Optional[str], typer.Option("--row-kind-column", metavar="COL", help="CDC column holding +I, -U, +U, -D.")] = None,
-        auto_create: Annotated[bool, typer.Option("--auto-create", help="Create the table from the input's schema if it does not exist.")] = False,
+        auto_create: Annotated[bool, typer.Option("--auto-create", help="Create the table if it does not exist: as --like's table is, or from the input's types.")] = False,
+        like: Annotated[Optional[str], typer.Option("--like", metavar="DB.TABLE", help="With --auto-create: create the table with this table's columns, keys, partitioning and options (--primary-key, --partition-by and --option over them), and read the input in its types, so that a copy through scan -f jsonl|csv changes no value.", autocompletion=complete_table)] = None,
         primary_key: PrimaryKeyOpt = None,
         partition_by: PartitionByOpt = None,
         option: TableOptionOpt = None,
@@ -72,7 +73,8 @@ def register(app: typer.Typer) -> None:
               --mode overwrite
           lakectl write shop.orders --input exports/ --input-format parquet
           lakectl scan shop.orders -f jsonl | \\
-              lakectl write shop.copy -i - --input-format jsonl
+              lakectl write shop.copy -i - --input-format jsonl \\
+              --auto-create --like shop.orders
           lakectl write shop.orders -i empty.csv --mode overwrite -p dt=2024-01-01
           cat rows.jsonl | lakectl write shop.orders -i - --input-format jsonl
           producer | lakectl write shop.events -i - --stream \\
@@ -103,8 +105,15 @@ def register(app: typer.Typer) -> None:
         t = Table.locate(table, warehouse=s.resolve_warehouse(warehouse))
         if branch is not None:
             t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
+        if like is not None and not auto_create:
+            raise UsageError("--like applies to --auto-create (the layout of a table to create)")
+        layout = None
+        if like is not None:
+            from core.ops.create import Layout
+
+            layout = Layout.of(Table.open(like, warehouse=s.resolve_warehouse(warehouse)))
         create = AutoCreate(tuple(parse_key_list(primary_key)), tuple(parse_key_list(partition_by)),
-                            parse_options(option)) if auto_create else None
+                            parse_options(option), layout) if auto_create else None
         with out.progress() as progress:
             result = write_input(t, input, input_format=input_format, mode=mode, row_kind_column=row_kind_column,
                                  engine_settings=s.engine_settings(progress), auto_create=create,

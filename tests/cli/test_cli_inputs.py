@@ -213,3 +213,42 @@ def test_partition_flag_needs_overwrite_and_every_partition_column(parts: Path) 
     one_line_error(lakectl(parts, "write", "db.p", "-i", "rows.csv", "-p", "dt=2024-01-01"), 2, "--mode overwrite")
     one_line_error(lakectl(parts, "write", "db.p", "-i", "rows.csv", "--mode", "overwrite", "-p", "id=1"), 2,
                    "not a partition column")
+
+
+# ---- --like: a table made as another is -----------------------------------------------------
+def _layout(tmp: Path, name: str) -> tuple:
+    s = Table.open(name, warehouse=str(tmp / "wh")).schema
+    return [(f.name, str(f.type), f.description) for f in s.fields], s.primary_keys, s.partition_keys, s.options, s.comment
+
+
+def test_create_like_copies_columns_keys_options_and_comment_and_flags_go_over_them(tmp_path: Path) -> None:
+    ok(lakectl(tmp_path, "-q", "create", "shop.orders", "--schema",
+               "id BIGINT NOT NULL COMMENT 'order', amount DECIMAL(10, 2), dt STRING NOT NULL",
+               "--primary-key", "id,dt", "--partition-by", "dt", "--option", "bucket=4", "--comment", "orders"))
+    ok(lakectl(tmp_path, "-q", "create", "shop.same", "--like", "shop.orders"))
+    assert _layout(tmp_path, "shop.same") == _layout(tmp_path, "shop.orders")
+    ok(lakectl(tmp_path, "-q", "create", "shop.other", "--like", "shop.orders", "--primary-key", "id,dt",
+               "--option", "bucket=2", "--option", "file.format=orc"))
+    columns, keys, partitions, options, comment = _layout(tmp_path, "shop.other")
+    assert (columns, keys, partitions, comment) == _layout(tmp_path, "shop.orders")[:3] + ("orders",)
+    assert options == {"bucket": "2", "file.format": "orc"}
+    one_line_error(lakectl(tmp_path, "create", "shop.x", "--schema", "id INT", "--like", "shop.orders"), 2,
+                   "exactly one of --schema and --like")
+    one_line_error(lakectl(tmp_path, "create", "shop.x"), 2, "exactly one of --schema and --like")
+    one_line_error(lakectl(tmp_path, "create", "shop.x", "--like", "shop.nope"), 3, "shop.nope")
+
+
+def test_the_missing_table_hint_names_like_and_following_it_copies_exactly(tmp_path: Path) -> None:
+    ok(lakectl(tmp_path, "-q", "create", "shop.orders", "--schema", "id BIGINT, amount DECIMAL(10, 2), dt STRING",
+               "--partition-by", "dt"))
+    (tmp_path / "rows.csv").write_text("id,amount,dt\n1,12.50,2024-01-02\n2,0.05,2024-01-03\n")
+    ok(lakectl(tmp_path, "-q", "write", "shop.orders", "-i", "rows.csv"))
+    text = ok(lakectl(tmp_path, "scan", "shop.orders", "-f", "jsonl"))
+    one_line_error(lakectl(tmp_path, "write", "shop.copy", "-i", "-", "--input-format", "jsonl", input=text), 3,
+                   "--auto-create --like DB.SOURCE")
+    one_line_error(lakectl(tmp_path, "write", "shop.copy", "-i", "-", "--input-format", "jsonl", "--like", "shop.orders",
+                           input=text), 2, "--like applies to --auto-create")
+    ok(lakectl(tmp_path, "-q", "write", "shop.copy", "-i", "-", "--input-format", "jsonl", "--auto-create",
+               "--like", "shop.orders", input=text))
+    assert ok(lakectl(tmp_path, "scan", "shop.copy", "-f", "jsonl")) == text  # "12.50" and "2024-01-02" stay
+    assert _layout(tmp_path, "shop.copy") == _layout(tmp_path, "shop.orders")

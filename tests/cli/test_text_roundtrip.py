@@ -177,21 +177,29 @@ def cli(wh: Path, *args: str, input: bytes | None = None) -> str:
 @given(data=rows)
 def test_scan_text_write_gives_back_the_same_table(data: list[dict[str, Any]]) -> None:
     """Generated rows written with lakectl, scanned to jsonl and to csv, each text written back
-    into a fresh table: every table holds the generated values exactly."""
+    into a new table made by ``write --auto-create --like`` (the documented copy): every table
+    holds the generated values exactly, and has the source's columns, keys and options."""
     original = _table(data)
     with tempfile.TemporaryDirectory() as tmp:
         wh, source = Path(tmp) / "wh", Path(tmp) / "rows.parquet"
         pq.write_table(original, source)
-        for name in ("db.a", "db.jsonl", "db.csv"):
-            cli(wh, "-q", "create", name, "--schema", SCHEMA_TEXT)
+        cli(wh, "-q", "create", "db.a", "--schema", SCHEMA_TEXT, "--option", "file.compression=snappy")
         cli(wh, "-q", "write", "db.a", "-i", str(source))
         assert_same_tables(original, Table.open("db.a", warehouse=str(wh)).scan())
         for fmt in ("jsonl", "csv"):
             text_rows = cli(wh, "scan", "db.a", "--format", fmt).encode()
-            cli(wh, "-q", "write", f"db.{fmt}", "-i", "-", "--input-format", fmt, input=text_rows)
+            cli(wh, "-q", "write", f"db.{fmt}", "-i", "-", "--input-format", fmt, "--auto-create", "--like", "db.a",
+                input=text_rows)
             assert_same_tables(original, Table.open(f"db.{fmt}", warehouse=str(wh)).scan())
+            assert _layout(wh, f"db.{fmt}") == _layout(wh, "db.a")
             # A copy prints the same text: no value wraps twice (as base64 did).
             assert cli(wh, "scan", f"db.{fmt}", "--format", fmt).encode() == text_rows
+
+
+def _layout(wh: Path, name: str) -> tuple:
+    schema = Table.open(name, warehouse=str(wh)).schema
+    return ([(f.name, str(f.type), f.description) for f in schema.fields], schema.primary_keys,
+            schema.partition_keys, schema.options)
 
 
 # ---- through the console script, with a shell pipe ------------------------------------------
@@ -213,12 +221,12 @@ def test_pipe_through_the_console_script(data: list[dict[str, Any]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         wh, source = Path(tmp) / "wh", Path(tmp) / "rows.parquet"
         pq.write_table(original, source)
-        for name in ("db.a", "db.j", "db.c"):
-            cli(wh, "-q", "create", name, "--schema", SCHEMA_TEXT)
+        cli(wh, "-q", "create", "db.a", "--schema", SCHEMA_TEXT)
         cli(wh, "-q", "write", "db.a", "-i", str(source))
         script = (f"set -o pipefail; L='{lakectl} -w {wh}'; "
-                  "$L scan db.a --format jsonl | $L -q write db.j --input - --input-format jsonl && "
-                  "$L scan db.a --format csv | $L -q write db.c --input - --input-format csv")
+                  "$L scan db.a --format jsonl | $L -q write db.j --input - --input-format jsonl --auto-create "
+                  "--like db.a && "
+                  "$L scan db.a --format csv | $L -q write db.c --input - --input-format csv --auto-create --like db.a")
         proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=_environment(), timeout=300)
         assert proc.returncode == 0, proc.stderr
         for name in ("db.j", "db.c"):
@@ -347,8 +355,9 @@ def test_spark_writes_the_text_back_as_the_local_engine_does(spark_session: Any,
     not wrapped in base64 twice, "" apart from null, NaN, every timestamp precision)."""
     from core.engines import EngineSettings
     from core.ops.create import create
+    from core.ops.create import Layout
     from core.ops.scan import scan_to_output
-    from core.ops.write import write_input
+    from core.ops.write import AutoCreate, write_input
 
     original = _table(data)
     with tempfile.TemporaryDirectory() as tmp:
@@ -359,8 +368,8 @@ def test_spark_writes_the_text_back_as_the_local_engine_does(spark_session: Any,
         for fmt in ("jsonl", "csv"):
             text_file = str(Path(tmp) / f"rows.{fmt}")
             scan_to_output(source, text_file)
-            copy = Table.locate(f"db.{fmt}", warehouse=wh)
-            create(copy, SCHEMA_TEXT)
-            result = write_input(copy, text_file, engine_settings=EngineSettings(engine="spark", master="local[2]"))
+            copy = Table.locate(f"db.{fmt}", warehouse=wh)  # made by the write, as the source is
+            result = write_input(copy, text_file, engine_settings=EngineSettings(engine="spark", master="local[2]"),
+                                 auto_create=AutoCreate(like=Layout.of(source)))
             assert result.engine == "spark"
             assert_same_tables(original, Table.open(f"db.{fmt}", warehouse=wh).scan())
