@@ -133,9 +133,9 @@ def register(app: typer.Typer) -> None:
         Examples:
 
         \b
-          lakectl alter-schema shop.orders --rename-column qty:quantity \\
-              --add-column "note STRING AFTER quantity" --dry-run
-          lakectl alter-schema shop.orders --alter-type qty:BIGINT \\
+          lakectl alter-schema shop.orders --rename-column amount:total \\
+              --add-column "note STRING AFTER total" --dry-run
+          lakectl alter-schema shop.orders --alter-type "amount:DECIMAL(12, 2)" \\
               --set-option snapshot.num-retained.max=100
         """
         out = output(ctx, fmt)

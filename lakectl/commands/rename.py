@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
         Example:
 
         \b
-          lakectl rename shop.orders_v2 shop.orders
+          lakectl rename shop.orders shop.orders_2023
         """
         from core.ops.rename import rename_table
 
