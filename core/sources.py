@@ -28,11 +28,11 @@ import pyarrow.parquet as pq
 
 from core import formats
 from core.errors import InvalidDataError, UsageError
+from core.input_formats import FORMATS  # the names, shared with shell completion
 from core.record_stream import STREAM_FORMATS
 from core.text_columns import decode_column
 from core.text_values import TextValueError
 
-FORMATS = ("parquet", "csv", "json", "jsonl", "orc")
 _EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json",
                ".jsonl": "jsonl", ".ndjson": "jsonl", ".orc": "orc"}
 

@@ -1,5 +1,5 @@
-"""Shell completion of names from the warehouse: tables, databases, snapshot ids, tags,
-branches and consumers.
+"""Shell completion of names from the warehouse (tables, databases, snapshot ids, tags,
+branches, consumers, a table's columns) and of Paimon's option keys.
 
 When TAB is pressed the shell runs ``lakectl`` with ``_LAKECTL_COMPLETE=complete_bash`` (or
 ``_zsh``, ``_fish``) and the words typed so far; Typer parses them leniently and asks these
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 from typing import Any, Callable
 
 log = logging.getLogger(__name__)
@@ -119,6 +120,74 @@ def _complete_consumer(ctx: Any, incomplete: str) -> Candidates:
             for c in ConsumerManager(t.file_io, t.branch_path).consumers() if c.consumer_id.startswith(incomplete)]
 
 
+def _complete_target(ctx: Any, incomplete: str) -> Candidates:
+    """What ``maintain`` takes: databases and ``DB.TABLE`` names."""
+    from core.warehouse import Warehouse
+
+    databases = [] if "." in incomplete else [
+        (db, "database") for db in Warehouse.open(_warehouse_uri(ctx)).databases() if db.startswith(incomplete)]
+    return databases + _complete_table(ctx, incomplete)
+
+
+def _columns(ctx: Any) -> list[str]:
+    return [f.name for f in _table(ctx).schema.fields]
+
+
+def _complete_column_list(ctx: Any, incomplete: str) -> Candidates:
+    """``--select a,b,c``: the columns not yet listed, after what was typed."""
+    done, _, last = incomplete.rpartition(",")
+    listed = set(done.split(",")) if done else set()
+    prefix = done + "," if done else ""
+    return [(prefix + c, "column") for c in _columns(ctx) if c.startswith(last) and c not in listed]
+
+
+# The identifier being typed at the end of a SQL condition ("dt = 'x' AND i" -> "i").
+_LAST_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _complete_where(ctx: Any, incomplete: str) -> Candidates:
+    """``--where``: a column name for the identifier being typed (not inside a quoted string)."""
+    if incomplete.count("'") % 2:
+        return []
+    match = _LAST_WORD.search(incomplete)
+    last = match.group(0) if match else ""
+    head = incomplete[:len(incomplete) - len(last)]
+    return [(head + c, "column") for c in _columns(ctx) if c.startswith(last)]
+
+
+def _complete_key(ctx: Any, incomplete: str) -> Candidates:
+    """``lookup --key COL=VALUE,...``: the next primary-key column, as ``COL=``."""
+    done, _, last = incomplete.rpartition(",")
+    if "=" in last:
+        return []
+    named = {part.split("=", 1)[0] for part in done.split(",")} if done else set()
+    prefix = done + "," if done else ""
+    return [(f"{prefix}{k}=", "primary-key column") for k in _table(ctx).schema.primary_keys
+            if k.startswith(last) and k not in named]
+
+
+def _option_keys(incomplete: str) -> list[str]:
+    from core.option_catalog import CATALOG
+
+    return sorted(k for k in CATALOG if "*" not in k and k.startswith(incomplete))
+
+
+def _complete_option_pair(_ctx: Any, incomplete: str) -> Candidates:
+    """``--option``/``--set-option KEY=VALUE``: Paimon's option keys, with the ``=``."""
+    if "=" in incomplete:
+        return []
+    from core.option_catalog import CATALOG
+
+    return [(f"{k}=", CATALOG[k][0]) for k in _option_keys(incomplete)]
+
+
+def _complete_option_key(_ctx: Any, incomplete: str) -> Candidates:
+    """``--reset-option KEY``: Paimon's option keys."""
+    from core.option_catalog import CATALOG
+
+    return [(k, CATALOG[k][0]) for k in _option_keys(incomplete)]
+
+
 def _complete_scan_mode(_ctx: Any, incomplete: str) -> Candidates:
     """Paimon's scan modes for --follow."""
     from core.options import SCAN_MODES
@@ -148,7 +217,7 @@ def _engines() -> tuple[str, ...]:
 
 
 def _input_formats() -> tuple[str, ...]:
-    from core.sources import FORMATS
+    from core.input_formats import FORMATS  # not core.sources, which loads pyarrow
 
     return FORMATS
 
@@ -166,3 +235,9 @@ complete_tag = _quietly(_complete_tag)
 complete_consumer = _quietly(_complete_consumer)
 complete_branch = _quietly(_complete_branch)
 complete_scan_mode = _quietly(_complete_scan_mode)
+complete_target = _quietly(_complete_target)
+complete_column_list = _quietly(_complete_column_list)
+complete_where = _quietly(_complete_where)
+complete_key = _quietly(_complete_key)
+complete_option_pair = _quietly(_complete_option_pair)
+complete_option_key = _quietly(_complete_option_key)

@@ -6,7 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from lakectl.completion import complete_branch, complete_format, complete_scan_format, complete_table, complete_tag
+from lakectl.completion import (complete_branch, complete_format, complete_option_pair, complete_scan_format,
+                                complete_table, complete_tag)
 
 TableArg = Annotated[str, typer.Argument(help="Table as DB.TABLE inside the warehouse, or a path/URI.",
                                          metavar="DB.TABLE", show_default=False, autocompletion=complete_table)]
@@ -25,7 +26,8 @@ PrimaryKeyOpt = Annotated[Optional[str], typer.Option("--primary-key", help="Com
 PartitionByOpt = Annotated[Optional[str], typer.Option("--partition-by", help="Comma-separated partition columns.",
                                                        metavar="COLUMNS")]
 TableOptionOpt = Annotated[Optional[list[str]], typer.Option(
-    "--option", "-o", help="Table option KEY=VALUE (repeatable).", metavar="KEY=VALUE")]
+    "--option", "-o", help="Table option KEY=VALUE (repeatable).", metavar="KEY=VALUE",
+    autocompletion=complete_option_pair)]
 PartitionsOpt = Annotated[Optional[list[str]], typer.Option(
     "--partition", "-p", help="Only these partitions: COLUMN=VALUE[,...], several joined by ; (repeatable).",
     metavar="COL=VALUE", show_default=False)]

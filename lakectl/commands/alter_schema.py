@@ -15,6 +15,7 @@ from core.evolution import (AddColumn, DropColumn, RemoveOption, RenameColumn, S
                             UpdateColumnComment, UpdateColumnNullability, parse_add_column, parse_type_change,
                             split_pair)
 from core.table import Table
+from lakectl.completion import complete_option_key, complete_option_pair
 from lakectl.commands import output, settings
 from lakectl.output import Output
 from lakectl.config import parse_pairs
@@ -112,10 +113,10 @@ def register(app: typer.Typer) -> None:
         set_option: Annotated[Many, typer.Option(
             "--set-option", help="Table option KEY=VALUE (repeatable). Immutable options (merge-engine, "
                                  "bucket-key, ...) and bucket cannot change once the table has data.",
-            metavar="KEY=VALUE", show_default=False)] = None,
+            metavar="KEY=VALUE", show_default=False, autocompletion=complete_option_pair)] = None,
         reset_option: Annotated[Many, typer.Option(
             "--reset-option", help="Remove a table option, back to its default (repeatable).",
-            metavar="KEY", show_default=False)] = None,
+            metavar="KEY", show_default=False, autocompletion=complete_option_key)] = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the new schema beside the old one; "
                                                                 "write nothing.")] = False,
         branch: BranchOpt = None,

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from core.table import Table
+from lakectl.completion import complete_where
 from lakectl.commands import output, settings
 from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
 
@@ -18,7 +19,7 @@ def register(app: typer.Typer) -> None:
         table: TableArg,
         where: Annotated[str, typer.Option(
             "--where", metavar="SQL", help="SQL filter of the rows to delete, as scan --where reads it, e.g. \"dt = '2024-01-01' "
-                            "AND amount < 0\".")],
+                            "AND amount < 0\".", autocompletion=complete_where)],
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would be deleted; commit nothing.")] = False,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,

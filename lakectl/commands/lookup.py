@@ -8,7 +8,7 @@ import typer
 
 from core.table import Table
 from lakectl.commands import output, settings
-from lakectl.completion import complete_snapshot_id
+from lakectl.completion import complete_column_list, complete_key, complete_snapshot_id
 from lakectl.params import BranchOpt, FormatOpt, TableArg, TagOpt, TimestampOpt, WarehouseOpt
 
 
@@ -21,12 +21,12 @@ def register(app: typer.Typer) -> None:
             "--key", "-k", help="One key as COL=VALUE[,COL=VALUE...] (repeatable): every primary-key column "
                                 "outside the partition; partition columns are optional. Values as scan prints "
                                 "them; binary ones as X'0700ff' or FROM_BASE64('BwD/').",
-            metavar="COL=VALUE", show_default=False)] = None,
+            metavar="COL=VALUE", show_default=False, autocompletion=complete_key)] = None,
         snapshot_id: Annotated[Optional[int], typer.Option(
             "--snapshot-id", metavar="ID", help="Read as of this snapshot.", autocompletion=complete_snapshot_id)] = None,
         timestamp: TimestampOpt = None,
         tag: TagOpt = None,
-        select: Annotated[Optional[str], typer.Option("--select", metavar="COLUMNS", help="Comma-separated columns.")] = None,
+        select: Annotated[Optional[str], typer.Option("--select", metavar="COLUMNS", help="Comma-separated columns.", autocompletion=complete_column_list)] = None,
         branch: BranchOpt = None,
         warehouse: WarehouseOpt = None,
         fmt: FormatOpt = None,

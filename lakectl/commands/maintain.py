@@ -7,6 +7,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from lakectl.commands import output, settings
+from lakectl.completion import complete_target
 from lakectl.params import FormatOpt, WarehouseOpt
 
 
@@ -67,7 +68,7 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         targets: Annotated[Optional[list[str]], typer.Argument(
             help="Databases (DB) or tables (DB.TABLE); default every table of the warehouse.",
-            metavar="[DB | DB.TABLE]...", show_default=False)] = None,
+            metavar="[DB | DB.TABLE]...", show_default=False, autocompletion=complete_target)] = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Print each table's plan; change nothing.")] = False,
         parallel: Annotated[int, typer.Option("--parallel", min=1, metavar="N", help="Maintain this many tables at once.")] = 1,
         time_budget: Annotated[Optional[str], typer.Option(

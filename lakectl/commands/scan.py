@@ -11,7 +11,8 @@ import typer
 from core.errors import UsageError
 from core.table import Table
 from lakectl.commands import output, settings, stop_on_sigterm
-from lakectl.completion import complete_consumer, complete_scan_mode, complete_snapshot_id, complete_tag
+from lakectl.completion import (complete_column_list, complete_consumer, complete_scan_mode, complete_snapshot_id,
+                                complete_tag, complete_where)
 from lakectl.output import csv_text, jsonable
 from lakectl.params import BranchOpt, ScanFormatOpt, TableArg, WarehouseOpt
 
@@ -24,8 +25,8 @@ def register(app: typer.Typer) -> None:
         snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", metavar="ID", help="Read as of this snapshot.", autocompletion=complete_snapshot_id)] = None,
         timestamp: Annotated[Optional[str], typer.Option("--timestamp", metavar="TIME", help="Read as of this time (ISO 8601 or epoch ms).")] = None,
         tag: Annotated[Optional[str], typer.Option("--tag", metavar="NAME", help="Read the snapshot of this tag.", autocompletion=complete_tag)] = None,
-        select: Annotated[Optional[str], typer.Option("--select", metavar="COLUMNS", help="Comma-separated columns.")] = None,
-        where: Annotated[Optional[str], typer.Option("--where", metavar="SQL", help="SQL filter, e.g. \"dt = '2024-01-01' AND id > 5\"; binary literals as X'0700ff' or FROM_BASE64('BwD/').")] = None,
+        select: Annotated[Optional[str], typer.Option("--select", metavar="COLUMNS", help="Comma-separated columns.", autocompletion=complete_column_list)] = None,
+        where: Annotated[Optional[str], typer.Option("--where", metavar="SQL", help="SQL filter, e.g. \"dt = '2024-01-01' AND id > 5\"; binary literals as X'0700ff' or FROM_BASE64('BwD/').", autocompletion=complete_where)] = None,
         limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", help="At most this many rows; 0 for all [default: all; 100 for a table on a terminal].")] = None,
         output_path: Annotated[Optional[str], typer.Option("--output", "-O", metavar="FILE", help="Write rows to one .parquet, .csv or .jsonl file (on every engine), or to stdout (-) in the --format given (parquet too).")] = None,
         between: Annotated[Optional[str], typer.Option("--incremental-between", metavar="A,B", help="Read the changes of snapshots after A up to B (A,B), with a _row_kind column.")] = None,

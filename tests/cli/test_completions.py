@@ -277,3 +277,53 @@ def test_the_checked_in_fish_script_completes_in_fish(wh: Path, tmp_path: Path) 
     # falls back to the files of the current directory: Typer's rule applies only when lakectl answers
     files = sorted(p.name + "/" * p.is_dir() for p in tmp_path.iterdir())
     assert [row[0] for row in fish_complete(f"lakectl -w {tmp_path / 'nowhere'} scan ", tmp_path)] == files
+
+
+@pytest.fixture
+def columns_wh(tmp_path: Path) -> Path:
+    wh = tmp_path / "wh"
+    result = runner.invoke(app, ["-q", "-w", str(wh), "create", "shop.orders", "--schema",
+                                 "id BIGINT, amount DECIMAL(10, 2), dt STRING", "--primary-key", "id,dt"])
+    assert result.exit_code == 0, result.stderr
+    return wh
+
+
+def test_maintain_takes_databases_and_tables(wh: Path) -> None:
+    assert complete(f"lakectl -w {wh} maintain ") == ["logs", "shop", "logs.events", "shop.items", "shop.orders"]
+    assert complete(f"lakectl -w {wh} maintain shop.o") == ["shop.orders"]
+    assert complete(f"lakectl -w {wh} maintain logs.events sh") == ["shop", "shop.items", "shop.orders"]
+
+
+def test_columns_after_select_where_and_key(columns_wh: Path) -> None:
+    wh = columns_wh
+    assert complete(f"lakectl -w {wh} scan shop.orders --select ") == ["id", "amount", "dt"]
+    assert complete(f"lakectl -w {wh} scan shop.orders --select id,") == ["id,amount", "id,dt"]  # not id again
+    assert complete(f"lakectl -w {wh} lookup shop.orders --select a") == ["amount"]
+    assert complete(f"lakectl -w {wh} scan shop.orders --where am") == ["amount"]
+    assert complete(f"lakectl -w {wh} scan shop.orders --where amount>0&&d") == ["amount>0&&dt"]
+    assert complete(f"lakectl -w {wh} delete shop.orders --where i") == ["id"]
+    assert complete(f"lakectl -w {wh} lookup shop.orders --key ") == ["id=", "dt="]
+    assert complete(f"lakectl -w {wh} lookup shop.orders --key id=3,") == ["id=3,dt="]
+
+
+def test_paimon_option_keys_after_option_flags(columns_wh: Path) -> None:
+    wh = columns_wh
+    assert complete(f"lakectl -w {wh} create shop.x --option bucket") == [
+        "bucket=", "bucket-function.type=", "bucket-key="]
+    assert "snapshot.num-retained.max=" in complete(f"lakectl -w {wh} alter-schema shop.orders --set-option snap")
+    assert complete(f"lakectl -w {wh} alter-schema shop.orders --reset-option snapshot.num-retained.m") == [
+        "snapshot.num-retained.max", "snapshot.num-retained.min"]
+    assert complete(f"lakectl -w {wh} create shop.x --option bucket=") == []  # the value is the user's
+
+
+def test_completing_input_formats_loads_no_pyarrow(tmp_path: Path) -> None:
+    """Every TAB runs lakectl; the input formats must not cost a pyarrow import (~0.2 s)."""
+    line = "lakectl write shop.orders --input-format "
+    env = {**os.environ, "_LAKECTL_COMPLETE": "complete_bash", "COMP_WORDS": line, "COMP_CWORD": "4",
+           "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
+    code = ("import sys\nsys.argv[0] = 'lakectl'\nfrom lakectl.app import main\ntry:\n    main()\n"
+            "except SystemExit:\n    pass\n"
+            "print('pyarrow loaded' if 'pyarrow' in sys.modules else 'no pyarrow', file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.stdout.split() == ["parquet", "csv", "json", "jsonl", "orc"], done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "no pyarrow"
