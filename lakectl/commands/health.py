@@ -21,15 +21,32 @@ def size_histogram(sizes: tuple[int, ...]) -> list[tuple[str, int]]:
     return [(label, n) for (_, label), n in zip(_SIZE_BOUNDS, counts)]
 
 
-def _bars(out: Any, title: str, items: list[tuple[str, int]]) -> None:
+def _bars(out: Any, title: str, items: list[tuple[str, int]], caption: str | None = None) -> None:
     """A rich bar chart: one row per item, bar length proportional to its value."""
     from rich.table import Table as RichTable
 
     top = max((v for _, v in items), default=0) or 1
-    grid = RichTable(title=title, show_header=False, box=None)
+    grid = RichTable(title=title, show_header=False, box=None, caption=caption)
     for label, value in items:
         grid.add_row(label, "█" * max(0, round(40 * value / top)), str(value))
     out.console.print(grid)
+
+
+# Bars a chart of buckets draws at most: the fullest ones, the rest summed up in one line, so
+# that 90 partitions of 4 buckets stay a screen, not 360 bars.
+BUCKET_BARS = 15
+
+
+def fullest(items: list[tuple[str, int]], shown: int = BUCKET_BARS) -> tuple[list[tuple[str, int]], str | None]:
+    """The ``shown`` largest items (in their order) and a line about the others, if any."""
+    if len(items) <= shown:
+        return items, None
+    ranked = sorted(range(len(items)), key=lambda i: -items[i][1])
+    kept = sorted(ranked[:shown])
+    rest = [items[i][1] for i in ranked[shown:]]
+    return ([items[i] for i in kept],
+            f"{len(items)} buckets, the {shown} fullest shown; the other {len(rest)} hold {sum(rest):,} rows "
+            f"({min(rest):,} to {max(rest):,} each)")
 
 
 def register(app: typer.Typer) -> None:
@@ -80,5 +97,6 @@ def register(app: typer.Typer) -> None:
             from core.ops.table_stats import bucket_stats
 
             _bars(out, "files by size", size_histogram(h.file_sizes))
-            _bars(out, "rows per bucket", [(f"{'/'.join(f'{k}={v}' for k, v in b.partition.items()) or '-'} "
-                                            f"bucket {b.bucket}", b.record_count) for b in bucket_stats(t)])
+            rows, caption = fullest([(f"{'/'.join(f'{k}={v}' for k, v in b.partition.items()) or '-'} "
+                                      f"bucket {b.bucket}", b.record_count) for b in bucket_stats(t)])
+            _bars(out, "rows per bucket", rows, caption)
