@@ -172,8 +172,10 @@ class Model:
         return not self.kind.pk and any(r[0] in RETRACT for r in op.rows)
 
     def commits(self, op: Op) -> bool:
-        if op.mode == "overwrite" and not self.kind.partitioned:
-            return True  # overwrite of an unpartitioned table with no rows truncates it
+        if op.mode == "overwrite" and not self.kind.partitioned and not op.rows:
+            # It truncates the table: a snapshot only when it has files to drop (an overwrite
+            # that replaces nothing with nothing commits nothing).
+            return any(self.records.values())
         return bool(op.rows)
 
     def apply(self, op: Op) -> None:

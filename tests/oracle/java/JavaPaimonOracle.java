@@ -377,7 +377,9 @@ public class JavaPaimonOracle {
         }
         ObjectNode meta = NODES.objectNode();
         meta.set("snapshots", snapshots);
-        meta.set("coordinated", coordinated);
+        if (coordinated.size() > 0) {  // only for specs with "coordinate" steps
+            meta.set("coordinated", coordinated);
+        }
         ObjectNode wrapper = NODES.objectNode();
         wrapper.set("meta", meta);
         System.out.println(JSON.writeValueAsString(wrapper));
