@@ -166,26 +166,19 @@ def _complete_key(ctx: Any, incomplete: str) -> Candidates:
             if k.startswith(last) and k not in named]
 
 
-def _option_keys(incomplete: str) -> list[str]:
-    from core.option_catalog import CATALOG
+def _option_keys(with_value: bool) -> Callable[..., Candidates]:
+    """Paimon's option keys: ``KEY=`` for ``--option``/``--set-option`` (the value is the
+    user's), ``KEY`` for ``--reset-option``."""
 
-    return sorted(k for k in CATALOG if "*" not in k and k.startswith(incomplete))
+    def complete(_ctx: Any, incomplete: str) -> Candidates:
+        if with_value and "=" in incomplete:
+            return []
+        from core.option_catalog import CATALOG
 
+        return [(k + ("=" if with_value else ""), kind) for k, (kind, _) in sorted(CATALOG.items())
+                if "*" not in k and k.startswith(incomplete)]
 
-def _complete_option_pair(_ctx: Any, incomplete: str) -> Candidates:
-    """``--option``/``--set-option KEY=VALUE``: Paimon's option keys, with the ``=``."""
-    if "=" in incomplete:
-        return []
-    from core.option_catalog import CATALOG
-
-    return [(f"{k}=", CATALOG[k][0]) for k in _option_keys(incomplete)]
-
-
-def _complete_option_key(_ctx: Any, incomplete: str) -> Candidates:
-    """``--reset-option KEY``: Paimon's option keys."""
-    from core.option_catalog import CATALOG
-
-    return [(k, CATALOG[k][0]) for k in _option_keys(incomplete)]
+    return complete
 
 
 def _complete_scan_mode(_ctx: Any, incomplete: str) -> Candidates:
@@ -239,5 +232,5 @@ complete_target = _quietly(_complete_target)
 complete_column_list = _quietly(_complete_column_list)
 complete_where = _quietly(_complete_where)
 complete_key = _quietly(_complete_key)
-complete_option_pair = _quietly(_complete_option_pair)
-complete_option_key = _quietly(_complete_option_key)
+complete_option_pair = _quietly(_option_keys(with_value=True))
+complete_option_key = _quietly(_option_keys(with_value=False))
