@@ -74,6 +74,18 @@ class Layout:
         return Layout(self.columns, tuple(primary_keys) or self.primary_keys,
                       tuple(partition_keys) or self.partition_keys, {**self.options, **(options or {})}, self.comment)
 
+    def schema(self) -> TableSchema:
+        """The schema a table created with this layout gets (written nowhere)."""
+        return new_table_schema(list(self.columns), primary_keys=self.primary_keys,
+                                partition_keys=self.partition_keys, options=self.options, comment=self.comment)
+
+    def create(self, table: TableHandle, *, comment: str | None = None,
+               if_not_exists: bool = False) -> tuple[TableSchema, bool]:
+        """``create`` of ``table`` with this layout (``comment`` over its own)."""
+        return create(table, list(self.columns), primary_keys=self.primary_keys, partition_keys=self.partition_keys,
+                      options=self.options, comment=comment if comment is not None else self.comment,
+                      if_not_exists=if_not_exists)
+
 
 def parse_key_list(text: str | None) -> list[str]:
     """``"id, dt"`` -> ["id", "dt"]; rejects empty names."""

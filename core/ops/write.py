@@ -372,7 +372,7 @@ def write_input(table: TableHandle, path: str | None, *, input_format: str | Non
                             "--like DB.SOURCE to create it as another table is, or --auto-create alone to "
                             "create it from the input's types")
     like = auto_create.layout() if not exists and auto_create is not None else None
-    target = _schema_of(like) if like is not None else table.schema if exists else None
+    target = like.schema() if like is not None else table.schema if exists else None
     dynamic = is_dynamic(target) if target is not None else _creates_dynamic(auto_create)
     if input_table is not None:
         if dynamic:
@@ -392,8 +392,7 @@ def write_input(table: TableHandle, path: str | None, *, input_format: str | Non
         check_input_columns(target, engine.input_columns(data), fill_missing_columns)
         if isinstance(data, pa.Table):  # bad input must not leave an empty table
             prepare_rows(data, target, row_kind_column)
-        create(table, list(like.columns), primary_keys=like.primary_keys, partition_keys=like.partition_keys,
-               options=like.options, comment=like.comment, if_not_exists=True)
+        like.create(table, if_not_exists=True)
     elif not exists:
         _create_from_input(table, engine, data, row_kind_column, auto_create)
     else:
@@ -416,11 +415,6 @@ def check_input_columns(schema: TableSchema, columns: list[str], fill_missing: b
         names = ", ".join(repr(f.name) for f in missing)
         raise InvalidDataError(f"input lacks column{'s' if len(missing) > 1 else ''} {names}; "
                                "pass --fill-missing-columns to write them as null")
-
-
-def _schema_of(layout: Layout) -> TableSchema:
-    return new_table_schema(list(layout.columns), primary_keys=layout.primary_keys,
-                            partition_keys=layout.partition_keys, options=layout.options, comment=layout.comment)
 
 
 def _creates_dynamic(spec: AutoCreate | None) -> bool:

@@ -59,10 +59,7 @@ def register(app: typer.Typer) -> None:
 
             layout = Layout.of(Table.open(like, warehouse=wh)).with_flags(
                 parse_key_list(primary_key), parse_key_list(partition_by), parse_options(option))
-            new, created = create(t, list(layout.columns), primary_keys=layout.primary_keys,
-                                  partition_keys=layout.partition_keys, options=layout.options,
-                                  comment=comment if comment is not None else layout.comment,
-                                  if_not_exists=if_not_exists)
+            new, created = layout.create(t, comment=comment, if_not_exists=if_not_exists)
         else:
             new, created = create(t, schema, primary_keys=parse_key_list(primary_key),
                                   partition_keys=parse_key_list(partition_by), options=parse_options(option),
