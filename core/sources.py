@@ -31,7 +31,7 @@ from core.errors import InvalidDataError, UsageError
 from core.input_formats import FORMATS  # the names, shared with shell completion
 from core.record_stream import STREAM_FORMATS
 from core.text_columns import decode_column
-from core.text_values import TextValueError
+from core.text_values import FloatText, TextValueError, parse_json
 
 _EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json",
                ".jsonl": "jsonl", ".ndjson": "jsonl", ".orc": "orc"}
@@ -250,6 +250,7 @@ def decode_text(data: pa.Table, hint: pa.Schema | None, fmt: str, source: str,
 
 
 STREAMED_FORMATS = ("parquet", "csv")
+TEXT_FORMATS = ("csv", "jsonl", "json")  # read as text and decoded to the table's types
 BATCH_ROWS = 1 << 16  # rows per batch of a streamed input (a few MB at typical widths)
 _CSV_BLOCK = 8 << 20  # bytes per block of a streamed CSV input
 _CSV_HEADER_BLOCK = 64 << 10  # bytes parsed to learn a CSV input's column names
@@ -497,7 +498,7 @@ def _json_lines(data: bytes) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = parse_json(line)
         except json.JSONDecodeError as e:
             raise ValueError(f"invalid JSON on line {number}: {e.msg}") from None
         if not isinstance(row, dict):
@@ -508,21 +509,27 @@ def _json_lines(data: bytes) -> list[dict[str, Any]]:
 
 def _rows_table(rows: list[dict[str, Any]], hint: pa.Schema) -> pa.Table:
     """JSON objects -> one text column per key (in the order keys first appear): strings as
-    they are, other values as their JSON text, for ``decode_text`` to type."""
+    they are, other values as their JSON text (numbers as written: ``FloatText``), for
+    ``decode_text`` to type."""
     names: dict[str, None] = {}
     for row in rows:
         names.update(dict.fromkeys(row))
     columns = []
     for name in names:
         values = [row.get(name) for row in rows]
-        columns.append(pa.array([v if v is None or isinstance(v, str) else json.dumps(v) for v in values],
-                                pa.string()))
+        columns.append(pa.array([_json_text(v) for v in values], pa.string()))
     return pa.Table.from_arrays(columns, names=list(names)) if names else pa.table({})
+
+
+def _json_text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return value.text if isinstance(value, FloatText) else json.dumps(value)
 
 
 def _read_json_array(fh: BinaryIO, hint: pa.Schema | None, source: str) -> pa.Table:
     try:
-        rows = json.load(fh)
+        rows = json.load(fh, parse_float=FloatText)
     except json.JSONDecodeError as e:
         raise ValueError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
     if isinstance(rows, dict):
@@ -532,6 +539,70 @@ def _read_json_array(fh: BinaryIO, hint: pa.Schema | None, source: str) -> pa.Ta
     if hint is None:
         return pa.Table.from_pylist(rows)
     return _with_absent_keys(decode_text(_rows_table(rows, hint), hint, "json", source), hint)
+
+
+def infer_text_schema(paths: list[str], fmt: str) -> pa.Schema:
+    """The column types ``write --auto-create`` gives a CSV, JSON lines or JSON input: those
+    that change no value (``core.text_inference``). The input is read here once, as text.
+
+    Raises:
+        InvalidDataError: an input is unreadable or not valid in its format.
+    """
+    from core import text_inference
+
+    if fmt == "csv":
+        return text_inference.csv_schema(batch for path in paths for batch in _csv_text(path))
+    return text_inference.json_schema(record for path in paths for record in _json_records(path, fmt))
+
+
+def _csv_text(path: str) -> Iterator[pa.Table]:
+    """A CSV file's rows a batch at a time, every column as text."""
+    with _open(path) as fh, _ReadErrors("csv", path):
+        if _blank(fh):
+            return
+        try:
+            with pacsv.open_csv(fh, read_options=pacsv.ReadOptions(block_size=_CSV_HEADER_BLOCK)) as reader:
+                names = reader.schema.names
+        except pa.ArrowInvalid:  # a header longer than the small block
+            fh.seek(0)
+            with pacsv.open_csv(fh, read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK)) as reader:
+                names = reader.schema.names
+        fh.seek(0)
+        text = pa.schema([pa.field(name, pa.string()) for name in names])
+        with pacsv.open_csv(fh, read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK),
+                            convert_options=_csv_convert(text)) as reader:
+            for batch in reader:
+                yield pa.Table.from_batches([batch])
+
+
+def _json_records(path: str, fmt: str) -> Iterator[dict[str, Any]]:
+    """A JSON lines or JSON (array) file's objects, numbers as written (``FloatText``)."""
+    with _open(path) as fh, _ReadErrors(fmt, path):
+        if fmt == "jsonl":
+            yield from _json_lines(fh.read())
+            return
+        try:
+            rows = json.load(fh, parse_float=FloatText)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
+        rows = [rows] if isinstance(rows, dict) else rows
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise ValueError("a .json input must hold an array of objects (use jsonl for one object per line)")
+        yield from rows
+
+
+def stdin_to_file(fmt: str) -> str:
+    """stdin copied to a local temporary file (removed when the process exits), for an input
+    read more than once: by the type inference and by the write, or by Spark's readers."""
+    import atexit
+    import shutil
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="lakectl-stdin-", suffix=f".{fmt}")
+    with os.fdopen(fd, "wb") as f:
+        shutil.copyfileobj(sys.stdin.buffer, f)
+    atexit.register(lambda: os.path.exists(path) and os.unlink(path))
+    return path
 
 
 def read_records(data: bytes, fmt: str, hint: pa.Schema | None = None, source: str = "stdin") -> pa.Table:

@@ -108,6 +108,12 @@ def _encode(arr: pa.Array) -> _Column:
     return _per_cell(arr)
 
 
+def canonical_text(arr: pa.Array) -> pa.Array:
+    """Each cell's text as ``scan`` prints it in CSV (null for null): the text a value must
+    have for ``core.text_inference`` to give its column this type."""
+    return _encode(arr).text
+
+
 def _per_cell(arr: pa.Array) -> _Column:
     """The Python encoding, cell by cell, for what the encoders above do not cover: JSON text for
     every cell, so the column reads as raw JSON; CSV takes the ``text_value`` form."""

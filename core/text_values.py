@@ -49,6 +49,24 @@ class TextValueError(ValueError):
 
 
 # ---- encoding --------------------------------------------------------------------------------
+class FloatText(float):
+    """A JSON number with a fraction or an exponent that keeps its literal text (``1.50``),
+    which Python's float forgets (``1.5``): a DECIMAL or STRING column takes the digits as
+    written, and ``core.text_inference`` judges a column by them."""
+
+    text: str
+
+    def __new__(cls, text: str) -> "FloatText":
+        number = super().__new__(cls, text)
+        number.text = text
+        return number
+
+
+def parse_json(text: str | bytes) -> Any:
+    """``json.loads`` whose numbers with a fraction are ``FloatText``."""
+    return json.loads(text, parse_float=FloatText)
+
+
 def _fraction(micros: int, nanos: int = 0) -> str:
     """The fewest groups of 3 fractional digits that hold the value exactly."""
     total = micros * 1000 + nanos

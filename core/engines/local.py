@@ -67,14 +67,15 @@ class LocalEngine:
         if self.progress is not None:
             self.progress(done, total, what)
 
-    def read_input(self, paths: list[str], fmt: str, hint: pa.Schema | None) -> pa.Table | InputFiles:
+    def read_input(self, paths: list[str], fmt: str, hint: pa.Schema | None,
+                   whole: bool = False) -> pa.Table | InputFiles:
         """The input files as ``InputFiles`` that ``write`` reads batch by batch when they go
-        into an existing table (``hint`` given); else as a whole table: the table is about to
-        be created from the input, and ``ops.write`` checks the whole input against it before
-        creating it."""
+        into an existing table; else (``whole``, or no ``hint``) as a whole table: the table
+        is about to be created from the input, and ``ops.write`` checks the whole input
+        against it before creating it."""
         from core.sources import InputFiles, read_inputs
 
-        if hint is not None and paths != ["-"]:  # stdin is read once, whole
+        if hint is not None and paths != ["-"] and not whole:  # stdin is read once, whole
             return InputFiles(tuple(paths), fmt, hint)
         return read_inputs(paths, fmt, hint)
 

@@ -478,13 +478,17 @@ class SparkEngine:
                 raise
 
     # ---- input ---------------------------------------------------------------------------------
-    def read_input(self, paths: list[str], fmt: str, hint: pa.Schema | None) -> DataFrame | TextInput:
+    def read_input(self, paths: list[str], fmt: str, hint: pa.Schema | None,
+                   whole: bool = False) -> DataFrame | TextInput:
         """Spark's own readers over the files ``sources.expand_input`` found (stdin is copied
         to a local file first). CSV and JSON for an existing table (``hint``) are read as text
         and decoded by ``core.text_values`` on the executors (``TextInput``), so values and
-        errors are those of the local engine: one text encoding on every engine."""
+        errors are those of the local engine: one text encoding on every engine. (``whole``
+        is the local engine's: Spark checks the input as it writes it.)"""
         if paths == ["-"]:
-            paths = [_stdin_file(fmt)]
+            from core.sources import stdin_to_file
+
+            paths = [stdin_to_file(fmt)]
         if ParquetFiles.applies(paths, fmt, hint):
             return ParquetFiles.of(paths)
         reader = self.session.read
@@ -798,17 +802,3 @@ def _monotonic_id() -> Any:
     from pyspark.sql import functions as F
 
     return F.monotonically_increasing_id()
-
-
-def _stdin_file(fmt: str) -> str:
-    """stdin copied to a local file Spark can read (removed with the process's temp files)."""
-    import atexit
-    import shutil
-    import sys
-    import tempfile
-
-    fd, path = tempfile.mkstemp(prefix="lakectl-stdin-", suffix=f".{fmt}")
-    with os.fdopen(fd, "wb") as f:
-        shutil.copyfileobj(sys.stdin.buffer, f)
-    atexit.register(lambda: os.path.exists(path) and os.unlink(path))
-    return path

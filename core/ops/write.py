@@ -28,7 +28,7 @@ from core.index_manifest import IndexManifestIO
 from core.options import BATCH_COMMIT_IDENTIFIER, parse_bool
 from core.option_rules import WRITE, check_options
 from core.snapshot import Snapshot
-from core.sources import expand_input, input_size
+from core.sources import TEXT_FORMATS, expand_input, infer_text_schema, input_size, stdin_to_file
 from core.types import arrow_field
 from core.schema import TableSchema, new_table_schema
 from core.table_handle import TableHandle
@@ -374,6 +374,7 @@ def write_input(table: TableHandle, path: str | None, *, input_format: str | Non
     like = auto_create.layout() if not exists and auto_create is not None else None
     target = like.schema() if like is not None else table.schema if exists else None
     dynamic = is_dynamic(target) if target is not None else _creates_dynamic(auto_create)
+    inferred = None
     if input_table is not None:
         if dynamic:
             raise UsageError(DYNAMIC_NOT_ON_SPARK + "; --input-table reads through Spark, so write a file "
@@ -386,7 +387,12 @@ def write_input(table: TableHandle, path: str | None, *, input_format: str | Non
         if engine_settings is not None and engine_settings.progress is not None:
             engine_settings.progress(0, 0, "reading input")
         hint = pa.schema([arrow_field(f) for f in target.fields]) if target is not None else None
-        data = engine.read_input(paths, fmt, hint)
+        if target is None and fmt in TEXT_FORMATS:
+            # a table created from text: its types are those that keep every value's text,
+            # found by reading the input once as text (stdin is kept for the second read)
+            paths = [stdin_to_file(fmt)] if paths == ["-"] else paths
+            inferred = hint = infer_text_schema(paths, fmt)
+        data = engine.read_input(paths, fmt, hint, whole=target is None)
     log.info("engine: %s (%s)", engine.name, why)
     if like is not None:
         check_input_columns(target, engine.input_columns(data), fill_missing_columns)
@@ -394,7 +400,7 @@ def write_input(table: TableHandle, path: str | None, *, input_format: str | Non
             prepare_rows(data, target, row_kind_column)
         like.create(table, if_not_exists=True)
     elif not exists:
-        _create_from_input(table, engine, data, row_kind_column, auto_create)
+        _create_from_input(table, engine, data, inferred, row_kind_column, auto_create)
     else:
         check_input_columns(table.schema, engine.input_columns(data), fill_missing_columns)
     return write(table, data, mode=mode, row_kind_column=row_kind_column, engine=engine,
@@ -424,9 +430,9 @@ def _creates_dynamic(spec: AutoCreate | None) -> bool:
     return (spec.options or {}).get("bucket", "-1").strip() == "-1"
 
 
-def _create_from_input(table: TableHandle, engine: Any, data: Any, row_kind_column: str | None,
-                       spec: AutoCreate) -> None:
-    columns = columns_from_arrow(engine.input_schema(data), row_kind_column)
+def _create_from_input(table: TableHandle, engine: Any, data: Any, inferred: pa.Schema | None,
+                       row_kind_column: str | None, spec: AutoCreate) -> None:
+    columns = columns_from_arrow(inferred if inferred is not None else engine.input_schema(data), row_kind_column)
     layout = dict(primary_keys=spec.primary_keys, partition_keys=spec.partition_keys, options=spec.options)
     if isinstance(data, pa.Table):
         # Check the rows against the schema-to-be first: bad input must not leave an empty table.
