@@ -158,10 +158,12 @@ def old_records(task: WriteTask, file_io: FileIO, *, keys_of: pa.Table | None = 
                 level: int | None = None) -> pa.Table:
     """The records of the bucket's files before this write (``task.lookup_files``, read through
     the lookup cache), those of one ``level`` only if given, restricted to the keys of
-    ``keys_of`` if given; ignored deletes dropped."""
+    ``keys_of`` if given; ignored deletes dropped, and above level 0 only each key's newest
+    record where the engine counts only that one (``MergeEngine.newest_upper_only``)."""
     schema = task.schema
     keys = schema.trimmed_primary_keys
     budget = schema.core_options.lookup_cache_bytes
+    engine = MergeEngine.of(schema)
     parts = []
     for meta in task.lookup_files:
         if level is not None and meta.level != level:
@@ -171,24 +173,19 @@ def old_records(task: WriteTask, file_io: FileIO, *, keys_of: pa.Table | None = 
         deletion = task.deletion(meta)
         table = LOOKUP_CACHE.get((path, schema.id, deletion), lambda: read_file(
             path, meta, file_schema, list(schema.fields), file_io, system_columns=True, deletion=deletion), budget)
-        parts.append(_restrict(table, keys_of, keys) if keys_of is not None else table)
+        table = _restrict(table, keys_of, keys) if keys_of is not None else table
+        parts.append(engine.with_level(table.cast(physical_records(schema)), meta.level))
     empty = physical_records(schema).empty_table()
-    old = pa.concat_tables([p.cast(empty.schema) for p in parts]) if parts else empty
-    return MergeEngine.of(schema).drop_ignored(old)
+    old = pa.concat_tables(parts) if parts else empty
+    if engine.newest_upper_only and parts:
+        old = engine.newest_upper(engine.sorted(old))
+    return engine.drop_ignored(old)
 
 
 def physical_records(schema) -> pa.Schema:
     """Columns of records in the kernels: the table columns, _SEQUENCE_NUMBER, _VALUE_KIND."""
     return pa.schema([arrow_field(f).with_nullable(True) for f in schema.fields]
                      + [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
-
-
-def lookup_changelog(task: WriteTask, written: pa.Table, engine: MergeEngine, file_io: FileIO) -> pa.Table:
-    """The changelog of a write: ``written`` (the folded new records of one bucket) against
-    what the bucket's files held for those keys."""
-    old = old_records(task, file_io, keys_of=written).cast(written.schema)
-    rows, is_old = tagged_sort(old, written, engine)
-    return changes(rows, is_old, engine, row_deduplicate=task.schema.core_options.changelog_row_deduplicate)
 
 
 def overwrite_changelog(old: pa.Table, written: pa.Table, engine: MergeEngine, *,
@@ -229,5 +226,5 @@ def _restrict(old: pa.Table, written: pa.Table, keys: list[str]) -> pa.Table:
         return old
 
 
-__all__ = ["FileCache", "LOOKUP_CACHE", "changes", "lookup_changelog", "old_records", "overwrite_changelog",
+__all__ = ["FileCache", "LOOKUP_CACHE", "changes", "old_records", "overwrite_changelog",
            "physical_records", "tagged_sort", "without_existing_keys"]

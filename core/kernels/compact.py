@@ -47,7 +47,7 @@ from core.kernels.merge import MergeEngine
 from core.kernels.read import run_files
 from core.kernels.records import SEQUENCE_NUMBER, alive
 from core.kernels.rolling_writer import write_files_streamed
-from core.kernels.write import write_changelog_files, write_files
+from core.kernels.write import write_files
 from core.manifest import FILE_SOURCE_COMPACT, DataFileMeta
 from core.schema import TableSchema
 
@@ -68,7 +68,7 @@ def compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
     if not schema.has_primary_key and row_tracking.enabled(schema):
         return _compact_keeping_row_ids(task, files, file_io)
     changelog: list[DataFileMeta] = []
-    if schema.has_primary_key and not _full_changelog(task):
+    if schema.has_primary_key and not _writes_changelog(task, files):
         # Streamed end to end: merged chunks go straight to a rolling writer, so the bucket's
         # rows are never held at once (one sorted run out, the same files as before).
         chunks = _streamed_chunks(task, files, file_io, MergeEngine.of(schema), task.drop_deletes)
@@ -78,8 +78,11 @@ def compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
                              compact_before=files, compact_after=tuple(after))
     if schema.has_primary_key:
         rows, log = _merged_rows(task, files, file_io, drop_deletes=task.drop_deletes)
-        if log is not None:
-            changelog = write_changelog_files(log, schema, task.bucket_dir, file_io)
+        if log is not None and log.num_rows:
+            # lookup's at the output level, as Java's lookup rewriter writes it
+            level = task.output_level if schema.core_options.changelog_producer == "lookup" else 0
+            changelog = write_files(log, schema, task.bucket_dir, file_io, level=level,
+                                    prefix=schema.core_options.changelog_file_prefix)
     else:
         rows = _concatenated_rows(task, files, file_io)
     after = write_files(rows, schema, task.bucket_dir, file_io, level=task.output_level,
@@ -124,38 +127,32 @@ def lookup_level0(files: Sequence[DataFileMeta], top: int) -> tuple[list[DataFil
 
 
 def lookup_compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
-    """Java's lookup compaction with deletion vectors: the bucket's level-0 files (and runs
-    without a free level above them) are merged into new files at a higher level; every key
-    they hold is looked up in the files that stay, the older record found there joins the
-    merge (so partial-update and aggregation fold onto it) and its row is marked deleted in
-    that file's deletion vector instead of rewriting the file. Deletes are dropped from the
-    output (nothing visible can hide below it: older versions are marked). The bucket's
-    index file is replaced by one holding the vectors of the files that stay. With
-    ``changelog-producer=lookup`` the changelog of the level-0 records against that older
-    state is written here, at the output level, as Java's lookup compaction writes it."""
+    """Java's lookup compaction: the bucket's level-0 files (and runs without a free level
+    above them) are merged into new files at a higher level, and every key they hold is
+    looked up in the files that stay. With ``changelog-producer=lookup`` the changelog of the
+    level-0 records against that older state is written here, at the output level, as
+    Java's lookup compaction writes it.
+
+    With deletion vectors the older record found joins the merge (so partial-update and
+    aggregation fold onto it) and its row is marked deleted in that file's vector instead of
+    rewriting the file; deletes are dropped from the output (nothing visible can hide below
+    it); the bucket's index file is replaced by one holding the vectors of the files that
+    stay. Without them the older records stay below as old versions; the output folds them
+    in all the same, as Java's does (its readers then take the newest record above level 0:
+    ``MergeEngine.newest_upper_only``), and keeps deletes while files stay below."""
     schema = task.schema
     empty = CommitMessage(task.partition, task.bucket, task.total_buckets)
     files = in_sequence_order(task.files)
     if not any(f.level == 0 for f in files):
         return empty
+    dv = schema.core_options.deletion_vectors_enabled
     picked, rest, level = lookup_level0(files, schema.core_options.num_levels - 1)
     engine = MergeEngine.of(schema)
     keys = schema.trimmed_primary_keys
     new_parts = [engine.drop_ignored(_read(task, m, file_io, system_columns=True)) for m in picked]
     new = pa.concat_tables(new_parts)
-    wanted = new.select(keys).group_by(keys).aggregate([])
-    old_parts, hits = [], {}
-    for meta in rest:
-        records = _read(task, meta, file_io, system_columns=True, apply_deletion=False)
-        records = records.append_column(_POSITION, pa.array(np.arange(records.num_rows, dtype=np.int64)))
-        deletion = task.deletion(meta)
-        if deletion is not None:
-            records = records.filter(pa.array(~deleted_mask(read_vector(file_io, deletion), records.num_rows)))
-        found = records.join(wanted, keys, join_type="left semi")
-        if found.num_rows:
-            hits[meta.file_name] = found.column(_POSITION).to_numpy()
-            old_parts.append(found.drop_columns([_POSITION]).select(new.column_names))
-    old = pa.concat_tables([p.cast(new.schema) for p in old_parts]) if old_parts else new.slice(0, 0)
+    producing = schema.core_options.changelog_producer == "lookup" and task.changelog
+    old, hits = _older_records(task, rest, new, keys, file_io)
     # The state before: what the files that stay hold for these keys, and the picked runs
     # above level 0; the level-0 records are what changed.
     upper = [i for i, m in enumerate(picked) if m.level > 0]
@@ -163,15 +160,22 @@ def lookup_compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
         old = pa.concat_tables([old, *(new_parts[i] for i in upper)])
         new = pa.concat_tables([new_parts[i] for i, m in enumerate(picked) if m.level == 0])
     rows, is_old = tagged_sort(old, new, engine)
-    merged = alive(engine.merge(rows))
+    # Each key's output holds the older record folded in (Java's lookup rewriter writes it so,
+    # and its readers then take only the newest record above level 0). Without vectors the
+    # older records stay below: deletes are kept while files stay below to hide them.
+    merged = engine.merge(rows)
+    merged = alive(merged) if dv or not rest else merged
     after = write_files(merged, schema, task.bucket_dir, file_io, level=level, file_source=FILE_SOURCE_COMPACT,
                         measure_size=True)
     changelog: list[DataFileMeta] = []
-    if schema.core_options.changelog_producer == "lookup":
+    if producing:
         log = changes(rows, is_old, engine, row_deduplicate=schema.core_options.changelog_row_deduplicate)
         if log.num_rows:
             changelog = write_files(log, schema, task.bucket_dir, file_io, level=level,
                                     prefix=schema.core_options.changelog_file_prefix)
+    if not dv:
+        return CommitMessage(task.partition, task.bucket, task.total_buckets, compact_before=tuple(picked),
+                             compact_after=tuple(after), changelog_files=tuple(changelog))
     staying = {f.file_name for f in rest}
     bitmap = bitmap_class()
     vectors: dict[str, Any] = {}
@@ -187,6 +191,26 @@ def lookup_compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
                          deleted_index_files=(task.index_file,) if task.index_file is not None else ())
 
 
+def _older_records(task: CompactTask, rest: Sequence[DataFileMeta], new: pa.Table, keys: Sequence[str],
+                   file_io: FileIO) -> tuple[pa.Table, dict[str, np.ndarray]]:
+    """The records the files that stay hold for the keys of ``new`` (their deleted rows
+    left out), and per file the positions of those rows."""
+    wanted = new.select(keys).group_by(keys).aggregate([])
+    old_parts, hits = [], {}
+    for meta in rest:
+        records = _read(task, meta, file_io, system_columns=True, apply_deletion=False)
+        records = records.append_column(_POSITION, pa.array(np.arange(records.num_rows, dtype=np.int64)))
+        deletion = task.deletion(meta)
+        if deletion is not None:
+            records = records.filter(pa.array(~deleted_mask(read_vector(file_io, deletion), records.num_rows)))
+        found = records.join(wanted, keys, join_type="left semi")
+        if found.num_rows:
+            hits[meta.file_name] = found.column(_POSITION).to_numpy()
+            old_parts.append(found.drop_columns([_POSITION]).select(new.column_names))
+    old = pa.concat_tables([p.cast(new.schema) for p in old_parts]) if old_parts else new.slice(0, 0)
+    return old, hits
+
+
 def _located(task: CompactTask, meta: DataFileMeta) -> tuple[str, TableSchema]:
     """Where a file of the task is, and the schema it was written with."""
     file_schema = task.schemas.get(meta.schema_id)
@@ -199,15 +223,24 @@ def _located(task: CompactTask, meta: DataFileMeta) -> tuple[str, TableSchema]:
 def _read(task: CompactTask, meta: DataFileMeta, file_io: FileIO, *, system_columns: bool,
           apply_deletion: bool = True) -> pa.Table:
     path, file_schema = _located(task, meta)
-    return read_file(path, meta, file_schema, list(task.schema.fields), file_io, system_columns=system_columns,
-                     deletion=task.deletion(meta) if apply_deletion else None)
+    records = read_file(path, meta, file_schema, list(task.schema.fields), file_io, system_columns=system_columns,
+                        deletion=task.deletion(meta) if apply_deletion else None)
+    return _with_level(task, records, meta) if system_columns else records
+
+
+def _with_level(task: CompactTask, records: pa.Table, meta: DataFileMeta) -> pa.Table:
+    """Records tagged with their file's level where the merge needs it (``MergeEngine.newest_upper_only``)."""
+    if not task.schema.has_primary_key:
+        return records
+    return MergeEngine.of(task.schema).with_level(records, meta.level)
 
 
 def _read_parts(task: CompactTask, meta: DataFileMeta, file_io: FileIO) -> Iterator[pa.Table]:
     """``_read`` (system columns, deletion vector applied) a few row groups at a time."""
     path, file_schema = _located(task, meta)
-    yield from read_file_parts(path, meta, file_schema, list(task.schema.fields), file_io,
-                               part_rows=stream_merge.BATCH_ROWS, system_columns=True, deletion=task.deletion(meta))
+    for records in read_file_parts(path, meta, file_schema, list(task.schema.fields), file_io,
+                                   part_rows=stream_merge.BATCH_ROWS, system_columns=True, deletion=task.deletion(meta)):
+        yield _with_level(task, records, meta)
 
 
 def _merged_rows(task: CompactTask, files: Sequence[DataFileMeta], file_io: FileIO, *,
@@ -215,27 +248,28 @@ def _merged_rows(task: CompactTask, files: Sequence[DataFileMeta], file_io: File
     """The merged record of each key, sorted by key; -U/-D results are dropped only with
     ``drop_deletes`` (they must keep hiding older versions below).
 
-    Also returns the changelog when the table's producer is ``full-compaction`` and this
-    compaction writes the top level: the new top level against the old one (else None).
+    Also returns the changelog the compaction writes (else None): with ``full-compaction``
+    when it writes the top level, the new top level against the old one; with ``lookup``
+    when it rewrites level-0 files, their records against the levels above, as Java's lookup
+    rewriter does in any compaction that takes level 0.
     """
     schema = task.schema
     engine = MergeEngine.of(schema)
     top = schema.core_options.num_levels - 1
-    full_changelog = schema.core_options.changelog_producer == "full-compaction" and task.output_level == top
-    if not full_changelog:
+    if not _writes_changelog(task, files):
         return _streamed_merge(task, files, file_io, engine, drop_deletes), None
+    full_changelog = schema.core_options.changelog_producer == "full-compaction"
     old_parts, new_parts = [], []
     for meta in files:
         part = engine.drop_ignored(_read(task, meta, file_io, system_columns=True))
-        (old_parts if full_changelog and meta.level == top else new_parts).append(part)
+        older = meta.level == top if full_changelog else meta.level > 0
+        (old_parts if older else new_parts).append(part)
     empty = (old_parts or new_parts)[0].slice(0, 0)
     old = pa.concat_tables(old_parts) if old_parts else empty
     new = pa.concat_tables(new_parts) if new_parts else empty
     rows, is_old = tagged_sort(old, new, engine)
     merged = engine.merge(rows)
-    log = None
-    if full_changelog:
-        log = changes(rows, is_old, engine, row_deduplicate=schema.core_options.changelog_row_deduplicate)
+    log = changes(rows, is_old, engine, row_deduplicate=schema.core_options.changelog_row_deduplicate)
     return (alive(merged) if drop_deletes else merged), log
 
 
@@ -245,14 +279,17 @@ def _streamed_merge(task: CompactTask, files: Sequence[DataFileMeta], file_io: F
     file), so the merge itself holds about one batch per run; the result is still one table."""
     chunks = list(_streamed_chunks(task, files, file_io, engine, drop_deletes))
     if not chunks:
-        return _read(task, files[0], file_io, system_columns=True).slice(0, 0)
+        return engine.newest_upper(_read(task, files[0], file_io, system_columns=True).slice(0, 0))
     return pa.concat_tables(chunks) if len(chunks) > 1 else chunks[0]
 
 
-def _full_changelog(task: CompactTask) -> bool:
-    """Whether this compaction also writes a full-compaction changelog (it writes the top level)."""
+def _writes_changelog(task: CompactTask, files: Sequence[DataFileMeta]) -> bool:
+    """Whether this compaction also writes changelog: a full-compaction one (it writes the
+    top level), or a lookup one (it rewrites level-0 files)."""
     options = task.schema.core_options
-    return options.changelog_producer == "full-compaction" and task.output_level == options.num_levels - 1
+    if options.changelog_producer == "full-compaction":
+        return task.output_level == options.num_levels - 1
+    return options.changelog_producer == "lookup" and task.changelog and any(f.level == 0 for f in files)
 
 
 def _streamed_chunks(task: CompactTask, files: Sequence[DataFileMeta], file_io: FileIO, engine: MergeEngine,

@@ -61,6 +61,9 @@ class CompactTask(InBucketDir, CarriesDeletionFiles):
     # bucket's live files and ``index_file`` its deletion-vector index file, if any.
     lookup: bool = False
     index_file: IndexFileMeta | None = None
+    # changelog-producer=lookup: write the changelog of the level-0 records moved up (not after
+    # an overwrite, whose commit carries the changelog of what it replaced)
+    changelog: bool = True
 
 
 def output_level(schema: TableSchema) -> int:

@@ -104,7 +104,7 @@ def read_key_bounded(splits: Sequence[ReadSplit], read_schema: TableSchema, sche
         for run in run_files(split.files, key_types):
             for meta in run:
                 records, unfiltered = reading.candidates(s, split, meta, condition)
-                gathered.add(records, s, len(files), condition if unfiltered else None)
+                gathered.add(engine.with_level(records, meta.level), s, len(files), condition if unfiltered else None)
                 files.append((split, meta))
                 if gathered.passing > MAX_CANDIDATES:
                     return None

@@ -67,17 +67,55 @@ from core.merge_options import FieldAggregate, MergeOptions, merge_options
 from core.schema import TableSchema
 
 
+# The level of the file a record was read from, a column the readers of a merge add where
+# ``MergeEngine.newest_upper_only`` needs it; ``merge`` drops it.
+LEVEL = "_LAKECTL_LEVEL"
+
+
 @dataclass(frozen=True, slots=True)
 class MergeEngine(MergeOptions):
-    """The merge engine of a primary-key table: its options (``MergeOptions``) and the folds."""
+    """The merge engine of a primary-key table: its options (``MergeOptions``) and the folds.
+
+    ``newest_upper_only``: Java's ``LookupMergeFunction``, which wraps the merge of tables
+    whose writers look records up (``CoreOptions.needLookup``: the lookup changelog
+    producer, deletion vectors, first-row, force-lookup), for reads and compactions alike:
+    of a key's records in files above level 0 only the newest counts, since the compaction
+    that wrote it had already folded the older ones into it (they stay below as old
+    versions). Merging them all again would add an aggregate twice. Only engines that fold
+    several records are affected (a deduplicate merge keeps the newest record anyway)."""
+
+    newest_upper_only: bool = False
 
     @classmethod
     def of(cls, schema: TableSchema) -> "MergeEngine":
         """The engine of ``schema``; raises UsageError for options lakectl cannot honour."""
         spec = merge_options(schema)
+        folding = spec.kind in ("partial-update", "aggregation")
         return cls(spec.kind, spec.keys, spec.ignore_delete, spec.remove_record_on_delete, spec.aggregates,
                    spec.sequence_fields, spec.sequence_ascending, spec.sequence_groups, spec.remove_on_group_delete,
-                   spec.not_null)
+                   spec.not_null, newest_upper_only=folding and schema.core_options.needs_lookup)
+
+    def with_level(self, records: pa.Table, level: int) -> pa.Table:
+        """``records`` of one file at ``level``, tagged for ``merge`` where it needs levels."""
+        if not self.newest_upper_only:
+            return records
+        return records.append_column(LEVEL, pa.array(np.full(records.num_rows, level, np.int8)))
+
+    def newest_upper(self, rows: pa.Table) -> pa.Table:
+        """Sorted ``rows`` without the records above level 0 that a newer one above level 0
+        replaces (``newest_upper_only``), and without the level column."""
+        if LEVEL not in rows.column_names:
+            return rows
+        if not self.newest_upper_only or rows.num_rows <= 1:
+            return rows.drop_columns([LEVEL])
+        level = numpy_ints(rows.column(LEVEL))
+        starts = segment_starts(rows, self.keys)
+        index = np.arange(rows.num_rows)
+        upper = level > 0
+        newest = np.maximum.reduceat(np.where(upper, index, -1), starts)  # per key: its last record above 0
+        keep = ~upper | (index == newest[_segment_of_rows(starts, rows.num_rows)])
+        kept = rows.filter(pa.array(keep)) if not keep.all() else rows
+        return kept.drop_columns([LEVEL])
 
     def sorted(self, rows: pa.Table) -> pa.Table:
         """``rows`` in merge order: by key, then ``sequence.field`` (if set), then sequence number."""
@@ -117,7 +155,7 @@ class MergeEngine(MergeOptions):
     # ---- merging -----------------------------------------------------------------------
     def merge(self, rows: pa.Table) -> pa.Table:
         """One record per key of ``rows`` (sorted by key, then sequence number)."""
-        rows = self.drop_ignored(rows)
+        rows = self.drop_ignored(self.newest_upper(rows))  # as Java: the lookup wrapper sees every record
         if rows.num_rows <= 1:
             return rows
         starts = segment_starts(rows, self.keys)

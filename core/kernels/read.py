@@ -151,7 +151,7 @@ def _read_merged(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[in
                                            row_filter=row_filter, deletion=split.deletion(meta), needed=columns):
                 # A key-only condition (row_filter) drops every record of a rejected key before
                 # the merge: all records of a key agree on it (key_prune). Deletion vectors applied.
-                yield keep_matching_keys(records, row_filter)
+                yield engine.with_level(keep_matching_keys(records, row_filter), meta.level)
 
     runs = run_files(split.files, [f.type for f in read_schema.key_fields])
     names = [f.name for f in read_fields]

@@ -30,7 +30,7 @@ from core.commit import CommitMessage
 from core.deletion_vectors import DeletionFile
 from core.fileio import FileIO, join
 from core.kernels.records import DELETE, KEY_PREFIX, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND
-from core.kernels.changelog import lookup_changelog, old_records, overwrite_changelog, without_existing_keys
+from core.kernels.changelog import old_records, overwrite_changelog, without_existing_keys
 from core.kernels.write_task import WriteTask
 from core.kernels.merge import MergeEngine
 from core.manifest import FILE_SOURCE_APPEND, DataFileMeta
@@ -109,11 +109,11 @@ def write_bucket(task: WriteTask, rows: pa.Table, file_io: FileIO) -> CommitMess
     elif producer == "lookup" and task.overwrite:
         log = overwrite_changelog(old_records(task, file_io), merged, engine,
                                   row_deduplicate=schema.core_options.changelog_row_deduplicate)
-    elif producer == "lookup" and not schema.core_options.deletion_vectors_enabled:
-        log = lookup_changelog(task, merged, engine, file_io)
-    # With deletion vectors the lookup compaction after the commit writes the changelog, at
-    # the level it compacts to, as Java's does (batch reads skip level 0, changelog included).
     else:
+        # ``lookup``: the compaction after the commit writes the changelog (the level-0 records
+        # against what the bucket held), in a COMPACT snapshot at the level it compacts to,
+        # as Java's writers do. Java's streaming readers of lookup tables read the changelog
+        # of COMPACT snapshots only: one committed with the APPEND would never reach them.
         log = None
     changelog = write_changelog_files(log, schema, task.bucket_dir, file_io) if log is not None else []
     return CommitMessage(task.partition, task.bucket, task.total_buckets, new_files=tuple(files),

@@ -32,7 +32,7 @@ from core.engines import EngineSettings, choose_engine, engine_choice
 from core.errors import CommitConflictError, CorruptMetadataError
 from core.fileio import join
 from core.index_manifest import index_dir
-from core.ops.compact_planning import CompactPlan, partition_filter, plan  # noqa: F401 (callers import them here)
+from core.ops.compact_planning import CompactPlan, level0_goes_up, partition_filter, plan  # noqa: F401 (callers import them here)
 from core.ops.full_compaction import FULL_COMPACTION_PROPERTY
 from core.replan import lost_race, replan_on_lost_race
 from core.snapshot import COMPACT, Snapshot
@@ -60,7 +60,7 @@ class CompactResult:
 def compact(table: TableHandle, *, full: bool = True, partitions: Sequence[Mapping[str, str]] | None = None,
             dry_run: bool = False, engine: Any = None,
             engine_settings: EngineSettings | None = None, level0_buckets: bool = False,
-            auto_tags: bool = True, replan: bool = True) -> CompactResult:
+            auto_tags: bool = True, replan: bool = True, changelog: bool = True) -> CompactResult:
     """Compact the table's buckets (all, or those of ``partitions``) as one COMPACT snapshot.
 
     Args:
@@ -79,6 +79,8 @@ def compact(table: TableHandle, *, full: bool = True, partitions: Sequence[Mappi
             lands, plan again on the new latest snapshot, at most ``commit.max-retries`` more
             times (``core.replan``); False stops at the first (a writer's compaction after its
             commit: the next commit compacts again).
+        changelog: a lookup table's compaction writes the changelog of the level-0 records it
+            moves up (False after an overwrite, whose commit carried its own changelog).
 
     Returns:
         What was (or, for a dry run, would be) rewritten; ``snapshot_id`` None if nothing was.
@@ -93,14 +95,16 @@ def compact(table: TableHandle, *, full: bool = True, partitions: Sequence[Mappi
     if not dry_run and table.is_main:  # the commit would be refused (core/commit.py): rewrite nothing first
         table.refuse_unfinished_fast_forward("compact")
     run = partial(_compact_once, table, full=full, partitions=partitions, dry_run=dry_run, engine=engine,
-                  engine_settings=engine_settings, level0_buckets=level0_buckets, auto_tags=auto_tags)
+                  engine_settings=engine_settings, level0_buckets=level0_buckets, auto_tags=auto_tags,
+                  changelog=changelog)
     return replan_on_lost_race(table.schema.core_options.commit_max_retries, run, "compaction", stale_plans=replan)
 
 
 def _compact_once(table: TableHandle, *, full: bool, partitions: Sequence[Mapping[str, str]] | None, dry_run: bool,
                   engine: Any, engine_settings: EngineSettings | None, level0_buckets: bool,
-                  auto_tags: bool) -> CompactResult:
-    compaction = plan(table, full=full or level0_buckets, partitions=partitions, level0_buckets=level0_buckets)
+                  auto_tags: bool, changelog: bool) -> CompactResult:
+    compaction = plan(table, full=full or level0_buckets, partitions=partitions, level0_buckets=level0_buckets,
+                      changelog=changelog)
     tasks = list(compaction.tasks)
     bytes_in = sum(f.file_size for t in tasks for f in t.files)
     if dry_run or not tasks:
@@ -151,16 +155,18 @@ def _compact_once(table: TableHandle, *, full: bool, partitions: Sequence[Mappin
 
 
 # ---- after a write -----------------------------------------------------------------------
-def compact_after_commit(table: TableHandle, engine: Any, full: bool) -> CompactResult | None:
+def compact_after_commit(table: TableHandle, engine: Any, full: bool, *, changelog: bool = True) -> CompactResult | None:
     """The post-commit compaction step of a Paimon writer: a full compaction when ``full``
     (``full_compaction.compaction_after_commit`` decides), else universal (minor) compaction of
     the primary-key buckets that reached num-sorted-run.compaction-trigger. None if nothing ran."""
-    # Batch reads of deletion-vector tables hide level 0, so the written buckets go through
-    # the lookup compaction at once, as Java's writers force level 0 up at every commit.
-    # (First-row tables hide it too; their universal pick forces level 0 up by itself.)
+    # Batch reads of deletion-vector tables hide level 0, and a lookup table's changelog is
+    # written by the compaction of level 0: the written buckets go through the lookup
+    # compaction at once, as Java's writers force level 0 up at every commit. (First-row
+    # tables hide level 0 too; their universal pick forces it up by itself.)
     schema = table.schema
-    level0 = not full and schema.has_primary_key and schema.core_options.deletion_vectors_enabled
-    result = compact(table, full=full, engine=engine, level0_buckets=level0, auto_tags=False, replan=False)
+    level0 = not full and level0_goes_up(schema)
+    result = compact(table, full=full, engine=engine, level0_buckets=level0, auto_tags=False, replan=False,
+                     changelog=changelog)
     return result if result.snapshot_id is not None else None
 
 

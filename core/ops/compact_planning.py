@@ -91,7 +91,7 @@ def partition_filter(schema: TableSchema, partitions: Sequence[Mapping[str, str]
 
 # ---- planning ----------------------------------------------------------------------------
 def plan(table: TableHandle, *, full: bool = True, partitions: Sequence[Mapping[str, str]] | None = None,
-         level0_buckets: bool = False) -> CompactPlan:
+         level0_buckets: bool = False, changelog: bool = True) -> CompactPlan:
     """One CompactTask per (partition, bucket) of the latest snapshot that needs compaction;
     with ``level0_buckets``, only the buckets that hold level-0 files (compacted in full)."""
     schema = table.schema
@@ -102,13 +102,23 @@ def plan(table: TableHandle, *, full: bool = True, partitions: Sequence[Mapping[
     if snapshot is None:
         return CompactPlan(None, schema, ())
     try:
-        return _plan_on(table, snapshot, selected, full=full, level0_buckets=level0_buckets)
+        return _plan_on(table, snapshot, selected, full=full, level0_buckets=level0_buckets, changelog=changelog)
     except CorruptMetadataError as e:
         raise lost_race(table.snapshots, snapshot, e) or e
 
 
+def level0_goes_up(schema: TableSchema) -> bool:
+    """Whether the table's writers compact every level-0 file up after each commit, as Java's
+    do where a write needs lookups (``ForceUpLevel0Compaction``): with deletion vectors
+    (batch reads skip level 0) and with ``changelog-producer=lookup`` (the compaction writes
+    the changelog). Their minor compaction is the lookup compaction of level 0."""
+    if not schema.has_primary_key:
+        return False
+    return schema.core_options.deletion_vectors_enabled or schema.core_options.changelog_producer == "lookup"
+
+
 def _plan_on(table: TableHandle, snapshot: Snapshot, selected: Callable[[tuple[Any, ...]], bool], *, full: bool,
-             level0_buckets: bool) -> CompactPlan:
+             level0_buckets: bool, changelog: bool = True) -> CompactPlan:
     schema = table.schema
     level = output_level(schema)
     if schema.has_primary_key and level < 1:
@@ -128,7 +138,8 @@ def _plan_on(table: TableHandle, snapshot: Snapshot, selected: Callable[[tuple[A
     # older versions it replaces are marked in deletion vectors (``lookup_compact_bucket``);
     # a full compaction rewrites the bucket, its vectors applied, and drops them.
     dv = schema.core_options.deletion_vectors_enabled and schema.has_primary_key
-    universal = UniversalOptions.of(schema) if schema.has_primary_key and not full and not dv else None
+    forced = level0_goes_up(schema)
+    universal = UniversalOptions.of(schema) if schema.has_primary_key and not full and not forced else None
     vectors = snapshot_deletion_files(table.file_io, table.path, snapshot)
     if any(vectors.values()) and not schema.core_options.deletion_vectors_enabled:
         # Java reads such a table as if the vectors were not there; compacting with them
@@ -136,8 +147,8 @@ def _plan_on(table: TableHandle, snapshot: Snapshot, selected: Callable[[tuple[A
         raise UsageError(f"table {table.name} has deletion vectors but option deletion-vectors.enabled is "
                          "false; lakectl does not compact it (set deletion-vectors.enabled=true to compact "
                          "with the vectors applied)")
-    lookup = dv and (level0_buckets or not full)
-    index_files = bucket_index_files(table.file_io, table.path, snapshot) if lookup else {}
+    lookup = forced and (level0_buckets or not full)
+    index_files = bucket_index_files(table.file_io, table.path, snapshot) if lookup and dv else {}
     tasks = []
     if level0_buckets:
         groups = {pb: group for pb, group in groups.items() if any(e.file.level == 0 for e in group)}
@@ -170,7 +181,7 @@ def _plan_on(table: TableHandle, snapshot: Snapshot, selected: Callable[[tuple[A
         tasks.append(_task(table, schema, loaded, part, values_of[part], bucket, group, files, task_level,
                            picked=picked, drop_deletes=drop_deletes,
                            deletion_files=split_deletion_files(vectors, part, bucket, group),
-                           lookup=lookup, index_file=index_files.get((part, bucket))))
+                           lookup=lookup, index_file=index_files.get((part, bucket)), changelog=changelog))
     return CompactPlan(snapshot, schema, tuple(tasks))
 
 

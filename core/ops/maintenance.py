@@ -27,13 +27,13 @@ Step = Callable[[TableHandle, Any], Any]
 
 # The steps import their operations when they run: a write-only table, or a process that
 # never commits, does not load the compaction and expiration code.
-def _compact(table: TableHandle, engine: Any) -> Any:
+def _compact(table: TableHandle, engine: Any, *, changelog: bool = True) -> Any:
     full = compaction_after_commit(table)
     if full is None:
         return None
     from core.ops.compact import compact_after_commit
 
-    return compact_after_commit(table, engine, full)
+    return compact_after_commit(table, engine, full, changelog=changelog)
 
 
 def _expire(table: TableHandle, engine: Any) -> Any:
@@ -61,10 +61,13 @@ STEPS: tuple[tuple[str, Step], ...] = (
 )
 
 
-def after_commit(table: TableHandle, engine: Any, *, batch: bool = True) -> list[tuple[str, Any]]:
+def after_commit(table: TableHandle, engine: Any, *, batch: bool = True,
+                 overwrite: bool = False) -> list[tuple[str, Any]]:
     """Run the maintenance steps; returns (step name, its result) for the ones that did work.
     ``batch``: the commit ends a batch job (False for a streaming write's commits), which
-    ``tag.automatic-creation=batch`` tags.
+    ``tag.automatic-creation=batch`` tags. ``overwrite``: the commit was an overwrite, which
+    carried its own changelog: the compaction after it writes none (Java's writes none
+    either: its streaming readers skip overwrites).
 
     Never raises: the write is committed, and a caller that saw an error would rerun it."""
     try:
@@ -74,7 +77,8 @@ def after_commit(table: TableHandle, engine: Any, *, batch: bool = True) -> list
         log.warning("maintenance after commit skipped: %s", e)
         return []
     done = []
-    steps = STEPS + (("tags", lambda t, e: auto_tag_after_commit(t, batch=batch)),)
+    steps = ((("compact", lambda t, e: _compact(t, e, changelog=not overwrite)),) + STEPS[1:]
+             + (("tags", lambda t, e: auto_tag_after_commit(t, batch=batch)),))
     for name, step in steps:
         try:
             result = step(table, engine)

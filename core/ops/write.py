@@ -57,8 +57,8 @@ class WriteResult:
 def plan_job(table: TableHandle, schema: TableSchema, row_kind_column: str | None, *, overwrite: bool = False,
              planned_on: Snapshot | None = None) -> WriteJob:
     """The write's shared context: where each bucket's sequence numbers continue and, where
-    the kernels look records up (``changelog-producer=lookup``, first-row tables, the
-    changelog of an overwrite), each bucket's live files."""
+    the kernels look records up (first-row tables, the changelog of an overwrite), each
+    bucket's live files."""
     latest = table.latest_snapshot() if planned_on is None else planned_on
     try:
         return _plan_job_on(table, latest, schema, row_kind_column, overwrite)
@@ -98,8 +98,10 @@ def needs_lookup(schema: TableSchema, overwrite: bool) -> bool:
         return False
     producer = schema.core_options.changelog_producer
     first_row = (schema.options.get("merge-engine") or "").strip().lower() == "first-row"
-    # first-row looks up stored keys to keep their first record; an overwrite replaces them.
-    return producer == "lookup" or (first_row and not overwrite) or (overwrite and producer == "full-compaction")
+    # first-row looks up stored keys to keep their first record; an overwrite replaces them,
+    # and its changelog (lookup, full-compaction) says what it removed. A lookup table's
+    # other writes look nothing up: their changelog is the compaction's after the commit.
+    return (first_row and not overwrite) or (overwrite and producer in ("lookup", "full-compaction"))
 
 
 def removal_messages(job: WriteJob, messages: list[CommitMessage], overwritten: frozenset[bytes] | None,
@@ -237,7 +239,8 @@ def write_and_commit(table: TableHandle, data: Any, engine: Any, *, overwrite: b
                                 branch_path=table.branch_path, **user)
     snapshot = committer.commit(messages, overwrite=spec, watermark=watermark, index=index)
     # A batch write commits under Long.MAX; a streaming write numbers its commits.
-    maintenance = after_commit(table, engine, batch=identifier == BATCH_COMMIT_IDENTIFIER) if snapshot else []
+    maintenance = after_commit(table, engine, batch=identifier == BATCH_COMMIT_IDENTIFIER,
+                               overwrite=spec is not None) if snapshot else []
     return Written(snapshot, messages, rows_in, len(partitions), committer.files_deleted,
                    tuple(name for name, _ in maintenance))
 

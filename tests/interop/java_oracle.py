@@ -96,7 +96,8 @@ def _without_logging_noise(stderr: str) -> str:
 
 def java_read(table_path: str | os.PathLike[str], *, snapshot: int | None = None, tag: str | None = None,
               equal: tuple[str, Any] | None = None, incremental_between: tuple[int, int] | None = None,
-              with_kind: bool = False, branch: str | None = None) -> tuple[list[list[Any]], dict[str, Any]]:
+              with_kind: bool = False, branch: str | None = None,
+              stream_from: int | None = None) -> tuple[list[list[Any]], dict[str, Any]]:
     """Read a table as Java Paimon's batch reader does.
 
     Args:
@@ -112,6 +113,10 @@ def java_read(table_path: str | os.PathLike[str], *, snapshot: int | None = None
             are filtered exactly here, as a caller of Java's reader would.
         incremental_between: ``(start, end)``: Java's ``incremental-between`` batch read.
         with_kind: each row starts with its row kind (+I, -U, +U, -D).
+        stream_from: a streaming read (``scan.mode=from-snapshot``) of the changes of that
+            snapshot and every later one up to the latest, as a Flink job reads them: the
+            follow-up scanner of the table's changelog producer chooses which snapshots
+            (``lookup`` and ``full-compaction``: the changelog of COMPACT snapshots).
 
     Returns:
         The rows in the normal form, sorted, and the meta line (``rows``, ``latest_snapshot``,
@@ -130,6 +135,8 @@ def java_read(table_path: str | os.PathLike[str], *, snapshot: int | None = None
         args += ["--incremental-between", f"{incremental_between[0]},{incremental_between[1]}"]
     if with_kind:
         args.append("--with-kind")
+    if stream_from is not None:
+        args += ["--stream-from", str(stream_from)]
     lines = _java(args)
     meta = json.loads(lines[-1])["meta"]
     rows = [json.loads(line) for line in lines[:-1]]

@@ -394,10 +394,13 @@ def test_row_deduplicate(tmp_path: Path, producer: str, row_dedup: str | None) -
     table = new_table(str(tmp_path), producer, "deduplicate", extra)
 
     def step(rows: list[tuple]) -> tuple[int, int]:
-        sid = _write(table, rows)
+        """The write (and its compaction, whose snapshot carries the changelog): the range of
+        snapshots it added."""
+        start = table.latest_snapshot().id if table.latest_snapshot() is not None else 0
+        _write(table, rows)
         if producer == "full-compaction":
-            sid = table.compact(full=True).snapshot_id
-        return sid - 1 if producer == "lookup" else sid - 2, sid
+            table.compact(full=True)
+        return start, table.latest_snapshot().id
 
     start, end = step([(1, "+I", 1, 1), (2, "+I", 2, 2)])
     assert sorted(_kinds(table, start, end)) == [("+I", 1, 1), ("+I", 2, 2)]
@@ -442,7 +445,7 @@ def _history(producer: str) -> list[tuple]:
         ("write", [(3, "+U", 6, 6), (5, "+I", 5, 5)]),
         ("full",),
         ("write", [(4, "-D", 4, 4), (6, "+I", 6, 6)]),
-    ] + ([("full",)] if producer == "full-compaction" else [])
+    ] + ([("full",)] if producer in ("full-compaction", "lookup") else [])
 
 
 def _build(tmp_path: Path, producer: str) -> Table:
@@ -463,8 +466,10 @@ def test_snapshot_changelog_fields(tmp_path: Path, producer: str) -> None:
         raw = _snapshot_json(table, sid)
         rows = table.changes(sid - 1, sid).num_rows
         kind = raw["commitKind"]
-        produces = producer in ("input", "lookup") and kind != COMPACT \
-            or producer == "full-compaction" and kind == COMPACT
+        # input: the write's snapshot; lookup and full-compaction: the compaction's (the
+        # table is write-only: its writes are compacted by the full compactions only)
+        produces = producer == "input" and kind != COMPACT \
+            or producer in ("lookup", "full-compaction") and kind == COMPACT
         if produces and rows:
             with_changelog += 1
             assert raw.get("changelogManifestList"), f"snapshot {sid}: no changelogManifestList"
@@ -532,9 +537,9 @@ def test_remove_orphan_files_keeps_live_changelog_files(tmp_path: Path, producer
 def test_expire_keeps_changelog_files_a_tag_references(tmp_path: Path) -> None:
     table = _build(tmp_path, "lookup")
     latest = table.snapshots.latest_id()
-    create_tag(table, "t2", snapshot_id=2)
-    tagged = changelog_paths(table, 2)
-    others = [p for sid in range(1, latest) if sid != 2 for p in changelog_paths(table, sid)]
+    create_tag(table, "t3", snapshot_id=3)  # the first full compaction: the changelog of the two writes
+    tagged = changelog_paths(table, 3)
+    others = [p for sid in range(1, latest) if sid != 3 for p in changelog_paths(table, sid)]
     assert tagged and others
     table.expire(retain_max=1, retain_min=1, dry_run=False)
     assert table.snapshots.list_ids() == [latest]

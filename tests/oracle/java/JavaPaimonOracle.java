@@ -82,7 +82,10 @@ import org.apache.paimon.table.sink.CommitMessage;
 import org.apache.paimon.table.sink.RowPartitionKeyExtractor;
 import org.apache.paimon.table.sink.TableWriteImpl;
 import org.apache.paimon.table.source.ReadBuilder;
+import org.apache.paimon.table.source.SnapshotNotExistPlan;
 import org.apache.paimon.table.source.Split;
+import org.apache.paimon.table.source.StreamTableScan;
+import org.apache.paimon.table.source.TableScan;
 import org.apache.paimon.types.ArrayType;
 import org.apache.paimon.types.DataField;
 import org.apache.paimon.types.DataType;
@@ -171,6 +174,7 @@ public class JavaPaimonOracle {
         JsonNode filterValue = null;
         boolean withKind = false;
         String branch = null;
+        Long streamFrom = null;
         for (int i = 2; i < args.length; i++) {
             switch (args[i]) {
                 case "--snapshot":
@@ -184,6 +188,14 @@ public class JavaPaimonOracle {
                     break;
                 case "--with-kind":
                     withKind = true;
+                    break;
+                case "--stream-from":
+                    // a streaming read, as a Flink job started with scan.mode=from-snapshot:
+                    // the changes of snapshot N and every later one, as the follow-up
+                    // scanner of the table's changelog producer picks them
+                    streamFrom = Long.parseLong(args[++i]);
+                    travel.put("scan.mode", "from-snapshot");
+                    travel.put("scan.snapshot-id", args[i]);
                     break;
                 case "--branch":
                     branch = args[++i];
@@ -214,7 +226,7 @@ public class JavaPaimonOracle {
             builder = builder.withFilter(
                     predicates.equal(index, toInternal(rowType.getTypeAt(index), filterValue)));
         }
-        List<Split> splits = builder.newScan().plan().splits();
+        List<Split> splits = streamFrom == null ? builder.newScan().plan().splits() : streamed(table, builder);
         long rows = 0;
         StringBuilder out = new StringBuilder();
         try (RecordReader<InternalRow> reader = builder.newRead().executeFilter().createReader(splits)) {
@@ -243,6 +255,26 @@ public class JavaPaimonOracle {
         ObjectNode wrapper = NODES.objectNode();
         wrapper.set("meta", meta);
         System.out.println(JSON.writeValueAsString(wrapper));
+    }
+
+    // Every split a streaming scan plans up to the latest snapshot: one plan per snapshot
+    // after the starting plan, until the scan's next snapshot is past the latest.
+    private static List<Split> streamed(FileStoreTable table, ReadBuilder builder) {
+        List<Split> splits = new ArrayList<>();
+        StreamTableScan scan = builder.newStreamScan();
+        Long latest = table.snapshotManager().latestSnapshotId();
+        for (long plans = 0; latest != null && plans <= latest + 2; plans++) {
+            Long next = scan.checkpoint();
+            if (next != null && next > latest) {
+                break;
+            }
+            TableScan.Plan plan = scan.plan();
+            if (plan instanceof SnapshotNotExistPlan && next != null) {
+                break;  // (the starting plan of from-snapshot is one too: it only sets the next snapshot)
+            }
+            splits.addAll(plan.splits());
+        }
+        return splits;
     }
 
     private static ArrayNode rowToJson(InternalRow row, RowType type) {
