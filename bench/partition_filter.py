@@ -9,12 +9,16 @@ console script; the rust runner in .venv-bench-rust), interleaved per repetition
 ratio lakectl / pypaimon-rust from this run.
 
     python bench/partition_filter.py --partitions 2000 --commits 10 --repeat 5 \
-        --out bench/results-partition-filter.md
+        --out bench/results-partition-filter.md [--before DIR]
+
+``--before DIR`` also times the scan of another source tree (``git archive`` of an older commit
+unpacked into DIR, run as ``python -m lakectl`` with DIR on PYTHONPATH) in the same runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -34,7 +38,17 @@ TITLE = "# A filter on one partition of many (issue 44)"
 # (Python, pyarrow with numpy, Typer, lakectl's modules), measured in the same run.
 STARTUP = "lakectl's imports alone"
 STARTUP_IMPORTS = ("import os; from lakectl.app import BLAS_THREADS; os.environ.setdefault(*BLAS_THREADS); "
+                   "from core import pandas_probe; pandas_probe.install(); "  # as lakectl.cli.main does
                    "import lakectl.cli, lakectl.commands.scan, core.ops.scan, core.engines.local")
+
+
+def timed_in(cwd: str, argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return timed(argv, env)
+    finally:
+        os.chdir(here)
 
 
 def build(warehouse: Path, partitions: int, commits: int) -> None:
@@ -58,9 +72,14 @@ def main() -> None:
     ap.add_argument("--commits", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--before", type=Path, help="another source tree whose scan to time as well")
     args = ap.parse_args()
     target = args.partitions // 2 + 7
     samples: dict[str, list[tuple[float, float]]] = {"lakectl": [], STARTUP: [], "pypaimon-rust": []}
+    if args.before:
+        samples["before: lakectl"] = []
+        before_env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+                      "PYTHONPATH": str(args.before.resolve())}
     with tempfile.TemporaryDirectory(prefix="lakectl-bench-partition-") as tmp:
         wh = Path(tmp) / "wh"
         build(wh, args.partitions, args.commits)
@@ -68,6 +87,11 @@ def main() -> None:
             samples["lakectl"].append(timed([LAKECTL, "-w", str(wh), "scan", "db.t", "--where", f"p = {target}",
                                              "-f", "csv"]))
             samples[STARTUP].append(timed([sys.executable, "-c", STARTUP_IMPORTS]))
+            if args.before:
+                # cwd outside any source tree: `python -m` puts the current directory first on sys.path
+                samples["before: lakectl"].append(timed_in(tmp, [sys.executable, "-m", "lakectl", "-w", str(wh), "scan",
+                                                                 "db.t", "--where", f"p = {target}", "-f", "csv"],
+                                                          before_env))
             samples["pypaimon-rust"].append(timed([RUST_PYTHON, str(REPO / "bench/runners/pypaimon_rust_reads.py"),
                                                    "--warehouse", str(wh), "--table", "db.t", "--query", "partition",
                                                    "--partition", f"p={target}"]))

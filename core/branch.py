@@ -28,7 +28,6 @@ from typing import Protocol
 
 from core.errors import CommitConflictError, CorruptMetadataError, FastForwardUnfinishedError, NotFoundError, UsageError
 from core.fileio import FileIO, check_name_length, join
-from core.rewrite import FAST_FORWARD as FAST_FORWARD_KIND, is_live, read_marker
 from core.snapshot import Snapshot, SnapshotManager
 from core.tag import TagManager
 
@@ -167,6 +166,10 @@ def refuse_unfinished_fast_forward(file_io: FileIO, table_path: str, table_name:
     marker = fast_forward_marker(file_io, table_path)
     if marker is None or branch not in (MAIN_BRANCH, marker["branch"]):
         return
+    # core.rewrite (commit users, holders: hashlib, socket, uuid) only when a marker exists:
+    # a listing's open of the table never gets here
+    from core.rewrite import FAST_FORWARD as FAST_FORWARD_KIND, is_live, read_marker
+
     running = read_marker(file_io, join(table_path, "snapshot"))
     if running is not None and running.kind == FAST_FORWARD_KIND and is_live(running):
         # Not interrupted: at work right now. A lost race, nothing changed (exit 4).

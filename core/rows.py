@@ -144,7 +144,11 @@ def prepare_rows(data: pa.Table, schema: TableSchema, row_kind_column: str | Non
     fields = [arrow_field(f) for f in schema.fields]
     out = pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in fields]))
     if schema.has_primary_key:
-        out = out.append_column(VALUE_KIND, kinds if kinds is not None else pa.array(np.zeros(n, np.int8)))
+        # the zeros over numpy's buffer: pa.array of a numpy array imports numpy.ma (~12 ms) to
+        # ask whether it is masked
+        if kinds is None:
+            kinds = pa.Array.from_buffers(pa.int8(), n, [None, pa.py_buffer(np.zeros(n, np.int8))])
+        out = out.append_column(VALUE_KIND, kinds)
     return out
 
 

@@ -10,17 +10,16 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from core import binary_row
 from core import types as T
 from core.errors import CorruptMetadataError, NotFoundError, TableGoneError, UsageError
 from core.fileio import FileIO, FileStatus, join, numbered
-from core.merge_options import merge_options
-from core.options import CoreOptions, validate
-from core.tag_options import auto_tag_options
 from core.partition import partition_path
 from core.types import DataField, DataType
+
+if TYPE_CHECKING:  # core.options: imported where options are read, not by every open of a table
+    from core.options import CoreOptions
 
 SCHEMA_VERSION = 3
 
@@ -40,6 +39,8 @@ class TableSchema:
     # ---- derived views -------------------------------------------------------------
     @property
     def core_options(self) -> CoreOptions:
+        from core.options import CoreOptions
+
         return CoreOptions(self.options)
 
     @property
@@ -82,6 +83,8 @@ class TableSchema:
 
     def partition_values(self, partition: bytes) -> tuple:
         """The values of a partition's BinaryRow."""
+        from core import binary_row
+
         return binary_row.decode(partition, [f.type for f in self.partition_fields])
 
     def partition_dir(self, values: Sequence[Any]) -> str:
@@ -166,6 +169,11 @@ def new_table_schema(
         raise UsageError("the primary key must contain a column that is not a partition key")
     # Without a bucket option a primary-key table is in Paimon's default dynamic bucket mode
     # (bucket=-1, core.dynamic_bucket), as Java creates it; the option stays unset, as Java leaves it.
+    # imported here: a listing that opens the table reads no schema to validate
+    from core.merge_options import merge_options
+    from core.options import CoreOptions, validate
+    from core.tag_options import auto_tag_options
+
     validate(options, has_primary_key=bool(primary_keys))
     auto_tag_options(options)  # the tag.* options of automatic tags
     for k in CoreOptions(options).bucket_key:

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core.arrow_values import sole_int_key, stable_int_order
+from core.arrow_values import int_array, sole_int_key, stable_int_order
 from core.rows import group_indices, py_values
 from core.schema import TableSchema
 
@@ -48,7 +48,9 @@ def route(rows: pa.Table, schema: TableSchema, buckets: np.ndarray | None = None
     groups = _by_key(group_indices(rows, schema, buckets), rows, schema)
     ordered = rows
     if groups and groups[0][2] is not None:
-        ordered = rows.take(pa.array(np.concatenate([indices for _, _, indices in groups])))
+        order = np.concatenate([indices for _, _, indices in groups])
+        # over numpy's buffer (int_array): pa.array of a numpy array imports numpy.ma
+        ordered = rows.take(int_array(order) if order.dtype in (np.int32, np.int64) else pa.array(order))
     parts = []
     start = 0
     for values, bucket, indices in groups:

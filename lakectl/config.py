@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from core.errors import UsageError
 from core.fileio import configure as configure_storage, s3_options
-from core.options import parse_bool, parse_size
+from core.option_parsing import parse_bool, parse_size
 
 if TYPE_CHECKING:
     from core.engines import EngineSettings, ProgressCallback

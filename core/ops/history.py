@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
 from core.errors import NotFoundError
-from core.options import check_limit
+from core.option_parsing import check_limit
 
 if TYPE_CHECKING:
     from core.snapshot import Snapshot

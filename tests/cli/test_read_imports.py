@@ -1,7 +1,9 @@
 """A ``scan --where --output`` and a ``lookup`` process on a pipe, as scripts and the peers
 benchmark run them, import neither rich (their progress bar is off on a pipe) nor numpy.ma
 (pulled in by pyarrow's and numpy's masked-array checks) nor the write side (routing,
-buffering, the write kernel, commit messages), and still return the right rows.
+buffering, the write kernel, commit messages, nor the rewrite markers and commit users a
+commit or an expire takes: core.rewrite, with hashlib, socket and uuid, issue 45), and still
+return the right rows.
 A table of two sorted runs per bucket sends both through the merge."""
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from tests.unit.test_read_without_pandas import N, two_run_table
 PROBE = r"""
 import json, sys
 WRITE_SIDE = {"numpy.ma", "core.commit", "core.kernels.write", "core.kernels.delete", "core.write_buffer",
-              "core.sources", "core.rows"}
+              "core.sources", "core.rows", "core.rewrite", "core.commit_user", "core.holders"}
 out = sys.argv[1]
 sys.argv = ["lakectl", *sys.argv[2:]]
 from lakectl.app import main
