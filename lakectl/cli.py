@@ -23,8 +23,9 @@ people or --format json, jsonl or csv for scripts, with the same field names.
 Examples:
 
 \b
-  lakectl create shop.orders --schema "id BIGINT, amount DOUBLE" \\
-      --primary-key id
+  lakectl create shop.orders --primary-key id,dt --partition-by dt \\
+      --option bucket=2 --schema \\
+      "id BIGINT, customer STRING, amount DECIMAL(10, 2), dt STRING"
   lakectl write shop.orders --input orders.csv
   lakectl scan shop.orders --format json
   lakectl --profile prod expire shop.orders --retain-max 50

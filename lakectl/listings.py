@@ -32,8 +32,11 @@ def snapshots_listing(s: Settings, table: str, *, limit: int | None, branch: str
     def show() -> None:
         if out.format == "table":
             columns = [f.name for f in dataclasses.fields(SnapshotInfo) if f.name != "commit_user"]
-            out.rows([dataclasses.asdict(h) for h in history], columns, title=f"snapshots of {t.name}")
+            # every field a scalar: a plain dict per row (asdict deep-copies each value)
+            out.rows([{c: getattr(h, c) for c in columns} for h in history], columns, title=f"snapshots of {t.name}")
         else:
-            out.records(history, SnapshotInfo)
+            from lakectl.output import about
+
+            out.records(history, SnapshotInfo, about=about(t))
 
     return show

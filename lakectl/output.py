@@ -53,6 +53,44 @@ _MIN_LONG = 12
 _EVENT_WIDTH = 13
 
 
+# Where a core result's Python field name is not the JSON vocabulary's (README "JSON output"):
+# command -> {core name: printed name}. maintain prints its actions' results under the same
+# names as the commands it runs.
+JSON_NAMES: dict[str, dict[str, str]] = {
+    "write": {"rows_written": "records_written", "partitions": "partitions_written"},
+    "write --stream": {"rows": "records_written", "rows_skipped": "records_skipped"},
+    "delete": {"rows_deleted": "records_deleted"},
+    "scan --output": {"rows": "records_written", "bytes": "bytes_written"},
+    "files": {"row_count": "record_count", "file_size": "file_size_in_bytes", "deleted_rows": "deleted_record_count"},
+    "health": {"files": "file_count", "bytes": "total_file_size", "rows": "total_record_count"},
+    "remove-orphan-files": {"files": "files_deleted", "bytes": "bytes_deleted"},
+    "branch delete": {"files": "files_deleted"},
+    "clone": {"source": "table"},
+    "schemas": {"columns": "column_count"},
+    "check": {"branches": "branches_checked"},
+}
+
+
+def about(table: Any) -> dict[str, Any]:
+    """The first fields of every record about a table (README "JSON output"): its DB.TABLE
+    name and branch."""
+    return {"table": table.name, "branch": table.branch}
+
+
+def renamed(obj: Any, names: dict[str, str]) -> dict[str, Any]:
+    """A result (a dataclass or dict) with some fields under the JSON vocabulary's names, in
+    their places: core's Python names stay, what lakectl prints is the vocabulary's."""
+    d = dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else dict(obj)
+    return {names.get(k, k): v for k, v in d.items()}
+
+
+def result_json(obj: Any, command: str, table: Any = None) -> dict[str, Any]:
+    """What ``command`` prints for core's ``obj``: its fields under the vocabulary's names,
+    ``table`` and ``branch`` first when ``table`` is given."""
+    d = renamed(obj, JSON_NAMES.get(command, {}))
+    return d if table is None else {**about(table), **d}
+
+
 def jsonable(value: Any) -> Any:
     """A JSON value for any cell lakectl prints, in the text encoding ``write`` reads back
     (``core.text_values``): exact decimals as strings, bytes as base64, NaN as "NaN"."""
@@ -272,13 +310,19 @@ class Output:
 
     # ---- listings ------------------------------------------------------------------
     def rows(self, rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
-             title: str | None = None, *, human: bool = True, data: bool = True) -> None:
+             title: str | None = None, *, human: bool = True, data: bool = True,
+             about: dict[str, Any] | None = None) -> None:
         """A listing. ``human``: the rows are lakectl's records (sizes, times in human units in
         the table format); False for the rows of a table. ``data``: what the command exists to
-        print (kept with --quiet); False for a listing within a summary."""
+        print (kept with --quiet); False for a listing within a summary. ``about``: the table
+        and branch the listing is of, the first fields of every row in the script formats (a
+        table for people names them in its title)."""
         if self.quiet and not data:
             return
         columns = list(columns or (rows[0].keys() if rows else []))
+        if about and self.format != "table":
+            columns = [*about, *(c for c in columns if c not in about)]
+            rows = [{**r, **about} for r in rows]
         if self.format == "json":
             self._write(json.dumps([{c: jsonable(r.get(c)) for c in columns} for r in rows], indent=2) + "\n")
         elif self.format == "jsonl":
@@ -297,10 +341,13 @@ class Output:
         """Rows of a table: values exactly as stored, whatever the column names."""
         self.rows(python_values(data), data.column_names, title, human=False)
 
-    def records(self, items: Sequence[Any], item_type: type, title: str | None = None, *, data: bool = True) -> None:
-        """A listing of dataclass records; columns are the dataclass fields even when empty."""
-        self.rows([dataclasses.asdict(i) for i in items], [f.name for f in dataclasses.fields(item_type)], title,
-                  data=data)
+    def records(self, items: Sequence[Any], item_type: type, title: str | None = None, *, data: bool = True,
+                about: dict[str, Any] | None = None, names: dict[str, str] | None = None) -> None:
+        """A listing of dataclass records; columns are the dataclass fields even when empty
+        (``names``: some of them under the JSON vocabulary's names, see ``JSON_NAMES``)."""
+        names = names or {}
+        self.rows([renamed(i, names) for i in items], [names.get(f.name, f.name) for f in dataclasses.fields(item_type)],
+                  title, data=data, about=about)
 
     # ---- single results ------------------------------------------------------------
     def record(self, item: Any, title: str | None = None, *, data: bool = False) -> None:

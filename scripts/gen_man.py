@@ -85,11 +85,10 @@ def page_name(path: tuple[str, ...]) -> str:
 # ---- pages ----------------------------------------------------------------------------------
 def option_head(first: str) -> str:
     """``-w, --warehouse URI`` -> bold names, italic metavar."""
-    names, meta = [], ""
-    for part in metavars(first).split(", "):
-        name, _, rest = part.partition(" ")
-        names.append(name)
-        meta = rest or meta
+    # the names up to the first space; the rest is the metavar, which may hold ", " ("COL TYPE, ...")
+    found = re.match(r"(-[^ ,]+(?:, -[^ ,]+)*)(?: (.*))?$", metavars(first), re.S)
+    assert found, first
+    names, meta = found.group(1).split(", "), found.group(2) or ""
     head = ", ".join(f"\\fB{esc(n)}\\fR" for n in names)
     return head + (f" \\fI{esc(meta)}\\fR" if meta else "")
 

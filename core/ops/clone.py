@@ -57,7 +57,7 @@ class CloneResult:
     snapshot_id: int  # the source's snapshot that was copied
     files_copied: int  # data, side and index files
     bytes_copied: int
-    schemas_copied: int
+    schemas_copied: tuple[int, ...]  # the schema ids, as branch fast-forward lists them
     dry_run: bool
 
 
@@ -97,7 +97,7 @@ def clone(source: TableHandle, target: TableHandle, *, snapshot_id: int | None =
         raise
     total_bytes = sum(size for _, _, size in plan.files)
     result = CloneResult(source.name, source.branch, target.name, snapshot.id, len(plan.files), total_bytes,
-                         len(plan.schema_ids), dry_run)
+                         tuple(sorted(plan.schema_ids)), dry_run)
     if dry_run:
         return result
 

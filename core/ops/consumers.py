@@ -23,6 +23,7 @@ class ConsumerInfo:
     consumer_id: str
     next_snapshot: int
     pending_snapshots: int  # snapshots committed that the consumer has not read yet
+    modified_time: str | None  # ISO 8601 in the local zone, as snapshots' commit_time
     modified_millis: int | None
 
 
@@ -39,8 +40,17 @@ class ConsumerChange:
 
 def list_consumers(table: TableHandle) -> list[ConsumerInfo]:
     latest = table.snapshots.latest_id() or 0
-    return [ConsumerInfo(c.consumer_id, c.next_snapshot, max(0, latest - c.next_snapshot + 1), c.modified_millis)
+    return [ConsumerInfo(c.consumer_id, c.next_snapshot, max(0, latest - c.next_snapshot + 1),
+                         _iso(c.modified_millis), c.modified_millis)
             for c in ConsumerManager(table.file_io, table.branch_path).consumers()]
+
+
+def _iso(millis: int | None) -> str | None:
+    import datetime as dt
+
+    if millis is None:
+        return None
+    return dt.datetime.fromtimestamp(millis / 1000).astimezone().isoformat(timespec="milliseconds")
 
 
 def reset_consumer(table: TableHandle, consumer_id: str, next_snapshot: int, *, dry_run: bool = False) -> ConsumerChange:

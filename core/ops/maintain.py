@@ -240,10 +240,10 @@ ORPHAN_PATHS_SHOWN = 10
 
 
 def _detail(result: Any) -> dict[str, Any]:
-    """What the command prints for ``result``, as the action's detail: the same field names
-    and values (``snapshots_expired`` is expire's list of ids), without the table and branch
-    the report already names."""
-    out = {k: v for k, v in dataclasses.asdict(result).items() if k not in ("table", "branch")}
+    """What the command prints for ``result``, as the action's detail: the same fields, table
+    and branch included, and values (``snapshots_expired`` is expire's list of ids); lakectl
+    prints them under the JSON vocabulary's names (lakectl.output.JSON_NAMES), as the command does."""
+    out = dataclasses.asdict(result)
     if "paths" in out:  # remove-orphan-files: its count, and the first few of the files
         out["paths"] = list(out["paths"])[:ORPHAN_PATHS_SHOWN]
     return out

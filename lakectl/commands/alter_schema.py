@@ -63,13 +63,14 @@ def changes_from_flags(*, add: list[str], first: bool, after: str | None, drop: 
     return changes
 
 
-def render(out: Output, result: AlterResult) -> None:
+def render(out: Output, result: AlterResult, branch: str) -> None:
     from core.ops.alter import ColumnPair
 
     if out.format != "table":
-        out.record(result)
+        out.record({"table": result.table, "branch": branch, **dataclasses.asdict(result)})
         return
-    summary = {f.name: getattr(result, f.name) for f in dataclasses.fields(result) if f.name != "columns"}
+    summary = {"table": result.table, "branch": branch,
+               **{f.name: getattr(result, f.name) for f in dataclasses.fields(result) if f.name != "columns"}}
     summary["changes"] = "\n".join(result.changes) or "(nothing to change)"
     out.record(summary, title=f"alter-schema {result.table}" + (" (dry run)" if result.dry_run else ""))
     if result.columns:
@@ -152,4 +153,4 @@ def register(app: typer.Typer) -> None:
 
         for line in unknown_option_warnings({c.key: c.value for c in changes if isinstance(c, SetOption)}):
             print(f"warning: {line}", file=sys.stderr)
-        render(out, result)
+        render(out, result, t.branch)

@@ -19,7 +19,7 @@ ExistingBranchArg = Annotated[str, typer.Argument(help="Branch name.", metavar="
 def register(app: typer.Typer) -> None:
     branch_app = typer.Typer(help="Create, delete, list and fast-forward branches: snapshot histories of their own that share "
                                   "the table's data files.\n\n"
-                                  "Example:\n\n\b\n  lakectl branch create shop.orders test --tag eod-2024-01-01",
+                                  "Example:\n\n\b\n  lakectl branch create shop.orders hotfix --tag eod-2024-01-01",
                              no_args_is_help=True)
 
     @branch_app.command("create")
@@ -37,7 +37,7 @@ def register(app: typer.Typer) -> None:
         Example:
 
         \b
-          lakectl branch create shop.orders test --snapshot-id 3
+          lakectl branch create shop.orders experiment --snapshot-id 3
         """
         from core.ops.branches import create_branch
 
@@ -68,7 +68,9 @@ def register(app: typer.Typer) -> None:
 
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
-        out.record(delete_branch(t, name, dry_run=dry_run))
+        from lakectl.output import result_json
+
+        out.record(result_json(delete_branch(t, name, dry_run=dry_run), "branch delete"))
 
     @branch_app.command("fast-forward")
     def fast_forward_cmd(

@@ -96,14 +96,16 @@ _NOT_REPAIRED = {
 def _check(out: Output, t: Table, deep: bool) -> None:
     from core.ops.check import Problem, check
 
+    from lakectl.output import result_json
+
     result = check(t, deep=deep)
     if out.format != "table":
-        out.record(result)
+        out.record(result_json(result, "check"))
     elif result.problems:
         plain = [_readable(p, t.path) for p in result.problems]
         out.records(plain, Problem, title=f"problems in {t.name} ({t.path})", data=False)
     else:
-        summary = {k: v for k, v in dataclasses.asdict(result).items() if k not in ("problems", "warnings")}
+        summary = {k: v for k, v in result_json(result, "check").items() if k not in ("problems", "warnings")}
         out.record(summary, title=f"{t.name} is sound")
     for w in result.warnings:
         print(f"warning: {_on(w.branch)}{w.kind} {w.path} {w.detail}", file=sys.stderr)

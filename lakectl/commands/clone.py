@@ -56,4 +56,6 @@ def register(app: typer.Typer) -> None:
         with out.progress() as progress:
             result = clone(source, target, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp,
                            dry_run=dry_run, progress=progress)
-        out.record(result, title=f"clone {source.name}")
+        from lakectl.output import result_json
+
+        out.record(result_json(result, "clone"), title=f"clone {source.name}")

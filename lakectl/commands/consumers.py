@@ -36,7 +36,9 @@ def register(app: typer.Typer) -> None:
 
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
-        out.records(list_consumers(t), ConsumerInfo, title=f"consumers of {t.name}")
+        from lakectl.output import about
+
+        out.records(list_consumers(t), ConsumerInfo, title=f"consumers of {t.name}", about=about(t))
 
     @consumer_app.command("reset")
     def reset_cmd(

@@ -39,11 +39,11 @@ def register(app: typer.Typer) -> None:
         Examples:
 
         \b
-          lakectl create shop.orders \\
-              --schema "id BIGINT, amount DECIMAL(10, 2), dt STRING" \\
-              --primary-key id,dt --partition-by dt --option bucket=4
-          lakectl create logs.events --schema "ts TIMESTAMP(3), msg STRING" \\
-              --if-not-exists
+          lakectl create shop.orders --primary-key id,dt --partition-by dt \\
+              --option bucket=2 --schema \\
+              "id BIGINT, customer STRING, amount DECIMAL(10, 2), dt STRING"
+          lakectl create shop.events --if-not-exists \\
+              --schema "event_time TIMESTAMP(3), id BIGINT, kind STRING"
           lakectl create shop.orders_copy --like shop.orders
         """
         from core.ops.create import create, parse_key_list

@@ -47,4 +47,6 @@ def register(app: typer.Typer) -> None:
         t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
         with out.progress() as progress:
             result = delete(t, where, dry_run=dry_run, engine_settings=s.engine_settings(progress))
-        out.record(result)
+        from lakectl.output import result_json
+
+        out.record(result_json(result, "delete"))

@@ -41,8 +41,9 @@ def register(app: typer.Typer) -> None:
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         d = describe(t, snapshot_id=snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag))
         if out.format == "table":
-            summary = {f.name: getattr(d, f.name) for f in dataclasses.fields(d) if f.name != "columns"}
+            summary = {"table": d.table, "branch": d.branch,
+                       **{f.name: getattr(d, f.name) for f in dataclasses.fields(d) if f.name != "columns"}}
             out.record(summary, title=d.table, data=True)
             out.records(list(d.columns), ColumnInfo, title="columns")
-        else:
-            out.record(d, data=True)
+        else:  # table and branch first, as in every result
+            out.record({"table": d.table, "branch": d.branch, **dataclasses.asdict(d)}, data=True)

@@ -45,4 +45,7 @@ def register(app: typer.Typer) -> None:
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         specs = parse_partitions(partition) if partition else None
         chosen = snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
-        out.records(live_files(t, chosen, partitions=specs, limit=every_when_zero(limit)), FileInfo, title=f"files of {t.name}")
+        from lakectl.output import JSON_NAMES, about
+
+        out.records(live_files(t, chosen, partitions=specs, limit=every_when_zero(limit)), FileInfo, title=f"files of {t.name}",
+                    about=about(t), names=JSON_NAMES["files"])

@@ -77,6 +77,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.maintain import recommendations
         from core.table import Table
         from lakectl.maintain_policy import Policies
+        from lakectl.output import JSON_NAMES
 
         out = output(ctx, fmt)
         s = settings(ctx)
@@ -86,6 +87,7 @@ def register(app: typer.Typer) -> None:
         recs = recommendations(t, h, Policies(s.config.get("maintain"))(t.name))
         measures = {k: v for k, v in dataclasses.asdict(h).items() if k != "file_sizes"}
         measures = {"table": measures.pop("table"), "branch": t.branch, **measures}
+        measures = {JSON_NAMES["health"].get(k, k): v for k, v in measures.items()}
         if out.format != "table":
             out.record({**measures, "file_size_histogram": dict(size_histogram(h.file_sizes)),
                         "recommendations": [dataclasses.asdict(r) for r in recs]}, data=True)

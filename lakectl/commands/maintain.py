@@ -45,15 +45,28 @@ def report_rows(reports: list[Any]) -> list[Any]:
     return [x for r in reports for x in (r, *(r.branches or ()))]
 
 
+def _iso(seconds: float | None) -> str | None:
+    """Epoch seconds as the vocabulary's time: ISO 8601 with the local zone offset."""
+    import datetime as dt
+
+    if seconds is None:
+        return None
+    return dt.datetime.fromtimestamp(seconds).astimezone().isoformat(timespec="milliseconds")
+
+
 def report_row(r: Any) -> dict[str, Any]:
     """One report as JSON: actions and what each did, bytes freed, duration, why skipped, errors.
     Main and each branch of a table are reports of their own, named by ``branch``; a branch's
-    lease times are its table's lease."""
+    lease times are its table's lease. An action's ``detail`` is what the command of its verb
+    prints with --format json (its names and types; a dry run's orphan paths are the first few)."""
+    from lakectl.output import result_json
+
     return {"table": r.table, "branch": r.branch, "status": r.status, "reason": r.reason,
-            "actions": [{"verb": a.verb, "reason": a.reason, "done": a.done, "detail": a.detail,
+            "actions": [{"verb": a.verb, "reason": a.reason, "done": a.done,
+                         "detail": result_json(a.detail, a.verb) if a.detail else a.detail,
                          "bytes_freed": a.bytes_freed, "error": a.error} for a in r.actions],
             "bytes_freed": r.bytes_freed, "duration_seconds": round(r.duration_seconds, 3),
-            "lease_taken_at": r.started_at, "lease_released_at": r.released_at}
+            "lease_taken_time": _iso(r.started_at), "lease_released_time": _iso(r.released_at)}
 
 
 def _mark(action: dict[str, Any], dry_run: bool) -> str:
@@ -104,7 +117,9 @@ def register(app: typer.Typer) -> None:
         \b
           lakectl maintain --dry-run
           lakectl maintain shop --parallel 4 --time-budget 30m
-          lakectl maintain --metrics-file /var/lib/node_exporter/lakectl.prom
+          lakectl maintain -f jsonl \\
+              --metrics-file /var/lib/node_exporter/textfile/lakectl.prom \\
+              >> /var/log/lakectl-maintain.log
         """
         from core.ops.maintain import maintain
         from core.table import Table
@@ -138,7 +153,7 @@ def register(app: typer.Typer) -> None:
         rows = [report_row(r) for r in report_rows(reports)]
         if out.format in ("json", "jsonl", "csv"):
             out.rows(rows, ["table", "branch", "status", "reason", "actions", "bytes_freed", "duration_seconds",
-                            "lease_taken_at", "lease_released_at"], data=False)
+                            "lease_taken_time", "lease_released_time"], data=False)
         else:
             out.rows([{**r, "actions": ", ".join(a["verb"] + _mark(a, dry_run) for a in r["actions"])} for r in rows],
                      ["table", "branch", "status", "actions", "bytes_freed", "duration_seconds", "reason"],

@@ -38,4 +38,6 @@ def register(app: typer.Typer) -> None:
         with out.progress() as progress:
             result = remove_orphan_files(t, older_than=older_than, dry_run=dry_run, force=force,
                                          progress=progress)
-        out.record(result)
+        from lakectl.output import result_json
+
+        out.record(result_json(result, "remove-orphan-files"))

@@ -36,12 +36,12 @@ def register(app: typer.Typer) -> None:
         branch's own snapshots and tags are rolled back (--snapshot-id, --tag and --timestamp
         name the branch's); main and other branches are untouched.
 
-        Example:
+        Examples:
 
         \b
           lakectl rollback shop.orders --snapshot-id 12 --if-latest 15
           lakectl rollback shop.orders --branch dev --tag before-backfill
-          lakectl rollback shop.orders --snapshot-id 12 --as-latest
+          lakectl rollback shop.orders --snapshot-id 10 --as-latest
         """
         from core.ops.rollback import rollback
         from core.travel import snapshot_id_of

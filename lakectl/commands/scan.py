@@ -116,7 +116,9 @@ def register(app: typer.Typer) -> None:
             with out.progress() as progress:
                 stream = open_stream(limit, s.engine_settings(progress))
                 rows, size = write_output_parts(stream.parts, stream.schema, output_path, jsonable)
-            out.record(ScanOutput(t.name, t.branch, output_path, rows, size, stream.engine))
+            from lakectl.output import result_json
+
+            out.record(result_json(ScanOutput(t.name, t.branch, output_path, rows, size, stream.engine), "scan --output"))
             return
         _print_rows(out, s, limit, every_row, open_stream)
 
@@ -196,7 +198,7 @@ def _follow(out: Any, s: Any, table: Table, columns: list[str] | None, where: st
         bounded_watermark=bounded_watermark, consumer_id=consumer_id,
         poll_seconds=parse_duration(poll_interval, "--poll-interval").total_seconds() if poll_interval else None)
     stop = threading.Event()
-    printer = _BatchPrinter(out)
+    printer = _BatchPrinter(out, table)
     with stop_on_sigterm(stop):
         for batch in follow(table, settings, max_snapshots=max_snapshots, select=columns, where=where,
                             engine_settings=s.engine_settings(None), should_stop=stop.is_set, sleep=stop.wait):
@@ -207,8 +209,9 @@ def _follow(out: Any, s: Any, table: Table, columns: list[str] | None, where: st
 class _BatchPrinter:
     """One snapshot's rows at a time, flushed at once so a pipe sees them as they commit."""
 
-    def __init__(self, out: Any) -> None:
+    def __init__(self, out: Any, table: Any) -> None:
         self.out = out
+        self.table = table
         self.csv_header = False
 
     def batch(self, batch: Any) -> None:
@@ -223,7 +226,8 @@ class _BatchPrinter:
         ids = pa.array([batch.snapshot_id] * batch.rows.num_rows, pa.int64())
         rows = batch.rows.add_column(1, SNAPSHOT_ID_COLUMN, ids)
         if out.format == "json":
-            doc = {"snapshot_id": batch.snapshot_id, "commit_kind": batch.commit_kind, "full": batch.full,
+            doc = {"table": self.table.name, "branch": self.table.branch,
+                   "snapshot_id": batch.snapshot_id, "commit_kind": batch.commit_kind, "full": batch.full,
                    "watermark": batch.watermark, "rows": jsonable(python_values(rows.drop_columns([SNAPSHOT_ID_COLUMN])))}
             out.raw(json.dumps(doc) + "\n")
         elif out.format == "csv":

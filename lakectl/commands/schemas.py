@@ -35,9 +35,12 @@ def register(app: typer.Typer) -> None:
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         history = t.schema_history(limit=every_when_zero(limit))
+        from lakectl.output import JSON_NAMES, about, renamed
+
+        names = JSON_NAMES["schemas"]
         if out.format == "table":  # one change per line; the epoch millis only in the script formats
-            rows = [{**dataclasses.asdict(s), "changes": "\n".join(s.changes)} for s in history]
-            columns = [f.name for f in dataclasses.fields(SchemaInfo) if f.name != "time_millis"]
+            rows = [{**renamed(s, names), "changes": "\n".join(s.changes)} for s in history]
+            columns = [names.get(f.name, f.name) for f in dataclasses.fields(SchemaInfo) if f.name != "time_millis"]
             out.rows(rows, columns, title=f"schemas of {table}")
         else:
-            out.records(history, SchemaInfo)
+            out.records(history, SchemaInfo, about=about(t), names=names)

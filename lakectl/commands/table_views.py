@@ -10,6 +10,7 @@ import typer
 from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.listings import every_when_zero
+from lakectl.output import about
 from lakectl.completion import complete_snapshot_id
 from lakectl.params import BranchOpt, FormatOpt, PartitionsOpt, TableArg, TagOpt, TimestampOpt, WarehouseOpt
 
@@ -57,7 +58,7 @@ def _register_partitions(app: typer.Typer) -> None:
         specs = parse_partitions(partition) if partition else None
         chosen = snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
         out.records(partition_stats(t, chosen, partitions=specs, limit=every_when_zero(limit)), PartitionStats,
-                    title=f"partitions of {t.name}")
+                    title=f"partitions of {t.name}", about=about(t))
 
 
 def _register_buckets(app: typer.Typer) -> None:
@@ -89,7 +90,7 @@ def _register_buckets(app: typer.Typer) -> None:
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         specs = parse_partitions(partition) if partition else None
         chosen = snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
-        out.records(bucket_stats(t, chosen, partitions=specs), BucketStats, title=f"buckets of {t.name}")
+        out.records(bucket_stats(t, chosen, partitions=specs), BucketStats, title=f"buckets of {t.name}", about=about(t))
 
 
 def _register_manifests(app: typer.Typer) -> None:
@@ -118,4 +119,4 @@ def _register_manifests(app: typer.Typer) -> None:
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         chosen = snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
-        out.records(manifests(t, chosen), ManifestInfo, title=f"manifests of {t.name}")
+        out.records(manifests(t, chosen), ManifestInfo, title=f"manifests of {t.name}", about=about(t))

@@ -18,7 +18,7 @@ ExistingTagArg = Annotated[str, typer.Argument(help="Tag name.", metavar="NAME",
 
 def register(app: typer.Typer) -> None:
     tag_app = typer.Typer(help="Create, rename, delete and list tags: named snapshots that expire leaves alone.\n\n"
-                               "Example:\n\n\b\n  lakectl tag create shop.orders eod-2024-01-01 --time-retained 30d",
+                               "Example:\n\n\b\n  lakectl tag create shop.orders eod-2024-01-02 --time-retained 30d",
                           no_args_is_help=True)
 
     @tag_app.command("create")
@@ -43,7 +43,7 @@ def register(app: typer.Typer) -> None:
         Example:
 
         \b
-          lakectl tag create shop.orders eod-2024-01-01 --time-retained 30d
+          lakectl tag create shop.orders eod-2024-01-02 --time-retained 30d
         """
         from core.ops.tags import create_tag
         from core.travel import snapshot_id_of

@@ -16,12 +16,12 @@ from core.table import Table
 from lakectl.commands import output, settings, stop_on_sigterm
 from lakectl.commands.create import parse_options
 from lakectl.completion import complete_input_format, complete_table, complete_write_mode
-from lakectl.output import Output
+from lakectl.output import Output, result_json
 from lakectl.params import BranchOpt, FormatOpt, PartitionByOpt, PrimaryKeyOpt, TableArg, TableOptionOpt, WarehouseOpt
 
 DEFAULT_COMMIT_INTERVAL = "10s"
 # Columns of a commit row in the table format (the table and commit user are in the summary).
-_COMMIT_COLUMNS = ("snapshot_id", "commit_identifier", "rows", "skipped", "watermark")
+_COMMIT_COLUMNS = ("snapshot_id", "commit_identifier", "records_written", "skipped", "watermark")
 
 
 def register(app: typer.Typer) -> None:
@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
         partition: Annotated[Optional[str], typer.Option("--partition", "-p", help="With --mode overwrite: replace this one partition, COLUMN=VALUE[,COLUMN=VALUE...] naming every partition column; every row must belong to it, and an empty input clears it.", metavar="COL=VALUE", show_default=False)] = None,
         fill_missing_columns: Annotated[bool, typer.Option("--fill-missing-columns", help="Write table columns a CSV or Parquet input lacks (with --stream: a CSV header) as null, nullable columns only; without it such an input is refused. In JSON a key left out is null anyway.")] = False,
         row_kind_column: Annotated[Optional[str], typer.Option("--row-kind-column", metavar="COL", help="CDC column holding +I, -U, +U, -D.")] = None,
-        auto_create: Annotated[bool, typer.Option("--auto-create", help="Create the table if it does not exist: as --like's table is, or from the input's types.")] = False,
+        auto_create: Annotated[bool, typer.Option("--auto-create", help="Create the table if it does not exist: as --like's table is, or in types read from the input that change no value (CSV and JSON: dates stay STRING, 12.50 becomes DECIMAL(18, 2); README: Types of a table created from text).")] = False,
         like: Annotated[Optional[str], typer.Option("--like", metavar="DB.TABLE", help="With --auto-create: create the table with this table's columns, keys, partitioning and options (--primary-key, --partition-by and --option over them), and read the input in its types, so that a copy through scan -f jsonl|csv changes no value.", autocompletion=complete_table)] = None,
         primary_key: PrimaryKeyOpt = None,
         partition_by: PartitionByOpt = None,
@@ -77,9 +77,9 @@ def register(app: typer.Typer) -> None:
               --auto-create --like shop.orders
           lakectl write shop.orders -i empty.csv --mode overwrite -p dt=2024-01-01
           cat rows.jsonl | lakectl write shop.orders -i - --input-format jsonl
-          producer | lakectl write shop.events -i - --stream \\
+          ./producer | lakectl write shop.events -i - --stream \\
               --commit-interval 10s --commit-user events-feed \\
-              --watermark-column ts
+              --watermark-column event_time
         """
         out = output(ctx, fmt)
         stream_flags = {"--commit-interval": commit_interval, "--commit-rows": commit_rows,
@@ -119,7 +119,7 @@ def register(app: typer.Typer) -> None:
                                  engine_settings=s.engine_settings(progress), auto_create=create,
                                  input_table=input_table, fill_missing_columns=fill_missing_columns,
                                  partition=parse_partition(partition) if partition is not None else None)
-        out.record(result)
+        out.record(result_json(result, "write"))
 
 
 def _stream(ctx: typer.Context, out: Output, table: str, input: str | None, input_table: str | None,
@@ -158,9 +158,9 @@ def _stream(ctx: typer.Context, out: Output, table: str, input: str | None, inpu
                                 commit_interval=interval, input_offset=input_offset, reset_progress=reset_progress,
                                 watermark_column=watermark_column, row_kind_column=row_kind_column,
                                 engine_settings=s.engine_settings(None), stop=stop,
-                                on_batch=lambda result: out.event(result, columns),
+                                on_batch=lambda result: out.event(result_json(result, "write --stream", t), columns),
                                 fill_missing_columns=fill_missing_columns)
     if out.format in ("json", "jsonl"):
-        out.event(summary)  # one more JSON line: the output stays JSON lines throughout
+        out.event(result_json(summary, "write --stream", t))  # one more JSON line: the output stays JSON lines
     elif out.format == "table":
-        out.record(summary)
+        out.record(result_json(summary, "write --stream", t))

@@ -59,7 +59,8 @@ def test_every_kind_of_change_in_one_call(tmp_path: Path, table: Table):
                       "--add-column", "note STRING COMMENT 'free text'", "--after", "id",
                       "--rename-column", "qty:quantity", "--alter-type", "quantity:BIGINT",
                       "--drop-column", "label", "--comment", "id:the key", "--set-option", "snapshot.num-retained.min=2"))
-    assert set(out) == {"table", "previous_schema_id", "schema_id", "committed", "dry_run", "changes", "columns"}
+    assert set(out) == {"table", "branch", "previous_schema_id", "schema_id", "committed", "dry_run", "changes",
+                        "columns"}
     assert (out["previous_schema_id"], out["schema_id"], out["committed"], out["dry_run"]) == (0, 1, True, False)
     assert out["changes"] == ["drop column label", "comment on id: 'the key'", "rename column qty to quantity",
                               "change type of quantity from INT to BIGINT", "add column note STRING after id",
@@ -162,9 +163,9 @@ def test_schemas_lists_the_history_newest_first(tmp_path: Path, table: Table):
     ok_json(cli(tmp_path, "-f", "json", "alter-schema", "db.t", "--rename-column", "n:m", "--set-option", "k=v"))
     out = ok_json(cli(tmp_path, "-f", "json", "schemas", "db.t"))
     assert [s["schema_id"] for s in out] == [2, 1, 0]
-    assert set(out[0]) == {"schema_id", "time", "time_millis", "columns", "changes"}
+    assert set(out[0]) == {"table", "branch", "schema_id", "time", "time_millis", "column_count", "changes"}
     assert out[0]["changes"] == ["rename column n to m", "set option k=v"]
-    assert out[1]["changes"] == ["add column n INT"] and out[1]["columns"] == 5
+    assert out[1]["changes"] == ["add column n INT"] and out[1]["column_count"] == 5
     assert out[2]["changes"][:3] == ["create table: id INT NOT NULL, qty INT, label VARCHAR(5), dt STRING NOT NULL",
                                      "primary key: id, dt", "partitioned by: dt"]
     assert out[0]["time_millis"] >= out[1]["time_millis"] >= out[2]["time_millis"]

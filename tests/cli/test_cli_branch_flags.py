@@ -87,9 +87,9 @@ def test_describe_files_and_views_on_a_branch(tmp_path: Path, wh: str) -> None:
     assert (on_main["branch"], on_main["latest_snapshot_id"], on_main["schema_id"]) == ("main", 2, 0)
     assert on_main["total_record_count"] == 4
     files = ok("files", "db.t", "--branch", "dev", "-w", wh)
-    assert sorted(f["row_count"] for f in files) == [1, 2, 3]
-    assert sorted(f["row_count"] for f in ok("files", "db.t", "--branch", "dev", "--tag", "d2", "-w", wh)) == [2, 3]
-    assert sorted(f["row_count"] for f in ok("files", "db.t", "-w", wh)) == [2, 2]
+    assert sorted(f["record_count"] for f in files) == [1, 2, 3]
+    assert sorted(f["record_count"] for f in ok("files", "db.t", "--branch", "dev", "--tag", "d2", "-w", wh)) == [2, 3]
+    assert sorted(f["record_count"] for f in ok("files", "db.t", "-w", wh)) == [2, 2]
     [part] = ok("partitions", "db.t", "--branch", "dev", "-w", wh)
     assert (part["record_count"], part["file_count"]) == (6, 3)
     [bucket] = ok("buckets", "db.t", "--branch", "dev", "--snapshot-id", "2", "-w", wh)
@@ -161,7 +161,7 @@ def test_check_and_repair_a_branchs_hints(wh: str) -> None:
     checked = invoke("check", "db.t", "-w", wh, "-f", "json")
     assert checked.exit_code == 0
     body = json.loads(checked.stdout)
-    assert body["ok"] and body["branches"] == 1
+    assert body["ok"] and body["branches_checked"] == 1
     assert [(w["kind"], w["branch"]) for w in body["warnings"]] == [("hint", "dev")]
     assert checked.stderr.startswith("warning: branch dev: hint ")
     dry = ok("check", "db.t", "--repair", "--dry-run", "-w", wh)

@@ -29,7 +29,7 @@ def test_create_list_delete(tmp_path: Path, wh: str) -> None:
     assert ok("branch", "create", "db.t", "s1", "--snapshot-id", "1", "-w", wh)["tags"] == 0
     assert [b["branch"] for b in ok("branch", "list", "db.t", "-w", wh)] == ["dev", "head", "s1"]
     dry = ok("branch", "delete", "db.t", "s1", "--dry-run", "-w", wh)
-    assert dry == {"table": "db.t", "branch": "s1", "files": 2, "dry_run": True,
+    assert dry == {"table": "db.t", "branch": "s1", "files_deleted": 2, "dry_run": True,
                    "leftover": False}
     assert (Path(wh) / "db.db" / "t" / "branch" / "branch-s1").exists()
     assert ok("branch", "delete", "db.t", "s1", "-w", wh)["dry_run"] is False

@@ -213,7 +213,7 @@ def test_write_each_input_format(wh: str, tmp_path: Path, kind: str) -> None:
     assert result["table"] == "db.typed"
     assert result["snapshot_id"] == 1
     assert result["commit_kind"] == "APPEND"
-    assert result["rows_written"] == len(TYPED)
+    assert result["records_written"] == len(TYPED)
     assert result["files_added"] >= 1 and result["bytes_added"] > 0
     assert result["files_deleted"] == 0
     # "007" meant for a STRING column stays "007"; the DECIMAL keeps its two places.
@@ -223,8 +223,8 @@ def test_write_each_input_format(wh: str, tmp_path: Path, kind: str) -> None:
 def test_write_csv_to_partitioned_primary_key_table(wh: str, tmp_path: Path) -> None:
     create_orders(wh)
     result = as_json(wh, "write", "shop.orders", "--input", orders_csv(tmp_path / "orders.csv", ORDERS))
-    assert result["rows_written"] == 4
-    assert result["partitions"] == 2
+    assert result["records_written"] == 4
+    assert result["partitions_written"] == 2
     assert sort_rows(as_json(wh, "scan", "shop.orders")) == expected_orders(ORDERS)
     # Partition directories and buckets on disk, as Paimon lays them out.
     table = Path(wh) / "shop.db" / "orders"
@@ -280,7 +280,7 @@ def test_row_kind_column_applies_cdc_changes(wh: str, tmp_path: Path) -> None:
     ]
     path = write_csv(tmp_path / "changes.csv", ["op", "id", "customer", "amount", "dt"], changes)
     result = as_json(wh, "write", "shop.orders", "-i", path, "--row-kind-column", "op")
-    assert result["rows_written"] == len(changes)
+    assert result["records_written"] == len(changes)
 
     state = {(r["id"], r["dt"]): dict(r) for r in ORDERS}
     for op, id_, customer, amount, day in changes:
@@ -293,10 +293,11 @@ def test_row_kind_column_applies_cdc_changes(wh: str, tmp_path: Path) -> None:
 
 
 def test_auto_create_without_primary_key_makes_an_append_table(wh: str, tmp_path: Path) -> None:
-    rows = [{"id": 1, "name": "a", "score": 1.5}, {"id": 2, "name": "b", "score": None}]
+    rows = [{"id": 1, "name": "a", "score": 1.5}, {"id": 2, "name": "b", "score": None},
+            {"id": 3, "name": "c", "score": 0.25}]  # two scales: a DECIMAL would print 1.50
     path = write_jsonl(tmp_path / "in.jsonl", rows)
     first = as_json(wh, "write", "db.auto", "-i", path, "--auto-create")
-    assert first["snapshot_id"] == 1 and first["rows_written"] == 2
+    assert first["snapshot_id"] == 1 and first["records_written"] == 3
     d = as_json(wh, "describe", "db.auto")
     assert [(c["name"], c["type"]) for c in d["columns"]] == [("id", "BIGINT"), ("name", "STRING"),
                                                                 ("score", "DOUBLE")]
@@ -434,9 +435,9 @@ def test_scan_output_file(wh: str, people: str, tmp_path: Path, ext: str) -> Non
     target.parent.mkdir()
     summary = as_json(wh, "scan", people, "--where", "id >= 2", "--output", target)
     expected = [r for r in PEOPLE if r["id"] >= 2]
-    assert summary["rows"] == len(expected)
+    assert summary["records_written"] == len(expected)
     assert summary["output"] == str(target)
-    assert summary["bytes"] == target.stat().st_size > 0
+    assert summary["bytes_written"] == target.stat().st_size > 0
     if ext == "parquet":
         data = pq.read_table(target)
         assert data.schema.names == ["id", "name", "score", "dt"]

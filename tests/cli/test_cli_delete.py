@@ -15,7 +15,7 @@ from typer.testing import CliRunner, Result
 from lakectl.app import app
 
 runner = CliRunner()
-KEYS = {"table", "branch", "snapshot_id", "commit_kind", "rows_deleted", "files_rewritten", "files_deleted", "engine",
+KEYS = {"table", "branch", "snapshot_id", "commit_kind", "records_deleted", "files_rewritten", "files_deleted", "engine",
         "dry_run"}
 
 
@@ -74,7 +74,7 @@ def test_primary_key_table(wh: str, tmp_path: Path) -> None:
     result = as_json(wh, "delete", name, "--where", WHERE)
     assert set(result) == KEYS
     assert result == {"table": name, "branch": "main", "snapshot_id": 3, "commit_kind": "APPEND",
-                      "rows_deleted": sum(map(doomed, ROWS)), "files_rewritten": 0, "files_deleted": 0,
+                      "records_deleted": sum(map(doomed, ROWS)), "files_rewritten": 0, "files_deleted": 0,
                       "engine": "local", "dry_run": False}
     assert rows(wh, name) == model()
     assert as_json(wh, "snapshots", name)[0]["commit_kind"] == "APPEND"
@@ -85,7 +85,7 @@ def test_append_table_files(wh: str, tmp_path: Path) -> None:
     before = {(f["partition"]["dt"], f["file_name"]) for f in as_json(wh, "files", name)}
     result = as_json(wh, "delete", name, "--where", WHERE)
     assert result["commit_kind"] == "OVERWRITE" and result["snapshot_id"] == 3
-    assert result["rows_deleted"] == sum(map(doomed, ROWS))
+    assert result["records_deleted"] == sum(map(doomed, ROWS))
     # Both writes put rows of 2024-01-01 that match into one file each: two rewrites.
     assert (result["files_rewritten"], result["files_deleted"]) == (2, 2)
     after = {(f["partition"]["dt"], f["file_name"]) for f in as_json(wh, "files", name)}
@@ -101,9 +101,9 @@ def test_dry_run_and_nothing_matching(wh: str, tmp_path: Path) -> None:
     files = sorted(Path(wh).rglob("*"))
     dry = as_json(wh, "delete", name, "--where", WHERE, "--dry-run")
     assert dry["dry_run"] is True and dry["snapshot_id"] is None and dry["commit_kind"] is None
-    assert dry["rows_deleted"] == sum(map(doomed, ROWS)) and dry["files_rewritten"] == 2
+    assert dry["records_deleted"] == sum(map(doomed, ROWS)) and dry["files_rewritten"] == 2
     none = as_json(wh, "delete", name, "--where", "amount > 100")
-    assert none["rows_deleted"] == 0 and none["snapshot_id"] is None
+    assert none["records_deleted"] == 0 and none["snapshot_id"] is None
     assert sorted(Path(wh).rglob("*")) == files
     assert len(as_json(wh, "snapshots", name)) == 2
 
@@ -145,7 +145,7 @@ def test_spark_on_a_dynamic_bucket_table_is_exit_2(wh: str, tmp_path: Path) -> N
 def test_other_formats(wh: str, tmp_path: Path, fmt: str) -> None:
     name = table_with(wh, tmp_path, "db.app")
     out = ok("--warehouse", wh, "--format", fmt, "delete", name, "--where", WHERE, "--dry-run").stdout
-    assert "rows_deleted" in out and str(sum(map(doomed, ROWS))) in out
+    assert "records_deleted" in out and str(sum(map(doomed, ROWS))) in out
 
 
 def test_an_empty_where_points_to_truncate_and_following_it_works(wh: str, tmp_path: Path) -> None:

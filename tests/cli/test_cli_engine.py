@@ -130,7 +130,7 @@ def test_auto_runs_small_work_locally_even_with_a_master(table, tmp_path, source
     assert found == [{"id": 2, "v": "b"}]
     out = tmp_path / f"out-{source}.parquet"
     summary = json.loads(run("scan", "db.t", "--output", str(out), "-f", "json").stdout)
-    assert summary["engine"] == "local" and summary["rows"] == 2
+    assert summary["engine"] == "local" and summary["records_written"] == 2
     dry = json.loads(run("compact", "db.t", "--full", "--dry-run", "-f", "json").stdout)
     assert dry["engine"] == "local" and dry["buckets_compacted"] >= 1
     done = json.loads(run("compact", "db.t", "--full", "-f", "json").stdout)

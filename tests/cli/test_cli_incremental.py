@@ -2,8 +2,10 @@
 ``CliRunner`` on real tables under ``tmp_path``.
 
 The tables are created and written with the CLI (CDC input with ``--row-kind-column``); every
-expected change is written out here by hand from those inputs: the exact -U/+U/-D/+I of a
-``changelog-producer=lookup`` table, and the stored records of a table without a producer.
+expected change is written out here by hand from those inputs: the input records of a
+``changelog-producer=input`` table (the range, format and error tests), the exact
+-U/+U/-D/+I of a ``lookup`` table (which its compaction after each write commits), and the
+stored records of a table without a producer.
 """
 
 from __future__ import annotations
@@ -90,15 +92,17 @@ LOOKUP_CHANGES = {
     3: [],
     4: [change("-U", 3, "c", 30), change("+U", 3, "c", 33)],
 }
-# Without a producer: the records each write stored (the input's own -D values included).
+# Without a producer: the records each write stored (the input's own -D values included);
+# with changelog-producer=input the same records, as the write's changelog.
 DELTA_CHANGES = {sid: [change(*r) for r in rows] for sid, rows in WRITES.items()} | {3: []}
+INPUT_CHANGES = DELTA_CHANGES
 
 
 def changes_of(expected: dict[int, list[Row]], start: int, end: int) -> list[Row]:
     return order([r for sid in range(start + 1, end + 1) for r in expected[sid]])
 
 
-def build(wh: str, tmp_path: Path, producer: str | None = "lookup", name: str = TABLE) -> None:
+def build(wh: str, tmp_path: Path, producer: str | None = "input", name: str = TABLE) -> None:
     options = ["--option", "bucket=2", "--option", "write-only=true"]
     if producer:
         options += ["--option", f"changelog-producer={producer}"]
@@ -126,29 +130,29 @@ def wh(tmp_path: Path) -> str:
 def test_incremental_between_jsonl(wh: str, start: int, end: int) -> None:
     rows = jsonl(wh, "scan", TABLE, "--incremental-between", f"{start},{end}")
     assert all(list(r) == COLUMNS for r in rows), "the _row_kind column comes first"
-    assert order(rows) == changes_of(LOOKUP_CHANGES, start, end)
+    assert order(rows) == changes_of(INPUT_CHANGES, start, end)
 
 
 def test_incremental_between_json_and_csv(wh: str) -> None:
     rows = as_json(wh, "scan", TABLE, "--incremental-between", "1,4")
     assert isinstance(rows, list) and all(list(r) == COLUMNS for r in rows)
-    assert order(rows) == changes_of(LOOKUP_CHANGES, 1, 4)
+    assert order(rows) == changes_of(INPUT_CHANGES, 1, 4)
     out = ok("--warehouse", wh, "-f", "csv", "scan", TABLE, "--incremental-between", "1,2").stdout
     reader = csv.DictReader(io.StringIO(out))
     assert reader.fieldnames == COLUMNS
     got = [{**r, "id": int(r["id"]), "qty": int(r["qty"])} for r in reader]
-    assert order(got) == changes_of(LOOKUP_CHANGES, 1, 2)
+    assert order(got) == changes_of(INPUT_CHANGES, 1, 2)
 
 
 def test_changes_come_out_snapshot_by_snapshot(wh: str) -> None:
     """Replaying the output in order needs each snapshot's rows before the next one's."""
     rows = jsonl(wh, "scan", TABLE, "--incremental-between", "0,4")
-    sizes = [len(LOOKUP_CHANGES[sid]) for sid in (1, 2, 3, 4)]
+    sizes = [len(INPUT_CHANGES[sid]) for sid in (1, 2, 3, 4)]
     chunks, at = [], 0
     for size in sizes:
         chunks.append(order(rows[at:at + size]))
         at += size
-    assert chunks == [order(LOOKUP_CHANGES[sid]) for sid in (1, 2, 3, 4)]
+    assert chunks == [order(INPUT_CHANGES[sid]) for sid in (1, 2, 3, 4)]
     state: dict[int, Row] = {}
     for r in rows:
         if r["_row_kind"] in ("+I", "+U"):
@@ -159,30 +163,30 @@ def test_changes_come_out_snapshot_by_snapshot(wh: str) -> None:
 
 
 def test_from_snapshot_defaults_to_the_latest(wh: str) -> None:
-    assert order(jsonl(wh, "scan", TABLE, "--from-snapshot", "1")) == changes_of(LOOKUP_CHANGES, 1, 4)
-    assert order(jsonl(wh, "scan", TABLE, "--from-snapshot", "0")) == changes_of(LOOKUP_CHANGES, 0, 4)
+    assert order(jsonl(wh, "scan", TABLE, "--from-snapshot", "1")) == changes_of(INPUT_CHANGES, 1, 4)
+    assert order(jsonl(wh, "scan", TABLE, "--from-snapshot", "0")) == changes_of(INPUT_CHANGES, 0, 4)
     assert order(jsonl(wh, "scan", TABLE, "--from-snapshot", "1", "--to-snapshot", "2")) == \
-        changes_of(LOOKUP_CHANGES, 1, 2)
+        changes_of(INPUT_CHANGES, 1, 2)
     assert jsonl(wh, "scan", TABLE, "--from-snapshot", "4") == []
 
 
 def test_select_where_and_limit(wh: str) -> None:
     rows = jsonl(wh, "scan", TABLE, "--incremental-between", "0,4", "--select", "name,qty")
     assert all(list(r) == ["_row_kind", "name", "qty"] for r in rows)
-    want = [{k: r[k] for k in ("_row_kind", "name", "qty")} for r in changes_of(LOOKUP_CHANGES, 0, 4)]
+    want = [{k: r[k] for k in ("_row_kind", "name", "qty")} for r in changes_of(INPUT_CHANGES, 0, 4)]
     assert sorted(rows, key=json.dumps) == sorted(want, key=json.dumps)
 
     rows = jsonl(wh, "scan", TABLE, "--incremental-between", "0,4", "--where", "id = 1")
-    assert order(rows) == [r for r in changes_of(LOOKUP_CHANGES, 0, 4) if r["id"] == 1]
+    assert order(rows) == [r for r in changes_of(INPUT_CHANGES, 0, 4) if r["id"] == 1]
 
     # The filter may name a column the selection leaves out.
     rows = jsonl(wh, "scan", TABLE, "--from-snapshot", "1", "--select", "id", "--where", "qty >= 30")
     assert sorted((r["_row_kind"], r["id"]) for r in rows) == sorted(
-        (r["_row_kind"], r["id"]) for r in changes_of(LOOKUP_CHANGES, 1, 4) if r["qty"] >= 30)
+        (r["_row_kind"], r["id"]) for r in changes_of(INPUT_CHANGES, 1, 4) if r["qty"] >= 30)
     assert all(list(r) == ["_row_kind", "id"] for r in rows)
 
     rows = jsonl(wh, "scan", TABLE, "--incremental-between", "0,4", "--limit", "2")
-    assert len(rows) == 2 and all(r in changes_of(LOOKUP_CHANGES, 0, 4) for r in rows)
+    assert len(rows) == 2 and all(r in changes_of(INPUT_CHANGES, 0, 4) for r in rows)
 
 
 def test_output_parquet_and_jsonl_files(wh: str, tmp_path: Path) -> None:
@@ -190,13 +194,13 @@ def test_output_parquet_and_jsonl_files(wh: str, tmp_path: Path) -> None:
     record = as_json(wh, "scan", TABLE, "--incremental-between", "1,4", "--output", target)
     data = pq.read_table(target)
     assert data.column_names == COLUMNS
-    assert record["rows"] == data.num_rows == len(changes_of(LOOKUP_CHANGES, 1, 4))
-    assert order(data.to_pylist()) == changes_of(LOOKUP_CHANGES, 1, 4)
+    assert record["records_written"] == data.num_rows == len(changes_of(INPUT_CHANGES, 1, 4))
+    assert order(data.to_pylist()) == changes_of(INPUT_CHANGES, 1, 4)
 
     target = tmp_path / "x.jsonl"
     ok("--warehouse", wh, "scan", TABLE, "--from-snapshot", "3", "--output", target, "--select", "id,qty")
     rows = [json.loads(line) for line in target.read_text().splitlines()]
-    assert order(rows) == [{k: r[k] for k in ("_row_kind", "id", "qty")} for r in changes_of(LOOKUP_CHANGES, 3, 4)]
+    assert order(rows) == [{k: r[k] for k in ("_row_kind", "id", "qty")} for r in changes_of(INPUT_CHANGES, 3, 4)]
 
 
 def test_compact_only_range_is_empty(wh: str, tmp_path: Path) -> None:
@@ -235,7 +239,7 @@ def test_expired_snapshot_in_range_is_not_found(wh: str) -> None:
     # The start is exclusive: ranges of retained snapshots still read, from an expired start too.
     for start, end in [(3, 4), (2, 4), (2, 3)]:
         assert order(jsonl(wh, "scan", TABLE, "--incremental-between", f"{start},{end}")) == \
-            changes_of(LOOKUP_CHANGES, start, end)
+            changes_of(INPUT_CHANGES, start, end)
 
 
 @pytest.mark.parametrize("other", [["--snapshot-id", "2"], ["--tag", "t1"], ["--timestamp", "2024-01-01T00:00:00"]])
@@ -261,3 +265,24 @@ def test_unknown_column_with_incremental(wh: str) -> None:
 
 def test_missing_table(tmp_path: Path) -> None:
     fails(str(tmp_path / "wh"), 3, "scan", "db.none", "--incremental-between", "0,1")
+
+
+def test_a_lookup_tables_changes_come_from_the_compaction_after_each_write(tmp_path: Path) -> None:
+    """With ``changelog-producer=lookup`` each write is an APPEND snapshot without changelog
+    and the compaction right after it a COMPACT snapshot holding the write's exact changes,
+    as Java commits them (Java's streaming readers read only COMPACT snapshots' changelog)."""
+    wh = str(tmp_path / "wh")
+    ok("--warehouse", wh, "create", TABLE, "--schema", SCHEMA, "--primary-key", "id", "--option", "bucket=2",
+       "--option", "changelog-producer=lookup")
+    for step in (1, 2, 4):
+        path = tmp_path / f"w{step}.jsonl"
+        path.write_text("".join(json.dumps({"op": k, "id": i, "name": n, "qty": q}) + "\n"
+                                for k, i, n, q in WRITES[step]))
+        before = max((s["snapshot_id"] for s in as_json(wh, "snapshots", TABLE)), default=0)
+        ok("--warehouse", wh, "write", TABLE, "--input", path, "--row-kind-column", "op")
+        snaps = sorted(as_json(wh, "snapshots", TABLE), key=lambda s: s["snapshot_id"])
+        assert [s["commit_kind"] for s in snaps if s["snapshot_id"] > before] == ["APPEND", "COMPACT"]
+        append, compact = before + 1, before + 2
+        assert jsonl(wh, "scan", TABLE, "--incremental-between", f"{before},{append}") == []
+        assert order(jsonl(wh, "scan", TABLE, "--incremental-between", f"{append},{compact}")) == \
+            order(LOOKUP_CHANGES[step])

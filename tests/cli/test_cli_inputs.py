@@ -162,7 +162,7 @@ def test_overwrite_with_empty_input_clears_the_named_partition(parts: Path) -> N
     (parts / "empty.csv").write_text("dt,id,v\n")
     out = ok(lakectl(parts, "-f", "json", "write", "db.p", "-i", "empty.csv", "--mode", "overwrite",
                      "--partition", "dt=2024-01-01"))
-    assert '"commit_kind": "OVERWRITE"' in out and '"rows_written": 0' in out
+    assert '"commit_kind": "OVERWRITE"' in out and '"records_written": 0' in out
     assert _rows(parts) == [("2024-01-02", 3)]
     # Empty stdin (a producer with nothing today) does the same.
     ok(lakectl(parts, "-q", "write", "db.p", "-i", "-", "--input-format", "jsonl", "--mode", "overwrite",

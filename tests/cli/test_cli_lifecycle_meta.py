@@ -112,16 +112,17 @@ def _csv(tmp_path: Path) -> str:
 
 def test_files(tmp_path: Path, table: Table) -> None:
     files = ok_json(cli(tmp_path, "files", "db.t", "-f", "json"))
-    assert sorted((f["partition"]["dt"], f["row_count"]) for f in files) == [("x", 1), ("x", 1), ("y", 1)]
-    assert set(files[0]) == {"partition", "bucket", "level", "row_count", "file_size", "min_sequence_number",
-                             "max_sequence_number", "schema_id", "file_name", "deleted_rows"}
+    assert sorted((f["partition"]["dt"], f["record_count"]) for f in files) == [("x", 1), ("x", 1), ("y", 1)]
+    assert set(files[0]) == {"table", "branch", "partition", "bucket", "level", "record_count", "file_size_in_bytes",
+                             "min_sequence_number", "max_sequence_number", "schema_id", "file_name",
+                             "deleted_record_count"}
     for f in files:
         assert (tmp_path / "wh" / "db.db" / "t" / f"dt={f['partition']['dt']}" / f"bucket-{f['bucket']}"
-                / f["file_name"]).stat().st_size == f["file_size"]
+                / f["file_name"]).stat().st_size == f["file_size_in_bytes"]
     assert len(ok_json(cli(tmp_path, "files", "db.t", "--snapshot-id", "1", "-f", "json"))) == 1
     error(cli(tmp_path, "files", "db.t", "--snapshot-id", "8"), 3, "snapshot 8")
     lines = cli(tmp_path, "files", "db.t", "-f", "csv").stdout.splitlines()
-    assert lines[0].startswith("partition,bucket,level") and len(lines) == 4
+    assert lines[0].startswith("table,branch,partition,bucket,level") and len(lines) == 4
 
 
 def test_remove_orphan_files(tmp_path: Path, table: Table) -> None:
@@ -132,14 +133,16 @@ def test_remove_orphan_files(tmp_path: Path, table: Table) -> None:
             os.utime(p, (old, old))
     preview = ok_json(cli(tmp_path, "remove-orphan-files", "db.t", "--dry-run", "-f", "json"))
     # snapshots 2 and 3: one data file, one manifest and two manifest lists each
-    assert preview["dry_run"] and preview["files"] == 8 == len(preview["paths"]) and preview["bytes"] > 0
+    assert preview["dry_run"] and preview["files_deleted"] == 8 == len(preview["paths"])
+    assert preview["bytes_deleted"] > 0
     assert all(Path(p).exists() for p in preview["paths"])
     done = ok_json(cli(tmp_path, "remove-orphan-files", "db.t", "-f", "json"))
-    assert done["files"] == 8 and not done["dry_run"] and done["older_than"] == 86400
+    assert done["files_deleted"] == 8 and not done["dry_run"] and done["older_than"] == 86400
     assert not any(Path(p).exists() for p in done["paths"])
     assert not (Path(table.path) / "dt=y").exists()
     assert ok_json(cli(tmp_path, "scan", "db.t", "-f", "json")) == [{"id": 1, "dt": "x"}]
-    assert ok_json(cli(tmp_path, "remove-orphan-files", "db.t", "--older-than", "1h", "-f", "json"))["files"] == 0
+    again = ok_json(cli(tmp_path, "remove-orphan-files", "db.t", "--older-than", "1h", "-f", "json"))
+    assert again["files_deleted"] == 0
     error(cli(tmp_path, "remove-orphan-files", "db.t", "--older-than", "old"), 2, "--older-than")
     error(cli(tmp_path, "remove-orphan-files", "db.nope"), 3, "does not exist")
 

@@ -89,7 +89,7 @@ def test_run_brings_tables_to_their_options_and_writes_metrics(cli, tmp_path):
                for f in text_string_to_metric_families(prom.read_text()) for s in f.samples}
     assert samples[("lakectl_table_snapshots", "db.busy")] == 1
     assert samples[("lakectl_table_max_sorted_runs", "db.busy")] == 1
-    assert samples[("lakectl_table_files", "db.busy")] == health["files"]
+    assert samples[("lakectl_table_files", "db.busy")] == health["file_count"]
     assert samples[("lakectl_table_maintenance_bytes_freed", "db.busy")] == busy["bytes_freed"]
     assert ok_json(cli("check", "db.busy", "-f", "json")) is not None
 
@@ -139,7 +139,7 @@ def test_config_policy_patterns_skip_tables_and_verbs(cli, tmp_path):
 def test_health_json_recommends_compaction_past_the_trigger(cli, tmp_path):
     make(cli, tmp_path, "h", 3, "num-sorted-run.compaction-trigger=3")
     h = ok_json(cli("health", "db.h", "-f", "json"))
-    assert (h["files"], h["snapshots"], h["max_sorted_runs"], h["rows"]) == (3, 3, 3, 12)
+    assert (h["file_count"], h["snapshots"], h["max_sorted_runs"], h["total_record_count"]) == (3, 3, 3, 12)
     assert h["file_size_histogram"]["< 1 MB"] == 3
     assert {"lakectl compact db.h"} == {r["command"] for r in h["recommendations"]}
 
@@ -152,7 +152,7 @@ def test_health_for_a_script_imports_no_arrow_or_rich(cli, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_")}
     proc, modules = modules_of(["-w", cli.wh, "health", "db.meta", "-f", "json"], env, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["files"] == 1
+    assert json.loads(proc.stdout)["file_count"] == 1
     assert sorted(m for m in modules if m.split(".")[0] in ("pyarrow", "numpy", "rich", "pandas")) == []
 
 
@@ -187,7 +187,7 @@ def test_two_overlapping_runs_never_maintain_a_table_at_once(cli, tmp_path):
     assert [p.returncode for p in procs] == [0, 0], outs
     runs = [by_table(json.loads(out)) for out, _ in outs]
     for n in names:
-        held = sorted((r[f"db.{n}"]["lease_taken_at"], r[f"db.{n}"]["lease_released_at"])
+        held = sorted((r[f"db.{n}"]["lease_taken_time"], r[f"db.{n}"]["lease_released_time"])
                       for r in runs if r[f"db.{n}"]["status"] == "done")
         assert held, n
         for (_, end1), (start2, _) in zip(held, held[1:]):
@@ -272,8 +272,8 @@ def test_engine_auto_sends_compactions_past_the_spark_threshold_to_spark(cli, tm
     big_csv = tmp_path / "big.csv"
     big_csv.write_text("id,v\n" + "".join(f"{k},{'x' * 40}{k}\n" for k in range(100, 20_100)))
     assert cli("write", "db.big", "-i", big_csv).returncode == 0
-    size = ok_json(cli("health", "db.big", "-f", "json"))["bytes"]
-    small = ok_json(cli("health", "db.small", "-f", "json"))["bytes"]
+    size = ok_json(cli("health", "db.big", "-f", "json"))["total_file_size"]
+    small = ok_json(cli("health", "db.small", "-f", "json"))["total_file_size"]
     assert small < size // 4
     expected = {n: sorted(map(json.dumps, ok_json(cli("scan", f"db.{n}", "-f", "json")))) for n in ("big", "small")}
     config = tmp_path / "spark.toml"
@@ -348,7 +348,7 @@ def test_orphan_force_in_the_same_section_lets_maintain_remove_young_orphans(cli
     config.write_text('[maintain]\n[maintain.tables."db.t"]\norphan-age = "0s"\norphan-force = true\n')
     reports = by_table(ok_json(cli("maintain", "-f", "json", config=config)))
     orphans = next(a for a in reports["db.t"]["actions"] if a["verb"] == "remove-orphan-files")
-    assert orphans["detail"]["files"] == 1 and not young.exists()
+    assert orphans["detail"]["files_deleted"] == 1 and not young.exists()
 
 
 @pytest.mark.slow
@@ -365,7 +365,7 @@ def test_patterns_that_combine_into_a_short_age_without_force_fail_that_table_on
     reports = by_table(json.loads(proc.stdout))
     assert reports["db.batch"]["status"] == "done"
     live = reports["db.live"]
-    assert live["status"] == "failed" and live["actions"] == [] and live["lease_taken_at"] is None
+    assert live["status"] == "failed" and live["actions"] == [] and live["lease_taken_time"] is None
     assert "orphan-age '10min' is under the 1h floor" in live["reason"]
 
 
@@ -508,7 +508,7 @@ def test_a_branch_is_maintained_by_its_own_options_reported_and_its_health_shown
 
     h = ok_json(cli("health", "db.t", "--branch", "dev", "-f", "json"))
     assert h["branch"] == "dev" and h["snapshots"] == len(snapshot_ids(dev_dir)) == 9
-    assert h["files"] == 9 and h["max_sorted_runs"] == 9
+    assert h["file_count"] == 9 and h["max_sorted_runs"] == 9
     assert [r["command"] for r in h["recommendations"]] == ["lakectl compact db.t --branch dev",
                                                             "lakectl expire db.t --branch dev"]
 
@@ -523,7 +523,7 @@ def test_a_branch_is_maintained_by_its_own_options_reported_and_its_health_shown
     dev = ran[1]
     assert [a["verb"] for a in dev["actions"]] == ["compact", "expire"] and dev["bytes_freed"] > 0
     assert dev["actions"][1]["detail"]["snapshots_expired"] == list(range(1, 8))
-    assert dev["lease_taken_at"] == ran[0]["lease_taken_at"]
+    assert dev["lease_taken_time"] == ran[0]["lease_taken_time"]
     assert snapshot_ids(dev_dir) == [8, 9, 10]  # 10: the compaction; 3 kept
     live = ok_json(cli("files", "db.t", "--branch", "dev", "-f", "json"))
     assert len(live) == 1 and live[0]["level"] > 0

@@ -133,9 +133,9 @@ def test_a_restart_after_its_snapshots_expired_skips_exactly_what_was_committed(
     assert code == 0, err
     assert scanned(wh) == model(records(1, 60) + others)  # every record exactly once
     commits, summary = lines[:-1], lines[-1]
-    assert [(c["commit_identifier"], c["rows"], c["skipped"]) for c in commits] == \
+    assert [(c["commit_identifier"], c["records_written"], c["skipped"]) for c in commits] == \
         [(10, 0, True), (20, 0, True), (30, 0, True), (40, 10, False), (50, 10, False), (60, 10, False)]
-    assert (summary["rows"], summary["batches_skipped"], summary["commit_identifier"]) == (30, 3, 60)
+    assert (summary["records_written"], summary["batches_skipped"], summary["commit_identifier"]) == (30, 3, 60)
     assert json.loads(marker_path(wh).read_text()) == {"commitUser": "feed", "commitIdentifier": 60,
                                                        "snapshotId": commits[-1]["snapshot_id"]}
     # The marker is no problem for check.
@@ -161,7 +161,7 @@ def test_a_restart_with_neither_snapshot_nor_marker_is_refused_until_input_offse
     code, lines, err = stream(wh, "--commit-rows", 10, "--commit-user", "feed", "--input-offset", 30,
                               data=jsonl(records(31, 60)))
     assert code == 0, err
-    assert [(c["commit_identifier"], c["rows"]) for c in lines[:-1]] == [(40, 10), (50, 10), (60, 10)]
+    assert [(c["commit_identifier"], c["records_written"]) for c in lines[:-1]] == [(40, 10), (50, 10), (60, 10)]
     assert scanned(wh) == model(records(1, 60) + others)
     # From now on the marker knows: a replay of everything adds nothing.
     code, lines, err = stream(wh, "--commit-rows", 10, "--commit-user", "feed", data=jsonl(records(1, 60)))

@@ -99,15 +99,15 @@ def test_commits_per_batch_as_json_lines(wh):
                     "--commit-user", "feed", "--watermark-column", "ts", input=jsonl(rows), expect=0)
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     commits, summary = lines[:-1], lines[-1]
-    assert [(c["snapshot_id"], c["commit_identifier"], c["rows"], c["skipped"], c["commit_user"]) for c in commits] \
-        == [(1, 2, 2, False, "feed"), (2, 4, 2, False, "feed"), (3, 5, 1, False, "feed")]
+    assert [(c["snapshot_id"], c["commit_identifier"], c["records_written"], c["skipped"], c["commit_user"])
+            for c in commits] == [(1, 2, 2, False, "feed"), (2, 4, 2, False, "feed"), (3, 5, 1, False, "feed")]
     # ts is second i of 2026-01-01 UTC: each snapshot's watermark is its last record's.
     base = 1767225600000
     assert [c["watermark"] for c in commits] == [base + 2000, base + 4000, base + 5000]
     assert [snapshot_json(wh, c["snapshot_id"])["watermark"] for c in commits] == [c["watermark"] for c in commits]
-    assert summary == {"table": "db.t", "commit_user": "feed", "batches": 3, "batches_skipped": 0, "rows": 5,
-                       "rows_skipped": 0, "snapshot_id": 3, "commit_identifier": 5, "watermark": base + 5000,
-                       "stopped_by": "eof"}
+    assert summary == {"table": "db.t", "branch": "main", "commit_user": "feed", "batches": 3, "batches_skipped": 0,
+                       "records_written": 5, "records_skipped": 0, "snapshot_id": 3, "commit_identifier": 5,
+                       "watermark": base + 5000, "stopped_by": "eof"}
     assert scanned(wh) == model(rows)
 
 
@@ -127,9 +127,10 @@ def test_a_fresh_commit_user_is_printed_and_csv_rows_follow(wh):
                     "--input-format", "csv", "--fill-missing-columns",  # the header has no ts
                     input="id,v,dt\n1,a,d1\n2,b,d0\n3,c,d1\n4,d,d0\n", expect=0)
     lines = result.stdout.splitlines()
-    assert lines[0] == "table,snapshot_id,commit_identifier,rows,skipped,watermark,commit_user"
+    assert lines[0] == "table,branch,snapshot_id,commit_identifier,records_written,skipped,watermark,commit_user"
     user = lines[1].split(",")[-1]
-    assert lines[1:] == [f"db.t,1,3,3,false,,{user}", f"db.t,2,4,1,false,,{user}"]  # as every CSV output writes booleans
+    # (booleans as every CSV output writes them)
+    assert lines[1:] == [f"db.t,main,1,3,3,false,,{user}", f"db.t,main,2,4,1,false,,{user}"]
     assert f"commit user: {user}" in result.stderr
     assert snapshots(wh) == [(user, 3), (user, 4)]
 
@@ -138,7 +139,7 @@ def test_table_format_prints_a_row_per_commit_then_the_summary(wh):
     out = invoke("-w", wh, "write", "db.t", "-i", "-", "--stream", "--commit-rows", "2", "--commit-user", "u",
                  input=jsonl(records(1, 3)), expect=0).stdout
     lines = out.splitlines()
-    assert lines[0].split() == ["snapshot_id", "commit_identifier", "rows", "skipped", "watermark"]
+    assert lines[0].split() == ["snapshot_id", "commit_identifier", "records_written", "skipped", "watermark"]
     assert [line.split() for line in lines[1:3]] == [["1", "2", "2", "false", "-"], ["2", "3", "1", "false", "-"]]
     assert lines[3] == ""
     assert "stopped_by" in out and "eof" in out
@@ -249,7 +250,7 @@ def test_exactly_once_across_a_kill_before_the_commit(wh, restart):
         written = [(4, 0, True), (8, 2, False), (9, 1, False)]
     assert again.returncode == 0, err.decode()
     lines = [json.loads(line) for line in out.splitlines()]
-    assert [(c["commit_identifier"], c["rows"], c["skipped"]) for c in lines[:-1]] == written
+    assert [(c["commit_identifier"], c["records_written"], c["skipped"]) for c in lines[:-1]] == written
     assert snapshots(wh) == expected_ids
     assert scanned(wh) == model(rows)  # every record exactly once
 
@@ -270,17 +271,17 @@ def test_commit_interval_commits_while_stdin_is_idle(wh):
         proc.stdin.write(jsonl(rows[:3]))
         proc.stdin.flush()
         first = read_line(proc)  # stdin stays open: only the interval can commit this
-        assert (first["commit_identifier"], first["rows"]) == (3, 3)
+        assert (first["commit_identifier"], first["records_written"]) == (3, 3)
         assert snapshots(wh) == [("slow", 3)]
         assert proc.poll() is None
         proc.stdin.write(jsonl(rows[3:]))
         proc.stdin.flush()
         second = read_line(proc)
-        assert (second["commit_identifier"], second["rows"]) == (5, 2)
+        assert (second["commit_identifier"], second["records_written"]) == (5, 2)
         proc.stdin.close()
         assert proc.wait(60) == 0
         summary = json.loads(proc.stdout.read().decode().splitlines()[-1])
-        assert (summary["batches"], summary["rows"], summary["stopped_by"]) == (2, 5, "eof")
+        assert (summary["batches"], summary["records_written"], summary["stopped_by"]) == (2, 5, "eof")
     assert scanned(wh) == model(rows)
 
 

@@ -260,7 +260,7 @@ def test_partitions_and_buckets_match_the_rows_written_and_the_files_on_disk(tmp
         assert {r["partition"]["dt"]: r["record_count"] for r in first} == {"a": 3, "b": 3}
     csv = cli(tmp_path, "partitions", "db.p", "-f", "csv")
     assert csv.exit_code == 0 and csv.stdout.splitlines()[0] == \
-        "partition,record_count,file_size_in_bytes,file_count,last_update_time"
+        "table,branch,partition,record_count,file_size_in_bytes,file_count,last_update_time"
 
 
 def test_manifests_match_the_avro_manifest_lists(tmp_path: Path, parted: Table) -> None:

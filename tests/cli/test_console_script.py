@@ -82,7 +82,7 @@ def test_create_write_scan_flow(lakectl: list[str], env: dict[str, str], tmp_pat
     path = write_csv(tmp_path / "orders.csv", ["id", "customer", "amount", "dt"], orders)
     first = json.loads(check(run(lakectl, "-w", wh, "-f", "json", "write", "shop.orders", "-i", path,
                                  env=env, cwd=tmp_path)))
-    assert first["snapshot_id"] == 1 and first["rows_written"] == 3
+    assert first["snapshot_id"] == 1 and first["records_written"] == 3
 
     changes = b"op,id,customer,amount,dt\n+U,2,bob,22.00,2024-01-01\n-D,3,,,2024-01-02\n+I,4,dave,1.00,2024-01-03\n"
     second = json.loads(check(run(lakectl, "write", "shop.orders", "-i", "-", "--input-format", "csv",

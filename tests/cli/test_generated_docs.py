@@ -169,6 +169,6 @@ def test_the_root_help_lists_exit_codes_and_commands() -> None:
 
 def test_subcommand_help_shows_examples_unwrapped() -> None:
     out = CliRunner().invoke(app, ["create", "--help"], terminal_width=80).stdout
-    assert ('    lakectl create shop.orders \\\n'
-            '        --schema "id BIGINT, amount DECIMAL(10, 2), dt STRING" \\\n'
-            '        --primary-key id,dt --partition-by dt --option bucket=4\n') in out
+    assert ('    lakectl create shop.orders --primary-key id,dt --partition-by dt \\\n'
+            '        --option bucket=2 --schema \\\n'
+            '        "id BIGINT, customer STRING, amount DECIMAL(10, 2), dt STRING"\n') in out

@@ -1,7 +1,8 @@
 """Every `Example(s):` line of every command's help is true: each `lakectl ...` invocation in it
-(piped or not) is parsed by the real command tree, as the shell would hand it over, and each
-line then runs in a shell through the console script against a fixture warehouse holding what
-the examples name, and succeeds with output. (The parse alone catches an example naming a flag,
+(piped or not) is parsed by the real command tree, as the shell would hand it over, and the
+lines of each help text then run literally, in order, as a user following them would, in one
+shell script through the console script against a warehouse prepared as they presuppose, each
+succeeding with output. (The parse alone catches an example naming a flag,
 a value or an argument the command does not take, such as expire-tags' help naming a missing
 option; the run catches one the command refuses on a real table, such as a retain-max below
 the default retain-min.)"""
@@ -12,11 +13,8 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
-import threading
-import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Iterator
@@ -27,6 +25,7 @@ from typer._click.exceptions import UsageError as ClickUsageError
 from typer.testing import CliRunner
 
 from lakectl.app import app
+from tests.cli.shell_steps import run_steps
 
 ROOT = typer.main.get_command(app)
 
@@ -122,15 +121,26 @@ def test_a_help_example_parses(command: str, line: str) -> None:
 
 
 # ---- running them ----------------------------------------------------------------------------
-# Each example runs as a shell line (pipes and redirections as written) through the console
-# script, with LAKECTL_WAREHOUSE naming a fresh copy of one fixture warehouse, so that no
-# example depends on another having run (a destructive one changes its own copy only). The
-# fixture holds what the examples name: shop.orders (15 snapshots, tags eod-2024-01-01 and
-# release-1, branches dev and test, consumers billing and old-job), the tables beside it and the
-# input files in the working directory.
-ORDERS = "id BIGINT, amount DECIMAL(10, 2), qty INT, dt STRING"
+# The examples of each help text run as a user reading it would run them: literally, every line
+# in order, as one shell script (pipes and redirections as written) through the console script,
+# with LAKECTL_WAREHOUSE naming a fresh copy of a warehouse prepared as they presuppose: the
+# fixture warehouse below, or an empty one for a help text whose examples create shop.orders
+# (the top-level help's and create's). The fixture holds the one example table of every help text
+# and of the README's session, shop.orders (ORDERS, keyed by id,dt, partitioned by dt, 2
+# buckets; test_one_example_table holds them to it) with 15 snapshots, tags eod-2024-01-01 and
+# release-1, branches dev (with tag before-backfill) and test, consumers billing and old-job;
+# shop.orders_tmp and shop.orders_staging like it; shop.events as create's example makes it;
+# database scratch; and in the working directory the input files the examples name (orders.csv
+# and changes.csv as the README's session shows them), a profile prod and a producer.
+ORDERS = "id BIGINT, customer STRING, amount DECIMAL(10, 2), dt STRING"
+ORDERS_FLAGS = ["--primary-key", "id,dt", "--partition-by", "dt", "--option", "bucket=2"]
+EVENTS = "event_time TIMESTAMP(3), id BIGINT, kind STRING"
 DAYS = ("2024-01-01", "2024-01-02")
+CUSTOMERS = ("alice", "bob", "carol", "dave")
 LATEST = 15  # rollback's example names --if-latest 15
+ORDERS_CSV = "id,customer,amount,dt\n1,alice,10.50,2024-01-01\n2,bob,20.25,2024-01-01\n3,carol,5.00,2024-01-02\n"
+CHANGES_CSV = ("op,id,customer,amount,dt\n+U,2,bob,22.00,2024-01-01\n-D,3,carol,5.00,2024-01-02\n"
+               "+I,4,dave,7.75,2024-01-03\n")
 
 
 def _csv(rows: list[tuple[Any, ...]], header: str) -> str:
@@ -139,25 +149,21 @@ def _csv(rows: list[tuple[Any, ...]], header: str) -> str:
 
 def _order_rows(batch: int) -> list[tuple[Any, ...]]:
     """Four rows per batch over both days; ids 7 and 42 (the lookups' keys) among them."""
-    return [(batch * 4 + k if batch else (7, 42, 1, 2)[k], f"{10 * batch + k}.50", k + 1, DAYS[k % 2])
+    return [(batch * 4 + k if batch else (7, 42, 1, 2)[k], CUSTOMERS[k], f"{10 * batch + k}.50", DAYS[k % 2])
             for k in range(4)]
 
 
 # Paths outside the test's directory that examples write to: moved under it.
-OUTSIDE = ("/var/log/", "/var/lib/node_exporter/")
-
-# What an example needs removed from its copy first: it creates what the fixture already has.
-PREPARE = {
-    "lakectl create shop.orders ": [["drop", "shop.orders"]],
-    "lakectl tag create shop.orders eod-2024-01-01 ": [["tag", "delete", "shop.orders", "eod-2024-01-01"]],
-    "lakectl branch create shop.orders test ": [["branch", "delete", "shop.orders", "test"]],
-    "lakectl rename shop.orders_v2 shop.orders": [["drop", "shop.orders"]],
-}
+OUTSIDE = ("/var/log/", "/var/lib/node_exporter/textfile/")
 
 # Examples whose output goes to a file rather than stdout: the file must then hold something.
 WRITES_FILE = {"--output orders.parquet": "orders.parquet", ">> /var/log/lakectl-expire.log":
-               "var/log/lakectl-expire.log", "--metrics-file /var/lib/node_exporter/lakectl.prom":
-               "var/lib/node_exporter/lakectl.prom"}
+               "var/log/lakectl-expire.log", ">> /var/log/lakectl-maintain.log": "var/log/lakectl-maintain.log",
+               "--metrics-file /var/lib/node_exporter/textfile/lakectl.prom":
+               "var/lib/node_exporter/textfile/lakectl.prom"}
+
+# Lines not run in the local sequence, and why (kept short).
+S3_REASON = "names an S3 URI: runs in test_the_s3_help_example_runs against an S3 server"
 
 
 def _lakectl(wh: Path, *args: Any) -> None:
@@ -172,15 +178,14 @@ def _build(wh: Path, cwd: Path) -> None:
     def run(*args: Any) -> None:
         _lakectl(wh, *args)
 
-    run("create", "shop.orders", "--schema", ORDERS, "--primary-key", "id,dt", "--partition-by", "dt",
-        "--option", "bucket=4")
+    run("create", "shop.orders", "--schema", ORDERS, *ORDERS_FLAGS)
     rows = cwd / "batch.csv"
     batch = 0
     from core.table import Table
 
     orders = Table.locate("shop.orders", warehouse=str(wh))
     while (orders.snapshots.latest_id() or 0) < LATEST - 1:  # writes compact now and then: +1 or +2
-        rows.write_text(_csv(_order_rows(batch), "id,amount,qty,dt"))
+        rows.write_text(_csv(_order_rows(batch), "id,customer,amount,dt"))
         run("write", "shop.orders", "-i", rows)
         batch += 1
     if orders.snapshots.latest_id() == LATEST - 1:
@@ -195,29 +200,27 @@ def _build(wh: Path, cwd: Path) -> None:
     run("write", "shop.orders", "-i", rows, "--branch", "dev")
     run("consumer", "reset", "shop.orders", "billing", "--next-snapshot", 10)
     run("consumer", "reset", "shop.orders", "old-job", "--next-snapshot", 5)
-    for name in ("shop.orders_tmp", "shop.orders_staging", "shop.orders_v2", "shop.copy"):
-        run("create", name, "--schema", ORDERS, "--primary-key", "id,dt", "--partition-by", "dt")
+    for name in ("shop.orders_tmp", "shop.orders_staging"):
+        run("create", name, "--like", "shop.orders")
         run("write", name, "-i", rows)
-    run("create", "shop.events", "--schema", "ts TIMESTAMP(3), id BIGINT, kind STRING")
+    run("create", "shop.events", "--schema", EVENTS)
     run("create", "scratch.t", "--schema", "id BIGINT")
     rows.unlink()
     # the inputs the write examples name
-    (cwd / "orders.csv").write_text(_csv(_order_rows(100), "id,amount,qty,dt"))
-    (cwd / "empty.csv").write_text("id,amount,qty,dt\n")
-    (cwd / "changes.csv").write_text(_csv([("+I", 500, "1.00", 1, DAYS[0]), ("+U", 7, "2.00", 2, DAYS[0]),
-                                           ("-D", 42, "1.50", 3, DAYS[0])], "op,id,amount,qty,dt"))
-    (cwd / "rows.jsonl").write_text('{"id": 600, "amount": "6.00", "qty": 6, "dt": "2024-01-02"}\n')
-    schema = pa.schema([("id", pa.int64()), ("amount", pa.decimal128(10, 2)), ("qty", pa.int32()),
+    (cwd / "orders.csv").write_text(ORDERS_CSV)
+    (cwd / "changes.csv").write_text(CHANGES_CSV)
+    (cwd / "empty.csv").write_text("")
+    (cwd / "rows.jsonl").write_text('{"id": 600, "customer": "erin", "amount": "6.00", "dt": "2024-01-02"}\n')
+    schema = pa.schema([("id", pa.int64()), ("customer", pa.string()), ("amount", pa.decimal128(10, 2)),
                         ("dt", pa.string())])
     for folder, day in (("day=2024-01-01", DAYS[0]), ("exports", DAYS[1])):
         (cwd / folder).mkdir()
-        pq.write_table(pa.table({"id": [700, 701], "amount": [Decimal("7.00"), Decimal("7.01")], "qty": [7, 8],
-                                 "dt": [day, day]}, schema=schema), cwd / folder / "part-0.parquet")
+        pq.write_table(pa.table({"id": [700, 701], "customer": ["frank", "grace"],
+                                 "amount": [Decimal("7.00"), Decimal("7.01")], "dt": [day, day]}, schema=schema),
+                       cwd / folder / "part-0.parquet")
     (cwd / "lakectl.toml").write_text('[profiles.prod]\nwarehouse = "wh"\n')
-    bin_dir = cwd / "bin"
-    bin_dir.mkdir()
-    producer = bin_dir / "producer"  # a feed of JSON lines that ends
-    producer.write_text('#!/bin/sh\nfor i in 1 2 3; do echo "{\\"ts\\": \\"2024-01-01T00:00:0$i\\", '
+    producer = cwd / "producer"  # a feed of JSON lines that ends
+    producer.write_text('#!/bin/sh\nfor i in 1 2 3; do echo "{\\"event_time\\": \\"2024-01-01T00:00:0$i\\", '
                         '\\"id\\": $i, \\"kind\\": \\"click\\"}"; done\n')
     producer.chmod(0o755)
 
@@ -243,33 +246,18 @@ def _shell_line(line: str, cwd: Path) -> str:
 
 def _env(cwd: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_")}
-    bins = [str(cwd / "bin"), str(Path(sys.executable).parent), env.get("PATH", "")]
+    bins = [str(Path(sys.executable).parent), env.get("PATH", "")]
     return {**env, "LAKECTL_WAREHOUSE": str(cwd / "wh"), "PATH": os.pathsep.join(bins),
             "HOME": str(cwd / "home"), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
 
 
-def _copy(fixture_dir: Path, tmp_path: Path) -> Path:
+def _copy(fixture_dir: Path, tmp_path: Path, *, empty: bool = False) -> Path:
     cwd = tmp_path / "run"
     shutil.copytree(fixture_dir, cwd, symlinks=True)
+    if empty:
+        shutil.rmtree(cwd / "wh")
     (cwd / "lakectl.toml").write_text(f'[profiles.prod]\nwarehouse = "{cwd / "wh"}"\n')
     return cwd
-
-
-def _follow(line: str, cwd: Path) -> tuple[int, str, str]:
-    """--follow reads until stopped: stopped by SIGTERM (exit 0, as its help says) once it printed."""
-    proc = subprocess.Popen(["bash", "-c", f"exec {line}"], cwd=cwd, env=_env(cwd), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    watchdog = threading.Timer(120, proc.kill)  # a follow that never prints must not hang the run
-    watchdog.start()
-    try:
-        first = proc.stdout.readline()  # the latest snapshot's rows come first (scan.mode latest-full)
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        watchdog.cancel()
-    return proc.returncode, first + out, err
 
 
 def _run(line: str, cwd: Path, env: dict[str, str]) -> tuple[int, str, str]:
@@ -278,32 +266,77 @@ def _run(line: str, cwd: Path, env: dict[str, str]) -> tuple[int, str, str]:
     return done.returncode, done.stdout, done.stderr
 
 
-# An example naming an S3 URI runs in test_the_s3_help_example_runs, against an S3 server.
+def _sequences() -> list[tuple[str, list[str]]]:
+    """(command, its example lines in the order its help shows them), in the command tree's order."""
+    return [(" ".join(path) or "lakectl", lines) for path, cmd in _commands(ROOT, ())
+            if (lines := _examples(cmd.help or ""))]
+
+
+SEQUENCES = _sequences()
 S3_EXAMPLES = [(command, line) for command, line in EXAMPLES if "s3://" in line]
-LOCAL_EXAMPLES = [example for example in EXAMPLES if example not in S3_EXAMPLES]
+
+
+def _create_orders(args: list[str]) -> tuple[str, dict[str, str]]:
+    """(schema, the other flags) of a `create shop.orders ...` argument list."""
+    args = [a for a in args if a not in ("-q", "--quiet")]
+    assert args[:2] == ["create", "shop.orders"], args
+    flags = dict(zip(args[2::2], args[3::2]))
+    return flags.pop("--schema"), flags
+
+
+def test_one_example_table() -> None:
+    """The help texts and the README create shop.orders alike, and as the fixture does: every
+    other example reads and writes that table."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    lines = [line for _, line in EXAMPLES]
+    lines += [line.strip().lstrip("$ ") for line in re.sub(r"\\\n\s*", " ", readme).splitlines()
+              if re.match(r"\s*(\$ )?lakectl (-q )?create shop\.orders ", line)]
+    creates = [_create_orders(args) for line in lines for args in _invocations(line)
+               if [a for a in args if a != "-q"][:2] == ["create", "shop.orders"]]
+    assert len(creates) >= 3  # the top-level help's, create's and the README session's
+    assert set(map(repr, creates)) == {repr(_create_orders(["create", "shop.orders", "--schema", ORDERS,
+                                                            *ORDERS_FLAGS]))}
+
+
+def _presupposes_no_orders(lines: list[str]) -> bool:
+    return any(line.startswith("lakectl create shop.orders ") for line in lines)
+
+
+def test_steps_run_in_order_each_checked(tmp_path: Path) -> None:
+    """A later line sees what an earlier one did; a failing line (also inside a pipe) is seen
+    and the lines after it still run; a follower is stopped once it printed."""
+    follower = "sh -c 'echo started; exec sleep 60' --follow"
+    steps = run_steps(["echo one > f", "cat f", "false | cat", "echo two", follower], tmp_path, dict(os.environ),
+                      tmp_path / "steps")
+    assert [s.code for s in steps] == [0, 0, 1, 0, 143]  # 143: stopped by SIGTERM
+    assert steps[1].out == "one\n" and steps[3].out == "two\n" and steps[4].out == "started\n"
+
+
+def test_the_sequences_hold_every_example() -> None:
+    assert sorted({(c, line) for c, lines in SEQUENCES for line in lines}) == EXAMPLES
+    assert sum(map(len, (lines for _, lines in SEQUENCES))) >= len(EXAMPLES)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("command, line", LOCAL_EXAMPLES)
-def test_a_help_example_runs(command: str, line: str, fixture_dir: Path, tmp_path: Path) -> None:
-    cwd = _copy(fixture_dir, tmp_path)
-    for prefix, steps in PREPARE.items():
-        if line.startswith(prefix):
-            for args in steps:
-                _lakectl(cwd / "wh", *args)
-    shell_line = _shell_line(line, cwd)
-    if "--follow" in line:
-        code, out, err = _follow(shell_line, cwd)
-    else:
-        code, out, err = _run(shell_line, cwd, _env(cwd))
-    assert code == 0, f"{command}: {line!r} exits {code}: {err}"
-    assert "Traceback" not in err
-    written = next((file for marker, file in WRITES_FILE.items() if marker in line), None)
-    if written:
-        assert (cwd / written).stat().st_size > 0, f"{command}: {line!r} wrote nothing to {written}"
-    else:
-        assert out.strip(), f"{command}: {line!r} printed nothing"
-
+@pytest.mark.parametrize("command, lines", SEQUENCES, ids=[command for command, _ in SEQUENCES])
+def test_a_help_texts_examples_run_in_order(command: str, lines: list[str], fixture_dir: Path,
+                                              tmp_path: Path) -> None:
+    """Every example line of COMMAND's help, in order, in one warehouse; each exits 0 with output."""
+    cwd = _copy(fixture_dir, tmp_path, empty=_presupposes_no_orders(lines))
+    local = [line for line in lines if "s3://" not in line]  # the others: S3_REASON
+    steps = run_steps([_shell_line(line, cwd) for line in local], cwd, _env(cwd), tmp_path / "steps")
+    failures = []
+    for line, step in zip(local, steps):
+        written = [file for marker, file in WRITES_FILE.items() if marker in line]
+        if step.code != 0:
+            failures.append(f"{line!r} exits {step.code}: {step.err.strip()}")
+        elif "Traceback" in step.err:
+            failures.append(f"{line!r} prints a traceback: {step.err}")
+        elif any(not (cwd / file).is_file() or not (cwd / file).stat().st_size for file in written):
+            failures.append(f"{line!r} wrote nothing to one of {written}")
+        elif not written and not step.out.strip():
+            failures.append(f"{line!r} printed nothing")
+    assert not failures, f"{command} --help, its examples run in order:\n" + "\n".join(failures)
 
 
 @pytest.mark.slow

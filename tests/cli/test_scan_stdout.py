@@ -238,7 +238,7 @@ def test_lists_are_one_item_per_line_or_row(small: Path) -> None:
     args = ("remove-orphan-files", "s.small", "--older-than", "0s", "--force", "--dry-run")
     rows = list(csv.DictReader(io.StringIO(run(small, *args, "-f", "csv").stdout.decode())))
     assert [r["paths"] for r in rows] == junk
-    assert all(r["files"] == "3" and r["dry_run"] == "true" and r["table"] == "s.small" for r in rows)
+    assert all(r["files_deleted"] == "3" and r["dry_run"] == "true" and r["table"] == "s.small" for r in rows)
     plain = run(small, *args).stdout.decode().splitlines()
     assert [line.split()[1] for line in plain if line.startswith("paths")] == junk
     assert json.loads(run(small, *args, "-f", "json").stdout)["paths"] == junk

@@ -110,7 +110,7 @@ def every_command(cli: Cli, tmp_path: Path) -> None:
 
     assert [s["snapshot_id"] for s in cli.json("snapshots", "db.orders")] == [2, 1]
     files = cli.json("files", "db.orders")
-    assert sum(f["row_count"] for f in files) == 5 and {f["bucket"] for f in files} <= {0, 1}
+    assert sum(f["record_count"] for f in files) == 5 and {f["bucket"] for f in files} <= {0, 1}
     assert "s3://" in json.dumps(cli.json("describe", "db.orders"))
     assert cli.json("list") == [{"database": "db", "table": None}]
     assert cli.json("list", "db") == [{"database": "db", "table": "orders"}]
@@ -134,7 +134,7 @@ def every_command(cli: Cli, tmp_path: Path) -> None:
     assert _rows(cli) == sorted(model)
     cli.ok("tag", "delete", "db.orders", "t1")
     orphans = cli.json("remove-orphan-files", "db.orders", "--older-than", "1ms", "--force")
-    assert orphans["files"] >= 1, "the rolled-back snapshot 4's files are orphans"
+    assert orphans["files_deleted"] >= 1, "the rolled-back snapshot 4's files are orphans"
     assert _rows(cli) == sorted(model)
     picked = cli.json("scan", "db.orders", "--snapshot-id", "3", "--select", "id", "--where", "id > 2")
     assert sorted(r["id"] for r in picked) == [3, 4]

@@ -220,7 +220,7 @@ def test_engine_auto_picks_spark_above_the_threshold(tmp_path: Path, engine: Any
     summary, log = delete(WHERE, "--dry-run")
     assert summary["engine"] == "spark" and "exceed the Spark threshold of 1024 bytes" in log
     summary, _ = delete(WHERE)
-    assert (summary["engine"], summary["rows_deleted"], summary["commit_kind"]) == \
+    assert (summary["engine"], summary["records_deleted"], summary["commit_kind"]) == \
         ("spark", sum(map(matches, model_rows(True))), "APPEND")
 
 
@@ -246,8 +246,8 @@ def test_console_script_deletes_on_spark(tmp_path: Path, engine: Any) -> None:
     summary = lakectl(console_env(tmp_path), "--warehouse", str(tmp_path / "wh"), "--engine", "spark", "--master",
                       "local[1]", "delete", "db.cli", "--where", WHERE)
     doomed = sum(map(matches, model_rows(False)))
-    assert summary == {"table": "db.cli", "branch": "main", "snapshot_id": 4, "commit_kind": "OVERWRITE", "rows_deleted": doomed,
-                       "files_rewritten": 1, "files_deleted": 2, "engine": "spark", "dry_run": False}
+    assert summary == {"table": "db.cli", "branch": "main", "snapshot_id": 4, "commit_kind": "OVERWRITE",
+                       "records_deleted": doomed, "files_rewritten": 1, "files_deleted": 2, "engine": "spark", "dry_run": False}
     assert scanned(t, False) == Counter(r for r in model_rows(False) if not matches(r))
 
 
@@ -271,7 +271,7 @@ def test_delete_on_a_standalone_cluster(tmp_path: Path) -> None:
         pk = name == "pk"
         summary = summaries[name]
         assert (summary["engine"], summary["commit_kind"]) == ("spark", "APPEND" if pk else "OVERWRITE")
-        assert summary["rows_deleted"] == sum(map(matches, model_rows(pk)))
+        assert summary["records_deleted"] == sum(map(matches, model_rows(pk)))
         expected = Counter(r for r in model_rows(pk) if not matches(r))
         assert scanned(t, pk) == expected
         columns = ["id", "ts", "v", "amount", "dt"] if pk else ["id", "v", "amount", "dt"]
