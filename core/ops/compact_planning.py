@@ -110,11 +110,15 @@ def plan(table: TableHandle, *, full: bool = True, partitions: Sequence[Mapping[
 def level0_goes_up(schema: TableSchema) -> bool:
     """Whether the table's writers compact every level-0 file up after each commit, as Java's
     do where a write needs lookups (``ForceUpLevel0Compaction``): with deletion vectors
-    (batch reads skip level 0) and with ``changelog-producer=lookup`` (the compaction writes
-    the changelog). Their minor compaction is the lookup compaction of level 0."""
+    (batch reads skip level 0), with ``changelog-producer=lookup`` (the compaction writes the
+    changelog) and with ``force-lookup``. Their minor compaction is the lookup compaction of
+    level 0, whose output folds in each key's older record: what their readers expect
+    (``MergeEngine.newest_upper_only``). First-row tables need lookups too, but their
+    universal pick forces level 0 up by itself and a key never sits in two of their files."""
     if not schema.has_primary_key:
         return False
-    return schema.core_options.deletion_vectors_enabled or schema.core_options.changelog_producer == "lookup"
+    options = schema.core_options
+    return options.needs_lookup and options.merge_engine != "first-row"
 
 
 def _plan_on(table: TableHandle, snapshot: Snapshot, selected: Callable[[tuple[Any, ...]], bool], *, full: bool,
