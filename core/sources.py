@@ -20,7 +20,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Iterator, Sequence
+from typing import Any, BinaryIO, Callable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -282,15 +282,7 @@ class InputFile:
                 return pq.read_schema(self.path).names
             if self._blank():
                 return []
-            try:
-                # the names are in the header: parsing a small first block tells them (the
-                # reading block would parse its 8 MB of rows here and again in batches)
-                with self._open_csv(_CSV_HEADER_BLOCK) as reader:
-                    return reader.schema.names
-            except pa.ArrowInvalid:
-                pass  # a header longer than the small block: the reading block tells, or fails as reading will
-            with self._open_csv() as reader:
-                return reader.schema.names
+            return _csv_names(self._open_csv)
 
     def batches(self) -> Iterator[pa.Table]:
         """The rows in input order, a batch at a time; an empty input is one empty batch.
@@ -405,6 +397,19 @@ def read_inputs(paths: list[str], fmt: str, hint: pa.Schema | None = None) -> pa
         return pa.concat_tables(tables, promote_options="permissive")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
         raise InvalidDataError(f"the input files do not share one schema: {str(e).splitlines()[0]}") from None
+
+
+def _csv_names(open_csv: Callable[[int], pacsv.CSVStreamingReader]) -> list[str]:
+    """A CSV input's column names, from ``open_csv(block_size)``: the names are in the header,
+    so parsing a small first block tells them (the reading block would parse its 8 MB of rows
+    here and again when reading)."""
+    try:
+        with open_csv(_CSV_HEADER_BLOCK) as reader:
+            return reader.schema.names
+    except pa.ArrowInvalid:
+        pass  # a header longer than the small block: the reading block tells, or fails as reading will
+    with open_csv(_CSV_BLOCK) as reader:
+        return reader.schema.names
 
 
 def _csv_convert(hint: pa.Schema | None) -> pacsv.ConvertOptions:
@@ -527,7 +532,8 @@ def _json_text(value: Any) -> str | None:
     return value.text if isinstance(value, FloatText) else json.dumps(value)
 
 
-def _read_json_array(fh: BinaryIO, hint: pa.Schema | None, source: str) -> pa.Table:
+def _json_array(fh: BinaryIO) -> list[dict[str, Any]]:
+    """The objects of a .json input (an array of them, or one), numbers as written (``FloatText``)."""
     try:
         rows = json.load(fh, parse_float=FloatText)
     except json.JSONDecodeError as e:
@@ -536,6 +542,11 @@ def _read_json_array(fh: BinaryIO, hint: pa.Schema | None, source: str) -> pa.Ta
         rows = [rows]
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise ValueError("a .json input must hold an array of objects (use jsonl for one object per line)")
+    return rows
+
+
+def _read_json_array(fh: BinaryIO, hint: pa.Schema | None, source: str) -> pa.Table:
+    rows = _json_array(fh)
     if hint is None:
         return pa.Table.from_pylist(rows)
     return _with_absent_keys(decode_text(_rows_table(rows, hint), hint, "json", source), hint)
@@ -560,17 +571,13 @@ def _csv_text(path: str) -> Iterator[pa.Table]:
     with _open(path) as fh, _ReadErrors("csv", path):
         if _blank(fh):
             return
-        try:
-            with pacsv.open_csv(fh, read_options=pacsv.ReadOptions(block_size=_CSV_HEADER_BLOCK)) as reader:
-                names = reader.schema.names
-        except pa.ArrowInvalid:  # a header longer than the small block
+
+        def open_csv(block: int, convert: pacsv.ConvertOptions | None = None) -> pacsv.CSVStreamingReader:
             fh.seek(0)
-            with pacsv.open_csv(fh, read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK)) as reader:
-                names = reader.schema.names
-        fh.seek(0)
-        text = pa.schema([pa.field(name, pa.string()) for name in names])
-        with pacsv.open_csv(fh, read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK),
-                            convert_options=_csv_convert(text)) as reader:
+            return pacsv.open_csv(fh, read_options=pacsv.ReadOptions(block_size=block), convert_options=convert)
+
+        text = pa.schema([pa.field(name, pa.string()) for name in _csv_names(open_csv)])
+        with open_csv(_CSV_BLOCK, _csv_convert(text)) as reader:
             for batch in reader:
                 yield pa.Table.from_batches([batch])
 
@@ -578,17 +585,7 @@ def _csv_text(path: str) -> Iterator[pa.Table]:
 def _json_records(path: str, fmt: str) -> Iterator[dict[str, Any]]:
     """A JSON lines or JSON (array) file's objects, numbers as written (``FloatText``)."""
     with _open(path) as fh, _ReadErrors(fmt, path):
-        if fmt == "jsonl":
-            yield from _json_lines(fh.read())
-            return
-        try:
-            rows = json.load(fh, parse_float=FloatText)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
-        rows = [rows] if isinstance(rows, dict) else rows
-        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-            raise ValueError("a .json input must hold an array of objects (use jsonl for one object per line)")
-        yield from rows
+        yield from _json_lines(fh.read()) if fmt == "jsonl" else _json_array(fh)
 
 
 def stdin_to_file(fmt: str) -> str:

@@ -188,7 +188,6 @@ class _JsonColumn:
     numbers: list[str] = field(default_factory=list)
     fields: dict[str, "_JsonColumn"] = field(default_factory=dict)
     elements: "_JsonColumn | None" = None
-    rows: int = 0  # objects seen (a field missing from one is null there)
 
     def add(self, value: Any) -> None:
         if value is None:
@@ -203,7 +202,6 @@ class _JsonColumn:
             self.numbers.append(value.text if isinstance(value, FloatText) else json.dumps(value))
         elif isinstance(value, dict):
             self.kinds.add("object")
-            self.rows += 1
             for key, item in value.items():
                 self.fields.setdefault(key, _JsonColumn()).add(item)
         elif isinstance(value, list):

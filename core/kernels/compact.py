@@ -29,7 +29,7 @@ hands this kernel the runs it picked (``CompactTask.picked``), rewritten as give
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -225,22 +225,23 @@ def _read(task: CompactTask, meta: DataFileMeta, file_io: FileIO, *, system_colu
     path, file_schema = _located(task, meta)
     records = read_file(path, meta, file_schema, list(task.schema.fields), file_io, system_columns=system_columns,
                         deletion=task.deletion(meta) if apply_deletion else None)
-    return _with_level(task, records, meta) if system_columns else records
+    return _leveller(task)(records, meta.level) if system_columns else records
 
 
-def _with_level(task: CompactTask, records: pa.Table, meta: DataFileMeta) -> pa.Table:
-    """Records tagged with their file's level where the merge needs it (``MergeEngine.newest_upper_only``)."""
+def _leveller(task: CompactTask) -> Callable[[pa.Table, int], pa.Table]:
+    """Tags records with their file's level where the merge needs it (``MergeEngine.newest_upper_only``)."""
     if not task.schema.has_primary_key:
-        return records
-    return MergeEngine.of(task.schema).with_level(records, meta.level)
+        return lambda records, level: records
+    return MergeEngine.of(task.schema).with_level
 
 
 def _read_parts(task: CompactTask, meta: DataFileMeta, file_io: FileIO) -> Iterator[pa.Table]:
     """``_read`` (system columns, deletion vector applied) a few row groups at a time."""
     path, file_schema = _located(task, meta)
+    tag = _leveller(task)  # once per file, not per part
     for records in read_file_parts(path, meta, file_schema, list(task.schema.fields), file_io,
                                    part_rows=stream_merge.BATCH_ROWS, system_columns=True, deletion=task.deletion(meta)):
-        yield _with_level(task, records, meta)
+        yield tag(records, meta.level)
 
 
 def _merged_rows(task: CompactTask, files: Sequence[DataFileMeta], file_io: FileIO, *,

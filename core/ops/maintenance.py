@@ -12,6 +12,7 @@ logged and reported, never raised over a successful write.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from core.errors import LakectlError
@@ -22,21 +23,32 @@ from core.table_handle import TableHandle
 
 log = logging.getLogger(__name__)
 
-Step = Callable[[TableHandle, Any], Any]
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """What the commit the steps follow was: the end of a batch job (False for a streaming
+    write's commits, which ``tag.automatic-creation=batch`` does not tag), and an overwrite
+    (which carried its own changelog: the compaction after it writes none, and Java's writes
+    none either, its streaming readers skipping overwrites)."""
+
+    batch: bool = True
+    overwrite: bool = False
+
+
+Step = Callable[[TableHandle, Any, Committed], Any]
 
 
 # The steps import their operations when they run: a write-only table, or a process that
 # never commits, does not load the compaction and expiration code.
-def _compact(table: TableHandle, engine: Any, *, changelog: bool = True) -> Any:
+def _compact(table: TableHandle, engine: Any, committed: Committed) -> Any:
     full = compaction_after_commit(table)
     if full is None:
         return None
     from core.ops.compact import compact_after_commit
 
-    return compact_after_commit(table, engine, full, changelog=changelog)
+    return compact_after_commit(table, engine, full, changelog=not committed.overwrite)
 
 
-def _expire(table: TableHandle, engine: Any) -> Any:
+def _expire(table: TableHandle, engine: Any, committed: Committed) -> Any:
     """Snapshot expiration with the table's retention options, as a Paimon writer does after each commit."""
     from core.ops.expire import expire_snapshots
 
@@ -44,7 +56,7 @@ def _expire(table: TableHandle, engine: Any) -> Any:
     return result if result.snapshots_expired else None
 
 
-def _expire_partitions(table: TableHandle, engine: Any) -> Any:
+def _expire_partitions(table: TableHandle, engine: Any, committed: Committed) -> Any:
     if "partition.expiration-time" not in table.schema.options:
         return None  # the step's own first answer, without importing it
     from core.ops.partitions import expire_partitions_after_commit
@@ -52,22 +64,24 @@ def _expire_partitions(table: TableHandle, engine: Any) -> Any:
     return expire_partitions_after_commit(table, engine)
 
 
-# Paimon's order: compaction, snapshot expiration, partition expiration. Each step returns a
-# result when it did work, else None.
+def _tags(table: TableHandle, engine: Any, committed: Committed) -> Any:
+    return auto_tag_after_commit(table, batch=committed.batch)
+
+
+# Paimon's order: compaction, snapshot expiration, partition expiration, automatic tags. Each
+# step returns a result when it did work, else None.
 STEPS: tuple[tuple[str, Step], ...] = (
     ("compact", _compact),
     ("expire", _expire),
     ("expire-partitions", _expire_partitions),
+    ("tags", _tags),
 )
 
 
 def after_commit(table: TableHandle, engine: Any, *, batch: bool = True,
                  overwrite: bool = False) -> list[tuple[str, Any]]:
     """Run the maintenance steps; returns (step name, its result) for the ones that did work.
-    ``batch``: the commit ends a batch job (False for a streaming write's commits), which
-    ``tag.automatic-creation=batch`` tags. ``overwrite``: the commit was an overwrite, which
-    carried its own changelog: the compaction after it writes none (Java's writes none
-    either: its streaming readers skip overwrites).
+    ``batch`` and ``overwrite`` say what the commit was (``Committed``).
 
     Never raises: the write is committed, and a caller that saw an error would rerun it."""
     try:
@@ -77,11 +91,10 @@ def after_commit(table: TableHandle, engine: Any, *, batch: bool = True,
         log.warning("maintenance after commit skipped: %s", e)
         return []
     done = []
-    steps = ((("compact", lambda t, e: _compact(t, e, changelog=not overwrite)),) + STEPS[1:]
-             + (("tags", lambda t, e: auto_tag_after_commit(t, batch=batch)),))
-    for name, step in steps:
+    committed = Committed(batch, overwrite)
+    for name, step in STEPS:
         try:
-            result = step(table, engine)
+            result = step(table, engine, committed)
         except (LakectlError, OSError) as e:
             # The write is committed and durable; a maintenance step that loses a race or
             # hits bad metadata is reported and retried by the next commit or by cron.

@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from java_oracle import java_read, lakectl_rows
+from test_merge_interop import CL_ENGINES as ENGINES  # the four engines, as the changelog tests there set them
 
 from core.ops.create import create
 from core.table import Table
@@ -24,13 +25,6 @@ from core.table import Table
 pytestmark = pytest.mark.interop
 
 SCHEMA = "dt STRING NOT NULL, id BIGINT NOT NULL, v INT, w STRING"
-ENGINES = {
-    "deduplicate": {},
-    "partial-update": {"merge-engine": "partial-update", "ignore-delete": "true"},
-    "aggregation": {"merge-engine": "aggregation", "fields.v.aggregate-function": "sum",
-                    "fields.w.aggregate-function": "last_non_null_value"},
-    "first-row": {"merge-engine": "first-row", "ignore-delete": "true"},
-}
 ARROW = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.int32()), ("w", pa.string()),
                    ("op", pa.string())])
 
