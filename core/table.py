@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from core.ops.rollback import RollbackResult
     from core.ops.schemas import SchemaInfo
     from core.ops.truncate import DropPartitionResult, TruncateResult
+    from core.ops.missing_files import MissingFilesResult
     from core.ops.write import WriteResult
 
 __all__ = ["DEFAULT_WAREHOUSE", "Table", "TableHandle"]
@@ -149,6 +150,13 @@ class Table(TableHandle):
         from core.ops.truncate import truncate
 
         return truncate(self, dry_run=dry_run)
+
+    def remove_unexisting_files(self, *, dry_run: bool = True) -> "MissingFilesResult":
+        """Remove the latest snapshot's entries of data files that are gone, as one APPEND snapshot
+        (their rows are lost); dry run unless ``dry_run=False``."""
+        from core.ops.missing_files import remove_unexisting_files
+
+        return remove_unexisting_files(self, dry_run=dry_run)
 
     def drop_partitions(self, partitions: Sequence[dict[str, str]], *, dry_run: bool = True) -> "DropPartitionResult":
         """Delete the rows of ``partitions`` (each naming every partition column) as one OVERWRITE

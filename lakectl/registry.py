@@ -46,6 +46,8 @@ COMMANDS: tuple[Entry, ...] = (
           "Copy a table as of one snapshot (default the latest) into a new, independent table with one snapshot."),
     Entry("remove-orphan-files", "orphans",
           "Delete files under the table that no snapshot or tag references (failed writes, rollbacks)."),
+    Entry("remove-unexisting-files", "missing_files",
+          "Remove the latest snapshot's entries of data files that no longer exist, as one APPEND snapshot."),
     Entry("files", "files",
           "List live data files: partition, bucket, level, rows, size, sequence range, schema, name, and the rows "
           "each file's deletion vector deletes (tables with deletion-vectors.enabled)."),

@@ -92,7 +92,9 @@ def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fiel
         if deletion is not None:
             table = _without_deleted(table, group_rows, groups, read_vector(file_io, deletion))
     except FileNotFoundError as e:
-        raise CorruptMetadataError(f"data file {path} listed in a manifest is missing") from e
+        raise CorruptMetadataError(f"data file {path} listed in a manifest is missing (lakectl check lists every "
+                                   "missing file; remove-unexisting-files drops them from the latest snapshot, "
+                                   "losing their rows)") from e
     except (ValueError, OSError, pa.ArrowException) as e:  # pa.ArrowInvalid is a ValueError; a bad ORC zstd stream only an ArrowException
         raise CorruptMetadataError(f"cannot read data file {path}: {e}") from e
     columns = [_column(table, source, target, path) for source, target in zip(plan.sources, plan.targets)]

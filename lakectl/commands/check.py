@@ -122,6 +122,10 @@ def _notes(problems: "list[Problem]", deep: bool) -> list[str]:
     notes = [_NOT_REPAIRED["schema"]] if "schema" in kinds else []
     if deep and kinds & {"data-file", "changelog-file", "index-file"}:
         notes.append(_NOT_REPAIRED["contents"])
+    if any(p.kind == "data-file" and p.detail == "is missing" for p in problems):
+        notes.append("a missing data file makes every snapshot that lists it unreadable: remove-unexisting-files "
+                     "drops it from the latest snapshot in one commit (its rows are lost, the older snapshots stay "
+                     "unreadable until they expire); check --repair removes those snapshots instead")
     return notes
 
 

@@ -75,6 +75,7 @@ RUNS: list[tuple[str, list[str], str | None]] = [
     ("consumer delete", ["consumer", "delete", "shop.orders", "reader"], None),
     ("rollback", ["rollback", "shop.orders", "--snapshot-id", "1", "--dry-run"], None),
     ("clone", ["clone", "shop.orders", "copies.orders"], None),
+    ("remove-unexisting-files", ["remove-unexisting-files", "shop.orders", "--dry-run"], None),
     ("remove-orphan-files", ["remove-orphan-files", "shop.orders", "--dry-run", "--older-than", "0s", "--force"], None),
     ("health", ["health", "shop.orders"], None),
     ("check", ["check", "shop.orders"], None),

@@ -412,6 +412,9 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
     # delete a stalled write's new files (issue 43, case 4).
     Command("remove-orphan-files-0s", lambda r, s: ["remove-orphan-files", TABLE, "--older-than", "0s"],
             lambda r: [_on_table(no_row_change)], solo_exit=2),
+    # On the template nothing is missing: a B that must plan, find nothing and leave the rows.
+    Command("remove-unexisting-files", lambda r, s: ["remove-unexisting-files", TABLE],
+            lambda r: [_on_table(no_row_change)]),
     Command("maintain", lambda r, s: ["maintain", TABLE], lambda r: [_maintain]),
     Command("consumer-reset", lambda r, s: ["consumer", "reset", TABLE, f"c{r}", "--next-snapshot", "5"],
             lambda r: [_consumer_reset(f"c{r}")]),
