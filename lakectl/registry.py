@@ -37,6 +37,9 @@ COMMANDS: tuple[Entry, ...] = (
           "Delete every row as one OVERWRITE snapshot; data files go when that snapshot's predecessors expire."),
     Entry("drop-partition", "truncate",
           "Drop partitions as one OVERWRITE snapshot; data files go when that snapshot's predecessors expire."),
+    Entry("mark-partition-done", "partition_done",
+          "Mark partitions done for downstream schedulers, as Paimon's mark_partition_done: a _SUCCESS file in "
+          "each."),
     Entry("snapshots", "snapshots",
           "List snapshots: id, schema id, commit kind, commit time, delta and total record counts (and "
           "commit_time_millis and commit_user in the json, jsonl and csv formats)."),

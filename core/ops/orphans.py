@@ -8,7 +8,7 @@ extra files, every changelog file, the index manifest and the index files it lis
 statistics file. Files are matched by name:
 data and manifest names carry a UUID.
 
-Never touched: ``schema/``, ``tag/``, ``consumer/``, ``branch/``, ``changelog/``,
+Never touched: a partition's ``_SUCCESS`` file (``mark-partition-done``), ``schema/``, ``tag/``, ``consumer/``, ``branch/``, ``changelog/``,
 ``commit-user/`` (streaming commit users' progress markers) and the
 snapshot files and hints in ``snapshot/`` (only stale ``.snapshot-N.*.tmp``-style temp files
 there are candidates). A candidate is deleted only when its modification time is older than
@@ -37,6 +37,7 @@ from core.index_manifest import read_index_manifest
 from core.manifest import ManifestEntry, merge_entries
 from core.options import parse_duration
 from core.option_rules import EXPIRE, check_options
+from core.ops.partition_done import SUCCESS_FILE
 from core.snapshot import Snapshot
 from core.table_handle import TableHandle
 
@@ -126,6 +127,8 @@ def _is_candidate(table_path: str, status: FileStatus) -> bool:
     top, _, rest = rel.partition("/")
     if not rest or top in _PROTECTED_DIRS:
         return False  # files directly in the table dir are not Paimon's; leave them alone
+    if posixpath.basename(rel) == SUCCESS_FILE:
+        return False  # a partition's done-mark (mark-partition-done), which no snapshot lists
     if top == "snapshot":
         base = posixpath.basename(rel)
         return "/" not in rest and base.startswith(".") and base.endswith(".tmp")

@@ -75,6 +75,7 @@ RUNS: list[tuple[str, list[str], str | None]] = [
     ("consumer delete", ["consumer", "delete", "shop.orders", "reader"], None),
     ("rollback", ["rollback", "shop.orders", "--snapshot-id", "1", "--dry-run"], None),
     ("clone", ["clone", "shop.orders", "copies.orders"], None),
+    ("mark-partition-done", ["mark-partition-done", "shop.orders", "--partition", "dt=2024-01-01"], None),
     ("remove-unexisting-files", ["remove-unexisting-files", "shop.orders", "--dry-run"], None),
     ("remove-orphan-files", ["remove-orphan-files", "shop.orders", "--dry-run", "--older-than", "0s", "--force"], None),
     ("health", ["health", "shop.orders"], None),
@@ -94,8 +95,9 @@ RUNS: list[tuple[str, list[str], str | None]] = [
 # Rows of a table, not lakectl's records: only the table's columns.
 ROW_COMMANDS = {"scan", "lookup"}
 # Results that are not about one branch of one table (README "JSON output"): check checks every
-# branch, the others act on whole tables, a database, the catalog or the settings.
-NOT_ABOUT_A_BRANCH = {"check", "drop", "drop-database", "rename", "list", "config show", "config show --policy"}
+# branch, the others act on whole tables (mark-partition-done on partition directories every branch
+# shares), a database, the catalog or the settings.
+NOT_ABOUT_A_BRANCH = {"check", "mark-partition-done", "drop", "drop-database", "rename", "list", "config show", "config show --policy"}
 
 # A count of records is `record_count` (held), `*_record_count` or `records_<verb>` (done); a
 # key that says row is never one (`rows` is only scan --follow's list of rows).

@@ -415,6 +415,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
     # On the template nothing is missing: a B that must plan, find nothing and leave the rows.
     Command("remove-unexisting-files", lambda r, s: ["remove-unexisting-files", TABLE],
             lambda r: [_on_table(no_row_change)]),
+    Command("mark-partition-done", lambda r, s: ["mark-partition-done", TABLE, "-p", f"dt={OLD}"],
+            lambda r: [_on_table(no_row_change)]),
     Command("maintain", lambda r, s: ["maintain", TABLE], lambda r: [_maintain]),
     Command("consumer-reset", lambda r, s: ["consumer", "reset", TABLE, f"c{r}", "--next-snapshot", "5"],
             lambda r: [_consumer_reset(f"c{r}")]),
