@@ -221,6 +221,7 @@ complete_scan_format = _choices("output format", lambda: (*_output_formats(), "p
 complete_engine = _choices("engine", _engines)
 complete_input_format = _choices("input format", _input_formats)
 complete_write_mode = _choices("write mode", lambda: ("append", "overwrite"))
+complete_order_strategy = _choices("order strategy", lambda: ("order", "zorder", "hilbert"))
 complete_table = _quietly(_complete_table)
 complete_database = _quietly(_complete_database)
 complete_snapshot_id = _quietly(_complete_snapshot_id)

@@ -47,6 +47,7 @@ from core.kernels.merge import MergeEngine
 from core.kernels.read import run_files
 from core.kernels.records import SEQUENCE_NUMBER, alive
 from core.kernels.rolling_writer import write_files_streamed
+from core.kernels.sort_order import sort_indices
 from core.kernels.write import write_files
 from core.manifest import FILE_SOURCE_COMPACT, DataFileMeta
 from core.schema import TableSchema
@@ -60,6 +61,8 @@ def compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
     """
     if task.lookup:
         return lookup_compact_bucket(task, file_io)
+    if task.order is not None:
+        return _sort_bucket(task, file_io)
     schema = task.schema
     empty = CommitMessage(task.partition, task.bucket, task.total_buckets)
     files = in_sequence_order(task.files) if task.picked else pick_files(schema, task.files, task.output_level)
@@ -89,6 +92,22 @@ def compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
                         file_source=FILE_SOURCE_COMPACT, measure_size=True)
     return CommitMessage(task.partition, task.bucket, task.total_buckets,
                          compact_before=files, compact_after=tuple(after), changelog_files=tuple(changelog))
+
+
+def _sort_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
+    """Sort compaction of an append bucket: every file's rows (deletion vectors applied) in the
+    task's order, rewritten into files of about target-file-size. Each row keeps its sequence
+    number; the new files' ranges cover the inputs'."""
+    strategy, columns = task.order
+    files = in_sequence_order(task.files)
+    if not files:
+        return CommitMessage(task.partition, task.bucket, task.total_buckets)
+    rows = _concatenated_rows(task, files, file_io)
+    rows = rows.take(sort_indices(rows, columns, strategy))
+    after = write_files(rows, task.schema, task.bucket_dir, file_io, level=task.output_level,
+                        file_source=FILE_SOURCE_COMPACT, measure_size=True)
+    return CommitMessage(task.partition, task.bucket, task.total_buckets,
+                         compact_before=files, compact_after=tuple(after))
 
 
 def _compact_keeping_row_ids(task: CompactTask, files: Sequence[DataFileMeta], file_io: FileIO) -> CommitMessage:

@@ -64,6 +64,9 @@ class CompactTask(InBucketDir, CarriesDeletionFiles):
     # changelog-producer=lookup: write the changelog of the level-0 records moved up (not after
     # an overwrite, whose commit carries the changelog of what it replaced)
     changelog: bool = True
+    # Sort compaction (``compact --order-by``): (strategy, columns); ``files`` are every live
+    # file of the bucket, rewritten in that order (``core.kernels.sort_order``).
+    order: tuple[str, tuple[str, ...]] | None = None
 
 
 def output_level(schema: TableSchema) -> int:

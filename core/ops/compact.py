@@ -60,7 +60,8 @@ class CompactResult:
 def compact(table: TableHandle, *, full: bool = True, partitions: Sequence[Mapping[str, str]] | None = None,
             dry_run: bool = False, engine: Any = None,
             engine_settings: EngineSettings | None = None, level0_buckets: bool = False,
-            auto_tags: bool = True, replan: bool = True, changelog: bool = True) -> CompactResult:
+            auto_tags: bool = True, replan: bool = True, changelog: bool = True,
+            order: tuple[str, tuple[str, ...]] | None = None) -> CompactResult:
     """Compact the table's buckets (all, or those of ``partitions``) as one COMPACT snapshot.
 
     Args:
@@ -81,6 +82,11 @@ def compact(table: TableHandle, *, full: bool = True, partitions: Sequence[Mappi
             commit: the next commit compacts again).
         changelog: a lookup table's compaction writes the changelog of the level-0 records it
             moves up (False after an overwrite, whose commit carried its own changelog).
+        order: sort compaction, Paimon's ``order_strategy`` and ``order_by``: (strategy,
+            columns) with strategy ``order``, ``zorder`` or ``hilbert``; every bucket of an
+            append table (of ``partitions``) is rewritten with its rows in that order, so that
+            filters on those columns skip most files and row groups. Still a COMPACT snapshot
+            that DELETEs exactly the files it read: a concurrent append stays.
 
     Returns:
         What was (or, for a dry run, would be) rewritten; ``snapshot_id`` None if nothing was.
@@ -96,15 +102,15 @@ def compact(table: TableHandle, *, full: bool = True, partitions: Sequence[Mappi
         table.refuse_unfinished_fast_forward("compact")
     run = partial(_compact_once, table, full=full, partitions=partitions, dry_run=dry_run, engine=engine,
                   engine_settings=engine_settings, level0_buckets=level0_buckets, auto_tags=auto_tags,
-                  changelog=changelog)
+                  changelog=changelog, order=order)
     return replan_on_lost_race(table.schema.core_options.commit_max_retries, run, "compaction", stale_plans=replan)
 
 
 def _compact_once(table: TableHandle, *, full: bool, partitions: Sequence[Mapping[str, str]] | None, dry_run: bool,
                   engine: Any, engine_settings: EngineSettings | None, level0_buckets: bool,
-                  auto_tags: bool, changelog: bool) -> CompactResult:
+                  auto_tags: bool, changelog: bool, order: tuple[str, tuple[str, ...]] | None = None) -> CompactResult:
     compaction = plan(table, full=full or level0_buckets, partitions=partitions, level0_buckets=level0_buckets,
-                      changelog=changelog)
+                      changelog=changelog, order=order)
     tasks = list(compaction.tasks)
     bytes_in = sum(f.file_size for t in tasks for f in t.files)
     if dry_run or not tasks:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from core import row_tracking
 from core.commit import base_entries
 from core.deletion_vectors import bucket_index_files, snapshot_deletion_files, split_deletion_files
 from core.errors import CorruptMetadataError, UsageError
@@ -91,20 +92,83 @@ def partition_filter(schema: TableSchema, partitions: Sequence[Mapping[str, str]
 
 # ---- planning ----------------------------------------------------------------------------
 def plan(table: TableHandle, *, full: bool = True, partitions: Sequence[Mapping[str, str]] | None = None,
-         level0_buckets: bool = False, changelog: bool = True) -> CompactPlan:
+         level0_buckets: bool = False, changelog: bool = True,
+         order: tuple[str, tuple[str, ...]] | None = None) -> CompactPlan:
     """One CompactTask per (partition, bucket) of the latest snapshot that needs compaction;
-    with ``level0_buckets``, only the buckets that hold level-0 files (compacted in full)."""
+    with ``level0_buckets``, only the buckets that hold level-0 files (compacted in full);
+    with ``order`` (strategy, columns), every bucket with files, to be rewritten in that order."""
     schema = table.schema
     check_options(schema, table.name, WRITE)
     refuse_rewrite(schema, table.name, "compaction")
+    if order is not None:
+        check_sort_order(table, order)
     selected = partition_filter(schema, partitions)
     snapshot = table.latest_snapshot()
     if snapshot is None:
         return CompactPlan(None, schema, ())
     try:
+        if order is not None:
+            return _plan_sorted(table, snapshot, selected, order)
         return _plan_on(table, snapshot, selected, full=full, level0_buckets=level0_buckets, changelog=changelog)
     except CorruptMetadataError as e:
         raise lost_race(table.snapshots, snapshot, e) or e
+
+
+def check_sort_order(table: TableHandle, order: tuple[str, tuple[str, ...]]) -> None:
+    """Refuse a sort compaction lakectl cannot do as Paimon does.
+
+    Raises:
+        UsageError: a primary-key table (its files are sorted by key), a row-tracking table
+            (sorting would move rows off their row ids), an unknown strategy, no column, an
+            unknown column, or one of a type that has no order here.
+    """
+    from core.kernels.sort_order import STRATEGIES
+
+    schema = table.schema
+    strategy, columns = order
+    if schema.has_primary_key:
+        raise UsageError(f"table {table.name} has a primary key, whose files are sorted by it; --order-by "
+                         "(sort compaction) rewrites append tables")
+    if row_tracking.enabled(schema):
+        raise UsageError(f"table {table.name} tracks row ids (row-tracking.enabled): sorting would move rows "
+                         "off their _ROW_ID, so lakectl does not sort-compact it")
+    if strategy not in STRATEGIES:
+        raise UsageError(f"--order-strategy {strategy!r} must be one of {', '.join(STRATEGIES)}")
+    if not columns:
+        raise UsageError("--order-by needs at least one column")
+    by_name = {f.name: f for f in schema.fields}
+    for c in columns:
+        if c not in by_name:
+            raise UsageError(f"--order-by column {c!r} is not a column of {table.name} "
+                             f"({', '.join(by_name)})")
+        if by_name[c].type.name in _UNORDERED_TYPES:
+            raise UsageError(f"--order-by column {c!r} is of type {by_name[c].type.name}, which has no order to "
+                             "sort by")
+
+
+# Nested and semi-structured values: Paimon's sort compaction has no order for them either.
+_UNORDERED_TYPES = frozenset({"ARRAY", "MAP", "MULTISET", "ROW", "VARIANT", "BLOB", "VECTOR"})
+
+
+def _plan_sorted(table: TableHandle, snapshot: Snapshot, selected: Callable[[tuple[Any, ...]], bool],
+                 order: tuple[str, tuple[str, ...]]) -> CompactPlan:
+    """Sort compaction: one task per selected (partition, bucket) with all its live files."""
+    schema = table.schema
+    entries = base_entries(table.manifests(), snapshot, table.snapshots)
+    groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
+    values_of: dict[bytes, tuple[Any, ...]] = {}
+    for e in entries:
+        if e.partition not in values_of:
+            values_of[e.partition] = schema.partition_values(e.partition)
+        if selected(values_of[e.partition]):
+            groups.setdefault((e.partition, e.bucket), []).append(e)
+    vectors = snapshot_deletion_files(table.file_io, table.path, snapshot)
+    loaded: dict[int, TableSchema] = {schema.id: schema}
+    tasks = [_task(table, schema, loaded, part, values_of[part], bucket, group, tuple(e.file for e in group),
+                   output_level(schema), picked=True, order=order,
+                   deletion_files=split_deletion_files(vectors, part, bucket, group))
+             for (part, bucket), group in groups.items()]
+    return CompactPlan(snapshot, schema, tuple(tasks))
 
 
 def level0_goes_up(schema: TableSchema) -> bool:
