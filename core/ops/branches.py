@@ -30,7 +30,7 @@ from core.snapshot import Snapshot, SnapshotManager
 from core.table_handle import TableHandle
 from core.tag import TagManager
 from core.ops.tags import still_retained
-from core.busy import working
+from core.busy import closing, working
 from core.rewrite import FAST_FORWARD, acquire, finish_rollback_marker, release
 
 
@@ -159,6 +159,68 @@ def delete_branch(table: TableHandle, name: str, *, dry_run: bool = False) -> Br
                 table.file_io.try_create(join(branch_path(table.path, name), UNFINISHED), _marker("delete"))
             _remove_files(table, name)
     return BranchDeleteResult(table.name, name, files, dry_run, state == LEFTOVER)
+
+
+@dataclass(frozen=True, slots=True)
+class BranchRenameResult:
+    table: str
+    branch: str  # the old name
+    new_name: str
+    dry_run: bool
+
+
+def rename_branch(table: TableHandle, old: str, new: str, *, dry_run: bool = False) -> BranchRenameResult:
+    """Rename branch ``old`` to ``new`` (Paimon 1.4's ``rename_branch``): its directory
+    ``branch/branch-OLD`` becomes ``branch/branch-NEW`` with every snapshot, schema, tag and
+    consumer in it; data files are shared with main and stay where they are.
+
+    The rename is one atomic directory rename, held under the table's closing marker
+    (core/busy.py) so that no command of several steps (a rollback, expire or tag change on the
+    branch, a branch delete) is half-way through when the branch moves; a commit to the old
+    name after it fails whole (exit 4, as after a table rename). Object stores have no atomic
+    rename, so there it is refused rather than copied file by file under running writers.
+
+    Raises:
+        UsageError: a bad name, main, the same name twice, an object store, or the table's
+            ``scan.fallback-branch`` (Java reads missing partitions from it by name).
+        NotFoundError: no branch ``old``.
+        BranchExistsError: ``new`` is taken (or holds what an interrupted create or delete
+            left: ``branch delete NEW`` removes it).
+        FastForwardUnfinishedError: a fast-forward from ``old`` waits for its rerun.
+        CommitConflictError: a command of several steps stayed at work on the table.
+    """
+    for name in (old, new):
+        validate_branch_name(name)
+    if old == new:
+        raise UsageError(f"branch {old} already has that name")
+    if not table.file_io.local:
+        raise UsageError(f"{table.file_io.scheme}:// has no atomic directory rename, so lakectl does not rename "
+                         f"branches there: create branch {new} from a tag of {old}'s history instead")
+    if table.schema.options.get("scan.fallback-branch") == old:
+        raise UsageError(f"branch {old} is table {table.name}'s scan.fallback-branch; readers find it by that "
+                         "name, so it is not renamed (change the option first)")
+    if branch_state(table, old) != WHOLE:
+        raise NotFoundError(f"branch {old} of table {table.name} does not exist")
+    target = branch_state(table, new)
+    if target == WHOLE:
+        raise BranchExistsError(f"branch {new} of table {table.name} already exists; nothing was renamed")
+    if target == LEFTOVER:
+        raise BranchExistsError(f"branch/branch-{new} of table {table.name} holds what an interrupted branch create "
+                                f"or delete left; remove it with `lakectl branch delete {table.name} {new}` first")
+    refuse_unfinished_fast_forward(table.file_io, table.path, table.name, old, f"rename branch {old}")
+    if not dry_run:
+        with closing(table.file_io, table.path, table.name, f"rename branch {old} to {new}"):
+            if branch_state(table, old) != WHOLE:  # deleted or renamed while we waited
+                raise NotFoundError(f"branch {old} of table {table.name} no longer exists; nothing was renamed")
+            try:
+                table.file_io.rename_dir(branch_path(table.path, old), branch_path(table.path, new))
+            except FileNotFoundError:
+                raise NotFoundError(f"branch {old} of table {table.name} no longer exists; nothing was renamed") \
+                    from None
+            except OSError as e:  # the new name was created meanwhile (a non-empty directory)
+                raise BranchExistsError(f"branch {new} of table {table.name} appeared while renaming ({e}); "
+                                        "nothing was renamed") from e
+    return BranchRenameResult(table.name, old, new, dry_run)
 
 
 def _marker(command: str) -> bytes:

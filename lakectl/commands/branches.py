@@ -72,6 +72,34 @@ def register(app: typer.Typer) -> None:
 
         out.record(result_json(delete_branch(t, name, dry_run=dry_run), "branch delete"))
 
+    @branch_app.command("rename")
+    def rename_cmd(
+        ctx: typer.Context,
+        table: TableArg,
+        name: ExistingBranchArg,
+        new_name: Annotated[str, typer.Argument(metavar="NEW", help="The branch's new name.")],
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Check that it can be renamed; change "
+                                                                 "nothing.")] = False,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """Rename a branch (Paimon's rename_branch): its directory, with every snapshot, schema, tag and consumer.
+
+        One atomic directory rename, made once no command of several steps is at work on the table; a
+        commit to the old name afterwards fails whole (exit 4). Refused on object stores, which have no
+        atomic rename, and for the table's scan.fallback-branch.
+
+        Example:
+
+        \b
+          lakectl branch rename shop.orders test qa
+        """
+        from core.ops.branches import rename_branch
+
+        out = output(ctx, fmt)
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        out.record(rename_branch(t, name, new_name, dry_run=dry_run))
+
     @branch_app.command("fast-forward")
     def fast_forward_cmd(
         ctx: typer.Context,

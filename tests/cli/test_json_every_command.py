@@ -69,6 +69,7 @@ RUNS: list[tuple[str, list[str], str | None]] = [
     ("expire-tags", ["expire-tags", "shop.orders", "--older-than", "0s", "--dry-run"], None),
     ("branch create", ["branch", "create", "shop.orders", "dev"], None),
     ("branch list", ["branch", "list", "shop.orders"], None),
+    ("branch rename", ["branch", "rename", "shop.orders", "dev", "qa", "--dry-run"], None),
     ("branch fast-forward", ["branch", "fast-forward", "shop.orders", "dev", "--dry-run"], None),
     ("consumer reset", ["consumer", "reset", "shop.orders", "reader", "--next-snapshot", "1"], None),
     ("consumer list", ["consumer", "list", "shop.orders"], None),

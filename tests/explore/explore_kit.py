@@ -283,6 +283,15 @@ def _branch_delete(t: TableModel) -> TableModel:
     return t
 
 
+def _branch_rename(new: str) -> Step:
+    def change(t: TableModel) -> TableModel | None:
+        if "b1" not in t.branches or new in t.branches:
+            return None
+        t.branches[new] = t.branches.pop("b1")
+        return t
+    return _on_table(change)
+
+
 def _fast_forward(t: TableModel) -> TableModel | None:
     """Main becomes b1: its snapshots after b1's start, and its tags from the start on, are
     replaced by the branch's (b1 has none). Main must still hold the start as b1 has it."""
@@ -400,6 +409,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
     Command("branch-create", lambda r, s: ["branch", "create", TABLE, f"br{r}", "--snapshot-id", str(TAG_AT)],
             lambda r: [_branch_create(f"br{r}")]),
     Command("branch-delete", lambda r, s: ["branch", "delete", TABLE, "b1"], lambda r: [_on_table(_branch_delete)]),
+    Command("branch-rename", lambda r, s: ["branch", "rename", TABLE, "b1", f"b1{r}"],
+            lambda r: [_branch_rename(f"b1{r}")]),
     Command("fast-forward", lambda r, s: ["branch", "fast-forward", TABLE, "b1"],
             lambda r: [_on_table(_fast_forward)], rewrites=True),
     Command("alter-schema", lambda r, s: ["alter-schema", TABLE, "--set-option", "target-file-size=64mb"],

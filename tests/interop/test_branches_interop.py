@@ -189,3 +189,23 @@ def test_java_reads_main_after_a_lakectl_fast_forward(tmp_path: Path) -> None:
     assert meta["latest_snapshot"] == 3
     rows, _ = java_read(t.path, snapshot=1)
     assert same(rows, {1: "a", 2: "b"})
+
+
+def test_java_and_pypaimon_read_a_renamed_branch_under_its_new_name(tmp_path: Path) -> None:
+    """Java 1.0 has no rename_branch, but reads a branch by its directory's name: after
+    ``branch rename`` both readers find the branch's rows and latest snapshot at the new name."""
+    from core.ops.branches import rename_branch
+
+    t = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    create(t, "id BIGINT NOT NULL, v STRING", primary_keys=["id"], options={"bucket": "2"})
+    main: dict[int, str] = {}
+    write(t, main, {1: "a", 2: "b"})
+    create_branch(t, "dev")
+    dev = dict(main)
+    write(t.on_branch("dev"), dev, {2: "dev", 3: "c"})
+    rename_branch(t, "dev", "qa")
+    rows, meta = java_read(t.path, branch="qa")
+    assert same(rows, dev) and meta["latest_snapshot"] == 2
+    official, official_meta = official_read(t.path, tmp_path, branch="qa")
+    assert lakectl_rows(official) == rows and official_meta["latest_snapshot"] == 2
+    assert same(java_read(t.path)[0], main)
