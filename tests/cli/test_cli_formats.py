@@ -86,6 +86,9 @@ def command(name: str) -> list[str]:
         "branch delete": ["branch", "delete", "shop.orders", f"b{n}"],
         "branch list": ["branch", "list", "shop.orders"],
         "branch fast-forward": ["branch", "fast-forward", "shop.orders", f"b{n}", "--dry-run"],
+        "branch rename": ["branch", "rename", "shop.orders", f"b{n}", f"renamed-b{n}"],
+        "remove-unexisting-files": ["remove-unexisting-files", "shop.orders", "--dry-run"],
+        "mark-partition-done": ["mark-partition-done", "shop.orders", "--partition", "dt=2024-01-01", "--dry-run"],
         "remove-orphan-files": ["remove-orphan-files", "shop.orders", "--dry-run", "--older-than", "0s", "--force"],
         "files": ["files", "shop.orders"],
         "snapshots": ["snapshots", "shop.orders"],
@@ -111,7 +114,7 @@ def run(name: str, *options: str, env: dict[str, str] | None = None) -> Result:
     if name == "expire-tags":  # a tag to expire (--older-than 0s --dry-run: it stays)
         made = runner.invoke(app, ["-q", "-w", "wh", "tag", "create", "shop.orders", "expirable"])
         assert made.exit_code == 0 or "already exists" in made.stderr  # made by an earlier format's run
-    if name in ("branch delete", "branch list", "branch fast-forward"):  # something to delete, list or move to
+    if name in ("branch delete", "branch list", "branch fast-forward", "branch rename"):  # something to delete, list or move to
         prepare = ["branch", "create", "shop.orders", args[3] if name != "branch list" else "listed"]
         runner.invoke(app, ["-q", "-w", "wh", *prepare])  # "listed" may exist from an earlier run
     if name in ("drop", "drop-database", "rename"):  # a table of its own to drop or rename
