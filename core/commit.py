@@ -438,7 +438,10 @@ class FileStoreCommit:
             # read-then-write can still land late): then ours sits below a gap.
             return None if self._in_chain(snapshot) else f"EARLIEST is {n} but snapshot {n} is below a gap"
         if not self._still_ours(snapshot):
-            return None  # landed, and already expired: a re-created id is never retired (not contiguous)
+            # Landed, and already expired. A re-created id is never retired: expire plans from
+            # EARLIEST, which is above it (SnapshotManager.earliest_id), and finishes a killed
+            # run's journal only on snapshots older than the journal's end (expire._carry_out).
+            return None
         if self._built_on(snapshot):
             return None
         return f"EARLIEST is {earliest} and base snapshot {base.id if base else 0} is gone"

@@ -180,12 +180,19 @@ class SnapshotManager:
         return self._hint("EARLIEST")
 
     def earliest_id(self) -> int | None:
-        """Trust EARLIEST only if snapshot-e exists and snapshot-(e-1) does not: two existence
-        checks when the hint is right, a listing only when it is stale or missing. The listing
-        takes the start of the contiguous run of ids that ends at the newest: an id below a gap
-        is a snapshot a stalled committer re-created after expire removed it, not the earliest."""
+        """EARLIEST, when snapshot-e exists: one existence check when the hint is right, a
+        listing only when it is stale or missing.
+
+        An id below an existing EARLIEST is never the earliest, even right below it with no gap:
+        expire writes EARLIEST before it retires anything, so such a snapshot is being retired,
+        was left by a killed expire (its journal finishes it), or was re-created by a stalled
+        committer after expire removed it. Taken for the earliest, that last one would be
+        retired by the next expire while its committer checks it, and the committer, finding
+        its snapshot gone, would count its commit as landed (the race of 2026-12-03: a write
+        that exited 0 was lost). The listing takes the start of the contiguous run of ids that
+        ends at the newest, for the same reason: an id below a gap is a re-created one."""
         e = self._hint("EARLIEST")
-        if e is not None and self.exists(e) and not self.exists(e - 1):
+        if e is not None and self.exists(e):
             return e
         return contiguous_start(self.list_ids())
 

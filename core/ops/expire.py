@@ -64,7 +64,7 @@ from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFile
 from core.options import parse_duration, parse_int
 from core.option_rules import EXPIRE, check_options
 from core.rewrite import EXPIRE as EXPIRE_MARKER, MARKER_NAME, acquire, finish_rollback_marker, is_live, read_marker, release
-from core.snapshot import JOURNAL_PREFIX, Snapshot
+from core.snapshot import JOURNAL_PREFIX, Snapshot, SnapshotManager
 from core.table_handle import TableHandle
 
 log = logging.getLogger(__name__)
@@ -545,7 +545,7 @@ class _Journal:
 
 
 def _carry_out(table: TableHandle, journal: _Journal, progress: ProgressCallback | None = None, *,
-               hint_after_files: bool = False) -> None:
+               hint_after_files: bool = False, resuming: bool = False) -> None:
     """Steps (2) and (3): write EARLIEST, retire the snapshots oldest first, then delete their files.
 
     EARLIEST goes first (Java writes it last) so that by the time any id is free again, every
@@ -555,7 +555,12 @@ def _carry_out(table: TableHandle, journal: _Journal, progress: ProgressCallback
 
     ``hint_after_files`` (a run without a journal on a full disk): if ``EARLIEST`` cannot be
     written yet, retire and delete first and write it after, once they freed space. Until then
-    a committer tells a retired id by its vanished base (the verification's other rule)."""
+    a committer tells a retired id by its vanished base (the verification's other rule).
+
+    ``resuming`` (a killed run's journal): a snapshot committed after the journal's end is not
+    the one the journal planned to retire but a stalled committer's re-creation of an id the
+    killed run had already removed; it is left to that committer, which undoes it (deleting it
+    here would make the committer take its commit for landed and expired)."""
     fio, sm = table.file_io, table.snapshots
     total = len(journal.expired) + len(journal.files)
     hint_pending = False
@@ -566,7 +571,8 @@ def _carry_out(table: TableHandle, journal: _Journal, progress: ProgressCallback
             raise
         hint_pending = True
     for done, sid in enumerate(journal.expired, 1):
-        fio.delete(sm.path(sid))
+        if not resuming or not _re_created(sm, sid, journal):
+            fio.delete(sm.path(sid))
         if progress is not None:
             progress(done, total, "retiring expired snapshots")
     # A tag or branch created on a retired snapshot after the plan was made (its creator saw
@@ -579,6 +585,14 @@ def _carry_out(table: TableHandle, journal: _Journal, progress: ProgressCallback
             progress(done, total, "deleting expired files")
     if hint_pending:
         sm.write_earliest_hint(journal.end)
+
+
+def _re_created(sm: SnapshotManager, sid: int, journal: _Journal) -> bool:
+    """Is ``snapshot-sid`` newer than the end of the journal that retires it (re-created)?"""
+    try:
+        return sm.snapshot(sid).time_millis > journal.end_time_millis
+    except (NotFoundError, CorruptMetadataError):
+        return False  # gone (nothing to delete) or torn (deleted as planned)
 
 
 def _pinned_paths(table: TableHandle, retired: list[int]) -> set[str]:
@@ -638,8 +652,10 @@ class _Resumed:
             self.data_files += 1
 
     def add_to(self, result: ExpireResult, earliest_before: int | None) -> ExpireResult:
+        # The kill's leftovers lie below EARLIEST, which earliest_before (earliest_id) names.
+        lowest = min([*self.snapshots, *([earliest_before] if earliest_before is not None else [])], default=None)
         return replace(result, snapshots_expired=sorted({*self.snapshots, *result.snapshots_expired}),
-                       earliest_before=earliest_before,
+                       earliest_before=lowest,
                        data_files_deleted=result.data_files_deleted + self.data_files,
                        manifest_files_deleted=result.manifest_files_deleted + self.manifest_files,
                        index_files_deleted=result.index_files_deleted + self.index_files)
@@ -677,6 +693,6 @@ def finish_interrupted(table: TableHandle) -> _Resumed:
             for file in journal.files:
                 if fio.exists(file):
                     resumed.count(file)
-            _carry_out(table, journal)
+            _carry_out(table, journal, resuming=True)
         fio.delete(path)
     return resumed

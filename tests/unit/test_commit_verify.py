@@ -479,3 +479,53 @@ def test_an_attempt_that_landed_and_was_expired_before_its_check_is_not_committe
     assert calls
     assert sorted((r["id"], r["v"]) for r in t.scan().to_pylist()) == expected
     assert check(Table.open("db.t", warehouse=wh)).ok
+
+
+def test_a_re_created_id_right_below_earliest_is_not_retired_under_its_committer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race of 2026-12-03. Our write stalls before publishing snapshot-2 on base 1; others
+    commit 2 and 3 and an expire retires 1 and 2 (EARLIEST 3). Our publish re-creates 2, right
+    below EARLIEST with no gap. An expire that ran before our check took that 2 for the earliest
+    and retired it; finding its snapshot gone, the write counted itself landed and expired, and
+    its rows were lost although it exited 0. Now the expire leaves it and the write undoes it."""
+    t = _table(tmp_path, writes=1)  # L = 1
+    monkeypatch.setattr(commit_module, "before_publish", _once(lambda: (
+        _write(t, [100], "other"), _write(t, [101], "other"),
+        t.expire(retain_min=1, retain_max=1, older_than="0s", dry_run=False))))
+    real = commit_module.FileStoreCommit._illegitimate
+    expired_before_check: list[list[int]] = []
+
+    def expire_then_check(self, snapshot, latest):  # type: ignore[no-untyped-def]
+        if not expired_before_check and t.snapshots.earliest_hint() == 3:  # ours, not the others' checks
+            assert t.snapshots.list_ids() == [2, 3]
+            expired_before_check.append(t.expire(retain_min=1, retain_max=1, older_than="0s",
+                                                 dry_run=False).snapshots_expired)
+        return real(self, snapshot, latest)
+    monkeypatch.setattr(commit_module.FileStoreCommit, "_illegitimate", expire_then_check)
+    landed = _write(t, [50], "stalled")
+    assert expired_before_check == [[]]  # nothing due: 2 is below EARLIEST, not the earliest
+    assert landed == 4 and _ids(t) == [3, 4]
+    assert _rows(t) == [(0, "x"), (50, "stalled"), (100, "other"), (101, "other")]
+
+
+def test_a_killed_expire_finished_later_leaves_an_id_re_created_since(tmp_path: Path) -> None:
+    """A killed expire's journal retires 1 and 2; it had removed both when a stalled committer
+    re-created 2. The next expire finishes the journal but leaves that 2 (newer than the
+    journal's end) to its committer's undo."""
+    t = _table(tmp_path, writes=3)
+    end = t.snapshots.snapshot(3)
+    journal = {"expired": [1, 2], "end": 3, "end_user": end.commit_user, "end_time_millis": end.time_millis,
+               "files": []}
+    Path(t.snapshots.dir, ".expire-3-test.json").write_text(json.dumps(journal))
+    t.snapshots.write_earliest_hint(3)
+    os.remove(t.snapshots.path(1))
+    original_2 = json.loads(Path(t.snapshots.path(2)).read_text())
+    Path(t.snapshots.path(2)).write_text(json.dumps({**original_2, "commitUser": "stalled",
+                                                     "timeMillis": end.time_millis + 1000}))
+    t.expire(retain_min=5, retain_max=5, older_than="0s", dry_run=False)
+    assert _ids(t) == [2, 3] and not list(Path(t.snapshots.dir).glob(".expire-*"))
+    # The same journal with the planned snapshot-2 still there retires it.
+    Path(t.snapshots.path(2)).write_text(json.dumps(original_2))
+    Path(t.snapshots.dir, ".expire-3-test.json").write_text(json.dumps(journal))
+    t.expire(retain_min=5, retain_max=5, older_than="0s", dry_run=False)
+    assert _ids(t) == [3]
