@@ -40,6 +40,7 @@ from core.index_manifest import DELETION_VECTORS, IndexFileMeta, IndexManifestEn
 from core.manifest import (ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO, live_entries,
                            merge_entries)
 from core.manifest_merge import MergeRules, merge_manifests
+from core.option_rules import data_evolution_enabled
 from core.options import BATCH_COMMIT_IDENTIFIER
 from core.replan import lost_race, replan_on_lost_race
 from core import row_tracking
@@ -120,6 +121,10 @@ class OverwriteSpec:
     """Which live files an OVERWRITE replaces: whole table, or these partitions (BinaryRow bytes)."""
 
     partitions: frozenset[bytes] | None = None  # None = the whole table
+    # The live files the overwrite planned to replace (ManifestEntry identifiers), or None.
+    # Given (rescale: its new files are the old ones' rows), any other live file in the
+    # replaced partitions is a concurrent commit the overwrite would drop: StalePlanError.
+    expected: frozenset[tuple] | None = None
 
 
 @dataclass(slots=True)
@@ -252,6 +257,8 @@ class FileStoreCommit:
         # After an attempt of ours published, the live files also tell whether it landed: see
         # _landed_earlier.
         needs_live = overwrite is not None or any(m.compact_before for m in messages) or bool(self._attempts)
+        # A data-evolution delete's vectors are keyed by files that must still be live.
+        needs_live = needs_live or (data_evolution_enabled(self.schema) and any(m.new_index_files for m in messages))
         if needs_live and latest is not None:
             try:
                 live = base_entries(self.manifests, latest, self.snapshots)
@@ -278,7 +285,12 @@ class FileStoreCommit:
                      "not committing again", latest.id if latest else 0)
             self.files_deleted = sum(1 for e in entries if e.kind == DELETE)
             return Success(latest)
-        self._check_conflicts(entries, live or [], base_metas)
+        try:
+            self._check_conflicts(entries, live or [], base_metas)
+            if data_evolution_enabled(self.schema):
+                self._check_vector_anchors(messages, entries, live or [], latest)
+        except ExpiredWhileReadingError as e:
+            return Retry(str(e), expired=True)
         next_row_id = None
         if row_tracking.enabled(self.schema):  # new files take the next row ids, as in Paimon
             start = latest.next_row_id if latest is not None and latest.next_row_id is not None else 0
@@ -297,13 +309,15 @@ class FileStoreCommit:
                                          self.schema.id, partition_types, written)
             if manifests_only and [m.file_name for m in base_metas] == before:
                 return Success(latest)  # already as few as the target size allows
-            delta_meta = self.manifests.write_manifest(entries, self.schema.id, partition_types) if entries else None
-            if delta_meta:
-                written.append(delta_meta.file_name)
+            # One delta manifest per bucket count, so that each records its count (a rescale
+            # mixes them): later commits check bucket counts from manifest metadata alone.
+            delta_metas = [self.manifests.write_manifest(group, self.schema.id, partition_types)
+                           for group in _by_total_buckets(entries)]
+            written.extend(m.file_name for m in delta_metas)
             base_name, base_size = self.manifests.write_manifest_list(base_metas)
             written.append(base_name)
             self.base_lists[base_name] = base_metas
-            delta_name, delta_size = self.manifests.write_manifest_list([delta_meta] if delta_meta else [])
+            delta_name, delta_size = self.manifests.write_manifest_list(delta_metas)
             written.append(delta_name)
             changelog_name = changelog_size = None
             if changelog:
@@ -343,7 +357,7 @@ class FileStoreCommit:
             properties=dict(properties) if properties else None,
             next_row_id=next_row_id,
         )
-        chain = tuple(m.file_name for m in base_metas) + ((delta_meta.file_name,) if delta_meta else ())
+        chain = tuple(m.file_name for m in base_metas) + tuple(m.file_name for m in delta_metas)
         self._attempts[new_id] = _Attempt(latest, tuple(written), tuple(written_index), chain)
         try:
             before_publish()  # LAKECTL_FAULT=stall:publish:N holds a test's committer right here
@@ -572,6 +586,7 @@ class FileStoreCommit:
                        live: list[ManifestEntry]) -> list[ManifestEntry]:
         entries: list[ManifestEntry] = []
         if overwrite is not None:
+            _check_expected(overwrite, live)
             for e in live:
                 if overwrite.partitions is None or e.partition in overwrite.partitions:
                     entries.append(ManifestEntry(DELETE, e.partition, e.bucket, e.total_buckets, e.file))
@@ -658,13 +673,77 @@ class FileStoreCommit:
             if e.kind == DELETE and e.identifier not in live_ids:
                 raise StalePlanError(
                     f"file {e.file.file_name} is no longer live (another commit replaced it); nothing was committed")
-        if entries:
-            expected = {e.total_buckets for e in entries if e.kind == ADD}
-            for meta in base_metas:
-                if meta.total_buckets is not None and expected and meta.total_buckets not in expected:
-                    raise CommitConflictError(
-                        f"bucket count mismatch: table files use {meta.total_buckets} buckets, "
-                        f"this write used {sorted(expected)}")
+        if data_evolution_enabled(self.schema):
+            conflict = row_tracking.rewritten_range_conflict(entries, live)
+            if conflict:
+                raise StalePlanError(conflict)
+        self._check_bucket_counts(entries, live, base_metas)
+
+    def _check_bucket_counts(self, entries: list[ManifestEntry], live: list[ManifestEntry],
+                             base_metas: list[ManifestFileMeta]) -> None:
+        """A partition's files all use one bucket count (readers merge a key's records per
+        bucket), as Java's writer checks per partition. A manifest recording only the counts
+        this commit adds passes at once; otherwise (a rescaled table, or manifests that record
+        no count: Java 1.0 writes none) the live files of the partitions written are compared."""
+        counts = {e.total_buckets for e in entries if e.kind == ADD}
+        if not counts or min(counts) < 1 or all(m.total_buckets in counts for m in base_metas):
+            return  # nothing added, no fixed count (dynamic or unaware buckets), or all agree
+        # A file's ADD and DELETE both sit in manifests recording its count (or none), so
+        # those manifests alone tell which files of another count are live.
+        other = [m.file_name for m in base_metas if m.total_buckets is None or m.total_buckets not in counts]
+        if live:
+            others = live
+        else:
+            try:
+                others = merge_entries(self.manifests.read_manifests(other))
+            except (FileNotFoundError, CorruptMetadataError) as e:
+                # Gone since this attempt listed it (expire): the next attempt reads the latest.
+                raise ExpiredWhileReadingError(f"a manifest went away while it was read ({e})") from e
+        adding = {e.partition: e.total_buckets for e in entries if e.kind == ADD}
+        removed = {e.identifier for e in entries if e.kind == DELETE}
+        for e in others:
+            want = adding.get(e.partition)
+            if e.kind == ADD and want is not None and e.total_buckets != want and e.identifier not in removed:
+                name = table_name(self.table_path)
+                where = self._partition_text(e.partition)
+                hint = f" --partition {where}" if self.schema.partition_keys else ""
+                raise CommitConflictError(
+                    f"bucket count mismatch: {where or 'the table'} of {name} has files in {e.total_buckets} "
+                    f"buckets, this write uses {want}; nothing was committed. Rescale it first "
+                    f"(Paimon: INSERT OVERWRITE): lakectl rescale {name} --buckets {want}{hint}")
+
+    def _partition_text(self, partition: bytes) -> str:
+        """``dt=2024-01-01,hh=08`` as ``--partition`` takes it ('' when unpartitioned)."""
+        if not self.schema.partition_keys:
+            return ""
+        return self.schema.partition_dir(self.schema.partition_values(partition)).replace("/", ",")
+
+    def _check_vector_anchors(self, messages: Sequence[CommitMessage], entries: list[ManifestEntry],
+                              live: list[ManifestEntry], latest: Snapshot | None) -> None:
+        """Data-evolution tables: a new deletion vector is keyed by a row-id range's anchor
+        file, which must still be live (a compaction meanwhile replaced it by a file of other
+        positions); and no file this commit deletes may carry one in an index file the commit
+        does not replace (a delete landed meanwhile; its vectors were not moved, and the rows
+        would come back).
+
+        Raises:
+            StalePlanError: either happened; the command plans again."""
+        deleted = {e.file.file_name for e in entries if e.kind == DELETE}
+        live_names = ({e.file.file_name for e in live} - deleted) | {e.file.file_name for e in entries if e.kind == ADD}
+        for m in messages:
+            for f in m.new_index_files:
+                for r in f.dv_ranges or ():
+                    if r.data_file not in live_names:
+                        raise StalePlanError(f"file {r.data_file} is no longer live (another commit replaced "
+                                             "it); nothing was committed")
+        if not deleted or latest is None or not latest.index_manifest:
+            return
+        replaced = {f.file_name for m in messages for f in m.deleted_index_files}
+        for e in self.index_manifests.read(latest.index_manifest):
+            if e.kind == INDEX_ADD and e.index_file.file_name not in replaced \
+                    and any(r.data_file in deleted for r in e.index_file.dv_ranges or ()):
+                raise StalePlanError("rows of files this commit rewrites were deleted meanwhile (deletion "
+                                     "vectors); nothing was committed")
 
     def _find_own_commit(self, since: int | None, kind: str) -> Snapshot | None:
         """Our snapshot, if an attempt with an unknown outcome landed after all; one that landed
@@ -696,6 +775,25 @@ class FileStoreCommit:
             self.file_io.delete_quietly(f"{self.manifests.dir}/{name}")
         for name in index_names:
             self.file_io.delete_quietly(f"{index_dir(self.table_path)}/{name}")
+
+
+def _by_total_buckets(entries: list[ManifestEntry]) -> list[list[ManifestEntry]]:
+    """The entries grouped by bucket count, each group in commit order (one group as a rule)."""
+    groups: dict[int, list[ManifestEntry]] = {}
+    for e in entries:
+        groups.setdefault(e.total_buckets, []).append(e)
+    return list(groups.values())
+
+
+def _check_expected(overwrite: OverwriteSpec, live: list[ManifestEntry]) -> None:
+    """Refuse an overwrite that planned on other live files than there are now (StalePlanError:
+    its caller plans again on the new latest)."""
+    if overwrite.expected is None:
+        return
+    now = {e.identifier for e in live if overwrite.partitions is None or e.partition in overwrite.partitions}
+    if now != overwrite.expected:
+        raise StalePlanError("another commit changed the files of the partitions this overwrite replaces "
+                             "after it read them; nothing was committed")
 
 
 def damaged_base(latest: Snapshot, cause: CorruptMetadataError,

@@ -226,8 +226,8 @@ def _check_bucket_change(old: int, new: str | None) -> None:
     if target == -1:
         raise UsageError("option bucket cannot change to -1 (Paimon)")
     raise UsageError(f"option bucket: going from {old} to {target} buckets is a rescale, which needs every data "
-                     f"file rewritten into the new buckets; lakectl does not rewrite data in alter-schema. Create a "
-                     f"table with bucket={target} and copy the rows into it (lakectl scan --output F, lakectl write --input F)")
+                     f"file rewritten into the new buckets; alter-schema rewrites no data: run lakectl rescale "
+                     f"DB.TABLE --buckets {target}")
 
 
 def _rename_in_options(options: dict[str, str], old: str, new: str) -> dict[str, str]:

@@ -149,36 +149,69 @@ def _contains_time(t: pa.DataType) -> bool:
 
 
 # ---- Parquet -------------------------------------------------------------------------------
+def int96_columns(schema: Any) -> list[str]:
+    """The top-level columns of the Parquet schema ``schema`` holding an INT96 leaf: the column
+    itself, or a timestamp inside a ROW, ARRAY or MAP (Java writes TIMESTAMP(7..9) as INT96
+    at any depth)."""
+    return list(dict.fromkeys(schema.column(i).path.split(".")[0] for i in range(len(schema))
+                              if schema.column(i).physical_type == "INT96"))
+
+
 def int96_out_of_range(source: Any, parquet: Any, names: Sequence[str]) -> tuple[str, str] | None:
-    """The first top-level INT96 column among ``names`` of the Parquet file ``parquet`` (opened
-    from ``source``) holding a value outside 1677-2262, with that value as ISO text; None if
-    there is none.
+    """The first top-level column among ``names`` of the Parquet file ``parquet`` (opened from
+    ``source``) holding an INT96 value outside 1677-2262, at any depth, with that value as ISO
+    text; None if there is none.
 
     pyarrow reads INT96 timestamps (Paimon's TIMESTAMP(7..9), Spark's and Impala's legacy
-    timestamps) as nanoseconds and wraps such a value into a wrong date without a word; the
-    columns are read again in milliseconds, which hold every year, to find them.
+    timestamps) as nanoseconds and wraps such a value into a wrong date without a word, on
+    either side of the range; the columns are read again in milliseconds, which hold every
+    year, to find them.
     """
     import pyarrow.parquet as pq
 
-    schema = parquet.metadata.schema
-    int96 = [schema.column(i).name for i in range(len(schema))
-             if schema.column(i).physical_type == "INT96" and schema.column(i).path == schema.column(i).name
-             and schema.column(i).name in names]
+    int96 = [name for name in int96_columns(parquet.metadata.schema) if name in names]
     if not int96:
         return None
     if hasattr(source, "seek"):
         source.seek(0)
     with pq.ParquetFile(source, coerce_int96_timestamp_unit="ms") as again:
         millis = again.read(columns=int96)
-    lo, hi = -(2 ** 63) // 1_000_000, (2 ** 63 - 1) // 1_000_000
     for name in int96:
-        counts = pc.cast(millis.column(name), pa.int64())
-        bounds = pc.min_max(counts)  # one pass; the rare offender is looked for only when there is one
-        if bounds["min"].as_py() is None or lo <= bounds["min"].as_py() and bounds["max"].as_py() <= hi:
-            continue
-        outside = pc.or_(pc.less(counts, lo), pc.greater(counts, hi))
-        return name, pc.filter(millis.column(name), outside)[0].as_py().isoformat()
+        for stamps in _timestamp_leaves(millis.column(name)):
+            outside = _outside_nanos(stamps)
+            if outside is not None:
+                return name, outside
     return None
+
+
+def _timestamp_leaves(column: pa.ChunkedArray | pa.Array) -> list[pa.Array]:
+    """The timestamp values of ``column`` at any depth, one array per leaf and chunk (the
+    values under a null ROW, ARRAY or MAP are left out)."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    found: list[pa.Array] = []
+    for chunk in chunks:
+        t = chunk.type
+        if pa.types.is_timestamp(t):
+            found.append(chunk)
+        elif pa.types.is_struct(t):
+            for child in chunk.flatten():  # flatten() masks the children of null rows
+                found += _timestamp_leaves(child)
+        elif pa.types.is_map(t):
+            found += _timestamp_leaves(chunk.keys) + _timestamp_leaves(chunk.items)
+        elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            found += _timestamp_leaves(chunk.flatten())
+    return found
+
+
+def _outside_nanos(stamps: pa.Array) -> str | None:
+    """The first millisecond timestamp of ``stamps`` that nanoseconds cannot hold, as ISO text."""
+    lo, hi = -(2 ** 63) // 1_000_000, (2 ** 63 - 1) // 1_000_000
+    counts = pc.cast(stamps, pa.int64())
+    bounds = pc.min_max(counts)  # one pass; the rare offender is looked for only when there is one
+    if bounds["min"].as_py() is None or lo <= bounds["min"].as_py() and bounds["max"].as_py() <= hi:
+        return None
+    outside = pc.or_(pc.less(counts, lo), pc.greater(counts, hi))
+    return pc.filter(stamps, outside)[0].as_py().isoformat()
 
 
 # ---- Avro ---------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import fastavro
 from core import binary_row
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
-from core.stats import EMPTY_STATS, SimpleStats
+from core.stats import EMPTY_STATS, SimpleStats, java_float_key
 
 ADD, DELETE = 0, 1
 FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT = 0, 1
@@ -319,7 +319,7 @@ class ManifestIO:
             max_bucket=max((e.bucket for e in entries), default=None),
             min_level=min((e.file.level for e in entries), default=None),
             max_level=max((e.file.level for e in entries), default=None),
-            total_buckets=entries[0].total_buckets if entries and entries[0].total_buckets >= 0 else None,
+            total_buckets=common_total_buckets(entries),
         )
 
     def write_manifests(self, entries: Sequence[ManifestEntry], schema_id: int, partition_types: Sequence[Any],
@@ -458,6 +458,14 @@ def _manifest_file_metas(data: bytes) -> tuple["ManifestFileMeta", ...]:
     return _avro_objects(data, ManifestFileMeta.from_avro)
 
 
+def common_total_buckets(entries: Sequence[ManifestEntry]) -> int | None:
+    """A manifest's ``_TOTAL_BUCKETS``: the one positive bucket count all its entries share,
+    else None. Readers prune manifests by it (pypaimon), so a rescaled table's manifests that
+    mix counts must not claim one."""
+    counts = {e.total_buckets for e in entries}
+    return counts.pop() if len(counts) == 1 and min(counts) > 0 else None
+
+
 def partition_stats(partitions: Sequence[bytes], partition_types: Sequence[Any]) -> SimpleStats:
     """Per partition field min/max/null count over the partitions of a manifest's entries."""
     if not partition_types:
@@ -467,10 +475,13 @@ def partition_stats(partitions: Sequence[bytes], partition_types: Sequence[Any])
     decoded = {p: binary_row.decode(p, partition_types) for p in set(partitions)}
     rows = list(decoded.values())
     mins, maxs, nulls = [], [], []
-    for i in range(len(partition_types)):
-        values = [r[i] for r in rows if r[i] is not None]
-        mins.append(min(values) if values else None)
-        maxs.append(max(values) if values else None)
+    for i, t in enumerate(partition_types):
+        # No bounds for binaries, as Java 1.0 writes none (its filters compare bytes signed);
+        # floats in Java's order (-0.0 < 0.0, NaN last), by which Paimon prunes manifests.
+        values = [r[i] for r in rows if r[i] is not None and not getattr(t, "is_binary", False)]
+        key = java_float_key if getattr(t, "name", None) in ("FLOAT", "DOUBLE") else None
+        mins.append(min(values, key=key) if values else None)
+        maxs.append(max(values, key=key) if values else None)
         nulls.append(sum(1 for p in partitions if decoded[p][i] is None))
     return SimpleStats(binary_row.encode(mins, partition_types), binary_row.encode(maxs, partition_types),
                        tuple(nulls))

@@ -288,7 +288,8 @@ def _check_column_types(schema: Any, table_name: str, action: str, columns: Any)
     """Paimon 2.x column types: a read touching a BLOB column and any write to a table with a
     BLOB, VARIANT or VECTOR column stop naming the column; other columns stay readable."""
     if action == READ:
-        touched = [f for f in unreadable_columns(schema.fields) if columns is None or f.name in columns]
+        touched = [f for f in unreadable_columns(schema.fields)
+                   if (columns is None or f.name in columns) and not _blob_file_column(schema, f)]
         if touched:
             f = touched[0]
             raise UnsupportedTableError(f"table {table_name}: column {f.name} has type {f.type}, which lakectl "
@@ -302,6 +303,15 @@ def _check_column_types(schema: Any, table_name: str, action: str, columns: Any)
                                         "type lakectl does not write (reads work)")
 
 
+def _blob_file_column(schema: Any, field: Any) -> bool:
+    """Is ``field`` a plain BLOB column whose values are the bytes of a data-evolution table's
+    ``.blob`` files, which lakectl reads (``core.blob_file``)? Not a BLOB nested in another
+    type, nor one Paimon stores as descriptors or views in the data files."""
+    inline = {n.strip() for key in ("blob-descriptor-field", "blob-view-field")
+              for n in schema.options.get(key, "").split(",")}
+    return field.type.name == "BLOB" and data_evolution_enabled(schema) and field.name not in inline
+
+
 # ---- data-evolution tables (Paimon 2.x; read by core.kernels.data_evolution) ---------------
 DATA_EVOLUTION = "data-evolution.enabled"
 
@@ -309,19 +319,6 @@ DATA_EVOLUTION = "data-evolution.enabled"
 def data_evolution_enabled(schema: TableSchema) -> bool:
     """Whether the table's files are merged by row-id range when read."""
     return schema.options.get(DATA_EVOLUTION, "false").strip().lower() == "true"
-
-
-def refuse_rewrite(schema: TableSchema, table_name: str, action: str) -> None:
-    """Refuse ``action`` (a rewrite of data files) on a data-evolution table.
-
-    Raises:
-        UnsupportedTableError: the table's files may hold column subsets.
-    """
-    if data_evolution_enabled(schema):
-        raise UnsupportedTableError(
-            f"table {table_name} uses {DATA_EVOLUTION}=true, which lakectl does not support for {action} "
-            "(Paimon's files there may hold some columns of a row-id range; a rewrite must merge them by "
-            "row id and keep the ids, which lakectl does not)")
 
 
 def refuse_incremental(schema: TableSchema, table_name: str) -> None:

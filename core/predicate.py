@@ -18,7 +18,8 @@ Semantics the SQL text alone does not pin down:
 * A literal outside an integer or DECIMAL range is compared exactly too (``tiny < 300`` holds
   for every non-null TINYINT).
 * FLOAT literals are rounded to float32, as the stored values are. Float comparisons follow
-  IEEE: NaN equals nothing, and ``<>`` holds for NaN.
+  Java's total order, as Paimon's predicates compare (``Double.compare``): -0.0 < 0.0, and
+  NaN equals NaN and lies above +Infinity (not IEEE, where -0.0 = 0.0 and NaN is unordered).
 * ``LIKE`` escapes with backslash unless ``ESCAPE 'c'`` names another character (Spark, MySQL).
 * TIMESTAMP_LTZ literals without an offset are read as UTC; lakectl has no session zone.
 * Column names match exactly; an unquoted name that matches no column exactly may match
@@ -45,6 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from core import nano_datetime
+from core.stats import java_float_key
 from core.errors import UsageError
 from core.types import DataField, DataType, to_arrow
 
@@ -129,6 +131,8 @@ class Comparison(Predicate):
         return frozenset({self.column})
 
     def to_arrow(self) -> pc.Expression:
+        if _is_float(self.type):
+            return _float_compare(self.column, self.op, self.value, self.type)
         return _ARROW_OPS[self.op](pc.field(self.column), _arrow_literal(self.value, self.type))
 
     def _outcomes(self, stats: Mapping[str, ColumnRange]) -> frozenset[Truth]:
@@ -137,11 +141,12 @@ class Comparison(Predicate):
         if known.nulls:
             out.add(None)
         if known.values:
-            can_true, can_false = _compare_outcomes(self.op, self.value, known.lo, known.hi)
+            value = java_float_key(self.value) if _is_float(self.type) else self.value
+            can_true, can_false = _compare_outcomes(self.op, value, known.lo, known.hi)
             if known.nan:
-                # NaN compares false to everything, except that NaN <> v is true.
-                can_true = can_true or self.op == "<>"
-                can_false = can_false or self.op != "<>"
+                # NaN, which min/max may leave out, is a value above +Infinity in Java's order.
+                nan_truth = _ARROW_OPS[self.op](_NAN_KEY, value)
+                can_true, can_false = can_true or nan_truth, can_false or not nan_truth
             out.update(_truths(can_true, can_false))
         return frozenset(out)
 
@@ -207,10 +212,11 @@ class InList(Predicate):
         return frozenset({self.column})
 
     def to_arrow(self) -> pc.Expression:
+        if _is_float(self.type):
+            # Java's IN is its `=` on each value: -0.0 and 0.0 apart, NaN matching NaN.
+            return functools.reduce(operator.or_, (_float_compare(self.column, "=", v, self.type)
+                                                   for v in self.values))
         values = list(self.values)
-        if _is_float(self.type) and any(v == 0 for v in values):
-            # Arrow's hash lookup tells -0.0 from 0.0, but `=` does not; keep IN consistent with `=`.
-            values += [0.0, -0.0]
         field = pc.field(self.column)
         hit = pc.is_in(field, value_set=pa.array(values, to_arrow(self.type)))
         # is_in answers FALSE for a null input; SQL answers NULL, which matters under NOT.
@@ -222,9 +228,11 @@ class InList(Predicate):
         if known.nulls:
             out.add(None)
         if known.values:
-            can_true = any(_compare_outcomes("=", v, known.lo, known.hi)[0] for v in self.values)
+            values = [java_float_key(v) for v in self.values] if _is_float(self.type) else list(self.values)
+            can_true = any(_compare_outcomes("=", v, known.lo, known.hi)[0] for v in values)
+            can_true = can_true or (known.nan and _NAN_KEY in values)
             single = known.lo is not None and known.lo == known.hi
-            can_false = known.nan or not (single and known.lo in self.values)
+            can_false = known.nan or not (single and known.lo in values)
             out.update(_truths(can_true, can_false))
         return frozenset(out)
 
@@ -326,6 +334,8 @@ def pinned_values(predicate: Predicate, column: str) -> frozenset[Any] | None:
     """The values ``column`` must hold for ``predicate`` to be TRUE, when the predicate pins
     it to a list (``column = v``, ``column IN (...)``, under AND, or in every branch of an OR);
     None when it does not. An empty set: nothing makes the predicate TRUE."""
+    if isinstance(predicate, (Comparison, InList)) and _is_float(predicate.type):
+        return None  # a set takes -0.0 and 0.0 for one value, which Paimon tells apart
     if isinstance(predicate, Comparison):
         return frozenset({predicate.value}) if predicate.column == column and predicate.op == "=" else None
     if isinstance(predicate, InList):
@@ -400,7 +410,7 @@ class _Known:
     nulls: bool  # some row may hold NULL
     values: bool  # some row may hold a non-null value
     nan: bool  # some non-null value may be NaN, which min/max do not bound
-    lo: Any  # bounds on the non-NaN values, None when unknown
+    lo: Any  # bounds on the non-NaN values, None when unknown (of a float: ``java_float_key``s)
     hi: Any
 
     @staticmethod
@@ -423,7 +433,17 @@ class _Known:
         # Writers may leave NaN out of min/max; only one known non-null value rules it out.
         one_value = r.null_count is not None and r.row_count is not None and r.row_count - r.null_count == 1
         nan = values and _is_float(type_) and not (one_value and lo is not None)
+        if _is_float(type_):
+            lo, hi = _float_bound_keys(lo, hi)
         return _Known(nulls, values, nan, lo, hi)
+
+
+def _float_bound_keys(lo: float | None, hi: float | None) -> tuple[Any, Any]:
+    """Float bounds as keys of Java's total order. A zero bound is widened to both zeros:
+    writers that compare IEEE-style (ORC's, Arrow's) may keep either zero as the bound of a
+    file holding both (Java's ORC files hold max -0.0 beside a 0.0)."""
+    return (None if lo is None else java_float_key(-0.0 if lo == 0.0 else lo),
+            None if hi is None else java_float_key(0.0 if hi == 0.0 else hi))
 
 
 def _is_nano_stamp(t: DataType | None) -> bool:
@@ -474,6 +494,49 @@ def _compare_outcomes(op: str, v: Any, lo: Any, hi: Any) -> tuple[bool, bool]:
 
 def _arrow_literal(value: Any, type_: DataType) -> pc.Expression:
     return pc.scalar(pa.scalar(value, to_arrow(type_)))
+
+
+# ---- floats in Java's total order ---------------------------------------------------------
+_NAN_KEY = java_float_key(math.nan)
+
+
+def _float_compare(column: str, op: str, value: float, type_: DataType) -> pc.Expression:
+    """``column op value`` on a FLOAT or DOUBLE column in Java's total order, as Paimon's
+    predicates compare: -0.0 < 0.0, NaN = NaN and NaN above everything else; NULL stays NULL."""
+    field = pc.field(column)
+    equal = _float_equal(field, value, type_)
+    if op == "=":
+        return equal
+    if op == "<>":
+        return ~equal
+    below = _float_below(field, value, type_)
+    return {"<": below, "<=": below | equal, ">": ~(below | equal), ">=": ~below}[op]
+
+
+def _float_equal(field: pc.Expression, value: float, type_: DataType) -> pc.Expression:
+    """Values equal to ``value`` in Java's total order: the same zero, or NaN for NaN."""
+    if math.isnan(value):
+        return pc.is_nan(field)
+    if value == 0.0:
+        negative = _negative_zero(field, type_)
+        return (field == _arrow_literal(0.0, type_)) & (negative if math.copysign(1.0, value) < 0 else ~negative)
+    return field == _arrow_literal(value, type_)
+
+
+def _float_below(field: pc.Expression, value: float, type_: DataType) -> pc.Expression:
+    """Values strictly below ``value`` in Java's total order."""
+    if math.isnan(value):
+        return ~pc.is_nan(field)
+    below = field < _arrow_literal(value, type_)  # IEEE: false for NaN, the zeros equal
+    if value == 0.0 and math.copysign(1.0, value) > 0:
+        return below | _negative_zero(field, type_)
+    return below
+
+
+def _negative_zero(field: pc.Expression, type_: DataType) -> pc.Expression:
+    """-0.0: a zero whose reciprocal is -Infinity (Arrow has no sign-bit kernel)."""
+    return (field == _arrow_literal(0.0, type_)) & (pc.divide(_arrow_literal(1.0, type_), field)
+                                                    < _arrow_literal(0.0, type_))
 
 
 # ---- LIKE patterns ------------------------------------------------------------------------
@@ -852,15 +915,16 @@ def in_list(lhs: Operand, items: list[Operand]) -> Predicate:
     if isinstance(lhs, DataField) and all(isinstance(i, Literal) for i in items):
         lits = [i for i in items if isinstance(i, Literal)]
         _check_atomic(lhs)
-        values: dict[Any, None] = {}
+        values: dict[Any, Any] = {}
         for lit in lits:
             if lit.value is None:
                 continue
             fit = _fit(lit, lhs)
-            # A value the column cannot hold, or NaN (equal to nothing), can never match.
-            if fit.kind == "exact" and not _is_nan(fit.value):
-                values[fit.value] = None
-        base = InList(lhs.name, lhs.type, tuple(values)) if values else _never(lhs)
+            # A value the column cannot hold can never match. Floats are told apart as Java
+            # does (-0.0 from 0.0, NaN matching NaN), where keying by the value would merge the zeros.
+            if fit.kind == "exact":
+                values.setdefault(java_float_key(fit.value) if _is_float(lhs.type) else fit.value, fit.value)
+        base = InList(lhs.name, lhs.type, tuple(values.values())) if values else _never(lhs)
         return Or((base, Constant(None))) if any(lit.value is None for lit in lits) else base
     return flat(Or, [compare(lhs, "=", i) for i in items])
 

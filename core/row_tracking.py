@@ -85,3 +85,26 @@ def number_on(files: Sequence[DataFileMeta], first_row_id: int) -> list[DataFile
         numbered.append(dataclasses.replace(f, first_row_id=first_row_id))
         first_row_id += f.row_count
     return numbered
+
+
+def rewritten_range_conflict(entries: Sequence[ManifestEntry], live: Sequence[ManifestEntry]) -> str | None:
+    """Why a data-evolution compaction's files cannot be committed on ``live``, or None.
+
+    A compacted file holds every column of its row-id range. If a file another commit added
+    meanwhile also lies in that range (pypaimon's update of a column by row id), committing
+    would leave two files of different ranges over the same rows, which Paimon's readers
+    refuse: the compaction must plan again. ``.blob`` files stay beside a compacted file and
+    do not count."""
+    deleted = {e.identifier for e in entries if e.kind != ADD}
+    ranges = [(e.file.first_row_id, e.file.first_row_id + e.file.row_count, e.file.file_name) for e in entries
+              if e.kind == ADD and e.file.file_source != FILE_SOURCE_APPEND and e.file.first_row_id is not None]
+    for e in live:
+        f = e.file
+        if e.identifier in deleted or f.first_row_id is None or f.file_name.endswith(".blob"):
+            continue
+        for start, end, name in ranges:
+            if start < f.first_row_id + f.row_count and f.first_row_id < end:
+                return (f"file {f.file_name}, committed meanwhile, holds row ids of the rewritten file {name} "
+                        "(a concurrent update by row id); nothing was committed")
+    return None
+

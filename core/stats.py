@@ -12,6 +12,7 @@ Which column set the stats cover (``_VALUE_STATS_COLS``) is the caller's decisio
 from __future__ import annotations
 
 import functools
+import math
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -111,6 +112,10 @@ def truncate_max(value: str, length: int) -> str | None:
 
 # ---- compute ----------------------------------------------------------------------------
 _UNORDERED = {"ARRAY", "MAP", "MULTISET", "ROW"}
+# Java Paimon 1.0 writes no min/max for BINARY and VARBINARY columns, only null counts, and its
+# filters compare bytes signed where current Paimon and Parquet compare them unsigned: bounds
+# in either order would make one of those readers skip files holding matching rows.
+_UNBOUNDED = _UNORDERED | {"BINARY", "VARBINARY"}
 
 
 def _numpy_min_max(column: pa.ChunkedArray | pa.Array) -> tuple[Any, Any] | None:
@@ -141,10 +146,23 @@ def _numpy_min_max(column: pa.ChunkedArray | pa.Array) -> tuple[Any, Any] | None
         return int(values.min()), int(values.max())
     if np.isnan(values).any():
         return None, None  # as below: NaN has no place in an ordering readers agree on
-    lo, hi = float(values.min()), float(values.max())
-    if lo == 0.0 or hi == 0.0:
-        return None  # -0.0 or 0.0: which one numpy returns is not pc.min_max's rule; ask Arrow
-    return lo, hi
+    return _total_order_bounds(float(values.min()), float(values.max()))
+
+
+def java_float_key(x: float) -> tuple[float, int]:
+    """A sort key of a FLOAT or DOUBLE value in Java's total order (``Double.compare``), by
+    which Paimon's predicates and stats compare: -0.0 below 0.0, and NaN equal to itself and
+    above +Infinity."""
+    if math.isnan(x):
+        return math.inf, 2
+    return x, 0 if math.copysign(1.0, x) < 0 else 1  # the sign bit tells -0.0 from 0.0
+
+
+def _total_order_bounds(lo: float, hi: float) -> tuple[float, float]:
+    """Float bounds that hold in Java's total order (``Double.compare``: -0.0 < 0.0), by which
+    Paimon's readers prune: numpy and Arrow take the zeros as equal and return either, so a zero
+    bound is widened (-0.0 below, 0.0 above), as Parquet's writers widen theirs."""
+    return (-0.0 if lo == 0.0 else lo), (0.0 if hi == 0.0 else hi)
 
 
 def _min_max(column: pa.ChunkedArray | pa.Array, t: DataType) -> tuple[Any, Any]:
@@ -152,7 +170,7 @@ def _min_max(column: pa.ChunkedArray | pa.Array, t: DataType) -> tuple[Any, Any]
     import pyarrow as pa
     import pyarrow.compute as pc  # here, not at import: metadata commands decode stats only
 
-    if t.name in _UNORDERED or column.null_count == len(column):
+    if t.name in _UNBOUNDED or column.null_count == len(column):
         return None, None
     fast = _numpy_min_max(column)
     if fast is not None:
@@ -166,6 +184,8 @@ def _min_max(column: pa.ChunkedArray | pa.Array, t: DataType) -> tuple[Any, Any]
         # Exact epoch nanos: as_py() would drop (or refuse) sub-microsecond digits.
         factor = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}[column.type.unit]
         return lo.cast(pa.int64()).as_py() * factor, hi.cast(pa.int64()).as_py() * factor
+    if t.name in ("FLOAT", "DOUBLE"):
+        return _total_order_bounds(lo.as_py(), hi.as_py())
     return lo.as_py(), hi.as_py()
 
 
@@ -223,9 +243,9 @@ def footer_stats(metadata: Any) -> dict[str, tuple[Any, Any, int] | None]:
 
 # Paimon types whose footer min/max are exactly the values ``_min_max`` computes, once
 # converted by ``_from_footer``: Parquet orders these as Arrow does (signed integers, unsigned
-# bytes for strings and binaries) and stores them as Arrow holds them.
+# bytes for strings) and stores them as Arrow holds them. Binaries get no bounds (_UNBOUNDED).
 _FOOTER_TYPES = {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "CHAR", "VARCHAR",
-                 "BINARY", "VARBINARY", "DECIMAL", "TIMESTAMP", "TIMESTAMP_LTZ"}
+                 "DECIMAL", "TIMESTAMP", "TIMESTAMP_LTZ"}
 
 
 def _from_footer(found: tuple[Any, Any, int] | None, column: pa.ChunkedArray | pa.Array, t: DataType,
@@ -292,8 +312,8 @@ def compute(table: pa.Table, fields: Sequence[DataField], mode: str = "full",
             it covers exactly are taken from it instead of being computed from the rows.
 
     Returns:
-        The stats; composite columns, all-null columns and float columns holding NaN
-        get null min/max.
+        The stats; composite and binary columns, all-null columns and float columns
+        holding NaN get null min/max; a zero float bound is widened to -0.0 (min) or 0.0 (max).
 
     Raises:
         UsageError: an unknown mode.
@@ -367,7 +387,7 @@ class StatsCollector:
                 raise InvalidDataError(f"no column {f.name!r} to compute stats of")
             column = table.column(f.name)
             self._nulls[i] += column.null_count
-            if self._mode.name == "counts" or f.type.name in _UNORDERED or self._nan[i] \
+            if self._mode.name == "counts" or f.type.name in _UNBOUNDED or self._nan[i] \
                     or column.null_count == len(column):
                 continue
             if f.type.name in ("FLOAT", "DOUBLE") and pc.any(pc.is_nan(column)).as_py():

@@ -58,13 +58,16 @@ class Table(TableHandle):
         return scan(self, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where,
                     limit=limit, engine_settings=engine_settings)
 
-    def changes(self, start: int, end: int, *, select: Sequence[str] | None = None, where: str | None = None,
-                limit: int | None = None, engine_settings: "EngineSettings | None" = None) -> "pa.Table":
-        """What changed in snapshots ``start+1 .. end``: a ``_row_kind`` column (+I, -U, +U, -D)
-        and the table's columns, from changelog files where the table produces them."""
+    def changes(self, start: int | str, end: int | str, *, select: Sequence[str] | None = None,
+                where: str | None = None, limit: int | None = None,
+                engine_settings: "EngineSettings | None" = None, mode: str | None = None) -> "pa.Table":
+        """What changed in snapshots ``start+1 .. end`` (or between two tags): a ``_row_kind``
+        column (+I, -U, +U, -D) and the table's columns, from changelog files where the table
+        produces them (``mode``: ``incremental-between-scan-mode``, see core.ops.changes)."""
         from core.ops.changes import changes
 
-        return changes(self, start, end, select=select, where=where, limit=limit, engine_settings=engine_settings)
+        return changes(self, start, end, select=select, where=where, limit=limit, engine_settings=engine_settings,
+                       mode=mode)
 
     def follow(self, *, mode: str | None = None, snapshot_id: int | None = None, timestamp_millis: int | None = None,
                consumer_id: str | None = None, bounded_watermark: int | None = None,

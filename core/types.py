@@ -134,8 +134,8 @@ def field_to_json(f: DataField) -> dict[str, Any]:
 # Types Paimon 2.x added (pypaimon 2.1 writes them; Java Paimon 1.0 has none). lakectl reads
 # VARIANT (its encoding: a struct of value and metadata binaries, as pypaimon returns it) and
 # VECTOR (a fixed-size list); BLOB values live in .blob files of data-evolution tables, which
-# lakectl does not read: a read touching a BLOB column is refused, naming it
-# (``unreadable_columns``). Writes to tables with any of them are refused (``paimon2_columns``).
+# lakectl reads for a plain BLOB column (``core.blob_file``); a read touching any other column
+# holding a BLOB is refused, naming it (``unreadable_columns``, ``option_rules``). Writes to tables with any of them are refused (``paimon2_columns``).
 PAIMON2_TYPES = ("BLOB", "VARIANT", "VECTOR")
 
 

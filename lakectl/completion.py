@@ -222,6 +222,8 @@ complete_engine = _choices("engine", _engines)
 complete_input_format = _choices("input format", _input_formats)
 complete_write_mode = _choices("write mode", lambda: ("append", "overwrite"))
 complete_order_strategy = _choices("order strategy", lambda: ("order", "zorder", "hilbert"))
+# core.ops.changes.SCAN_MODES, spelled out: that module loads pyarrow, too slow for a <TAB>
+complete_between_mode = _choices("incremental-between-scan-mode", lambda: ("auto", "delta", "changelog", "diff"))
 complete_table = _quietly(_complete_table)
 complete_database = _quietly(_complete_database)
 complete_snapshot_id = _quietly(_complete_snapshot_id)

@@ -35,6 +35,9 @@ COMMANDS: tuple[Entry, ...] = (
           "snapshot's predecessors expire."),
     Entry("truncate", "truncate",
           "Delete every row as one OVERWRITE snapshot; data files go when that snapshot's predecessors expire."),
+    Entry("rescale", "rescale",
+          "Change a fixed-bucket table's bucket count by rewriting its rows into the new buckets, as one OVERWRITE "
+          "snapshot (Paimon's rescale)."),
     Entry("drop-partition", "truncate",
           "Drop partitions as one OVERWRITE snapshot; data files go when that snapshot's predecessors expire."),
     Entry("mark-partition-done", "partition_done",

@@ -29,6 +29,8 @@ hands this kernel the runs it picked (``CompactTask.picked``), rewritten as give
 
 from __future__ import annotations
 
+import dataclasses
+import uuid
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -48,7 +50,7 @@ from core.kernels.read import run_files
 from core.kernels.records import SEQUENCE_NUMBER, alive
 from core.kernels.rolling_writer import write_files_streamed
 from core.kernels.sort_order import sort_indices
-from core.kernels.write import write_files
+from core.kernels.write import external_provider, write_file, write_files
 from core.manifest import FILE_SOURCE_COMPACT, DataFileMeta
 from core.schema import TableSchema
 
@@ -63,6 +65,8 @@ def compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
         return lookup_compact_bucket(task, file_io)
     if task.order is not None:
         return _sort_bucket(task, file_io)
+    if task.data_evolution:
+        return _compact_data_evolution(task, file_io)
     schema = task.schema
     empty = CommitMessage(task.partition, task.bucket, task.total_buckets)
     files = in_sequence_order(task.files) if task.picked else pick_files(schema, task.files, task.output_level)
@@ -125,6 +129,34 @@ def _compact_keeping_row_ids(task: CompactTask, files: Sequence[DataFileMeta], f
         after += row_tracking.number_on(written, run[0].first_row_id)
     return CommitMessage(task.partition, task.bucket, task.total_buckets,
                          compact_before=tuple(before), compact_after=tuple(after))
+
+
+def _compact_data_evolution(task: CompactTask, file_io: FileIO) -> CommitMessage:
+    """Data-evolution bin (``compact_plan.data_evolution_bins``), as Paimon 2.1's normal
+    data-evolution compaction task: the bin's row-id ranges read merged (each column from the
+    newest file holding it) in the latest schema, written as one file of whole rows that
+    starts at the bin's first row id, so every row keeps its _ROW_ID, with the inputs' range
+    of sequence numbers (it stays the newest file of its rows)."""
+    from core.kernels.data_evolution import read_merged
+
+    files = sorted(task.files, key=lambda f: f.first_row_id)
+    rows = read_merged(files, task.bucket_dir, task.schema, task.schemas, file_io,
+                       has_deletions=False, changes=False)
+    lowest = min(f.min_sequence_number for f in files)
+    highest = max(f.max_sequence_number for f in files)
+    seq = pa.array(np.full(rows.num_rows, highest, dtype=np.int64), pa.int64())
+    rows = rows.append_column(SEQUENCE_NUMBER, seq)
+    # One file however large, as Paimon's task writes: a second file would need its own
+    # first row id, and Paimon's reader expects the bin's range in one file.
+    written = write_file(rows, task.schema, task.bucket_dir, file_io,
+                         f"{task.schema.core_options.data_file_prefix}{uuid.uuid4()}-0."
+                         f"{task.schema.core_options.file_format}",
+                         primary_key=False, level=0, file_source=FILE_SOURCE_COMPACT,
+                         external=external_provider(task.schema, task.bucket_dir, file_io))
+    after = dataclasses.replace(written, first_row_id=files[0].first_row_id, min_sequence_number=lowest,
+                                max_sequence_number=highest)
+    return CommitMessage(task.partition, task.bucket, task.total_buckets,
+                         compact_before=tuple(files), compact_after=(after,))
 
 
 _POSITION = "__lakectl_position"

@@ -67,6 +67,9 @@ class CompactTask(InBucketDir, CarriesDeletionFiles):
     # Sort compaction (``compact --order-by``): (strategy, columns); ``files`` are every live
     # file of the bucket, rewritten in that order (``core.kernels.sort_order``).
     order: tuple[str, tuple[str, ...]] | None = None
+    # Data-evolution compaction: ``files`` are one bin of ``data_evolution_bins``, merged by row
+    # id into one file that keeps their row ids (``core.kernels.compact``).
+    data_evolution: bool = False
 
 
 def output_level(schema: TableSchema) -> int:
@@ -319,3 +322,84 @@ def _unit(runs: list[SortedRun], count: int, max_level: int) -> CompactUnit:
     # Paimon: deletes go only when the output is the highest non-empty level.
     drop = level >= max(r.level for r in runs)
     return CompactUnit(in_sequence_order(picked), level, drop)
+
+
+# ---- data-evolution tables ----------------------------------------------------------------
+# Paimon's split.open-file-cost default: the least a file weighs when files are binned.
+_OPEN_FILE_COST = "4 mb"
+
+
+def data_evolution_bins(schema: TableSchema, files: Sequence[DataFileMeta]) -> list[tuple[DataFileMeta, ...]]:
+    """The rewrites Paimon 2.1's data-evolution compaction coordinator plans for one bucket
+    (``DataEvolutionCompactCoordinator``'s normal tasks).
+
+    Data files (not ``.blob`` files, which stay as they are) are cut into runs whose row-id
+    ranges follow on without a gap, and each run into groups: the files of one row-id range
+    (whole rows and the column files of later updates). Groups go into a bin in row-id order,
+    each weighing its files' sizes, a file at least source.split.open-file-cost; a group
+    heavier than target-file-size is a bin of its own, and a bin closes once it is heavier.
+    A bin is rewritten if it holds compaction.min.file-num data files or more, so one
+    rewrite's rows always have consecutive row ids.
+
+    Raises:
+        CorruptMetadataError: files of one run overlap without covering the same row ids.
+    """
+    from core.errors import CorruptMetadataError
+    from core.option_parsing import parse_size
+
+    options = schema.core_options
+    target = options.file_size_for(False)
+    open_cost = parse_size(schema.options.get("source.split.open-file-cost", _OPEN_FILE_COST),
+                           "source.split.open-file-cost")
+    fewest = options.compaction_min_file_num
+    bins: list[tuple[DataFileMeta, ...]] = []
+
+    def close(files: list[DataFileMeta]) -> None:
+        if files and len(files) >= fewest:
+            bins.append(tuple(files))
+
+    for run in _row_id_runs([f for f in files if not f.file_name.endswith(".blob")]):
+        current: list[DataFileMeta] = []
+        weight = 0
+        for group in _same_range_groups(run, CorruptMetadataError):
+            group_weight = sum(max(f.file_size, open_cost) for f in group)
+            if group_weight > target:
+                close(current)
+                current, weight = [], 0
+                close(group)
+                continue
+            current += group
+            weight += group_weight
+            if weight > target:
+                close(current)
+                current, weight = [], 0
+        close(current)
+    return bins
+
+
+def _row_id_runs(files: Sequence[DataFileMeta]) -> list[list[DataFileMeta]]:
+    """``files`` in row-id order, cut where a gap in the row ids falls (adjacent ranges join)."""
+    runs: list[list[DataFileMeta]] = []
+    end = None  # one past the last row id of the current run
+    for f in sorted((f for f in files if f.first_row_id is not None), key=lambda f: f.first_row_id):
+        if end is None or f.first_row_id > end:
+            runs.append([])
+            end = f.first_row_id
+        runs[-1].append(f)
+        end = max(end, f.first_row_id + f.row_count)
+    return runs
+
+
+def _same_range_groups(run: Sequence[DataFileMeta], error: type[Exception]) -> list[list[DataFileMeta]]:
+    """A run's files grouped by row-id range; overlapping ranges must be the same range."""
+    groups: list[list[DataFileMeta]] = []
+    for f in run:
+        if groups and f.first_row_id < groups[-1][0].first_row_id + groups[-1][0].row_count:
+            head = groups[-1][0]
+            if (f.first_row_id, f.row_count) != (head.first_row_id, head.row_count):
+                raise error(f"data files {head.file_name} and {f.file_name} overlap in row ids without "
+                            "covering the same ones")
+            groups[-1].append(f)
+        else:
+            groups.append([f])
+    return groups

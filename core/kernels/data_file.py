@@ -10,7 +10,9 @@ from __future__ import annotations
 import functools
 import io
 import os
+import threading
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -20,13 +22,14 @@ import pyarrow.parquet as pq
 from pyarrow._parquet import ParquetReader
 
 from core import formats
-from core.arrow_values import boolean_array, int_array
+from core.arrow_values import boolean_array, int_array, numpy_ints
 from core.deletion_vectors import DeletionFile, deleted_mask, read_vector
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, local_path
 from core.kernels.records import SEQUENCE_NUMBER, VALUE_KIND
 from core.manifest import DataFileMeta
 from core.schema import TableSchema
+from core.system_columns import ROW_ID
 from core.types import DataField, arrow_field, parse_type, timestamps_from_counts, to_arrow
 
 if TYPE_CHECKING:
@@ -204,6 +207,29 @@ def _without_deleted(table: pa.Table, group_rows: list[int], groups: list[int] |
     return table.filter(boolean_array(~mask))
 
 
+@dataclass
+class RowGroupCount:
+    """Parquet row groups this process's reads looked at and decoded (the others pruned by
+    their statistics): what ``scan -v`` reports after a local read. A file read in parts
+    counts each part's groups once."""
+
+    considered: int = 0
+    read: int = 0
+    _lock: threading.Lock = dataclass_field(default_factory=threading.Lock, repr=False)
+
+    def add(self, considered: int, read: int) -> None:
+        with self._lock:  # the local engine reads splits on a few threads
+            self.considered += considered
+            self.read += read
+
+    def snapshot(self) -> tuple[int, int]:
+        with self._lock:
+            return self.considered, self.read
+
+
+ROW_GROUPS = RowGroupCount()
+
+
 def _read_columns(path: str, meta: DataFileMeta, file_io: FileIO, wanted: tuple[str, ...],
                   row_filter: Predicate | None, read_fields: Sequence[DataField],
                   mapping: Mapping[int, DataField],
@@ -250,6 +276,8 @@ def _read_columns(path: str, meta: DataFileMeta, file_io: FileIO, wanted: tuple[
                 matching = set(matching_row_groups(reader, row_filter, read_fields, mapping))
                 groups = [g for g in groups if g in matching]
             table = _decode(reader, groups, indices)
+        ROW_GROUPS.add(len(group_rows) if only_groups is None else len(only_groups),
+                       len(group_rows) if groups is None else len(groups))
         if footer.int96 and footer.int96 & set(wanted):
             _check_int96_range(source, reader, table, path)
         return table, group_rows, groups
@@ -305,10 +333,9 @@ def _leaf_count(t: pa.DataType) -> int:
 
 
 def _int96_columns(metadata: pq.FileMetaData) -> frozenset[str]:
-    """The top-level INT96 columns of a Parquet file (a legacy timestamp a read checks)."""
-    schema = metadata.schema
-    return frozenset(schema.column(i).name for i in range(metadata.num_columns)
-                     if schema.column(i).physical_type == "INT96" and schema.column(i).path == schema.column(i).name)
+    """The top-level columns of a Parquet file holding INT96 leaves, at any depth (a legacy
+    timestamp a read checks)."""
+    return frozenset(formats.int96_columns(metadata.schema))
 
 
 # Types whose Parquet min/max come back from pyarrow in the form ``ColumnRange`` holds (that of
@@ -450,3 +477,61 @@ def _parsed_footer(local: str, size: int, mtime_ns: int) -> Footer:
         return Footer(reader.metadata)
     finally:
         reader.close()
+
+
+def stored_sequence_numbers(path: str, meta: DataFileMeta, file_io: FileIO) -> pa.ChunkedArray | None:
+    """The ``_SEQUENCE_NUMBER`` column of an append table's data file, every row in file order,
+    where the file stores one (Paimon's row-tracking rewrites keep each row's number there);
+    None where it does not. What ``_SEQUENCE_NUMBER`` of a row-tracking table reads
+    (``core.system_columns``).
+
+    Raises:
+        CorruptMetadataError: as ``read_file``.
+    """
+    fmt = formats.format_of(meta.file_name)
+    try:
+        with file_io.open_input(path) as fh:
+            source = io.BytesIO(fh.read())
+        if fmt == "parquet":
+            parquet = pq.ParquetFile(source)
+            if SEQUENCE_NUMBER not in parquet.schema_arrow.names:
+                return None
+            return parquet.read(columns=[SEQUENCE_NUMBER], use_threads=False).column(0)
+        if fmt == "orc":
+            if SEQUENCE_NUMBER not in formats._orc().ORCFile(source).schema.names:
+                return None
+            source.seek(0)
+        elif fmt == "avro":
+            import fastavro
+
+            if SEQUENCE_NUMBER not in {f["name"] for f in fastavro.reader(source).writer_schema["fields"]}:
+                return None
+            source.seek(0)
+        else:
+            raise ValueError(f"unknown data file format of {meta.file_name}")
+        columns = {SEQUENCE_NUMBER: parse_type("BIGINT")}
+        table = formats.read_orc(source, columns) if fmt == "orc" else formats.read_avro(source, columns)
+        return table.column(0)
+    except FileNotFoundError as e:
+        raise CorruptMetadataError(f"data file {path} listed in a manifest is missing") from e
+    except (ValueError, OSError, pa.ArrowException) as e:
+        raise CorruptMetadataError(f"cannot read data file {path}: {e}") from e
+
+
+def with_row_tracking(part: pa.Table, meta: DataFileMeta, names: Sequence[str], positions: pa.ChunkedArray,
+                      stored_sequence: pa.ChunkedArray | None) -> pa.Table:
+    """``part`` (rows of ``meta`` at file ``positions``) with the system columns ``names``
+    appended, as pypaimon 2.1 computes them (``core.system_columns``): ``_ROW_ID`` the file's
+    first row id plus the position (null without a first row id), ``_SEQUENCE_NUMBER`` the
+    file's stored column where it has one and is not null, else its max sequence number."""
+    at = numpy_ints(positions)
+    for name in names:
+        if name == ROW_ID:
+            column = (pa.nulls(len(at), pa.int64()) if meta.first_row_id is None
+                      else int_array(at + meta.first_row_id))
+        else:
+            column = int_array(np.full(len(at), meta.max_sequence_number, np.int64))
+            if stored_sequence is not None:
+                column = pc.coalesce(pc.cast(stored_sequence.take(int_array(at)), pa.int64()), column)
+        part = part.append_column(pa.field(name, pa.int64()), column)
+    return part

@@ -43,7 +43,7 @@ def filter_rows(table: pa.Table, condition: Predicate) -> pa.Table:
 
 def _mask(condition: Predicate, table: pa.Table) -> pa.ChunkedArray | None:
     """Where ``condition`` is TRUE, computed with the compute functions directly, for
-    comparisons, IN lists (not of floats) and their AND, the shapes of key ranges and key
+    comparisons and IN lists (not of floats) and their AND, the shapes of key ranges and key
     lists (None for any other shape: the expression filter handles it). Filtering an expression goes through an Acero
     plan, whose setup costs more than the comparison on a few thousand keys; the kernels are
     the ones the expression calls, and a row whose answer is FALSE or NULL is dropped by
@@ -56,7 +56,8 @@ def _mask(condition: Predicate, table: pa.Table) -> pa.ChunkedArray | None:
                 return None
             mask = part if mask is None else pc.and_kleene(mask, part)
         return mask
-    if isinstance(condition, Comparison):
+    if isinstance(condition, Comparison) and not pa.types.is_floating(to_arrow(condition.type)):
+        # (floats compare in Java's order, -0.0 below 0.0 and NaN on top: the expression's)
         literal = values_array([condition.value], to_arrow(condition.type))[0]
         return _KERNELS[condition.op](table.column(condition.column), literal)
     if isinstance(condition, InList) and not pa.types.is_floating(to_arrow(condition.type)):

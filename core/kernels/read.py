@@ -15,10 +15,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core import binary_row
+from core import binary_row, system_columns
 from core.arrow_values import empty_table, int_array, numpy_ints
 from core.kernels import data_evolution
-from core.kernels.data_file import POSITION, read_file, read_file_parts, read_rows_at
+from core.kernels.data_file import (POSITION, read_file, read_file_parts, read_rows_at, stored_sequence_numbers,
+                                    with_row_tracking)
 from core.default_values import fill_defaults
 from core.deletion_vectors import CarriesDeletionFiles, DeletionFile
 from core.fileio import FileIO, join
@@ -53,6 +54,9 @@ class ReadSplit(CarriesDeletionFiles):
     # files and come out null: merge engines fold each column on its own, so they change
     # nothing the caller sees, and a value lakectl cannot hold there stops nothing.
     columns: frozenset[str] | None = None
+    # System columns (core.system_columns) of a row-tracking table the rows carry after the
+    # read schema's columns, computed per file (``with_row_tracking``).
+    system_columns: tuple[str, ...] = ()
 
     @property
     def row_count(self) -> int:
@@ -66,7 +70,9 @@ def read_split(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int,
     (``defaults=False``: the values as stored, for rewriting them)."""
     if data_evolution.enabled(read_schema):  # files hold column subsets, merged by row id
         rows = data_evolution.read_merged(split.files, split.bucket_dir, read_schema, schemas, file_io,
-                                          has_deletions=bool(split.deletion_files), changes=split.changes)
+                                          has_deletions=bool(split.deletion_files), changes=split.changes,
+                                          needed=split.columns, system=split.system_columns,
+                                          deletion_files=split.deletion_files)
         return fill_defaults(rows, read_schema) if defaults else rows
     if split.changes:
         return read_changes(split, read_schema, schemas, file_io)
@@ -105,12 +111,21 @@ def _split_parts(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[in
     if primary_key:
         yield from _read_merged(split, read_schema, schemas, file_io, row_filter)
         return
+    tracked = bool(split.system_columns)
     for meta in split.files:
         path = meta.external_path or join(split.bucket_dir, meta.file_name)
-        yield from read_file_parts(path, meta, schemas[meta.schema_id], read_fields, file_io,
-                                   part_rows=stream_merge.BATCH_ROWS, system_columns=primary_key,
-                                   row_filter=row_filter, deletion=split.deletion(meta),
-                                   needed=needed_columns(split, read_schema))
+        parts = read_file_parts(path, meta, schemas[meta.schema_id], read_fields, file_io,
+                                part_rows=stream_merge.BATCH_ROWS, system_columns=primary_key,
+                                row_filter=row_filter, deletion=split.deletion(meta),
+                                needed=needed_columns(split, read_schema), positions=tracked)
+        if not tracked:
+            yield from parts
+            continue
+        stored = (stored_sequence_numbers(path, meta, file_io)
+                  if system_columns.SEQUENCE_NUMBER in split.system_columns else None)
+        for part in parts:
+            positions = part.column(POSITION)
+            yield with_row_tracking(part.drop_columns([POSITION]), meta, split.system_columns, positions, stored)
 
 
 def run_files(files: Sequence[DataFileMeta], key_types: Sequence) -> list[list[DataFileMeta]]:

@@ -6,11 +6,16 @@ The curves work on one unsigned 64-bit key per column that sorts as the column d
 (``order_keys``): integers, dates, times and timestamps with the sign bit flipped, floats by
 their IEEE bits (negative ones inverted), decimals as doubles, strings and binaries by their
 first eight bytes, booleans as 0 and 1; a null is 0, ahead of every value, as Paimon's
-indexers put nulls first. ``zorder`` interleaves the keys' bits, most significant first, as
-Paimon's ZIndexer interleaves its eight bytes per column; ``hilbert`` takes the top 32 bits of
-each key through Skilling's transform ("Programming the Hilbert curve", 2004) and interleaves
-the result, whose order visits neighbouring cells one step apart. The curve keys are a layout
-choice: readers never see them, only files whose rows cluster.
+indexers put nulls first. Each key is then replaced by its dense rank among the rows being
+sorted, spread over 32 bits (``spread_ranks``): a BIGINT column holding 0..1,000,000 varies
+only in its low 20 bits and a DOUBLE in [0, 1) mostly in its mantissa, so interleaving the raw
+bits (as Paimon's ZIndexer interleaves bytes) would order by whichever column varies highest
+and leave the other unclustered; ranks give every column the same weight, as Delta's
+``range_partition_id`` does for its Z-order. ``zorder`` interleaves the spread keys' bits,
+most significant first; ``hilbert`` takes them through Skilling's transform ("Programming the
+Hilbert curve", 2004) and interleaves the result, whose order visits neighbouring cells one
+step apart. The curve keys are a layout choice: readers never see them, only files whose rows
+cluster.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ def sort_indices(table: pa.Table, columns: Sequence[str], strategy: str) -> pa.A
     """The row order that ``strategy`` gives ``table`` on ``columns`` (stable: ties keep their order)."""
     if strategy == "order":
         return pc.sort_indices(table, sort_keys=[(c, "ascending", "at_start") for c in columns])
-    keys = [order_keys(table.column(c)) for c in columns]
+    keys = [spread_ranks(order_keys(table.column(c))) for c in columns]
     words = zorder_words(keys) if strategy == "zorder" else hilbert_words(keys)
     # np.lexsort sorts by its last key first: most significant word last; stable.
     return pa.array(np.lexsort(list(reversed(words))) if words else np.arange(table.num_rows))
@@ -58,6 +63,15 @@ def order_keys(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.where(valid, keys, np.uint64(0)).astype(np.uint64)
 
 
+def spread_ranks(keys: np.ndarray) -> np.ndarray:
+    """Each key's dense rank among ``keys``, spread evenly over the top 32 bits (order kept,
+    equal keys equal)."""
+    distinct, rank = np.unique(keys, return_inverse=True)
+    top = np.uint64(max(len(distinct) - 1, 1))
+    spread = (rank.astype(np.uint64) * np.uint64(0xFFFFFFFF)) // top
+    return spread << np.uint64(32)
+
+
 def _prefix(value: str | bytes | None) -> int:
     if value is None:
         return 0
@@ -65,7 +79,7 @@ def _prefix(value: str | bytes | None) -> int:
     return int.from_bytes(data[:8].ljust(8, b"\0"), "big")
 
 
-def zorder_words(keys: Sequence[np.ndarray], bits: int = 64) -> list[np.ndarray]:
+def zorder_words(keys: Sequence[np.ndarray], bits: int = 32) -> list[np.ndarray]:
     """The keys' top ``bits`` bits interleaved (bit b of every key, then bit b-1, ...; the
     first key first), as uint64 words, most significant word first."""
     n = len(keys[0]) if keys else 0
@@ -113,4 +127,4 @@ def _axes_to_transpose(x: list[np.ndarray], bits: int) -> None:
         x[i] ^= t
 
 
-__all__ = ["STRATEGIES", "hilbert_words", "order_keys", "sort_indices", "zorder_words"]
+__all__ = ["STRATEGIES", "hilbert_words", "order_keys", "sort_indices", "spread_ranks", "zorder_words"]

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from core import binary_row, external_paths, file_index, formats, stats
-from core.arrow_values import int_array, numpy_ints
+from core.arrow_values import empty_table, int_array, numpy_ints
 from core.commit import CommitMessage
 from core.deletion_vectors import DeletionFile
 from core.fileio import FileIO, join
@@ -315,7 +315,25 @@ def _parquet_options(schema: TableSchema, int96: bool, file_schema: pa.Schema) -
     return {"compression": opts.file_compression, "use_deprecated_int96_timestamps": int96,
             "compression_level": opts.zstd_level if opts.file_compression == "zstd" else None,
             "store_decimal_as_integer": True, "use_dictionary": formats.dictionary_columns(file_schema),
-            "data_page_size": opts.parquet_page_size}
+            "data_page_size": opts.parquet_page_size, "write_statistics": _statistics_columns(file_schema)}
+
+
+def _statistics_columns(file_schema: pa.Schema) -> bool | list[str]:
+    """The Parquet columns whose row groups get min/max: all but top-level FLOAT and DOUBLE ones.
+
+    Parquet writers leave NaN out of a float column's min/max, and Java's Parquet reader then
+    skips a row group holding NaN for ``f = NaN`` or ``f > 1`` (NaN matches both in Java's
+    order); Java's own writer writes no float min/max beside a NaN. A streamed file's NaNs are
+    not known before its row groups are written, so float columns get none (the manifest's
+    stats, computed from the rows, still bound them)."""
+    floats = {f.name for f in file_schema if pa.types.is_floating(f.type)}
+    if not floats:
+        return True
+    probe = pa.BufferOutputStream()
+    footer: list[Any] = []
+    pq.write_table(empty_table(file_schema), probe, metadata_collector=footer)  # the writer's own leaf paths
+    leaves = footer[0].schema
+    return [leaves.column(i).path for i in range(len(leaves)) if leaves.column(i).path not in floats]
 
 
 def file_fields(schema: TableSchema) -> list[tuple[str, DataType]]:

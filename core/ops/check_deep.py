@@ -4,6 +4,8 @@
 damaged in place (a bad disk block, a partial overwrite, a hand) passes that and still fails
 every read. Here each file is read the way a reader would:
 
+- a ``.blob`` file (a BLOB column of a data-evolution table): every record against its index
+  entry, magic number and CRC, and its rows against the manifest's ``row_count``;
 - a data or changelog file (Parquet, ORC, Avro, by its extension as the readers pick it): the
   footer's row count against the manifest's ``row_count``, every row group (ORC stripe, Avro
   block) decoded, one at a time so memory stays at one group, and the columns its schema
@@ -47,6 +49,8 @@ def data_file_problem(path: str, meta: DataFileMeta, file_schema: TableSchema | 
     group decodes, the rows add up to the manifest's ``row_count`` and the columns of the
     schema it was written with are there. ``file_schema`` None: that schema is missing (the
     caller reports it; only the rows are checked then)."""
+    if meta.file_name.endswith(".blob"):
+        return _blob_file_problem(path, meta, file_io)
     fmt = formats.format_of(meta.file_name)
     if fmt is None:
         return f"is in no format lakectl reads (by its extension; lakectl reads {', '.join(formats.FORMATS)})"
@@ -61,6 +65,20 @@ def data_file_problem(path: str, meta: DataFileMeta, file_schema: TableSchema | 
     missing = [c for c in _expected_columns(meta, file_schema) if c not in columns]
     if missing:
         return f"lacks column {missing[0]} of the schema it was written with (schema {meta.schema_id})"
+    return None
+
+
+def _blob_file_problem(path: str, meta: DataFileMeta, file_io: FileIO) -> str | None:
+    """What is wrong with a data-evolution table's ``.blob`` file (``core.blob_file``): every
+    record against its index entry, magic number and CRC, and the rows against the manifest."""
+    from core.blob_file import blob_rows
+
+    try:
+        rows = len(blob_rows(file_io.read_bytes(path), path))
+    except _DECODE_ERRORS as e:
+        return f"cannot be decoded as a blob file: {_first_line(e)}"
+    if rows != meta.row_count:
+        return f"holds {rows} rows by its blob index, the manifest records {meta.row_count}"
     return None
 
 

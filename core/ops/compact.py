@@ -34,6 +34,7 @@ from core.fileio import join
 from core.index_manifest import index_dir
 from core.ops.compact_planning import CompactPlan, level0_goes_up, partition_filter, plan  # noqa: F401 (callers import them here)
 from core.ops.full_compaction import FULL_COMPACTION_PROPERTY
+from core.option_rules import data_evolution_enabled
 from core.replan import lost_race, replan_on_lost_race
 from core.snapshot import COMPACT, Snapshot
 from core.table_handle import TableHandle
@@ -133,6 +134,10 @@ def _compact_once(table: TableHandle, *, full: bool, partitions: Sequence[Mappin
                                          if m.compact_before or m.compact_after]
     except CorruptMetadataError as e:  # an input file gone: damage, or its snapshot expired meanwhile
         raise lost_race(table.snapshots, compaction.snapshot, e) or e
+    if messages and data_evolution_enabled(compaction.schema):
+        from core.ops.data_evolution_delete import move_deletion_vectors
+
+        messages = move_deletion_vectors(table, compaction.snapshot, messages)
     committer = FileStoreCommit(table.file_io, table.path, compaction.schema, branch_path=table.branch_path)
     try:
         snapshot = committer.commit(messages, kind=COMPACT,

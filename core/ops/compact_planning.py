@@ -13,10 +13,10 @@ from core import row_tracking
 from core.commit import base_entries
 from core.deletion_vectors import bucket_index_files, snapshot_deletion_files, split_deletion_files
 from core.errors import CorruptMetadataError, UsageError
-from core.kernels.compact_plan import (CompactTask, UniversalOptions, in_sequence_order, output_level, pick_files,
-                                       pick_universal, unaware_bins)
+from core.kernels.compact_plan import (CompactTask, UniversalOptions, data_evolution_bins, in_sequence_order,
+                                       output_level, pick_files, pick_universal, unaware_bins)
 from core.manifest import DataFileMeta, ManifestEntry
-from core.option_rules import WRITE, check_options, refuse_rewrite
+from core.option_rules import WRITE, check_options, data_evolution_enabled
 from core.partition import render_value
 from core.replan import lost_race
 from core.schema import TableSchema
@@ -99,7 +99,6 @@ def plan(table: TableHandle, *, full: bool = True, partitions: Sequence[Mapping[
     with ``order`` (strategy, columns), every bucket with files, to be rewritten in that order."""
     schema = table.schema
     check_options(schema, table.name, WRITE)
-    refuse_rewrite(schema, table.name, "compaction")
     if order is not None:
         check_sort_order(table, order)
     selected = partition_filter(schema, partitions)
@@ -109,6 +108,8 @@ def plan(table: TableHandle, *, full: bool = True, partitions: Sequence[Mapping[
     try:
         if order is not None:
             return _plan_sorted(table, snapshot, selected, order)
+        if data_evolution_enabled(schema):
+            return _plan_data_evolution(table, snapshot, selected)
         return _plan_on(table, snapshot, selected, full=full, level0_buckets=level0_buckets, changelog=changelog)
     except CorruptMetadataError as e:
         raise lost_race(table.snapshots, snapshot, e) or e
@@ -168,6 +169,28 @@ def _plan_sorted(table: TableHandle, snapshot: Snapshot, selected: Callable[[tup
                    output_level(schema), picked=True, order=order,
                    deletion_files=split_deletion_files(vectors, part, bucket, group))
              for (part, bucket), group in groups.items()]
+    return CompactPlan(snapshot, schema, tuple(tasks))
+
+
+def _plan_data_evolution(table: TableHandle, snapshot: Snapshot,
+                         selected: Callable[[tuple[Any, ...]], bool]) -> CompactPlan:
+    """Data-evolution compaction (Paimon 2.1's coordinator, ``data_evolution_bins``): one task
+    per bin of each selected (partition, bucket), whether or not ``--full`` was asked (Paimon's
+    has no other kind). Deleted rows are rewritten too, their deletion vectors moved onto the
+    new file before the commit (``data_evolution_delete.move_deletion_vectors``)."""
+    schema = table.schema
+    groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
+    values_of: dict[bytes, tuple[Any, ...]] = {}
+    for e in base_entries(table.manifests(), snapshot, table.snapshots):
+        if e.partition not in values_of:
+            values_of[e.partition] = schema.partition_values(e.partition)
+        if selected(values_of[e.partition]):
+            groups.setdefault((e.partition, e.bucket), []).append(e)
+    loaded: dict[int, TableSchema] = {schema.id: schema}
+    tasks = [_task(table, schema, loaded, part, values_of[part], bucket, group, files, 0, picked=True,
+                   data_evolution=True)
+             for (part, bucket), group in groups.items()
+             for files in data_evolution_bins(schema, [e.file for e in group])]
     return CompactPlan(snapshot, schema, tuple(tasks))
 
 

@@ -1,6 +1,6 @@
 """delete: remove the rows a ``--where`` predicate matches, at the latest snapshot.
 
-Two paths, as Paimon's Spark ``DELETE FROM`` takes them:
+Three paths, as Paimon's Spark ``DELETE FROM`` takes the first two and Flink's ``DELETE`` the third:
 
 - **Primary-key tables**: the matching rows are read merge-on-read (as ``scan`` reads them)
   and written back as ``-D`` records through the normal write path, one APPEND snapshot. The
@@ -22,6 +22,9 @@ Two paths, as Paimon's Spark ``DELETE FROM`` takes them:
   streaming reader of an append table read the kept rows of every rewritten file again; an
   OVERWRITE snapshot is skipped by streaming reads (``streaming-read-overwrite`` false).
 
+- **Data-evolution tables** (``data-evolution.enabled``): no file is rewritten; the rows are
+  marked in deletion vectors keyed by row-id range, as Paimon 2.1 deletes from them
+  (``core.ops.data_evolution_delete``, on the local engine), one APPEND snapshot.
 The engine follows ``--engine``: ``auto`` picks Spark when the candidate files (what is left
 after partition and statistics pruning) exceed the Spark threshold, as write, scan and compact
 decide. A dynamic-bucket primary-key table is deleted from locally, as it is written. A dry
@@ -131,7 +134,8 @@ def delete(table: TableHandle, where: str, *, dry_run: bool = False,
     if not where or not where.strip():
         raise UsageError("--where must not be empty (to delete every row, use lakectl truncate)")
     check_options(table.schema, table.name, WRITE)
-    data_evolution.refuse_rewrite(table.schema, table.name, "delete")
+    if data_evolution.enabled(table.schema):
+        return _delete_by_row_id(table, where, dry_run, engine_settings)
     row_tracking.refuse_rewrite(table.schema, table.name, "delete")
     if table.schema.has_primary_key:
         check_deletable(table)
@@ -151,6 +155,34 @@ def delete(table: TableHandle, where: str, *, dry_run: bool = False,
             raise lost_race(table.snapshots, prepared.plan.snapshot, e) or e
 
     # planned again when another commit replaced the files it rewrote (core.replan)
+    return replan_on_lost_race(table.schema.core_options.commit_max_retries, once, "delete", stale_plans=True)
+
+
+# ---- data-evolution tables ---------------------------------------------------------------
+def _delete_by_row_id(table: TableHandle, where: str, dry_run: bool,
+                      engine_settings: EngineSettings | None) -> DeleteResult:
+    """Deletion vectors keyed by row-id range (``core.ops.data_evolution_delete``), on the
+    local engine (the rows read are only their _ROW_IDs and the condition's columns).
+
+    Raises:
+        UsageError: ``--engine spark``.
+    """
+    from core.ops import data_evolution_delete as by_row_id
+
+    if engine_settings is not None and engine_settings.engine == "spark":
+        raise UsageError(f"a delete from data-evolution table {table.name} runs locally (it reads row ids and "
+                         "writes deletion vectors); use --engine local (or auto)")
+    by_row_id.check_deletable(table)
+
+    def once() -> DeleteResult:
+        prepared, matched, messages = by_row_id.plan_delete(table, where, dry_run=dry_run)
+        if dry_run or not messages:
+            return DeleteResult(table.name, table.branch, None, None, matched, 0, 0, "local", dry_run)
+        snapshot = by_row_id.commit_delete(table, messages)
+        assert snapshot is not None
+        after_commit(table, None)
+        return DeleteResult(table.name, table.branch, snapshot.id, snapshot.commit_kind, matched, 0, 0, "local", False)
+
     return replan_on_lost_race(table.schema.core_options.commit_max_retries, once, "delete", stale_plans=True)
 
 

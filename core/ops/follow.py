@@ -40,6 +40,7 @@ from core.engines import EngineSettings
 from core.errors import NotFoundError, UsageError
 from core.kernels.read import ROW_KIND_COLUMN
 from core.kernels import data_evolution
+from core import system_columns
 from core.options import SCAN_MODES, parse_bool, parse_duration, parse_int
 from core.option_rules import READ, check_options
 from core.snapshot import APPEND, OVERWRITE, Snapshot
@@ -210,6 +211,7 @@ def follow(table: TableHandle, settings: FollowSettings, *, max_snapshots: int |
         raise UsageError(f"--max-snapshots must be 1 or more (got {max_snapshots})")
     check_options(table.schema, table.name, READ)
     data_evolution.refuse_incremental(table.schema, table.name)
+    system_columns.refuse_in_changes(table.schema, select, where)
     start = plan_start(table, settings)
     consumers = ConsumerManager(table.file_io, table.branch_path) if settings.consumer_id else None
     log.info("following %s: mode %s, %s%s", table.name, start.mode,

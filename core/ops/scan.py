@@ -14,12 +14,12 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
-from core import binary_row, file_index, stats
+from core import binary_row, file_index, stats, system_columns
 from core.arrow_values import empty_table
 from core.engines import EngineSettings, choose_engine
 from core.deletion_vectors import snapshot_deletion_files, split_deletion_files
 from core.engines.local import LocalEngine
-from core.errors import CorruptMetadataError, ExpiredWhileReadingError
+from core.errors import CorruptMetadataError, ExpiredWhileReadingError, UsageError
 from core.fileio import join
 from core.kernels import data_evolution
 from core.kernels.key_prune import filter_rows
@@ -35,7 +35,7 @@ from core.option_rules import READ, check_options
 from core.snapshot import Snapshot
 from core.table_handle import TableHandle
 from core.travel import choose_snapshot, parse_timestamp  # noqa: F401 - parse_timestamp: re-exported
-from core.types import arrow_field
+from core.types import DataType, arrow_field
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ def _manifest_may_match(meta: ManifestFileMeta, predicate: Predicate, read_schem
         return True
     nulls = stats.null_counts or ()
     rows = meta.num_added_files + meta.num_deleted_files
-    ranges = {f.name: ColumnRange(low[i], high[i], nulls[i] if i < len(nulls) else None, rows)
+    ranges = {f.name: _trusted_range(f.type, low[i], high[i], nulls[i] if i < len(nulls) else None, rows)
               for i, f in enumerate(read_schema.partition_fields)}
     return predicate.may_match(ranges)
 
@@ -141,8 +141,17 @@ def _file_ranges(entry: ManifestEntry, file_schema: TableSchema, read_schema: Ta
         name = names_by_id.get(fld.id)
         # A retyped column's stats are in the old type; only trust stats of unchanged types.
         if name is not None and read_schema.field(name).type.root_text() == fld.type.root_text():
-            out[name] = ColumnRange(cs.min, cs.max, cs.null_count, f.row_count)
+            out[name] = _trusted_range(fld.type, cs.min, cs.max, cs.null_count, f.row_count)
     return out
+
+
+def _trusted_range(t: DataType, lo: Any, hi: Any, nulls: int | None, rows: int | None) -> ColumnRange:
+    """A column's range from manifest stats. Binary bounds are dropped, null counts kept:
+    writers order bytes signed (Java 1.0's collectors) or unsigned (later Paimon, Parquet), and
+    the stats do not say which."""
+    if t.is_binary:
+        return ColumnRange(None, None, nulls, rows)
+    return ColumnRange(lo, hi, nulls, rows)
 
 
 def _index_may_match(table: TableHandle, entry: ManifestEntry, file_schema: TableSchema, read_schema: TableSchema,
@@ -177,7 +186,8 @@ def _index_may_match(table: TableHandle, entry: ManifestEntry, file_schema: Tabl
 
 
 def plan(table: TableHandle, snapshot: Snapshot | None, *, predicate: Predicate | None = None,
-         read_schema: TableSchema | None = None, columns: frozenset[str] | None = None) -> ScanPlan:
+         read_schema: TableSchema | None = None, columns: frozenset[str] | None = None,
+         system: tuple[str, ...] = ()) -> ScanPlan:
     """Live files of ``snapshot`` grouped into splits, pruned by ``predicate``, to be read in
     ``read_schema`` (by default the schema the snapshot was committed with). Level-0 files
     are left out where Java's batch scan leaves them out (``TableSchema.hides_level0``).
@@ -185,7 +195,8 @@ def plan(table: TableHandle, snapshot: Snapshot | None, *, predicate: Predicate 
     Java's streaming reads start from a snapshot with a stricter rule (level 0 also hidden
     with the lookup producer; only the top level with the full-compaction producer); lakectl's
     lookup-producer writes do not compact at every commit as Java's do, so following keeps
-    the batch rule for its starting snapshot."""
+    the batch rule for its starting snapshot. ``system``: the system columns
+    (``core.system_columns``) each split's rows carry after the table's columns."""
     if read_schema is None:
         read_schema = table.schemas.schema(snapshot.schema_id) if snapshot else table.schema
     schemas: dict[int, TableSchema] = {read_schema.id: read_schema}
@@ -195,13 +206,14 @@ def plan(table: TableHandle, snapshot: Snapshot | None, *, predicate: Predicate 
     # stats and indexes describe the nulls they hold.
     predicate = prunable(predicate, read_schema)
     try:
-        return _plan_on(table, snapshot, predicate, read_schema, schemas, columns)
+        return _plan_on(table, snapshot, predicate, read_schema, schemas, columns, system)
     except CorruptMetadataError as e:
         raise lost_race(table.snapshots, snapshot, e) or e
 
 
 def _plan_on(table: TableHandle, snapshot: Snapshot, predicate: Predicate | None, read_schema: TableSchema,
-             schemas: dict[int, TableSchema], columns: frozenset[str] | None) -> ScanPlan:
+             schemas: dict[int, TableSchema], columns: frozenset[str] | None,
+             system: tuple[str, ...] = ()) -> ScanPlan:
     entries = _live_entries(table, snapshot, predicate, read_schema)
     if read_schema.hides_level0:
         entries = [e for e in entries if e.file.level > 0]
@@ -249,7 +261,8 @@ def _plan_on(table: TableHandle, snapshot: Snapshot, predicate: Predicate | None
         files = sorted(groups[(part, bucket)], key=lambda e: (e.file.min_sequence_number, e.file.file_name))
         directory = join(table.path, read_schema.partition_dir(partition_values[part]), f"bucket-{bucket}")
         splits.append(ReadSplit(part, bucket, directory, tuple(e.file for e in files), predicate=predicate,
-                                deletion_files=split_deletion_files(vectors, part, bucket, files), columns=columns))
+                                deletion_files=split_deletion_files(vectors, part, bucket, files), columns=columns,
+                                system_columns=system))
     return ScanPlan(snapshot, read_schema, schemas, tuple(splits), len(entries), pruned)
 
 
@@ -259,7 +272,23 @@ def read_batches(table: TableHandle, scan_plan: ScanPlan, *, predicate: Predicat
     """Merged, filtered, projected rows split by split; stops once ``limit`` rows came out."""
     engine = engine or LocalEngine()
     parts = engine.read_parts(scan_plan.splits, scan_plan.read_schema, scan_plan.schemas, table.file_io)
-    return filtered(parts, predicate, list(select) if select else None, limit)
+    return _reporting(filtered(parts, predicate, list(select) if select else None, limit), scan_plan)
+
+
+def _reporting(parts: Iterator[pa.Table], scan_plan: ScanPlan) -> Iterator[pa.Table]:
+    """``parts``, then (``-v``) what the read skipped: the files pruned by partition values,
+    statistics and file indexes, and of the Parquet files read, the row groups pruned by their
+    statistics. In-process reads only: a Spark job's executors count for themselves."""
+    from core.kernels.data_file import ROW_GROUPS
+
+    considered, read = ROW_GROUPS.snapshot()
+    yield from parts
+    if log.isEnabledFor(logging.INFO):
+        now_considered, now_read = ROW_GROUPS.snapshot()
+        files = sum(len(split.files) for split in scan_plan.splits)
+        log.info("read %d of %d live data files (%d pruned by partition, statistics or file index); "
+                 "%d of %d row groups of the Parquet files read (the others pruned by statistics)",
+                 files, scan_plan.files_total, scan_plan.files_pruned, now_read - read, now_considered - considered)
 
 
 def filtered(parts: Iterable[pa.Table], predicate: Predicate | None, columns: list[str] | None,
@@ -282,16 +311,18 @@ def filtered(parts: Iterable[pa.Table], predicate: Predicate | None, columns: li
 
 
 def output_schema(read_schema: TableSchema, select: Sequence[str] | None) -> pa.Schema:
-    fields = [arrow_field(f).with_nullable(True) for f in read_schema.fields]
-    if select:
-        by_name = {f.name: f for f in fields}
-        fields = [by_name[n] for n in select]
-    return pa.schema(fields)
+    if not select:
+        return pa.schema([arrow_field(f).with_nullable(True) for f in read_schema.fields])
+    by_name = {f.name: arrow_field(f).with_nullable(True) for f in system_columns.fields_with(read_schema)}
+    return pa.schema([by_name[n] for n in select])
 
 
 def check_select(read_schema: TableSchema, select: Sequence[str] | None) -> None:
     for name in select or ():
-        read_schema.field(name)  # raises UsageError naming the columns
+        if name in system_columns.NAMES:
+            system_columns.named(read_schema, [name])  # raises UsageError when the table lacks it
+        else:
+            read_schema.field(name)  # raises UsageError naming the columns
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +331,16 @@ class PreparedScan:
     predicate: Predicate | None
     select: tuple[str, ...] | None
     where: str | None
+    # The system columns read (named by --select or --where).
+    system: tuple[str, ...] = ()
+
+    @property
+    def projection(self) -> tuple[str, ...] | None:
+        """The columns the rows come out in: ``select``, or the table's own columns when
+        system columns were read for ``--where`` alone (a plain scan never shows them)."""
+        if self.select or not self.system:
+            return self.select
+        return tuple(f.name for f in self.plan.read_schema.fields)
 
 
 def prepare(table: TableHandle, *, snapshot_id: int | None = None, timestamp: str | None = None, tag: str | None = None,
@@ -317,18 +358,37 @@ def prepare(table: TableHandle, *, snapshot_id: int | None = None, timestamp: st
     if where is not None:
         from core.where_simple import parse_condition  # sqlglot: only for conditions beyond the simple
 
-        predicate = parse_condition(where, read_schema.fields)
+        predicate = parse_condition(where, system_columns.fields_with(read_schema))
+    named = frozenset(select or ()) | (predicate.columns if predicate is not None else frozenset())
+    system = system_columns.named(read_schema, named)
     # With --select only the selected and filtered columns are read from the files.
-    columns = frozenset(select) | (predicate.columns if predicate is not None else frozenset()) if select else None
+    columns = named if select else None
     check_options(read_schema, table.name, READ, batch_scan=True, columns=columns)
-    return PreparedScan(plan(table, snapshot, predicate=predicate, read_schema=read_schema, columns=columns),
-                        predicate, tuple(select) if select else None, where)
+    return PreparedScan(plan(table, snapshot, predicate=predicate, read_schema=read_schema, columns=columns,
+                             system=system),
+                        predicate, tuple(select) if select else None, where, system)
 
 
 def _engine_for(prepared: PreparedScan, settings: EngineSettings | None) -> Any:
+    if prepared.system:
+        settings = _local_for_system_columns(prepared, settings)
     engine, why = choose_engine(settings, data_bytes=prepared.plan.data_bytes)
     log.info("engine: %s (%s)", engine.name, why)
     return engine
+
+
+def _local_for_system_columns(prepared: PreparedScan, settings: EngineSettings | None) -> EngineSettings:
+    """The engine settings of a read of system columns: the local engine, which computes them
+    (Spark's tasks read only the table's columns).
+
+    Raises:
+        UsageError: Spark was asked for by name.
+    """
+    settings = settings or EngineSettings()
+    if settings.engine == "spark":
+        raise UsageError(f"system column {prepared.system[0]} is read by the local engine only; "
+                         "leave out --engine spark")
+    return replace(settings, engine="local")
 
 
 def scan(table: TableHandle, *, snapshot_id: int | None = None, timestamp: str | None = None, tag: str | None = None,
@@ -342,11 +402,11 @@ def scan(table: TableHandle, *, snapshot_id: int | None = None, timestamp: str |
         prepared = prepare(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where)
         engine = _engine_for(prepared, engine_settings)
         try:
-            parts = list(read_batches(table, prepared.plan, predicate=prepared.predicate, select=prepared.select,
-                                      limit=limit, engine=engine))
+            parts = list(read_batches(table, prepared.plan, predicate=prepared.predicate,
+                                      select=prepared.projection, limit=limit, engine=engine))
         except CorruptMetadataError as e:
             raise lost_race(table.snapshots, prepared.plan.snapshot, e) or e
-        schema = output_schema(prepared.plan.read_schema, prepared.select)
+        schema = output_schema(prepared.plan.read_schema, prepared.projection)
         if not parts:
             return empty_table(schema)
         # a part in the output schema already (as the local engine's are) needs no cast
@@ -368,6 +428,8 @@ def to_spark(table: TableHandle, *, snapshot_id: int | None = None, timestamp: s
              engine_settings: EngineSettings | None = None) -> Any:
     """A Spark DataFrame over the table at a snapshot; executors read the splits."""
     prepared = prepare(table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where)
+    if prepared.system:
+        _local_for_system_columns(prepared, EngineSettings(engine="spark"))  # refuses
     engine, _ = choose_engine(replace(engine_settings or EngineSettings(), engine="spark"))
     return _spark_frame(engine, prepared, table)
 
@@ -405,7 +467,7 @@ def scan_stream(table: TableHandle, *, snapshot_id: int | None = None, timestamp
 
     prepared = replan_on_lost_race(replans, planned, "scan")
     engine = _engine_for(prepared, engine_settings)
-    schema = output_schema(prepared.plan.read_schema, prepared.select)
+    schema = output_schema(prepared.plan.read_schema, prepared.projection)
     if engine.name == "spark":
         # A task's CorruptMetadataError reaches the driver as itself (engines/spark.py), so a
         # data file expire removed under the executors re-plans here as on the local engine.
@@ -414,7 +476,8 @@ def scan_stream(table: TableHandle, *, snapshot_id: int | None = None, timestamp
             return filtered(engine.collect_parts(frame, schema, packed=True), None, None, limit)
     else:
         def read(p: PreparedScan) -> Iterator[pa.Table]:
-            return read_batches(table, p.plan, predicate=p.predicate, select=p.select, limit=limit, engine=engine)
+            return read_batches(table, p.plan, predicate=p.predicate, select=p.projection, limit=limit,
+                                engine=engine)
     parts = _replanning_parts(table, prepared, planned, read, replans)
     return ScanStream(schema, (p.cast(schema) for p in parts), engine.name)
 

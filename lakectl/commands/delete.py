@@ -30,7 +30,9 @@ def register(app: typer.Typer) -> None:
         A primary-key table gets -D records for the matching keys (an APPEND snapshot; the merge
         engine must take deletes: not first-row, and partial-update or aggregation only with
         their remove-record-on-delete option). An append table gets the files holding matching
-        rows rewritten without them (an OVERWRITE snapshot); other files are left alone.
+        rows rewritten without them (an OVERWRITE snapshot); other files are left alone. A
+        data-evolution table (with deletion-vectors.enabled) gets the rows marked in deletion
+        vectors by row id, as Paimon 2.1 deletes (an APPEND snapshot, run locally).
         Nothing matching commits nothing. Runs on either engine: --engine auto picks Spark when
         the files left after pruning exceed the Spark threshold (a dynamic-bucket table always
         runs locally); --dry-run counts on that engine.

@@ -11,8 +11,8 @@ import typer
 from core.errors import UsageError
 from core.table import Table
 from lakectl.commands import output, settings, stop_on_sigterm
-from lakectl.completion import (complete_column_list, complete_consumer, complete_scan_mode, complete_snapshot_id,
-                                complete_tag, complete_where)
+from lakectl.completion import (complete_between_mode, complete_column_list, complete_consumer, complete_scan_mode,
+                                complete_snapshot_id, complete_tag, complete_where)
 from lakectl.output import csv_text, jsonable
 from lakectl.params import BranchOpt, ScanFormatOpt, TableArg, WarehouseOpt
 
@@ -25,11 +25,12 @@ def register(app: typer.Typer) -> None:
         snapshot_id: Annotated[Optional[int], typer.Option("--snapshot-id", metavar="ID", help="Read as of this snapshot.", autocompletion=complete_snapshot_id)] = None,
         timestamp: Annotated[Optional[str], typer.Option("--timestamp", metavar="TIME", help="Read as of this time (ISO 8601 or epoch ms).")] = None,
         tag: Annotated[Optional[str], typer.Option("--tag", metavar="NAME", help="Read the snapshot of this tag.", autocompletion=complete_tag)] = None,
-        select: Annotated[Optional[str], typer.Option("--select", metavar="COLUMNS", help="Comma-separated columns.", autocompletion=complete_column_list)] = None,
+        select: Annotated[Optional[str], typer.Option("--select", metavar="COLUMNS", help="Comma-separated columns; row-tracking tables also have the system columns _ROW_ID and _SEQUENCE_NUMBER.", autocompletion=complete_column_list)] = None,
         where: Annotated[Optional[str], typer.Option("--where", metavar="SQL", help="SQL filter, e.g. \"dt = '2024-01-01' AND id > 5\"; binary literals as X'0700ff' or FROM_BASE64('BwD/').", autocompletion=complete_where)] = None,
         limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", help="At most this many rows; 0 for all [default: all; 100 for a table on a terminal].")] = None,
         output_path: Annotated[Optional[str], typer.Option("--output", "-O", metavar="FILE", help="Write rows to one .parquet, .csv or .jsonl file (on every engine), or to stdout (-) in the --format given (parquet too).")] = None,
-        between: Annotated[Optional[str], typer.Option("--incremental-between", metavar="A,B", help="Read the changes of snapshots after A up to B (A,B), with a _row_kind column.")] = None,
+        between: Annotated[Optional[str], typer.Option("--incremental-between", metavar="A,B", help="Read the changes of snapshots after A up to B (A,B), or between two tags (TAG1,TAG2, a diff), with a _row_kind column.")] = None,
+        between_mode: Annotated[Optional[str], typer.Option("--incremental-between-scan-mode", metavar="MODE", autocompletion=complete_between_mode, help="With an incremental range: auto, delta, changelog or diff [option incremental-between-scan-mode; default auto].")] = None,
         from_snapshot: Annotated[Optional[int], typer.Option("--from-snapshot", metavar="ID", help="Changes after this snapshot (exclusive); with --to-snapshot, default the latest.", autocompletion=complete_snapshot_id)] = None,
         to_snapshot: Annotated[Optional[int], typer.Option("--to-snapshot", metavar="ID", help="Changes up to this snapshot (inclusive).", autocompletion=complete_snapshot_id)] = None,
         follow: Annotated[bool, typer.Option("--follow", help="Streaming mode: print each new snapshot's changes as it commits, until interrupted.")] = False,
@@ -47,7 +48,10 @@ def register(app: typer.Typer) -> None:
         With --incremental-between A,B (or --from-snapshot A --to-snapshot B) it reads what
         changed after snapshot A up to B instead: rows with a _row_kind column (+I, -U, +U,
         -D), from the changelog files when the table has a changelog-producer, otherwise from
-        the data files those snapshots added.
+        the data files those snapshots added: every change in commit order, a key as often as
+        it changed (as Paimon 1.1+; Java Paimon 1.0 merged them). --incremental-between-scan-mode
+        delta or changelog picks the files; diff gives one row per key that differs between
+        snapshots A and B, which is also how a range of two tags (TAG1,TAG2) is read.
 
         To stdout the rows stream as they are read: csv, jsonl, json (and parquet with
         -f parquet, not on a terminal) print what --output writes, the first part at once and
@@ -67,6 +71,7 @@ def register(app: typer.Typer) -> None:
           lakectl scan shop.orders --snapshot-id 3 --select id,amount -f json
           lakectl scan shop.orders --tag eod-2024-01-01 --output orders.parquet
           lakectl scan shop.orders --incremental-between 3,7 --format jsonl
+          lakectl scan shop.orders --incremental-between eod-2024-01-01,release-1
           lakectl scan shop.orders --follow --consumer-id billing -f jsonl
         """
         from core.ops.create import parse_key_list
@@ -85,6 +90,10 @@ def register(app: typer.Typer) -> None:
             limit = None
         t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
         columns = parse_key_list(select) or None
+        if between_mode is not None and (follow or (between is None and from_snapshot is None and to_snapshot is None)):
+            # following reads every change of each snapshot, as Paimon's streaming reads do
+            raise UsageError("--incremental-between-scan-mode needs --incremental-between or --from-snapshot "
+                             "(not --follow)")
         if follow:
             _follow(out, s, t, columns, where, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, limit=limit,
                     output_path=output_path, incremental=(between, from_snapshot, to_snapshot), mode=scan_mode,
@@ -104,7 +113,7 @@ def register(app: typer.Typer) -> None:
 
             def open_stream(rows: int | None, engine_settings: Any) -> Any:
                 return changes_stream(t, *span, select=columns, where=where, limit=rows,
-                                      engine_settings=engine_settings)
+                                      engine_settings=engine_settings, mode=between_mode)
         else:
             from core.ops.scan import scan_stream
 
@@ -163,8 +172,9 @@ def _print_rows(out: Any, s: Any, limit: int | None, every_row: bool,
         out.footer(f"first {TERMINAL_ROWS} rows; --limit N for more, --limit 0 for all")
 
 
-def _incremental_range(table: Table, between: str | None, start: int | None, end: int | None) -> tuple[int, int] | None:
-    """(A, B) of an incremental read, or None for a snapshot read."""
+def _incremental_range(table: Table, between: str | None, start: int | None,
+                       end: int | None) -> tuple[int | str, int | str] | None:
+    """(A, B) of an incremental read (snapshot ids, or tag names), or None for a snapshot read."""
     if between is not None:
         if start is not None or end is not None:
             raise UsageError("give --incremental-between or --from-snapshot/--to-snapshot, not both")

@@ -69,6 +69,7 @@ def command(name: str) -> list[str]:
         "rollback": ["rollback", "shop.orders", "--snapshot-id", "1", "--dry-run"],
         "delete": ["delete", "shop.orders", "--where", "id = 1", "--dry-run"],
         "truncate": ["truncate", "shop.orders", "--dry-run"],
+        "rescale": ["rescale", "shop.orders", "--buckets", "3", "--dry-run"],
         "drop-partition": ["drop-partition", "shop.orders", "--partition", "dt=2024-01-01", "--dry-run"],
         "drop": ["drop", f"scratch.d{n}"],
         "drop-database": ["drop-database", f"dropped{n}", "--cascade"],

@@ -248,9 +248,13 @@ def test_incremental_with_a_snapshot_selector_is_a_usage_error(wh: str, other: l
     fails(wh, 2, "scan", TABLE, "--from-snapshot", "1", *other, fragments=("incremental",))
 
 
-@pytest.mark.parametrize("text", ["3", "1,2,3", "a,b", "1,", ",2", "-1,2", ""])
+@pytest.mark.parametrize("text", ["3", "1,2,3", "1,", ",2", ""])
 def test_malformed_incremental_between(wh: str, text: str) -> None:
     fails(wh, 2, "scan", TABLE, "--incremental-between", text, fragments=("--incremental-between",))
+
+
+def test_a_negative_start_is_a_usage_error(wh: str) -> None:
+    fails(wh, 2, "scan", TABLE, "--incremental-between", "-1,2", fragments=("-1,2", "0 <= START"))
 
 
 def test_conflicting_or_incomplete_range_flags(wh: str) -> None:
@@ -286,3 +290,80 @@ def test_a_lookup_tables_changes_come_from_the_compaction_after_each_write(tmp_p
         assert jsonl(wh, "scan", TABLE, "--incremental-between", f"{before},{append}") == []
         assert order(jsonl(wh, "scan", TABLE, "--incremental-between", f"{append},{compact}")) == \
             order(LOOKUP_CHANGES[step])
+
+
+# ---- scan modes and tag ranges (Paimon's incremental-between-scan-mode) ----------------------
+def tag(wh: str, name: str, snapshot: int) -> None:
+    ok("--warehouse", wh, "tag", "create", TABLE, name, "--snapshot-id", snapshot)
+
+
+# What each key's merged row became: between snapshots 1 and 2 no file went away, so the rows
+# are snapshot 2's records merged per key (the delete kept as -D); between 2 and 4 the full
+# compaction rewrote every file, and only key 3 changed (key 2 was already deleted at 2).
+DIFF_1_2 = [change("+U", 1, "a", 11), change("-D", 2, "b", 20), change("+I", 4, "d", 40)]
+DIFF_2_4 = [change("+U", 3, "c", 33)]
+
+
+def test_a_range_of_two_tags_is_a_diff_of_their_snapshots(wh: str) -> None:
+    tag(wh, "t1", 1)
+    tag(wh, "t2", 2)
+    tag(wh, "t4", 4)
+    assert order(jsonl(wh, "scan", TABLE, "--incremental-between", "t1,t2")) == order(DIFF_1_2)
+    assert jsonl(wh, "scan", TABLE, "--incremental-between", "t2,t4") == DIFF_2_4
+    assert jsonl(wh, "scan", TABLE, "--incremental-between", "t2,t2") == []
+    with_mode = jsonl(wh, "scan", TABLE, "--incremental-between", "t2,t4", "--incremental-between-scan-mode", "diff")
+    assert with_mode == DIFF_2_4
+
+
+def test_diff_mode_between_snapshot_ids(wh: str) -> None:
+    assert order(jsonl(wh, "scan", TABLE, "--incremental-between", "1,2",
+                       "--incremental-between-scan-mode", "DIFF")) == order(DIFF_1_2)
+    assert jsonl(wh, "scan", TABLE, "--from-snapshot", "2", "--incremental-between-scan-mode", "diff") == DIFF_2_4
+    # every change of the same range, in commit order (the default, Paimon 1.1+)
+    assert order(jsonl(wh, "scan", TABLE, "--incremental-between", "2,4")) == changes_of(INPUT_CHANGES, 2, 4)
+
+
+def test_the_table_option_sets_the_default_mode_and_the_flag_overrides_it(tmp_path: Path) -> None:
+    wh = str(tmp_path / "wh")
+    build(wh, tmp_path, producer=None, name="db.plain")
+    delta = changes_of(DELTA_CHANGES, 0, 4)
+    assert order(jsonl(wh, "scan", "db.plain", "--incremental-between", "0,4")) == delta  # auto: delta
+    ok("--warehouse", wh, "alter-schema", "db.plain", "--set-option", "incremental-between-scan-mode=changelog")
+    assert jsonl(wh, "scan", "db.plain", "--incremental-between", "0,4") == []  # no producer, no changelog
+    assert order(jsonl(wh, "scan", "db.plain", "--incremental-between", "0,4",
+                       "--incremental-between-scan-mode", "delta")) == delta
+
+
+def test_delta_mode_on_a_changelog_table_reads_the_stored_records(wh: str) -> None:
+    rows = jsonl(wh, "scan", TABLE, "--incremental-between", "0,4", "--incremental-between-scan-mode", "delta")
+    assert order(rows) == changes_of(DELTA_CHANGES, 0, 4)
+
+
+def test_scan_mode_and_tag_errors(wh: str) -> None:
+    tag(wh, "t1", 1)
+    tag(wh, "t2", 2)
+    fails(wh, 3, "scan", TABLE, "--incremental-between", "t1,nope", fragments=("tag nope", "does not exist"))
+    fails(wh, 3, "scan", TABLE, "--incremental-between", "a,b", fragments=("tag a ",))
+    fails(wh, 2, "scan", TABLE, "--incremental-between", "t1,2", fragments=("two tags or two snapshot ids",))
+    fails(wh, 2, "scan", TABLE, "--incremental-between", "t2,t1", fragments=("end tag t1", "start tag t2"))
+    fails(wh, 2, "scan", TABLE, "--incremental-between", "t1,t2", "--incremental-between-scan-mode", "delta",
+          fragments=("diff",))
+    fails(wh, 2, "scan", TABLE, "--incremental-between", "1,2", "--incremental-between-scan-mode", "merged",
+          fragments=("'merged'", "auto, delta, changelog, diff"))
+    fails(wh, 2, "scan", TABLE, "--incremental-between-scan-mode", "diff", fragments=("--incremental-between",))
+    fails(wh, 2, "scan", TABLE, "--follow", "--incremental-between-scan-mode", "delta", fragments=("--follow",))
+    fails(wh, 3, "scan", TABLE, "--incremental-between", "0,2", "--incremental-between-scan-mode", "diff",
+          fragments=("snapshot 0",))
+
+
+def test_diff_is_refused_on_a_deletion_vector_table(tmp_path: Path) -> None:
+    wh = str(tmp_path / "wh")
+    ok("--warehouse", wh, "create", TABLE, "--schema", SCHEMA, "--primary-key", "id", "--option", "bucket=1",
+       "--option", "deletion-vectors.enabled=true")
+    for step in (1, 2):
+        path = tmp_path / f"w{step}.jsonl"
+        path.write_text("".join(json.dumps({"op": k, "id": i, "name": n, "qty": q}) + "\n"
+                                for k, i, n, q in WRITES[step]))
+        ok("--warehouse", wh, "write", TABLE, "--input", path, "--row-kind-column", "op")
+    fails(wh, 2, "scan", TABLE, "--incremental-between", "1,2", "--incremental-between-scan-mode", "diff",
+          fragments=("deletion vectors",))

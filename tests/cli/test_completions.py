@@ -113,6 +113,13 @@ def test_consumers_and_scan_modes(wh: Path) -> None:
         "from-snapshot", "from-snapshot-full"]
 
 
+def test_incremental_between_scan_modes(wh: Path) -> None:
+    from core.ops.changes import SCAN_MODES
+
+    assert complete(f"lakectl -w {wh} scan shop.orders --incremental-between-scan-mode ") == list(SCAN_MODES)
+    assert complete(f"lakectl -w {wh} scan shop.orders --incremental-between-scan-mode d") == ["delta", "diff"]
+
+
 def test_help_text_of_candidates_in_zsh_and_fish(wh: Path) -> None:
     zsh = "\n".join(complete(f"lakectl -w {wh} scan shop.orders --snapshot-id ", shell="zsh"))
     assert '"3":"APPEND ' in zsh and '"1":"APPEND ' in zsh

@@ -52,6 +52,7 @@ RUNS: list[tuple[str, list[str], str | None]] = [
     ("expire", ["expire", "shop.orders", "--retain-min", "1", "--older-than", "0s", "--dry-run"], None),
     ("expire-partitions", ["expire-partitions", "shop.orders", "--expiration-time", "1d", "--dry-run"], None),
     ("truncate", ["truncate", "shop.orders", "--dry-run"], None),
+    ("rescale", ["rescale", "shop.orders", "--buckets", "3", "--dry-run"], None),
     ("drop-partition", ["drop-partition", "shop.orders", "--partition", "dt=2024-01-01", "--dry-run"], None),
     ("snapshots", ["snapshots", "shop.orders"], None),
     ("schemas", ["schemas", "shop.orders"], None),

@@ -97,7 +97,8 @@ def _without_logging_noise(stderr: str) -> str:
 def java_read(table_path: str | os.PathLike[str], *, snapshot: int | None = None, tag: str | None = None,
               equal: tuple[str, Any] | None = None, incremental_between: tuple[int, int] | None = None,
               with_kind: bool = False, branch: str | None = None,
-              stream_from: int | None = None) -> tuple[list[list[Any]], dict[str, Any]]:
+              stream_from: int | None = None,
+              filters: Sequence[tuple[str, str, Any]] = ()) -> tuple[list[list[Any]], dict[str, Any]]:
     """Read a table as Java Paimon's batch reader does.
 
     Args:
@@ -111,6 +112,11 @@ def java_read(table_path: str | os.PathLike[str], *, snapshot: int | None = None
         equal: ``(column, value)``: read with Java's filter ``column = value`` (the value in the
             normal form); Java prunes files by stats and file indexes with it, and the rows
             are filtered exactly here, as a caller of Java's reader would.
+        filters: ``(op, column, value)`` each, ANDed: Java's ``PredicateBuilder`` op
+            (``equal``, ``notEqual``, ``lessThan``, ``lessOrEqual``, ``greaterThan``,
+            ``greaterOrEqual``, ``in``/``notIn`` with a list, ``between`` with ``[low, high]``,
+            ``isNull``/``isNotNull`` with None), values in the normal form; Java prunes by
+            them and its own reader drops the rows they reject (nothing is filtered here).
         incremental_between: ``(start, end)``: Java's ``incremental-between`` batch read.
         with_kind: each row starts with its row kind (+I, -U, +U, -D).
         stream_from: a streaming read (``scan.mode=from-snapshot``) of the changes of that
@@ -131,6 +137,8 @@ def java_read(table_path: str | os.PathLike[str], *, snapshot: int | None = None
         args += ["--tag", tag]
     if equal is not None:
         args += ["--filter-equal", equal[0], json.dumps(equal[1])]
+    for op, column, value in filters:
+        args += ["--filter", op, column, json.dumps(value)]
     if incremental_between is not None:
         args += ["--incremental-between", f"{incremental_between[0]},{incremental_between[1]}"]
     if with_kind:
@@ -146,19 +154,17 @@ def java_read(table_path: str | os.PathLike[str], *, snapshot: int | None = None
     return sort_rows(rows), meta
 
 
-def java_read_snapshots(table_path: str | os.PathLike[str], snapshot_ids: Sequence[int], *,
-                        branch: str | None = None) -> dict[int, list[list[Any]]]:
-    """Java's rows (sorted, normal form) at each of ``snapshot_ids`` (of ``branch``, opened as
-    in ``java_read``), read in one JVM (a JVM start costs more than a small read)."""
-    on_branch = ["--branch", branch] if branch is not None else []
+def _java_reads(requests: Sequence[Sequence[str]]) -> list[list[list[Any]]]:
+    """Several ``read`` argument lists (table path first) answered in one JVM (a JVM start
+    costs more than a small read): each read's rows, sorted, in the normal form."""
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as fh:
-        for sid in snapshot_ids:
-            fh.write(json.dumps([str(table_path), *on_branch, "--snapshot", str(sid)]) + "\n")
-        requests = fh.name
+        for request in requests:
+            fh.write(json.dumps(list(request)) + "\n")
+        path = fh.name
     try:
-        lines = _java(["reads", requests])
+        lines = _java(["reads", path])
     finally:
-        os.unlink(requests)
+        os.unlink(path)
     results: list[list[list[Any]]] = []
     rows: list[list[Any]] = []
     for line in lines:
@@ -167,8 +173,46 @@ def java_read_snapshots(table_path: str | os.PathLike[str], snapshot_ids: Sequen
             rows = []
         else:
             rows.append(json.loads(line))
-    assert len(results) == len(snapshot_ids), f"Java answered {len(results)} of {len(snapshot_ids)} reads"
+    assert len(results) == len(requests), f"Java answered {len(results)} of {len(requests)} reads"
+    return results
+
+
+def java_read_snapshots(table_path: str | os.PathLike[str], snapshot_ids: Sequence[int], *,
+                        branch: str | None = None) -> dict[int, list[list[Any]]]:
+    """Java's rows (sorted, normal form) at each of ``snapshot_ids`` (of ``branch``, opened as
+    in ``java_read``), read in one JVM."""
+    on_branch = ["--branch", branch] if branch is not None else []
+    results = _java_reads([[str(table_path), *on_branch, "--snapshot", str(sid)] for sid in snapshot_ids])
     return dict(zip(snapshot_ids, results))
+
+
+def java_incremental_reads(table_path: str | os.PathLike[str],
+                           requests: Sequence[tuple[str, dict[str, str], bool]]) -> list[list[list[Any]]]:
+    """Java's batch ``incremental-between`` reads, all in one JVM: for each request
+    ``(range, options, keep_delete)`` (range ``"3,7"`` or ``"tagA,tagB"``; ``options`` further
+    read options such as ``incremental-between-scan-mode``; ``keep_delete``: retractions kept,
+    as Paimon's ``audit_log`` table reads, where the table's own batch read drops -U and -D
+    rows), its rows with the row kind first, sorted."""
+    argv = []
+    for between, options, keep_delete in requests:
+        request = [str(table_path), "--incremental-between", between, "--with-kind"]
+        for key, value in options.items():
+            request += ["--option", f"{key}={value}"]
+        argv.append(request + (["--keep-delete"] if keep_delete else []))
+    return _java_reads(argv)
+
+
+def java_read_filtered(table_path: str | os.PathLike[str],
+                       filter_sets: Sequence[Sequence[tuple[str, str, Any]]]) -> list[list[list[Any]]]:
+    """Java's rows (sorted, normal form) of ``table_path`` under each set of ``filters`` (as
+    ``java_read`` takes them), read in one JVM."""
+    argv = []
+    for filters in filter_sets:
+        args = [str(table_path)]
+        for op, column, value in filters:
+            args += ["--filter", op, column, json.dumps(value)]
+        argv.append(args)
+    return _java_reads(argv)
 
 
 def java_run(table_path: str | os.PathLike[str], steps: Iterable[dict[str, Any]], *,

@@ -2,7 +2,8 @@
 whole rows, then columns rewritten by row id (``update_by_arrow_with_row_id``: files holding
 one column of a row-id range). lakectl must read them as pypaimon does, and a model of the
 updates says what that is; lakectl's appends stay readable (and updatable) by pypaimon;
-compaction and delete are refused naming the option."""
+delete without deletion vectors is refused naming the option (compaction, and delete with
+them: test_data_evolution_compact_interop.py)."""
 
 from __future__ import annotations
 
@@ -112,12 +113,12 @@ def test_lakectl_appends_to_a_data_evolution_table_and_pypaimon_updates_them(tmp
     assert rows(lakectl(wh, "scan", "db.t")) == model
 
 
-def test_compaction_delete_and_incremental_reads_are_refused(tmp_path: Path) -> None:
+def test_delete_and_incremental_reads_are_refused(tmp_path: Path) -> None:
     path, expected = evolved_table(tmp_path)
     wh = tmp_path / "wh"
     # An update commit's files hold one column of old rows: read alone they would be rows of
     # nulls, so incremental reads are refused rather than answered wrongly.
-    for result in (lakectl(wh, "compact", "db.t"), lakectl(wh, "delete", "db.t", "--where", "id = 1"),
+    for result in (lakectl(wh, "delete", "db.t", "--where", "id = 1"),
                    lakectl(wh, "scan", "db.t", "--incremental-between", "2,4"),
                    lakectl(wh, "scan", "db.t", "--follow", "--max-snapshots", "1")):
         assert result.exit_code not in (0, None), result.output

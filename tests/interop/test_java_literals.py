@@ -132,3 +132,29 @@ def test_timestamp9_outside_what_nanoseconds_hold_is_refused_by_column(tmp_path:
     expected = [[r[0], r[2]] for r in rows]  # the rows Java wrote, without ts
     assert lakectl_rows(table.scan(select=["id", "v"])) == expected
     assert lakectl_rows(table.scan(select=["v"], where="id >= 2")) == [["b"], ["c"]]
+
+
+@pytest.mark.parametrize("column_type", ["ROW<t TIMESTAMP(9)>", "ARRAY<TIMESTAMP(9)>", "MAP<INT, TIMESTAMP(9)>"])
+@pytest.mark.parametrize("far", ["1582-10-10T00:00:00.000000000", "2300-01-01T00:00:00.000000000"],
+                         ids=["before-1677", "after-2262"])
+def test_nested_int96_timestamp_outside_what_nanoseconds_hold_is_refused(tmp_path: Path, column_type: str,
+                                                                         far: str) -> None:
+    """Java writes a TIMESTAMP(9) inside a ROW, ARRAY or MAP as a nested Parquet INT96 leaf;
+    pyarrow wrapped 1582-10-10 into 2167-04-29 there (and 2300 into 1715) without a word.
+    lakectl refuses that column as it refuses a top-level one, and reads the others."""
+    from core.errors import CorruptMetadataError
+
+    path = tmp_path / "wh" / "db.db" / "nested_far"
+    holding = {"ROW<t TIMESTAMP(9)>": lambda ts: [ts], "ARRAY<TIMESTAMP(9)>": lambda ts: [ts],
+               "MAP<INT, TIMESTAMP(9)>": lambda ts: [[1, ts]]}[column_type]
+    rows = [[1, holding(far), "a"], [2, holding("2024-01-01T00:00:00.000000001"), "b"]]
+    java_run(path, [{"op": "write", "rows": rows}],
+             create={"fields": [{"name": "id", "type": "INT NOT NULL"},
+                                {"name": "ts", "type": parse_type(column_type).to_json()},
+                                {"name": "v", "type": "STRING"}],
+                     "primaryKeys": ["id"], "options": {"bucket": "1", "file.format": "parquet"}})
+    assert java_read(path)[0] == rows  # Java reads its own value back
+    table = open_table(path)
+    with pytest.raises(CorruptMetadataError, match=r"column ts .*outside 1677-09-21 to 2262-04-11"):
+        table.scan()
+    assert lakectl_rows(table.scan(select=["id", "v"])) == [[1, "a"], [2, "b"]]

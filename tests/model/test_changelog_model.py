@@ -559,4 +559,8 @@ def test_replay_across_an_overwrite(tmp_path: Path, producer: str) -> None:
     table.compact(full=True)
     assert scanned(table) == {("d1", 1): {"dt": "d1", "id": 1, "v": 10, "m": 10},
                               ("d2", 2): {"dt": "d2", "id": 2, "v": 2, "m": 2}}
-    assert replay(table.changes(0, table.snapshots.latest_id())) == scanned(table)
+    # replayed as a follower reading overwrites (streaming-read-overwrite) reads the changelog;
+    # incremental-between skips the OVERWRITE snapshot, as Paimon's batch read does
+    from core.ops.changes import changes
+
+    assert replay(changes(table, 0, table.snapshots.latest_id(), streaming=True)) == scanned(table)

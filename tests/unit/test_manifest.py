@@ -127,3 +127,22 @@ def test_a_big_manifest_is_not_kept(tmp_path, monkeypatch):
     seen = _decodes(monkeypatch)
     assert mio.read_manifest(meta.file_name) == mio.read_manifest(meta.file_name)
     assert len(seen) == 2
+
+
+def test_partition_stats_bound_floats_in_javas_order_and_binaries_not_at_all():
+    """A manifest's partition stats as Java 1.0 writes and prunes by them: DOUBLE bounds in
+    Double.compare's order (-0.0 below 0.0, NaN above Infinity), where Python's min/max return
+    whichever zero or NaN comes first; no bounds for VARBINARY (Java 1.0 writes none, its
+    filters compare bytes signed), only the null count."""
+    from core.manifest import partition_stats
+
+    types = [parse_type("DOUBLE"), parse_type("VARBINARY(4)")]
+    values = [(0.0, b"\xff\x01"), (-0.0, b"\x01"), (float("nan"), None), (-1.0, b"\x7f")]
+    partitions = [binary_row.encode(list(v), types) for v in values]
+    got = partition_stats(partitions, types)
+    lo, hi = binary_row.decode(got.min_values, types), binary_row.decode(got.max_values, types)
+    assert repr(lo) == repr((-1.0, None)) and repr(hi) == repr((float("nan"), None))
+    assert got.null_counts == (0, 1)
+    zeros = partition_stats([binary_row.encode([v, None], types) for v in (0.0, -0.0)], types)
+    assert repr(binary_row.decode(zeros.min_values, types)[0]) == "-0.0"
+    assert repr(binary_row.decode(zeros.max_values, types)[0]) == "0.0"

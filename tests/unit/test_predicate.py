@@ -11,6 +11,7 @@ import logging
 import math
 import operator
 import re
+import struct
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal
@@ -55,7 +56,18 @@ def not3(x: bool | None) -> bool | None:
 
 
 def cmp(a: Any, op: str, b: Any) -> bool | None:
-    return None if a is None or b is None else OPS[op](a, b)
+    if a is None or b is None:
+        return None
+    if isinstance(a, float) and isinstance(b, float):
+        a, b = java_double_order(a), java_double_order(b)
+    return OPS[op](a, b)
+
+
+def java_double_order(x: float) -> int:
+    """Java's ``Double.compare`` (Paimon's predicates) as an integer: the IEEE bits of the
+    canonical value, negative ones flipped, so -0.0 < 0.0 and NaN lies above +Infinity."""
+    bits = struct.unpack(">q", struct.pack(">d", math.nan if math.isnan(x) else x))[0]
+    return bits if bits >= 0 else bits ^ 0x7FFF_FFFF_FFFF_FFFF
 
 
 def in3(a: Any, items: list[Any]) -> bool | None:
@@ -383,15 +395,29 @@ PRUNING: list[tuple[str, dict[str, ColumnRange], bool]] = [
     ("amount > 1.234", {"amount": rng(Decimal("1.00"), Decimal("1.24"))}, True),
     ("ts > '2024-01-01 10:00:00.0015'", {"ts": rng(TS("2024-01-01"), TS("2024-01-01 10:00:00.001"))}, False),
     ("ltz < '2024-01-01'", {"ltz": rng(TS("2024-01-01 00:00+00:00"), TS("2024-01-02 00:00+00:00"))}, False),
-    ("x > 5", {"x": rng(1.0, 3.0)}, False),
+    ("x > 5", {"x": rng(1.0, 3.0)}, True),  # a NaN min/max leave out is above 5 in Java's order
+    ("x > 5", {"x": rng(1.0, 3.0, 0, 1)}, False),
+    ("x < 1", {"x": rng(1.0, 3.0)}, False),
     ("x = 2", {"x": rng(2.0, 2.0)}, True),
     ("x <> 2", {"x": rng(2.0, 2.0)}, True),  # a NaN that min/max leave out would match
     ("x <> 2", {"x": rng(2.0, 2.0, 0, 1)}, False),
-    ("NOT x > 1", {"x": rng(2.0, 3.0)}, True),  # NaN > 1 is false, so NOT holds
+    ("NOT x > 1", {"x": rng(2.0, 3.0)}, False),  # NaN > 1 in Java's order, so NOT fails for it too
+    ("NOT x > 1", {"x": rng(0.0, 3.0)}, True),
     ("NOT x > 1", {"x": rng(2.0, 3.0, 0, 1)}, False),
     ("x > 1", {"x": rng(math.nan, math.nan)}, True),
     ("x < 1", {"x": rng(2.0, math.nan)}, False),
-    ("x = 'NaN'", {"x": rng(1.0, 2.0)}, False),
+    ("x = 'NaN'", {"x": rng(1.0, 2.0)}, True),  # a NaN min/max leave out
+    ("x = 'NaN'", {"x": rng(1.0, 2.0, 0, 1)}, False),
+    ("x <= 'NaN'", {"x": rng(1.0, 2.0, 0, 1)}, True),
+    ("x >= 'NaN'", {"x": rng(1.0, 2.0, 0, 1)}, False),
+    # A zero bound stands for both zeros: IEEE-style writers (ORC) keep either as the bound.
+    ("x = 0.0", {"x": rng(-0.0, -0.0, 0, 2)}, True),
+    ("x < 0.0", {"x": rng(0.0, 5.0, 0, 2)}, True),
+    ("x > -0.0", {"x": rng(-5.0, -0.0, 0, 1)}, True),
+    ("x > -0.0", {"x": rng(-5.0, -1.0, 0, 1)}, False),
+    ("x < -0.0", {"x": rng(0.0, 5.0, 0, 2)}, False),
+    ("x IN (-0.0, 'NaN')", {"x": rng(1.0, 5.0, 0, 2)}, True),  # the NaN
+    ("x IN (-0.0, 'NaN')", {"x": rng(1.0, 5.0, 0, 1)}, False),
     ("x <> 'NaN'", {"x": rng(1.0, 2.0)}, True),
     ("id > 0", {"id": rng(1, 3, 0, 0)}, False),
     ("id IS NULL", {"id": rng(None, None, None, 0)}, False),

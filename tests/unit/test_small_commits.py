@@ -33,9 +33,11 @@ FACTOR = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
 
 
 def arrow_min_max(column: pa.ChunkedArray) -> tuple:
-    """The expected (min, max): Arrow's own kernel, NaN and all-null columns unknown, and
-    timestamps as epoch nanos, as SimpleStats stores them."""
-    if column.null_count == len(column):
+    """The expected (min, max): Arrow's own kernel, NaN, binary (as Java 1.0 writes them) and
+    all-null columns unknown, a zero float bound widened to -0.0 (min) or 0.0 (max), which hold
+    in Java's order whichever zero Arrow names, and timestamps as epoch nanos, as SimpleStats
+    stores them."""
+    if column.null_count == len(column) or pa.types.is_binary(column.type):
         return None, None
     if pa.types.is_floating(column.type) and pc.any(pc.is_nan(column)).as_py():
         return None, None
@@ -43,6 +45,9 @@ def arrow_min_max(column: pa.ChunkedArray) -> tuple:
     if pa.types.is_timestamp(column.type):
         f = FACTOR[column.type.unit]
         return result["min"].cast(pa.int64()).as_py() * f, result["max"].cast(pa.int64()).as_py() * f
+    if pa.types.is_floating(column.type):
+        lo, hi = result["min"].as_py(), result["max"].as_py()
+        return (-0.0 if lo == 0 else lo), (0.0 if hi == 0 else hi)
     return result["min"].as_py(), result["max"].as_py()
 
 

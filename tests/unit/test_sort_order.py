@@ -92,3 +92,23 @@ def test_every_strategy_is_a_permutation_that_clusters(strategy: str) -> None:
     x, y = table.column("x").to_numpy()[order], table.column("y").to_numpy()[order]
     hit = {i // (n // 16) for i in np.flatnonzero((x < 250) & (y < 0.25))}
     assert len(hit) <= (8 if strategy == "order" else 6)
+
+
+@pytest.mark.parametrize("strategy", ["zorder", "hilbert"])
+def test_curves_cluster_a_column_whose_values_use_few_of_its_bits(strategy: str) -> None:
+    """A BIGINT of 0..1,000 varies in 10 of its 64 bits, a DOUBLE in [0, 1) mostly in its
+    mantissa: a slab on either column alone must still meet few of the ordered runs."""
+    rng = np.random.default_rng(9)
+    n = 8192
+    table = pa.table({"x": rng.integers(0, 1000, n), "y": rng.random(n)})
+    order = np.asarray(sort_order.sort_indices(table, ["x", "y"], strategy))
+    x, y = table.column("x").to_numpy()[order], table.column("y").to_numpy()[order]
+    for slab in (x < 60, y < 0.06):  # about 6% of the rows each
+        hit = {i // (n // 64) for i in np.flatnonzero(slab)}
+        assert len(hit) <= 24, (strategy, len(hit))  # of 64 runs; unordered rows meet all 64
+
+
+def test_spread_ranks_keep_order_and_ties() -> None:
+    keys = np.array([5, 1, 5, 900, 1], dtype=np.uint64)
+    spread = sort_order.spread_ranks(keys)
+    assert [int(s) >> 32 for s in spread] == [0x7FFFFFFF, 0, 0x7FFFFFFF, 0xFFFFFFFF, 0]

@@ -5,12 +5,16 @@
 // inside lakectl: tests call it and compare its answers with lakectl's.
 //
 //   read <table-path> [--branch NAME] [--snapshot N | --tag NAME | --incremental-between A,B]
-//        [--filter-equal COLUMN JSON-VALUE]
-//        [--with-kind]
+//        [--filter-equal COLUMN JSON-VALUE] [--filter OP COLUMN JSON-VALUE]...
+//        [--with-kind] [--option KEY=VALUE]... [--keep-delete]
 //   reads <file>: many reads in one JVM, a JSON array of read's arguments per line
 //       Prints each row as a JSON array (values in the normal form below), one per line, then
 //       a last line {"meta": {...}} with the row count and the snapshot that was read. With
 //       --with-kind each row starts with its row kind ("+I", "-U", "+U", "-D").
+//       --filter (repeatable, the filters ANDed): Java's PredicateBuilder OP (equal, notEqual,
+//       lessThan, lessOrEqual, greaterThan, greaterOrEqual, in and notIn with a JSON array,
+//       between with [low, high], isNull, isNotNull with null) on COLUMN; Java prunes by it and
+//       its reader drops the rows it rejects (executeFilter).
 //   run <spec.json>
 //       Creates a table (optional "create"), then runs "steps" in order (write, compact,
 //       expire, tag, set-option, create-branch). Prints {"meta": {...}} with the latest snapshot
@@ -63,6 +67,7 @@ import org.apache.paimon.index.HashBucketAssigner;
 import org.apache.paimon.manifest.ManifestEntry;
 import org.apache.paimon.operation.AppendOnlyFileStoreWrite;
 import org.apache.paimon.options.ExpireConfig;
+import org.apache.paimon.predicate.Predicate;
 import org.apache.paimon.predicate.PredicateBuilder;
 import org.apache.paimon.reader.RecordReader;
 import org.apache.paimon.schema.Schema;
@@ -81,7 +86,9 @@ import org.apache.paimon.table.sink.BatchWriteBuilder;
 import org.apache.paimon.table.sink.CommitMessage;
 import org.apache.paimon.table.sink.RowPartitionKeyExtractor;
 import org.apache.paimon.table.sink.TableWriteImpl;
+import org.apache.paimon.table.source.InnerTableRead;
 import org.apache.paimon.table.source.ReadBuilder;
+import org.apache.paimon.table.source.TableRead;
 import org.apache.paimon.table.source.SnapshotNotExistPlan;
 import org.apache.paimon.table.source.Split;
 import org.apache.paimon.table.source.StreamTableScan;
@@ -170,9 +177,9 @@ public class JavaPaimonOracle {
 
     private static void read(String[] args) throws Exception {
         Map<String, String> travel = new HashMap<>();
-        String filterColumn = null;
-        JsonNode filterValue = null;
+        List<String[]> filters = new ArrayList<>();
         boolean withKind = false;
+        boolean keepDelete = false;
         String branch = null;
         Long streamFrom = null;
         for (int i = 2; i < args.length; i++) {
@@ -189,6 +196,15 @@ public class JavaPaimonOracle {
                 case "--with-kind":
                     withKind = true;
                     break;
+                case "--option":
+                    // any read option, KEY=VALUE (e.g. incremental-between-scan-mode=delta)
+                    String[] option = args[++i].split("=", 2);
+                    travel.put(option[0], option[1]);
+                    break;
+                case "--keep-delete":
+                    // retractions kept, as Paimon's audit_log table reads (forceKeepDelete)
+                    keepDelete = true;
+                    break;
                 case "--stream-from":
                     // a streaming read, as a Flink job started with scan.mode=from-snapshot:
                     // the changes of snapshot N and every later one, as the follow-up
@@ -201,14 +217,16 @@ public class JavaPaimonOracle {
                     branch = args[++i];
                     break;
                 case "--filter-equal":
-                    filterColumn = args[++i];
-                    filterValue = JSON.readTree(args[++i]);
+                    filters.add(new String[] {"equal", args[++i], args[++i]});
+                    break;
+                case "--filter":
+                    filters.add(new String[] {args[++i], args[++i], args[++i]});
                     break;
                 default:
                     throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
-        if (filterColumn != null) {
+        if (!filters.isEmpty()) {
             // Java 1.0's AppendOnlyFileStoreScan.testFileIndex fills a plain HashMap from the
             // parallel manifest readers (a ConcurrentModificationException in CI): one thread.
             travel.put("scan.manifest.parallelism", "1");
@@ -220,16 +238,21 @@ public class JavaPaimonOracle {
         }
         RowType rowType = table.rowType();
         ReadBuilder builder = table.newReadBuilder();
-        if (filterColumn != null) {
-            int index = rowType.getFieldNames().indexOf(filterColumn);
-            PredicateBuilder predicates = new PredicateBuilder(rowType);
-            builder = builder.withFilter(
-                    predicates.equal(index, toInternal(rowType.getTypeAt(index), filterValue)));
+        if (!filters.isEmpty()) {
+            List<Predicate> all = new ArrayList<>();
+            for (String[] filter : filters) {
+                all.add(predicate(rowType, filter[0], filter[1], JSON.readTree(filter[2])));
+            }
+            builder = builder.withFilter(PredicateBuilder.and(all));
         }
         List<Split> splits = streamFrom == null ? builder.newScan().plan().splits() : streamed(table, builder);
         long rows = 0;
         StringBuilder out = new StringBuilder();
-        try (RecordReader<InternalRow> reader = builder.newRead().executeFilter().createReader(splits)) {
+        TableRead tableRead = builder.newRead().executeFilter();
+        if (keepDelete) {
+            ((InnerTableRead) tableRead).forceKeepDelete();
+        }
+        try (RecordReader<InternalRow> reader = tableRead.createReader(splits)) {
             RecordReader.RecordIterator<InternalRow> batch;
             while ((batch = reader.readBatch()) != null) {
                 InternalRow row;
@@ -255,6 +278,43 @@ public class JavaPaimonOracle {
         ObjectNode wrapper = NODES.objectNode();
         wrapper.set("meta", meta);
         System.out.println(JSON.writeValueAsString(wrapper));
+    }
+
+    // One of Java's predicates: OP on COLUMN with the literal(s) in the normal form.
+    private static Predicate predicate(RowType rowType, String op, String column, JsonNode value) {
+        int index = rowType.getFieldNames().indexOf(column);
+        if (index < 0) {
+            throw new IllegalArgumentException("no column " + column);
+        }
+        DataType type = rowType.getTypeAt(index);
+        PredicateBuilder predicates = new PredicateBuilder(rowType);
+        switch (op) {
+            case "equal":
+                return predicates.equal(index, toInternal(type, value));
+            case "notEqual":
+                return predicates.notEqual(index, toInternal(type, value));
+            case "lessThan":
+                return predicates.lessThan(index, toInternal(type, value));
+            case "lessOrEqual":
+                return predicates.lessOrEqual(index, toInternal(type, value));
+            case "greaterThan":
+                return predicates.greaterThan(index, toInternal(type, value));
+            case "greaterOrEqual":
+                return predicates.greaterOrEqual(index, toInternal(type, value));
+            case "between":
+                return predicates.between(index, toInternal(type, value.get(0)), toInternal(type, value.get(1)));
+            case "in":
+            case "notIn":
+                List<Object> literals = new ArrayList<>();
+                value.forEach(v -> literals.add(toInternal(type, v)));
+                return op.equals("in") ? predicates.in(index, literals) : predicates.notIn(index, literals);
+            case "isNull":
+                return predicates.isNull(index);
+            case "isNotNull":
+                return predicates.isNotNull(index);
+            default:
+                throw new IllegalArgumentException("unknown filter " + op);
+        }
     }
 
     // Every split a streaming scan plans up to the latest snapshot: one plan per snapshot
