@@ -153,17 +153,25 @@ class Comparison(Predicate):
 
 @dataclass(frozen=True, slots=True)
 class ColumnComparison(Predicate):
-    """``left op right`` between two columns; pruning treats it as unknown."""
+    """``left op right`` between two columns; pruning treats it as unknown. ``floats``: one
+    side is FLOAT or DOUBLE, so both compare as doubles in Java's total order, as a column
+    compares with a literal (-0.0 below 0.0, NaN equal to NaN and above everything else)."""
 
     left: str
     op: str
     right: str
+    floats: bool = False
 
     @property
     def columns(self) -> frozenset[str]:
         return frozenset({self.left, self.right})
 
     def to_arrow(self) -> pc.Expression:
+        if self.floats:
+            x, y = (pc.field(name).cast(pa.float64()) for name in (self.left, self.right))
+            equal = _java_equal(x, y)
+            return {"=": equal, "<>": ~equal, "<": _java_below(x, y), "<=": _java_below(x, y) | equal,
+                    ">": _java_below(y, x), ">=": _java_below(y, x) | equal}[self.op]
         return _ARROW_OPS[self.op](pc.field(self.left), pc.field(self.right))
 
     def _outcomes(self, stats: Mapping[str, ColumnRange]) -> frozenset[Truth]:
@@ -533,6 +541,25 @@ def _float_below(field: pc.Expression, value: float, type_: DataType) -> pc.Expr
     return below
 
 
+def _java_equal(x: pc.Expression, y: pc.Expression) -> pc.Expression:
+    """Two double expressions equal in Java's total order: NaN = NaN, -0.0 <> 0.0."""
+    zero = pc.scalar(0.0)
+    zeros_apart = (x == zero) & (y == zero) & (_sign_bit(x) != _sign_bit(y))
+    return (pc.is_nan(x) & pc.is_nan(y)) | ((x == y) & ~zeros_apart)
+
+
+def _java_below(x: pc.Expression, y: pc.Expression) -> pc.Expression:
+    """``x`` strictly below ``y`` in Java's total order (doubles): NaN above all, -0.0 below 0.0."""
+    zero = pc.scalar(0.0)
+    zeros = (x == zero) & (y == zero)
+    return (~pc.is_nan(x) & pc.is_nan(y)) | (x < y) | (zeros & _sign_bit(x) & ~_sign_bit(y))
+
+
+def _sign_bit(zero: pc.Expression) -> pc.Expression:
+    """Of a double zero: is it -0.0 (its reciprocal is -Infinity)?"""
+    return pc.divide(pc.scalar(1.0), zero) < pc.scalar(0.0)
+
+
 def _negative_zero(field: pc.Expression, type_: DataType) -> pc.Expression:
     """-0.0: a zero whose reciprocal is -Infinity (Arrow has no sign-bit kernel)."""
     return (field == _arrow_literal(0.0, type_)) & (pc.divide(_arrow_literal(1.0, type_), field)
@@ -886,7 +913,7 @@ def _check_atomic(f: DataField) -> None:
 def _column_comparison(a: DataField, op: str, b: DataField) -> Predicate:
     _check_atomic(a)
     _check_atomic(b)
-    pred = ColumnComparison(a.name, op, b.name)
+    pred = ColumnComparison(a.name, op, b.name, floats=_is_float(a.type) or _is_float(b.type))
     mismatch = UsageError(f"cannot compare column {a.name!r} ({a.type.root_text()}) "
                           f"with column {b.name!r} ({b.type.root_text()})")
     if _FAMILIES[a.type.name] != _FAMILIES[b.type.name]:
