@@ -426,38 +426,36 @@ class FileStoreCommit:
     def _illegitimate(self, snapshot: Snapshot, base: Snapshot | None) -> str | None:
         """Why our freshly created ``snapshot-N`` re-used an id expire had retired, or None.
 
-        Expire writes EARLIEST = end before it retires anything, retires oldest first, and
-        never retires the latest. So if ``snapshot-N`` was free because expire removed the
-        original N, EARLIEST was above N before we created it, and the original base N-1 was
-        gone too. The fast path (one hint read, one snapshot read): EARLIEST at most N, and the
-        base is the very snapshot we built on (or, EARLIEST = N: an expire that planned with us
-        as its end retired it). EARLIEST above N is also what a legitimate snapshot looks like
-        when an expire is retiring it right now (others committed on it meanwhile); then our
-        own file, or a successor built on our manifests, tells. The arguments are in
-        docs/architecture.md ("Commit protocol")."""
+        Expire retires oldest first and never the latest. So if ``snapshot-N`` was free because
+        expire removed the original N, the original base N-1 was gone before we created ours,
+        and the snapshot that expire kept (its end) lies above N. The fast path (one snapshot
+        read): the base is still the very snapshot we built on, so our id was never retired.
+
+        A base gone is not enough to undo: an expire may retire it right after we published
+        (ours is then the latest, or others committed on it). Then ours stands if it is in the
+        gapless chain: the newest, or built on by ``snapshot-(N+1)``; a re-created id is
+        neither (the expire's end lies above it, and the snapshot above it was built on the
+        original). The base is looked at before EARLIEST: read the other way round, an expire
+        that ran between the two reads (EARLIEST still below N, the base just retired) made a
+        legitimate latest snapshot look re-created, and undoing it left the table with no
+        snapshot at all. The arguments are in docs/architecture.md ("Commit protocol")."""
         n = snapshot.id
-        earliest = self.snapshots.earliest_hint()
         base_same = base is None or self._still_there(base)
-        if earliest is None or earliest <= max(n - 1, 1):
-            if base is None and self.snapshots.journal_retires(1):
-                return "an expire journal retires snapshot 1"
-            # An expire that writes EARLIEST first cannot have removed our base yet: one that
-            # writes it last (Java's, an older lakectl) did, so our id was free because of it.
-            return None if base_same else f"base snapshot {base.id if base else 0} is gone or re-created"
         if base is not None and base_same:
-            return None  # the expire has not reached our base
-        if earliest == n:
-            # An expire that had our snapshot as its end, or one that stalled before writing
-            # EARLIEST while another retired past it (hints only move forward, but a stalled
-            # read-then-write can still land late): then ours sits below a gap.
-            return None if self._in_chain(snapshot) else f"EARLIEST is {n} but snapshot {n} is below a gap"
-        if not self._still_ours(snapshot):
+            return None  # the expire has not reached our base, so not our id either
+        earliest = self.snapshots.earliest_hint()
+        if base is None and (earliest is None or earliest <= 1):
+            # Snapshot 1 has no base to tell: a journal that retires 1 does.
+            return "an expire journal retires snapshot 1" if self.snapshots.journal_retires(1) else None
+        if earliest is not None and earliest > n and not self._still_ours(snapshot):
             # Landed, and already expired. A re-created id is never retired: expire plans from
             # EARLIEST, which is above it (SnapshotManager.earliest_id), and finishes a killed
             # run's journal only on snapshots older than the journal's end (expire._carry_out).
             return None
-        if self._built_on(snapshot):
+        if self._in_chain(snapshot):
             return None
+        if earliest is None:
+            return f"base snapshot {base.id if base else 0} is gone or re-created"
         return f"EARLIEST is {earliest} and base snapshot {base.id if base else 0} is gone"
 
     def _still_there(self, base: Snapshot) -> bool:

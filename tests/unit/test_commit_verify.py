@@ -529,3 +529,63 @@ def test_a_killed_expire_finished_later_leaves_an_id_re_created_since(tmp_path: 
     Path(t.snapshots.dir, ".expire-3-test.json").write_text(json.dumps(journal))
     t.expire(retain_min=5, retain_max=5, older_than="0s", dry_run=False)
     assert _ids(t) == [3]
+
+
+def test_an_expire_between_the_verification_reads_does_not_undo_a_legitimate_snapshot(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Our write lands as snapshot-3 on its base 2, the latest. Right after the verification's
+    first read (of EARLIEST, or of the base), an expire (retain 1) writes EARLIEST 3 and retires
+    1 and 2. The snapshot is legitimate whatever the reads saw: when EARLIEST was read first (no
+    hint yet) and the base then found gone, it was undone, which deleted the only snapshot left
+    and with it every row the table had."""
+    t = _table(tmp_path, writes=2)  # snapshots 1, 2
+    manager, committer = type(t.snapshots), commit_module.FileStoreCommit
+    real_hint, real_base = manager.earliest_hint, committer._still_there
+    raced: list[list[int]] = []
+
+    def expire_once() -> None:
+        if not raced:
+            other = Table.open("db.t", warehouse=str(tmp_path / "wh"))
+            raced.append(other.expire(retain_min=1, retain_max=1, older_than="0s", dry_run=False).snapshots_expired)
+
+    def hint_then_expire(self):  # type: ignore[no-untyped-def]
+        hint = real_hint(self)
+        if self.exists(3):  # the verification of our snapshot-3
+            expire_once()
+        return hint
+
+    def base_then_expire(self, base):  # type: ignore[no-untyped-def]
+        there = real_base(self, base)
+        if base.id == 2:
+            expire_once()
+        return there
+    monkeypatch.setattr(manager, "earliest_hint", hint_then_expire)
+    monkeypatch.setattr(committer, "_still_there", base_then_expire)
+    landed = _write(t, [50], "ours")
+    monkeypatch.undo()
+    assert raced == [[1, 2]]
+    assert landed == 3 and _ids(t) == [3]
+    assert _rows(t) == [(0, "x"), (1, "x"), (50, "ours")]
+
+
+def test_a_legitimate_latest_whose_base_an_expire_writing_earliest_last_removes_is_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same with an expire that writes EARLIEST last (Java's): it removed 1 and 2 right
+    after our snapshot-3 landed and has not written the hint yet. Ours is the newest, so it
+    stands (a re-created id never is: the expire's end lies above it)."""
+    t = _table(tmp_path, writes=2)
+    real = type(t.snapshots).try_publish
+    done: list[int] = []
+
+    def publish_then_java_expire(self, snapshot, **kw):  # type: ignore[no-untyped-def]
+        landed = real(self, snapshot, **kw)
+        if not done:
+            done.append(snapshot.id)
+            for sid in (1, 2):
+                os.remove(t.snapshots.path(sid))
+        return landed
+    monkeypatch.setattr(type(t.snapshots), "try_publish", publish_then_java_expire)
+    assert _write(t, [50], "ours") == 3
+    monkeypatch.undo()
+    assert done == [3] and _ids(t) == [3] and t.snapshots.earliest_hint() is None
+    assert (50, "ours") in _rows(t)
