@@ -103,6 +103,12 @@ class _Attempt:
     written: tuple[str, ...]
     written_index: tuple[str, ...]
     chain: tuple[str, ...]  # the manifests a snapshot built on ours lists in its base list
+    # The live set a snapshot built on ours starts from, as far as this commit knows it without
+    # reading its manifests back (an expire may delete its base's manifests once a successor
+    # merged them): the files it adds and deletes, and the whole set when it read its base's.
+    adds: frozenset[tuple] = frozenset()
+    deletes: frozenset[tuple] = frozenset()
+    result: frozenset[tuple] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,7 +364,10 @@ class FileStoreCommit:
             next_row_id=next_row_id,
         )
         chain = tuple(m.file_name for m in base_metas) + tuple(m.file_name for m in delta_metas)
-        self._attempts[new_id] = _Attempt(latest, tuple(written), tuple(written_index), chain)
+        adds = frozenset(e.identifier for e in entries if e.kind == ADD)
+        deletes = frozenset(e.identifier for e in entries if e.kind == DELETE)
+        result = None if live is None else frozenset({e.identifier for e in live} - deletes | adds)
+        self._attempts[new_id] = _Attempt(latest, tuple(written), tuple(written_index), chain, adds, deletes, result)
         try:
             before_publish()  # LAKECTL_FAULT=stall:publish:N holds a test's committer right here
             published = self.snapshots.try_publish(snapshot, make_dirs=latest is None)
@@ -490,17 +499,27 @@ class FileStoreCommit:
 
     def _in_chain(self, snapshot: Snapshot) -> bool:
         """Is our ``snapshot-N`` part of the gapless chain: built on by ``snapshot-(N+1)``, or
-        the newest with nothing above it?"""
+        the newest with nothing above it? ``snapshot-(N+1)`` is looked for again when the
+        listing shows ids above ours: a successor may have landed on ours between the two."""
         if self.snapshots.exists(snapshot.id + 1):
             return self._built_on(snapshot)
         ids = self.snapshots.list_ids()
-        return not ids or ids[-1] <= snapshot.id
+        if not ids or ids[-1] <= snapshot.id:
+            return True
+        if snapshot.id + 1 in ids or self.snapshots.exists(snapshot.id + 1):
+            return self._built_on(snapshot)
+        # Ids above ours and none right above: ours is below a gap, unless a successor landed
+        # on it and was expired since, which retires ours first (oldest first).
+        return not self._still_ours(snapshot)
 
     def _built_on(self, snapshot: Snapshot) -> bool:
         """Does ``snapshot-(N+1)`` build on our N? Its base list holds our base and delta
-        manifests, or, when its commit merged them, manifests whose live files are exactly
-        ours. A snapshot-(N+1) gone meanwhile was expired after ours (oldest first), so then
-        ours counts as built on if it is gone too."""
+        manifests, or, when its commit merged them, manifests whose live files are ours: the
+        very set when this commit knew its base's (``_Attempt.result``), else every file it
+        added and none it deleted (file names are unique to the commit that wrote them, so a
+        successor of a re-used id's original holds none of ours). A snapshot-(N+1) gone
+        meanwhile was expired after ours (oldest first), so then ours counts as built on if
+        it is gone too."""
         attempt = self._attempts.get(snapshot.id)
         if attempt is None:
             return False
@@ -510,7 +529,11 @@ class FileStoreCommit:
             names = tuple(m.file_name for m in metas)
             if names == attempt.chain:
                 return True
-            theirs = self._live_ids([m.file_name for m in metas])
+            theirs = self._live_ids(names)
+            if attempt.result is not None:
+                return theirs == attempt.result
+            if attempt.adds:
+                return attempt.adds <= theirs and not attempt.deletes & theirs
             ours = self._live_ids(attempt.chain)
         except (NotFoundError, CorruptMetadataError):
             return not self._still_ours(snapshot)

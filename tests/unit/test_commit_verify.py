@@ -589,3 +589,36 @@ def test_a_legitimate_latest_whose_base_an_expire_writing_earliest_last_removes_
     monkeypatch.undo()
     assert done == [3] and _ids(t) == [3] and t.snapshots.earliest_hint() is None
     assert (50, "ours") in _rows(t)
+
+
+def test_a_successor_landing_between_the_chain_checks_keeps_a_legitimate_snapshot(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Our snapshot-2 landed; an expire retired its base right after. The verification finds no
+    snapshot-3, then lists the directory - and another writer's snapshot-3, built on ours,
+    landed in between. Ours is in the chain: taking the listing's id above ours for a gap
+    undid it under the snapshot built on it."""
+    t = _table(tmp_path, writes=1)
+    manager = type(t.snapshots)
+    real_publish, real_list = manager.try_publish, manager.list_ids
+    state: list[str] = []
+
+    def publish_then_expire_base(self, snapshot, **kw):  # type: ignore[no-untyped-def]
+        landed = real_publish(self, snapshot, **kw)
+        if not state:
+            state.append("published")
+            os.remove(self.path(1))  # an expire that writes EARLIEST last retired our base
+        return landed
+
+    def list_after_a_successor(self):  # type: ignore[no-untyped-def]
+        if state == ["published"]:
+            state.append("successor")
+            Table.open("db.t", warehouse=str(tmp_path / "wh")).write(
+                pa.table({"id": pa.array([100], pa.int64()), "v": ["other"]}))
+        return real_list(self)
+    monkeypatch.setattr(manager, "try_publish", publish_then_expire_base)
+    monkeypatch.setattr(manager, "list_ids", list_after_a_successor)
+    landed = _write(t, [50], "ours")
+    monkeypatch.undo()
+    assert state == ["published", "successor"]
+    assert landed == 2 and _ids(t) == [2, 3]
+    assert _rows(t) == [(0, "x"), (50, "ours"), (100, "other")]
