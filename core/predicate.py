@@ -556,14 +556,13 @@ def _java_below(x: pc.Expression, y: pc.Expression) -> pc.Expression:
 
 
 def _sign_bit(zero: pc.Expression) -> pc.Expression:
-    """Of a double zero: is it -0.0 (its reciprocal is -Infinity)?"""
+    """Of a zero: is it -0.0 (its reciprocal is -Infinity; Arrow has no sign-bit kernel)?"""
     return pc.divide(pc.scalar(1.0), zero) < pc.scalar(0.0)
 
 
 def _negative_zero(field: pc.Expression, type_: DataType) -> pc.Expression:
-    """-0.0: a zero whose reciprocal is -Infinity (Arrow has no sign-bit kernel)."""
-    return (field == _arrow_literal(0.0, type_)) & (pc.divide(_arrow_literal(1.0, type_), field)
-                                                    < _arrow_literal(0.0, type_))
+    """-0.0 in a FLOAT or DOUBLE column."""
+    return (field == _arrow_literal(0.0, type_)) & _sign_bit(field)
 
 
 # ---- LIKE patterns ------------------------------------------------------------------------
