@@ -103,12 +103,27 @@ class _Attempt:
     written: tuple[str, ...]
     written_index: tuple[str, ...]
     chain: tuple[str, ...]  # the manifests a snapshot built on ours lists in its base list
-    # The live set a snapshot built on ours starts from, as far as this commit knows it without
-    # reading its manifests back (an expire may delete its base's manifests once a successor
-    # merged them): the files it adds and deletes, and the whole set when it read its base's.
-    adds: frozenset[tuple] = frozenset()
-    deletes: frozenset[tuple] = frozenset()
-    result: frozenset[tuple] | None = None
+    # What a snapshot built on ours starts from, as far as this commit knows it without reading
+    # its manifests back (an expire may delete its base's manifests once a successor merged
+    # them): its entries, and its base's live files when it read them. Only the rare chain
+    # check turns them into sets (``adds``, ``deletes``, ``result``).
+    entries: tuple[ManifestEntry, ...] = ()
+    base_live: tuple[ManifestEntry, ...] | None = None
+
+    @property
+    def adds(self) -> frozenset[tuple]:
+        return frozenset(e.identifier for e in self.entries if e.kind == ADD)
+
+    @property
+    def deletes(self) -> frozenset[tuple]:
+        return frozenset(e.identifier for e in self.entries if e.kind == DELETE)
+
+    @property
+    def result(self) -> frozenset[tuple] | None:
+        """The live set after this commit, when its base's was read."""
+        if self.base_live is None:
+            return None
+        return frozenset({e.identifier for e in self.base_live} - self.deletes | self.adds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,10 +379,8 @@ class FileStoreCommit:
             next_row_id=next_row_id,
         )
         chain = tuple(m.file_name for m in base_metas) + tuple(m.file_name for m in delta_metas)
-        adds = frozenset(e.identifier for e in entries if e.kind == ADD)
-        deletes = frozenset(e.identifier for e in entries if e.kind == DELETE)
-        result = None if live is None else frozenset({e.identifier for e in live} - deletes | adds)
-        self._attempts[new_id] = _Attempt(latest, tuple(written), tuple(written_index), chain, adds, deletes, result)
+        self._attempts[new_id] = _Attempt(latest, tuple(written), tuple(written_index), chain, tuple(entries),
+                                          None if live is None else tuple(live))
         try:
             before_publish()  # LAKECTL_FAULT=stall:publish:N holds a test's committer right here
             published = self.snapshots.try_publish(snapshot, make_dirs=latest is None)
@@ -530,10 +543,11 @@ class FileStoreCommit:
             if names == attempt.chain:
                 return True
             theirs = self._live_ids(names)
-            if attempt.result is not None:
-                return theirs == attempt.result
-            if attempt.adds:
-                return attempt.adds <= theirs and not attempt.deletes & theirs
+            result, adds = attempt.result, attempt.adds
+            if result is not None:
+                return theirs == result
+            if adds:
+                return adds <= theirs and not attempt.deletes & theirs
             ours = self._live_ids(attempt.chain)
         except (NotFoundError, CorruptMetadataError):
             return not self._still_ours(snapshot)
