@@ -215,7 +215,9 @@ def test_terminal_shows_a_bar_per_table_being_maintained(cli, tmp_path):
             return False
         seen.setdefault("from", len(out))
         frame = ANSI.sub(b"", out[seen["from"]:]).decode("utf-8", "replace")
-        if sum(f"db.{n}: compact" in frame for n in ("t0", "t1", "t2")) >= 2:
+        # a frame arrives in pieces: wait until both table bars and the overall bar below them are in
+        bars_drawn = sum(f"db.{n}: compact" in frame for n in ("t0", "t1", "t2")) >= 2
+        if bars_drawn and "tables (" in frame.split("db.t", 1)[-1]:
             seen["bars"] = frame
             stall.unlink()  # let the stalled commits go on
             return True
