@@ -469,6 +469,8 @@ class FileStoreCommit:
         if base is None and (earliest is None or earliest <= 1):
             # Snapshot 1 has no base to tell: a journal that retires 1 does.
             return "an expire journal retires snapshot 1" if self.snapshots.journal_retires(1) else None
+        if base is not None and self._cut_from_top(base, earliest):
+            return f"base snapshot {base.id} was removed or replaced by a rollback or fast-forward"
         if earliest is not None and earliest > n and not self._still_ours(snapshot):
             # Landed, and already expired. A re-created id is never retired: expire plans from
             # EARLIEST, which is above it (SnapshotManager.earliest_id), and finishes a killed
@@ -479,6 +481,20 @@ class FileStoreCommit:
         if earliest is None:
             return f"base snapshot {base.id if base else 0} is gone or re-created"
         return f"EARLIEST is {earliest} and base snapshot {base.id if base else 0} is gone"
+
+    def _cut_from_top(self, base: Snapshot, earliest: int | None) -> bool:
+        """Was our base (gone or replaced) removed from the top of the chain? Expire retires
+        oldest first and writes EARLIEST past what it retires before it starts, so a base it
+        retired has no snapshot left below it from EARLIEST on. A snapshot still there below a
+        base that is not means a rollback or fast-forward cut the chain while this attempt was
+        between its check and its publish: ours would stand above a gap, on rows the rewrite
+        took away (the rollback's marker is gone by then, so only the chain tells). Snapshots
+        below EARLIEST (a killed committer's re-created id) do not count; neither does a base
+        below EARLIEST (an expire, or a rollback that a later expire passed)."""
+        if earliest is not None and earliest > base.id:
+            return False
+        floor = earliest or 0
+        return any(floor <= i < base.id for i in self.snapshots.list_ids())
 
     def _still_there(self, base: Snapshot) -> bool:
         try:

@@ -428,6 +428,9 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
             lambda r: [_on_table(no_row_change)]),
     Command("mark-partition-done", lambda r, s: ["mark-partition-done", TABLE, "-p", f"dt={OLD}"],
             lambda r: [_on_table(no_row_change)]),
+    # The whole table into two buckets: one OVERWRITE snapshot of the same rows (the bucket
+    # option changes first; a write next to it lands before, or is read again and kept after).
+    Command("rescale", lambda r, s: ["rescale", TABLE, "--buckets", "2"], lambda r: [_on_table(no_row_change)]),
     Command("maintain", lambda r, s: ["maintain", TABLE], lambda r: [_maintain]),
     Command("consumer-reset", lambda r, s: ["consumer", "reset", TABLE, f"c{r}", "--next-snapshot", "5"],
             lambda r: [_consumer_reset(f"c{r}")]),

@@ -118,6 +118,54 @@ def test_re_created_base_is_not_our_base(tmp_path: Path, monkeypatch: pytest.Mon
     assert _ids(t) == [5, 6] and (50, "stalled") in _rows(t)
 
 
+def test_publish_after_a_whole_rollback_is_undone_and_lands_on_the_rolled_back_chain(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A committer read latest 3, then a rollback to 1 ran from start to end (its marker gone
+    again) before the committer created snapshot-4: the id was free, nothing is above it, but
+    its base went from the top. Kept, it would stand above a gap with rows of 2 and 3 that the
+    rollback (exit 0) took away; it must land on 1 instead."""
+    t = _table(tmp_path, writes=3)  # snapshots 1..3 with ids 0, 1, 2
+    monkeypatch.setattr(commit_module, "before_publish",
+                        _once(lambda: t.rollback(snapshot_id=1, dry_run=False)))
+    landed = _write(t, [50], "stalled")
+    assert landed == 2 and _ids(t) == [1, 2]
+    assert _rows(t) == [(0, "x"), (50, "stalled")]
+
+
+def test_publish_on_a_base_replaced_from_the_top_is_undone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As a fast-forward leaves it: snapshot-3 is no longer the snapshot-3 the committer read
+    (a rollback to 2, then another write). Snapshot-4 on the old 3 would carry the old 3's rows."""
+    t = _table(tmp_path, writes=3)
+
+    def action() -> None:
+        t.rollback(snapshot_id=2, dry_run=False)
+        _write(t, [100], "other")  # the new snapshot-3
+    monkeypatch.setattr(commit_module, "before_publish", _once(action))
+    landed = _write(t, [50], "stalled")
+    assert landed == 4 and _ids(t) == [1, 2, 3, 4]
+    assert _rows(t) == [(0, "x"), (1, "x"), (50, "stalled"), (100, "other")]
+
+
+def test_base_expired_with_a_stray_below_earliest_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A snapshot below EARLIEST (a killed committer's re-created id, left for check --repair)
+    does not make an expired base look cut from the top: ours, built on the retired base and
+    then the newest, stands."""
+    t = _table(tmp_path, writes=4)
+    stray = Path(t.snapshots.path(1)).read_text()
+
+    def publish_then_expire(self, snapshot, **kw):  # type: ignore[no-untyped-def]
+        published = original(self, snapshot, **kw)
+        t.expire(retain_min=1, retain_max=1, older_than="0s", dry_run=False)  # retires 1..4, keeps ours
+        Path(t.snapshots.path(1)).write_text(stray)
+        return published
+    original = type(t.snapshots).try_publish
+    monkeypatch.setattr(type(t.snapshots), "try_publish", publish_then_expire)
+    landed = _write(t, [50], "stalled")
+    monkeypatch.undo()
+    assert landed == 5 and _ids(t) == [1, 5] and t.snapshots.earliest_hint() == 5
+    assert (50, "stalled") in _rows(t)
+
+
 def test_snapshot_1_listed_by_an_expire_journal_is_undone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     t = _table(tmp_path, writes=0)
 
