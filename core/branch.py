@@ -14,6 +14,10 @@ Two markers make the branch commands crash safe (``core/ops/branches.py``):
   *leftover*: not a branch to any command, reported by ``check`` and removed by the next
   ``branch create`` or ``branch delete`` of that name or by ``check --repair``. So a kill
   leaves no branch or a whole one, never half of one.
+- ``RENAMED`` at the top of ``branch/branch-OLD/``: a ``branch rename`` on an object store
+  (a copy, then a delete: ``core/ops/branch_rename.py``) has copied the branch to NEW and is
+  deleting it here, JSON naming NEW. Commits to OLD that find it take themselves back, and
+  once NEW is a whole branch OLD is a leftover, so the name moves in one step for readers.
 - ``FAST-FORWARD`` in main's ``snapshot/``: written before ``branch fast-forward`` changes main,
   deleted once main is the branch's. While it is there every command that would change main
   (or the branch it names) is refused with the fast-forward to rerun, so no commit lands in a
@@ -35,6 +39,7 @@ MAIN_BRANCH = "main"
 BRANCH_DIR = "branch"
 BRANCH_DIR_PREFIX = "branch-"
 UNFINISHED = "UNFINISHED"  # in branch/branch-NAME/: a create or delete has not finished
+RENAMED = "RENAMED"  # in branch/branch-OLD/: a rename by copy has copied it to the name it holds
 FAST_FORWARD = "FAST-FORWARD"  # in main's snapshot/: a fast-forward has not finished
 
 # What ``branch_state`` finds under branch/branch-NAME.
@@ -95,8 +100,9 @@ def _dir_names(table: TablePlace) -> list[str]:
 def branch_state(table: TablePlace, name: str) -> str:
     """ABSENT when ``branch/branch-NAME`` holds no file (not the directory alone: some object
     stores, SeaweedFS, keep a prefix listed after every object under it was deleted); WHOLE
-    when it holds schema files and no UNFINISHED marker; LEFTOVER otherwise (what a killed
-    create or delete left, or a hand: not a branch)."""
+    when it holds schema files and no UNFINISHED marker, and no RENAMED marker naming a branch
+    that is whole now; LEFTOVER otherwise (what a killed create, delete or rename left, or a
+    hand: not a branch)."""
     path = branch_path(table.path, name)
     io = table.file_io
     if not io.exists(path):
@@ -106,10 +112,45 @@ def branch_state(table: TablePlace, name: str) -> str:
         return ABSENT
     parents = {(posixpath.basename(posixpath.dirname(f.path)), posixpath.basename(f.path)) for f in files}
     has_schema = any(parent == "schema" and base.startswith("schema-") for parent, base in parents)
-    marked = any(f.path.endswith(f"/{BRANCH_DIR_PREFIX}{name}/{UNFINISHED}") for f in files)
+    top = f"/{BRANCH_DIR_PREFIX}{name}/"
+    marked = any(f.path.endswith(top + UNFINISHED) for f in files)
     if marked or not has_schema:
         return LEFTOVER
+    if any(f.path.endswith(top + RENAMED) for f in files):
+        new = renamed_to(io, table.path, name)
+        if new is not None and new != name and branch_state(table, new) == WHOLE:
+            return LEFTOVER  # copied to its new name, which is the branch now
     return WHOLE
+
+
+def rename_marker(old: str, new: str) -> bytes:
+    """What a branch rename by copy writes: UNFINISHED into NEW first, RENAMED into OLD once the
+    copy is complete; both name the rename, so that a rerun knows its own."""
+    return json.dumps({"command": "branch rename", "from": old, "to": new}).encode("utf-8")
+
+
+def _rename_names(io: FileIO, path: str) -> tuple[str, str] | None:
+    """(from, to) of a branch rename's marker at ``path``; None if absent or not a rename's."""
+    try:
+        d = json.loads(io.read_bytes(path).decode("utf-8"))
+    except (FileNotFoundError, CorruptMetadataError, ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(d, dict) or d.get("command") != "branch rename":
+        return None
+    old, new = d.get("from"), d.get("to")
+    return (old, new) if isinstance(old, str) and isinstance(new, str) else None
+
+
+def renamed_to(io: FileIO, table_path: str, name: str) -> str | None:
+    """The new name in branch NAME's RENAMED marker, or None (no marker, or not readable)."""
+    names = _rename_names(io, join(branch_path(table_path, name), RENAMED))
+    return names[1] if names is not None and names[0] == name else None
+
+
+def renaming_from(io: FileIO, table_path: str, name: str) -> str | None:
+    """The old name whose rename by copy is filling branch NAME (its UNFINISHED marker), or None."""
+    names = _rename_names(io, join(branch_path(table_path, name), UNFINISHED))
+    return names[0] if names is not None and names[1] == name else None
 
 
 def branch_names(table: TablePlace) -> list[str]:

@@ -422,7 +422,9 @@ class FileStoreCommit:
             # it lists once more after writing RENAMED and copies a snapshot that landed before,
             # so one that finds RENAMED takes itself back (core/ops/rename.py).
             self._undo(snapshot)
-            raise CommitConflictError(f"{table_name(self.table_path)} is being renamed (its copy is complete); "
+            what = table_name(self.table_path) if self.branch_path in (None, self.table_path) else \
+                f"branch {self.branch_path.rsplit('/', 1)[-1].removeprefix('branch-')} of {table_name(self.table_path)}"
+            raise CommitConflictError(f"{what} is being renamed (its copy is complete); "
                                       "nothing was committed, re-run the command on the new name")
         try:
             rollback = self._rollback_running()
@@ -689,12 +691,14 @@ class FileStoreCommit:
             return True  # unknown: the next attempt's schema check decides
 
     def _renamed_away(self) -> bool:
-        """Has a rename on an object store written RENAMED into the table (its copy complete)?
-        A local rename is one atomic rename, which ``_table_still_there`` sees."""
+        """Has a rename on an object store written RENAMED into the table, or into the branch
+        this commit goes to (its copy complete)? A local rename is one atomic rename, which
+        ``_table_still_there`` sees."""
         if self.file_io.local or not self.table_must_exist:
             return False
+        places = {self.table_path, self.branch_path or self.table_path}
         try:
-            return self.file_io.exists(join(self.table_path, RENAMED))
+            return any(self.file_io.exists(join(place, RENAMED)) for place in places)
         except OSError:
             return False  # unknown: the rename's listing after RENAMED decides
 

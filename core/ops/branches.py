@@ -174,14 +174,15 @@ def rename_branch(table: TableHandle, old: str, new: str, *, dry_run: bool = Fal
     ``branch/branch-OLD`` becomes ``branch/branch-NEW`` with every snapshot, schema, tag and
     consumer in it; data files are shared with main and stay where they are.
 
-    The rename is one atomic directory rename, held under the table's closing marker
-    (core/busy.py) so that no command of several steps (a rollback, expire or tag change on the
-    branch, a branch delete) is half-way through when the branch moves; a commit to the old
-    name after it fails whole (exit 4, as after a table rename). Object stores have no atomic
-    rename, so there it is refused rather than copied file by file under running writers.
+    On local disk the rename is one atomic directory rename, held under the table's closing
+    marker (core/busy.py) so that no command of several steps (a rollback, expire or tag change
+    on the branch, a branch delete) is half-way through when the branch moves; a commit to the
+    old name after it fails whole (exit 4, as after a table rename). Object stores have no
+    rename: there the branch's files are copied and the old directory deleted, in an order a
+    rerun finishes (core/ops/branch_rename.py).
 
     Raises:
-        UsageError: a bad name, main, the same name twice, an object store, or the table's
+        UsageError: a bad name, main, the same name twice, or the table's
             ``scan.fallback-branch`` (Java reads missing partitions from it by name).
         NotFoundError: no branch ``old``.
         BranchExistsError: ``new`` is taken (or holds what an interrupted create or delete
@@ -193,12 +194,15 @@ def rename_branch(table: TableHandle, old: str, new: str, *, dry_run: bool = Fal
         validate_branch_name(name)
     if old == new:
         raise UsageError(f"branch {old} already has that name")
-    if not table.file_io.local:
-        raise UsageError(f"{table.file_io.scheme}:// has no atomic directory rename, so lakectl does not rename "
-                         f"branches there: create branch {new} from a tag of {old}'s history instead")
     if table.schema.options.get("scan.fallback-branch") == old:
         raise UsageError(f"branch {old} is table {table.name}'s scan.fallback-branch; readers find it by that "
                          "name, so it is not renamed (change the option first)")
+    if not table.file_io.local:
+        from core.ops.branch_rename import rename_branch_by_copy
+
+        refuse_unfinished_fast_forward(table.file_io, table.path, table.name, old, f"rename branch {old}")
+        rename_branch_by_copy(table, old, new, dry_run=dry_run)
+        return BranchRenameResult(table.name, old, new, dry_run)
     if branch_state(table, old) != WHOLE:
         raise NotFoundError(f"branch {old} of table {table.name} does not exist")
     target = branch_state(table, new)

@@ -46,6 +46,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
+from typing import Collection
 
 from core.busy import closing, is_marker as is_busy_marker
 from core.copying import Progress, copy_files, copy_in_order, delete_files
@@ -200,13 +201,14 @@ def _rename_by_copy(warehouse: Warehouse, source: TableHandle, target: TableHand
                    resumed=renaming is not None)
 
 
-def _listing(io: FileIO, root: str) -> Listing:
-    """Every file below ``root`` by its path relative to ``root``, without rename markers."""
+def _listing(io: FileIO, root: str, skip: Collection[str] = ()) -> Listing:
+    """Every file below ``root`` by its path relative to ``root``, without rename markers (and
+    without the top-level names in ``skip``: a branch rename's own markers)."""
     prefix = root.rstrip("/") + "/"
     out = {}
     for f in io.walk(root):
         relative = f.path[len(prefix):] if f.path.startswith(prefix) else f.path.rsplit("/", 1)[-1]
-        if relative not in MARKERS and not is_busy_marker(relative):
+        if relative not in MARKERS and relative not in skip and not is_busy_marker(relative):
             out[relative] = f
     return out
 
@@ -245,30 +247,47 @@ def _copy_until_stable(io: FileIO, source: TableHandle, target: TableHandle,
                        progress: Progress | None) -> tuple[int, int, int, Listing]:
     """Copy rounds until the source's listing stays the same for one whole round; returns the
     files and bytes copied, the rounds and the last listing."""
-    previous: Listing | None = None
-    files = nbytes = 0
-    for rounds in range(MAX_ROUNDS + 1):
-        listing = _listing(io, source.path)
-        if previous is not None and _same(listing, previous):
-            return files, nbytes, rounds, listing
-        if rounds == MAX_ROUNDS:
-            break
-        if previous is not None:
-            log.info("%s changed while it was copied; copying the difference (round %d)", source.name, rounds + 1)
-        n, b = _copy_round(io, source.path, target.path, listing, previous, progress)
-        files, nbytes, previous = files + n, nbytes + b, listing
+    copied = copy_until_stable(io, source.path, target.path, source.name, progress)
+    if copied is not None:
+        return copied
     _remove_target(io, target)
     raise CommitConflictError(f"{source.name} kept changing during the rename ({MAX_ROUNDS} copy rounds); nothing "
                               f"was renamed: {source.name} is unchanged and the partial copy at {target.path} was "
                               "removed. Stop its writers and rerun")
 
 
+def copy_until_stable(io: FileIO, src_root: str, dst_root: str, name: str, progress: Progress | None = None,
+                      skip: Collection[str] = ()) -> tuple[int, int, int, Listing] | None:
+    """Copy rounds from ``src_root`` into ``dst_root`` until the source's listing stays the same
+    for one whole round: the files and bytes copied, the rounds and the last listing; None when
+    it still changed after ``MAX_ROUNDS`` rounds. ``skip``: top-level names neither copied nor
+    deleted from the target (a branch rename's markers)."""
+    previous: Listing | None = None
+    files = nbytes = 0
+    for rounds in range(MAX_ROUNDS + 1):
+        listing = _listing(io, src_root, skip)
+        if previous is not None and _same(listing, previous):
+            return files, nbytes, rounds, listing
+        if rounds == MAX_ROUNDS:
+            return None
+        if previous is not None:
+            log.info("%s changed while it was copied; copying the difference (round %d)", name, rounds + 1)
+        n, b = _copy_round(io, src_root, dst_root, listing, previous, progress, skip)
+        files, nbytes, previous = files + n, nbytes + b, listing
+    return None
+
+
+def source_changed(io: FileIO, src_root: str, listing: Listing, skip: Collection[str] = ()) -> bool:
+    """Does ``src_root`` list differently from ``listing`` (a commit landed since)?"""
+    return not _same(_listing(io, src_root, skip), listing)
+
+
 def _copy_round(io: FileIO, src_root: str, dst_root: str, listing: Listing, previous: Listing | None,
-                progress: Progress | None) -> tuple[int, int]:
+                progress: Progress | None, skip: Collection[str] = ()) -> tuple[int, int]:
     """Copy into the target what it lacks of ``listing``: data files it does not have, metadata
     that is new or changed since ``previous`` (all of it in a run's first round: an earlier run's
     copy may be stale), schema files last; then delete what the source no longer has."""
-    present = _listing(io, dst_root)
+    present = _listing(io, dst_root, skip)
     data, metadata = [], []
     for relative, f in listing.items():
         pair = (f.path, join(dst_root, relative), f.size)
@@ -327,4 +346,4 @@ def _remove_target(io: FileIO, target: TableHandle) -> None:
     io.delete_tree(target.path)
 
 
-__all__ = ["MAX_ROUNDS", "RenameResult", "rename_table"]
+__all__ = ["MAX_ROUNDS", "RenameResult", "copy_until_stable", "rename_table", "source_changed"]

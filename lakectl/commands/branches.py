@@ -85,9 +85,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Rename a branch (Paimon's rename_branch): its directory, with every snapshot, schema, tag and consumer.
 
-        One atomic directory rename, made once no command of several steps is at work on the table; a
-        commit to the old name afterwards fails whole (exit 4). Refused on object stores, which have no
-        atomic rename, and for the table's scan.fallback-branch.
+        Made once no command of several steps is at work on the table; a commit to the old name
+        afterwards fails whole (exit 4). On local disk one atomic directory rename; on object stores,
+        which have no rename, the branch's files are copied and the old ones deleted, and a rerun of
+        the same command finishes an interrupted one. Refused for the table's scan.fallback-branch.
 
         Example:
 
