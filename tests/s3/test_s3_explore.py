@@ -6,7 +6,7 @@ On S3 a rename is a copy and deletes, a drop deletes object by object, a clone w
 target name: other mutation points than on a local disk (tests/explore/points-s3.json, written
 by ``tests/explore/run.py --s3 --write-points``), and other windows for B to meet A half-way.
 Each pair (A, B) below puts one of write, rollback, expire-aggressive, fast-forward,
-branch-create, tag-rename, rename, drop and clone on each side; N is drawn from A's S3 points
+branch-create, tag-rename, rename, drop, clone and branch-rename on each side; N is drawn from A's S3 points
 by one seeded generator. ``make explore`` runs a larger S3 sample (run.py --s3).
 
 A scenario whose violation is a known lakectl bug not fixed yet is listed in KNOWN_FAILING with
@@ -42,6 +42,8 @@ PAIRS = [
     ("rename", "tag-rename"),
     ("drop", "clone"),
     ("clone", "drop"),
+    ("branch-rename", "write"),
+    ("fast-forward", "branch-rename"),
 ]
 
 
@@ -66,7 +68,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_pairs_put_each_command_on_both_sides() -> None:
     named = {"write", "rollback", "expire-aggressive", "fast-forward", "branch-create", "tag-rename", "rename",
-             "drop", "clone"}
+             "drop", "clone", "branch-rename"}
     assert {a for a, _ in PAIRS} == named and {b for _, b in PAIRS} == named
     assert all(1 <= n <= POINTS[a] for a, n, _ in scenarios())
 
