@@ -29,10 +29,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from core import branch_merge
 from core.branch import MAIN_BRANCH, refuse_unfinished_fast_forward, table_name
 from core.deletion_vectors import read_index_file, write_index_file
 from core.errors import (CommitConflictError, CorruptMetadataError, ExpiredWhileReadingError, LakectlError,
-                         NotFoundError, StalePlanError, TableGoneError)
+                         NotFoundError, StalePlanError, TableGoneError, UnsupportedTableError)
 from core.fileio import FileIO, before_publish, join
 from core.index_manifest import ADD as INDEX_ADD
 from core.index_manifest import DELETE as INDEX_DELETE
@@ -162,6 +163,9 @@ class FileStoreCommit:
     # Whether the table's schema must be there (and be ours) around the publish: not for a
     # clone, which commits its snapshot before it writes the schema files (core/ops/clone.py).
     table_must_exist: bool = True
+    # Whether a file this commit adds may already be live (StalePlanError then): branch merge adds
+    # files other commits may have added meanwhile, as Paimon's checkAppendFiles refuses.
+    refuse_live_adds: bool = False
     snapshots: SnapshotManager = field(init=False)
     manifests: ManifestIO = field(init=False)
     index_manifests: IndexManifestIO = field(init=False)
@@ -195,6 +199,7 @@ class FileStoreCommit:
         """
         if overwrite is not None:
             kind = OVERWRITE
+        self._refuse_rewrite_of_append_history(kind, messages)
         has_changes = any(m.new_files or m.compact_before or m.compact_after or m.changelog_files
                           or m.new_index_files or m.deleted_index_files for m in messages)
         if not has_changes and overwrite is None:
@@ -208,7 +213,15 @@ class FileStoreCommit:
         (Paimon's ``compact_manifest``). Returns the latest snapshot unchanged when they are
         already that (or the table has none: None)."""
         rules = MergeRules.forced(self.schema.core_options)
+        self._refuse_rewrite_of_append_history(COMPACT, ())
         return self._commit_with_retries(COMPACT, lambda: self._try_commit_once((), COMPACT, None, rules=rules))
+
+    def _refuse_rewrite_of_append_history(self, kind: str, messages: Sequence[CommitMessage]) -> None:
+        """A ``branch-merge.enabled`` table takes only APPEND commits of new files: the backstop
+        behind each command's own refusal (core/branch_merge.py), before anything is written."""
+        if branch_merge.enabled(self.schema) and (kind != APPEND or any(
+                m.compact_before or m.compact_after or m.deleted_index_files for m in messages)):
+            raise UnsupportedTableError(branch_merge.refusal(table_name(self.table_path), f"a commit of kind {kind}"))
 
     def _commit_with_retries(self, kind: str, attempt_once: Callable[[], Success | Retry]) -> Snapshot | None:
         self.file_io.check_atomic_create()  # refuse before writing manifests nobody would reference
@@ -280,6 +293,7 @@ class FileStoreCommit:
         needs_live = overwrite is not None or any(m.compact_before for m in messages) or bool(self._attempts)
         # A data-evolution delete's vectors are keyed by files that must still be live.
         needs_live = needs_live or (data_evolution_enabled(self.schema) and any(m.new_index_files for m in messages))
+        needs_live = needs_live or self.refuse_live_adds
         if needs_live and latest is not None:
             try:
                 live = base_entries(self.manifests, latest, self.snapshots)
@@ -725,6 +739,9 @@ class FileStoreCommit:
                          base_metas: list[ManifestFileMeta]) -> None:
         live_ids = {e.identifier for e in live}
         for e in entries:
+            if self.refuse_live_adds and e.kind == ADD and e.identifier in live_ids:
+                raise StalePlanError(f"file {e.file.file_name} is already live (another commit added it); "
+                                     "nothing was committed")
             if e.kind == DELETE and e.identifier not in live_ids:
                 raise StalePlanError(
                     f"file {e.file.file_name} is no longer live (another commit replaced it); nothing was committed")

@@ -189,7 +189,9 @@ IMMUTABLE_OPTIONS = frozenset({
 })
 # Options that are schema fields or the table's identity, never changeable by an option.
 _NEVER = {"type": "the table type cannot change", "path": "the table path cannot change",
-          "primary-key": "primary keys are fixed at creation", "partition": "partition keys are fixed at creation"}
+          "primary-key": "primary keys are fixed at creation", "partition": "partition keys are fixed at creation",
+          "branch-merge.enabled": "it is set when the table is created (branch merge needs a pure-append history "
+                                  "from the first snapshot)"}
 # Once true, turning these off would resurrect what was dropped (Java: "from true to false");
 # ignore-delete with the fallback keys Paimon reads it from.
 _ONE_WAY = frozenset({"ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",

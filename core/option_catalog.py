@@ -121,6 +121,8 @@ _add(IGNORED, _INDEX_SEARCH,
      "vector-index.search-mode", "global-index.filter.refine-from-data")
 _add(IGNORED, "lakectl reads a key's records whatever their nullability and refuses null keys on write, "
      "which is stricter", "primary-key.nullable")
+_add(HONOURED, "branch merge's guard: commands that would rewrite or remove data files are refused "
+     "(core.branch_merge)", "branch-merge.enabled")
 _add(HONOURED, "the default of scan --incremental-between-scan-mode (core.ops.changes.scan_mode)",
      "incremental-between-scan-mode")
 _add(IGNORED, "only the incremental read it belongs to is refused (incremental-between)",

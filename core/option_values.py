@@ -174,7 +174,7 @@ _add(ValueRule(BOOL), "async-file-write", "auto-create", "changelog-producer.row
      "write-buffer-for-append", "write-buffer-spillable", "write-only", "scan.infer-parallelism",
      "deduplicate.ignore-delete", "first-row.ignore-delete", "partial-update.ignore-delete",
      "aggregation.remove-record-on-delete", "data-evolution.enabled", "row-tracking.enabled",
-     "deletion-vectors.merge-on-read", "metadata.iceberg-compatible")
+     "deletion-vectors.merge-on-read", "metadata.iceberg-compatible", "branch-merge.enabled")
 _add(ValueRule(DURATION), "changelog.time-retained", "commit.timeout", "compaction.optimization-interval",
      "consumer.expiration-time", "continuous.discovery-interval", "cross-partition-upsert.index-ttl",
      "lookup.cache-file-retention", "partition.expiration-check-interval", "record-level.expire-time",

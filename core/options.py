@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Mapping, TypeVar
 
-from core import external_paths
+from core import branch_merge, external_paths
 from core.errors import UsageError
 from core.option_values import check_values
 
@@ -292,6 +292,7 @@ def validate(options: Mapping[str, str], *, has_primary_key: bool) -> None:
             raise UsageError(f"option metadata.stats-mode={mode} must be none, counts, full or truncate(N)")
     _validate_scan_options(options)
     external_paths.validate(options)  # how data-file.external-paths may be written
+    branch_merge.validate_create(options, has_primary_key=has_primary_key)
     if not opts.partition_legacy_name:
         raise UsageError("option partition.legacy-name=false is not supported yet")
 

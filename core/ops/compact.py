@@ -27,6 +27,7 @@ from functools import partial
 from typing import Any, Mapping, Sequence
 
 
+from core import branch_merge
 from core.commit import CommitMessage, FileStoreCommit
 from core.engines import EngineSettings, choose_engine, engine_choice
 from core.errors import CommitConflictError, CorruptMetadataError
@@ -99,6 +100,7 @@ def compact(table: TableHandle, *, full: bool = True, partitions: Sequence[Mappi
         ExpiredWhileReadingError: a concurrent expire removed the snapshot the compaction
             planned on every time it planned (``commit.max-retries`` + 1 times).
     """
+    branch_merge.refuse(table.schema, table.name, "sort compaction" if order else "compact")
     if not dry_run and table.is_main:  # the commit would be refused (core/commit.py): rewrite nothing first
         table.refuse_unfinished_fast_forward("compact")
     run = partial(_compact_once, table, full=full, partitions=partitions, dry_run=dry_run, engine=engine,
@@ -175,6 +177,8 @@ def compact_after_commit(table: TableHandle, engine: Any, full: bool, *, changel
     # compaction at once, as Java's writers force level 0 up at every commit. (First-row
     # tables hide level 0 too; their universal pick forces it up by itself.)
     schema = table.schema
+    if branch_merge.enabled(schema):  # a pure-append history: a writer never compacts it
+        return None
     level0 = not full and level0_goes_up(schema)
     result = compact(table, full=full, engine=engine, level0_buckets=level0, auto_tags=False, replan=False,
                      changelog=changelog)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from core import branch_merge
 from core.commit import FileStoreCommit
 from core.manifest import ManifestIO, live_entries, rolled_parts
 from core.option_rules import WRITE, check_options
@@ -40,6 +41,7 @@ class CompactManifestsResult:
 
 def compact_manifests(table: TableHandle, *, dry_run: bool = False) -> CompactManifestsResult:
     check_options(table.schema, table.name, WRITE)
+    branch_merge.refuse(table.schema, table.name, "compact-manifests")  # a COMPACT snapshot
     latest = table.latest_snapshot()
     if latest is None:
         return CompactManifestsResult(table.name, table.branch, None, 0, 0, 0, 0, 0, dry_run)

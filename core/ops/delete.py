@@ -43,6 +43,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from core import branch_merge
 from core.commit import CommitMessage, FileStoreCommit
 from core.dynamic_bucket import is_dynamic
 from core.engines import EngineSettings
@@ -134,6 +135,7 @@ def delete(table: TableHandle, where: str, *, dry_run: bool = False,
     if not where or not where.strip():
         raise UsageError("--where must not be empty (to delete every row, use lakectl truncate)")
     check_options(table.schema, table.name, WRITE)
+    branch_merge.refuse(table.schema, table.name, "delete")
     if data_evolution.enabled(table.schema):
         return _delete_by_row_id(table, where, dry_run, engine_settings)
     row_tracking.refuse_rewrite(table.schema, table.name, "delete")

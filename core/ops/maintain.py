@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from core import branch_merge
 from core.branch import MAIN_BRANCH, branch_names
 from core.errors import CommitConflictError, LakectlError, NotFoundError, UsageError
 from core.health import Health, measure
@@ -198,7 +199,8 @@ def recommendations(table: TableHandle, health: Health, policy: Policy = Policy(
     under ``policy``, each as the command that runs it alone. Orphan removal, which maintain
     always runs, is left out: health reads metadata only and cannot see orphans."""
     return [Recommendation(a.reason, command_for(table.name, a, table.branch))
-            for a in plan_table(table, health, policy) if a.verb != "remove-orphan-files"]
+            for a in plan_table(table, health, policy) if a.verb != "remove-orphan-files"
+            and not (a.verb in _REWRITING_VERBS and branch_merge.enabled(table.schema))]
 
 
 def command_for(name: str, action: Action, branch: str = MAIN_BRANCH) -> str:
@@ -249,11 +251,19 @@ def _detail(result: Any) -> dict[str, Any]:
     return out
 
 
+# The verbs that rewrite or remove data files, which a branch-merge.enabled table refuses.
+_REWRITING_VERBS = frozenset({"compact", "compact-manifests", "expire-partitions"})
+
+
 def _run_action(table: TableHandle, action: Action, policy: Policy, engine_settings: Any,
                 dry_run: bool = False) -> ActionReport:
     """Call the existing operation for one verb (with ``dry_run``: what it would do); bytes
     freed as the operation reports them."""
     rep = ActionReport(action.verb, action.reason, done=not dry_run)
+    if action.verb in _REWRITING_VERBS and branch_merge.enabled(table.schema):
+        # Skipped, not failed: the table's own option forbids the rewrite (core/branch_merge.py).
+        rep.done, rep.error = False, f"not run: {branch_merge.refusal(table.name, action.verb)}"
+        return rep
     if action.verb == "compact":
         from core.ops.compact import compact
 

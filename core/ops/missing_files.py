@@ -28,6 +28,7 @@ import posixpath
 from collections import defaultdict
 from dataclasses import dataclass
 
+from core import branch_merge
 from core.commit import CommitMessage, FileStoreCommit, latest_base_entries
 from core.fileio import join
 from core.manifest import ManifestEntry
@@ -59,6 +60,7 @@ def remove_unexisting_files(table: TableHandle, *, dry_run: bool = False) -> Mis
             an expire (exit 4); nothing was committed.
         CommitConflictError: the commit did not land.
     """
+    branch_merge.refuse(table.schema, table.name, "remove-unexisting-files")
     retries = table.schema.core_options.commit_max_retries
     return replan_on_lost_race(retries, lambda: _plan_and_commit(table, dry_run), "remove-unexisting-files",
                                stale_plans=True)

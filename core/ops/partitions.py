@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from core import branch_merge
 from core import binary_row
 from core.commit import FileStoreCommit, OverwriteSpec, latest_base_entries
 from core.options import parse_duration
@@ -160,6 +161,7 @@ def expire_partitions(table: TableHandle, *, expiration_time: str | None = None,
             data files without a creation time (update-time).
         CommitConflictError: the commit did not land.
     """
+    branch_merge.refuse(table.schema, table.name, "expire-partitions")
     schema = table.schema
     opts = schema.options
     fields = schema.partition_fields
@@ -288,8 +290,8 @@ def expire_partitions_after_commit(table: TableHandle, engine: Any) -> Partition
     ``partition-expire-check`` hint) is older than partition.expiration-check-interval,
     expire partitions. None when it did nothing."""
     opts = table.schema.options
-    if "partition.expiration-time" not in opts:
-        return None
+    if "partition.expiration-time" not in opts or branch_merge.enabled(table.schema):
+        return None  # (a writer never drops partitions of a pure-append history: core/branch_merge.py)
     interval = parse_duration(opts.get("partition.expiration-check-interval", DEFAULT_CHECK_INTERVAL),
                               "partition.expiration-check-interval")
     hint = join(table.path, CHECK_HINT)

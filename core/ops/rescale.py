@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Mapping, Sequence
 
+from core import branch_merge
 from core.commit import CommitMessage, FileStoreCommit, OverwriteSpec, latest_base_entries
 from core.engines import EngineSettings, choose_engine, engine_choice
 from core.errors import CommitConflictError, CorruptMetadataError, UnsupportedTableError, UsageError
@@ -75,6 +76,7 @@ def rescale(table: TableHandle, buckets: int, *, partitions: Sequence[Mapping[st
         StalePlanError: other commits changed the partitions every time it read them (exit 4).
     """
     schema = table.schema
+    branch_merge.refuse(schema, table.name, "rescale")
     _check_rescalable(schema, buckets, table.name)
     if not dry_run:
         check_options(schema, table.name, WRITE)

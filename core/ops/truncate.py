@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from core import branch_merge
 from core.commit import FileStoreCommit, OverwriteSpec, latest_base_entries
 from core.errors import UsageError
 from core.manifest import ManifestEntry
@@ -54,6 +55,7 @@ def truncate(table: TableHandle, *, dry_run: bool = False) -> TruncateResult:
     Raises:
         CommitConflictError: the commit did not land.
     """
+    branch_merge.refuse(table.schema, table.name, "truncate")
     entries = _latest_entries(table)
     files, records = len(entries), sum(e.file.row_count for e in entries)
     if not entries:
@@ -81,6 +83,7 @@ def drop_partitions(table: TableHandle, partitions: Sequence[Mapping[str, str]],
             exactly the partition columns.
         CommitConflictError: the commit did not land.
     """
+    branch_merge.refuse(table.schema, table.name, "drop-partition")
     from core.ops.compact_planning import partition_filter
 
     schema = table.schema

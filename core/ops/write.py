@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from core import branch_merge
 from core.commit import CommitMessage, FileStoreCommit, IndexChanges, OverwriteSpec, base_entries
 from core.deletion_vectors import snapshot_deletion_files, split_deletion_files
 from core.dynamic_bucket import DYNAMIC_NOT_ON_SPARK, DynamicBucketAssigner, check_writable, is_dynamic
@@ -193,6 +194,8 @@ def write_and_commit(table: TableHandle, data: Any, engine: Any, *, overwrite: b
     with no rows it is cleared."""
     schema = table.schema
     check_options(schema, table.name, WRITE)
+    if overwrite:
+        branch_merge.refuse(schema, table.name, "write --mode overwrite")
     if table.is_main:  # the commit would be refused (core/commit.py): write no data file first
         table.refuse_unfinished_fast_forward("write")
     # Paimon's `rowkind.field` option names a table column that carries the row kind.
@@ -263,6 +266,8 @@ def write(table: TableHandle, data: Any, *, mode: str = "append", row_kind_colum
         raise UsageError(f"--mode {mode!r} must be one of {', '.join(MODES)}")
     if mode == "overwrite" and row_kind_column:
         raise UsageError("--mode overwrite cannot be combined with --row-kind-column")
+    if mode == "overwrite":
+        branch_merge.refuse(table.schema, table.name, "write --mode overwrite")
     static = None
     if partition is not None:
         if mode != "overwrite":

@@ -1,4 +1,4 @@
-"""lakectl branch create|delete|list|fast-forward DB.TABLE: branches in Paimon's branch/branch-NAME layout."""
+"""lakectl branch create|delete|list|rename|merge|fast-forward DB.TABLE: branches in Paimon's branch/branch-NAME layout."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ ExistingBranchArg = Annotated[str, typer.Argument(help="Branch name.", metavar="
 
 
 def register(app: typer.Typer) -> None:
-    branch_app = typer.Typer(help="Create, delete, list and fast-forward branches: snapshot histories of their own that share "
+    branch_app = typer.Typer(help="Create, delete, list, merge and fast-forward branches: snapshot histories of their own that share "
                                   "the table's data files.\n\n"
                                   "Example:\n\n\b\n  lakectl branch create shop.orders hotfix --tag eod-2024-01-01",
                              no_args_is_help=True)
@@ -100,6 +100,39 @@ def register(app: typer.Typer) -> None:
         out = output(ctx, fmt)
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
         out.record(rename_branch(t, name, new_name, dry_run=dry_run))
+
+    @branch_app.command("merge")
+    def merge_cmd(
+        ctx: typer.Context,
+        table: TableArg,
+        source: Annotated[str, typer.Argument(metavar="SOURCE", help="The branch whose new data files are merged.",
+                                              show_default=False, autocompletion=complete_branch)],
+        into: Annotated[str, typer.Option("--into", metavar="TARGET", help="The branch that takes them.",
+                                          autocompletion=complete_branch)] = "main",
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be merged; change "
+                                                                 "nothing.")] = False,
+        warehouse: WarehouseOpt = None,
+        fmt: FormatOpt = None,
+    ) -> None:
+        """Merge a branch into another (Paimon's merge_branch): the data files only SOURCE has, as one commit on TARGET.
+
+        For append tables whose history on both branches is complete and pure append, as tables
+        created with branch-merge.enabled=true keep it (compaction, overwrite, delete, truncate
+        and the like are refused on them). Files TARGET already lists are skipped, so merging
+        again adds nothing; both branches keep everything else. Schemas and row tracking must
+        agree.
+
+        Example:
+
+        \b
+          lakectl branch merge shop.events hotfix --dry-run
+          lakectl branch merge shop.events hotfix
+        """
+        from core.ops.merge_branch import merge_branch
+
+        out = output(ctx, fmt)
+        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        out.record(merge_branch(t, source, into=into, dry_run=dry_run))
 
     @branch_app.command("fast-forward")
     def fast_forward_cmd(

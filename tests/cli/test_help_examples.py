@@ -129,7 +129,8 @@ def test_a_help_example_parses(command: str, line: str) -> None:
 # and of the README's session, shop.orders (ORDERS, keyed by id,dt, partitioned by dt, 2
 # buckets; test_one_example_table holds them to it) with 15 snapshots, tags eod-2024-01-01 and
 # release-1, branches dev (with tag before-backfill) and test, consumers billing and old-job;
-# shop.orders_tmp and shop.orders_staging like it; shop.events as create's example makes it;
+# shop.orders_tmp and shop.orders_staging like it; shop.events as create's example makes it, with a
+# row and a branch hotfix holding one more;
 # database scratch; and in the working directory the input files the examples name (orders.csv
 # and changes.csv as the README's session shows them), a profile prod and a producer.
 ORDERS = "id BIGINT, customer STRING, amount DECIMAL(10, 2), dt STRING"
@@ -204,6 +205,12 @@ def _build(wh: Path, cwd: Path) -> None:
         run("create", name, "--like", "shop.orders")
         run("write", name, "-i", rows)
     run("create", "shop.events", "--schema", EVENTS)
+    events = cwd / "events.csv"  # and branch hotfix of it with rows main lacks (branch merge's example)
+    events.write_text("event_time,id,kind\n2024-01-01 00:00:01,1,click\n")
+    run("write", "shop.events", "-i", events)
+    run("branch", "create", "shop.events", "hotfix")
+    run("write", "shop.events", "-i", events, "--branch", "hotfix")
+    events.unlink()
     run("create", "scratch.t", "--schema", "id BIGINT")
     rows.unlink()
     # the inputs the write examples name
