@@ -311,7 +311,9 @@ class FileStoreCommit:
             # It replaces nothing with nothing: no snapshot, as truncate and drop-partition
             # leave none when there is nothing to drop.
             return Success(None)
-        if self._attempts and _landed_earlier(entries, live or []):
+        # (Not for a commit that refuses live adds: another commit may have added the same
+        # files; _check_conflicts then makes its caller plan again.)
+        if self._attempts and not self.refuse_live_adds and _landed_earlier(entries, live or []):
             # An earlier attempt of ours landed, and a concurrent expire retired its snapshot
             # before it could be read back (retain-min 1): its new files are live. Committing
             # again would add them twice, or conflict with our own replacement and make the
