@@ -35,7 +35,12 @@ def wh(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "more.csv").write_text("id,customer,amount,dt\n3,carol,5.00,2024-01-02\n")
     for args in (["create", "shop.orders", "--schema", "id BIGINT, customer STRING, amount DECIMAL(10, 2), dt STRING",
                   "--primary-key", "id,dt", "--partition-by", "dt", "--option", "bucket=2"],
-                 ["write", "shop.orders", "-i", root / "orders.csv"], ["write", "shop.orders", "-i", root / "orders.csv"]):
+                 ["write", "shop.orders", "-i", root / "orders.csv"], ["write", "shop.orders", "-i", root / "orders.csv"],
+                 # an append table whose branch has rows main lacks (branch merge)
+                 ["create", "shop.log", "--schema", "id BIGINT, customer STRING, amount DECIMAL(10, 2), dt STRING",
+                  "--option", "branch-merge.enabled=true"], ["write", "shop.log", "-i", root / "orders.csv"],
+                 ["branch", "create", "shop.log", "feature"],
+                 ["write", "shop.log", "-i", root / "more.csv", "--branch", "feature"]):
         assert runner.invoke(app, ["-q", "-w", str(root / "wh"), *map(str, args)]).exit_code == 0
     return root
 
@@ -88,6 +93,7 @@ def command(name: str) -> list[str]:
         "branch list": ["branch", "list", "shop.orders"],
         "branch fast-forward": ["branch", "fast-forward", "shop.orders", f"b{n}", "--dry-run"],
         "branch rename": ["branch", "rename", "shop.orders", f"b{n}", f"renamed-b{n}"],
+        "branch merge": ["branch", "merge", "shop.log", "feature", "--dry-run"],
         "remove-unexisting-files": ["remove-unexisting-files", "shop.orders", "--dry-run"],
         "mark-partition-done": ["mark-partition-done", "shop.orders", "--partition", "dt=2024-01-01", "--dry-run"],
         "remove-orphan-files": ["remove-orphan-files", "shop.orders", "--dry-run", "--older-than", "0s", "--force"],

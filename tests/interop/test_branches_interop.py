@@ -209,3 +209,36 @@ def test_java_and_pypaimon_read_a_renamed_branch_under_its_new_name(tmp_path: Pa
     official, official_meta = official_read(t.path, tmp_path, branch="qa")
     assert lakectl_rows(official) == rows and official_meta["latest_snapshot"] == 2
     assert same(java_read(t.path)[0], main)
+
+
+@pytest.mark.parametrize("options", [{"branch-merge.enabled": "true"},
+                                     {"branch-merge.enabled": "true", "row-tracking.enabled": "true"}],
+                         ids=["branch-merge", "branch-merge+row-tracking"])
+def test_java_and_pypaimon_read_the_target_of_a_branch_merge(tmp_path: Path, options: dict[str, str]) -> None:
+    """Java 1.0 has no merge_branch (nor the option, which it keeps and ignores), but reads the
+    target after ``branch merge`` as a plain append table: the target's rows and the rows only
+    the source had, each once, also after a second merge (which adds nothing) and a Java write."""
+    from core.ops.merge_branch import merge_branch
+
+    t = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    create(t, "id BIGINT NOT NULL, v STRING", options=options)
+    main: dict[int, str] = {}
+    write(t, main, {1: "a", 2: "b"})
+    create_branch(t, "dev")
+    dev = dict(main)
+    write(t.on_branch("dev"), dev, {3: "dev", 4: "dev"})
+    write(t, main, {5: "main"})
+    assert merge_branch(t, "dev").snapshot_id == 3
+    assert merge_branch(t, "dev").snapshot_id is None
+    merged = {**main, **dev}
+    rows, meta = java_read(t.path)
+    assert same(rows, merged) and meta["latest_snapshot"] == 3
+    official, official_meta = official_read(t.path, tmp_path)
+    assert lakectl_rows(official) == rows and official_meta["latest_snapshot"] == 3
+    assert same(java_read(t.path, branch="dev")[0], dev)  # the source keeps its own
+    if "row-tracking.enabled" not in options:  # Java 1.0 does not number rows: it writes on plain tables only
+        java_run(t.path, [{"op": "write", "rows": [[6, "java"]]}])
+        assert same(java_read(t.path)[0], {**merged, 6: "java"})
+        # Java's write is an APPEND too: main merges back into dev with it
+        assert merge_branch(t, "main", into="dev").files_added == 2
+        assert same(java_read(t.path, branch="dev")[0], {**merged, 6: "java"})
