@@ -87,7 +87,7 @@ COMMANDS: tuple[Entry, ...] = (
           "Delete tags whose TTL (their own, from tag create --time-retained, else the table option "
           "tag.default-time-retained) has passed, or created before --older-than."),
     Entry("branch", "branches",
-          "Create, delete, list and fast-forward branches: snapshot histories of their own that share the table's "
+          "Create, delete, list, merge and fast-forward branches: snapshot histories of their own that share the table's "
           "data files."),
     Entry("consumer", "consumers",
           "List, move and delete consumers: the positions of streaming readers (scan --follow --consumer-id), which "
