@@ -230,3 +230,48 @@ def test_two_merges_of_the_same_files_add_them_once(tmp_path: Path) -> None:
     assert (json.loads(out)["snapshot_id"], json.loads(out)["files_added"]) == (None, 0)  # planned again: nothing left
     assert _rows(wh) == [(1, "base"), (2, "base"), (3, "dev"), (4, "main")]
     assert [s["snapshot_id"] for s in ok("snapshots", T, "-w", wh)] == [3, 2, 1]
+
+
+def _script(wh: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_") and k != "PYTHONPATH"}
+    return subprocess.run([LAKECTL, "-w", wh, "-f", "json", *args], capture_output=True, text=True, timeout=120,
+                          env={**clean, "PYTHONPATH": str(REPO), **env})
+
+
+@pytest.mark.slow
+def test_killed_at_each_mutation_both_branches_stay_readable_and_a_rerun_finishes(tmp_path: Path) -> None:
+    """SIGKILLed before each of its storage mutations (``LAKECTL_FAULT=kill:mutation:N``): main
+    reads as before the merge or after it, never in between, the source is unchanged, check
+    finds nothing, and the merge run again ends with every row once."""
+    template = tmp_path / "template"
+    wh0 = _table(template, MERGE)
+    trace = tmp_path / "trace"
+    assert _script(wh0, "branch", "merge", T, "dev", LAKECTL_FAULT_TRACE=str(trace)).returncode == 0
+    points = len(trace.read_text().splitlines())
+    assert points >= 3  # the busy marker, the manifests, the snapshot, ...
+    before = [(1, "base"), (2, "base"), (4, "main")]
+    after = [(1, "base"), (2, "base"), (3, "dev"), (4, "main")]
+    for n in range(1, points + 1):
+        wh = str(_table(tmp_path / f"k{n}", MERGE))
+        killed = _script(wh, "branch", "merge", T, "dev", LAKECTL_FAULT=f"kill:mutation:{n}")
+        assert killed.returncode == -9, (n, killed.stderr)
+        assert _rows(wh) in (before, after), n
+        assert _rows(wh, "--branch", "dev") == [(1, "base"), (2, "base"), (3, "dev")], n
+        ok("check", T, "-w", wh)
+        ok("branch", "merge", T, "dev", "-w", wh)
+        assert _rows(wh) == after, n
+        assert all(s["commit_kind"] == "APPEND" for s in ok("snapshots", T, "-w", wh)), n
+
+
+@pytest.mark.slow
+def test_a_rename_of_the_source_waits_for_a_merge_at_work(tmp_path: Path) -> None:
+    wh = _table(tmp_path, MERGE)
+    stall = tmp_path / "stall"
+    merge = _console(wh, "branch", "merge", T, "dev", LAKECTL_FAULT="stall:mutation:2", LAKECTL_STALL_FILE=str(stall))
+    _held(merge, stall)  # its busy marker is written, its manifests not yet
+    res = invoke("branch", "rename", T, "dev", "qa", "-w", wh)  # waits LAKECTL_REWRITE_WAIT_SECONDS, then 4
+    assert res.exit_code == 4 and "merge branch dev" in res.stderr, res.stderr
+    stall.unlink()
+    out, err = merge.communicate(timeout=120)
+    assert merge.returncode == 0 and json.loads(out)["snapshot_id"] == 3, err
+    assert _rows(wh) == [(1, "base"), (2, "base"), (3, "dev"), (4, "main")]
