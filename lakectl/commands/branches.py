@@ -1,4 +1,4 @@
-"""lakectl branch create|delete|list|rename|merge|fast-forward DB.TABLE: branches in Paimon's branch/branch-NAME layout."""
+"""lakectl branch create|delete|list|rename|merge|fast-forward DB.TABLE: branches in Paimon's layout."""
 
 from __future__ import annotations
 
