@@ -776,6 +776,8 @@ class FileStoreCommit:
         adding = {e.partition: e.total_buckets for e in entries if e.kind == ADD}
         removed = {e.identifier for e in entries if e.kind == DELETE}
         for e in others:
+            if e.bucket == -2:
+                continue  # postponed files have no bucket count (core.postpone); a compaction gives them one
             want = adding.get(e.partition)
             if e.kind == ADD and want is not None and e.total_buckets != want and e.identifier not in removed:
                 name = table_name(self.table_path)

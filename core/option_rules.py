@@ -118,9 +118,10 @@ OPTION_RULES: tuple[OptionRule, ...] = (
     # Batch scans read postpone-bucket tables (only the real buckets, as Paimon's batch read);
     # check_options(..., batch_scan=True) lets them through. Lookups, incremental reads and
     # follow would meet the postponed files, which lakectl does not read as Paimon does.
-    OptionRule("bucket", _RW, "postpone bucket: Paimon keeps new rows in bucket-postpone/ until its "
-               "postpone compaction moves them into real buckets; lakectl reads them only in batch scans "
-               "(real buckets only, as Paimon)", _postpone_bucket),
+    # Writes go to bucket-postpone/ and compact runs the postpone compaction (core.postpone).
+    OptionRule("bucket", frozenset({READ}), "postpone bucket: Paimon keeps new rows in bucket-postpone/ until "
+               "its postpone compaction (lakectl compact) moves them into real buckets; lakectl reads them only "
+               "in batch scans (real buckets only, as Paimon)", _postpone_bucket),
     OptionRule("commit.callbacks", frozenset({WRITE}), "Paimon runs these Java callbacks on each commit"),
     OptionRule("tag.callbacks", frozenset({WRITE}), "Paimon runs these Java callbacks on each tag"),
     OptionRule("changelog.num-retained.min", frozenset({EXPIRE}), "Paimon keeps changelog files past their "

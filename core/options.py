@@ -250,10 +250,10 @@ def validate(options: Mapping[str, str], *, has_primary_key: bool) -> None:
                              f"(supported: {', '.join(sorted(allowed))})")
     opts = CoreOptions(options)
     bucket = opts.bucket
-    if has_primary_key and bucket < 1 and bucket != -1:
-        raise UsageError(f"option bucket={bucket}: primary-key tables need -1 (dynamic bucket mode) or a fixed "
-                         "bucket count >= 1 (postpone bucket mode is not supported yet)")
-    if not has_primary_key and bucket == 0 or bucket < -1:
+    if has_primary_key and bucket < 1 and bucket not in (-1, -2):
+        raise UsageError(f"option bucket={bucket}: primary-key tables need -1 (dynamic bucket mode), -2 "
+                         "(postpone bucket mode) or a fixed bucket count >= 1")
+    if not has_primary_key and (bucket == 0 or bucket < -1):
         raise UsageError(f"option bucket={bucket} is not valid here (use -1 or a count >= 1)")
     if bucket == -1 and opts.bucket_key:
         raise UsageError("option bucket-key needs a bucket count >= 1; with bucket=-1 (Paimon's default) "

@@ -18,6 +18,7 @@ from core.bucket import assign_buckets
 from core.errors import InvalidDataError, UsageError
 from core.kernels.merge import MergeEngine
 from core.kernels.records import ROW_KINDS, VALUE_KIND, retract_kinds
+from core.postpone import POSTPONE_BUCKET
 from core.schema import TableSchema
 from core.text_values import first_float_overflow, float_overflow_message, python_values, text_value
 from core.types import DataField, arrow_field
@@ -155,6 +156,9 @@ def prepare_rows(data: pa.Table, schema: TableSchema, row_kind_column: str | Non
 def bucket_column(rows: pa.Table, schema: TableSchema) -> np.ndarray:
     """Each row's fixed bucket (bucket 0 for bucket-unaware append tables)."""
     total = schema.num_buckets
+    if total == POSTPONE_BUCKET and schema.has_primary_key:
+        # Postpone bucket mode: every row waits in the partition's bucket-postpone/ (core.postpone).
+        return np.full(rows.num_rows, POSTPONE_BUCKET, dtype=np.int32)
     if total < 1:
         if schema.has_primary_key:
             # Dynamic bucket mode: buckets come from the table's hash index, never a hash mod n.
@@ -192,7 +196,8 @@ def group_indices(rows: pa.Table, schema: TableSchema,
     for k in schema.partition_keys:
         codes, cardinality = _codes(rows.column(k))
         group_id = group_id * cardinality + codes
-    group_id = group_id * (int(buckets.max()) + 1) + buckets
+    low = int(buckets.min())  # -2 in postpone bucket mode: ids from 0 all the same
+    group_id = group_id * (int(buckets.max()) - low + 1) + (buckets - low)
     if group_id.min() == group_id.max():
         return [(partition_values(rows, schema, 0), int(buckets[0]), None)]
     # Few groups: a stable sort of small integers is a radix sort in numpy, ~7x faster than int64.

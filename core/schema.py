@@ -93,7 +93,9 @@ class TableSchema:
 
     def bucket_dir(self, table_path: str, partition: bytes, bucket: int) -> str:
         """Where the data files of one (partition, bucket) live."""
-        return join(table_path, self.partition_dir(self.partition_values(partition)), f"bucket-{bucket}")
+        from core.postpone import bucket_dir_name
+
+        return join(table_path, self.partition_dir(self.partition_values(partition)), bucket_dir_name(bucket))
 
     @property
     def num_buckets(self) -> int:

@@ -146,7 +146,7 @@ class LocalEngine:
             def write_group(group: GroupKey) -> CommitMessage:
                 values, bucket = group
                 rows = buffer.take(group)
-                if keys:
+                if keys and bucket != -2:  # postponed rows keep their input order (core.postpone)
                     rows = _sorted_by_key(rows, keys)
                 return write_bucket(job.task_for(values, bucket), rows, file_io)
 

@@ -35,6 +35,7 @@ from core.kernels.write_task import WriteTask
 from core.kernels.merge import MergeEngine
 from core.manifest import FILE_SOURCE_APPEND, DataFileMeta
 from core.options import parse_size
+from core.postpone import POSTPONE_BUCKET
 from core.schema import TableSchema
 from core.types import DataType, arrow_field, map_timestamps, parse_type
 
@@ -91,6 +92,12 @@ def write_bucket(task: WriteTask, rows: pa.Table, file_io: FileIO) -> CommitMess
         files = write_files(data, schema, task.bucket_dir, file_io)
         return CommitMessage(task.partition, task.bucket, task.total_buckets, new_files=tuple(files))
     kinds = rows.column(VALUE_KIND) if VALUE_KIND in rows.column_names else pa.array(np.zeros(n, np.int8))
+    if task.bucket == POSTPONE_BUCKET:
+        # Postponed records are stored as they came, neither sorted nor folded (core.postpone):
+        # the postpone compaction replays them through a real bucket's writer.
+        work = rows.select(schema.field_names).append_column(SEQUENCE_NUMBER, seq).append_column(VALUE_KIND, kinds)
+        files = write_files(work, schema, task.bucket_dir, file_io)
+        return CommitMessage(task.partition, task.bucket, task.total_buckets, new_files=tuple(files))
     engine = MergeEngine.of(schema)
     work = rows.select(schema.field_names).append_column(SEQUENCE_NUMBER, seq).append_column(VALUE_KIND, kinds)
     # Paimon's write buffer: records sorted by key (and sequence.field) and sequence, each key

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from core.deletion_vectors import CarriesDeletionFiles, DeletionFile
 from core.fileio import join
 from core.manifest import DataFileMeta
+from core.postpone import bucket_dir_name
 from core.schema import TableSchema
 
 
@@ -22,7 +23,7 @@ class InBucketDir:
 
     @property
     def bucket_dir(self) -> str:
-        return join(self.table_path, self.partition_dir, f"bucket-{self.bucket}")
+        return join(self.table_path, self.partition_dir, bucket_dir_name(self.bucket))
 
 
 @dataclass(frozen=True, slots=True)

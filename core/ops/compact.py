@@ -22,7 +22,7 @@ next commit compacts again).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Mapping, Sequence
 
@@ -30,12 +30,13 @@ from typing import Any, Mapping, Sequence
 from core import branch_merge
 from core.commit import CommitMessage, FileStoreCommit
 from core.engines import EngineSettings, choose_engine, engine_choice
-from core.errors import CommitConflictError, CorruptMetadataError
+from core.errors import CommitConflictError, CorruptMetadataError, UsageError
 from core.fileio import join
 from core.index_manifest import index_dir
 from core.ops.compact_planning import CompactPlan, level0_goes_up, partition_filter, plan  # noqa: F401 (callers import them here)
 from core.ops.full_compaction import FULL_COMPACTION_PROPERTY
 from core.option_rules import data_evolution_enabled
+from core.postpone import is_postpone
 from core.replan import lost_race, replan_on_lost_race
 from core.snapshot import COMPACT, Snapshot
 from core.table_handle import TableHandle
@@ -56,6 +57,9 @@ class CompactResult:
     bytes_after: int | None
     dry_run: bool
     engine: str | None = None  # the engine that ran (or would run, for a dry run); None: nothing to compact
+    # Postpone-bucket tables: files of bucket-postpone/ whose rows were (or would be) moved into
+    # real buckets (core.ops.postpone_compact); they count in files_before and bytes_before too.
+    postponed_files: int = 0
 
 
 # ---- the operation -----------------------------------------------------------------------
@@ -63,8 +67,12 @@ def compact(table: TableHandle, *, full: bool = True, partitions: Sequence[Mappi
             dry_run: bool = False, engine: Any = None,
             engine_settings: EngineSettings | None = None, level0_buckets: bool = False,
             auto_tags: bool = True, replan: bool = True, changelog: bool = True,
-            order: tuple[str, tuple[str, ...]] | None = None) -> CompactResult:
+            order: tuple[str, tuple[str, ...]] | None = None, postpone: bool = True) -> CompactResult:
     """Compact the table's buckets (all, or those of ``partitions``) as one COMPACT snapshot.
+
+    On a postpone-bucket table (``bucket=-2``) the postpone compaction runs first, as its own
+    COMPACT snapshot (``core.ops.postpone_compact``): the rows waiting in bucket-postpone/ get
+    real buckets; then the real buckets are compacted as asked.
 
     Args:
         table: an existing table.
@@ -84,6 +92,8 @@ def compact(table: TableHandle, *, full: bool = True, partitions: Sequence[Mappi
             commit: the next commit compacts again).
         changelog: a lookup table's compaction writes the changelog of the level-0 records it
             moves up (False after an overwrite, whose commit carried its own changelog).
+        postpone: on a postpone-bucket table, run the postpone compaction first (False for
+            a writer's compaction after its commit: Paimon's writers never do).
         order: sort compaction, Paimon's ``order_strategy`` and ``order_by``: (strategy,
             columns) with strategy ``order``, ``zorder`` or ``hilbert``; every bucket of an
             append table (of ``partitions``) is rewritten with its rows in that order, so that
@@ -103,10 +113,38 @@ def compact(table: TableHandle, *, full: bool = True, partitions: Sequence[Mappi
     branch_merge.refuse(table.schema, table.name, "sort compaction" if order else "compact")
     if not dry_run and table.is_main:  # the commit would be refused (core/commit.py): rewrite nothing first
         table.refuse_unfinished_fast_forward("compact")
+    moved = None
+    if postpone and order is None and is_postpone(table.schema):
+        from core.ops.postpone_compact import compact_postponed
+
+        if engine is not None and engine.name == "spark" or (engine_settings is not None
+                                                              and engine_settings.engine == "spark"):
+            raise UsageError(f"table {table.name} is a postpone-bucket table (bucket=-2), whose postpone compaction "
+                             "lakectl runs with the local engine only; use --engine local (or auto)")
+        moved = compact_postponed(table, partitions=partitions, dry_run=dry_run)
     run = partial(_compact_once, table, full=full, partitions=partitions, dry_run=dry_run, engine=engine,
                   engine_settings=engine_settings, level0_buckets=level0_buckets, auto_tags=auto_tags,
                   changelog=changelog, order=order)
-    return replan_on_lost_race(table.schema.core_options.commit_max_retries, run, "compaction", stale_plans=replan)
+    result = replan_on_lost_race(table.schema.core_options.commit_max_retries, run, "compaction", stale_plans=replan)
+    return result if moved is None else _with_postponed(result, moved)
+
+
+def _with_postponed(result: CompactResult, moved: Any) -> CompactResult:
+    """``result`` (the real buckets' compaction) with the postpone compaction before it added in."""
+    plan = moved.plan
+    if not plan.partitions:
+        return result
+    after = [f for m in moved.messages for f in m.compact_after]
+    buckets = {(m.partition, m.bucket) for m in moved.messages if m.compact_after}
+    snapshot_id = result.snapshot_id if result.snapshot_id is not None else (
+        moved.snapshot.id if moved.snapshot is not None else None)
+    return replace(
+        result, snapshot_id=snapshot_id, buckets_compacted=result.buckets_compacted + len(buckets),
+        files_before=result.files_before + plan.files,
+        files_after=None if result.dry_run else (result.files_after or 0) + len(after),
+        bytes_before=result.bytes_before + plan.bytes,
+        bytes_after=None if result.dry_run else (result.bytes_after or 0) + sum(f.file_size for f in after),
+        engine=result.engine or "local", postponed_files=plan.files)
 
 
 def _compact_once(table: TableHandle, *, full: bool, partitions: Sequence[Mapping[str, str]] | None, dry_run: bool,
@@ -181,7 +219,7 @@ def compact_after_commit(table: TableHandle, engine: Any, full: bool, *, changel
         return None
     level0 = not full and level0_goes_up(schema)
     result = compact(table, full=full, engine=engine, level0_buckets=level0, auto_tags=False, replan=False,
-                     changelog=changelog)
+                     changelog=changelog, postpone=False)
     return result if result.snapshot_id is not None else None
 
 

@@ -218,6 +218,8 @@ def _plan_on(table: TableHandle, snapshot: Snapshot, selected: Callable[[tuple[A
     groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
     values_of: dict[bytes, tuple[Any, ...]] = {}
     for e in entries:  # manifest order: files of equal sequence numbers stay in commit order
+        if e.bucket == -2:
+            continue  # postponed files: only the postpone compaction moves them (core.postpone)
         if e.partition not in values_of:
             values_of[e.partition] = schema.partition_values(e.partition)
         if selected(values_of[e.partition]):

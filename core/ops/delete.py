@@ -44,6 +44,7 @@ from typing import Any
 import pyarrow as pa
 
 from core import branch_merge
+from core.postpone import is_postpone
 from core.commit import CommitMessage, FileStoreCommit
 from core.dynamic_bucket import is_dynamic
 from core.engines import EngineSettings
@@ -136,6 +137,10 @@ def delete(table: TableHandle, where: str, *, dry_run: bool = False,
         raise UsageError("--where must not be empty (to delete every row, use lakectl truncate)")
     check_options(table.schema, table.name, WRITE)
     branch_merge.refuse(table.schema, table.name, "delete")
+    if is_postpone(table.schema):
+        # The rows to delete may still wait in bucket-postpone/, which a scan does not read.
+        raise UnsupportedTableError(f"table {table.name} uses bucket=-2 (postpone bucket), which lakectl does not "
+                                    "support for delete yet; write the -D rows (--row-kind-column) instead")
     if data_evolution.enabled(table.schema):
         return _delete_by_row_id(table, where, dry_run, engine_settings)
     row_tracking.refuse_rewrite(table.schema, table.name, "delete")

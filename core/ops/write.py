@@ -8,6 +8,7 @@ nothing behind; on Spark a failing task fails the job and leaves only orphan fil
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -21,6 +22,8 @@ from core.engines import EngineSettings, choose_engine
 from core.errors import CorruptMetadataError, InvalidDataError, NotFoundError, UsageError
 from core.ops.create import Layout, columns_from_arrow, create
 from core.ops.maintenance import after_commit
+from core.postpone import POSTPONE_BUCKET, check_postpone_supported, is_postpone, new_write_id
+from core.postpone import write_schema as postpone_write_schema
 from core.renaming import refuse_renaming
 from core.replan import lost_race, replan_on_lost_race
 from core.rows import prepare_rows
@@ -81,6 +84,8 @@ def _plan_job_on(table: TableHandle, latest: Snapshot | None, schema: TableSchem
     files: dict[tuple[bytes, int], list] = {}
     for e in entries:
         key = (e.partition, e.bucket)
+        if e.bucket == POSTPONE_BUCKET:
+            continue  # each postpone writer counts from 0 (core.postpone)
         starts[key] = max(starts.get(key, 0), e.file.max_sequence_number + 1)
         files.setdefault(key, []).append(e.file)
     if not needs_lookup(schema, overwrite):
@@ -198,13 +203,22 @@ def write_and_commit(table: TableHandle, data: Any, engine: Any, *, overwrite: b
         branch_merge.refuse(schema, table.name, "write --mode overwrite")
     if table.is_main:  # the commit would be refused (core/commit.py): write no data file first
         table.refuse_unfinished_fast_forward("write")
+    files_schema = schema
+    if is_postpone(schema):
+        # Rows go to bucket-postpone/ under names that carry the commit user and a write id.
+        check_postpone_supported(schema, table.name)
+        if engine.name == "spark":
+            raise UsageError(f"table {table.name} is a postpone-bucket table (bucket=-2), which lakectl writes "
+                             "with the local engine only; use --engine local (or auto)")
+        commit_user = commit_user or str(uuid.uuid4())
+        files_schema = postpone_write_schema(schema, commit_user, new_write_id())
     # Paimon's `rowkind.field` option names a table column that carries the row kind.
     # A plan that loses its snapshot to a concurrent expire is made again: the input is not read yet.
     planned: list[Snapshot | None] = [None]
 
     def plan() -> WriteJob:
         planned[0] = table.latest_snapshot()
-        return plan_job(table, schema, row_kind_column or schema.options.get("rowkind.field"),
+        return plan_job(table, files_schema, row_kind_column or schema.options.get("rowkind.field"),
                         overwrite=overwrite, planned_on=planned[0])
 
     job = replan_on_lost_race(schema.core_options.commit_max_retries, plan, "write")

@@ -1,0 +1,142 @@
+"""Postpone-bucket tables (``bucket = -2``, Paimon 1.1+ and pypaimon 2.1): the layout of their
+postponed files and the rules of the compaction that gives those rows real buckets.
+
+A write to such a primary-key table does not hash rows to buckets. Each (partition) gets its
+rows in one pseudo-bucket, ``-2``, stored under ``bucket-postpone/``: key-value files
+(``_KEY_*``, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``, the row) in the order the rows arrived,
+neither sorted nor merged, at level 0, with sequence numbers counted from 0 by each writer.
+Their manifest entries carry bucket -2 and total buckets -2. pypaimon 2.1 writes them as
+Avro (unless the table sets ``file.format``) without value statistics, and names them
+``<data-file.prefix>-u-<commit user>-s-<write id>-w-<uuid>-<n>.<format>`` so that a
+compaction can replay one writer's files in order. Batch readers (Java, pypaimon, lakectl)
+read only the real buckets, so these rows stay invisible until the postpone compaction.
+
+The postpone compaction (Paimon's Flink ``CompactAction`` on such a table) takes, per
+partition, a bucket count: the one the partition's real-bucket files already have, else
+``postpone.default-bucket-num`` (1 by default). It replays the postponed files oldest first
+(by creation time) through a fixed-bucket writer with that count, so the rows get fresh
+sequence numbers above the bucket's, and commits one COMPACT snapshot that deletes the
+postponed files and adds the new real-bucket files. Readers then merge them with the rows
+already there by the table's merge engine.
+
+This module holds the pure parts (names, the bucket count, the replay order); the
+operation is ``core.ops.postpone_compact``.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from core.errors import UsageError
+
+if TYPE_CHECKING:
+    from core.manifest import DataFileMeta
+    from core.schema import TableSchema
+
+POSTPONE_BUCKET = -2
+POSTPONE_DIR = "bucket-postpone"
+DEFAULT_BUCKET_NUM = 1  # Paimon's postpone.default-bucket-num default (Flink connector option)
+
+
+def bucket_dir_name(bucket: int) -> str:
+    """The directory of a bucket inside its partition: ``bucket-N``, or ``bucket-postpone``."""
+    return POSTPONE_DIR if bucket == POSTPONE_BUCKET else f"bucket-{bucket}"
+
+
+def is_postpone(schema: "TableSchema") -> bool:
+    """Whether the table is a postpone-bucket primary-key table."""
+    return schema.has_primary_key and schema.num_buckets == POSTPONE_BUCKET
+
+
+def check_postpone_supported(schema: "TableSchema", table_name: str) -> None:
+    """Refuse what lakectl does not yet do on postpone-bucket tables as Paimon does.
+
+    Raises:
+        UsageError: a changelog producer (the postpone compaction would owe a changelog),
+            deletion vectors or the first-row merge engine (their batch reads skip level 0,
+            where the compaction puts the rows before a later compaction moves them up).
+    """
+    if not is_postpone(schema):
+        return
+    options = schema.core_options
+    why = None
+    if options.changelog_producer != "none":
+        why = f"changelog-producer={options.changelog_producer}"
+    elif options.deletion_vectors_enabled:
+        why = "deletion-vectors.enabled=true"
+    elif options.merge_engine == "first-row":
+        why = "merge-engine=first-row"
+    if why:
+        raise UsageError(f"table {table_name} is a postpone-bucket table (bucket=-2) with {why}, which lakectl "
+                         "does not write or compact yet")
+
+
+def new_write_id() -> int:
+    """A writer's id in its file names (Java and pypaimon: a random non-negative int)."""
+    return random.randint(0, 2**31 - 2)
+
+
+def write_schema(schema: "TableSchema", commit_user: str, write_id: int) -> "TableSchema":
+    """The schema a postpone write writes its files with: the file name prefix naming the
+    writer, Avro unless the table sets ``file.format`` (pypaimon 2.1's rule; Java keeps the
+    table's format when Avro cannot hold a column type, and so does lakectl), and no value
+    statistics (``metadata.stats-mode=none``, as both write them)."""
+    from core import formats
+    from core.kernels.write import file_fields
+
+    options = dict(schema.options)
+    prefix = options.get("data-file.prefix", "data-")
+    options["data-file.prefix"] = f"{prefix}-u-{commit_user}-s-{write_id}-w-"
+    options["metadata.stats-mode"] = "none"
+    if "file.format" not in schema.options:
+        try:
+            formats.avro_schema(file_fields(schema))
+            options["file.format"] = "avro"
+        except UsageError:
+            pass  # a type Avro cannot hold: the table's format, as Java falls back
+    return replace(schema, options=options)
+
+
+def real_bucket_schema(schema: "TableSchema", num_buckets: int) -> "TableSchema":
+    """The table seen as a fixed-bucket table of ``num_buckets`` buckets: what the postpone
+    compaction writes a partition's rows with (Java copies the table with ``bucket`` set)."""
+    return replace(schema, options={**schema.options, "bucket": str(num_buckets)})
+
+
+def default_bucket_num(options: Mapping[str, str]) -> int:
+    """``postpone.default-bucket-num``: the bucket count of a partition compacted for the first time."""
+    text = options.get("postpone.default-bucket-num")
+    if text is None:
+        return DEFAULT_BUCKET_NUM
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise UsageError(f"option postpone.default-bucket-num={text} must be a bucket count >= 1")
+    return value
+
+
+def partition_bucket_counts(entries: Iterable[Any]) -> dict[bytes, int]:
+    """Each partition's bucket count from its live real-bucket files (``ManifestEntry``s)."""
+    counts: dict[bytes, int] = {}
+    for e in entries:
+        if e.bucket >= 0 and e.total_buckets > 0:
+            counts.setdefault(e.partition, e.total_buckets)
+    return counts
+
+
+def writer_prefix(file_name: str) -> str:
+    """The part of a postponed file's name shared by one writer's files (up to ``-w-``)."""
+    at = file_name.rfind("-w-")
+    return file_name[:at + 3] if at >= 0 else file_name
+
+
+def replay_order(files: Iterable["DataFileMeta"]) -> list["DataFileMeta"]:
+    """Postponed files in the order their rows were written: by creation time as Paimon
+    replays them, then by writer and the writer's own sequence numbers (files a writer
+    rolled within one millisecond)."""
+    return sorted(files, key=lambda f: (f.creation_time, writer_prefix(f.file_name), f.min_sequence_number,
+                                        f.file_name))
