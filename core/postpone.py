@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from core.errors import UsageError
 
-if TYPE_CHECKING:
-    from core.manifest import DataFileMeta
-    from core.schema import TableSchema
+# Schemas and file metadata are taken as they come (``TableSchema``, ``DataFileMeta``): core.schema
+# names bucket directories with this module, which must not import it back.
+TableSchema = Any
+DataFileMeta = Any
 
 POSTPONE_BUCKET = -2
 POSTPONE_DIR = "bucket-postpone"
@@ -45,12 +46,12 @@ def bucket_dir_name(bucket: int) -> str:
     return POSTPONE_DIR if bucket == POSTPONE_BUCKET else f"bucket-{bucket}"
 
 
-def is_postpone(schema: "TableSchema") -> bool:
+def is_postpone(schema: TableSchema) -> bool:
     """Whether the table is a postpone-bucket primary-key table."""
     return schema.has_primary_key and schema.num_buckets == POSTPONE_BUCKET
 
 
-def check_postpone_supported(schema: "TableSchema", table_name: str) -> None:
+def check_postpone_supported(schema: TableSchema, table_name: str) -> None:
     """Refuse what lakectl does not yet do on postpone-bucket tables as Paimon does.
 
     Raises:
@@ -78,13 +79,12 @@ def new_write_id() -> int:
     return random.randint(0, 2**31 - 2)
 
 
-def write_schema(schema: "TableSchema", commit_user: str, write_id: int) -> "TableSchema":
+def write_schema(schema: TableSchema, commit_user: str, write_id: int) -> TableSchema:
     """The schema a postpone write writes its files with: the file name prefix naming the
     writer, Avro unless the table sets ``file.format`` (pypaimon 2.1's rule; Java keeps the
     table's format when Avro cannot hold a column type, and so does lakectl), and no value
     statistics (``metadata.stats-mode=none``, as both write them)."""
     from core import formats
-    from core.kernels.write import file_fields
 
     options = dict(schema.options)
     prefix = options.get("data-file.prefix", "data-")
@@ -92,14 +92,14 @@ def write_schema(schema: "TableSchema", commit_user: str, write_id: int) -> "Tab
     options["metadata.stats-mode"] = "none"
     if "file.format" not in schema.options:
         try:
-            formats.avro_schema(file_fields(schema))
+            formats.avro_schema([(f.name, f.type) for f in schema.fields])
             options["file.format"] = "avro"
         except UsageError:
             pass  # a type Avro cannot hold: the table's format, as Java falls back
     return replace(schema, options=options)
 
 
-def real_bucket_schema(schema: "TableSchema", num_buckets: int) -> "TableSchema":
+def real_bucket_schema(schema: TableSchema, num_buckets: int) -> TableSchema:
     """The table seen as a fixed-bucket table of ``num_buckets`` buckets: what the postpone
     compaction writes a partition's rows with (Java copies the table with ``bucket`` set)."""
     return replace(schema, options={**schema.options, "bucket": str(num_buckets)})
@@ -134,7 +134,7 @@ def writer_prefix(file_name: str) -> str:
     return file_name[:at + 3] if at >= 0 else file_name
 
 
-def replay_order(files: Iterable["DataFileMeta"]) -> list["DataFileMeta"]:
+def replay_order(files: Iterable[DataFileMeta]) -> list[DataFileMeta]:
     """Postponed files in the order their rows were written: by creation time as Paimon
     replays them, then by writer and the writer's own sequence numbers (files a writer
     rolled within one millisecond)."""

@@ -165,8 +165,6 @@ def compact_postponed(table: TableHandle, *, partitions: Sequence[Mapping[str, s
         try:
             snapshot = committer.commit(messages, kind=COMPACT)
         except CommitConflictError:
-            from core.ops.compact import _discard_if_unreferenced
-
             _discard_if_unreferenced(table, committer.commit_user, plan.snapshot, messages)
             raise
         log.info("postpone compaction of %s: %d files of %d partitions -> snapshot %s", table.name, plan.files,
@@ -175,6 +173,17 @@ def compact_postponed(table: TableHandle, *, partitions: Sequence[Mapping[str, s
 
     return replan_on_lost_race(table.schema.core_options.commit_max_retries, once, "postpone compaction",
                                stale_plans=True)
+
+
+def _discard_if_unreferenced(table: TableHandle, commit_user: str, planned: Snapshot | None,
+                             messages: Sequence[CommitMessage]) -> None:
+    """After a conflict, delete the files written, unless a snapshot of ours landed (an earlier
+    attempt's publish of unknown outcome): then they may be referenced, and stay."""
+    latest = table.snapshots.latest_id() or 0
+    for sid in range((planned.id if planned else 0) + 1, latest + 1):
+        if table.snapshots.exists(sid) and table.snapshots.snapshot(sid).commit_user == commit_user:
+            return
+    _delete_outputs(table, messages)
 
 
 def _delete_outputs(table: TableHandle, messages: Sequence[CommitMessage]) -> None:

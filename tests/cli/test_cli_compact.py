@@ -76,7 +76,7 @@ def test_full_compaction_json_result_and_unchanged_rows(wh: str, sales: str) -> 
     files = parquet_files(wh)
     result = as_json(wh, "compact", sales, "--full")
     assert set(result) == {"table", "branch", "snapshot_id", "buckets_compacted", "files_before", "files_after",
-                           "bytes_before", "bytes_after", "dry_run", "engine"}
+                           "bytes_before", "bytes_after", "dry_run", "engine", "postponed_files"}
     assert result["table"] == TABLE and result["snapshot_id"] == 4 and result["dry_run"] is False
     assert result["engine"] == "local"
     assert result["buckets_compacted"] == 4 and result["files_before"] == files and result["files_after"] == 4

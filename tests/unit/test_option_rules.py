@@ -44,7 +44,7 @@ def refused(options: dict[str, str], **layout) -> set[str]:
       "changelog-producer.row-deduplicate-ignore-fields": "ts"}, {WRITE}),
     ({"record-level.expire-time": "1 d", "record-level.time-field": "ts"}, {WRITE}),
     ({"metadata.iceberg-compatible": "true"}, {WRITE}),
-    ({"bucket": "-2"}, {READ, WRITE}),
+    ({"bucket": "-2"}, {READ}),  # written and compacted as Paimon does (core.postpone)
     ({"commit.callbacks": "com.example.Cb"}, {WRITE}),
     ({"tag.callbacks": "com.example.Cb"}, {WRITE}),
     ({"changelog.num-retained.max": "100"}, {EXPIRE}),
@@ -134,10 +134,9 @@ def test_ignore_delete_and_its_fallback_keys_apply_to_every_engine_as_in_java(ke
     assert merge_options(s).ignore_delete == (key == "ignore-delete")
 
 
-def test_batch_scans_read_postpone_bucket_tables_other_reads_refuse_them() -> None:
+def test_batch_scans_and_writes_take_postpone_bucket_tables_other_reads_refuse_them() -> None:
     s = schema({"bucket": "-2"})
     check_options(s, "db.t", READ, batch_scan=True)  # real buckets only, as Paimon's batch read
+    check_options(s, "db.t", WRITE)  # writes go to bucket-postpone/, compact moves them (core.postpone)
     with pytest.raises(UnsupportedTableError, match="bucket=-2"):
         check_options(s, "db.t", READ)
-    with pytest.raises(UnsupportedTableError, match="bucket=-2"):
-        check_options(s, "db.t", WRITE, batch_scan=True)

@@ -34,7 +34,7 @@ def test_schema_file_round_trip_and_paimon_field_names(tmp_path):
     ({"partition_keys": ["id", "id"]}, "repeat"),
     ({"primary_keys": ["dt"], "partition_keys": ["dt"]}, "not a partition key"),
     ({"primary_keys": ["id"], "options": {"bucket": "0"}}, "bucket"),
-    ({"primary_keys": ["id"], "options": {"bucket": "-2"}}, "postpone"),
+    ({"primary_keys": ["id"], "options": {"bucket": "-3"}}, "postpone"),
     ({"primary_keys": ["id"], "options": {"bucket-key": "id"}}, "bucket-key"),
     ({"primary_keys": ["id"], "options": {"dynamic-bucket.target-row-num": "0"}}, "target-row-num"),
     ({"primary_keys": ["id"], "options": {"merge-engine": "lsm"}}, "merge-engine"),
