@@ -34,6 +34,9 @@ class Health:
     small_manifests: int = 0    # under manifest.target-file-size: what a commit's merge would fold
     manifest_merge_min_count: int = 30  # manifest.merge-min-count
     file_sizes: tuple[int, ...] = field(default=(), repr=False)  # every live file's size (histograms)
+    # postpone-bucket tables: files waiting in bucket-postpone/ for the postpone compaction
+    # (counted in ``files``, not in the sorted runs: their rows are in no bucket yet)
+    postponed_files: int = 0
 
 
 # A file under this fraction of target-file-size counts as small: Paimon's append compaction
@@ -58,7 +61,11 @@ def measure(table: TableHandle, *, now: float | None = None) -> Health:
         oldest_age = round(max(0.0, now - table.snapshots.snapshot(earliest).time_millis / 1000), 3)
     entries = live_entries(table.manifests(), snap) if snap is not None else []
     buckets: dict[tuple[bytes, int], list] = defaultdict(list)
+    postponed = 0
     for e in entries:
+        if e.bucket == -2:
+            postponed += 1
+            continue
         buckets[(e.partition, e.bucket)].append(e.file)
     if schema.has_primary_key:
         max_runs = max((sorted_runs(fs) for fs in buckets.values()), default=0)
@@ -78,7 +85,7 @@ def measure(table: TableHandle, *, now: float | None = None) -> Health:
         has_primary_key=schema.has_primary_key, manifests=len(manifests),
         manifest_bytes=sum(m.file_size for m in manifests),
         small_manifests=sum(1 for m in manifests if m.file_size < opts.manifest_target_file_size),
-        manifest_merge_min_count=opts.manifest_merge_min_count, file_sizes=sizes)
+        manifest_merge_min_count=opts.manifest_merge_min_count, file_sizes=sizes, postponed_files=postponed)
 
 
 def _manifests(table: TableHandle, snap) -> list:

@@ -138,6 +138,10 @@ def _compaction(table: TableHandle, h: Health, policy: Policy) -> Action | None:
         return None
     if policy.full_compaction:
         return Action("compact", "full compaction by policy", full=True)
+    if h.postponed_files:
+        # Their rows are invisible to batch readers until the postpone compaction (core.postpone).
+        return Action("compact", f"{h.postponed_files} postponed files wait in bucket-postpone/ "
+                                 "(postpone compaction)")
     due = full_compaction_reason(table)
     # Past the interval a table settled in full would be compacted again for nothing, run after run.
     if due is not None and _compaction_due(table, full=True):
