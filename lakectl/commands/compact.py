@@ -46,6 +46,10 @@ def register(app: typer.Typer) -> None:
         With --order-by, Paimon's sort compaction of an append table: every bucket is rewritten, its rows in
         the --order-strategy order, as one COMPACT snapshot (deletion vectors applied).
 
+        On a postpone-bucket table (bucket=-2) the rows waiting in bucket-postpone/ are first moved into real
+        buckets (the partition's bucket count, or postpone.default-bucket-num for a new partition) as their
+        own COMPACT snapshot: until then batch readers do not see them.
+
         Examples:
 
         \b
