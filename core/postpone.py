@@ -128,15 +128,9 @@ def partition_bucket_counts(entries: Iterable[Any]) -> dict[bytes, int]:
     return counts
 
 
-def writer_prefix(file_name: str) -> str:
-    """The part of a postponed file's name shared by one writer's files (up to ``-w-``)."""
-    at = file_name.rfind("-w-")
-    return file_name[:at + 3] if at >= 0 else file_name
-
-
 def replay_order(files: Iterable[DataFileMeta]) -> list[DataFileMeta]:
-    """Postponed files in the order their rows were written: by creation time as Paimon
-    replays them, then by writer and the writer's own sequence numbers (files a writer
-    rolled within one millisecond)."""
-    return sorted(files, key=lambda f: (f.creation_time, writer_prefix(f.file_name), f.min_sequence_number,
-                                        f.file_name))
+    """Postponed files (given in manifest order, which is commit order) in the order their rows
+    were written: by creation time, as Paimon replays them; files of one millisecond stay in
+    manifest order (a stable sort), so one writer's rolled files and two commits of the same
+    millisecond keep their order."""
+    return sorted(files, key=lambda f: f.creation_time)

@@ -17,8 +17,7 @@ from typer.testing import CliRunner
 
 from core.commit import base_entries
 from core.errors import UsageError
-from core.postpone import (bucket_dir_name, default_bucket_num, partition_bucket_counts, replay_order,
-                           writer_prefix)
+from core.postpone import bucket_dir_name, default_bucket_num, partition_bucket_counts, replay_order
 from core.table_handle import TableHandle
 from lakectl.app import app
 
@@ -35,15 +34,15 @@ def test_names_counts_and_replay_order() -> None:
                SimpleNamespace(partition=b"a", bucket=1, total_buckets=4),
                SimpleNamespace(partition=b"b", bucket=-2, total_buckets=-2)]
     assert partition_bucket_counts(entries) == {b"a": 4}
-    assert writer_prefix("data--u-user-s-7-w-1234-0.avro") == "data--u-user-s-7-w-"
 
     def f(name: str, created: int, seq: int) -> Any:
         return SimpleNamespace(file_name=name, creation_time=created, min_sequence_number=seq)
 
-    files = [f("data--u-x-s-1-w-b-1.avro", 5, 10), f("data--u-y-s-2-w-a-0.avro", 3, 0),
-             f("data--u-x-s-1-w-b-0.avro", 5, 0)]
-    assert [x.file_name for x in replay_order(files)] == ["data--u-y-s-2-w-a-0.avro", "data--u-x-s-1-w-b-0.avro",
-                                                          "data--u-x-s-1-w-b-1.avro"]
+    # creation time first; files of one millisecond keep their manifest (commit) order
+    files = [f("data--u-x-s-9-w-b-0.avro", 5, 0), f("data--u-y-s-2-w-a-0.avro", 3, 0),
+             f("data--u-x-s-1-w-c-0.avro", 5, 0)]
+    assert [x.file_name for x in replay_order(files)] == ["data--u-y-s-2-w-a-0.avro", "data--u-x-s-9-w-b-0.avro",
+                                                          "data--u-x-s-1-w-c-0.avro"]
 
 
 def cli(wh: Path, *args: Any, input: str | None = None) -> list[dict[str, Any]]:
