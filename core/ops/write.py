@@ -149,6 +149,9 @@ def pick_engine(data: Any, engine_settings: EngineSettings | None, schema: Table
     """The engine for ``data``: Spark for a Spark DataFrame, else the ``--engine auto`` rule on
     its size; always the local engine for a dynamic-bucket table (``schema``)."""
     dynamic = schema is not None and is_dynamic(schema)
+    if schema is not None and is_postpone(schema):
+        _refuse_spark_for_postpone(engine_settings, spark_input=_is_spark_dataframe(data))
+        dynamic = True  # written locally, as a dynamic-bucket table is
     if _is_spark_dataframe(data):
         if dynamic:
             raise UsageError(DYNAMIC_NOT_ON_SPARK + "; pass the rows as an Arrow table")
@@ -159,6 +162,12 @@ def pick_engine(data: Any, engine_settings: EngineSettings | None, schema: Table
         engine, why = choose_write_engine(engine_settings, data.nbytes, dynamic)
     log.info("engine: %s (%s)", engine.name, why)
     return engine
+
+
+def _refuse_spark_for_postpone(settings: EngineSettings | None, *, spark_input: bool) -> None:
+    if spark_input or (settings is not None and settings.engine == "spark"):
+        raise UsageError("a postpone-bucket table (bucket=-2) is written with the local engine only; use "
+                         "--engine local (or auto) and a file input")
 
 
 def choose_write_engine(settings: EngineSettings | None, data_bytes: int, dynamic: bool) -> tuple[Any, str]:
@@ -396,6 +405,9 @@ def write_input(table: TableHandle, path: str | None, *, input_format: str | Non
     like = auto_create.layout() if not exists and auto_create is not None else None
     target = like.schema() if like is not None else table.schema if exists else None
     dynamic = is_dynamic(target) if target is not None else _creates_dynamic(auto_create)
+    if target is not None and is_postpone(target):
+        _refuse_spark_for_postpone(engine_settings, spark_input=input_table is not None)
+        dynamic = True  # written locally, as a dynamic-bucket table is
     inferred = None
     if input_table is not None:
         if dynamic:

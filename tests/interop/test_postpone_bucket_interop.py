@@ -182,7 +182,8 @@ def test_what_lakectl_does_not_do_on_postpone_tables_is_refused(tmp_path: Path) 
     for args, word in [(["lookup", "db.t", "--key", "dt=a,id=1"], "bucket=-2"),
                        (["scan", "db.t", "--incremental-between", "0,1"], "bucket=-2"),
                        (["delete", "db.t", "--where", "id = 1"], "bucket=-2"),
-                       (["compact", "db.t", "--engine", "spark"], "local engine")]:
+                       (["compact", "db.t", "--engine", "spark"], "local engine"),
+                       (["write", "db.t", "-i", "-", "--input-format", "jsonl", "--engine", "spark"], "local engine")]:
         result = lakectl(wh, *args)
         assert result.exit_code not in (0, None), (args, result.output)
         assert word in result.output and "internal error" not in result.output, (args, result.output)
@@ -204,3 +205,31 @@ def test_java_paimon_1_0_does_not_open_postpone_bucket_tables(tmp_path: Path) ->
     ok(lakectl(wh, "compact", "db.t"))
     with pytest.raises(AssertionError, match="number of buckets needs to be greater than 0"):
         java_read(wh / "db.db" / "t")
+
+
+@pytest.mark.parametrize("options,fold", [
+    (["merge-engine=aggregation", "fields.n.aggregate-function=sum"], lambda old, new: old + new),
+    (["merge-engine=partial-update"], lambda old, new: new if new is not None else old),
+], ids=["aggregation-sum", "partial-update"])
+def test_merge_engines_fold_postponed_rows_with_the_rows_already_in_buckets(tmp_path: Path, options: list[str],
+                                                                           fold: Any) -> None:
+    """Rows moved by a later compaction merge with those an earlier one put in the bucket."""
+    wh = tmp_path / "wh"
+    args = ["create", "db.t", "--schema", "id INT, n BIGINT", "--primary-key", "id", "--option", "bucket=-2",
+            "--option", "postpone.default-bucket-num=2"]
+    for o in options:
+        args += ["--option", o]
+    ok(lakectl(wh, *args))
+    batches = [[{"id": i, "n": i} for i in range(10)], [{"id": i, "n": 100} for i in range(0, 10, 2)],
+               [{"id": i, "n": None if i == 3 else 7} for i in range(1, 6)]]
+    state: dict[int, Any] = {}
+    for number, batch in enumerate(batches):
+        ok(lakectl(wh, "write", "db.t", "-i", "-", "--input-format", "jsonl", input=jsonl(batch)))
+        for r in batch:
+            state[r["id"]] = fold(state[r["id"]], r["n"]) if r["id"] in state and r["n"] is not None \
+                else (state.get(r["id"]) if r["n"] is None else r["n"])
+        if number != 1:  # the second batch waits in bucket-postpone/ with the third
+            ok(lakectl(wh, "compact", "db.t"))
+    expected = sorted(state.items())
+    assert official_rows(wh / "db.db" / "t", tmp_path) == expected
+    assert scanned(wh) == expected
