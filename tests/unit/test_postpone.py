@@ -124,3 +124,19 @@ def test_a_compaction_killed_at_any_mutation_leaves_a_readable_table_and_a_rerun
         assert cli(wh, "check", "db.t")[0]["ok"], n
     print(f"\npostpone compaction killed at each of its {kills} mutations, then rerun")
     assert kills >= 5, kills
+
+
+def test_maintain_plans_the_postpone_compaction_and_health_recommends_it(tmp_path: Path) -> None:
+    wh = tmp_path / "wh"
+    expected = make_table(wh)
+    health = cli(wh, "health", "db.t")[0]
+    assert health["postponed_files"] == 2 and health["max_sorted_runs"] == 0
+    assert any("postpone" in r["problem"] and "compact" in r["command"] for r in health["recommendations"])
+    planned = cli(wh, "maintain", "db.t", "--dry-run")[0]
+    compact = [a for a in planned["actions"] if a["verb"] == "compact"]
+    assert compact and "postponed" in compact[0]["reason"] and compact[0]["detail"]["postponed_files"] == 2
+    assert rows(wh) == []  # a dry run moves nothing
+    cli(wh, "maintain", "db.t")
+    assert rows(wh) == expected
+    assert cli(wh, "health", "db.t")[0]["postponed_files"] == 0
+    assert not [a for a in cli(wh, "maintain", "db.t", "--dry-run")[0]["actions"] if a["verb"] == "compact"]
