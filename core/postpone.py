@@ -13,7 +13,9 @@ read only the real buckets, so these rows stay invisible until the postpone comp
 
 The postpone compaction (Paimon's Flink ``CompactAction`` on such a table) takes, per
 partition, a bucket count: the one the partition's real-bucket files already have, else
-``postpone.default-bucket-num`` (1 by default). It replays the postponed files oldest first
+``postpone.default-bucket-num`` when set, else an estimate from the partition's rows
+(``estimated_bucket_num``: pypaimon 2.1's planner; 1 below 1 GB, the count Paimon 1.1 gave with
+its default ``postpone.default-bucket-num`` of 1). It replays the postponed files oldest first
 (by creation time) through a fixed-bucket writer with that count, so the rows get fresh
 sequence numbers above the bucket's, and commits one COMPACT snapshot that deletes the
 postponed files and adds the new real-bucket files. Readers then merge them with the rows
@@ -38,7 +40,8 @@ DataFileMeta = Any
 
 POSTPONE_BUCKET = -2
 POSTPONE_DIR = "bucket-postpone"
-DEFAULT_BUCKET_NUM = 1  # Paimon's postpone.default-bucket-num default (Flink connector option)
+MAX_PARALLELISM = 2048  # postpone.batch-write-fixed-bucket.max-parallelism default (pypaimon 2.1)
+TARGET_SIZE = 1 << 30  # postpone.target-size-per-bucket default, 1 GB (pypaimon 2.1)
 
 
 def bucket_dir_name(bucket: int) -> str:
@@ -105,18 +108,70 @@ def real_bucket_schema(schema: TableSchema, num_buckets: int) -> TableSchema:
     return replace(schema, options={**schema.options, "bucket": str(num_buckets)})
 
 
-def default_bucket_num(options: Mapping[str, str]) -> int:
-    """``postpone.default-bucket-num``: the bucket count of a partition compacted for the first time."""
-    text = options.get("postpone.default-bucket-num")
+def _positive(options: Mapping[str, str], key: str, parse: Any) -> int | None:
+    text = options.get(key)
     if text is None:
-        return DEFAULT_BUCKET_NUM
+        return None
     try:
-        value = int(text.strip())
-    except ValueError:
+        value = parse(text.strip())
+    except (ValueError, UsageError):
         value = 0
     if value < 1:
-        raise UsageError(f"option postpone.default-bucket-num={text} must be a bucket count >= 1")
+        raise UsageError(f"option {key}={text} must be 1 or more")
     return value
+
+
+def default_bucket_num(options: Mapping[str, str]) -> int | None:
+    """``postpone.default-bucket-num``: the exact bucket count of a partition given real buckets
+    for the first time; None when unset (the count is then estimated: ``estimated_bucket_num``)."""
+    return _positive(options, "postpone.default-bucket-num", int)
+
+
+def estimated_bucket_num(options: Mapping[str, str], rows: int, row_bytes: int) -> int:
+    """The bucket count pypaimon 2.1's planner gives a partition without real buckets when
+    ``postpone.default-bucket-num`` is unset: ``rows`` over ``postpone.target-row-num-per-bucket``
+    if that is set, else ``row_bytes`` (the rows' size as Paimon's binary rows) over
+    ``postpone.target-size-per-bucket`` (1 GB), rounded up, at least 1 and at most
+    ``postpone.batch-write-fixed-bucket.max-parallelism`` (2048). Below 1 GB this is 1, the
+    count Paimon 1.1's compaction gave (``postpone.default-bucket-num`` then defaulted to 1)."""
+    from core.option_parsing import parse_size
+
+    cap = _positive(options, "postpone.batch-write-fixed-bucket.max-parallelism", int) or MAX_PARALLELISM
+    per_rows = _positive(options, "postpone.target-row-num-per-bucket", int)
+    if per_rows is not None:
+        wanted = -(-rows // per_rows)
+    else:
+        per_bytes = _positive(options, "postpone.target-size-per-bucket",
+                              lambda t: parse_size(t, "postpone.target-size-per-bucket")) or TARGET_SIZE
+        wanted = -(-row_bytes // per_bytes)
+    return min(max(1, wanted), cap)
+
+
+def binary_row_bytes(rows: Any, fields: Any) -> int:
+    """The size of ``rows`` (an Arrow table holding ``fields``) as Paimon's binary rows, which
+    pypaimon's planner sums against ``postpone.target-size-per-bucket``: per row the null bits
+    and an 8-byte slot per field, plus each string or binary value longer than 7 bytes rounded
+    up to 8, 16 bytes per DECIMAL above precision 18, 8 per TIMESTAMP above precision 3. Nested
+    values (ARRAY, MAP, ROW, ...) count their Arrow buffers, an approximation."""
+    import pyarrow.compute as pc
+
+    n = rows.num_rows
+    total = n * (((len(fields) + 71) // 64) * 8 + len(fields) * 8)
+    for f in fields:
+        column = rows.column(f.name)
+        t = f.type
+        if t.name in ("CHAR", "VARCHAR", "BINARY", "VARBINARY"):
+            lengths = pc.binary_length(column)
+            long = pc.if_else(pc.greater(lengths, 7), lengths, 0)
+            rounded = pc.multiply(pc.divide(pc.add(long, 7), 8), 8)
+            total += int(pc.sum(rounded).as_py() or 0)
+        elif t.name == "DECIMAL" and (t.precision or 0) > 18:
+            total += 16 * n
+        elif t.name.startswith("TIMESTAMP") and (t.precision if t.precision is not None else 6) > 3:
+            total += 8 * n
+        elif t.name in ("ARRAY", "MAP", "MULTISET", "ROW", "VARIANT", "BLOB", "VECTOR"):
+            total += column.nbytes
+    return total
 
 
 def partition_bucket_counts(entries: Iterable[Any]) -> dict[bytes, int]:

@@ -3,7 +3,8 @@ the rows waiting in each partition's ``bucket-postpone/`` are given real buckets
 visible to batch readers.
 
 Per partition, as Paimon's compaction of such a table does: the bucket count is the one the
-partition's real-bucket files already have, else ``postpone.default-bucket-num``; the
+partition's real-bucket files already have, else ``postpone.default-bucket-num``, else an
+estimate from the partition's rows (``core.postpone.estimated_bucket_num``); the
 postponed files are replayed oldest first, their records (row kinds kept, their own sequence
 numbers dropped) hashed to buckets with the table's bucket function and written by the write
 kernel of a fixed-bucket table of that count, so each bucket's new level-0 file continues the
@@ -28,8 +29,8 @@ from core.commit import CommitMessage, FileStoreCommit, base_entries
 from core.errors import CommitConflictError, CorruptMetadataError
 from core.fileio import join
 from core.manifest import DataFileMeta
-from core.postpone import (POSTPONE_BUCKET, check_postpone_supported, default_bucket_num, partition_bucket_counts,
-                           real_bucket_schema, replay_order)
+from core.postpone import (POSTPONE_BUCKET, binary_row_bytes, check_postpone_supported, default_bucket_num,
+                           estimated_bucket_num, partition_bucket_counts, real_bucket_schema, replay_order)
 from core.replan import lost_race, replan_on_lost_race
 from core.snapshot import COMPACT, Snapshot
 from core.table_handle import TableHandle
@@ -43,8 +44,8 @@ class PostponedPartition:
 
     partition: bytes
     values: tuple[Any, ...]
-    num_buckets: int
-    new_partition: bool  # no real-bucket files yet: the count is postpone.default-bucket-num
+    num_buckets: int | None  # None: a new partition whose count is estimated from its rows
+    new_partition: bool  # no real-bucket files yet
     files: tuple[DataFileMeta, ...]  # in replay order
 
 
@@ -92,7 +93,7 @@ def plan_postponed(table: TableHandle, *, partitions: Sequence[Mapping[str, str]
         else:
             key = (e.partition, e.bucket)
             starts[key] = max(starts.get(key, 0), e.file.max_sequence_number + 1)
-    default = default_bucket_num(schema.options) if waiting else 1
+    default = default_bucket_num(schema.options) if waiting else None
     out = []
     for part, files in waiting.items():
         values = schema.partition_values(part)
@@ -126,9 +127,13 @@ def _write_partition(table: TableHandle, plan: PostponePlan, part: PostponedPart
     from core.kernels.write import WriteJob, write_bucket
     from core.rows import group_rows
 
-    real = real_bucket_schema(table.schema, part.num_buckets)
-    job = WriteJob(table.path, real, None, plan.starts)
     rows = _records(table, part, table.file_io)
+    num_buckets = part.num_buckets
+    if num_buckets is None:
+        schema = table.schema
+        num_buckets = estimated_bucket_num(schema.options, rows.num_rows, binary_row_bytes(rows, schema.fields))
+    real = real_bucket_schema(table.schema, num_buckets)
+    job = WriteJob(table.path, real, None, plan.starts)
     messages = []
     for values, bucket, group in group_rows(rows, real):
         written = write_bucket(job.task_at(part.partition, bucket, part.values), group, table.file_io)

@@ -116,7 +116,7 @@ def test_lakectl_writes_into_bucket_postpone_invisible_until_lakectl_compacts(tm
     snapshots = ok(lakectl(wh, "snapshots", "db.t"))
     assert snapshots[0]["commit_kind"] == "COMPACT"
     entries = live_entries(wh)
-    assert all(e.bucket >= 0 and e.total_buckets == 1 for e in entries)  # postpone.default-bucket-num: 1
+    assert all(e.bucket >= 0 and e.total_buckets == 1 for e in entries)  # the estimate below 1 GB: 1
     # Nothing left to move: a second compact commits nothing postponed.
     again = ok(lakectl(wh, "compact", "db.t"))[0]
     assert again["postponed_files"] == 0
@@ -233,3 +233,14 @@ def test_merge_engines_fold_postponed_rows_with_the_rows_already_in_buckets(tmp_
     expected = sorted(state.items())
     assert official_rows(wh / "db.db" / "t", tmp_path) == expected
     assert scanned(wh) == expected
+
+
+def test_without_a_default_a_new_partition_gets_pypaimon_s_estimate(tmp_path: Path) -> None:
+    """postpone.target-row-num-per-bucket=10: 35 records of a new partition make 4 buckets."""
+    wh = tmp_path / "wh"
+    create(wh, "postpone.target-row-num-per-bucket=10")
+    batch = [{"dt": "a", "id": i, "v": f"v{i}"} for i in range(35)]
+    write(wh, batch)
+    ok(lakectl(wh, "compact", "db.t"))
+    assert {e.total_buckets for e in live_entries(wh)} == {4}
+    assert official_rows(wh / "db.db" / "t", tmp_path) == expected_state([batch]) == scanned(wh)

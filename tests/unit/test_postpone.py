@@ -12,12 +12,15 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
 from core.commit import base_entries
 from core.errors import UsageError
-from core.postpone import bucket_dir_name, default_bucket_num, partition_bucket_counts, replay_order
+from core.postpone import (binary_row_bytes, bucket_dir_name, default_bucket_num, estimated_bucket_num,
+                           partition_bucket_counts, replay_order)
+from core.types import parse_type
 from core.table_handle import TableHandle
 from lakectl.app import app
 
@@ -27,9 +30,22 @@ runner = CliRunner()
 
 def test_names_counts_and_replay_order() -> None:
     assert bucket_dir_name(-2) == "bucket-postpone" and bucket_dir_name(3) == "bucket-3"
-    assert default_bucket_num({}) == 1 and default_bucket_num({"postpone.default-bucket-num": "4"}) == 4
+    assert default_bucket_num({}) is None and default_bucket_num({"postpone.default-bucket-num": "4"}) == 4
     with pytest.raises(UsageError, match="postpone.default-bucket-num"):
         default_bucket_num({"postpone.default-bucket-num": "0"})
+    # pypaimon 2.1's estimate: rows over the row target, else binary size over 1 GB; 1 to 2048
+    assert estimated_bucket_num({}, 10**6, 10**6 * 40) == 1
+    assert estimated_bucket_num({}, 10**8, 3 * 2**30 + 1) == 4
+    assert estimated_bucket_num({"postpone.target-size-per-bucket": "1 mb"}, 10, 5 * 2**20) == 5
+    assert estimated_bucket_num({"postpone.target-row-num-per-bucket": "10"}, 25, 10**12) == 3
+    assert estimated_bucket_num({"postpone.target-row-num-per-bucket": "1",
+                                 "postpone.batch-write-fixed-bucket.max-parallelism": "8"}, 25, 0) == 8
+    schema = [SimpleNamespace(name="id", type=parse_type("INT")), SimpleNamespace(name="s", type=parse_type("STRING")),
+              SimpleNamespace(name="d", type=parse_type("DECIMAL(20, 2)")),
+              SimpleNamespace(name="t", type=parse_type("TIMESTAMP(6)"))]
+    table = pa.table({"id": [1, 2], "s": ["short", "a string of 17 b."], "d": [None, None], "t": [None, None]})
+    # per row: 8 bytes of null bits + 4 slots of 8, 16 (DECIMAL(20)) and 8 (TIMESTAMP(6)); plus 24 for the long string
+    assert binary_row_bytes(table, schema) == 2 * (8 + 32 + 16 + 8) + 24
     entries = [SimpleNamespace(partition=b"a", bucket=-2, total_buckets=-2),
                SimpleNamespace(partition=b"a", bucket=1, total_buckets=4),
                SimpleNamespace(partition=b"b", bucket=-2, total_buckets=-2)]
