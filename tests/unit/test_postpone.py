@@ -117,17 +117,21 @@ def _lakectl(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProc
 
 
 @pytest.mark.slow
-def test_a_compaction_killed_at_any_mutation_leaves_a_readable_table_and_a_rerun_finishes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["kill", "fail"])
+def test_a_compaction_killed_at_any_mutation_leaves_a_readable_table_and_a_rerun_finishes(tmp_path: Path,
+                                                                                          kind: str) -> None:
+    """Killed (SIGKILL) or failing (an OSError) before each storage mutation of its own."""
     template = tmp_path / "template"
     expected = make_table(template)
     kills = 0
     for n in range(1, 60):
         wh = tmp_path / f"wh-{n}"
         shutil.copytree(template, wh)
-        killed = _lakectl(["-w", str(wh), "compact", "db.t"], tmp_path, LAKECTL_FAULT=f"kill:mutation:{n}")
+        killed = _lakectl(["-w", str(wh), "compact", "db.t"], tmp_path, LAKECTL_FAULT=f"{kind}:mutation:{n}")
         if killed.returncode == 0:
             break
-        assert killed.returncode == -9, killed.stderr
+        assert killed.returncode == (-9 if kind == "kill" else 1), killed.stderr
+        assert kind == "kill" or "injected fault" in killed.stderr, killed.stderr
         kills += 1
         # The last snapshot reads whole: before the postpone commit nothing is visible yet
         # (Paimon's batch read), after it every row.
@@ -138,7 +142,7 @@ def test_a_compaction_killed_at_any_mutation_leaves_a_readable_table_and_a_rerun
         live = base_entries(table.manifests(), table.latest_snapshot(), table.snapshots)
         assert live and all(e.bucket >= 0 and e.total_buckets == 2 for e in live), n
         assert cli(wh, "check", "db.t")[0]["ok"], n
-    print(f"\npostpone compaction killed at each of its {kills} mutations, then rerun")
+    print(f"\npostpone compaction: {kind} at each of its {kills} mutations, then rerun")
     assert kills >= 5, kills
 
 
