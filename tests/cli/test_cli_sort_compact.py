@@ -2,7 +2,8 @@
 same multiset (deletion vectors applied), the new files hold them in the strategy's order (with
 'order', files and row groups with disjoint, ascending ranges of the first column, read from
 the Parquet footers), one COMPACT snapshot; a fixed-bucket table is sorted within each bucket;
-pypaimon reads the result; a write landing while the compaction is held before its commit stays;
+pypaimon reads the result; a write landing while the compaction is held before its commit stays; a kill
+before each of its mutations leaves the table whole and a rerun finishes;
 the refusals."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -126,3 +128,38 @@ def test_a_write_landing_while_it_is_held_before_its_commit_stays(tmp_path: Path
     assert proc.returncode == 0, err
     assert json.loads(out)["files_before"] == 4  # the files it planned on, not the late one
     assert _rows(wh) == written + Counter({(9999, 1.0, "late"): 1})
+
+
+def _script(wh: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The console script with only ``env``'s LAKECTL_* settings (a fault), this checkout first."""
+    repo = str(Path(__file__).resolve().parents[2])
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_") and k != "PYTHONPATH"}
+    return subprocess.run([str(Path(sys.executable).with_name("lakectl")), "-w", wh, "-f", "json", *args],
+                          capture_output=True, text=True, timeout=120, env={**clean, "PYTHONPATH": repo, **env})
+
+
+@pytest.mark.slow
+def test_killed_at_each_mutation_the_table_reads_whole_and_a_rerun_finishes(tmp_path: Path) -> None:
+    """SIGKILLed before each of its storage mutations (``LAKECTL_FAULT=kill:mutation:N``, counted
+    by a traced run): the table reads the rows it held (before the compaction or after it, never
+    a file twice or none), check finds nothing, and the compaction run again ends sorted in one
+    COMPACT snapshot over exactly those rows."""
+    template, written = _table(tmp_path / "template", "bucket=-1", writes=3, rows=50)
+    trace = tmp_path / "trace"
+    args = ("compact", T, "--order-by", "x", "--order-strategy", "zorder")
+    shutil.copytree(Path(template).parent, tmp_path / "traced", dirs_exist_ok=True)
+    traced = _script(str(tmp_path / "traced" / "wh"), *args, LAKECTL_FAULT_TRACE=str(trace))
+    assert traced.returncode == 0, traced.stderr
+    points = len(trace.read_text().splitlines())
+    assert points >= 4, trace.read_text()  # data file(s), manifests, manifest lists, snapshot, hint
+    for n in range(1, points + 1):
+        shutil.copytree(Path(template).parent, tmp_path / f"k{n}")
+        wh = str(tmp_path / f"k{n}" / "wh")
+        killed = _script(wh, *args, LAKECTL_FAULT=f"kill:mutation:{n}")
+        assert killed.returncode == -9, (n, killed.stderr)
+        assert _rows(wh) == written, n
+        kinds = [s["commit_kind"] for s in ok("snapshots", T, "-w", wh)]
+        assert kinds in (["APPEND"] * 3, ["COMPACT"] + ["APPEND"] * 3), (n, kinds)
+        assert ok("check", T, "-w", wh)["ok"], n
+        ok("compact", T, "-w", wh, "--order-by", "x", "--order-strategy", "zorder")
+        assert _rows(wh) == written and ok("snapshots", T, "-w", wh)[0]["commit_kind"] == "COMPACT", n
