@@ -113,29 +113,26 @@ def _copy(io: FileIO, table: TableHandle, source: str, target: str, old: str, ne
 
 
 def _delete_source(io: FileIO, source: str) -> None:
-    """Step 5: OLD's schema files first (it is no branch to anyone without them), then the rest,
-    RENAMED last, then the emptied directories."""
-    files = io.walk(source)
-    marker = join(source, RENAMED)
-    schemas = sorted(f.path for f in files if posixpath.basename(posixpath.dirname(f.path)) == "schema")
-    for path in schemas:
-        io.delete(path)
-    delete_files(io, sorted(f.path for f in files if f.path not in schemas and f.path != marker))
-    io.delete(marker)
-    io.delete_tree(source)
+    """Step 5: OLD's files, RENAMED last (a kill leaves a leftover the rerun finishes)."""
+    _delete_dir(io, source, RENAMED)
 
 
 def _remove_partial(io: FileIO, target: str) -> None:
-    """Remove a partial copy: schema files first, the UNFINISHED marker last (a kill meanwhile
-    leaves a leftover the rerun resumes)."""
-    files = io.walk(target)
-    marker = join(target, UNFINISHED)
+    """A partial copy given up, UNFINISHED last (a kill leaves a leftover the rerun resumes)."""
+    _delete_dir(io, target, UNFINISHED)
+
+
+def _delete_dir(io: FileIO, root: str, last: str) -> None:
+    """Delete a branch directory: schema files first (it is no branch to anyone without them),
+    then the rest, the marker ``last`` after them, then the emptied directories."""
+    files = io.walk(root)
+    marker = join(root, last)
     schemas = sorted(f.path for f in files if posixpath.basename(posixpath.dirname(f.path)) == "schema")
     for path in schemas:
         io.delete(path)
     delete_files(io, sorted(f.path for f in files if f.path not in schemas and f.path != marker))
     io.delete(marker)
-    io.delete_tree(target)
+    io.delete_tree(root)
 
 
 __all__ = ["rename_branch_by_copy"]

@@ -4,7 +4,11 @@ and the check that an error message is in lakectl's words."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -46,3 +50,30 @@ def write_csv(tmp_path: Path, wh: str, rows: dict[int, str], *extra: str) -> Non
 
 def scan(wh: str, *extra: str) -> dict[int, str]:
     return {r["id"]: r["v"] for r in ok("scan", "db.t", "-w", wh, *extra)}
+
+
+# ---- the console script as a user starts it ---------------------------------------------------
+REPO = Path(__file__).resolve().parents[2]
+LAKECTL = str(Path(sys.executable).with_name("lakectl"))
+
+
+def console(wh: str, *args: str, **env: str) -> subprocess.Popen[str]:
+    """The console script started in the background (``-f json``), this checkout first on the path."""
+    full = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""), **env}
+    return subprocess.Popen([LAKECTL, "-w", wh, "-f", "json", *args], env=full, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def held(proc: subprocess.Popen[str], stall: Path) -> None:
+    """Wait until ``proc`` (started with LAKECTL_FAULT=stall:...) stands still at its stall point."""
+    deadline = time.monotonic() + 120
+    while not stall.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+
+
+def script(wh: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The console script run to its end with only ``env``'s LAKECTL_* settings (a fault or a trace)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_") and k != "PYTHONPATH"}
+    return subprocess.run([LAKECTL, "-w", wh, "-f", "json", *args], capture_output=True, text=True, timeout=120,
+                          env={**clean, "PYTHONPATH": str(REPO), **env})

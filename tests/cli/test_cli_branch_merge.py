@@ -8,19 +8,13 @@ refuses, in one line naming it."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from cli_kit import invoke, ok
+from cli_kit import console, held, invoke, ok, script
 
 T = "db.t"
-REPO = Path(__file__).resolve().parents[2]
-LAKECTL = str(Path(sys.executable).with_name("lakectl"))
 MERGE = "branch-merge.enabled=true"
 
 
@@ -181,23 +175,12 @@ def test_maintain_skips_compaction_with_the_reason(tmp_path: Path) -> None:
     assert {s["commit_kind"] for s in ok("snapshots", T, "-w", wh)} == {"APPEND"}
 
 
-def _console(wh: str, *args: str, **env: str) -> subprocess.Popen[str]:
-    full = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""), **env}
-    return subprocess.Popen([LAKECTL, "-w", wh, "-f", "json", *args], env=full, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-
-
-def _held(proc: subprocess.Popen[str], stall: Path) -> None:
-    deadline = time.monotonic() + 120
-    while not stall.exists():
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.05)
 
 
 @pytest.mark.slow
 def test_through_the_console_script(tmp_path: Path) -> None:
     wh = _table(tmp_path, MERGE)
-    out, err = _console(wh, "branch", "merge", T, "dev", "--into", "main").communicate(timeout=120)
+    out, err = console(wh, "branch", "merge", T, "dev", "--into", "main").communicate(timeout=120)
     assert json.loads(out)["snapshot_id"] == 3, err
     assert _rows(wh) == [(1, "base"), (2, "base"), (3, "dev"), (4, "main")]
 
@@ -206,8 +189,8 @@ def test_through_the_console_script(tmp_path: Path) -> None:
 def test_a_write_landing_while_the_merge_commits_is_kept(tmp_path: Path) -> None:
     wh = _table(tmp_path, MERGE)
     stall = tmp_path / "stall"
-    merge = _console(wh, "branch", "merge", T, "dev", LAKECTL_FAULT="stall:publish:1", LAKECTL_STALL_FILE=str(stall))
-    _held(merge, stall)
+    merge = console(wh, "branch", "merge", T, "dev", LAKECTL_FAULT="stall:publish:1", LAKECTL_STALL_FILE=str(stall))
+    held(merge, stall)
     ok("write", T, "-w", wh, "-i", _csv(tmp_path, "late.csv", {5: "late"}))  # takes snapshot 3
     stall.unlink()
     out, err = merge.communicate(timeout=120)
@@ -221,8 +204,8 @@ def test_a_write_landing_while_the_merge_commits_is_kept(tmp_path: Path) -> None
 def test_two_merges_of_the_same_files_add_them_once(tmp_path: Path) -> None:
     wh = _table(tmp_path, MERGE)
     stall = tmp_path / "stall"
-    merge = _console(wh, "branch", "merge", T, "dev", LAKECTL_FAULT="stall:publish:1", LAKECTL_STALL_FILE=str(stall))
-    _held(merge, stall)
+    merge = console(wh, "branch", "merge", T, "dev", LAKECTL_FAULT="stall:publish:1", LAKECTL_STALL_FILE=str(stall))
+    held(merge, stall)
     assert ok("branch", "merge", T, "dev", "-w", wh)["snapshot_id"] == 3
     stall.unlink()
     out, err = merge.communicate(timeout=120)
@@ -231,11 +214,6 @@ def test_two_merges_of_the_same_files_add_them_once(tmp_path: Path) -> None:
     assert _rows(wh) == [(1, "base"), (2, "base"), (3, "dev"), (4, "main")]
     assert [s["snapshot_id"] for s in ok("snapshots", T, "-w", wh)] == [3, 2, 1]
 
-
-def _script(wh: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_") and k != "PYTHONPATH"}
-    return subprocess.run([LAKECTL, "-w", wh, "-f", "json", *args], capture_output=True, text=True, timeout=120,
-                          env={**clean, "PYTHONPATH": str(REPO), **env})
 
 
 @pytest.mark.slow
@@ -246,14 +224,14 @@ def test_killed_at_each_mutation_both_branches_stay_readable_and_a_rerun_finishe
     template = tmp_path / "template"
     wh0 = _table(template, MERGE)
     trace = tmp_path / "trace"
-    assert _script(wh0, "branch", "merge", T, "dev", LAKECTL_FAULT_TRACE=str(trace)).returncode == 0
+    assert script(wh0, "branch", "merge", T, "dev", LAKECTL_FAULT_TRACE=str(trace)).returncode == 0
     points = len(trace.read_text().splitlines())
     assert points >= 3  # the busy marker, the manifests, the snapshot, ...
     before = [(1, "base"), (2, "base"), (4, "main")]
     after = [(1, "base"), (2, "base"), (3, "dev"), (4, "main")]
     for n in range(1, points + 1):
         wh = str(_table(tmp_path / f"k{n}", MERGE))
-        killed = _script(wh, "branch", "merge", T, "dev", LAKECTL_FAULT=f"kill:mutation:{n}")
+        killed = script(wh, "branch", "merge", T, "dev", LAKECTL_FAULT=f"kill:mutation:{n}")
         assert killed.returncode == -9, (n, killed.stderr)
         assert _rows(wh) in (before, after), n
         assert _rows(wh, "--branch", "dev") == [(1, "base"), (2, "base"), (3, "dev")], n
@@ -267,8 +245,8 @@ def test_killed_at_each_mutation_both_branches_stay_readable_and_a_rerun_finishe
 def test_a_rename_of_the_source_waits_for_a_merge_at_work(tmp_path: Path) -> None:
     wh = _table(tmp_path, MERGE)
     stall = tmp_path / "stall"
-    merge = _console(wh, "branch", "merge", T, "dev", LAKECTL_FAULT="stall:mutation:2", LAKECTL_STALL_FILE=str(stall))
-    _held(merge, stall)  # its busy marker is written, its manifests not yet
+    merge = console(wh, "branch", "merge", T, "dev", LAKECTL_FAULT="stall:mutation:2", LAKECTL_STALL_FILE=str(stall))
+    held(merge, stall)  # its busy marker is written, its manifests not yet
     res = invoke("branch", "rename", T, "dev", "qa", "-w", wh)  # waits LAKECTL_REWRITE_WAIT_SECONDS, then 4
     assert res.exit_code == 4 and "merge branch dev" in res.stderr, res.stderr
     stall.unlink()

@@ -6,19 +6,13 @@ a rename waits for a command of several steps at work on the table."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from cli_kit import invoke, ok
+from cli_kit import console, held, invoke, ok
 
 T = "db.t"
-REPO = Path(__file__).resolve().parents[2]
-LAKECTL = str(Path(sys.executable).with_name("lakectl"))
 
 
 def _csv(tmp_path: Path, name: str, rows: dict[int, str]) -> Path:
@@ -80,26 +74,15 @@ def test_refusals(tmp_path: Path) -> None:
     assert sorted(b["branch"] for b in ok("branch", "list", T, "-w", wh)) == ["dev", "test"]
 
 
-def _console(wh: str, *args: str, **env: str) -> subprocess.Popen[str]:
-    full = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""), **env}
-    return subprocess.Popen([LAKECTL, "-w", wh, "-f", "json", *args], env=full, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-
-
-def _held(proc: subprocess.Popen[str], stall: Path) -> None:
-    deadline = time.monotonic() + 120
-    while not stall.exists():
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.05)
 
 
 @pytest.mark.slow
 def test_a_write_to_the_old_name_held_before_its_commit_fails_whole(tmp_path: Path) -> None:
     wh = _table(tmp_path)
     stall = tmp_path / "stall"
-    write = _console(wh, "write", T, "-i", str(_csv(tmp_path, "late.csv", {9: "late"})), "--branch", "dev",
+    write = console(wh, "write", T, "-i", str(_csv(tmp_path, "late.csv", {9: "late"})), "--branch", "dev",
                      LAKECTL_FAULT="stall:publish:1", LAKECTL_STALL_FILE=str(stall))
-    _held(write, stall)
+    held(write, stall)
     ok("branch", "rename", T, "dev", "qa", "-w", wh)
     stall.unlink()
     _, err = write.communicate(timeout=120)
@@ -114,9 +97,9 @@ def test_it_waits_for_a_rollback_at_work_on_the_branch(tmp_path: Path) -> None:
     wh = _table(tmp_path)
     ok("write", T, "-w", wh, "-i", _csv(tmp_path, "more.csv", {5: "more"}), "--branch", "dev")
     stall = tmp_path / "stall"
-    rollback = _console(wh, "rollback", T, "--snapshot-id", "2", "--branch", "dev",
+    rollback = console(wh, "rollback", T, "--snapshot-id", "2", "--branch", "dev",
                         LAKECTL_FAULT="stall:delete:1", LAKECTL_STALL_FILE=str(stall))
-    _held(rollback, stall)
+    held(rollback, stall)
     res = invoke("branch", "rename", T, "dev", "qa", "-w", wh)  # waits LAKECTL_REWRITE_WAIT_SECONDS, then 4
     assert res.exit_code == 4 and "roll back" in res.stderr, res.stderr
     stall.unlink()

@@ -21,7 +21,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from cli_kit import invoke, ok
+from cli_kit import invoke, ok, script
 
 T = "db.e"
 SCHEMA = "x BIGINT, y DOUBLE, s STRING"
@@ -130,13 +130,6 @@ def test_a_write_landing_while_it_is_held_before_its_commit_stays(tmp_path: Path
     assert _rows(wh) == written + Counter({(9999, 1.0, "late"): 1})
 
 
-def _script(wh: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """The console script with only ``env``'s LAKECTL_* settings (a fault), this checkout first."""
-    repo = str(Path(__file__).resolve().parents[2])
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_") and k != "PYTHONPATH"}
-    return subprocess.run([str(Path(sys.executable).with_name("lakectl")), "-w", wh, "-f", "json", *args],
-                          capture_output=True, text=True, timeout=120, env={**clean, "PYTHONPATH": repo, **env})
-
 
 @pytest.mark.slow
 def test_killed_at_each_mutation_the_table_reads_whole_and_a_rerun_finishes(tmp_path: Path) -> None:
@@ -148,14 +141,14 @@ def test_killed_at_each_mutation_the_table_reads_whole_and_a_rerun_finishes(tmp_
     trace = tmp_path / "trace"
     args = ("compact", T, "--order-by", "x", "--order-strategy", "zorder")
     shutil.copytree(Path(template).parent, tmp_path / "traced", dirs_exist_ok=True)
-    traced = _script(str(tmp_path / "traced" / "wh"), *args, LAKECTL_FAULT_TRACE=str(trace))
+    traced = script(str(tmp_path / "traced" / "wh"), *args, LAKECTL_FAULT_TRACE=str(trace))
     assert traced.returncode == 0, traced.stderr
     points = len(trace.read_text().splitlines())
     assert points >= 4, trace.read_text()  # data file(s), manifests, manifest lists, snapshot, hint
     for n in range(1, points + 1):
         shutil.copytree(Path(template).parent, tmp_path / f"k{n}")
         wh = str(tmp_path / f"k{n}" / "wh")
-        killed = _script(wh, *args, LAKECTL_FAULT=f"kill:mutation:{n}")
+        killed = script(wh, *args, LAKECTL_FAULT=f"kill:mutation:{n}")
         assert killed.returncode == -9, (n, killed.stderr)
         assert _rows(wh) == written, n
         kinds = [s["commit_kind"] for s in ok("snapshots", T, "-w", wh)]

@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from test_s3_commands import Cli, _sources, isolated  # noqa: F401 - the autouse fixture
+from test_s3_rename import _batch, _objects, _rows
 
 import core.ops.branch_rename as branch_rename
 from core.branch import LEFTOVER, WHOLE, branch_state
@@ -39,20 +39,6 @@ FIRST = [(1, "a", "x"), (2, "b", "x"), (3, "c", "y")]
 ON_BRANCH = [(2, "b-side", "x"), (5, "e", "y")]
 MAIN_LATER = [(4, "d", "y")]
 SIDE = sorted([(1, "a", "x"), (2, "b-side", "x"), (3, "c", "y"), (5, "e", "y")])
-
-
-def _batch(rows: list[tuple[int, str, str]]) -> pa.Table:
-    return pa.table({"id": pa.array([r[0] for r in rows], pa.int64()), "v": [r[1] for r in rows],
-                     "dt": [r[2] for r in rows]})
-
-
-def _rows(t: Table, **kw: Any) -> list[tuple]:
-    return sorted((r["id"], r["v"], r["dt"]) for r in t.scan(**kw).to_pylist())
-
-
-def _objects(s3, prefix: str) -> list[str]:
-    found = s3.fs().find(prefix.split("://", 1)[1] + "/", detail=True)
-    return sorted(p for p, info in found.items() if info.get("type") != "directory")
 
 
 def _table(s3, warehouse: str, name: str = "db.t") -> Table:
