@@ -237,6 +237,13 @@ def _roots(snapshots: SnapshotManager, tags: TagManager) -> list[Snapshot]:
     return out
 
 
+def all_branch_paths(table: TablePlace) -> list[str]:
+    """The directories of every branch of the table, main first (leftovers included, as
+    ``pinned_snapshots`` counts them)."""
+    return [branch_path(table.path, b)
+            for b in [MAIN_BRANCH, *(n for n in _dir_names(table) if branch_state(table, n) != ABSENT)]]
+
+
 def pinned_snapshots(table: TablePlace, *, include_own: bool) -> list[Snapshot]:
     """Every snapshot and tag of every branch of the table (main included), each one a set of
     files that must survive. Without ``include_own``, those of ``table``'s own branch are left

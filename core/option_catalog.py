@@ -123,6 +123,9 @@ _add(IGNORED, "lakectl reads a key's records whatever their nullability and refu
      "which is stricter", "primary-key.nullable")
 _add(HONOURED, "branch merge's guard: commands that would rewrite or remove data files are refused "
      "(core.branch_merge)", "branch-merge.enabled")
+_add(HONOURED, "decoupled changelog retention: expire keeps changelog/changelog-N, expire-changelogs "
+     "removes them (core.changelog_manager)",
+     "changelog.num-retained.min", "changelog.num-retained.max", "changelog.time-retained")
 _add(HONOURED, "the default of scan --incremental-between-scan-mode (core.ops.changes.scan_mode)",
      "incremental-between-scan-mode")
 _add(IGNORED, "only the incremental read it belongs to is refused (incremental-between)",
@@ -143,7 +146,7 @@ _add(REFUSED, "core.option_rules.OPTION_RULES",
      "incremental-between", "incremental-between-timestamp", "scan.fallback-branch", "branch",
      "manifest.format", "changelog-producer.row-deduplicate-ignore-fields", "record-level.expire-time",
      "metadata.iceberg-compatible", "commit.callbacks",
-     "tag.callbacks", "changelog.num-retained.min", "changelog.num-retained.max", "changelog.time-retained")
+     "tag.callbacks")
 _add(REFUSED, "CATALOG_RULES",
      "scan.creation-time-millis", "deletion-vectors.merge-on-read", "type", "changelog-file.format",
      "dynamic-bucket.max-buckets", "delete.force-produce-changelog", "data-file.path-directory",

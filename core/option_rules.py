@@ -124,12 +124,6 @@ OPTION_RULES: tuple[OptionRule, ...] = (
                "in batch scans (real buckets only, as Paimon)", _postpone_bucket),
     OptionRule("commit.callbacks", frozenset({WRITE}), "Paimon runs these Java callbacks on each commit"),
     OptionRule("tag.callbacks", frozenset({WRITE}), "Paimon runs these Java callbacks on each tag"),
-    OptionRule("changelog.num-retained.min", frozenset({EXPIRE}), "Paimon keeps changelog files past their "
-               "snapshots (changelog/), which lakectl would delete"),
-    OptionRule("changelog.num-retained.max", frozenset({EXPIRE}), "Paimon keeps changelog files past their "
-               "snapshots (changelog/), which lakectl would delete"),
-    OptionRule("changelog.time-retained", frozenset({EXPIRE}), "Paimon keeps changelog files past their "
-               "snapshots (changelog/), which lakectl would delete"),
 )
 
 

@@ -214,6 +214,7 @@ def finish_rollback(snapshots, tags, target: int, tag_snapshot=None) -> tuple[tu
         if snapshots.try_publish(tag_snapshot):
             log.info("restored snapshot-%d from its tag", target)
         snapshots.write_earliest_hint(target, rewind=True)
+    _drop_changelogs_after(snapshots, target)
     tags_removed = []
     for t in tags.tags():
         if t.snapshot.id > target:
@@ -231,3 +232,23 @@ def finish_rollback(snapshots, tags, target: int, tag_snapshot=None) -> tuple[tu
     CommitUserMarkers(snapshots.file_io, snapshots.dir.rsplit("/", 1)[0]).forget_after(target)
     snapshots.write_latest_hint(target, rewind=True)
     return tuple(removed), tuple(tags_removed)
+
+
+def _drop_changelogs_after(snapshots, target: int) -> None:
+    """Remove the long-lived changelogs newer than the rollback's target, highest first, as Java
+    1.0's ``RollbackHelper`` does (their ids will be taken by new commits); their files are
+    left for remove-orphan-files, as the removed snapshots' are."""
+    from core.changelog_manager import ChangelogManager
+
+    changelogs = ChangelogManager(snapshots.file_io, snapshots.dir.rsplit("/", 1)[0])
+    ids = changelogs.list_ids()
+    if not ids or ids[-1] <= target:
+        return
+    for n in reversed([n for n in ids if n > target]):
+        snapshots.file_io.delete(changelogs.path(n))
+    left = [n for n in ids if n <= target]
+    if left:
+        changelogs.write_hint("LATEST", left[-1])
+    else:
+        changelogs.delete_hint("LATEST")
+        changelogs.delete_hint("EARLIEST")

@@ -30,6 +30,8 @@ COMMANDS: tuple[Entry, ...] = (
           "snapshot that changes no data."),
     Entry("delete", "delete", "Delete the rows a --where filter matches, as one snapshot."),
     Entry("expire", "expire", "Expire old snapshots and delete the files only they reference (tags are kept)."),
+    Entry("expire-changelogs", "expire_changelogs",
+          "Expire the changelogs kept past their snapshots (changelog/) and the files only they use."),
     Entry("expire-partitions", "expire_partitions",
           "Drop partitions whose time has expired, as one OVERWRITE snapshot; data files go when that "
           "snapshot's predecessors expire."),

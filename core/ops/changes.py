@@ -143,7 +143,7 @@ def plan_changes(table: TableHandle, start: int, end: int, *, streaming: bool = 
     latest = table.snapshots.latest_id()
     if latest is None or end > latest:
         raise NotFoundError(f"snapshot {end} does not exist in table {table.name} (latest: {latest})")
-    end_snapshot = table.snapshots.snapshot(end)
+    end_snapshot = _snapshot(table, end, streaming)
     read_schema = table.schemas.schema(end_snapshot.schema_id)
     check_options(read_schema, table.name, READ)
     data_evolution.refuse_incremental(read_schema, table.name)
@@ -156,10 +156,7 @@ def plan_changes(table: TableHandle, start: int, end: int, *, streaming: bool = 
     mio = table.manifests()
     splits: list[ReadSplit] = []
     for sid in range(start + 1, end + 1):
-        if not table.snapshots.exists(sid):
-            raise NotFoundError(f"snapshot {sid} of table {table.name} has expired; "
-                                f"incremental reads need every snapshot after {start}")
-        snap = table.snapshots.snapshot(sid)
+        snap = _snapshot(table, sid, streaming, start)
         if snap.commit_kind == OVERWRITE and not streaming:
             continue  # Paimon's incremental scans skip an overwrite in both modes
         if source == "changelog":
@@ -178,6 +175,25 @@ def plan_changes(table: TableHandle, start: int, end: int, *, streaming: bool = 
                 entries = [e for e in entries if e.file.level > 0]
         splits.extend(_splits(table, read_schema, [e for e in entries if e.kind == ADD], schemas))
     return ChangesPlan(start, end, source, read_schema, schemas, tuple(splits))
+
+
+def _snapshot(table: TableHandle, sid: int, streaming: bool, start: int | None = None) -> Snapshot:
+    """Snapshot ``sid``; a streaming read (following) falls back to the retained
+    ``changelog/changelog-N`` below the earliest snapshot, as Java's streaming scan does (its
+    batch incremental read does not)."""
+    from core.changelog_manager import EXPIRED_HINT, streaming_snapshot
+
+    if streaming:
+        snap = streaming_snapshot(table.file_io, table.branch_path, table.snapshots, table.schema.options, sid)
+    else:
+        try:
+            snap = table.snapshots.snapshot(sid)
+        except NotFoundError:
+            snap = None
+    if snap is None:
+        needs = f"incremental reads need every snapshot after {start}" if start is not None else "it is needed"
+        raise NotFoundError(f"snapshot {sid} of table {table.name} has expired; {needs} ({EXPIRED_HINT})")
+    return snap
 
 
 def _splits(table: TableHandle, read_schema: TableSchema, entries: list[ManifestEntry],

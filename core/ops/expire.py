@@ -54,13 +54,14 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
 from core.branch import pinned_snapshots
+from core.changelog_manager import ChangelogManager, changelog_retention, produces_changelog
 from core.busy import working
 from core.consumer import ConsumerManager, stale_consumers
 from core.engines import ProgressCallback
 from core.errors import CommitConflictError, CorruptMetadataError, NotFoundError, TableGoneError, UsageError
 from core.fileio import FileIO, is_storage_full, join
 from core.index_manifest import IndexManifestEntry, IndexManifestIO
-from core.manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO
+from core.manifest import ADD, DELETE, FILE_SOURCE_APPEND, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO
 from core.options import parse_duration, parse_int
 from core.option_rules import EXPIRE, check_options
 from core.rewrite import EXPIRE as EXPIRE_MARKER, MARKER_NAME, acquire, finish_rollback_marker, is_live, read_marker, release
@@ -90,6 +91,8 @@ class ExpireResult:
     dry_run: bool
     consumers_expired: list[str] = field(default_factory=list)  # by consumer.expiration-time
     index_files_deleted: int = 0  # index manifests and the index files (deletion vectors, hash) under index/
+    changelogs_written: list[int] = field(default_factory=list)  # changelog/changelog-N kept (decoupled lifecycle)
+    changelogs_expired: list[int] = field(default_factory=list)  # changelog/changelog-N past their own retention
 
 
 def duration_millis(text: str, what: str = "duration") -> int:
@@ -362,7 +365,13 @@ def _work_due(table: TableHandle, retain_min: int, retain_max: int, cutoff: int,
     except FileNotFoundError:
         return False
     consumer_min, stale = _consumers(table, now_ms, dry_run=True)
-    return bool(stale) or _plan(table, retain_min, retain_max, cutoff, limit, consumer_min) is not None
+    if bool(stale) or _plan(table, retain_min, retain_max, cutoff, limit, consumer_min) is not None:
+        return True
+    if changelog_retention(table.schema.options).decoupled:
+        from core.ops.expire_changelogs import changelogs_due
+
+        return changelogs_due(table)
+    return False
 
 
 def _expire_under_marker(table: TableHandle, retain_min: int, retain_max: int, cutoff: int, max_deletes: int,
@@ -389,7 +398,17 @@ def _expire_under_marker(table: TableHandle, retain_min: int, retain_max: int, c
         result = ExpireResult(table.name, table.branch, [], earliest, earliest, 0, 0, 0, dry_run, consumers_expired)
     else:
         result = replace(_expire(table, plan, dry_run, progress), consumers_expired=consumers_expired)
-    return resumed.add_to(result, earliest_before) if resumed.snapshots or resumed.files else result
+    result = resumed.add_to(result, earliest_before) if resumed.snapshots or resumed.files else result
+    if changelog_retention(table.schema.options).decoupled and (held or dry_run):
+        # Java's expire after a commit also expires the changelogs past their own retention.
+        from core.ops.expire_changelogs import expire_changelogs_held, retention
+
+        cl = expire_changelogs_held(table, *retention(table, None, None, None, None), dry_run, progress)
+        result = replace(result, changelogs_expired=cl.changelogs_expired,
+                         data_files_deleted=result.data_files_deleted + cl.data_files_deleted,
+                         manifest_files_deleted=result.manifest_files_deleted + cl.manifest_files_deleted,
+                         bytes_deleted=result.bytes_deleted + cl.bytes_deleted)
+    return result
 
 
 def _expire(table: TableHandle, plan: _Plan, dry_run: bool,
@@ -462,6 +481,14 @@ def _expire(table: TableHandle, plan: _Plan, dry_run: bool,
                     doomed[key] = e.file
                 else:
                     doomed.pop(key, None)  # re-ADDed (a level upgrade): live at end
+    # A decoupled changelog lifecycle (Java's SnapshotDeletion): on a table without a changelog
+    # producer the changelog is the delta, so the APPEND-source files stay for the changelogs
+    # (expire-changelogs deletes them); compacted files go as before.
+    decoupled = changelog_retention(table.schema.options).decoupled
+    produce = produces_changelog(table.schema.options)
+    if decoupled and not produce:
+        doomed = {k: f for k, f in doomed.items()
+                  if f.file_source is not None and f.file_source != FILE_SOURCE_APPEND}
     data_files = [(data_path(k), f.file_size) for k, f in doomed.items() if k not in tag_data]
     # Their extra files (Paimon's file indexes written beside a data file, `<data file>.index`,
     # in its external directory too) go with them; sizes are not in the manifest.
@@ -470,7 +497,7 @@ def _expire(table: TableHandle, plan: _Plan, dry_run: bool,
 
     # (b) changelog files of [E, end) that no tag's changelog holds.
     changelog_files = []
-    for sid in sorted(expiring):
+    for sid in sorted(expiring) if not decoupled else ():  # decoupled: the changelog-N keep them
         snap = expiring[sid]
         for meta in _read_list(mio, snap.changelog_manifest_list, lists):
             for e in _read_manifest(mio, meta.file_name, cache):
@@ -485,6 +512,9 @@ def _expire(table: TableHandle, plan: _Plan, dry_run: bool,
                  snap.delta_manifest_list: snap.delta_manifest_list_size,
                  snap.changelog_manifest_list: snap.changelog_manifest_list_size}
         for list_name in _list_names(snap):
+            if decoupled and (list_name == snap.changelog_manifest_list if produce else
+                              list_name in (snap.base_manifest_list, snap.delta_manifest_list)):
+                continue  # what changelog-N reads: its changelog list, or (no producer) its data lists
             for m in _read_list(mio, list_name, lists):
                 if m.file_name not in protected_meta:
                     meta_files[m.file_name] = m.file_size
@@ -506,7 +536,8 @@ def _expire(table: TableHandle, plan: _Plan, dry_run: bool,
         + sum(s or 0 for s in meta_files.values()) + sum(index_files.values())
     result = ExpireResult(table.name, table.branch, expired_ids, E, end, len(data_files) + len(changelog_files),
                           len(meta_files), bytes_deleted, dry_run,
-                          index_files_deleted=len(index_files) + len(index_manifests))
+                          index_files_deleted=len(index_files) + len(index_manifests),
+                          changelogs_written=expired_ids if decoupled else [])
     if dry_run:
         return result
 
@@ -514,7 +545,8 @@ def _expire(table: TableHandle, plan: _Plan, dry_run: bool,
              len(data_files) + len(changelog_files), len(meta_files))
     files = [p for p, _ in data_files] + [p for p, _ in changelog_files] + [join(mio.dir, n) for n in meta_files] \
         + [imio.index_path(n) for n in index_files] + [join(imio.dir, n) for n in index_manifests]
-    journal = _Journal(expired_ids, end, end_snap.commit_user, end_snap.time_millis, files)
+    journal = _Journal(expired_ids, end, end_snap.commit_user, end_snap.time_millis, files,
+                       changelogs=decoupled)
     journal_path = join(sm.dir, f"{JOURNAL_PREFIX}{end}-{uuid.uuid4()}.json")
     try:
         fio.write_bytes(journal_path, json.dumps(dataclasses.asdict(journal)).encode("utf-8"))
@@ -542,6 +574,7 @@ class _Journal:
     end_user: str
     end_time_millis: int
     files: list[str]  # data, changelog and metadata files only the expired snapshots referenced
+    changelogs: bool = False  # write changelog/changelog-N for each retired snapshot first (decoupled)
 
 
 def _carry_out(table: TableHandle, journal: _Journal, progress: ProgressCallback | None = None, *,
@@ -563,6 +596,17 @@ def _carry_out(table: TableHandle, journal: _Journal, progress: ProgressCallback
     here would make the committer take its commit for landed and expired)."""
     fio, sm = table.file_io, table.snapshots
     total = len(journal.expired) + len(journal.files)
+    if journal.changelogs:
+        # Every changelog-N before EARLIEST moves past N: a streaming reader at any id finds the
+        # snapshot or its changelog whenever a kill comes (a rerun writes the same bytes again).
+        changelogs = ChangelogManager(fio, table.branch_path)
+        for sid in journal.expired:
+            if resuming and _re_created(sm, sid, journal):
+                continue
+            try:
+                changelogs.write(sm.snapshot(sid))
+            except NotFoundError:
+                pass  # retired by the killed run, which wrote its changelog first
     hint_pending = False
     try:
         sm.write_earliest_hint(journal.end)

@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 
+from core.changelog_manager import EXPIRED_HINT, streaming_snapshot
 from core.consumer import ConsumerManager, check_consumer_id
 from core.engines import EngineSettings
 from core.errors import NotFoundError, UsageError
@@ -171,9 +172,19 @@ def _first_id(table: TableHandle) -> int:
 
 
 def _check_not_expired(table: TableHandle, snapshot_id: int, what: str) -> None:
+    """Refuse a start below the earliest snapshot, unless the changelog of that id is retained
+    (decoupled changelog lifecycle: Java's streaming read goes on from ``changelog/``)."""
     earliest = table.snapshots.earliest_id()
-    if earliest is not None and snapshot_id < earliest:
-        raise NotFoundError(f"{what} {snapshot_id} of table {table.name} has expired (earliest: {earliest})")
+    if earliest is not None and snapshot_id < earliest and _next(table, snapshot_id) is None:
+        raise NotFoundError(f"{what} {snapshot_id} of table {table.name} has expired (earliest: {earliest}; "
+                            f"{EXPIRED_HINT})")
+
+
+def _next(table: TableHandle, snapshot_id: int) -> Snapshot | None:
+    """The snapshot a streaming read takes for ``snapshot_id``, or its retained changelog below
+    the earliest snapshot; None when neither is there (yet)."""
+    return streaming_snapshot(table.file_io, table.branch_path, table.snapshots, table.schema.options,
+                              snapshot_id)
 
 
 def _first_at_or_after(table: TableHandle, millis: int) -> int:
@@ -244,8 +255,7 @@ def follow(table: TableHandle, settings: FollowSettings, *, max_snapshots: int |
                 next_id = snap.id + 1
                 record_position()
                 continue
-        elif table.snapshots.exists(next_id):
-            snap = table.snapshots.snapshot(next_id)
+        elif (snap := _next(table, next_id)) is not None:
             if _past_watermark(snap, settings.bounded_watermark):
                 return
             schema = table.schemas.schema(snap.schema_id)

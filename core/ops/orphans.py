@@ -5,7 +5,9 @@ main and of every branch, since branches share the table's files):
 their manifest lists, the manifests those name, the data files of each one's live set (ADD
 minus DELETE, spec §4.3; a file only a DELETE entry names is read by no snapshot) with their
 extra files, every changelog file, the index manifest and the index files it lists, and the
-statistics file. Files are matched by name:
+statistics file; and every long-lived changelog (``changelog/changelog-N``, decoupled changelog
+retention) with the lists of it still there, their manifests and every file they name. Files
+are matched by name:
 data and manifest names carry a UUID.
 
 Never touched: a partition's ``_SUCCESS`` file (``mark-partition-done``), ``schema/``, ``tag/``, ``consumer/``, ``branch/``, ``changelog/``,
@@ -29,7 +31,8 @@ import posixpath
 import time
 from dataclasses import dataclass
 
-from core.branch import pinned_snapshots
+from core.branch import all_branch_paths, pinned_snapshots
+from core.changelog_manager import ChangelogManager
 from core.engines import ProgressCallback
 from core.errors import UsageError
 from core.fileio import FileStatus
@@ -100,6 +103,19 @@ def referenced_files(table: TableHandle) -> set[str]:
                                                                              snap.index_manifest))
         if snap.statistics:
             names.add(snap.statistics)
+    # Long-lived changelogs (changelog/changelog-N of every branch) are roots too, as in Java's
+    # OrphanFilesClean: every list of theirs still there, its manifests and every file those name
+    # (a table without a changelog producer reads its changelogs from their data lists).
+    for path in all_branch_paths(table):
+        for changelog in ChangelogManager(mio.file_io, path).changelogs():
+            for list_name in (changelog.changelog_manifest_list, changelog.delta_manifest_list,
+                              changelog.base_manifest_list):
+                if not list_name or not mio.file_io.exists(posixpath.join(mio.dir, list_name)):
+                    continue  # a producer table's data lists went with the snapshot
+                for m in manifests_of(list_name):
+                    for entry in entries_of(m):
+                        names.add(entry.file.file_name)
+                        names.update(entry.file.extra_files)
     return names
 
 

@@ -47,9 +47,6 @@ def refused(options: dict[str, str], **layout) -> set[str]:
     ({"bucket": "-2"}, {READ}),  # written and compacted as Paimon does (core.postpone)
     ({"commit.callbacks": "com.example.Cb"}, {WRITE}),
     ({"tag.callbacks": "com.example.Cb"}, {WRITE}),
-    ({"changelog.num-retained.max": "100"}, {EXPIRE}),
-    ({"changelog.num-retained.min": "20"}, {EXPIRE}),
-    ({"changelog.time-retained": "7 d"}, {EXPIRE}),
 ])
 def test_refused_options_and_their_actions(options: dict[str, str], actions: set[str]) -> None:
     assert refused(options) == actions
@@ -63,6 +60,7 @@ def test_refused_options_and_their_actions(options: dict[str, str], actions: set
     {"record-level.expire-time": "1 d"},  # no effect without a time field
     {"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"},
     {"row-tracking.enabled": "true"},  # honoured by commits and compaction; delete refuses it itself
+    {"changelog.num-retained.max": "100", "changelog.num-retained.min": "20", "changelog.time-retained": "7 d"},
     {"data-evolution.enabled": "true"},  # read merged by row id, appended to; compact and delete refuse it
     {"sequence.field": "ts"}, {"sequence.field": "ts,v", "sequence.field.sort-order": "descending"},  # honoured
     {"merge-engine": "partial-update", "fields.ts.sequence-group": "v"},  # honoured

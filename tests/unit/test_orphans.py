@@ -171,6 +171,8 @@ def test_metadata_directories_are_never_touched(table: tuple[Table, set[str]]) -
         (root / rel).write_text("x")
     # A branch's snapshots are read (they pin the table's files): that one must be readable.
     (root / "branch/branch-b/snapshot/snapshot-1").write_bytes((root / "snapshot" / "snapshot-1").read_bytes())
+    # So are long-lived changelogs (decoupled changelog retention): a readable one too.
+    (root / "changelog/changelog-3").write_bytes((root / "snapshot" / "snapshot-1").read_bytes())
     age(t, 2 * HOUR)
     remove_orphan_files(t, older_than="1h")
     for rel, removable in strays.items():

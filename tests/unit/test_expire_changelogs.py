@@ -1,0 +1,176 @@
+"""Decoupled changelog retention (``changelog.*`` options): expire keeps ``changelog/changelog-N``
+and the files it needs, follow reads them below the earliest snapshot, expire-changelogs removes
+them, remove-orphan-files and rollback respect them; a killed expire-changelogs is finished by
+the next run.
+
+What must survive is checked against reads taken before expiring (scans of the retained
+snapshots, the changes a follower from snapshot 1 sees), never against the code's own plan.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from core.errors import NotFoundError
+from core.ops.create import create
+from core.ops.expire import expire_snapshots
+from core.ops.expire_changelogs import expire_changelogs
+from core.ops.follow import follow, resolve_settings
+from core.ops.orphans import remove_orphan_files
+from core.ops.rollback import rollback
+from core.table import Table
+
+LAKECTL = str(Path(sys.executable).parent / "lakectl")
+DECOUPLED = {"changelog.num-retained.max": "100", "changelog.time-retained": "1d"}
+
+
+def make(tmp_path: Path, producer: str, options: dict[str, str] | None = None, name: str = "t") -> Table:
+    t = Table.locate(f"db.{name}", warehouse=str(tmp_path / "wh"))
+    create(t, "id BIGINT NOT NULL, v STRING", primary_keys=["id"],
+           options={"bucket": "1", "changelog-producer": producer, "num-sorted-run.compaction-trigger": "3",
+                    **(DECOUPLED if options is None else options)})
+    for i in range(8):
+        t.write(pa.table({"id": pa.array([i % 3, 10 + i], pa.int64()), "v": [f"a{i}", f"b{i}"]}))
+    return t
+
+
+def changes_from(t: Table, start: int) -> list[tuple[int, list[str]]]:
+    settings = resolve_settings(t.schema.options, mode="from-snapshot", snapshot_id=start)
+    return [(b.snapshot_id, sorted(map(str, b.rows.to_pylist())))
+            for b in follow(t, settings, max_snapshots=1000, should_stop=lambda: True, sleep=lambda s: None)]
+
+
+def scans(t: Table) -> dict[int, list[dict[str, Any]]]:
+    return {sid: sorted(t.scan(snapshot_id=sid).to_pylist(), key=lambda r: r["id"]) for sid in t.snapshots.list_ids()}
+
+
+def tree(t: Table) -> dict[str, int]:
+    out = {}
+    for root, _, files in os.walk(t.path):
+        for f in files:
+            if not f.startswith("."):
+                p = os.path.join(root, f)
+                out[os.path.relpath(p, t.path)] = os.path.getsize(p)
+    return out
+
+
+@pytest.mark.parametrize("producer", ["none", "input", "lookup", "full-compaction"])
+def test_expire_keeps_changelogs_that_follow_reads(tmp_path: Path, producer: str) -> None:
+    t = make(tmp_path, producer)
+    before = changes_from(t, 1)
+    assert before
+    result = expire_snapshots(t, retain_min=2, older_than="0s", max_deletes=100)
+    assert result.snapshots_expired and result.changelogs_written == result.snapshots_expired
+    names = sorted(os.listdir(os.path.join(t.path, "changelog")))
+    assert names == sorted(["LATEST", *(f"changelog-{i}" for i in result.snapshots_expired)])
+    # A follower from snapshot 1 reads the retained changelogs, then the snapshots, as before.
+    assert changes_from(t, 1) == before
+    kept = scans(t)
+    assert remove_orphan_files(t, older_than="0s", force=True).files == 0
+    assert changes_from(t, 1) == before and scans(t) == kept
+
+    # expire-changelogs keeps the newest changelog (Java's cap at the latest changelog id).
+    dry = expire_changelogs(t, retain_min=1, older_than="0s", max_deletes=100, dry_run=True)
+    done = expire_changelogs(t, retain_min=1, older_than="0s", max_deletes=100)
+    assert done.changelogs_expired == dry.changelogs_expired == result.snapshots_expired[:-1]
+    last = result.snapshots_expired[-1]
+    assert sorted(os.listdir(os.path.join(t.path, "changelog"))) == ["EARLIEST", "LATEST", f"changelog-{last}"]
+    assert scans(t) == kept
+    assert changes_from(t, last) == [b for b in before if b[0] >= last]
+    with pytest.raises(NotFoundError, match="changelog.num-retained"):
+        changes_from(t, 1)
+    # Nothing it left is unreferenced, nothing referenced is gone.
+    assert remove_orphan_files(t, older_than="0s", force=True).files == 0
+    assert changes_from(t, last) == [b for b in before if b[0] >= last]
+
+
+def test_not_decoupled_is_unchanged(tmp_path: Path) -> None:
+    # changelog.* no larger than snapshot.*: today's behaviour exactly, no changelog/ directory
+    t = make(tmp_path, "input", {"changelog.num-retained.max": "5", "snapshot.num-retained.max": "5"})
+    result = expire_snapshots(t, retain_min=2, older_than="0s", max_deletes=100)
+    assert result.snapshots_expired and result.changelogs_written == []
+    assert not os.path.exists(os.path.join(t.path, "changelog"))
+    with pytest.raises(NotFoundError, match="has expired"):
+        changes_from(t, 1)
+
+
+def test_expire_pass_also_expires_changelogs(tmp_path: Path) -> None:
+    # changelog.num-retained.max 12 > snapshot's 4: the expire after each write keeps a
+    # window of 12 ids of changelog history, and drops what falls out of it.
+    t = make(tmp_path, "none", {"snapshot.num-retained.min": "2", "snapshot.num-retained.max": "4",
+                                "changelog.num-retained.min": "2", "changelog.num-retained.max": "12",
+                                "changelog.time-retained": "1d"})
+    for i in range(8):
+        t.write(pa.table({"id": pa.array([100 + i], pa.int64()), "v": ["x"]}))
+    latest = t.snapshots.latest_id()
+    ids = sorted(int(n.split("-")[1]) for n in os.listdir(os.path.join(t.path, "changelog")) if n.startswith("changelog-"))
+    assert t.snapshots.list_ids() == list(range(latest - 3, latest + 1))
+    assert ids == list(range(latest - 11, latest - 3))
+    batches = [b[0] for b in changes_from(t, ids[0])]  # APPEND snapshots only (no producer)
+    assert batches[0] < t.snapshots.earliest_id() and batches[-1] >= latest - 1
+
+
+def test_rollback_to_tag_drops_newer_changelogs(tmp_path: Path) -> None:
+    t = make(tmp_path, "none")
+    assert t.file_io.try_create(t.tags.path("t2"), t.snapshots.snapshot(2).to_json().encode())
+    expire_snapshots(t, retain_min=2, older_than="0s", max_deletes=100)
+    rollback(t, tag="t2")
+    names = sorted(n for n in os.listdir(os.path.join(t.path, "changelog")) if n.startswith("changelog-"))
+    assert names == ["changelog-1", "changelog-2"]
+    assert t.snapshots.list_ids() == [2]
+
+
+def run_cli(t: Table, *args: str, kill_after: int | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_")}
+    if kill_after is not None:
+        env["LAKECTL_KILL_AFTER_WRITES"] = str(kill_after)
+    warehouse = str(Path(t.path).parent.parent)
+    return subprocess.run([LAKECTL, *args[:1], t.name, "-w", warehouse, "--format", "json", *args[1:]],
+                          env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["expire", "expire-changelogs"])
+def test_kill_at_every_mutation_then_rerun(tmp_path: Path, command: str) -> None:
+    src = make(tmp_path / "src", "input")
+    if command == "expire-changelogs":
+        expire_snapshots(src, retain_min=2, older_than="0s", max_deletes=100)
+    args = [command, "--retain-min", "2", "--older-than", "0s", "--max-deletes", "100"]
+    before = changes_from(src, 1)
+    ref = Table.locate("db.t", warehouse=str(tmp_path / "ref" / "wh"))
+    shutil.copytree(src.path, ref.path)
+    proc = run_cli(ref, *args)
+    assert proc.returncode == 0, proc.stderr
+    want = tree(ref)
+    k = 0
+    while True:
+        k += 1
+        t = Table.locate("db.t", warehouse=str(tmp_path / f"k{k}" / "wh"))
+        shutil.copytree(src.path, t.path)
+        proc = run_cli(t, *args, kill_after=k)
+        if proc.returncode == 0:
+            break
+        assert proc.returncode == -9, (k, proc.returncode, proc.stderr)
+        # Every snapshot and every changelog still listed reads as before.
+        first = min([*t.snapshots.list_ids(),
+                     *(int(n.split("-")[1]) for n in os.listdir(os.path.join(t.path, "changelog"))
+                       if n.startswith("changelog-"))] if os.path.exists(os.path.join(t.path, "changelog"))
+                    else t.snapshots.list_ids())
+        assert changes_from(t, first) == [b for b in before if b[0] >= first], k
+        for sid, rows in scans(t).items():
+            assert rows == sorted(src.scan(snapshot_id=sid).to_pylist(), key=lambda r: r["id"]), (k, sid)
+        proc = run_cli(t, *args)
+        assert proc.returncode == 0, (k, proc.stderr)
+        assert tree(t) == want, k
+        shutil.rmtree(t.path)
+    assert k > 5
+    assert tree(t) == want
