@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 
 from core.branch import (MAIN_BRANCH, branch_names, branch_path, fast_forward_marker, fast_forward_marker_path,
                          fast_forward_rerun, leftover_branches)
+from core.changelog_manager import ChangelogManager
 from core.errors import CorruptMetadataError, LakectlError, UsageError
 from core.deletion_vectors import read_index_file
 from core.fileio import join
@@ -40,7 +41,7 @@ from core.types import DataField
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    kind: str  # schema, snapshot, tag, manifest-list, manifest, data-file, changelog-file,
+    kind: str  # schema, snapshot, tag, changelog, manifest-list, manifest, data-file, changelog-file,
     # index-manifest, index-file, hint, branch, fast-forward
     path: str
     detail: str
@@ -56,6 +57,7 @@ class CheckResult:
     manifests: int = 0
     files_checked: int = 0
     branches: int = 0  # branches checked besides main
+    changelogs: int = 0  # long-lived changelogs (changelog/changelog-N) checked
     deep: bool = False  # file contents were read too (check --deep)
     files_read: int = 0  # data, changelog and HASH index files whose contents --deep decoded
     problems: list[Problem] = field(default_factory=list)
@@ -130,7 +132,40 @@ def _check_branch_files(table: TableHandle, result: CheckResult, checked_files: 
             continue
         result.tags += 1
         _check_snapshot(table, tag.snapshot, path, schemas, result, checked_files, manifest_cache)
+    changelogs = ChangelogManager(table.file_io, table.branch_path)
+    for cid in changelogs.list_ids():
+        path = changelogs.path(cid)
+        try:
+            changelog = changelogs.changelog(cid)
+        except LakectlError as e:
+            result.problems.append(Problem("changelog", path, str(e)))
+            continue
+        result.changelogs += 1
+        _check_changelog(table, changelog, path, schemas, result, checked_files, manifest_cache)
     _check_hints(table, result)
+
+
+def _check_changelog(table: TableHandle, changelog: Snapshot, path: str, schemas: dict[int, TableSchema],
+                     result: CheckResult, checked: dict[str, int], cache: dict[str, list | None]) -> None:
+    """A long-lived changelog: what a streaming read takes from it must be there, the files of
+    its changelog manifest list (a table with a changelog producer) or those its delta list
+    adds (one without; Java keeps that list and its APPEND files for it)."""
+    if changelog.schema_id not in schemas:
+        result.problems.append(Problem("changelog", path, f"refers to schema {changelog.schema_id}, which is missing"))
+        return
+    schema = schemas[changelog.schema_id]
+    if not _locatable(schema):
+        return
+    if changelog.changelog_manifest_list:
+        lists, kind = [changelog.changelog_manifest_list], "changelog-file"
+    elif schema.core_options.changelog_producer == "none" and changelog.commit_kind != "COMPACT" \
+            and changelog.delta_manifest_list:
+        lists, kind = [changelog.delta_manifest_list], "data-file"
+    else:
+        return  # nothing a streaming read takes (its data lists went with the snapshot, as in Java)
+    for e in _entries(table, lists, result, cache) or ():
+        if e.kind == ADD:
+            _check_file(table, schema, e, kind, result, checked, schemas)
 
 
 def interrupted_branch_commands(table: TableHandle) -> list[Problem]:

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pytest
 
 from core.errors import NotFoundError
+from core.ops.check import check
 from core.ops.create import create
 from core.ops.expire import expire_snapshots
 from core.ops.expire_changelogs import expire_changelogs
@@ -75,6 +76,8 @@ def test_expire_keeps_changelogs_that_follow_reads(tmp_path: Path, producer: str
     # A follower from snapshot 1 reads the retained changelogs, then the snapshots, as before.
     assert changes_from(t, 1) == before
     kept = scans(t)
+    checked = check(t)
+    assert checked.ok and checked.changelogs == len(result.snapshots_expired), checked.problems
     assert remove_orphan_files(t, older_than="0s", force=True).files == 0
     assert changes_from(t, 1) == before and scans(t) == kept
 
@@ -89,8 +92,23 @@ def test_expire_keeps_changelogs_that_follow_reads(tmp_path: Path, producer: str
     with pytest.raises(NotFoundError, match="changelog.num-retained"):
         changes_from(t, 1)
     # Nothing it left is unreferenced, nothing referenced is gone.
+    assert check(t).ok and check(t).changelogs == 1
     assert remove_orphan_files(t, older_than="0s", force=True).files == 0
     assert changes_from(t, last) == [b for b in before if b[0] >= last]
+
+
+def test_check_reports_a_missing_changelog_file(tmp_path: Path) -> None:
+    t = make(tmp_path, "input")
+    expire_snapshots(t, retain_min=2, older_than="0s", max_deletes=100)
+    changelog = json.loads(Path(t.path, "changelog", "changelog-1").read_text())
+    mio = t.manifests()
+    entry = next(e for m in mio.read_manifest_list(changelog["changelogManifestList"])
+                 for e in mio.read_manifest(m.file_name))
+    victim = next(Path(t.path).rglob(entry.file.file_name))
+    victim.unlink()
+    result = check(t)
+    assert not result.ok
+    assert [p.kind for p in result.problems] == ["changelog-file"] and entry.file.file_name in result.problems[0].path
 
 
 def test_not_decoupled_is_unchanged(tmp_path: Path) -> None:
