@@ -50,7 +50,8 @@ def register(app: typer.Typer) -> None:
 
         \b
           lakectl expire-changelogs shop.orders --dry-run
-          lakectl expire-changelogs shop.orders --retain-max 500 --older-than 7d --format json
+          lakectl expire-changelogs shop.orders --retain-max 500 \\
+            --older-than 7d --format json
         """
         from core.ops.expire_changelogs import expire_changelogs
 

@@ -70,6 +70,8 @@ def command(name: str) -> list[str]:
         "compact": ["compact", "shop.orders", "--full"],
         "compact-manifests": ["compact-manifests", "shop.orders", "--dry-run"],
         "expire": ["expire", "shop.orders", "--dry-run", "--retain-min", "1", "--older-than", "0s"],
+        "expire-changelogs": ["expire-changelogs", "shop.orders", "--dry-run", "--retain-min", "1",
+                              "--older-than", "0s"],
         "expire-partitions": ["expire-partitions", "shop.orders", "--expiration-time", "1d", "--dry-run"],
         "rollback": ["rollback", "shop.orders", "--snapshot-id", "1", "--dry-run"],
         "delete": ["delete", "shop.orders", "--where", "id = 1", "--dry-run"],

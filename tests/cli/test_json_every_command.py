@@ -50,6 +50,8 @@ RUNS: list[tuple[str, list[str], str | None]] = [
     ("compact-manifests", ["compact-manifests", "shop.orders", "--dry-run"], None),
     ("compact", ["compact", "shop.orders", "--full"], None),
     ("expire", ["expire", "shop.orders", "--retain-min", "1", "--older-than", "0s", "--dry-run"], None),
+    ("expire-changelogs", ["expire-changelogs", "shop.orders", "--retain-min", "1", "--older-than", "0s",
+                           "--dry-run"], None),
     ("expire-partitions", ["expire-partitions", "shop.orders", "--expiration-time", "1d", "--dry-run"], None),
     ("truncate", ["truncate", "shop.orders", "--dry-run"], None),
     ("rescale", ["rescale", "shop.orders", "--buckets", "3", "--dry-run"], None),
