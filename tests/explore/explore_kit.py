@@ -392,6 +392,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
     Command("expire", lambda r, s: ["expire", TABLE], lambda r: [_expire(False)]),
     Command("expire-aggressive", lambda r, s: ["expire", TABLE, "--retain-max", "1", "--retain-min", "1",
                                                "--older-than", "0s"], lambda r: [_expire(True)]),
+    Command("expire-changelogs", lambda r, s: ["expire-changelogs", TABLE, "--retain-min", "1", "--older-than", "0s"],
+            lambda r: [_on_table(no_row_change)]),
     Command("expire-partitions", lambda r, s: ["expire-partitions", TABLE, "--expiration-time", "1d"],
             lambda r: [_without(lambda k: k[1] == OLD)]),
     Command("expire-tags", lambda r, s: ["expire-tags", TABLE], lambda r: [_on_table(_expire_tags)]),
