@@ -226,7 +226,10 @@ def java_run(table_path: str | os.PathLike[str], steps: Iterable[dict[str, Any]]
             (one batch commit; rows in the normal form, in field order; dynamic-bucket tables get
             their buckets from Java's HashBucketAssigner),
             ``{"op": "compact", "full": true}`` (every partition and bucket with files),
-            ``{"op": "expire", "retain_max": N, "retain_min": M, "older_than_ms": 0}``,
+            ``{"op": "expire", "retain_max": N, "retain_min": M, "older_than_ms": 0}`` (with
+            ``changelog_retain_max``/``changelog_retain_min``/``changelog_older_than_ms``: the
+            changelog retention, decoupled when larger; ``"changelogs": true``: Java's
+            changelog expiration instead of the snapshots'),
             ``{"op": "tag", "name": NAME, "snapshot": ID}``,
             ``{"op": "set-option", "key": K, "value": V}`` (a new schema, as ALTER TABLE SET),
             ``{"op": "create-branch", "name": NAME, "tag": TAG}`` (from a tag; without it an

@@ -591,7 +591,21 @@ public class JavaPaimonOracle {
                 .snapshotRetainMax(step.path("retain_max").asInt(Integer.MAX_VALUE))
                 .snapshotRetainMin(step.path("retain_min").asInt(1))
                 .snapshotTimeRetain(Duration.ofMillis(step.path("older_than_ms").asLong(0)));
-        table.newExpireSnapshots().config(config.build()).expire();
+        // changelog retention (decoupled when larger than the snapshots'): unset = the snapshots'
+        if (step.has("changelog_retain_max")) {
+            config.changelogRetainMax(step.get("changelog_retain_max").asInt());
+        }
+        if (step.has("changelog_retain_min")) {
+            config.changelogRetainMin(step.get("changelog_retain_min").asInt());
+        }
+        if (step.has("changelog_older_than_ms")) {
+            config.changelogTimeRetain(Duration.ofMillis(step.get("changelog_older_than_ms").asLong()));
+        }
+        if (step.path("changelogs").asBoolean(false)) {
+            table.newExpireChangelog().config(config.build()).expire();  // expire_changelogs
+        } else {
+            table.newExpireSnapshots().config(config.build()).expire();
+        }
     }
 
     private static GenericRow toRow(JsonNode values, RowType type, RowKind kind) {

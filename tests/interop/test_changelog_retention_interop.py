@@ -1,0 +1,115 @@
+"""Decoupled changelog retention between lakectl, Java Paimon 1.0 and pypaimon 2.1.
+
+- lakectl expires a decoupled table: Java's streaming read from snapshot 1 (which now lies in
+  ``changelog/``) returns what it returned before the expiry, and pypaimon reads the
+  retained snapshots as lakectl does.
+- Java expires a decoupled table (writing ``changelog-N`` itself): lakectl follows it from
+  snapshot 1 as it did before, ``check`` passes, and lakectl's expire-changelogs leaves a
+  table Java still streams from the earliest changelog kept.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from java_oracle import java_read, java_run
+from oracle import official_read
+
+from core.ops.check import check
+from core.ops.create import create
+from core.ops.expire import expire_snapshots
+from core.ops.expire_changelogs import expire_changelogs
+from core.ops.follow import follow, resolve_settings
+from core.ops.orphans import remove_orphan_files
+from core.table import Table
+
+pytestmark = pytest.mark.interop
+
+DECOUPLED = {"changelog.num-retained.max": "100", "changelog.time-retained": "1d"}
+
+
+def _write(t: Table, n: int = 6) -> None:
+    for i in range(n):
+        t.write(pa.table({"id": pa.array([i % 3, 10 + i], pa.int64()), "v": [f"a{i}", f"b{i}"]}))
+
+
+def _follow(t: Table, start: int) -> list[tuple[int, list[str]]]:
+    settings = resolve_settings(t.schema.options, mode="from-snapshot", snapshot_id=start)
+    return [(b.snapshot_id, sorted(map(str, b.rows.to_pylist())))
+            for b in follow(t, settings, max_snapshots=1000, should_stop=lambda: True, sleep=lambda s: None)]
+
+
+def _copy(t: Table, where: Path) -> Table:
+    c = Table.locate("db.t", warehouse=str(where / "wh"))
+    shutil.copytree(t.path, c.path)
+    return c
+
+
+@pytest.mark.parametrize("producer", ["none", "input"])
+def test_java_streams_the_changelogs_lakectl_keeps(tmp_path: Path, producer: str) -> None:
+    t = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    create(t, "id BIGINT NOT NULL, v STRING", primary_keys=["id"],
+           options={"bucket": "1", "changelog-producer": producer, "num-sorted-run.compaction-trigger": "3",
+                    **DECOUPLED})
+    _write(t)
+    before = _copy(t, tmp_path / "before")
+    java_before, _ = java_read(before.path, stream_from=1, with_kind=True)
+    assert java_before
+    result = expire_snapshots(t, retain_min=2, older_than="0s", max_deletes=100)
+    assert result.changelogs_written == result.snapshots_expired and 1 in result.snapshots_expired
+    java_after, _ = java_read(t.path, stream_from=1, with_kind=True)
+    assert java_after == java_before
+    # Java's expire_changelogs on lakectl's changelogs: its rule agrees with lakectl's dry run,
+    # and what it leaves lakectl checks and follows.
+    plan = expire_changelogs(t, retain_min=1, older_than="0s", max_deletes=100, dry_run=True)
+    java_run(t.path, [{"op": "expire", "changelogs": True, "retain_min": 1, "older_than_ms": 0,
+                       "changelog_retain_min": 1, "changelog_older_than_ms": 0}])
+    left = sorted(int(n.name.split("-")[1]) for n in (Path(t.path) / "changelog").iterdir()
+                  if n.name.startswith("changelog-"))
+    assert left == [i for i in result.snapshots_expired if i not in plan.changelogs_expired]
+    assert check(t).ok
+    assert _follow(t, left[0]) == [b for b in _follow(before, 1) if b[0] >= left[0]]
+    # pypaimon 2.1 reads the snapshots that are left as lakectl does.
+    for sid in t.snapshots.list_ids():
+        official, _ = official_read(t.path, tmp_path, snapshot=sid)
+        assert sorted(official.select(["id", "v"]).to_pylist(), key=lambda r: r["id"]) == \
+            sorted(t.scan(snapshot_id=sid).to_pylist(), key=lambda r: r["id"])
+
+
+@pytest.mark.parametrize("producer", ["none", "input"])
+def test_lakectl_follows_the_changelogs_java_keeps(tmp_path: Path, producer: str) -> None:
+    path = tmp_path / "wh" / "db.db" / "t"
+    rows = [{"op": "write", "rows": [[i % 3, f"a{i}"], [10 + i, f"b{i}"]]} for i in range(6)]
+    java_run(path, rows, create={"fields": [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}],
+                                 "partitionKeys": [], "primaryKeys": ["id"],
+                                 "options": {"bucket": "1", "changelog-producer": producer, **DECOUPLED}})
+    t = Table.open("db.t", warehouse=str(tmp_path / "wh"))
+    before = _follow(t, 1)
+    assert before
+    java_run(path, [{"op": "expire", "retain_max": 2, "retain_min": 1, "older_than_ms": 0,
+                     "changelog_retain_max": 100, "changelog_older_than_ms": 86_400_000}])
+    t = Table.open("db.t", warehouse=str(tmp_path / "wh"))
+    written = sorted(int(n.name.split("-")[1]) for n in (Path(t.path) / "changelog").iterdir()
+                     if n.name.startswith("changelog-"))
+    assert written and written[0] == 1 and t.snapshots.earliest_id() == written[-1] + 1
+    hint: Any = (Path(t.path) / "changelog" / "LATEST").read_text()
+    assert int(hint) == written[-1]
+    assert _follow(t, 1) == before
+    assert check(t).ok and check(t).changelogs == len(written)
+    assert remove_orphan_files(t, older_than="0s", force=True).files == 0
+    assert _follow(t, 1) == before
+
+    # lakectl's expire-changelogs on Java's changelogs: Java streams from the earliest kept.
+    done = expire_changelogs(t, retain_min=1, older_than="0s", max_deletes=100)
+    assert done.changelogs_expired == written[:-1]
+    first = written[-1]
+    assert json.loads((Path(t.path) / "changelog" / f"changelog-{first}").read_text())["id"] == first
+    java_rows, _ = java_read(t.path, stream_from=first, with_kind=True)
+    assert [kind for kind, *_ in java_rows]  # something to read
+    assert _follow(t, first) == [b for b in before if b[0] >= first]
+    assert check(t).ok
