@@ -82,3 +82,25 @@ def parse_int(text: str, key: str) -> int:
         return int(text.strip())
     except ValueError:
         raise UsageError(f"option {key}={text!r} must be an integer") from None
+
+
+def duration_millis(text: str, what: str = "duration") -> int:
+    """Paimon duration text (``1h``, ``30 min``, ``7d``, ``500ms``; no unit = ms) -> milliseconds."""
+    return round(parse_duration(text, what).total_seconds() * 1000)
+
+
+def older_than_cutoff(text: str, now_ms: int) -> int:
+    """``--older-than``: a duration back from now, or an ISO 8601 time -> epoch millis."""
+    try:
+        return now_ms - duration_millis(text)
+    except UsageError as e:
+        if re.fullmatch(r"\s*\d+(?:\.\d+)?\s*[a-zA-Z\u00b5]*\s*", text):
+            # a duration lakectl does not take (an unknown unit, over 100 years), not an ISO time
+            raise UsageError(f"--older-than: {e}") from None
+    try:
+        moment = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"--older-than {text!r} is neither a duration (1h, 7d, 0s) nor an ISO 8601 time") from None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # naive = local time, as Paimon's
+    return int(moment.timestamp() * 1000)

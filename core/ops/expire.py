@@ -43,10 +43,8 @@ ADDs it back (a level upgrade), which the replay of those deltas sees.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import json
 import logging
-import re
 import time
 import uuid
 from contextlib import ExitStack
@@ -62,7 +60,8 @@ from core.errors import CommitConflictError, CorruptMetadataError, NotFoundError
 from core.fileio import FileIO, is_storage_full, join
 from core.index_manifest import IndexManifestEntry, IndexManifestIO
 from core.manifest import ADD, DELETE, FILE_SOURCE_APPEND, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO
-from core.options import parse_duration, parse_int
+from core.options import parse_int
+from core.option_parsing import duration_millis, older_than_cutoff  # noqa: F401  (expire's names)
 from core.option_rules import EXPIRE, check_options
 from core.rewrite import EXPIRE as EXPIRE_MARKER, MARKER_NAME, acquire, finish_rollback_marker, is_live, read_marker, release
 from core.snapshot import JOURNAL_PREFIX, Snapshot, SnapshotManager
@@ -93,28 +92,6 @@ class ExpireResult:
     index_files_deleted: int = 0  # index manifests and the index files (deletion vectors, hash) under index/
     changelogs_written: list[int] = field(default_factory=list)  # changelog/changelog-N kept (decoupled lifecycle)
     changelogs_expired: list[int] = field(default_factory=list)  # changelog/changelog-N past their own retention
-
-
-def duration_millis(text: str, what: str = "duration") -> int:
-    """Paimon duration text (``1h``, ``30 min``, ``7d``, ``500ms``; no unit = ms) -> milliseconds."""
-    return round(parse_duration(text, what).total_seconds() * 1000)
-
-
-def older_than_cutoff(text: str, now_ms: int) -> int:
-    """``--older-than``: a duration back from now, or an ISO 8601 time -> epoch millis."""
-    try:
-        return now_ms - duration_millis(text)
-    except UsageError as e:
-        if re.fullmatch(r"\s*\d+(?:\.\d+)?\s*[a-zA-Z\u00b5]*\s*", text):
-            # a duration lakectl does not take (an unknown unit, over 100 years), not an ISO time
-            raise UsageError(f"--older-than: {e}") from None
-    try:
-        moment = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(f"--older-than {text!r} is neither a duration (1h, 7d, 0s) nor an ISO 8601 time") from None
-    if moment.tzinfo is None:
-        moment = moment.astimezone()  # naive = local time, as Paimon's
-    return int(moment.timestamp() * 1000)
 
 
 @dataclass(frozen=True, slots=True)

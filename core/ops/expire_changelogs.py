@@ -38,6 +38,7 @@ from core.engines import ProgressCallback
 from core.errors import CorruptMetadataError, NotFoundError, UsageError
 from core.fileio import join
 from core.manifest import ADD, DELETE, ManifestEntry, ManifestFileMeta
+from core.option_parsing import older_than_cutoff
 from core.options import parse_int
 from core.snapshot import Snapshot
 from core.table_handle import TableHandle
@@ -70,8 +71,6 @@ class _Journal:
 def retention(table: TableHandle, retain_min: int | None, retain_max: int | None, older_than: str | None,
               max_deletes: int | None) -> tuple[int, int, int, int]:
     """(retain_min, retain_max, cutoff millis, max_deletes) from the flags, else the options."""
-    from core.ops.expire import older_than_cutoff  # shares expire's --older-than parsing
-
     opts = table.schema.options
     r = changelog_retention(opts)
     retain_min = r.retain_min if retain_min is None else retain_min
