@@ -36,7 +36,7 @@ from core.changelog_manager import JOURNAL_PREFIX, ChangelogManager, changelog_r
 from core.consumer import ConsumerManager
 from core.engines import ProgressCallback
 from core.errors import CorruptMetadataError, NotFoundError, UsageError
-from core.fileio import join
+from core.fileio import is_storage_full, join
 from core.manifest import ADD, DELETE, ManifestEntry, ManifestFileMeta
 from core.option_parsing import older_than_cutoff
 from core.options import parse_int
@@ -224,7 +224,17 @@ def expire_changelogs_held(table: TableHandle, retain_min: int, retain_max: int,
         return result
     journal = _Journal(expired, end, list(data_files) + [join(mio.dir, n) for n in meta_files])
     journal_path = join(cm.dir, f"{JOURNAL_PREFIX}{end}-{uuid.uuid4()}.json")
-    fio.write_bytes(journal_path, json.dumps(dataclasses.asdict(journal)).encode("utf-8"))
+    try:
+        fio.write_bytes(journal_path, json.dumps(dataclasses.asdict(journal)).encode("utf-8"))
+    except OSError as e:
+        if not is_storage_full(e):
+            raise
+        # As expire on a full disk: the same order without the journal; a kill then leaves
+        # only unreferenced files, for remove-orphan-files.
+        log.warning("no space for the expire-changelogs journal of %s (%s); going on without one", table.name, e)
+        fio.delete(journal_path)
+        _carry_out(table, journal, progress)
+        return result
     _carry_out(table, journal, progress)
     fio.delete(journal_path)
     log.info("expired changelogs %d..%d of %s", ce, end - 1, table.name)

@@ -192,3 +192,58 @@ def test_kill_at_every_mutation_then_rerun(tmp_path: Path, command: str) -> None
         shutil.rmtree(t.path)
     assert k > 5
     assert tree(t) == want
+
+
+def _first_readable(t: Table) -> int:
+    """The lowest id a follower can start at: the earliest changelog kept, else the earliest snapshot."""
+    d = os.path.join(t.path, "changelog")
+    ids = sorted(int(n.split("-")[1]) for n in os.listdir(d) if n.startswith("changelog-")) if os.path.isdir(d) else []
+    earliest = t.snapshots.earliest_id()
+    return min([i for i in ids if earliest is None or i < earliest] or [earliest])
+
+
+@pytest.mark.parametrize("command", ["expire", "expire-changelogs"])
+def test_fail_before_each_mutation_then_rerun(tmp_path: Path, command: str) -> None:
+    """An OSError before any write, create or delete leaves every kept snapshot and changelog
+    readable, and a rerun ends where an unfaulted run ends."""
+    from core.fileio import inject_fault
+
+    src = make(tmp_path / "src", "input")
+    if command == "expire-changelogs":
+        expire_snapshots(src, retain_min=2, older_than="0s", max_deletes=100)
+
+    def run(t: Table) -> None:
+        if command == "expire":
+            expire_snapshots(t, retain_min=2, older_than="0s", max_deletes=100)
+        else:
+            expire_changelogs(t, retain_min=2, older_than="0s", max_deletes=100)
+
+    before = changes_from(src, 1)
+    ref = Table.locate("db.t", warehouse=str(tmp_path / "ref" / "wh"))
+    shutil.copytree(src.path, ref.path)
+    run(ref)
+    want = tree(ref)
+    faults = 0
+    for kind in ("write", "create", "delete"):
+        n = 0
+        while True:
+            n += 1
+            t = Table.locate("db.t", warehouse=str(tmp_path / f"{kind}{n}" / "wh"))
+            shutil.copytree(src.path, t.path)
+            with inject_fault("fail", kind, n) as fault:
+                try:
+                    run(t)
+                except OSError:
+                    pass
+            if fault.seen < n:  # the run finished before its n-th operation of that kind
+                shutil.rmtree(t.path)
+                faults += n - 1
+                break
+            first = _first_readable(t)
+            assert changes_from(t, first) == [b for b in before if b[0] >= first], (kind, n)
+            for sid, rows in scans(t).items():
+                assert rows == sorted(src.scan(snapshot_id=sid).to_pylist(), key=lambda r: r["id"]), (kind, n, sid)
+            run(t)
+            assert tree(t) == want, (kind, n)
+            shutil.rmtree(t.path)
+    assert faults > 10, faults  # every delete, the journal, EARLIEST, the markers

@@ -882,3 +882,21 @@ def test_a_deleted_branch_and_a_skipped_table_in_the_metrics_file(tmp_path):
     assert rep.status == "done" and rep.branches == []
     write_atomically(str(path), [rep])
     assert [k for k in series(path) if k[1] == "dev"] == []
+
+
+def test_maintain_expires_decoupled_changelogs_in_the_expire_pass(tmp_path):
+    # snapshot.num-retained.max 3 < changelog.num-retained.max 5: expire keeps each expired
+    # snapshot as changelog/changelog-N and drops the changelogs past the 5 newest ids.
+    t = make(tmp_path, "cl", options={"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "3",
+                                      "changelog.num-retained.min": "1", "changelog.num-retained.max": "5"})
+    for i in range(10):
+        t.write(rows([i]))
+    assert "expire" in verbs(plan_table(t, measure(t), Policy()))
+    maintain_table(t, Policy())
+    changelog_dir = Path(t.path) / "changelog"
+    latest = t.snapshots.latest_id()  # 10, or 11 when maintain compacted first
+    assert t.snapshots.list_ids() == [latest - 2, latest - 1, latest]
+    # Java's rule: from latest - 5 + 1 on, the newest changelog (latest - 3) always kept
+    assert sorted(int(p.name.split("-")[1]) for p in changelog_dir.iterdir() if p.name.startswith("changelog-")) \
+        == [latest - 4, latest - 3]
+    assert "expire" not in verbs(plan_table(t, measure(t), Policy()))
