@@ -66,6 +66,7 @@ class _Journal:
     expired: list[int]  # changelog ids to remove, oldest first
     end: int  # the earliest changelog kept
     files: list[str]  # data, changelog and metadata files only the expired changelogs referenced
+    end_time_millis: int | None = None  # changelog end as planned (None: there was none)
 
 
 def retention(table: TableHandle, retain_min: int | None, retain_max: int | None, older_than: str | None,
@@ -159,8 +160,10 @@ def expire_changelogs_held(table: TableHandle, retain_min: int, retain_max: int,
     # What stays: the lists and manifests of changelog end, the earliest snapshot, the tags and
     # the other branches; the data and changelog files the tags and other branches hold.
     keepers: list[Snapshot] = []
+    end_time = None
     try:
         keepers.append(cm.changelog(end))
+        end_time = keepers[0].time_millis
     except NotFoundError:
         pass
     earliest_snapshot = table.snapshots.earliest_id()
@@ -222,7 +225,7 @@ def expire_changelogs_held(table: TableHandle, retain_min: int, retain_max: int,
                                     sum(data_files.values()) + sum(s or 0 for s in meta_files.values()), dry_run)
     if dry_run:
         return result
-    journal = _Journal(expired, end, list(data_files) + [join(mio.dir, n) for n in meta_files])
+    journal = _Journal(expired, end, list(data_files) + [join(mio.dir, n) for n in meta_files], end_time)
     journal_path = join(cm.dir, f"{JOURNAL_PREFIX}{end}-{uuid.uuid4()}.json")
     try:
         fio.write_bytes(journal_path, json.dumps(dataclasses.asdict(journal)).encode("utf-8"))
@@ -273,10 +276,23 @@ def finish_interrupted(table: TableHandle) -> list[int]:
         except (ValueError, TypeError, CorruptMetadataError, FileNotFoundError):
             fio.delete(path)  # torn while being written: its run deleted nothing
             continue
-        done += [cid for cid in journal.expired if cm.exists(cid)]
-        _carry_out(table, journal)
+        if _intact(cm, journal):
+            done += [cid for cid in journal.expired if cm.exists(cid)]
+            _carry_out(table, journal)
         fio.delete(path)
     return done
+
+
+def _intact(cm: ChangelogManager, journal: _Journal) -> bool:
+    """Is changelog ``end`` still the one the journal planned around? A rollback below it since
+    (which removes newer changelogs, whose ids later commits take again) voids the journal: its
+    ids may name new changelogs now, and its files are left to remove-orphan-files."""
+    if journal.end_time_millis is None:
+        return True
+    try:
+        return cm.changelog(journal.end).time_millis == journal.end_time_millis
+    except NotFoundError:
+        return False
 
 
 def changelogs_due(table: TableHandle) -> bool:

@@ -247,3 +247,66 @@ def test_fail_before_each_mutation_then_rerun(tmp_path: Path, command: str) -> N
             assert tree(t) == want, (kind, n)
             shutil.rmtree(t.path)
     assert faults > 10, faults  # every delete, the journal, EARLIEST, the markers
+
+
+def test_expire_changelogs_waits_for_the_rewrite_marker(tmp_path: Path) -> None:
+    """expire-changelogs takes the same rewrite marker as expire and rollback: never both at once."""
+    from core.errors import CommitConflictError
+    from core.rewrite import EXPIRE, acquire, release
+
+    t = make(tmp_path, "none")
+    expire_snapshots(t, retain_min=2, older_than="0s", max_deletes=100)
+    marker = acquire(t.file_io, t.snapshots.dir, EXPIRE, what="expire snapshots", table=t.name)
+    try:
+        with pytest.raises(CommitConflictError):
+            expire_changelogs(t, retain_min=1, older_than="0s")
+        assert expire_changelogs(t, retain_min=1, older_than="0s", dry_run=True).changelogs_expired  # reads only
+    finally:
+        release(t.file_io, marker)
+    assert expire_changelogs(t, retain_min=1, older_than="0s").changelogs_expired
+
+
+def test_a_consumer_holds_changelogs_and_resumes_from_them(tmp_path: Path) -> None:
+    from core.consumer import ConsumerManager
+
+    t = make(tmp_path, "input")
+    ConsumerManager(t.file_io, t.branch_path).record("job", 3)
+    # The consumer holds snapshot 3 back from expire (Paimon's rule)...
+    expire_snapshots(t, retain_min=1, older_than="0s", max_deletes=100)
+    assert t.snapshots.earliest_id() == 3
+    ConsumerManager(t.file_io, t.branch_path).record("job", 2)  # (a consumer reset below the earliest)
+    # ...and changelog 2 from expire-changelogs; following with it reads changelog 2 first.
+    assert expire_changelogs(t, retain_min=1, older_than="0s").changelogs_expired == [1]
+    settings = resolve_settings(t.schema.options, consumer_id="job")
+    first = next(iter(follow(t, settings, max_snapshots=1, should_stop=lambda: True, sleep=lambda s: None)))
+    assert first.snapshot_id == 2
+
+
+def test_a_rollback_voids_a_killed_runs_journal(tmp_path: Path) -> None:
+    """A journal whose end changelog a rollback removed is dropped, not carried out: its ids may
+    name new changelogs by the time the next run finds it."""
+    from core.changelog_manager import JOURNAL_PREFIX
+    from core.ops import expire_changelogs as ec
+
+    t = make(tmp_path, "none")
+    assert t.file_io.try_create(t.tags.path("t2"), t.snapshots.snapshot(2).to_json().encode())
+    expire_snapshots(t, retain_min=2, older_than="0s", max_deletes=100)
+    real = ec._carry_out
+    ec._carry_out = lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt())  # killed after the journal
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            expire_changelogs(t, retain_min=1, older_than="0s", max_deletes=100)
+    finally:
+        ec._carry_out = real
+    journals = [n for n in os.listdir(os.path.join(t.path, "changelog")) if n.startswith(JOURNAL_PREFIX)]
+    assert len(journals) == 1
+    rollback(t, tag="t2")
+    for i in range(3):  # new commits, expired again: changelog ids 3.. are new ones
+        t.write(pa.table({"id": pa.array([50 + i], pa.int64()), "v": ["n"]}))
+    expire_snapshots(t, retain_min=1, older_than="0s", max_deletes=100)
+    kept = sorted(n for n in os.listdir(os.path.join(t.path, "changelog")) if n.startswith("changelog-"))
+    # the next run drops the stale journal and plans afresh (nothing is due with min 1000)
+    expire_changelogs(t, retain_min=1000, retain_max=1000, older_than="0s")
+    assert sorted(n for n in os.listdir(os.path.join(t.path, "changelog")) if n.startswith("changelog-")) == kept
+    assert not [n for n in os.listdir(os.path.join(t.path, "changelog")) if n.startswith(JOURNAL_PREFIX)]
+    assert check(t).ok
