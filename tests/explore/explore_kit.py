@@ -33,6 +33,13 @@ in the template's history (removing newer tags), rename moves the table, drop re
 clone copies its rows, and compact, compact-manifests, expire, orphan removal, maintain,
 alter-schema (an option) and consumer reset leave the rows alone.
 
+The append flavor (``LAKECTL_EXPLORE_FLAVOR=append``, ``run.py --flavor append``; ``load``
+gives a copy of this module in either flavor): the template is an append table (no primary key,
+bucket=-1, b1 from snapshot 1) whose rows all have keys of their own, and the commands add sort
+compaction (compact-sort: rows unchanged) and branch merge (branch-merge: main's rows and b1's,
+only while main's history is whole and pure APPEND, which the model tracks in ``snaps``); rescale
+is left out (bucket=-1 has no bucket count).
+
 Where the warehouses live is a ``Store``: ``LOCAL`` (a directory per scenario, copied from the
 template with ``copytree``; the default) or ``S3Store`` (a fresh ``s3://bucket/wh-...`` prefix per
 scenario on an S3 server, copied from the template by the server: CopyObject). Input files and
@@ -79,25 +86,48 @@ def _rows(*items: tuple[int, str, str]) -> Rows:
 
 
 # ---- the template's history -----------------------------------------------------------------
+# The flavor (env LAKECTL_EXPLORE_FLAVOR, read once here): "pk", the default, a primary-key table;
+# "append", an append table (no primary key, bucket=-1) for the verbs that only work there
+# (compact --order-by, branch merge). In the append flavor every row anywhere has its own key
+# (history, branch, W, the A/B writes and streams): an append is then an upsert and the dict model
+# holds, and a key read twice (a double commit: duplicate rows, which a dict would hide) is flagged.
+FLAVOR = os.environ.get("LAKECTL_EXPLORE_FLAVOR", "pk")
+if FLAVOR not in ("pk", "append"):
+    raise ValueError(f"LAKECTL_EXPLORE_FLAVOR={FLAVOR}: pk or append")
+APPEND_FLAVOR = FLAVOR == "append"
+
 # Five snapshots on main; tag "keep" on 3, tag "old" on 2 with a TTL that has passed by the time a
-# scenario runs (expire-tags and maintain delete it); branch "b1" from snapshot 3 with one write.
+# scenario runs (expire-tags and maintain delete it); branch "b1" from snapshot BRANCH_START with
+# one write. In the append flavor b1 starts at 1: a branch holds the snapshots from its start on,
+# and branch merge needs both branches' history from snapshot 1.
 HISTORY: list[Rows] = []
 _h: Rows = {}
-for _batch in (
+for _batch in ((
         _rows((1, "s1", OLD), (2, "s1", OLD), (3, "s1", NEW), (4, "s1", NEW)),
         _rows((1, "s2", OLD), (5, "s2", NEW)),
         _rows((6, "s3", OLD), (3, "s3", NEW)),
         _rows((7, "s4", NEW), (2, "s4", OLD)),
-        _rows((8, "s5", OLD), (4, "s5", NEW))):
+        _rows((8, "s5", OLD), (4, "s5", NEW))) if not APPEND_FLAVOR else (
+        _rows((1, "s1", OLD), (2, "s1", OLD), (3, "s1", NEW), (4, "s1", NEW)),
+        _rows((10, "s2", OLD), (5, "s2", NEW)),
+        _rows((6, "s3", OLD), (11, "s3", NEW)),
+        _rows((7, "s4", NEW), (12, "s4", OLD)),
+        _rows((8, "s5", OLD), (13, "s5", NEW)))):
     _h = {**_h, **_batch}
     HISTORY.append(dict(_h))
 ROWS_AT = {i + 1: rows for i, rows in enumerate(HISTORY)}  # snapshot id -> rows
-BRANCH_WRITE = _rows((9, "b1", NEW), (1, "b1", OLD))
-BRANCH_START = 3
+if not APPEND_FLAVOR:
+    BRANCH_WRITE = _rows((9, "b1", NEW), (1, "b1", OLD))
+    BRANCH_START = 3
+    ROLLBACK_TO = 2
+    W_ROWS = _rows((2, "w", NEW), (300, "w", OLD), (8, "w", OLD))
+else:
+    BRANCH_WRITE = _rows((9, "b1", NEW), (14, "b1", OLD))
+    BRANCH_START = 1
+    ROLLBACK_TO = 3  # after b1's start: a fast-forward removes it, as it does in the pk flavor
+    W_ROWS = _rows((2, "w", NEW), (300, "w", OLD), (301, "w", NEW))
 BRANCH_ROWS = {**ROWS_AT[BRANCH_START], **BRANCH_WRITE}
-ROLLBACK_TO = 2
 TAG_AT = 4  # tag create and branch create name this snapshot
-W_ROWS = _rows((2, "w", NEW), (300, "w", OLD), (8, "w", OLD))
 
 
 def _csv(rows: Rows) -> str:
@@ -119,6 +149,9 @@ State = dict[str, TableModel]  # table name -> model; a dropped table is absent
 # In ``snaps``: b1's own snapshot (id BRANCH_START + 1, rows BRANCH_ROWS), which a fast-forward
 # puts on main in place of the template's snapshot of that id.
 FROM_B1 = "from b1"
+# In ``snaps``: a new snapshot that is not an APPEND (COMPACT, OVERWRITE), after which branch
+# merge refuses (it needs a pure-append history from snapshot 1); "new" is an APPEND.
+NOT_APPEND = "new, not APPEND"
 
 
 def _snapshot_rows(t: TableModel, sid: int) -> Rows | None:
@@ -157,13 +190,14 @@ def _on_table(change: Callable[[TableModel], list[TableModel] | TableModel | Non
     return step
 
 
-def _append(t: TableModel, rows: Rows, *, maybe_empty: bool = False) -> list[TableModel]:
-    """A new snapshot with ``rows`` (if ``maybe_empty``, a command that may commit nothing).
-    A commit's own maintenance afterwards may delete the tags whose TTL passed (a write does),
-    and may compact (a COMPACT snapshot of the same rows): the model allows each."""
+def _append(t: TableModel, rows: Rows, *, maybe_empty: bool = False, kind_append: bool = True) -> list[TableModel]:
+    """A new snapshot with ``rows`` (if ``maybe_empty``, a command that may commit nothing; if
+    not ``kind_append``, a COMPACT or OVERWRITE one). A commit's own maintenance afterwards may
+    delete the tags whose TTL passed (a write does), and may compact (a COMPACT snapshot of the
+    same rows): the model allows each."""
     after = copy.deepcopy(t)
     after.rows = rows
-    after.snaps = t.snaps + ["new"]
+    after.snaps = t.snaps + ["new" if kind_append else NOT_APPEND]
     out = [after, t] if maybe_empty else [after]
     for m in list(out):
         if any(expired for _, _, expired in m.tags.values()):
@@ -173,7 +207,7 @@ def _append(t: TableModel, rows: Rows, *, maybe_empty: bool = False) -> list[Tab
     for m in list(out):
         if m is not t:
             compacted = copy.deepcopy(m)
-            compacted.snaps = m.snaps + ["new"]
+            compacted.snaps = m.snaps + [NOT_APPEND]
             out.append(compacted)
     return out
 
@@ -184,7 +218,7 @@ def upsert(rows: Rows) -> Step:
 
 def no_row_change(t: TableModel) -> list[TableModel]:
     """compact and the like: rows unchanged, maybe a new snapshot."""
-    return _append(t, t.rows, maybe_empty=True)
+    return _append(t, t.rows, maybe_empty=True, kind_append=False)
 
 
 def _expire(keep_last: bool) -> Step:
@@ -221,7 +255,7 @@ def _rollback(t: TableModel) -> TableModel | None:
 def _rollback_as_latest(t: TableModel) -> list[TableModel] | None:
     if not _target_available(t, ROLLBACK_TO):
         return None
-    return _append(t, dict(ROWS_AT[ROLLBACK_TO]))
+    return _append(t, dict(ROWS_AT[ROLLBACK_TO]), kind_append=False)  # an OVERWRITE
 
 
 def _tag_create(name: str) -> Step:
@@ -303,6 +337,24 @@ def _fast_forward(t: TableModel) -> TableModel | None:
     return t
 
 
+def _whole_append_history(t: TableModel) -> bool:
+    """Main still holds every snapshot from 1, each an APPEND (b1's own snapshots, which a
+    fast-forward copies, are). b1 always does while it exists: no command of the matrix commits
+    to it or expires it."""
+    return bool(t.snaps) and t.snaps[0] == 1 and NOT_APPEND not in t.snaps
+
+
+def _branch_merge(t: TableModel) -> list[TableModel] | None:
+    """Main's rows become main's and b1's: the data files b1 has and main lacks are added (every
+    key is unique in the append flavor, so a file's rows are exactly the rows it adds). Refused
+    (exit 2) unless both histories are whole and pure APPEND; a merge with nothing to add (main
+    fast-forwarded to b1, or merged before) commits nothing."""
+    if "b1" not in t.branches or not _whole_append_history(t):
+        return None
+    merged = {**t.rows, **t.branches["b1"]}
+    return _append(t, merged, maybe_empty=merged == t.rows)
+
+
 def _rename(new: str) -> Step:
     def step(state: State) -> list[State]:
         if TABLE not in state or new in state:
@@ -358,13 +410,16 @@ def _input(role: str, scratch: Path, rows: Rows) -> str:
 
 def write_rows(role: str) -> Rows:
     base = 100 if role == "a" else 200
-    return _rows((1, f"write-{role}", OLD), (base, f"write-{role}", NEW), (base + 1, f"write-{role}", OLD))
+    # The pk flavor updates a key of the history (1, OLD); the append flavor's keys are all new.
+    first = (1, OLD) if not APPEND_FLAVOR else (base + 2, OLD)
+    return _rows((first[0], f"write-{role}", first[1]), (base, f"write-{role}", NEW), (base + 1, f"write-{role}", OLD))
 
 
 def stream_batches(role: str) -> list[Rows]:
     base = 400 if role == "a" else 500
-    return [_rows((base, f"stream-{role}", OLD), (3, f"stream-{role}", NEW)),
-            _rows((base + 1, f"stream-{role}", NEW), (6, f"stream-{role}", OLD))]
+    old_keys = (3, 6) if not APPEND_FLAVOR else (base + 2, base + 3)  # pk: updates of the history's keys
+    return [_rows((base, f"stream-{role}", OLD), (old_keys[0], f"stream-{role}", NEW)),
+            _rows((base + 1, f"stream-{role}", NEW), (old_keys[1], f"stream-{role}", OLD))]
 
 
 def _stream_stdin(role: str) -> str:
@@ -375,7 +430,7 @@ def _stream_stdin(role: str) -> str:
 
 
 def _without(pred: Callable[[Key], bool]) -> Step:
-    return _on_table(lambda t: _append(t, {k: v for k, v in t.rows.items() if not pred(k)}))
+    return _on_table(lambda t: _append(t, {k: v for k, v in t.rows.items() if not pred(k)}, kind_append=False))
 
 
 COMMANDS: dict[str, Command] = {c.name: c for c in [
@@ -437,6 +492,17 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
     Command("consumer-reset", lambda r, s: ["consumer", "reset", TABLE, f"c{r}", "--next-snapshot", "5"],
             lambda r: [_consumer_reset(f"c{r}")]),
 ]}
+if APPEND_FLAVOR:
+    # The verbs of append tables only (a primary-key table refuses them: not in the pk flavor).
+    COMMANDS.update({c.name: c for c in [
+        # Paimon's sort compaction: every bucket rewritten in z-order, one COMPACT snapshot.
+        Command("compact-sort", lambda r, s: ["compact", TABLE, "--order-by", "id", "--order-strategy", "zorder"],
+                lambda r: [_on_table(no_row_change)]),
+        Command("branch-merge", lambda r, s: ["branch", "merge", TABLE, "b1"], lambda r: [_on_table(_branch_merge)]),
+    ]})
+    # rescale is for fixed buckets: on bucket=-1 it is refused with UnsupportedTableError (exit 1
+    # by design, lakectl/errors.py), which the exit invariant takes for an internal error.
+    del COMMANDS["rescale"]
 # Not in the matrix: what the user promises not to run next to a writer (--force says every
 # writer is stopped). test_explore.py runs it once to show that the explorer sees a lost write.
 UNSAFE: dict[str, Command] = {c.name: c for c in [
@@ -444,6 +510,27 @@ UNSAFE: dict[str, Command] = {c.name: c for c in [
             lambda r: [_on_table(no_row_change)]),
 ]}
 W = Command("W", lambda r, s: ["write", TABLE, "-i", _input("w", s, W_ROWS)], lambda r: [upsert(W_ROWS)])
+
+
+def load(flavor: str):  # noqa: ANN201 - a module
+    """A copy of this module with the template of ``flavor`` (a test of one flavor next to the
+    other's in one process: the flavor is read at import)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"explore_kit_{flavor}", __file__)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    before = os.environ.get("LAKECTL_EXPLORE_FLAVOR")
+    os.environ["LAKECTL_EXPLORE_FLAVOR"] = flavor
+    try:
+        sys.modules[spec.name] = module  # dataclasses look their module up while it runs
+        spec.loader.exec_module(module)
+    finally:
+        if before is None:
+            os.environ.pop("LAKECTL_EXPLORE_FLAVOR")
+        else:
+            os.environ["LAKECTL_EXPLORE_FLAVOR"] = before
+    return module
 
 
 # ---- where the warehouses live -------------------------------------------------------------
@@ -612,8 +699,9 @@ def build_template(root: Path, store: Store = LOCAL) -> Warehouse:
         ran = run_in_process("setup", wh, list(argv), stdin)
         assert ran.code == 0, ran.text()
 
-    ok("create", TABLE, "--schema", SCHEMA, "--primary-key", "id,dt", "--partition-by", "dt",
-       "--option", "bucket=1", "--option", "partition.timestamp-formatter=yyyy-MM-dd",
+    layout = ["--option", "bucket=-1"] if APPEND_FLAVOR else ["--primary-key", "id,dt", "--option", "bucket=1"]
+    ok("create", TABLE, "--schema", SCHEMA, *layout, "--partition-by", "dt",
+       "--option", "partition.timestamp-formatter=yyyy-MM-dd",
        # A commit held off by a stalled rollback gives up (exit 4) in a second or two, not
        # after Paimon's 10 retries of up to 10 s: the same outcome, and the matrix stays fast.
        "--option", "commit.max-retries=4", "--option", "commit.max-retry-wait=200ms",
@@ -651,7 +739,9 @@ def _scan(t) -> Rows:  # noqa: ANN001 - a core Table
     out: Rows = {}
     for i, v, d in zip(*(data.column(c).to_pylist() for c in ("id", "v", "dt"))):
         if (i, d) in out:
-            raise AssertionError(f"key {(i, d)} read twice")
+            # Two rows of one key: in the append flavor, where every key is written once, a commit
+            # that landed twice (a dict would hide it); in the pk flavor a broken merge.
+            raise AssertionError(f"key {(i, d)} read twice (duplicate rows)")
         out[(i, d)] = v
     return out
 

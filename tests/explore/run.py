@@ -5,6 +5,7 @@ operation and path, B, the invariant, the commands' outputs), then the violation
 
     tests/explore/run.py [--jobs N] [--a CMD,...] [--b CMD,...] [--time-budget 30m] [--seed S]
                          [--last-points K] [--s3] [--write-points] [--out report.txt] [--keep DIR]
+                         [--flavor pk|append]
 
 Scenarios run in a seeded shuffled order, so that a run stopped by ``--time-budget`` has
 still covered every A and B broadly; it says how many of the matrix it ran. ``--write-points``
@@ -17,6 +18,10 @@ in a temporary directory and stopped at the end): the chosen As and Bs, or witho
 take milliseconds each: the whole matrix would take hours). Its mutation points are counted on
 S3 (a rename or a drop is a copy and deletes there); ``--s3 --write-points`` records them in
 tests/explore/points-s3.json, which tests/s3/test_s3_explore.py draws from.
+
+``--flavor append`` (or LAKECTL_EXPLORE_FLAVOR=append) explores an append-table template instead,
+with the verbs only append tables have (compact --order-by, branch merge) as A and B; its
+mutation counts are tests/explore/points-append.json (test_explore_append.py's sample).
 """
 
 from __future__ import annotations
@@ -38,10 +43,19 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "s3"))  # s3server, for --s3 (also in the spawned workers)
 
+# --flavor append (the append-table template, explore_kit.FLAVOR) must be known before
+# explore_kit is imported: it is passed on as LAKECTL_EXPLORE_FLAVOR (also to the spawned workers).
+for _i, _arg in enumerate(sys.argv):
+    if _arg == "--flavor" and _i + 1 < len(sys.argv):
+        os.environ["LAKECTL_EXPLORE_FLAVOR"] = sys.argv[_i + 1]
+    elif _arg.startswith("--flavor="):
+        os.environ["LAKECTL_EXPLORE_FLAVOR"] = _arg.split("=", 1)[1]
+
 import explore_kit as kit  # noqa: E402
 
-POINTS_FILE = HERE / "points.json"
-POINTS_S3_FILE = HERE / "points-s3.json"
+_SUFFIX = "" if kit.FLAVOR == "pk" else f"-{kit.FLAVOR}"
+POINTS_FILE = HERE / f"points{_SUFFIX}.json"  # points-append.json for the append flavor
+POINTS_S3_FILE = HERE / f"points-s3{_SUFFIX}.json"
 S3_SAMPLE_SIZE = 40
 
 
@@ -116,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--write-points", action="store_true", help="record the mutation counts in points.json and stop")
     p.add_argument("--out", help="also write the report to this file")
     p.add_argument("--keep", help="work in this directory (kept: failing scenarios stay for inspection)")
+    p.add_argument("--flavor", choices=("pk", "append"), default=kit.FLAVOR,
+                   help="the template: pk (a primary-key table, the default) or append (an append table, with "
+                        "compact-sort and branch-merge; its points in points-append.json)")
     p.add_argument("--s3", action="store_true",
                    help=f"on an S3 server (SeaweedFS); without --a/--b a sample of {S3_SAMPLE_SIZE} scenarios")
     args = p.parse_args(argv)
