@@ -166,6 +166,14 @@ class FileStoreCommit:
     # Whether a file this commit adds may already be live (StalePlanError then): branch merge adds
     # files other commits may have added meanwhile, as Paimon's checkAppendFiles refuses.
     refuse_live_adds: bool = False
+    # The snapshot this commit's messages were planned on, when they hold only on it: a
+    # snapshot landed since whose kind is not in ``tolerated_since`` (or that snapshot gone or
+    # replaced) makes the attempt a StalePlanError, for the caller to plan again, instead of
+    # re-basing the same messages on the new latest. rollback --as-latest tolerates none (its
+    # deletes and adds are the difference to one state); branch merge tolerates APPEND and
+    # ANALYZE (its check of a pure-append history still holds after them).
+    planned_on: Snapshot | None = None
+    tolerated_since: frozenset[str] = frozenset()
     snapshots: SnapshotManager = field(init=False)
     manifests: ManifestIO = field(init=False)
     index_manifests: IndexManifestIO = field(init=False)
@@ -278,6 +286,8 @@ class FileStoreCommit:
         except NotFoundError as e:  # the latest id was expired between finding and reading it
             return Retry(f"the latest snapshot went away while it was read ({e})", expired=True)
         self._check_schema()
+        if self.planned_on is not None:
+            self._check_planned_on(latest)
         try:
             base_metas = self._base_manifests(latest)
         except ExpiredWhileReadingError as e:
@@ -675,6 +685,24 @@ class FileStoreCommit:
             out = [e.to_delete() for e in self.index_manifests.read(old_index)
                    if overwrite.partitions is None or e.partition in overwrite.partitions]
         return out + list(index.entries if index else ())
+
+    def _check_planned_on(self, latest: Snapshot | None) -> None:
+        """StalePlanError when the chain moved past ``planned_on`` in a way its plan does not
+        survive (see the field)."""
+        planned = self.planned_on
+        assert planned is not None
+        if latest is None or latest.id < planned.id or not self._still_there(planned):
+            raise StalePlanError(f"snapshot {planned.id}, which this commit was planned on, was rolled back, "
+                                 "replaced or expired meanwhile; nothing was committed")
+        for sid in range(planned.id + 1, latest.id + 1):
+            try:
+                kind = latest.commit_kind if sid == latest.id else self.snapshots.snapshot(sid).commit_kind
+            except NotFoundError:
+                raise StalePlanError(f"snapshot {sid} went away while this commit checked what landed since its "
+                                     "plan; nothing was committed") from None
+            if kind not in self.tolerated_since:
+                raise StalePlanError(f"snapshot {sid} ({kind}) landed after this commit was planned on snapshot "
+                                     f"{planned.id}; nothing was committed")
 
     def _check_schema(self) -> None:
         schemas = SchemaManager(self.file_io, self.branch_path or self.table_path)

@@ -110,8 +110,11 @@ def _merge_once(src: TableHandle, dst: TableHandle, *, dry_run: bool) -> BranchM
         f = dataclasses.replace(e.file, first_row_id=None) if renumber and e.file.first_row_id is not None else e.file
         groups.setdefault((e.partition, e.bucket, e.total_buckets), []).append(f)
     messages = [CommitMessage(p, b, n, new_files=tuple(files)) for (p, b, n), files in groups.items()]
+    # Planned on dst_latest: an OVERWRITE or COMPACT landing before the commit would break the
+    # pure-append history checked above, so the merge plans again (and then refuses).
     committer = FileStoreCommit(dst.file_io, dst.path, dst.schema, identifier=MERGE_COMMIT_IDENTIFIER,
-                                branch_path=dst.branch_path, refuse_live_adds=True)
+                                branch_path=dst.branch_path, refuse_live_adds=True, planned_on=dst_latest,
+                                tolerated_since=frozenset({APPEND, ANALYZE}))
     snapshot = committer.commit(messages, kind=APPEND)
     return BranchMergeResult(src.name, dst.branch, src.branch, snapshot.id if snapshot else None, len(new),
                              records, size, False)

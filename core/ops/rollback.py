@@ -166,7 +166,10 @@ def _rollback_as_latest(table: TableHandle, target: Snapshot) -> RollbackResult:
             old = [e.to_delete() for e in imio.read(now.index_manifest)] if now.index_manifest else []
             new = list(imio.read(target.index_manifest)) if target.index_manifest else []
             index = IndexChanges(tuple(old + new), planned_on=now.index_manifest)
-        committer = FileStoreCommit(table.file_io, table.path, table.schema, branch_path=table.branch_path)
+        # The deletes and adds are the difference between ``now`` and the target: a commit that
+        # lands first makes them stale, and the rollback plans again on the new latest.
+        committer = FileStoreCommit(table.file_io, table.path, table.schema, branch_path=table.branch_path,
+                                    planned_on=now)
         if not messages and index is None:
             return now  # already the target's contents
         snap = committer.commit(messages, kind=OVERWRITE, index=index,

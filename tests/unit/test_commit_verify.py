@@ -670,3 +670,32 @@ def test_a_successor_landing_between_the_chain_checks_keeps_a_legitimate_snapsho
     assert state == ["published", "successor"]
     assert landed == 2 and _ids(t) == [2, 3]
     assert _rows(t) == [(0, "x"), (50, "ours"), (100, "other")]
+
+
+# ---- commits planned on one state: overtaken, they plan again (FileStoreCommit.planned_on) ----
+def test_rollback_as_latest_overtaken_by_a_write_plans_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its deletes and adds are the difference between the latest it read and the target: a write
+    landing first must not survive inside a snapshot that says "the target's contents" (the
+    stall explorer's append flavor found it re-based over a branch merge)."""
+    t = _table(tmp_path, writes=3)
+    monkeypatch.setattr(commit_module, "before_publish", _once(lambda: _write(t, [100], "late")))
+    result = t.rollback(snapshot_id=1, dry_run=False, as_latest=True)
+    assert result.new_snapshot_id == 5 and _ids(t) == [1, 2, 3, 4, 5]
+    assert _rows(t) == [(0, "x")]  # snapshot 1's rows: the late write (4) was before the rollback
+
+
+def test_branch_merge_overtaken_by_an_overwrite_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The merge checked a pure-append main when it planned; a truncate (OVERWRITE) landing before
+    its commit breaks that, so it plans again and refuses instead of putting the branch's rows on
+    top of the truncate."""
+    from core.errors import UsageError
+    from core.ops.branches import create_branch
+    from core.ops.merge_branch import merge_branch
+
+    t = _table(tmp_path, writes=1)
+    create_branch(t, "b", snapshot_id=1)
+    _write(t.on_branch("b"), [7], "branch")
+    monkeypatch.setattr(commit_module, "before_publish", _once(lambda: t.truncate(dry_run=False)))
+    with pytest.raises(UsageError, match="snapshot 2 of branch main is OVERWRITE"):
+        merge_branch(t, "b")
+    assert _rows(t) == [] and [s.commit_kind for s in t.snapshots.snapshots()] == ["APPEND", "OVERWRITE"]
