@@ -160,3 +160,53 @@ def test_maintain_plans_the_postpone_compaction_and_health_recommends_it(tmp_pat
     assert rows(wh) == expected
     assert cli(wh, "health", "db.t")[0]["postponed_files"] == 0
     assert not [a for a in cli(wh, "maintain", "db.t", "--dry-run")[0]["actions"] if a["verb"] == "compact"]
+
+
+@pytest.mark.slow
+def test_a_compaction_stalled_at_each_mutation_next_to_other_commands(tmp_path: Path) -> None:
+    """The stall matrix of the postpone compaction (the stall explorer's template is not a
+    postpone table): held before each of its mutations while a write, another compaction, a
+    rollback or an aggressive expire runs to its end, then let go. Whatever the order, the table
+    reads whole, check finds nothing, and after one more compaction it holds exactly what the
+    commands that exited 0 mean: a write's rows on top (its file is newer than every file the
+    compaction replays), a rollback to snapshot 1 the first write's rows only, the rest nothing."""
+    template = tmp_path / "template"
+    expected = make_table(template)
+    first = sorted((i, f"v{i}") for i in range(20))
+    trace = tmp_path / "trace"
+    shutil.copytree(template, tmp_path / "traced")
+    assert _lakectl(["-w", str(tmp_path / "traced"), "compact", "db.t"], tmp_path,
+                    LAKECTL_FAULT_TRACE=str(trace)).returncode == 0
+    points = len(trace.read_text().splitlines())
+    assert points >= 5, trace.read_text()
+    late = '{"id": 0, "v": "late"}\n{"id": 100, "v": "late"}\n'
+    others: dict[str, tuple[list[str], Any]] = {
+        "write": (["write", "db.t", "-i", "-", "--input-format", "jsonl"],
+                  sorted([r for r in expected if r[0] != 0] + [(0, "late"), (100, "late")])),
+        "compact": (["compact", "db.t"], expected),
+        "rollback": (["rollback", "db.t", "--snapshot-id", "1"], first),
+        "expire": (["expire", "db.t", "--retain-max", "1", "--retain-min", "1", "--older-than", "0s"], expected),
+    }
+    for n in range(1, points + 1):
+        for b, (argv, after_b) in others.items():
+            wh = tmp_path / f"s{n}-{b}"
+            shutil.copytree(template, wh)
+            stall = tmp_path / f"stall-{n}-{b}"
+            clean = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_") and k != "PYTHONPATH"}
+            a = subprocess.Popen([sys.executable, "-m", "lakectl", "-w", str(wh), "compact", "db.t"], cwd=tmp_path,
+                                 env={**clean, "PYTHONPATH": str(REPO), "HOME": str(tmp_path),
+                                      "LAKECTL_FAULT": f"stall:mutation:{n}", "LAKECTL_STALL_FILE": str(stall),
+                                      "LAKECTL_REWRITE_WAIT_SECONDS": "1"},
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            while not stall.exists():
+                assert a.poll() is None, (n, b, a.communicate())
+            code_b = runner.invoke(app, ["--warehouse", str(wh), "--format", "jsonl", *argv],
+                                   input=late if b == "write" else None).exit_code
+            assert code_b in (0, 4), (n, b, code_b)
+            stall.unlink()
+            _, err = a.communicate(timeout=120)
+            assert a.returncode in (0, 4), (n, b, err)
+            assert rows(wh) in ([], first, expected, after_b) or b == "write", (n, b)
+            assert cli(wh, "check", "db.t")[0]["ok"], (n, b)
+            cli(wh, "compact", "db.t")
+            assert rows(wh) == (after_b if code_b == 0 else expected), (n, b, code_b, a.returncode)
