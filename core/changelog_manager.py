@@ -20,15 +20,15 @@ from dataclasses import dataclass
 
 from core.errors import CorruptMetadataError, NotFoundError
 from core.fileio import FileIO, join
-from core.options import parse_duration, parse_int
+from core.options import DEFAULT_RETAIN_MAX, DEFAULT_RETAIN_MIN, DEFAULT_TIME_RETAINED, parse_duration, parse_int
 from core.snapshot import Snapshot, SnapshotManager
 
 CHANGELOG_PREFIX = "changelog-"
 JOURNAL_PREFIX = ".expire-changelogs-"
 
-INTEGER_MAX = 2**31 - 1
-_SNAPSHOT_DEFAULTS = {"snapshot.num-retained.min": "10", "snapshot.num-retained.max": str(INTEGER_MAX),
-                      "snapshot.time-retained": "1h"}
+_SNAPSHOT_DEFAULTS = {"snapshot.num-retained.min": str(DEFAULT_RETAIN_MIN),
+                      "snapshot.num-retained.max": str(DEFAULT_RETAIN_MAX),
+                      "snapshot.time-retained": DEFAULT_TIME_RETAINED}
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,11 +58,6 @@ def changelog_retention(options: dict[str, str]) -> ChangelogRetention:
                     .total_seconds() * 1000) if options.get("changelog.time-retained") else snap_time
     decoupled = cl_max > snap_max or cl_time > snap_time or cl_min > snap_min
     return ChangelogRetention(cl_min, cl_max, cl_time, decoupled)
-
-
-def produces_changelog(options: dict[str, str]) -> bool:
-    """A changelog producer other than ``none`` (Java's ``produceChangelog`` in the deletions)."""
-    return (options.get("changelog-producer") or "none").strip().lower() != "none"
 
 
 class ChangelogManager:

@@ -23,6 +23,13 @@ T = TypeVar("T")
 DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
 BATCH_COMMIT_IDENTIFIER = 9223372036854775807  # Long.MAX: what Paimon batch writers use
 DEFAULT_COMMIT_MAX_RETRIES = 10  # Paimon's commit.max-retries
+# Paimon's snapshot retention defaults (snapshot.num-retained.min/max, snapshot.time-retained,
+# snapshot.expire.limit): expire's, and those the changelog.* options default to.
+INTEGER_MAX = 2**31 - 1
+DEFAULT_RETAIN_MIN = 10
+DEFAULT_RETAIN_MAX = INTEGER_MAX
+DEFAULT_TIME_RETAINED = "1h"
+DEFAULT_EXPIRE_LIMIT = 10
 
 # Values lakectl supports for options that change how data is stored or merged.
 SUPPORTED_VALUES = {

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
 from core.branch import pinned_snapshots
-from core.changelog_manager import ChangelogManager, changelog_retention, produces_changelog
+from core.changelog_manager import ChangelogManager, changelog_retention
 from core.busy import working
 from core.consumer import ConsumerManager, stale_consumers
 from core.engines import ProgressCallback
@@ -60,7 +60,8 @@ from core.errors import CommitConflictError, CorruptMetadataError, NotFoundError
 from core.fileio import FileIO, is_storage_full, join
 from core.index_manifest import IndexManifestEntry, IndexManifestIO
 from core.manifest import ADD, DELETE, FILE_SOURCE_APPEND, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO
-from core.options import parse_int
+from core.options import (DEFAULT_EXPIRE_LIMIT, DEFAULT_RETAIN_MAX, DEFAULT_RETAIN_MIN, DEFAULT_TIME_RETAINED,
+                          CoreOptions, parse_int)
 from core.option_parsing import duration_millis, older_than_cutoff  # noqa: F401  (expire's names)
 from core.option_rules import EXPIRE, check_options
 from core.rewrite import EXPIRE as EXPIRE_MARKER, MARKER_NAME, acquire, finish_rollback_marker, is_live, read_marker, release
@@ -69,11 +70,6 @@ from core.table_handle import TableHandle
 
 log = logging.getLogger(__name__)
 
-INTEGER_MAX = 2**31 - 1
-DEFAULT_RETAIN_MIN = 10
-DEFAULT_RETAIN_MAX = INTEGER_MAX
-DEFAULT_TIME_RETAINED = "1h"
-DEFAULT_EXPIRE_LIMIT = 10
 
 
 
@@ -462,7 +458,7 @@ def _expire(table: TableHandle, plan: _Plan, dry_run: bool,
     # producer the changelog is the delta, so the APPEND-source files stay for the changelogs
     # (expire-changelogs deletes them); compacted files go as before.
     decoupled = changelog_retention(table.schema.options).decoupled
-    produce = produces_changelog(table.schema.options)
+    produce = CoreOptions(table.schema.options).changelog_producer != "none"
     if decoupled and not produce:
         doomed = {k: f for k, f in doomed.items()
                   if f.file_source is not None and f.file_source != FILE_SOURCE_APPEND}

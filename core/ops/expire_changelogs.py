@@ -39,13 +39,11 @@ from core.errors import CorruptMetadataError, NotFoundError, UsageError
 from core.fileio import is_storage_full, join
 from core.manifest import ADD, DELETE, ManifestEntry, ManifestFileMeta
 from core.option_parsing import older_than_cutoff
-from core.options import parse_int
+from core.options import DEFAULT_EXPIRE_LIMIT, parse_int
 from core.snapshot import Snapshot
 from core.table_handle import TableHandle
 
 log = logging.getLogger(__name__)
-
-DEFAULT_EXPIRE_LIMIT = 10
 
 
 @dataclass(frozen=True, slots=True)
