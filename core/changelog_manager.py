@@ -143,8 +143,10 @@ def streaming_snapshot(file_io: FileIO, branch_path: str, snapshots: SnapshotMan
         return snapshots.snapshot(snapshot_id)
     except NotFoundError:
         pass
+    if not changelog_retention(options).decoupled:  # first: no read for a follow's every poll
+        return None
     earliest = snapshots.earliest_id()
-    if earliest is None or snapshot_id >= earliest or not changelog_retention(options).decoupled:
+    if earliest is None or snapshot_id >= earliest:
         return None
     try:
         return ChangelogManager(file_io, branch_path).changelog(snapshot_id)
