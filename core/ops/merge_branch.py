@@ -136,8 +136,8 @@ def _check_history(branch: TableHandle, source: str, target: str) -> None:
     if earliest is None or latest is None:
         return
     if earliest != 1:
-        raise UsageError(f"{cannot}: branch {branch.branch} starts at snapshot {earliest} (earlier ones were "
-                         f"expired); {why}")
+        raise UsageError(f"{cannot}: branch {branch.branch} starts at snapshot {earliest} (created from a "
+                         f"later snapshot, or its earlier ones expired); {why}")
     for snapshot_id in range(1, latest + 1):
         try:
             kind = snapshots.snapshot(snapshot_id).commit_kind
