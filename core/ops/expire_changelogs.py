@@ -65,6 +65,7 @@ class _Journal:
     end: int  # the earliest changelog kept
     files: list[str]  # data, changelog and metadata files only the expired changelogs referenced
     end_time_millis: int | None = None  # changelog end as planned (None: there was none)
+    delete_all: bool = False  # --delete-all: no changelog is kept, the hints go at the end
 
 
 def retention(table: TableHandle, retain_min: int | None, retain_max: int | None, older_than: str | None,
@@ -112,19 +113,36 @@ def plan_end(table: TableHandle, retain_min: int, retain_max: int, cutoff: int, 
     return ce, end
 
 
+def plan_all(table: TableHandle) -> tuple[int, int] | None:
+    """(earliest changelog, latest + 1) for --delete-all: every changelog is due, whatever
+    the retention and the consumers (Java's ``expireAll``); None when there is none."""
+    cm = ChangelogManager(table.file_io, table.branch_path)
+    ce, cl = cm.earliest_id(), cm.latest_id()
+    if ce is None or cl is None:
+        return None
+    earliest = table.snapshots.earliest_id()
+    if earliest is not None and cl >= earliest:
+        # Java refuses the same way: a changelog at or above the earliest snapshot shares its
+        # files, and deleting "all changelogs" would take the snapshot's.
+        raise CorruptMetadataError(f"changelog-{cl} of {table.name} is not below its earliest snapshot "
+                                   f"({earliest}); run `lakectl check {table.name}`")
+    return ce, cl + 1
+
+
 def _lists(snap: Snapshot) -> list[str]:
     return [n for n in (snap.changelog_manifest_list, snap.delta_manifest_list, snap.base_manifest_list) if n]
 
 
 def expire_changelogs_held(table: TableHandle, retain_min: int, retain_max: int, cutoff: int, limit: int,
-                           dry_run: bool, progress: ProgressCallback | None = None) -> ExpireChangelogsResult:
+                           dry_run: bool, progress: ProgressCallback | None = None, *,
+                           delete_all: bool = False) -> ExpireChangelogsResult:
     """The work, for a caller holding the branch's rewrite marker (or a dry run)."""
     fio = table.file_io
     cm = ChangelogManager(fio, table.branch_path)
     if not dry_run:
         finish_interrupted(table)
     earliest_before = cm.earliest_id()
-    planned = plan_end(table, retain_min, retain_max, cutoff, limit)
+    planned = plan_all(table) if delete_all else plan_end(table, retain_min, retain_max, cutoff, limit)
     if planned is None:
         return ExpireChangelogsResult(table.name, table.branch, [], earliest_before, earliest_before, 0, 0, 0,
                                       dry_run)
@@ -219,11 +237,13 @@ def expire_changelogs_held(table: TableHandle, retain_min: int, retain_max: int,
                     meta_files[m.file_name] = m.file_size
             meta_files[name] = None
     expired = sorted(expiring)
-    result = ExpireChangelogsResult(table.name, table.branch, expired, ce, end, len(data_files), len(meta_files),
+    result = ExpireChangelogsResult(table.name, table.branch, expired, ce, None if delete_all else end,
+                                    len(data_files), len(meta_files),
                                     sum(data_files.values()) + sum(s or 0 for s in meta_files.values()), dry_run)
     if dry_run:
         return result
-    journal = _Journal(expired, end, list(data_files) + [join(mio.dir, n) for n in meta_files], end_time)
+    journal = _Journal(expired, end, list(data_files) + [join(mio.dir, n) for n in meta_files], end_time,
+                       delete_all)
     journal_path = join(cm.dir, f"{JOURNAL_PREFIX}{end}-{uuid.uuid4()}.json")
     try:
         fio.write_bytes(journal_path, json.dumps(dataclasses.asdict(journal)).encode("utf-8"))
@@ -256,6 +276,10 @@ def _carry_out(table: TableHandle, journal: _Journal, progress: ProgressCallback
         fio.delete(path)
         if progress is not None:
             progress(done, total, "deleting expired changelog files")
+    if journal.delete_all and not cm.list_ids():
+        # No changelog is left for the hints to name (Java deletes both after an expireAll).
+        cm.delete_hint("EARLIEST")
+        cm.delete_hint("LATEST")
 
 
 def finish_interrupted(table: TableHandle) -> list[int]:
@@ -310,7 +334,7 @@ def changelogs_due(table: TableHandle) -> bool:
 
 def expire_changelogs(table: TableHandle, *, retain_min: int | None = None, retain_max: int | None = None,
                       older_than: str | None = None, max_deletes: int | None = None, dry_run: bool = False,
-                      progress: ProgressCallback | None = None) -> ExpireChangelogsResult:
+                      delete_all: bool = False, progress: ProgressCallback | None = None) -> ExpireChangelogsResult:
     """Remove the long-lived changelogs past their retention and the files only they use.
 
     Args:
@@ -322,6 +346,8 @@ def expire_changelogs(table: TableHandle, *, retain_min: int | None = None, reta
             else ``snapshot.time-retained``, 1h).
         max_deletes: at most this many changelogs in this run (``snapshot.expire.limit``, 10).
         dry_run: plan and report, delete nothing.
+        delete_all: remove every changelog (Paimon's ``delete_all``), whatever the retention and
+            the consumers' positions; not with the retention arguments.
         progress: called as ``progress(done, total, what)``.
 
     Raises:
@@ -335,9 +361,16 @@ def expire_changelogs(table: TableHandle, *, retain_min: int | None = None, reta
     from core.rewrite import EXPIRE as EXPIRE_MARKER, acquire, finish_rollback_marker, release
 
     check_options(table.schema, table.name, EXPIRE)
+    if delete_all:
+        given = [flag for flag, value in (("--retain-min", retain_min), ("--retain-max", retain_max),
+                                          ("--older-than", older_than), ("--max-deletes", max_deletes))
+                 if value is not None]
+        if given:
+            raise UsageError(f"--delete-all removes every changelog; it does not take {', '.join(given)}")
     retain_min, retain_max, cutoff, max_deletes = retention(table, retain_min, retain_max, older_than, max_deletes)
     if dry_run:
-        return expire_changelogs_held(table, retain_min, retain_max, cutoff, max_deletes, True, progress)
+        return expire_changelogs_held(table, retain_min, retain_max, cutoff, max_deletes, True, progress,
+                                      delete_all=delete_all)
     with ExitStack() as stack:
         stack.enter_context(working(table.file_io, table.path, table.name, "expire changelogs"))
         marker = acquire(table.file_io, table.snapshots.dir, EXPIRE_MARKER, what="expire changelogs",
@@ -345,6 +378,7 @@ def expire_changelogs(table: TableHandle, *, retain_min: int | None = None, reta
                          on_abandoned=lambda m: finish_rollback_marker(table.snapshots, table.tags, m))
         try:
             table.refuse_unfinished_fast_forward("expire changelogs")
-            return expire_changelogs_held(table, retain_min, retain_max, cutoff, max_deletes, False, progress)
+            return expire_changelogs_held(table, retain_min, retain_max, cutoff, max_deletes, False, progress,
+                                          delete_all=delete_all)
         finally:
             release(table.file_io, marker)

@@ -1,4 +1,4 @@
-"""lakectl expire-changelogs DB.TABLE [--retain-max N] [--retain-min N] [--older-than 1h|ISO8601] [--max-deletes N] [--dry-run]"""
+"""lakectl expire-changelogs DB.TABLE [--retain-max N] [--retain-min N] [--older-than 1h|ISO8601] [--max-deletes N] [--delete-all] [--dry-run]"""
 
 from __future__ import annotations
 
@@ -30,6 +30,9 @@ def register(app: typer.Typer) -> None:
         max_deletes: Annotated[Optional[int], typer.Option(
             "--max-deletes", metavar="N", help="Expire at most N changelogs in this run [option snapshot.expire.limit, "
                                                "10].", show_default=False)] = None,
+        delete_all: Annotated[bool, typer.Option(
+            "--delete-all", help="Remove every changelog kept past its snapshot, whatever the retention and the "
+                                 "consumers' positions (Paimon's delete_all); not with the options above.")] = False,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would be deleted; delete nothing.")]
         = False,
         branch: BranchOpt = None,
@@ -43,8 +46,8 @@ def register(app: typer.Typer) -> None:
         (Paimon's decoupled changelog lifecycle), for streaming readers that start before the
         earliest snapshot. This removes those past their retention, as Paimon's
         expire_changelogs does; expire does the same after expiring snapshots. The newest
-        changelog is always kept. A killed run leaves every kept changelog readable and the
-        next run finishes it.
+        changelog is kept, except with --delete-all. A killed run leaves every kept changelog
+        readable and the next run finishes it.
 
         Examples:
 
@@ -52,6 +55,7 @@ def register(app: typer.Typer) -> None:
           lakectl expire-changelogs shop.orders --dry-run
           lakectl expire-changelogs shop.orders --retain-max 500 \\
             --older-than 7d --format json
+          lakectl expire-changelogs shop.orders --delete-all --dry-run
         """
         from core.ops.expire_changelogs import expire_changelogs
 
@@ -59,5 +63,6 @@ def register(app: typer.Typer) -> None:
         t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
         with out.progress() as progress:
             result = expire_changelogs(t, retain_min=retain_min, retain_max=retain_max, older_than=older_than,
-                                       max_deletes=max_deletes, dry_run=dry_run, progress=progress)
+                                       max_deletes=max_deletes, dry_run=dry_run, delete_all=delete_all,
+                                       progress=progress)
         out.record(result, title=f"expire-changelogs {t.name}" + ("" if t.is_main else f" branch {t.branch}"))

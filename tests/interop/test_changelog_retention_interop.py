@@ -6,6 +6,9 @@
 - Java expires a decoupled table (writing ``changelog-N`` itself): lakectl follows it from
   snapshot 1 as it did before, ``check`` passes, and lakectl's expire-changelogs leaves a
   table Java still streams from the earliest changelog kept.
+- lakectl's ``expire-changelogs --delete-all`` (Java 1.0 has no ``expireAll``) on Java's
+  changelogs: Java reads every snapshot and streams from the earliest as before, and keeps
+  expiring and committing on the table.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from java_oracle import java_read, java_run
+from java_oracle import java_read, java_read_snapshots, java_run
 from oracle import official_read
 
 from core.ops.check import check
@@ -113,3 +116,34 @@ def test_lakectl_follows_the_changelogs_java_keeps(tmp_path: Path, producer: str
     assert [kind for kind, *_ in java_rows]  # something to read
     assert _follow(t, first) == [b for b in before if b[0] >= first]
     assert check(t).ok
+
+
+@pytest.mark.parametrize("producer", ["none", "input"])
+def test_java_reads_after_lakectl_deletes_every_changelog(tmp_path: Path, producer: str) -> None:
+    path = tmp_path / "wh" / "db.db" / "t"
+    rows = [{"op": "write", "rows": [[i % 3, f"a{i}"], [10 + i, f"b{i}"]]} for i in range(6)]
+    java_run(path, rows, create={"fields": [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}],
+                                 "partitionKeys": [], "primaryKeys": ["id"],
+                                 "options": {"bucket": "1", "changelog-producer": producer, **DECOUPLED}})
+    java_run(path, [{"op": "expire", "retain_max": 2, "retain_min": 1, "older_than_ms": 0,
+                     "changelog_retain_max": 100, "changelog_older_than_ms": 86_400_000}])
+    t = Table.open("db.t", warehouse=str(tmp_path / "wh"))
+    earliest = t.snapshots.earliest_id()
+    java_stream, _ = java_read(t.path, stream_from=earliest, with_kind=True)
+    java_snapshots = java_read_snapshots(t.path, t.snapshots.list_ids())
+    written = [n.name for n in (Path(t.path) / "changelog").iterdir() if n.name.startswith("changelog-")]
+    assert written
+    done = expire_changelogs(t, delete_all=True)
+    assert len(done.changelogs_expired) == len(written)
+    assert list((Path(t.path) / "changelog").iterdir()) == []
+    assert check(t).ok
+    assert java_read(t.path, stream_from=earliest, with_kind=True)[0] == java_stream
+    assert java_read_snapshots(t.path, t.snapshots.list_ids()) == java_snapshots
+    # Java keeps writing and expiring (writing new changelogs) on what lakectl left.
+    java_run(path, [{"op": "write", "rows": [[50, "z"]]},
+                    {"op": "expire", "retain_max": 1, "retain_min": 1, "older_than_ms": 0,
+                     "changelog_retain_max": 100, "changelog_older_than_ms": 86_400_000}])
+    t = Table.open("db.t", warehouse=str(tmp_path / "wh"))
+    assert check(t).ok
+    assert sorted(map(tuple, java_read(t.path)[0])) == sorted((r["id"], r["v"]) for r in t.scan().to_pylist())
+    assert [n.name for n in (Path(t.path) / "changelog").iterdir() if n.name.startswith("changelog-")]

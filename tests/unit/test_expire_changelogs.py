@@ -21,6 +21,7 @@ import pyarrow as pa
 import pytest
 
 from core.errors import NotFoundError
+from core.manifest import DELETE
 from core.ops.check import check
 from core.ops.create import create
 from core.ops.expire import expire_snapshots
@@ -310,3 +311,84 @@ def test_a_rollback_voids_a_killed_runs_journal(tmp_path: Path) -> None:
     assert sorted(n for n in os.listdir(os.path.join(t.path, "changelog")) if n.startswith("changelog-")) == kept
     assert not [n for n in os.listdir(os.path.join(t.path, "changelog")) if n.startswith(JOURNAL_PREFIX)]
     assert check(t).ok
+
+
+@pytest.mark.parametrize("producer", ["none", "input"])
+def test_delete_all_removes_every_changelog_and_only_their_files(tmp_path: Path, producer: str) -> None:
+    t = make(tmp_path, producer)
+    assert t.file_io.try_create(t.tags.path("t2"), t.snapshots.snapshot(2).to_json().encode())
+    tagged = sorted(t.scan(tag="t2").to_pylist(), key=lambda r: r["id"])
+    expired = expire_snapshots(t, retain_min=2, older_than="0s", max_deletes=100).snapshots_expired
+    assert expired
+    kept, earliest = scans(t), t.snapshots.earliest_id()
+    following = changes_from(t, earliest)
+    files_before = tree(t)
+    dry = expire_changelogs(t, delete_all=True, dry_run=True)
+    assert tree(t) == files_before  # a dry run deletes nothing
+    done = expire_changelogs(t, delete_all=True)
+    # Every changelog goes, the newest included, and with them the hints.
+    assert done.changelogs_expired == dry.changelogs_expired == expired
+    assert done.earliest_before == expired[0] and done.earliest_after is None
+    assert os.listdir(os.path.join(t.path, "changelog")) == []
+    # What the snapshots and the tag read is untouched; nothing left is unreferenced.
+    assert scans(t) == kept and changes_from(t, earliest) == following
+    assert sorted(t.scan(tag="t2").to_pylist(), key=lambda r: r["id"]) == tagged
+    checked = check(t)
+    assert checked.ok and checked.changelogs == 0, checked.problems
+    # check: nothing referenced is gone; orphans below: nothing unreferenced is left.
+    # Unreferenced now: only what the earliest snapshot's delta deleted on a table without a
+    # producer, whose removal a decoupled expire leaves to that snapshot's own changelog (as
+    # Java's expireAll leaves it).
+    pending = set()
+    if producer == "none":
+        mio = t.manifests()
+        delta = t.snapshots.snapshot(earliest).delta_manifest_list
+        pending = {e.file.file_name for m in mio.read_manifest_list(delta) for e in mio.read_manifest(m.file_name)
+                   if e.kind == DELETE and f"bucket-0/{e.file.file_name}" in files_before}
+    orphans = remove_orphan_files(t, older_than="0s", force=True)
+    assert {p.rsplit("/", 1)[-1] for p in orphans.paths} == pending
+    with pytest.raises(NotFoundError):
+        changes_from(t, expired[0])
+    # Again: nothing to do.
+    left = tree(t)
+    again = expire_changelogs(t, delete_all=True)
+    assert again.changelogs_expired == [] and tree(t) == left
+
+
+def test_delete_all_refuses_retention_arguments(tmp_path: Path) -> None:
+    from core.errors import UsageError
+
+    t = make(tmp_path, "input")
+    expire_snapshots(t, retain_min=2, older_than="0s", max_deletes=100)
+    before = tree(t)
+    with pytest.raises(UsageError, match="--retain-min, --older-than"):
+        expire_changelogs(t, delete_all=True, retain_min=1, older_than="0s")
+    assert tree(t) == before
+
+
+@pytest.mark.slow
+def test_delete_all_killed_at_every_mutation_then_rerun(tmp_path: Path) -> None:
+    src = make(tmp_path / "src", "input")
+    expire_snapshots(src, retain_min=2, older_than="0s", max_deletes=100)
+    earliest = src.snapshots.earliest_id()
+    following = changes_from(src, earliest)
+    want_scans = scans(src)
+    args = ["expire-changelogs", "--delete-all"]
+    k = 0
+    while True:
+        k += 1
+        t = Table.locate("db.t", warehouse=str(tmp_path / f"k{k}" / "wh"))
+        shutil.copytree(src.path, t.path)
+        proc = run_cli(t, *args, kill_after=k)
+        if proc.returncode == 0:
+            break
+        assert proc.returncode == -9, (k, proc.returncode, proc.stderr)
+        assert scans(t) == want_scans and changes_from(t, earliest) == following, k
+        proc = run_cli(t, *args)
+        assert proc.returncode == 0, (k, proc.stderr)
+        assert os.listdir(os.path.join(t.path, "changelog")) == [], k
+        assert check(t).ok, k
+        assert scans(t) == want_scans, k
+        shutil.rmtree(t.path)
+    assert k > 5
+    assert json.loads(proc.stdout)["earliest_after"] is None
