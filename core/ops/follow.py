@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 
-from core.changelog_manager import EXPIRED_HINT, streaming_snapshot
+from core.changelog_manager import EXPIRED_HINT, ChangelogManager, changelog_retention, streaming_snapshot
 from core.consumer import ConsumerManager, check_consumer_id
 from core.engines import EngineSettings
 from core.errors import NotFoundError, UsageError
@@ -188,12 +188,26 @@ def _next(table: TableHandle, snapshot_id: int) -> Snapshot | None:
 
 
 def _first_at_or_after(table: TableHandle, millis: int) -> int:
-    """The first snapshot committed at or after ``millis`` (or the next one to come)."""
+    """The first id committed at or after ``millis`` (or the next one to come), by Java 1.0's
+    ``earlierThanTimeMills``: with the changelog lifecycle decoupled the search starts at the
+    earliest retained changelog, so a start before the earliest snapshot reads from changelog/.
+    A binary search (commit times grow with ids), reading O(log n) snapshot files."""
     ids = table.snapshots.list_ids()
-    for sid in reversed(ids):
-        if table.snapshots.snapshot(sid).time_millis < millis:
-            return sid + 1
-    return ids[0] if ids else 1
+    if changelog_retention(table.schema.options).decoupled:
+        below = ids[0] if ids else None
+        ids = [i for i in ChangelogManager(table.file_io, table.branch_path).list_ids()
+               if below is None or i < below] + ids
+    if not ids:
+        return 1
+    lo, hi = 0, len(ids)  # ids[:lo] are earlier than millis, ids[hi:] are not
+    while lo < hi:
+        mid = (lo + hi) // 2
+        found = _next(table, ids[mid])
+        if found is not None and found.time_millis < millis:
+            lo = mid + 1
+        else:
+            hi = mid
+    return ids[lo] if lo < len(ids) else ids[-1] + 1
 
 
 def reads_changes(snapshot: Snapshot, changelog: bool, read_overwrite: bool) -> bool:

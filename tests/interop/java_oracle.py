@@ -97,7 +97,7 @@ def _without_logging_noise(stderr: str) -> str:
 def java_read(table_path: str | os.PathLike[str], *, snapshot: int | None = None, tag: str | None = None,
               equal: tuple[str, Any] | None = None, incremental_between: tuple[int, int] | None = None,
               with_kind: bool = False, branch: str | None = None,
-              stream_from: int | None = None,
+              stream_from: int | None = None, stream_from_timestamp: int | None = None,
               filters: Sequence[tuple[str, str, Any]] = ()) -> tuple[list[list[Any]], dict[str, Any]]:
     """Read a table as Java Paimon's batch reader does.
 
@@ -123,6 +123,8 @@ def java_read(table_path: str | os.PathLike[str], *, snapshot: int | None = None
             snapshot and every later one up to the latest, as a Flink job reads them: the
             follow-up scanner of the table's changelog producer chooses which snapshots
             (``lookup`` and ``full-compaction``: the changelog of COMPACT snapshots).
+        stream_from_timestamp: the same streaming read started with ``scan.mode=from-timestamp``
+            at these epoch milliseconds.
 
     Returns:
         The rows in the normal form, sorted, and the meta line (``rows``, ``latest_snapshot``,
@@ -145,6 +147,8 @@ def java_read(table_path: str | os.PathLike[str], *, snapshot: int | None = None
         args.append("--with-kind")
     if stream_from is not None:
         args += ["--stream-from", str(stream_from)]
+    if stream_from_timestamp is not None:
+        args += ["--stream-from-timestamp", str(stream_from_timestamp)]
     lines = _java(args)
     meta = json.loads(lines[-1])["meta"]
     rows = [json.loads(line) for line in lines[:-1]]

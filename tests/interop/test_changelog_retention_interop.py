@@ -27,7 +27,7 @@ from core.ops.check import check
 from core.ops.create import create
 from core.ops.expire import expire_snapshots
 from core.ops.expire_changelogs import expire_changelogs
-from core.ops.follow import follow, resolve_settings
+from core.ops.follow import follow, plan_start, resolve_settings
 from core.ops.orphans import remove_orphan_files
 from core.table import Table
 
@@ -147,3 +147,31 @@ def test_java_reads_after_lakectl_deletes_every_changelog(tmp_path: Path, produc
     assert check(t).ok
     assert sorted(map(tuple, java_read(t.path)[0])) == sorted((r["id"], r["v"]) for r in t.scan().to_pylist())
     assert [n.name for n in (Path(t.path) / "changelog").iterdir() if n.name.startswith("changelog-")]
+
+
+@pytest.mark.parametrize("producer", ["none", "input"])
+def test_from_timestamp_starts_where_java_starts(tmp_path: Path, producer: str) -> None:
+    """A streaming read started at a time before the earliest snapshot begins in changelog/,
+    for Java (its earlierThanTimeMills searches from the earliest changelog) and lakectl."""
+    t = Table.locate("db.t", warehouse=str(tmp_path / "wh"))
+    create(t, "id BIGINT NOT NULL, v STRING", primary_keys=["id"],
+           options={"bucket": "1", "changelog-producer": producer, "num-sorted-run.compaction-trigger": "3",
+                    **DECOUPLED})
+    _write(t)
+    expired = expire_snapshots(t, retain_min=2, older_than="0s", max_deletes=100).snapshots_expired
+    assert len(expired) >= 3
+    changelog = Path(t.path) / "changelog"
+    times = {i: json.loads((changelog / f"changelog-{i}").read_text())["timeMillis"] for i in expired}
+    times.update({s: t.snapshots.snapshot(s).time_millis for s in t.snapshots.list_ids()})
+    latest = max(times)
+    ordered = sorted(set(times.values()))
+    for millis in [0, ordered[1], ordered[len(ordered) // 2], ordered[-1], ordered[-1] + 1]:
+        first = min([i for i, ms in times.items() if ms >= millis], default=latest + 1)
+        settings = resolve_settings(t.schema.options, mode="from-timestamp", timestamp_millis=millis)
+        assert plan_start(t, settings).next_id == first, millis
+        java, _ = java_read(t.path, stream_from_timestamp=millis, with_kind=True)
+        if first > latest:
+            assert java == [], millis
+        else:
+            assert java == java_read(t.path, stream_from=first, with_kind=True)[0], millis
+            assert java  # the start lies in changelog/ or the snapshots, with changes to read

@@ -392,3 +392,33 @@ def test_delete_all_killed_at_every_mutation_then_rerun(tmp_path: Path) -> None:
         shutil.rmtree(t.path)
     assert k > 5
     assert json.loads(proc.stdout)["earliest_after"] is None
+
+
+def test_follow_from_timestamp_starts_in_the_retained_changelogs(tmp_path: Path) -> None:
+    import time as _time
+
+    t = make(tmp_path, "input", {**DECOUPLED})
+    for i in range(3):  # commits apart in time, so each time picks one id
+        _time.sleep(0.01)
+        t.write(pa.table({"id": pa.array([200 + i], pa.int64()), "v": ["late"]}))
+    before = changes_from(t, 1)
+    expired = expire_snapshots(t, retain_min=2, older_than="0s", max_deletes=100).snapshots_expired
+    assert len(expired) > 3
+    # Every id's commit time, read from the files themselves (changelog/ below the earliest).
+    times = {}
+    for name in os.listdir(os.path.join(t.path, "changelog")):
+        if name.startswith("changelog-"):
+            times[int(name.split("-")[1])] = json.loads(Path(t.path, "changelog", name).read_text())["timeMillis"]
+    for sid in t.snapshots.list_ids():
+        times[sid] = t.snapshots.snapshot(sid).time_millis
+    for target in [expired[0], expired[2], expired[-1], t.snapshots.earliest_id(), t.snapshots.latest_id()]:
+        millis = times[target]
+        first = min(i for i, ms in times.items() if ms >= millis)
+        settings = resolve_settings(t.schema.options, mode="from-timestamp", timestamp_millis=millis)
+        got = [(b.snapshot_id, sorted(map(str, b.rows.to_pylist())))
+               for b in follow(t, settings, max_snapshots=1000, should_stop=lambda: True, sleep=lambda s: None)]
+        assert got == [b for b in before if b[0] >= first], target
+    # Before every retained id: from the earliest changelog; after the latest: nothing yet.
+    settings = resolve_settings(t.schema.options, mode="from-timestamp", timestamp_millis=0)
+    assert [b.snapshot_id for b in follow(t, settings, max_snapshots=1000, should_stop=lambda: True,
+                                 sleep=lambda s: None)] == [b[0] for b in before]

@@ -213,6 +213,13 @@ public class JavaPaimonOracle {
                     travel.put("scan.mode", "from-snapshot");
                     travel.put("scan.snapshot-id", args[i]);
                     break;
+                case "--stream-from-timestamp":
+                    // the same, started as scan.mode=from-timestamp: the changes of the
+                    // snapshots (or retained changelogs) committed at or after the time
+                    streamFrom = Long.parseLong(args[++i]);
+                    travel.put("scan.mode", "from-timestamp");
+                    travel.put("scan.timestamp-millis", args[i]);
+                    break;
                 case "--branch":
                     branch = args[++i];
                     break;
