@@ -134,6 +134,27 @@ def working(io: FileIO, root: str, table: str, what: str) -> Iterator[None]:
         _release(io, path)
 
 
+@contextmanager
+def announcing(io: FileIO, root: str, table: str) -> Iterator[None]:
+    """A commit's busy marker, held from its publish to the end of its checks (core/commit.py):
+    lighter than ``working`` (no sweep of other markers: a commit is frequent and short).
+
+    Raises FileNotFoundError if the table directory is gone, CommitConflictError (exit 4) if a
+    rename or drop of it is under way; both before anything is published."""
+    holder = holders.new_holder()
+    path = join(root, BUSY_PREFIX + uuid.uuid4().hex)
+    io.try_create(path, _payload(holder, "commit"), make_dirs=False)
+    holders.HELD.add(holder)
+    try:
+        closer = _live_closing(io, root)
+        if closer is not None:
+            raise CommitConflictError(f"{closer.describe()} is under way on {table}; nothing was committed")
+        yield
+    finally:
+        holders.HELD.discard(holder)
+        _release(io, path)
+
+
 class Closing:
     """A held closing marker; ``moved_to`` after a local rename, whose directory took it along."""
 
@@ -141,8 +162,22 @@ class Closing:
         self.io, self.marker = io, marker
 
     def moved_to(self, new_root: str) -> None:
+        """Follow the directory to ``new_root``, and remove the busy markers it took along.
+
+        Every one of them was created after the rename listed the busy markers (it waits until
+        none is live), so by a command that reads the closing marker after creating its own and
+        stands back, or finds the table gone at the old path: none is at work in the renamed
+        table. Left there, the marker of a long-lived process (a streaming writer) would read
+        as live and hold off every later rename or drop of the new name."""
         self.marker = Marker(join(new_root, CLOSING), self.marker.holder, self.marker.started, self.marker.what,
                              self.marker.content)
+        try:
+            names = self.io.list_names(new_root)
+        except FileNotFoundError:
+            return
+        for name in names:
+            if name.startswith(BUSY_PREFIX):
+                _release(self.io, join(new_root, name))
 
 
 @contextmanager
@@ -230,4 +265,4 @@ def _live_busy(io: FileIO, root: str, *, sweep: bool = False) -> Marker | None:
     return None
 
 
-__all__ = ["BUSY_PREFIX", "CLOSING", "Closing", "closing", "is_marker", "running_closer", "working"]
+__all__ = ["BUSY_PREFIX", "CLOSING", "Closing", "announcing", "closing", "is_marker", "running_closer", "working"]

@@ -26,6 +26,7 @@ import logging
 import random
 import time
 import uuid
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -34,7 +35,7 @@ from core.branch import MAIN_BRANCH, refuse_unfinished_fast_forward, table_name
 from core.deletion_vectors import read_index_file, write_index_file
 from core.errors import (CommitConflictError, CorruptMetadataError, ExpiredWhileReadingError, LakectlError,
                          NotFoundError, StalePlanError, TableGoneError, UnsupportedTableError)
-from core.fileio import FileIO, before_publish, join
+from core.fileio import FileIO, after_publish, before_publish, join
 from core.index_manifest import ADD as INDEX_ADD
 from core.index_manifest import DELETE as INDEX_DELETE
 from core.index_manifest import DELETION_VECTORS, IndexFileMeta, IndexManifestEntry, IndexManifestIO, combine, index_dir
@@ -46,7 +47,7 @@ from core.options import BATCH_COMMIT_IDENTIFIER
 from core.replan import lost_race, replan_on_lost_race
 from core import row_tracking
 from core.schema import SchemaManager, TableSchema
-from core.busy import running_closer
+from core.busy import announcing, running_closer
 from core.renaming import RENAMED
 from core.rewrite import rollback_in_progress
 from core.snapshot import APPEND, COMPACT, OVERWRITE, Snapshot, SnapshotManager, same_snapshot
@@ -407,8 +408,38 @@ class FileStoreCommit:
         chain = tuple(m.file_name for m in base_metas) + tuple(m.file_name for m in delta_metas)
         self._attempts[new_id] = _Attempt(latest, tuple(written), tuple(written_index), chain, tuple(entries),
                                           None if live is None else tuple(live))
+        announced = ExitStack()
         try:
             before_publish()  # LAKECTL_FAULT=stall:publish:N holds a test's committer right here
+            announced.enter_context(self._announced())
+        except FileNotFoundError as e:  # the table directory went (a local rename or drop)
+            self._clean(written, written_index)
+            raise TableGoneError(f"table {table_name(self.table_path)} was renamed or dropped while this command "
+                                 "ran; nothing was committed") from e
+        except CommitConflictError:  # a rename or drop is under way: publish nothing
+            self._clean(written, written_index)
+            raise
+        except OSError as e:  # as a failed publish: the retry's idempotence check looks
+            return Retry(f"publishing snapshot-{snapshot.id} failed ({e}); state unknown")
+        with announced:
+            return self._publish_and_verify(snapshot, latest, messages, entries, written, written_index)
+
+    def _announced(self) -> AbstractContextManager[None]:
+        """On a local disk, a busy marker held from the publish to the end of its checks: a
+        local rename or drop (one os.rename or the first deletion, core/busy.py) then waits
+        for them, so it never moves a just-published snapshot away under a check that would
+        report it as not committed (exit 4 for a commit that is in the renamed table). An
+        object store's rename copies and marks RENAMED, which the checks look for instead."""
+        if not self.file_io.local or not self.table_must_exist:
+            return nullcontext()
+        return announcing(self.file_io, self.table_path, table_name(self.table_path))
+
+    def _publish_and_verify(self, snapshot: Snapshot, latest: Snapshot | None, messages: Sequence[CommitMessage],
+                            entries: list[ManifestEntry], written: list[str],
+                            written_index: list[str]) -> Success | Retry:
+        """Publish ``snapshot`` and verify it landed legitimately (else undo it)."""
+        new_id = snapshot.id
+        try:
             published = self.snapshots.try_publish(snapshot, make_dirs=latest is None)
         except FileNotFoundError as e:
             self._clean(written, written_index)
@@ -423,6 +454,7 @@ class FileStoreCommit:
         if not published:
             self._clean(written, written_index)  # another committer owns snapshot-{new_id}; ours are unreferenced
             return Retry(f"snapshot-{new_id} was taken by another writer")
+        after_publish()  # LAKECTL_FAULT=stall:published:N holds it between the publish and its checks
         try:
             why = self._illegitimate(snapshot, latest)
         except OSError as e:

@@ -32,8 +32,9 @@ Fault injection for tests: ``LAKECTL_FAULT="kill|fail|stall:OP:N"`` SIGKILLs the
 raises OSError, or stalls it, right before its N-th operation of kind OP (``N-M``: each of the
 N-th to M-th, so that two threads of one process can be held still at once; read, write, delete,
 list, create, any; ``mutation``: every change of storage, the write, create and delete kinds
-plus a directory made, whatever the backend; or ``publish``: the create of a ``snapshot-N`` by
-a commit, counted on its own and never by ``any``); ``LAKECTL_KILL_AFTER_WRITES=N`` kills
+plus a directory made, whatever the backend; ``publish``: the create of a ``snapshot-N`` by
+a commit, counted on its own and never by ``any``; or ``published``: the checks a commit makes
+right after its ``snapshot-N`` landed, likewise); ``LAKECTL_KILL_AFTER_WRITES=N`` kills
 before the N-th mutating operation. ``inject_fault`` does the same in-process. A stall is a
 committer frozen by a GC pause or Ctrl-Z: the process creates the file named by
 ``LAKECTL_STALL_FILE`` (writing into it which mutation it stopped before) and waits until
@@ -72,6 +73,7 @@ log = logging.getLogger(__name__)
 
 OPERATIONS = ("read", "write", "create", "delete", "list")
 PUBLISH = "publish"  # a commit's create of snapshot-N (also a "create"); matched only by name
+PUBLISHED = "published"  # the checks right after a commit's snapshot-N landed; matched only by name
 # A directory made on its own (mkdirs): a mutation, but of none of the kinds above, so that
 # faults counting write, create, delete or any count what they always counted.
 MKDIR = "mkdir"
@@ -95,7 +97,7 @@ class _Fault:
         matches = self.operation in (operation, "any") or (self.operation == "mutation" and operation in _MUTATIONS)
         if operation == MKDIR and self.operation == "any":
             matches = False
-        if not matches or (operation == PUBLISH and self.operation != PUBLISH):
+        if not matches or (operation in (PUBLISH, PUBLISHED) and self.operation != operation):
             return
         with self.lock:
             self.seen += 1
@@ -132,7 +134,8 @@ def _fault_from_env() -> _Fault | None:
     if spec:
         action, operation, at = spec.split(":")
         first, dash, last = at.partition("-")
-        if action not in ("kill", "fail", "stall") or operation not in (*OPERATIONS, PUBLISH, "any", "mutation") \
+        if action not in ("kill", "fail", "stall") or operation not in (*OPERATIONS, PUBLISH, PUBLISHED, "any",
+                                                                         "mutation") \
                 or not first.isdigit() or (dash and not last.isdigit()):
             raise UsageError(f"LAKECTL_FAULT={spec!r} must be kill|fail|stall:OPERATION:N or N-M")
         return _Fault(action, operation, int(first), int(last or 0))
@@ -175,6 +178,11 @@ def _before(operation: str, path: str = "", kind: str = "") -> None:
 def before_publish() -> None:
     """The fault point of a commit's snapshot publish (``LAKECTL_FAULT=...:publish:N``)."""
     _before(PUBLISH)
+
+
+def after_publish() -> None:
+    """The fault point between a commit's publish and its checks (``LAKECTL_FAULT=...:published:N``)."""
+    _before(PUBLISHED)
 
 
 @contextlib.contextmanager

@@ -267,6 +267,45 @@ def test_a_write_across_a_rename_or_drop_commits_nothing_anywhere(lk: Lakectl, t
     whole(lk)
 
 
+@pytest.mark.parametrize("neighbour", ["rename", "branch-rename"])
+def test_a_write_published_just_before_a_rename_exits_0_in_the_renamed_table(lk: Lakectl, tmp_path: Path,
+                                                                             neighbour: str) -> None:
+    """Held between its publish and the checks after it, a write has landed: a local rename
+    (one os.rename) must not move it away under those checks, which would take the moved
+    snapshot for "nothing was committed" (exit 4) while it is in the renamed table."""
+    m = Model(lk, tmp_path)
+    branch = ["--branch", "b"] if neighbour == "branch-rename" else []
+    m.write((1, "a", "a"))
+    if branch:
+        lk.ok("branch", "create", T, "b")  # from the latest snapshot: row 1
+    trace = tmp_path / "rename-trace"
+    rename = (["rename", T, "db.u"] if not branch else ["branch", "rename", T, "b", "c"])
+    with stalled(lk, tmp_path, "stall:published:1", "write", T, *branch,
+                 "--input", m.csv([(2, "late", "a")])) as w:
+        other = subprocess.Popen(lk.argv("--format", "json", *rename), stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True,
+                                 env={**lk.env, "LAKECTL_REWRITE_WAIT_SECONDS": "120",
+                                      "LAKECTL_FAULT_TRACE": str(trace)})
+        deadline = time.monotonic() + 120
+        # The rename has taken its closing marker once (it lets go of it while a busy marker
+        # is live, and takes it again each round).
+        while other.poll() is None and not (trace.exists() and ".lakectl-closing" in trace.read_text()):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        time.sleep(0.3)  # room to move the table now, were it not waiting for the commit
+        code, out, err = w.resume()
+        _, rename_err = other.communicate(timeout=120)
+    assert code == 0, err
+    assert other.returncode == 0, rename_err
+    m.apply([(2, "late", "a")])
+    if branch:
+        m.expect(T, branch="c")
+    else:
+        m.expect("db.u")
+        whole(lk, "db.u")
+        assert not any(p.name.startswith(".lakectl-busy-") for p in (Path(lk.warehouse) / "db.db" / "u").iterdir())
+
+
 # ---- cases 5 and 6: tags and branches across an expire ----------------------------------------
 def across_an_expire(lk: Lakectl, tmp_path: Path, *args: str) -> tuple[int, str]:
     """Run ``args`` stalled before its first change while an aggressive expire runs through;

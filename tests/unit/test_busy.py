@@ -114,3 +114,40 @@ def test_a_drop_waits_for_a_live_command_too(wh: str, monkeypatch: pytest.Monkey
         live.wait()
     drop_table(t)
     assert not Path(t.path).exists() and os.listdir(Path(wh) / "db.db") == []
+
+
+def test_busy_markers_moved_by_a_local_rename_are_removed(wh: str) -> None:
+    """A command that created its busy marker after the rename listed them stands back (it
+    reads the closing marker next) or finds the table gone; had the directory taken its marker
+    along, a live process's marker would hold off every later rename of the new name."""
+    src = Path(wh) / "db.db" / "t"
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        io = Warehouse.open(wh).file_io
+        with closing(io, str(src), "db.t", "rename db.t to db.u") as held:
+            marker(src / f"{BUSY_PREFIX}late", live.pid, "commit")  # created after the listing
+            io.rename_dir(str(src), str(src.parent / "u"))
+            held.moved_to(str(src.parent / "u"))
+        assert not [p for p in (src.parent / "u").iterdir() if p.name.startswith(BUSY_PREFIX) or p.name == CLOSING]
+        # ... so the next rename of the new name goes ahead while that process still runs.
+        rename_table(Warehouse.open(wh), "db.u", "db.v")
+        assert (src.parent / "v" / "schema").is_dir()
+    finally:
+        live.kill()
+        live.wait()
+
+
+def test_a_commit_stands_back_from_a_running_rename(wh: str) -> None:
+    """A commit's busy marker (held from its publish to the end of its checks) and a rename's
+    closing marker: a commit that finds the closing marker publishes nothing (exit 4)."""
+    import pyarrow as pa
+
+    t = Table.open("db.t", warehouse=wh)
+    t.write(pa.table({"id": [1], "v": ["a"]}))
+    io = t.file_io
+    with closing(io, t.path, "db.t", "rename db.t to db.u"):
+        with pytest.raises(CommitConflictError, match="rename db.t to db.u.*nothing was committed"):
+            t.write(pa.table({"id": [2], "v": ["b"]}))
+    assert t.snapshots.list_ids() == [1]
+    assert sorted(r["id"] for r in t.scan().to_pylist()) == [1]
+    assert not [n for n in os.listdir(t.path) if n.startswith(BUSY_PREFIX)]

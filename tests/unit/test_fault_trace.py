@@ -64,9 +64,14 @@ def test_a_write_traces_each_mutation_in_the_order_mutation_faults_count_them(tm
     kinds = [kind for _, kind, _ in lines]
     assert kinds[:2] == ["write", "write"] and {p.split("/")[-3] for _, _, p in lines[:2]} == {"dt=a", "dt=b"}
     # The first commit's own expire then writes the EARLIEST hint the new table lacks, last.
+    # On a local disk the publish and its checks sit inside the commit's busy marker
+    # (core/busy.py), which a local rename or drop waits for.
     assert lines[-1][1:] == ("hint", str(table_dir / "snapshot" / "EARLIEST"))
-    assert lines[-3][1:] == ("create", str(table_dir / "snapshot" / "snapshot-1"))
     assert lines[-2][1:] == ("hint", str(table_dir / "snapshot" / "LATEST"))
+    assert lines[-4][1:] == ("create", str(table_dir / "snapshot" / "snapshot-1"))
+    busy = [(kind, p) for _, kind, p in (lines[-5], lines[-3])]
+    assert [kind for kind, _ in busy] == ["create", "delete"] and busy[0][1] == busy[1][1]
+    assert Path(busy[0][1]).parent == table_dir and Path(busy[0][1]).name.startswith(".lakectl-busy-")
 
 
 def test_every_mutating_fileio_method_is_a_traced_fault_point(tmp_path: Path, traced: Path) -> None:
@@ -114,7 +119,7 @@ def test_a_stalled_console_script_names_the_traced_mutation_it_stopped_before(tm
     dry = tmp_path / "dry"
     subprocess.run([*base, "write", "db.t", "-i", str(data)], env={**env, "LAKECTL_FAULT_TRACE": str(dry)}, check=True)
     traced = _lines(dry)
-    point = next(n for n, kind, _ in traced if kind == "create")  # the snapshot's publication
+    point = next(n for n, kind, p in traced if kind == "create" and "/snapshot/" in p)  # the publication
     stall = tmp_path / "stall"
     proc = subprocess.Popen([*base, "write", "db.t", "-i", str(data)], stderr=subprocess.DEVNULL,
                             env={**env, "LAKECTL_FAULT": f"stall:mutation:{point}", "LAKECTL_STALL_FILE": str(stall)})
