@@ -1,7 +1,7 @@
 """The console entry point (`lakectl = "lakectl.app:main"`, and `python -m lakectl`).
 
-`lakectl --version` alone is answered here, and the plain shapes of read-only listings by
-lakectl/quick.py, before the command tree (lakectl/cli.py) is built: building it imports
+`lakectl --version` alone is answered here, and the plain shapes of read-only listings, of
+`write` and of `scan` by lakectl/quick.py (unless LAKECTL_QUICK_PATH=0), before the command tree (lakectl/cli.py) is built: building it imports
 Typer, its vendored Click and lakectl's option catalogue, which these lines do not need. Everything else goes to lakectl/cli.py. The names of the command
 tree (`app`, `root`, ...) stay importable from here, loaded on first use, because the
 installed console script and older callers import them as `lakectl.app.<name>`."""
@@ -16,6 +16,8 @@ from typing import Any
 # two cores, measured), and lakectl never calls BLAS: one thread, unless the user says otherwise.
 # Set before anything imports numpy; inherited by local Spark's Python workers.
 BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "1")
+# Set to 0, every command line goes to the command tree (tests compare both ways).
+QUICK_PATH = "LAKECTL_QUICK_PATH"
 
 
 def main() -> None:
@@ -25,10 +27,11 @@ def main() -> None:
 
         print(version_line())
         return
-    from lakectl.quick import answer
+    if os.environ.get(QUICK_PATH) != "0":
+        from lakectl.quick import answer
 
-    if answer(sys.argv[1:]):
-        return
+        if answer(sys.argv[1:]):
+            return
     from lakectl.cli import main as run
 
     run()

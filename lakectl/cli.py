@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from lakectl.completion import complete_engine, complete_format
-from lakectl.errors import EXIT_CODES_HELP, EXIT_INTERRUPTED
+from lakectl.errors import EXIT_CODES_HELP, interrupted
 from lakectl.group import LakectlGroup
 from lakectl.logs import configure_logging
 from lakectl.version import version_line
@@ -91,5 +91,4 @@ def main() -> None:
     try:
         app()
     except KeyboardInterrupt:  # outside a command (parsing, completion): same message and code
-        print("error: interrupted", file=sys.stderr)
-        sys.exit(EXIT_INTERRUPTED)
+        sys.exit(interrupted())

@@ -9,6 +9,7 @@ credentials, credentials refused, endpoint unreachable, bucket missing), 10 no S
 
 from __future__ import annotations
 
+import logging
 import sys
 import traceback
 
@@ -86,3 +87,19 @@ def report(exc: BaseException, verbose: bool) -> int:
             message += " (run with -v for the traceback)"
     print(f"error: {message}", file=sys.stderr)
     return exit_code_for(exc)
+
+
+def interrupted() -> int:
+    """Ctrl-C: the one line and the exit code. Every write is new files made visible by one
+    atomic snapshot create: an interrupt before it leaves the table at its last snapshot (and
+    orphans for remove-orphan-files)."""
+    print("error: interrupted", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
+def failed(exc: Exception, verbose: bool) -> int:
+    """A command's failure at the CLI boundary (the command tree's, lakectl/group.py, and the
+    quick path's, lakectl/quick.py): logged with its traceback at DEBUG, reported as one line;
+    returns the exit code. Called inside the ``except`` block that caught ``exc``."""
+    logging.getLogger("lakectl").debug("command failed", exc_info=True)
+    return report(exc, verbose)

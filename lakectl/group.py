@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import importlib
-import logging
 import sys
 from collections.abc import Iterator, MutableMapping
 from typing import Any, NoReturn
@@ -18,7 +17,7 @@ from typer._click.utils import make_default_short_help
 from typer.core import TyperArgument, TyperGroup
 
 from lakectl import fast_params
-from lakectl.errors import EXIT_INTERRUPTED, EXIT_USAGE, report
+from lakectl.errors import EXIT_USAGE, failed, interrupted
 from lakectl.logs import configure_logging
 from lakectl.registry import BY_NAME, COMMANDS
 
@@ -248,12 +247,8 @@ class LakectlGroup(TyperGroup):
         except click_errors.UsageError as e:
             _usage_error(e)
         except KeyboardInterrupt:
-            # Every write is new files made visible by one atomic snapshot create: an interrupt
-            # before it leaves the table at its last snapshot (and orphans for remove-orphan-files).
-            print("error: interrupted", file=sys.stderr)
-            raise typer.Exit(EXIT_INTERRUPTED) from None
+            raise typer.Exit(interrupted()) from None
         except Exception as exc:  # the CLI boundary: every failure becomes one line + exit code
             if type(exc).__module__.startswith("typer"):
                 raise
-            logging.getLogger("lakectl").debug("command failed", exc_info=True)
-            raise typer.Exit(report(exc, _verbose(ctx))) from None
+            raise typer.Exit(failed(exc, _verbose(ctx))) from None

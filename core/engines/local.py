@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence, TypeVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from core.arrow_values import sole_int_key, stable_int_order
 from core.engines.settings import ProgressCallback
@@ -349,6 +348,8 @@ def _key_order(rows: pa.Table, keys: list[str], values: np.ndarray | None) -> pa
     ``values``: the key's values where it is such a key (``sole_int_key``), else None."""
     if values is not None:
         return pa.array(stable_int_order(values))
+    import pyarrow.compute as pc  # its import parses every function's docstring: only where it sorts
+
     return pc.sort_indices(rows, sort_keys=[(k, "ascending") for k in keys])
 
 

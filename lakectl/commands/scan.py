@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import threading
-from typing import Annotated, Any, Callable, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from core.errors import UsageError
 from core.table import Table
-from lakectl.commands import output, settings, stop_on_sigterm
+from lakectl.commands import settings, stop_on_sigterm
 from lakectl.completion import (complete_between_mode, complete_column_list, complete_consumer, complete_scan_mode,
                                 complete_snapshot_id, complete_tag, complete_where)
 from lakectl.output import csv_text, jsonable
@@ -74,120 +74,25 @@ def register(app: typer.Typer) -> None:
           lakectl scan shop.orders --incremental-between eod-2024-01-01,release-1
           lakectl scan shop.orders --follow --consumer-id billing -f jsonl
         """
-        from core.ops.create import parse_key_list
-        from core.ops.scan import ScanOutput
-        from core.sinks import output_format, write_output_parts
+        from lakectl.scans import scan, scan_output
 
         s = settings(ctx)
-        out = _scan_output(ctx, fmt)
-        if output_path == "-":
-            output_path = None  # stdout, in the --format given
-        if out.format == "parquet" and (output_path or follow):
-            raise UsageError("--format parquet writes the rows to stdout; --output FILE takes the format "
-                             "from its extension, and --follow prints text")
-        every_row = limit == 0 and not follow  # --limit 0: every row, on a terminal too
-        if every_row:
-            limit = None
-        t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
-        columns = parse_key_list(select) or None
-        if between_mode is not None and (follow or (between is None and from_snapshot is None and to_snapshot is None)):
-            # following reads every change of each snapshot, as Paimon's streaming reads do
-            raise UsageError("--incremental-between-scan-mode needs --incremental-between or --from-snapshot "
-                             "(not --follow)")
-        if follow:
+        out = scan_output(s, fmt)
+        follow_only = next((n for n, v in (("--scan-mode", scan_mode), ("--consumer-id", consumer_id),
+                                           ("--bounded-watermark", bounded_watermark),
+                                           ("--max-snapshots", max_snapshots), ("--poll-interval", poll_interval))
+                            if v is not None), None)
+
+        def follow_rows(t: Table, columns: list[str] | None, limit: int | None, output_path: str | None) -> None:
             _follow(out, s, t, columns, where, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, limit=limit,
                     output_path=output_path, incremental=(between, from_snapshot, to_snapshot), mode=scan_mode,
                     consumer_id=consumer_id, bounded_watermark=bounded_watermark, max_snapshots=max_snapshots,
                     poll_interval=poll_interval)
-            return
-        given = [n for n, v in (("--scan-mode", scan_mode), ("--consumer-id", consumer_id),
-                                ("--bounded-watermark", bounded_watermark), ("--max-snapshots", max_snapshots),
-                                ("--poll-interval", poll_interval)) if v is not None]
-        if given:
-            raise UsageError(f"{given[0]} needs --follow")
-        span = _incremental_range(t, between, from_snapshot, to_snapshot)
-        if span is not None:
-            if any(x is not None for x in (snapshot_id, timestamp, tag)):
-                raise UsageError("an incremental read takes no --snapshot-id, --timestamp or --tag")
-            from core.ops.changes import changes_stream
 
-            def open_stream(rows: int | None, engine_settings: Any) -> Any:
-                return changes_stream(t, *span, select=columns, where=where, limit=rows,
-                                      engine_settings=engine_settings, mode=between_mode)
-        else:
-            from core.ops.scan import scan_stream
-
-            def open_stream(rows: int | None, engine_settings: Any) -> Any:
-                return scan_stream(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=columns,
-                                   where=where, limit=rows, engine_settings=engine_settings)
-        if output_path:
-            output_format(output_path)  # a bad extension is refused before any reading
-            with out.progress() as progress:
-                stream = open_stream(limit, s.engine_settings(progress))
-                rows, size = write_output_parts(stream.parts, stream.schema, output_path, jsonable)
-            from lakectl.output import result_json
-
-            out.record(result_json(ScanOutput(t.name, t.branch, output_path, rows, size, stream.engine), "scan --output"))
-            return
-        _print_rows(out, s, limit, every_row, open_stream)
-
-
-# Rows a table on a terminal shows when no --limit is given (as pypaimon's ``table read``).
-TERMINAL_ROWS = 100
-
-
-def _scan_output(ctx: typer.Context, fmt: str | None) -> Any:
-    """The command's Output; ``parquet`` is a format of scan's rows on stdout alone."""
-    s = settings(ctx)
-    chosen = str(s.resolve("format", fmt).value).strip().lower()
-    if chosen == "parquet":
-        from lakectl.output import Output
-
-        return Output("parquet", quiet=s.quiet)
-    from lakectl.config import FORMATS
-
-    if chosen not in FORMATS:  # the shared refusal would not list parquet, which scan takes
-        raise UsageError(f"--format {chosen!r} must be one of {', '.join(FORMATS)}, parquet")
-    return output(ctx, fmt)
-
-
-def _print_rows(out: Any, s: Any, limit: int | None, every_row: bool,
-                open_stream: Callable[[int | None, Any], Any]) -> None:
-    """The rows of ``open_stream(limit, engine_settings)`` (a scan or an incremental read) to
-    stdout: streamed part by part on a pipe; on a terminal the first --limit rows
-    (TERMINAL_ROWS by default) as a table, drawn once reading ends and its progress bar is
-    gone, with a footer when rows were left out."""
-    capped = limit is None and not every_row and not out.streams
-    out.refuse_parquet_on_a_terminal()
-    with out.progress() as progress:
-        # one row past the cap tells whether rows were left out
-        stream = open_stream(TERMINAL_ROWS + 1 if capped else limit, s.engine_settings(progress))
-        if out.streams:
-            out.stream(stream.schema, stream.parts)
-            return
-        shown = TERMINAL_ROWS if capped else limit
-        rows, more = out.first_rows(stream.schema, stream.parts, shown)
-    out.arrow(rows)
-    if more:
-        out.footer(f"first {TERMINAL_ROWS} rows; --limit N for more, --limit 0 for all")
-
-
-def _incremental_range(table: Table, between: str | None, start: int | None,
-                       end: int | None) -> tuple[int | str, int | str] | None:
-    """(A, B) of an incremental read (snapshot ids, or tag names), or None for a snapshot read."""
-    if between is not None:
-        if start is not None or end is not None:
-            raise UsageError("give --incremental-between or --from-snapshot/--to-snapshot, not both")
-        from core.ops.changes import parse_between
-
-        return parse_between(between)
-    if start is None and end is None:
-        return None
-    if start is None:
-        raise UsageError("--to-snapshot needs --from-snapshot")
-    if end is None:
-        end = table.snapshots.latest_id() or 0
-    return start, end
+        scan(s, out, table, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag, select=select, where=where,
+             limit=limit, output_path=output_path, between=between, between_mode=between_mode,
+             from_snapshot=from_snapshot, to_snapshot=to_snapshot, branch=branch, warehouse=warehouse,
+             follow=follow_rows if follow else None, follow_only=follow_only)
 
 
 def _follow(out: Any, s: Any, table: Table, columns: list[str] | None, where: str | None, *,

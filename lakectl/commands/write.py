@@ -14,7 +14,6 @@ import typer
 from core.errors import UsageError
 from core.table import Table
 from lakectl.commands import output, settings, stop_on_sigterm
-from lakectl.commands.create import parse_options
 from lakectl.completion import complete_input_format, complete_table, complete_write_mode
 from lakectl.output import Output, result_json
 from lakectl.params import BranchOpt, FormatOpt, PartitionByOpt, PrimaryKeyOpt, TableArg, TableOptionOpt, WarehouseOpt
@@ -95,31 +94,12 @@ def register(app: typer.Typer) -> None:
         given = [flag for flag, value in stream_flags.items() if value is not None]
         if given:
             raise UsageError(f"{given[0]} applies to streaming writes only; add --stream")
-        from core.ops.create import parse_key_list
-        from core.ops.write import AutoCreate, write_input
-        from lakectl.config import parse_partition
+        from lakectl.writes import write_whole
 
-        s = settings(ctx)
-        if branch is not None and auto_create:
-            raise UsageError("--auto-create creates main; create the branch with `lakectl branch create`")
-        t = Table.locate(table, warehouse=s.resolve_warehouse(warehouse))
-        if branch is not None:
-            t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
-        if like is not None and not auto_create:
-            raise UsageError("--like applies to --auto-create (the layout of a table to create)")
-        layout = None
-        if like is not None:
-            from core.ops.create import Layout
-
-            layout = Layout.of(Table.open(like, warehouse=s.resolve_warehouse(warehouse)))
-        create = AutoCreate(tuple(parse_key_list(primary_key)), tuple(parse_key_list(partition_by)),
-                            parse_options(option), layout) if auto_create else None
-        with out.progress() as progress:
-            result = write_input(t, input, input_format=input_format, mode=mode, row_kind_column=row_kind_column,
-                                 engine_settings=s.engine_settings(progress), auto_create=create,
-                                 input_table=input_table, fill_missing_columns=fill_missing_columns,
-                                 partition=parse_partition(partition) if partition is not None else None)
-        out.record(result_json(result, "write"))
+        write_whole(settings(ctx), out, table, input=input, input_table=input_table, input_format=input_format,
+                    mode=mode, partition=partition, fill_missing_columns=fill_missing_columns,
+                    row_kind_column=row_kind_column, auto_create=auto_create, like=like, primary_key=primary_key,
+                    partition_by=partition_by, option=option, branch=branch, warehouse=warehouse)
 
 
 def _stream(ctx: typer.Context, out: Output, table: str, input: str | None, input_table: str | None,
