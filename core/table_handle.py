@@ -53,11 +53,12 @@ class TableHandle:
         table = cls.locate(name, warehouse=warehouse, storage_options=storage_options, catalog=catalog)
         # A rename on an object store copies file by file: say so rather than open half a table.
         refuse_renaming(table.file_io, table.path, table.name)
-        if not table.exists():
+        exists = table.exists()
+        if table.location.catalog is not None:  # registered (and not only on disk) in its catalog
+            table.location.catalog.check_registered(table.location, has_files=exists)
+        if not exists:
             table.file_io.refuse_file_in_the_way(table.path)
             raise NotFoundError(f"table {name} does not exist (looked in {table.path})")
-        if table.location.catalog is not None:
-            table.location.catalog.check_registered(table.location)
         return table.on_branch(branch) if branch else table
 
     def on_branch(self, branch: str) -> "TableHandle":

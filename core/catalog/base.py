@@ -29,6 +29,7 @@ from core.errors import UsageError
 from core.snapshot import SnapshotCommit
 
 if TYPE_CHECKING:
+    from core.fileio import FileIO
     from core.snapshot import Snapshot, SnapshotManager
     from core.warehouse import TableLocation
 
@@ -73,6 +74,9 @@ class Catalog(ABC):
     """One catalog: names to table locations, the registry, and how commits publish."""
 
     kind: ClassVar[str]
+    # Whether tables are registered apart from their files (jdbc, rest): then a directory the
+    # registry does not name is not the catalog's table.
+    has_registry: ClassVar[bool] = False
     config: CatalogConfig
 
     @abstractmethod
@@ -114,10 +118,22 @@ class Catalog(ABC):
     @abstractmethod
     def snapshot_commit(self, location: "TableLocation") -> SnapshotCommit: ...
 
-    def check_registered(self, location: "TableLocation") -> None:
-        """Called by ``TableHandle.open`` once the table's schema files were found: a catalog
-        with a registry raises NotFoundError when the table is not registered, so a directory
-        the registry does not know is never read as its table. Nothing for the filesystem."""
+    def is_registered(self, location: "TableLocation") -> bool:
+        """Whether the registry names the table (a catalog without one: its files are its
+        registration, so True)."""
+        return True
+
+    def check_registered(self, location: "TableLocation", *, has_files: bool) -> None:
+        """Called by ``TableHandle.open`` (``has_files``: schema files were found at the
+        table's path). A catalog with a registry raises NotFoundError, saying which, when the
+        table is not registered (a directory the registry does not know is never read as its
+        table) or is registered without files (an interrupted create or drop). Nothing for the
+        filesystem."""
+
+    @property
+    def file_io(self) -> "FileIO":
+        """The FileIO of the catalog's warehouse."""
+        raise NotImplementedError
 
     def close(self) -> None:
         """Release connections; the catalog is not used after."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from core.catalog.base import Catalog, CatalogConfig, PublishByCreate, SnapshotCommit
 from core.errors import UsageError
+from core.fileio import FileIO
 from core.warehouse import TableLocation, Warehouse
 
 DEFAULT_WAREHOUSE = "./warehouse"
@@ -31,6 +32,10 @@ class FilesystemCatalog(Catalog):
     @property
     def warehouse_uri(self) -> str:
         return self.warehouse.uri
+
+    @property
+    def file_io(self) -> FileIO:
+        return self.warehouse.file_io
 
     def database_path(self, db: str) -> str:
         return self.warehouse.database_path(db)
@@ -68,3 +73,9 @@ class FilesystemCatalog(Catalog):
 
     def snapshot_commit(self, location: TableLocation) -> SnapshotCommit:
         return PublishByCreate()
+
+
+def as_catalog(source: Catalog | Warehouse) -> Catalog:
+    """A catalog for operations that take either (the Python API passes a ``Warehouse``; the
+    command line, the catalog in effect)."""
+    return source if isinstance(source, Catalog) else FilesystemCatalog.of(source)

@@ -398,6 +398,9 @@ def write_input(table: TableHandle, path: str | None, *, input_format: str | Non
         raise UsageError("give exactly one of --input and --input-table")
     refuse_renaming(table.file_io, table.path, table.name)  # --auto-create must not create into a rename's target
     exists = table.exists()
+    if table.location.catalog is not None and (exists or auto_create is None):
+        # registered in its catalog, and not only on disk (an unregistered directory is not written)
+        table.location.catalog.check_registered(table.location, has_files=exists)
     if not exists and auto_create is None:
         raise NotFoundError(f"table {table.name} does not exist (looked in {table.path}); pass --auto-create "
                             "--like DB.SOURCE to create it as another table is, or --auto-create alone to "
