@@ -110,7 +110,7 @@ def test_the_lifecycle_through_the_console_script(tmp_path: Path, conf: Path) ->
     assert expired["snapshots_expired"] == [1, 2, 3]
     assert {r["id"]: r["v"] for r in run("scan", "shop.orders", "--tag", "t2")} == {1: "a", 2: "B", 3: "c"}
     run("branch", "create", "shop.orders", "dev", "--tag", "t2")
-    assert [b["branch"] for b in run("branch", "list", "shop.orders")] == ["main", "dev"]
+    assert [b["branch"] for b in run("branch", "list", "shop.orders")] == ["dev"]
     run("rollback", "shop.orders", "--tag", "t2")
     assert {r["id"]: r["v"] for r in run("scan", "shop.orders")} == {1: "a", 2: "B", 3: "c"}
     run("tag", "delete", "shop.orders", "t2")
@@ -120,8 +120,8 @@ def test_the_lifecycle_through_the_console_script(tmp_path: Path, conf: Path) ->
     gone = _console(tmp_path, "scan", "shop.orders")
     assert gone.returncode == 3, gone.stderr
     report = run("maintain")
-    assert [(r["table"], r["branch"], r["status"]) for r in report] == [("shop.orders_2023", "main", "ok"),
-                                                                         ("shop.orders_2023", "dev", "ok")]
+    assert [(r["table"], r["branch"], r["status"]) for r in report] == [("shop.orders_2023", "main", "done"),
+                                                                         ("shop.orders_2023", "dev", "done")]
     assert run("list") == [{"database": "shop", "table": None}]
     assert run("list", "shop") == [{"database": "shop", "table": "orders_2023"}]
     run("drop", "shop.orders_2023")
