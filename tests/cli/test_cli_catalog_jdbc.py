@@ -266,3 +266,14 @@ def test_an_unusable_catalog_is_one_line_with_its_exit_code(tmp_path: Path) -> N
     line = fails(1, "--catalog-option", "metastore=jdbc", "--catalog-option",
                  f"uri=jdbc:sqlite:{tmp_path / 'no' / 'such' / 'dir.db'}", "list")
     assert "cannot open the SQLite database" in line
+
+
+def test_catalog_options_after_the_command_and_in_the_environment(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    uri = f"uri=jdbc:sqlite:{tmp_path / 'catalog.db'}"
+    ok("create", "db.t", "--schema", "id BIGINT", "-w", tmp_path / "wh", "--catalog-option", "metastore=jdbc",
+       "--catalog-option", uri)
+    assert registry(tmp_path) == [("db", "t")]
+    monkeypatch.setenv("LAKECTL_CATALOG_METASTORE", "jdbc")
+    monkeypatch.setenv("LAKECTL_CATALOG_URI", uri.split("=", 1)[1])
+    assert ok("list", "db", "-w", tmp_path / "wh") == [{"database": "db", "table": "t"}]
