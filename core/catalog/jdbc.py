@@ -255,6 +255,8 @@ class JdbcCatalog(Catalog):
         self.uri = uri
         self.catalog_key = config.option("catalog-key", DEFAULT_CATALOG_KEY) or DEFAULT_CATALOG_KEY
         self.lock_enabled = config.flag("lock.enabled")
+        if self.lock_enabled:
+            _lock_class()  # refused before anything is written, not at the first publish
         self.warehouse = Warehouse.open(config.warehouse, config.storage_options)
         self.registry = Registry(uri, config.options)
         try:
@@ -462,13 +464,7 @@ class LockedCommit:
         self.database, self.table = identifier
 
     def _held(self) -> "AbstractContextManager[Any]":
-        # The seam to core.catalog.jdbc_lock: JdbcLock(connection_factory, catalog_key).hold(db, table, timeout).
-        try:
-            from core.catalog.jdbc_lock import JdbcLock  # type: ignore[import-not-found]
-        except ImportError:
-            raise CatalogError("lock.enabled=true needs Paimon's JDBC lock (core/catalog/jdbc_lock.py), which "
-                               "this build of lakectl lacks; nothing was changed") from None
-        lock = JdbcLock(self.catalog.connection_factory, self.catalog.catalog_key)
+        lock = _lock_class()(self.catalog.connection_factory, self.catalog.catalog_key)
         return lock.hold(self.database, self.table, self.catalog.lock_timeout_seconds())
 
     def publish(self, snapshots: "SnapshotManager", snapshot: "Snapshot", *, make_dirs: bool) -> bool:
@@ -480,6 +476,18 @@ class LockedCommit:
     def rewriting_chain(self, what: str) -> Iterator[None]:
         with self._held():
             yield
+
+
+def _lock_class() -> Any:
+    """The seam to ``core.catalog.jdbc_lock``: ``JdbcLock(connection_factory, catalog_key)``
+    whose ``hold(database, table, timeout_seconds)`` is a context manager holding the table's
+    ``paimon_distributed_locks`` row."""
+    try:
+        from core.catalog.jdbc_lock import JdbcLock  # type: ignore[import-not-found]
+    except ImportError:
+        raise CatalogError("lock.enabled=true needs Paimon's JDBC lock (core/catalog/jdbc_lock.py), which this "
+                           "build of lakectl lacks; nothing was done") from None
+    return JdbcLock
 
 
 def _identifier(location: TableLocation) -> tuple[str, str]:
