@@ -28,7 +28,7 @@ fast_params.install()
 # hidden copies of them that write into the same Settings. Root parameter -> Settings field.
 GLOBAL_OPTIONS = {"warehouse": "warehouse", "fmt": "format", "config": "config_file", "profile": "profile",
                   "engine": "engine", "master": "master", "spark_conf": "spark_conf", "verbose": "verbose",
-                  "quiet": "quiet"}
+                  "quiet": "quiet", "catalog_option": "catalog_options"}
 
 
 def _root_settings(ctx: Any) -> Any:
@@ -47,8 +47,8 @@ def _store(name: str):
         s = _root_settings(ctx)
         if name == "verbose":
             s.verbose += value
-        elif name == "spark_conf":
-            s.spark_conf.extend(value)
+        elif name in ("spark_conf", "catalog_options"):
+            getattr(s, name).extend(value)
         else:
             setattr(s, name, value)
         if name in ("verbose", "quiet"):

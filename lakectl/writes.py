@@ -28,9 +28,9 @@ def write_whole(s: Settings, out: Output, table: str, *, input: str | None, inpu
 
     if branch is not None and auto_create:
         raise UsageError("--auto-create creates main; create the branch with `lakectl branch create`")
-    t = Table.locate(table, warehouse=s.resolve_warehouse(warehouse))
+    t = s.locate_table(table, warehouse)
     if branch is not None:
-        t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
+        t = s.open_table(table, warehouse, branch=branch)
     if like is not None and not auto_create:
         raise UsageError("--like applies to --auto-create (the layout of a table to create)")
     create = _auto_create(s, primary_key, partition_by, option, like, warehouse) if auto_create else None
@@ -52,6 +52,6 @@ def _auto_create(s: Settings, primary_key: str | None, partition_by: str | None,
 
     layout = None
     if like is not None:
-        layout = Layout.of(Table.open(like, warehouse=s.resolve_warehouse(warehouse)))
+        layout = Layout.of(s.open_table(like, warehouse))
     return AutoCreate(tuple(parse_key_list(primary_key)), tuple(parse_key_list(partition_by)),
                       parse_pairs(option or [], flag="--option"), layout)

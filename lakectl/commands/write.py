@@ -12,7 +12,6 @@ from typing import Annotated, Optional
 import typer
 
 from core.errors import UsageError
-from core.table import Table
 from lakectl.commands import output, settings, stop_on_sigterm
 from lakectl.completion import complete_input_format, complete_table, complete_write_mode
 from lakectl.output import Output, result_json
@@ -124,7 +123,7 @@ def _stream(ctx: typer.Context, out: Output, table: str, input: str | None, inpu
         commit_interval = DEFAULT_COMMIT_INTERVAL
     interval = parse_duration(commit_interval, "--commit-interval").total_seconds() if commit_interval else None
     s = settings(ctx)
-    t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
+    t = s.open_table(table, warehouse, branch=branch)
     if commit_user is None:
         commit_user = str(uuid.uuid4())
         reset_progress = True  # a fresh UUID has committed nothing: no progress to look up

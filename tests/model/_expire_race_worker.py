@@ -81,7 +81,15 @@ def main(spec: dict) -> None:
         logger = logging.getLogger(name)
         logger.addHandler(tally)
         logger.setLevel(logging.INFO)
-    t = Table.open(spec["table"], warehouse=spec["warehouse"], storage_options=spec.get("storage_options"))
+    if spec.get("catalog"):  # through a catalog (its keys, Paimon's), the warehouse its own
+        from core.catalog import CatalogConfig, open_catalog
+
+        options = {**spec["catalog"], "warehouse": spec["warehouse"]}
+        catalog = open_catalog(CatalogConfig(options["metastore"], spec["warehouse"], options,
+                                             spec.get("storage_options")))
+        t = Table.open(spec["table"], catalog=catalog)
+    else:
+        t = Table.open(spec["table"], warehouse=spec["warehouse"], storage_options=spec.get("storage_options"))
     deadline = start_line(spec) + spec["seconds"]
     for op in operations(spec, t):
         if time.monotonic() >= deadline:

@@ -163,19 +163,23 @@ class RaceModel:
 
 
 def expire_race(lk: Lakectl, tmp: Path, *, writers: int = 3, seconds: float = 25.0,
-                storage_options: dict | None = None) -> tuple[RaceModel, RaceFigures]:
+                storage_options: dict | None = None, catalog: dict[str, str] | None = None,
+                roles: list[dict] | None = None) -> tuple[RaceModel, RaceFigures]:
     """The table is created and seeded through the console script; the racing roles are
     long-lived worker processes looping through the core API (a console script's start-up
     would leave a handful of operations per role in the time), each recording the exit code
-    the CLI would give for every operation."""
+    the CLI would give for every operation. ``catalog``: the workers open the table through a
+    catalog of these keys (the console script gets them from ``lk``'s environment);
+    ``roles``: other roles than the writers, compactor, expirer, deleter and reader."""
     lk.ok("create", TABLE, "--schema", SCHEMA, "--partition-by", "dt",
           "--option", "write-only=true", "--option", "commit.max-retries=20")
     seed = [(k, "seed", "seed") for k in range(1, SEEDS + 1)]
     lk.ok("write", TABLE, "--input", csv_of(tmp / "seed.csv", seed))
     model, figures = RaceModel(), RaceFigures()
     model.written.update({r[0]: r for r in seed})
-    roles = [{"role": "write", "w": w} for w in range(writers)]
-    roles += [{"role": "compact"}, {"role": "expire"}, {"role": "delete", "seeds": SEEDS}, {"role": "scan"}]
+    if roles is None:
+        roles = [{"role": "write", "w": w} for w in range(writers)]
+        roles += [{"role": "compact"}, {"role": "expire"}, {"role": "delete", "seeds": SEEDS}, {"role": "scan"}]
     barrier = tmp / "barrier"
     barrier.mkdir()
     # Output to files: a pipe read only after the race would block a chatty worker at 64 KiB.
@@ -185,7 +189,7 @@ def expire_race(lk: Lakectl, tmp: Path, *, writers: int = 3, seconds: float = 25
         with open(out_path, "w") as out:
             procs.append(subprocess.Popen([sys.executable, str(WORKER), json.dumps(
                 {**role, "name": str(i), "table": TABLE, "warehouse": lk.warehouse, "seconds": seconds,
-                 "barrier": str(barrier), "storage_options": storage_options})],
+                 "barrier": str(barrier), "storage_options": storage_options, "catalog": catalog})],
                 env=lk.env, cwd=REPO, stdout=out, stderr=subprocess.PIPE, text=True))
     limit = time.monotonic() + 120
     while not all((barrier / f"ready-{i}").exists() for i in range(len(roles))):
