@@ -54,6 +54,12 @@ class ExpiredWhileReadingError(CommitConflictError):
     already emitted rows of the expired snapshot."""
 
 
+class LockTimeoutError(CommitConflictError):
+    """Another writer held the table's JDBC catalog lock (``paimon_distributed_locks``) for
+    longer than ``lock-acquire-timeout``; nothing was changed (exit 4). The message names the
+    lock id and since when its row is held."""
+
+
 class InvalidDataError(LakectlError):
     """Input rows that do not fit the table: null key, unknown column, bad value (exit 5)."""
 
@@ -115,6 +121,11 @@ class BucketNotFoundError(StorageError):
 
 class SparkUnreachableError(LakectlError):
     """No Spark standalone master answers at the ``--master`` address (exit 10)."""
+
+
+class CatalogDatabaseError(LakectlError):
+    """The JDBC catalog's database could not be reached or failed a statement (exit 1); the
+    message names what lakectl was doing and the database's own words."""
 
 
 class DatabaseNotEmptyError(LakectlError):
