@@ -35,6 +35,8 @@ TABLE = "paimon_distributed_locks"
 DEFAULT_ACQUIRE_TIMEOUT = "8 min"
 DEFAULT_CHECK_MAX_SLEEP = "8 s"
 DEFAULT_LOCK_KEY_MAX_LENGTH = 255
+DEFAULT_ACQUIRE_TIMEOUT_SECONDS = 480.0
+DEFAULT_CHECK_MAX_SLEEP_SECONDS = 8.0
 _FIRST_SLEEP_SECONDS = 0.05  # doubled before the first sleep: Java sleeps 100 ms first
 
 _CREATE = (f"CREATE TABLE {TABLE}(lock_id VARCHAR(%d) NOT NULL,"
@@ -100,22 +102,26 @@ class JdbcLock:
         connect: opens a new DB-API connection to the catalog's database (sqlite3 or psycopg);
             each ``hold`` opens one and closes it.
         catalog_key: the catalog's ``catalog-key`` (Java's default ``jdbc``).
-        acquire_timeout: seconds to keep trying (``lock-acquire-timeout``).
-        check_max_sleep: the longest sleep between attempts, seconds (``lock-check-max-sleep``).
+        acquire_timeout: seconds to keep trying (``lock-acquire-timeout``; Java's 8 min).
+        check_max_sleep: the longest sleep between attempts, seconds (``lock-check-max-sleep``;
+            Java's 8 s).
         expire_seconds: the expiry stored in the row; Java stores the acquire timeout in whole
             seconds, which is the default.
         dialect: ``sqlite``, ``postgresql`` or ``mysql``; by default from the connection's driver.
         lock_key_max_length: ``lock-key-max-length``, the ``VARCHAR`` length of ``lock_id``.
     """
 
-    def __init__(self, connect: Callable[[], Any], catalog_key: str, *, acquire_timeout: float,
-                 check_max_sleep: float, expire_seconds: int | None = None, dialect: str | None = None,
+    def __init__(self, connect: Callable[[], Any], catalog_key: str = "jdbc", *,
+                 acquire_timeout: float = DEFAULT_ACQUIRE_TIMEOUT_SECONDS,
+                 check_max_sleep: float = DEFAULT_CHECK_MAX_SLEEP_SECONDS, expire_seconds: int | None = None,
+                 dialect: str | None = None,
                  lock_key_max_length: int = DEFAULT_LOCK_KEY_MAX_LENGTH,
                  sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> None:
         self._connect = connect
         self.catalog_key = catalog_key
         self.acquire_timeout = acquire_timeout
         self.check_max_sleep = check_max_sleep
+        self._expire_given = expire_seconds
         self.expire_seconds = int(acquire_timeout) if expire_seconds is None else expire_seconds
         self._dialect = dialect
         self._key_length = lock_key_max_length
@@ -169,8 +175,13 @@ class JdbcLock:
 
     # ---- hold -------------------------------------------------------------------------------
     @contextmanager
-    def hold(self, database: str, table: str) -> Iterator[LockHolder]:
+    def hold(self, database: str, table: str, acquire_timeout: float | None = None) -> Iterator[LockHolder]:
         """Hold the lock of ``database.table`` for the ``with`` block.
+
+        Args:
+            acquire_timeout: this hold's timeout in seconds instead of the lock's (and, unless
+                the lock was given ``expire_seconds``, its whole seconds as the stored expiry,
+                as Java stores its timeout).
 
         Yields:
             This holder's row (its ``acquired_at`` as the database stored it).
@@ -181,10 +192,13 @@ class JdbcLock:
             CatalogDatabaseError: the database failed a statement (not a held lock).
         """
         lock_id = self.lock_id(database, table)
+        timeout = self.acquire_timeout if acquire_timeout is None else acquire_timeout
+        expire = self._expire_given if self._expire_given is not None else (
+            self.expire_seconds if acquire_timeout is None else int(acquire_timeout))
         connection = self._open()
         try:
             self._create_table(connection)
-            mine = self._acquire(connection, lock_id)
+            mine = self._acquire(connection, lock_id, timeout, expire)
             try:
                 yield mine
             finally:
@@ -200,27 +214,27 @@ class JdbcLock:
         finally:
             connection.close()
 
-    def _acquire(self, connection: Any, lock_id: str) -> LockHolder:
+    def _acquire(self, connection: Any, lock_id: str, timeout: float, expire: int) -> LockHolder:
         # Java's JdbcCatalogLock.lock: try at once; then sleep (doubling from 100 ms, capped),
         # try, and stop once the time since the retries began exceeds the timeout.
         dialect = self._dialect_for(connection)
-        mine = self._attempt(connection, dialect, lock_id)
+        mine = self._attempt(connection, dialect, lock_id, expire)
         next_sleep = _FIRST_SLEEP_SECONDS
         started = self._clock()
         while mine is None:
             next_sleep = min(next_sleep * 2, self.check_max_sleep)
             self._sleep(next_sleep)
-            mine = self._attempt(connection, dialect, lock_id)
-            if mine is None and self._clock() - started > self.acquire_timeout:
+            mine = self._attempt(connection, dialect, lock_id, expire)
+            if mine is None and self._clock() - started > timeout:
                 raise LockTimeoutError(self._timeout_message(connection, dialect, lock_id, self._clock() - started))
         logger.debug("took the JDBC catalog lock %s", lock_id)
         return mine
 
-    def _attempt(self, connection: Any, dialect: str, lock_id: str) -> LockHolder | None:
+    def _attempt(self, connection: Any, dialect: str, lock_id: str, expire: int) -> LockHolder | None:
         try:
             self._execute(connection, dialect, f"DELETE FROM {TABLE} WHERE {_EXPIRED[dialect]} and lock_id = ?",
                           (lock_id,))
-            self._execute(connection, dialect, _ACQUIRE, (lock_id, self.expire_seconds))
+            self._execute(connection, dialect, _ACQUIRE, (lock_id, expire))
         except Exception as error:
             if _is_integrity_error(error) or _is_busy(error, dialect):
                 return None

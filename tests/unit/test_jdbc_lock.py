@@ -300,3 +300,16 @@ def test_two_processes_may_create_the_table_at_once(tmp_path: Path) -> None:
         t.join()
     assert errors == []
     assert os.path.getsize(path) > 0
+
+
+def test_a_hold_may_carry_its_own_timeout_which_is_also_its_stored_expiry(tmp_path: Path) -> None:
+    connect = sqlite_connect(tmp_path / "c.db")
+    lock = JdbcLock(connect, "ck")  # Java's defaults
+    assert (lock.acquire_timeout, lock.check_max_sleep, lock.expire_seconds) == (480.0, 8.0, 480)
+    with lock.hold("db", "t", 2.5):
+        assert _rows(connect) == [("ck.db.t", 2)]
+        started = time.monotonic()
+        with pytest.raises(LockTimeoutError):
+            with lock.hold("db", "t", 0.3):
+                pass
+        assert time.monotonic() - started < 5  # its own timeout, not the lock's 8 min
