@@ -18,13 +18,14 @@ expiry (``CURRENT_TIMESTAMP`` in the row, ``now`` in the delete), never this pro
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import CatalogDatabaseError, LockTimeoutError
+from core.errors import CatalogDatabaseError, LakectlError, LockTimeoutError
 from core.option_parsing import duration_millis
 
 logger = logging.getLogger(__name__)
@@ -45,6 +46,7 @@ _CREATE = (f"CREATE TABLE {TABLE}(lock_id VARCHAR(%d) NOT NULL,"
 _ACQUIRE = f"INSERT INTO {TABLE} (lock_id,expire_time_seconds) VALUES (?,?)"
 _RELEASE_OWN = f"DELETE FROM {TABLE} WHERE lock_id = ? AND acquired_at = ?"
 _HOLDER = f"SELECT acquired_at, expire_time_seconds FROM {TABLE} WHERE lock_id = ?"
+_RENEW = f"UPDATE {TABLE} SET acquired_at = CURRENT_TIMESTAMP WHERE lock_id = ? AND acquired_at = ?"
 # Each dialect's "row older than its expiry" (Java's getTryReleaseTimedOutLock).
 _EXPIRED = {
     "sqlite": "strftime('%s', 'now') - strftime('%s', acquired_at) > expire_time_seconds",
@@ -192,17 +194,31 @@ class JdbcLock:
             CatalogDatabaseError: the database failed a statement (not a held lock).
         """
         lock_id = self.lock_id(database, table)
+        held = _held_here()
+        if lock_id in held:
+            # This thread holds it already (a commit inside a chain rewrite): Java's lock is not
+            # reentrant, but waiting here for our own row would only time out.
+            held[lock_id][1] += 1
+            try:
+                yield held[lock_id][0].current
+            finally:
+                held[lock_id][1] -= 1
+            return
         timeout = self.acquire_timeout if acquire_timeout is None else acquire_timeout
         expire = self._expire_given if self._expire_given is not None else (
             self.expire_seconds if acquire_timeout is None else int(acquire_timeout))
         connection = self._open()
         try:
             self._create_table(connection)
-            mine = self._acquire(connection, lock_id, timeout, expire)
+            renewal = _Renewal(self, self._acquire(connection, lock_id, timeout, expire))
+            held[lock_id] = [renewal, 1]
             try:
-                yield mine
+                renewal.start()
+                yield renewal.current
             finally:
-                self._release(connection, mine)
+                del held[lock_id]
+                renewal.stop()
+                self._release(connection, renewal.current)
         finally:
             connection.close()
 
@@ -263,6 +279,13 @@ class JdbcLock:
         if deleted == 0:
             logger.warning("the JDBC catalog lock %s taken at %s had expired (after %d s) and was taken over "
                            "before it was released", mine.lock_id, mine.acquired_at, mine.expire_seconds)
+
+    def _renew(self, connection: Any, mine: LockHolder) -> LockHolder | None:
+        """Move our row's ``acquired_at`` to now; None if the row is no longer ours."""
+        dialect = self._dialect_for(connection)
+        if self._execute(connection, dialect, _RENEW, (mine.lock_id, mine.acquired_at)) == 0:
+            return None
+        return self._holder(connection, dialect, mine.lock_id)
 
     def _holder(self, connection: Any, dialect: str, lock_id: str) -> LockHolder | None:
         rows = self._fetch(connection, dialect, _HOLDER, (lock_id,))
@@ -330,6 +353,78 @@ class JdbcLock:
     def _database_error(what: str, error: BaseException) -> CatalogDatabaseError:
         detail = " ".join(str(error).split()) or type(error).__name__
         return CatalogDatabaseError(f"JDBC catalog database: could not {what}: {detail}")
+
+
+_HELD = threading.local()
+
+
+def _held_here() -> dict[str, list[Any]]:
+    """The lock ids this thread holds: ``[renewal, depth]`` each."""
+    held = getattr(_HELD, "ids", None)
+    if held is None:
+        held = _HELD.ids = {}
+    return held
+
+
+class _Renewal:
+    """Keeps a held row young while its holder works: every third of its expiry, the row's
+    ``acquired_at`` moves to now (only while it is still ours). Java never renews; to a Java
+    writer the row is simply a recent one. So a long chain rewrite (an expire of thousands of
+    snapshots) is not taken over halfway by a writer that finds the row past its expiry, while
+    the row of a holder that died still expires after ``expire_seconds``."""
+
+    def __init__(self, lock: JdbcLock, mine: LockHolder) -> None:
+        self._lock = lock
+        self.current = mine
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self.current.expire_seconds < 1:
+            return  # an expiry of 0 lets any later second take the row; nothing to keep
+        self._thread = threading.Thread(target=self._run, name=f"jdbc-lock-renewal {self.current.lock_id}",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
+        interval = min(max(self.current.expire_seconds / 3, 0.2), 60.0)
+        connection = None
+        try:
+            while not self._stopped.wait(interval):
+                try:
+                    if connection is None:
+                        connection = self._lock._open()
+                    renewed = self._lock._renew(connection, self.current)
+                except LakectlError as error:
+                    logger.warning("could not renew the JDBC catalog lock %s (%s); retrying", self.current.lock_id, error)
+                    continue
+                except Exception as error:  # a dropped connection: open another one next time
+                    if not _is_db_error(error):
+                        raise
+                    logger.warning("could not renew the JDBC catalog lock %s (%s); retrying", self.current.lock_id, error)
+                    connection = _closed(connection)
+                    continue
+                if renewed is None:
+                    logger.warning("the JDBC catalog lock %s was taken over while held (its row expired)",
+                                   self.current.lock_id)
+                    return
+                self.current = renewed
+        finally:
+            _closed(connection)
+
+
+def _closed(connection: Any) -> None:
+    if connection is not None:
+        try:
+            connection.close()
+        except Exception:  # closing a broken connection: nothing left to do
+            logger.debug("closing a lock connection failed", exc_info=True)
+    return None
 
 
 __all__ = ["DEFAULT_ACQUIRE_TIMEOUT", "DEFAULT_CHECK_MAX_SLEEP", "TABLE", "JdbcLock", "LockHolder", "dialect_of"]

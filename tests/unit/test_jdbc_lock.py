@@ -302,6 +302,24 @@ def test_two_processes_may_create_the_table_at_once(tmp_path: Path) -> None:
     assert os.path.getsize(path) > 0
 
 
+def _in_thread(fn: Callable[[], Any]) -> Any:
+    """``fn()`` run in another thread (another holder than this one); its result or error."""
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - handed back to the test
+            out["error"] = e
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    if "error" in out:
+        raise out["error"]
+    return out.get("value")
+
+
 def test_a_hold_may_carry_its_own_timeout_which_is_also_its_stored_expiry(tmp_path: Path) -> None:
     connect = sqlite_connect(tmp_path / "c.db")
     lock = JdbcLock(connect, "ck")  # Java's defaults
@@ -309,7 +327,52 @@ def test_a_hold_may_carry_its_own_timeout_which_is_also_its_stored_expiry(tmp_pa
     with lock.hold("db", "t", 2.5):
         assert _rows(connect) == [("ck.db.t", 2)]
         started = time.monotonic()
-        with pytest.raises(LockTimeoutError):
+
+        def contend() -> None:
             with lock.hold("db", "t", 0.3):
                 pass
+
+        with pytest.raises(LockTimeoutError):
+            _in_thread(contend)
         assert time.monotonic() - started < 5  # its own timeout, not the lock's 8 min
+
+
+def test_a_thread_holding_the_lock_may_take_it_again(connect: Callable[[], Any]) -> None:
+    # A commit inside a chain rewrite (rollback as latest, a write in an expire's hold) takes
+    # the lock its thread already holds: it goes through, and the row stays until the outer
+    # hold ends; another thread still waits.
+    lock = JdbcLock(connect, "jdbc", acquire_timeout=0.5, check_max_sleep=0.1, expire_seconds=60)
+    with lock.hold("db", "t") as outer:
+        with lock.hold("db", "t") as inner:
+            assert inner == outer
+        assert _rows(connect) == [("jdbc.db.t", 60)]
+
+        def contend() -> None:
+            with lock.hold("db", "t"):
+                pass
+
+        with pytest.raises(LockTimeoutError):
+            _in_thread(contend)
+    assert _rows(connect) == []
+
+
+def test_a_live_holder_keeps_its_row_past_the_expiry(connect: Callable[[], Any]) -> None:
+    # The row of a hold longer than its expiry (1 s) is renewed, so a writer that finds it
+    # (Java's delete of expired rows) cannot take the lock before the holder lets go.
+    lock = JdbcLock(connect, "jdbc", acquire_timeout=30, check_max_sleep=0.05, expire_seconds=1)
+    released: dict[str, float] = {}
+    inside = threading.Event()
+
+    def holder() -> None:
+        with lock.hold("db", "t"):
+            inside.set()
+            time.sleep(3.5)
+            released["at"] = time.monotonic()
+
+    t = threading.Thread(target=holder)
+    t.start()
+    inside.wait()
+    with lock.hold("db", "t"):
+        acquired = time.monotonic()
+    t.join()
+    assert acquired >= released["at"]
