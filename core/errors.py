@@ -140,3 +140,8 @@ class RenameInProgressError(LakectlError):
 class FastForwardUnfinishedError(LakectlError):
     """A change to main (or to the branch being fast-forwarded) while a killed ``branch
     fast-forward`` is unfinished (exit 1): the message names the fast-forward to rerun."""
+
+
+class CatalogError(LakectlError):
+    """The catalog's database or server failed a request: it cannot be reached or opened, or it
+    refused a statement (exit 1). The message names the catalog's ``uri``, never a password."""

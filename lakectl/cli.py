@@ -72,6 +72,10 @@ def root(
         metavar="URL", show_default=False)] = None,
     spark_conf: Annotated[Optional[list[str]], typer.Option(
         "--spark-conf", help="Spark setting KEY=VALUE (repeatable).", metavar="KEY=VALUE", show_default=False)] = None,
+    catalog_option: Annotated[Optional[list[str]], typer.Option(
+        "--catalog-option", help="Paimon catalog key KEY=VALUE, e.g. metastore=jdbc, uri=jdbc:sqlite:cat.db "
+                                 "(repeatable) [env LAKECTL_CATALOG_<KEY>; config [catalog]].",
+        metavar="KEY=VALUE", show_default=False)] = None,
     verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="More detail; tracebacks.",
                                          show_default=False)] = 0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
@@ -81,7 +85,9 @@ def root(
 
     configure_logging(verbose, quiet)
     ctx.obj = Settings(warehouse=warehouse, format=fmt, verbose=verbose, config_file=config, engine=engine,
-                       master=master, spark_conf=list(spark_conf or []), profile=profile, quiet=quiet)
+                       master=master, spark_conf=list(spark_conf or []), profile=profile, quiet=quiet,
+                       catalog_options=list(catalog_option or []))
+    ctx.call_on_close(ctx.obj.close)  # a catalog's database connections
 
 
 def main() -> None:

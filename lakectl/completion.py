@@ -37,31 +37,41 @@ def _quietly(fn: Callable[..., Candidates]) -> Callable[..., Candidates]:
     return wrapper
 
 
-def _warehouse_uri(ctx: Any) -> str:
+def _settings(ctx: Any) -> Any:
     from lakectl.config import Settings
 
     root = ctx.find_root().params
-    settings = Settings(warehouse=root.get("warehouse"), config_file=root.get("config"), profile=root.get("profile"))
-    return settings.resolve_warehouse(ctx.params.get("warehouse"))
+    return Settings(warehouse=root.get("warehouse"), config_file=root.get("config"), profile=root.get("profile"),
+                    catalog_options=list(root.get("catalog_option") or []))
+
+
+def _names(ctx: Any) -> Any:
+    """What lists the databases and tables: the catalog's registry, or on the filesystem
+    catalog the warehouse's directories (without importing core.catalog)."""
+    settings = _settings(ctx)
+    flag = ctx.params.get("warehouse")
+    catalog = settings.catalog(flag)
+    if catalog is not None:
+        return catalog
+    from core.warehouse import Warehouse
+
+    return Warehouse.open(settings.filesystem_warehouse(flag))
 
 
 def _table(ctx: Any, *, on_branch: bool = True) -> Any:
     """The table named on the line; seen through its ``--branch`` when one was given earlier
     (snapshot ids, tags and consumers are the branch's own)."""
-    from core.table import Table
-
     # Completing an option's value, the lenient parse stops at that option before it assigns
     # the positional arguments: the table is then the first of the leftover words.
     name = ctx.params.get("table") or next(a for a in ctx.args if not a.startswith("-"))
     branch = ctx.params.get("branch") if on_branch else None
-    return Table.open(name, warehouse=_warehouse_uri(ctx), branch=branch if isinstance(branch, str) else None)
+    return _settings(ctx).open_table(name, ctx.params.get("warehouse"),
+                                     branch=branch if isinstance(branch, str) else None)
 
 
 def _complete_table(ctx: Any, incomplete: str) -> Candidates:
-    """``DB.TABLE`` names of the warehouse."""
-    from core.warehouse import Warehouse
-
-    wh = Warehouse.open(_warehouse_uri(ctx))
+    """``DB.TABLE`` names of the warehouse (of the catalog's registry)."""
+    wh = _names(ctx)
     db_part, dot, _ = incomplete.partition(".")
     databases = [db_part] if dot else [d for d in wh.databases() if d.startswith(db_part)]
     out = []
@@ -71,10 +81,8 @@ def _complete_table(ctx: Any, incomplete: str) -> Candidates:
 
 
 def _complete_database(ctx: Any, incomplete: str) -> Candidates:
-    """Database names of the warehouse."""
-    from core.warehouse import Warehouse
-
-    return [(db, "database") for db in Warehouse.open(_warehouse_uri(ctx)).databases() if db.startswith(incomplete)]
+    """Database names of the warehouse (of the catalog's registry)."""
+    return [(db, "database") for db in _names(ctx).databases() if db.startswith(incomplete)]
 
 
 # Snapshot ids completed with their kind and time; older matches get the id alone, so a table
@@ -122,10 +130,8 @@ def _complete_consumer(ctx: Any, incomplete: str) -> Candidates:
 
 def _complete_target(ctx: Any, incomplete: str) -> Candidates:
     """What ``maintain`` takes: databases and ``DB.TABLE`` names."""
-    from core.warehouse import Warehouse
-
     databases = [] if "." in incomplete else [
-        (db, "database") for db in Warehouse.open(_warehouse_uri(ctx)).databases() if db.startswith(incomplete)]
+        (db, "database") for db in _names(ctx).databases() if db.startswith(incomplete)]
     return databases + _complete_table(ctx, incomplete)
 
 

@@ -12,6 +12,13 @@ standard AWS variables and files). A ``[profiles.NAME]`` table holds the same ke
 top-level ones. ``[maintain]`` and ``[maintain.tables."PATTERN"]`` hold ``lakectl maintain``'s
 policy (``lakectl.maintain_policy``). ``lakectl config show`` prints every effective value with where it came from.
 
+``[catalog]`` (and ``[profiles.NAME.catalog]``) holds the Paimon catalog with Paimon's own keys
+(``metastore``, ``warehouse``, ``uri``, ``jdbc.user``, ``catalog-key``, ``lock.enabled``, ...;
+a dotted key may be written as a nested table or quoted), each key also
+``LAKECTL_CATALOG_<KEY>`` in the environment and ``--catalog-option KEY=VALUE`` on the command
+line, resolved key by key in the order above (``catalog_settings``). Without any, the catalog
+is the filesystem warehouse ``-w`` names, and nothing of ``core.catalog`` is imported.
+
 A config file that does not parse, or holds an unknown key or a value of the wrong type, is a
 usage error naming the file, the line and the key. Relative paths in it (``warehouse``,
 ``s3.lock-file``) are relative to the file's directory. Secrets (the S3 credentials) are masked
@@ -32,13 +39,23 @@ from core.fileio import configure as configure_storage, s3_options
 from core.option_parsing import parse_bool, parse_size
 
 if TYPE_CHECKING:
+    from core.catalog.base import Catalog, CatalogConfig
     from core.engines import EngineSettings, ProgressCallback
+    from core.table import Table
 
 DEFAULT_WAREHOUSE = "./warehouse"
 FORMATS = ("table", "json", "jsonl", "csv")
 S3_KEYS = ("endpoint", "region", "access-key-id", "secret-access-key", "session-token", "path-style",
            "conditional-put", "lock-file", "connect-timeout", "retries")
 SECRET_KEYS = frozenset({"s3.access-key-id", "s3.secret-access-key", "s3.session-token"})
+# Paimon's catalog keys lakectl knows (``[catalog]``, LAKECTL_CATALOG_<KEY>, --catalog-option);
+# keys under these prefixes pass through as given (JDBC connection properties, REST headers).
+CATALOG_KEYS = ("metastore", "warehouse", "uri", "catalog-key", "jdbc.user", "jdbc.password", "lock.enabled",
+                "lock-acquire-timeout", "lock-check-max-sleep", "lock.type", "sync-all-properties",
+                "token.provider", "token", "data-token.enabled", "prefix")
+CATALOG_PREFIXES = ("jdbc.", "header.", "rest.", "dlf.")
+# Named like a secret but not one: shown as they are.
+_NOT_SECRET = frozenset({"catalog.token.provider", "catalog.data-token.enabled"})
 MASK = "****"
 PATH_KEYS = frozenset({"warehouse", "s3.lock-file"})  # local paths: relative to the config file
 USER_CONFIG = "~/.config/lakectl/config.toml"
@@ -50,7 +67,7 @@ _S3_SCHEMA: dict[str, tuple[type, ...]] = {
     k: (str, bool) if k in ("path-style", "conditional-put") else (str, int, float) if k == "connect-timeout"
     else (str, int) if k == "retries" else (str,) for k in S3_KEYS}
 _SETTINGS_SCHEMA: dict[str, tuple[type, ...]] = {"warehouse": (str,), "format": (str,), "engine": (str,),
-                                                 "spark": (dict,), "s3": (dict,)}
+                                                 "spark": (dict,), "s3": (dict,), "catalog": (dict,)}
 _TOP_SCHEMA: dict[str, tuple[type, ...]] = {**_SETTINGS_SCHEMA, "profile": (str,), "profiles": (dict,),
                                              "maintain": (dict,)}  # checked by lakectl.maintain_policy
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false", dict: "a table"}
@@ -67,7 +84,7 @@ class Key:
 
     @property
     def secret(self) -> bool:
-        return self.name in SECRET_KEYS
+        return self.name in SECRET_KEYS or is_catalog_secret(self.name)
 
 
 KEYS: tuple[Key, ...] = (
@@ -79,6 +96,36 @@ KEYS: tuple[Key, ...] = (
     *(Key(f"s3.{k}", "LAKECTL_S3_" + k.upper().replace("-", "_")) for k in S3_KEYS),
 )
 _KEY = {k.name: k for k in KEYS}
+
+
+def catalog_env(key: str) -> str:
+    """The variable of a catalog key: ``lock.enabled`` -> ``LAKECTL_CATALOG_LOCK_ENABLED``."""
+    return "LAKECTL_CATALOG_" + re.sub(r"[.\-]", "_", key).upper()
+
+
+def is_catalog_secret(name: str) -> bool:
+    """A catalog key whose value is never shown: ``jdbc.password``, ``token`` and anything
+    named like a password, secret or token (``token.provider``, ``data-token.enabled`` are not)."""
+    if not name.startswith("catalog.") or name in _NOT_SECRET:
+        return False
+    return any(word in name[len("catalog."):].lower() for word in ("password", "secret", "token"))
+
+
+def _catalog_key_known(key: str) -> bool:
+    return key in CATALOG_KEYS or (key.startswith(CATALOG_PREFIXES) and len(key) > key.index(".") + 1)
+
+
+def flatten_catalog(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"lock": {"enabled": True}}`` (TOML's reading of ``lock.enabled = true``) ->
+    ``{"lock.enabled": True}``; quoted dotted keys stay as they are."""
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flatten_catalog(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +277,7 @@ def _check_settings(cf: ConfigFile, table: dict[str, Any], prefix: tuple[str, ..
             keys = (*prefix, "spark", "conf", name)
             raise cf.error(keys, f"key {'.'.join(keys)!r} must be a string, number or boolean, not {_describe(value)}")
     _check_table(cf, table.get("s3", {}), (*prefix, "s3"), _S3_SCHEMA)
+    _check_catalog(cf, table.get("catalog", {}), (*prefix, "catalog"))
     if top:
         from lakectl.maintain_policy import check_section
 
@@ -239,6 +287,26 @@ def _check_settings(cf: ConfigFile, table: dict[str, Any], prefix: tuple[str, ..
                 raise cf.error(("profiles", name), f"key 'profiles.{name}' must be a table ([profiles.{name}]), "
                                                    f"not {_describe(profile)}")
             _check_settings(cf, profile, ("profiles", name), top=False)
+
+
+def _check_catalog(cf: ConfigFile, table: dict[str, Any], prefix: tuple[str, ...]) -> None:
+    """Catalog keys are Paimon's: the known ones and the pass-through families, each a string,
+    number or boolean; ``metastore`` one lakectl speaks."""
+    for key, value in flatten_catalog(table).items():
+        keys = (*prefix, *key.split("."))
+        dotted = ".".join((*prefix, key))
+        if not _catalog_key_known(key):
+            known = ", ".join(CATALOG_KEYS) + ", " + ", ".join(f"{p}*" for p in CATALOG_PREFIXES)
+            raise cf.error(keys, f"unknown key {dotted!r} in [{'.'.join(prefix)}]; known: {known}")
+        if not isinstance(value, _SCALAR):
+            got = f"a value of type {type(value).__name__}" if is_catalog_secret(f"catalog.{key}") \
+                else _describe(value)
+            raise cf.error(keys, f"key {dotted!r} must be a string, number or boolean, not {got}")
+        if key == "metastore":
+            from core.catalog.base import METASTORES, refusal  # a config file naming a catalog only
+
+            if not isinstance(value, str) or value.strip().lower() not in METASTORES:
+                raise cf.error(keys, f"key {dotted!r}: {refusal(str(value))}")
 
 
 def _describe(value: Any) -> str:
@@ -294,8 +362,10 @@ class Settings:
     spark_conf: list[str] = field(default_factory=list)
     profile: str | None = None
     quiet: bool = False
+    catalog_options: list[str] = field(default_factory=list)  # --catalog-option KEY=VALUE
     _file: ConfigFile | None = field(default=None, repr=False)
     _loaded: bool = field(default=False, repr=False)
+    _catalogs: dict[Any, Any] = field(default_factory=dict, repr=False)  # opened, by config
 
     # ---- sources ------------------------------------------------------------------------------
     @property
@@ -419,7 +489,174 @@ class Settings:
             progress=progress,
         )
 
-    def shown(self) -> list[dict[str, Any]]:
+    # ---- the catalog ----------------------------------------------------------------------------
+    def catalog_settings(self) -> dict[str, Resolved]:
+        """Each catalog key that is set, with its source: --catalog-option > LAKECTL_CATALOG_<KEY>
+        > profile ``[catalog]`` > config file ``[catalog]``; ``metastore`` defaults to
+        ``filesystem``. A relative ``warehouse`` or ``jdbc:sqlite:`` path from the config file is
+        relative to the file's directory."""
+        out: dict[str, Resolved] = {}
+        for source, table in reversed(self._layers()):
+            for key, value in flatten_catalog(_dig(table, ["catalog"]) or {}).items():
+                out[key] = Resolved(self._beside_file(key, _text(value)), source)
+        for key in CATALOG_KEYS:
+            env = catalog_env(key)
+            if os.environ.get(env):
+                out[key] = Resolved(os.environ[env], f"env {env}")
+        for key, value in parse_pairs(self.catalog_options, flag="--catalog-option").items():
+            if not _catalog_key_known(key):
+                known = ", ".join(CATALOG_KEYS) + ", " + ", ".join(f"{p}*" for p in CATALOG_PREFIXES)
+                raise UsageError(f"--catalog-option {key}: unknown catalog key; known: {known}")
+            out[key] = Resolved(value, "flag --catalog-option")
+        if "metastore" not in out:
+            out["metastore"] = Resolved("filesystem", "default")
+        return out
+
+    def _beside_file(self, key: str, value: str) -> str:
+        if self.file is None:
+            return value
+        if key == "warehouse":
+            return _beside(self.file.path, value)
+        if key == "uri" and value.startswith("jdbc:sqlite:") and not value.startswith("jdbc:sqlite:file:"):
+            path = value[len("jdbc:sqlite:"):]
+            if path and path != ":memory:":
+                return "jdbc:sqlite:" + _beside(self.file.path, path)
+        return value
+
+    def metastore(self) -> str:
+        """The catalog kind in effect, checked: exit 2 for ``hive`` or an unknown kind."""
+        value = str(self.catalog_settings()["metastore"].value).strip().lower()
+        if value != "filesystem":
+            from core.catalog.base import METASTORES, refusal
+
+            if value not in METASTORES:
+                raise UsageError(refusal(value))
+        return value
+
+    def _has_catalog(self) -> bool:
+        """Whether anything names a catalog: a cheap test, so that a filesystem warehouse's
+        commands never compute catalog settings."""
+        if self.catalog_options or any(k.startswith("LAKECTL_CATALOG_") for k in os.environ):
+            return True
+        return any(_dig(table, ["catalog"]) for _, table in self._layers())
+
+    def catalog_config(self, warehouse_flag: str | None = None) -> CatalogConfig:
+        """The catalog in effect (``-w``/``warehouse`` fill the ``warehouse`` key when it is not
+        given; a ``-w`` given next to a different ``warehouse`` key of a jdbc or rest catalog is
+        refused). Raises UsageError for an unsupported kind or a kind's missing key."""
+        from core.catalog.base import CatalogConfig
+
+        kind = self.metastore()
+        keys = self.catalog_settings()
+        options = {k: str(r.value) for k, r in keys.items()}
+        options["metastore"] = kind
+        resolved = self._catalog_warehouse(kind, keys, warehouse_flag)
+        warehouse = None if resolved is None else str(resolved.value)
+        if warehouse is not None:
+            options["warehouse"] = warehouse
+        if kind in ("jdbc", "rest") and not options.get("uri"):
+            example = "jdbc:sqlite:/path/catalog.db" if kind == "jdbc" else "http://host:port"
+            raise UsageError(f"metastore {kind} needs the catalog key uri ([catalog] uri = ... or "
+                             f"--catalog-option uri={example})")
+        return CatalogConfig(kind, warehouse, options, self.s3_options() if self._s3_configured() else None)
+
+    def _catalog_warehouse(self, kind: str, keys: dict[str, Resolved], flag: str | None) -> Resolved | None:
+        """The catalog's warehouse and its source. Filesystem: ``-w`` > the ``warehouse`` key >
+        the warehouse setting. jdbc: the key > the warehouse setting (``-w`` included); a ``-w``
+        that differs from the key is refused. rest: the key, else ``-w`` if given."""
+        setting = self.resolve("warehouse", flag)
+        configure_storage("s3", self.s3_options())  # as resolve_warehouse: every FileIO starts from it
+        given = keys.get("warehouse")
+        wh_flag = flag or self.warehouse
+        if given is None:
+            if kind == "rest" and not wh_flag:
+                return None
+            return Resolved(str(setting.value), setting.source)
+        if kind == "filesystem":
+            return Resolved(str(setting.value), setting.source) if wh_flag else given
+        if wh_flag and wh_flag.rstrip("/") != str(given.value).rstrip("/"):
+            raise UsageError(f"--warehouse {wh_flag} differs from the {kind} catalog's warehouse {given.value} "
+                             f"({given.source}); give one of them")
+        return given
+
+    def _s3_configured(self) -> bool:
+        return bool(self.s3_settings())
+
+    def catalog(self, warehouse_flag: str | None = None) -> Catalog | None:
+        """The catalog commands go through; None for the filesystem catalog (the default), whose
+        tables are found by warehouse path without importing core.catalog. One catalog per
+        configuration per process; ``close`` releases them."""
+        if not self._has_catalog():
+            return None
+        config = self.catalog_config(warehouse_flag)
+        if config.metastore == "filesystem":
+            return None
+        key = (config.metastore, config.warehouse, tuple(sorted(config.options.items())))
+        if key not in self._catalogs:
+            from core.catalog import open_catalog
+
+            self._catalogs[key] = open_catalog(config)
+        return self._catalogs[key]
+
+    def any_catalog(self, warehouse_flag: str | None = None) -> Catalog:
+        """The catalog in effect, the filesystem one included (listings, drop-database, rename)."""
+        catalog = self.catalog(warehouse_flag)
+        if catalog is not None:
+            return catalog
+        from core.catalog.filesystem import FilesystemCatalog
+        from core.warehouse import Warehouse
+
+        return FilesystemCatalog.of(Warehouse.open(self.filesystem_warehouse(warehouse_flag)))
+
+    def filesystem_warehouse(self, flag: str | None) -> str:
+        """The filesystem catalog's warehouse: ``resolve_warehouse`` unless a ``[catalog]``
+        warehouse key applies."""
+        if self._has_catalog():
+            resolved = self._catalog_warehouse("filesystem", self.catalog_settings(), flag)
+            assert resolved is not None
+            return str(resolved.value)
+        return self.resolve_warehouse(flag)
+
+    def open_table(self, name: str, warehouse_flag: str | None = None, *, branch: str | None = None) -> Table:
+        """``Table.open`` of ``name`` through the catalog in effect."""
+        from core.table import Table
+
+        catalog = self.catalog(warehouse_flag)
+        if catalog is not None:
+            return Table.open(name, catalog=catalog, branch=branch)
+        return Table.open(name, warehouse=self.filesystem_warehouse(warehouse_flag), branch=branch)
+
+    def locate_table(self, name: str, warehouse_flag: str | None = None) -> Table:
+        """``Table.locate`` of ``name`` (it may not exist yet) through the catalog in effect."""
+        from core.table import Table
+
+        catalog = self.catalog(warehouse_flag)
+        if catalog is not None:
+            return Table.locate(name, catalog=catalog)
+        return Table.locate(name, warehouse=self.filesystem_warehouse(warehouse_flag))
+
+    def close(self) -> None:
+        """Close the catalogs this process opened (their database connections)."""
+        catalogs, self._catalogs = list(self._catalogs.values()), {}
+        for catalog in catalogs:
+            catalog.close()
+
+    def catalog_shown(self, warehouse_flag: str | None = None) -> list[dict[str, Any]]:
+        """``config show``'s catalog rows: the kind, the warehouse, then every key set, secrets masked."""
+        keys = self.catalog_settings()
+        kind = self.metastore()
+        rows = [{"key": "catalog.metastore", "value": kind, "source": keys["metastore"].source}]
+        warehouse = self._catalog_warehouse(kind, keys, warehouse_flag)
+        if warehouse is not None:
+            rows.append({"key": "catalog.warehouse", "value": warehouse.value, "source": warehouse.source})
+        for key in sorted(k for k in keys if k not in ("metastore", "warehouse")):
+            r = keys[key]
+            name = f"catalog.{key}"
+            rows.append({"key": name, "value": MASK if is_catalog_secret(name) and r.value != "" else r.value,
+                         "source": r.source})
+        return rows
+
+    def shown(self, warehouse_flag: str | None = None) -> list[dict[str, Any]]:
         """Every effective setting with its source, secrets masked (``lakectl config show``)."""
         cf = self.file
         rows = [{"key": "config-file", "value": str(cf.path) if cf else None, "source": cf.source if cf else "none"}]
@@ -433,7 +670,7 @@ class Settings:
             if key.name == "spark.threshold":
                 for name, conf in sorted(self.spark_conf_settings().items()):
                     rows.append({"key": f"spark.conf.{name}", "value": conf.value, "source": conf.source})
-        return rows
+        return rows + self.catalog_shown(warehouse_flag)
 
 
 def _beside(config_file: Path, value: str) -> str:

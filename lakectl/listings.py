@@ -23,10 +23,9 @@ def snapshots_listing(s: Settings, table: str, *, limit: int | None, branch: str
     """``lakectl snapshots``: newest first; the commit user (a UUID per writer) only in the
     script formats, where a script may need it."""
     from core.ops.history import SnapshotInfo
-    from core.table import Table
 
     out = Output(s.resolve_format(fmt), quiet=s.quiet)
-    t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
+    t = s.open_table(table, warehouse, branch=branch)
     history = t.history(limit=every_when_zero(limit))
 
     def show() -> None:

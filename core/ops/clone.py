@@ -89,6 +89,8 @@ def clone(source: TableHandle, target: TableHandle, *, snapshot_id: int | None =
     if snapshot is None:
         raise NotFoundError(f"table {source.name} has no snapshot to clone")
     _refuse_existing(target)
+    if target.location.catalog is not None and target.location.catalog.is_registered(target.location):
+        raise TableExistsError(f"{target.name} is already registered in the catalog; nothing was cloned")
     try:
         plan = _plan(source, snapshot)
     except (FileNotFoundError, CorruptMetadataError, NotFoundError) as e:
@@ -115,6 +117,10 @@ def clone(source: TableHandle, target: TableHandle, *, snapshot_id: int | None =
             raise TableGoneError(f"table {source.name} was renamed or dropped while it was cloned; nothing was "
                                  "cloned") from None
         raise
+    if target.location.catalog is not None:
+        # Files first, then the registry (as create): a kill in between leaves a whole table
+        # the catalog does not register, which every command on the name reports.
+        target.location.catalog.register_table(target.location)
     return result
 
 

@@ -1,4 +1,10 @@
-"""create: write ``schema-0`` of a new table (and its database directory)."""
+"""create: write ``schema-0`` of a new table (and its database directory), then register it in
+its catalog (nothing to do on the filesystem catalog).
+
+Files first, then the registry, as Java's ``JdbcCatalog.createTableImpl``: a crash in between
+leaves a directory the catalog does not register, which every command reports (never reads) and
+a rerun of the same create finishes (it registers a table whose schema is the one asked for).
+"""
 
 from __future__ import annotations
 
@@ -39,16 +45,42 @@ def create(table: TableHandle, schema: str | Sequence[tuple[str, DataType, str |
     except UnsupportedTableError as e:
         raise UsageError(str(e)) from None
     refuse_renaming(table.file_io, table.path, table.name)  # not a table yet, but a rename's target
+    catalog = table.location.catalog
     existing = table.schemas.latest()
     if existing is not None:
+        if catalog is not None and not catalog.is_registered(table.location):
+            return _finish_registration(table, existing, new)
         if if_not_exists:
             return existing, False
         raise TableExistsError(f"table {table.name} already exists")
     if not SchemaManager(table.file_io, table.path).commit(new):
+        if catalog is not None and not catalog.is_registered(table.location):
+            return _finish_registration(table, table.schema, new)
         if if_not_exists:
             return table.schema, False
         raise TableExistsError(f"table {table.name} was created concurrently by another writer")
+    if catalog is not None:
+        catalog.register_table(table.location)
     return new, True
+
+
+def _finish_registration(table: TableHandle, existing: TableSchema, asked: TableSchema) -> tuple[TableSchema, bool]:
+    """A table on disk its catalog does not register: an interrupted create of this very table
+    (same columns, keys, options and comment) is finished by registering it; anything else is
+    refused rather than adopted."""
+    assert table.location.catalog is not None
+    if existing.id != 0 or not same_definition(existing, asked):
+        raise TableExistsError(
+            f"{table.path} holds a table that the catalog does not register and that is not the one asked for "
+            f"(a table of another catalog, or of an interrupted rename: rerun the rename); nothing was created")
+    table.location.catalog.register_table(table.location)
+    return existing, True
+
+
+def same_definition(a: TableSchema, b: TableSchema) -> bool:
+    """Whether two schemas define the same table (the time they were written aside)."""
+    return (a.fields, tuple(a.primary_keys), tuple(a.partition_keys), dict(a.options), a.comment) == \
+        (b.fields, tuple(b.primary_keys), tuple(b.partition_keys), dict(b.options), b.comment)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,12 +7,15 @@ Metadata only: nothing here reads a data file or starts an engine.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from core.options import check_limit
 from core.partition import partition_spec_text
 from core.table_handle import TableHandle
-from core.warehouse import Warehouse
+
+if TYPE_CHECKING:
+    from core.catalog.base import Catalog
+    from core.warehouse import Warehouse
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,11 +92,15 @@ def describe(table: TableHandle, snapshot_id: int | None = None) -> TableDescrip
     )
 
 
-def list_catalog(warehouse: Warehouse, database: str | None = None) -> list[CatalogEntry]:
-    """Databases of the warehouse, or the tables of one database."""
+def list_catalog(catalog: Catalog | Warehouse, database: str | None = None) -> list[CatalogEntry]:
+    """Databases of the catalog, or the tables of one database: a filesystem warehouse's
+    directories, a JDBC catalog's registry rows."""
+    from core.catalog.filesystem import as_catalog
+
+    catalog = as_catalog(catalog)
     if database is None:
-        return [CatalogEntry(db, None) for db in warehouse.databases()]
-    return [CatalogEntry(database, t) for t in warehouse.tables(database)]
+        return [CatalogEntry(db, None) for db in catalog.databases()]
+    return [CatalogEntry(database, t) for t in catalog.tables(database)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,11 @@ deleted after (a drop that dies in between leaves that hidden directory, which `
 not show and the next ``drop`` of the same name deletes). On an object store, where there is no rename, the files are deleted with the
 ``schema/`` files last: a drop that dies half-way leaves a (damaged) table that a second
 ``drop`` finishes, never an unrecognisable directory that ``drop`` would refuse.
+
+Through a catalog with a registry (JDBC) the files go first and the table's row after, so a
+drop that dies in between leaves a registered name without files: every command says so, and
+the same ``drop`` run again removes the row. A directory the registry does not name is not
+dropped by name (it may be another catalog's table); by its path it is.
 """
 
 from __future__ import annotations
@@ -19,13 +24,17 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from core.busy import closing, is_marker
 from core.errors import DatabaseNotEmptyError, NotFoundError, UsageError
 from core.fileio import FileIO, FileStatus, join
 from core.renaming import MARKERS, marker_names
 from core.table_handle import TableHandle
-from core.warehouse import Warehouse
+
+if TYPE_CHECKING:
+    from core.catalog.base import Catalog
+    from core.warehouse import Warehouse
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +70,16 @@ def drop_table(table: TableHandle, *, if_exists: bool = False, dry_run: bool = F
     io = table.file_io
     if io.local and not dry_run:
         _finish_crashed_drops(io, table.path)
+    catalog = table.location.catalog
+    if catalog is not None:
+        registered = catalog.is_registered(table.location)
+        if not registered and table.exists():
+            catalog.check_registered(table.location, has_files=True)  # says why it is not dropped
+        if registered and not table.exists() and not io.walk(table.path):
+            # An interrupted drop (or create): the row alone is left.
+            if not dry_run:
+                catalog.unregister_table(table.location)
+            return DropTableResult(table.name, table.path, True, 0, 0, dry_run)
     leftover = False
     if not table.exists():
         # files, not empty directories (an object store may keep those); a rename's marker
@@ -82,6 +101,8 @@ def drop_table(table: TableHandle, *, if_exists: bool = False, dry_run: bool = F
         # The table's files; the markers of commands (ours among them) go with the directory.
         files = [f for f in io.walk(table.path) if not _command_marker(table.path, f.path)]
         _remove_table_dir(io, table.path, files)
+    if catalog is not None:
+        catalog.unregister_table(table.location)  # after the files: see the module's docstring
     result = DropTableResult(table.name, table.path, True, len(files), sum(f.size for f in files), dry_run)
     log.info("dropped %s %s (%d files)", "the rename leftover" if leftover else "table", table.name, len(files))
     return result
@@ -129,38 +150,67 @@ def _finish_crashed_drops(io: FileIO, path: str) -> None:
             io.delete_tree(join(parent, name))
 
 
-def drop_database(warehouse: Warehouse, database: str, *, cascade: bool = False, if_exists: bool = False,
+def drop_database(catalog: Catalog | Warehouse, database: str, *, cascade: bool = False, if_exists: bool = False,
                   dry_run: bool = False) -> DropDatabaseResult:
-    """Remove ``DATABASE.db`` with everything in it.
+    """Remove ``DATABASE.db`` with everything in it, then the database's registry rows (a
+    catalog with a registry): each table as ``drop_table`` does, files before rows.
 
     Raises:
         NotFoundError: no such database (unless ``if_exists``).
         DatabaseNotEmptyError: it holds tables and ``cascade`` is not given; nothing is deleted.
     """
-    path = warehouse.database_path(database)
-    io = warehouse.file_io
-    if not io.exists(path):
+    from core.catalog.filesystem import as_catalog
+
+    catalog = as_catalog(catalog)
+    path = catalog.database_path(database)
+    io = catalog.file_io
+    if not catalog.database_exists(database):
         if if_exists:
             return DropDatabaseResult(database, path, False, (), 0, 0, dry_run)
-        raise NotFoundError(f"database {database} does not exist in {warehouse.uri}")
-    tables = tuple(warehouse.tables(database))
+        raise NotFoundError(f"database {database} does not exist in {catalog.warehouse_uri}")
+    tables = tuple(catalog.tables(database))
     if tables and not cascade:
         shown = ", ".join(tables[:10]) + (f" and {len(tables) - 10} more" if len(tables) > 10 else "")
         raise DatabaseNotEmptyError(f"database {database} still holds {len(tables)} table(s): {shown}; "
                                     "drop them first or pass --cascade")
-    files = io.walk(path)
+    files = io.walk(path) if io.exists(path) else []
+    # Through a registry, a table directory the catalog does not name is another catalog's (or
+    # a rename's): it stays, and so does the database directory holding it.
+    kept = _unregistered_tables(catalog, database, tables)
+    files = [f for f in files if not any(f.path.startswith(k + "/") for k in kept)]
     result = DropDatabaseResult(database, path, True, tables, len(files), sum(f.size for f in files), dry_run)
     if dry_run:
         return result
     # Each table as drop does (whole, schema last), then whatever else the directory holds.
     for name in tables:
-        drop_table(TableHandle(warehouse.locate(f"{database}.{name}")))
-    if not io.local:  # file by file: an object store's recursive delete is a batch call with no fault hook
+        drop_table(TableHandle(catalog.locate(f"{database}.{name}")))
+    if kept:
         for f in io.walk(path):
-            io.delete(f.path)
-    io.delete_tree(path)
+            if not any(f.path.startswith(k + "/") for k in kept):
+                io.delete(f.path)
+        log.warning("kept %s: tables the catalog does not register", ", ".join(kept))
+    else:
+        if not io.local:  # file by file: an object store's recursive delete is a batch call with no fault hook
+            for f in io.walk(path):
+                io.delete(f.path)
+        io.delete_tree(path)
+    catalog.drop_database(database)  # the registry's rows, after the files
     log.info("dropped database %s (%d tables)", database, len(tables))
     return result
+
+
+def _unregistered_tables(catalog: Catalog, database: str, registered: tuple[str, ...]) -> list[str]:
+    """The paths of table directories in ``database`` that a catalog with a registry does not
+    name (none on the filesystem catalog, whose directories are its registry)."""
+    if not catalog.has_registry:
+        return []
+    from core.warehouse import Warehouse
+
+    path = catalog.database_path(database)
+    if not catalog.file_io.exists(path):
+        return []
+    on_disk = Warehouse(catalog.warehouse_uri, catalog.file_io).tables(database)
+    return [join(path, name) for name in on_disk if name not in registered]
 
 
 __all__ = ["DropDatabaseResult", "DropTableResult", "drop_database", "drop_table"]

@@ -46,7 +46,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import Collection
+from typing import TYPE_CHECKING, Collection
 
 from core.busy import closing, is_marker as is_busy_marker
 from core.copying import Progress, copy_files, copy_in_order, delete_files
@@ -55,7 +55,11 @@ from core.errors import (CommitConflictError, LakectlError, NotFoundError, Renam
 from core.fileio import FileIO, FileStatus, join
 from core.renaming import MARKERS, RENAMED, RENAMING, RenameMarker, read_marker
 from core.table_handle import TableHandle
-from core.warehouse import Warehouse, looks_like_path
+from core.warehouse import looks_like_path
+
+if TYPE_CHECKING:
+    from core.catalog.base import Catalog
+    from core.warehouse import Warehouse
 
 log = logging.getLogger(__name__)
 
@@ -84,9 +88,10 @@ class RenameResult:
     dry_run: bool
 
 
-def rename_table(warehouse: Warehouse, old: str, new: str, *, dry_run: bool = False,
+def rename_table(catalog: Catalog | Warehouse, old: str, new: str, *, dry_run: bool = False,
                  progress: Progress | None = None) -> RenameResult:
-    """Rename table ``old`` (DB.TABLE) to ``new`` (DB.TABLE, in an existing database).
+    """Rename table ``old`` (DB.TABLE) to ``new`` (DB.TABLE, in an existing database). Through a
+    catalog with a registry the files move first and the row after (``_rename_registered``).
 
     Raises:
         UsageError: a name given as a path, or the same table twice.
@@ -97,20 +102,53 @@ def rename_table(warehouse: Warehouse, old: str, new: str, *, dry_run: bool = Fa
         CommitConflictError: the source kept changing for ``MAX_ROUNDS`` copy rounds; the partial
             copy was removed and the source is untouched.
     """
+    from core.catalog.filesystem import as_catalog
+
+    catalog = as_catalog(catalog)
     for name in (old, new):
         if looks_like_path(name):
             raise UsageError(f"rename takes DB.TABLE names inside the warehouse, not a path ({name})")
-    source, target = TableHandle(warehouse.locate(old)), TableHandle(warehouse.locate(new))
+    source, target = TableHandle(catalog.locate(old)), TableHandle(catalog.locate(new))
     if source.path == target.path:
         raise UsageError(f"{source.name} and {target.name} are the same table")
-    io = warehouse.file_io
+    if source.location.catalog is not None:
+        return _rename_registered(catalog, source, target, dry_run, progress)
+    return _rename_files(catalog, source, target, dry_run, progress)
+
+
+def _rename_registered(catalog: Catalog, source: TableHandle, target: TableHandle, dry_run: bool,
+                       progress: Progress | None) -> RenameResult:
+    """The files as on the filesystem catalog, then the registry row (Java renames the row
+    first; lakectl keeps "files first" for every change). A crash between the two leaves the
+    old name registered without files and the new directory unregistered: commands on either
+    name say so, and this rename run again sees that state and moves the row alone."""
+    if catalog.is_registered(target.location):
+        raise TableExistsError(f"{target.name} is already registered in the catalog; nothing was renamed")
+    if not catalog.is_registered(source.location):
+        if not source.exists():
+            raise NotFoundError(f"table {source.name} does not exist (it is not registered in the catalog)")
+        source.location.catalog.check_registered(source.location, has_files=True)  # type: ignore[union-attr]
+    if not source.exists() and not source.file_io.walk(source.path) and target.exists():
+        # An interrupted rename of ours: the files moved, the row did not.
+        if not dry_run:
+            catalog.rename_table(source.location, target.location)
+        return _result(source, target, "rename" if target.file_io.local else "copy", resumed=True, dry_run=dry_run)
+    result = _rename_files(catalog, source, target, dry_run, progress)
+    if not dry_run:
+        catalog.rename_table(source.location, target.location)
+    return result
+
+
+def _rename_files(catalog: Catalog, source: TableHandle, target: TableHandle, dry_run: bool,
+                  progress: Progress | None) -> RenameResult:
+    io = catalog.file_io
     if not io.local:
-        return _rename_by_copy(warehouse, source, target, dry_run, progress)
+        return _rename_by_copy(catalog, source, target, dry_run, progress)
     if not source.exists():
         raise NotFoundError(f"table {source.name} does not exist (looked in {source.path})")
     if io.exists(target.path):
         raise TableExistsError(f"{target.name} already exists ({target.path}); nothing was renamed")
-    _require_database(warehouse, target)
+    _require_database(catalog, target)
     if not dry_run:
         # Once no command of several steps is at work on it (core/busy.py).
         with closing(io, source.path, source.name, f"rename {source.name} to {target.name}") as held:
@@ -130,16 +168,24 @@ def _result(source: TableHandle, target: TableHandle, method: str, *, files: int
                         rounds, resumed, dry_run)
 
 
-def _require_database(warehouse: Warehouse, target: TableHandle) -> None:
-    if not warehouse.file_io.exists(target.path.rsplit("/", 1)[0]):
-        raise NotFoundError(f"database {target.name.split('.')[0]} does not exist in {warehouse.uri}")
+def _require_database(catalog: Catalog, target: TableHandle) -> None:
+    database = target.path.rsplit("/", 1)[0]
+    if target.location.catalog is None:  # the filesystem catalog: the database's directory
+        if not catalog.file_io.exists(database):
+            raise NotFoundError(f"database {target.name.split('.')[0]} does not exist in {catalog.warehouse_uri}")
+        return
+    db = target.name.split(".")[0]
+    if not catalog.database_exists(db):
+        raise NotFoundError(f"database {db} does not exist in the catalog")
+    if catalog.file_io.local and not catalog.file_io.exists(database):
+        catalog.file_io.mkdirs(database)  # registered by `create database` before its first table
 
 
 # ---- object stores: copy, then delete -------------------------------------------------------
 
-def _rename_by_copy(warehouse: Warehouse, source: TableHandle, target: TableHandle, dry_run: bool,
+def _rename_by_copy(catalog: Catalog, source: TableHandle, target: TableHandle, dry_run: bool,
                     progress: Progress | None) -> RenameResult:
-    io = warehouse.file_io
+    io = catalog.file_io
     renaming = read_marker(io, target.path, RENAMING)
     renamed = read_marker(io, source.path, RENAMED)
     if renaming is not None and renaming.source_path != source.path:
@@ -163,7 +209,7 @@ def _rename_by_copy(warehouse: Warehouse, source: TableHandle, target: TableHand
         raise NotFoundError(f"table {source.name} does not exist (looked in {source.path})")
     if renaming is None and io.walk(target.path):  # objects, not an empty prefix a store may show
         raise TableExistsError(f"{target.name} already exists ({target.path}); nothing was renamed")
-    _require_database(warehouse, target)
+    _require_database(catalog, target)
     if dry_run:
         listing = _listing(io, source.path)
         return _result(source, target, "copy", files=len(listing), nbytes=sum(f.size for f in listing.values()),

@@ -262,7 +262,7 @@ def write_and_commit(table: TableHandle, data: Any, engine: Any, *, overwrite: b
         index = IndexChanges(tuple(job.assigner.index_changes()), job.assigner.planned_on)
     user = {"commit_user": commit_user} if commit_user is not None else {}
     committer = FileStoreCommit(table.file_io, table.path, schema, identifier=identifier,
-                                branch_path=table.branch_path, **user)
+                                branch_path=table.branch_path, snapshot_commit=table.location.snapshot_commit(), **user)
     snapshot = committer.commit(messages, overwrite=spec, watermark=watermark, index=index)
     # A batch write commits under Long.MAX; a streaming write numbers its commits.
     maintenance = after_commit(table, engine, batch=identifier == BATCH_COMMIT_IDENTIFIER,
@@ -398,6 +398,9 @@ def write_input(table: TableHandle, path: str | None, *, input_format: str | Non
         raise UsageError("give exactly one of --input and --input-table")
     refuse_renaming(table.file_io, table.path, table.name)  # --auto-create must not create into a rename's target
     exists = table.exists()
+    if table.location.catalog is not None and (exists or auto_create is None):
+        # registered in its catalog, and not only on disk (an unregistered directory is not written)
+        table.location.catalog.check_registered(table.location, has_files=exists)
     if not exists and auto_create is None:
         raise NotFoundError(f"table {table.name} does not exist (looked in {table.path}); pass --auto-create "
                             "--like DB.SOURCE to create it as another table is, or --auto-create alone to "

@@ -145,7 +145,7 @@ def register(app: typer.Typer) -> None:
             add=add_column or [], first=first, after=after, drop=drop_column or [], rename=rename_column or [],
             alter_type=alter_type or [], nullable=set_nullable or [], not_null=set_not_null or [],
             comment=comment or [], set_option=set_option or [], reset_option=reset_option or [])
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
+        t = settings(ctx).open_table(table, warehouse, branch=branch)
         result = t.alter(changes, dry_run=dry_run)
         # As at create: an option no Paimon version defines is kept, with a warning.
         from core.evolution import SetOption

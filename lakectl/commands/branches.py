@@ -6,7 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.completion import complete_branch, complete_snapshot_id, complete_tag
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
@@ -42,7 +41,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.branches import create_branch
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = settings(ctx).open_table(table, warehouse)
         out.record(create_branch(t, name, tag=tag, snapshot_id=snapshot_id))
 
     @branch_app.command("delete")
@@ -67,7 +66,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.branches import delete_branch
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = settings(ctx).open_table(table, warehouse)
         from lakectl.output import result_json
 
         out.record(result_json(delete_branch(t, name, dry_run=dry_run), "branch delete"))
@@ -98,7 +97,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.branches import rename_branch
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = settings(ctx).open_table(table, warehouse)
         out.record(rename_branch(t, name, new_name, dry_run=dry_run))
 
     @branch_app.command("merge")
@@ -131,7 +130,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.merge_branch import merge_branch
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = settings(ctx).open_table(table, warehouse)
         out.record(merge_branch(t, source, into=into, dry_run=dry_run))
 
     @branch_app.command("fast-forward")
@@ -156,7 +155,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.branches import fast_forward
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = settings(ctx).open_table(table, warehouse)
         out.record(fast_forward(t, name, dry_run=dry_run))
 
     @branch_app.command("list")
@@ -176,7 +175,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.branches import BranchInfo, list_branches
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = settings(ctx).open_table(table, warehouse)
         out.records(list_branches(t), BranchInfo, title=f"branches of {t.name}")
 
     app.add_typer(branch_app, name="branch")

@@ -78,7 +78,7 @@ def register(app: typer.Typer) -> None:
                              "which does not mend a damaged data or index file that --deep finds (restore such a "
                              "file from a copy); run `check --deep` on its own")
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = settings(ctx).open_table(table, warehouse)
         if repair:
             _repair(out, t, dry_run)
         else:

@@ -6,7 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.completion import complete_snapshot_id
 from lakectl.params import BranchOpt, FormatOpt, TableArg, TagOpt, TimestampOpt, WarehouseOpt
@@ -50,9 +49,9 @@ def register(app: typer.Typer) -> None:
         from core.ops.clone import clone
 
         out = output(ctx, fmt)
-        wh = settings(ctx).resolve_warehouse(warehouse)
-        source = Table.open(table, warehouse=wh, branch=branch)
-        target = Table.locate(copy, warehouse=wh)
+        s = settings(ctx)
+        source = s.open_table(table, warehouse, branch=branch)
+        target = s.locate_table(copy, warehouse)
         with out.progress() as progress:
             result = clone(source, target, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp,
                            dry_run=dry_run, progress=progress)

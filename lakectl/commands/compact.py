@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.completion import complete_order_strategy
 from lakectl.config import parse_partitions
@@ -62,7 +61,7 @@ def register(app: typer.Typer) -> None:
 
         out = output(ctx, fmt)
         s = settings(ctx)
-        t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
+        t = s.open_table(table, warehouse, branch=branch)
         specs = parse_partitions(partition) if partition else None
         order = _order(order_by, order_strategy)
         with out.progress() as progress:

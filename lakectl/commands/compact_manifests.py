@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
 
@@ -35,5 +34,5 @@ def register(app: typer.Typer) -> None:
         from core.ops.compact_manifests import compact_manifests
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
+        t = settings(ctx).open_table(table, warehouse, branch=branch)
         out.record(compact_manifests(t, dry_run=dry_run))

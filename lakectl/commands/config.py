@@ -20,10 +20,10 @@ def register(app: typer.Typer) -> None:
                      "--policy", help="Show instead the maintain policy in effect for each table of the "
                                       "warehouse (the [maintain] section and the patterns that match).")] = False,
                  warehouse: WarehouseOpt = None) -> None:
-        """Show each setting (warehouse, format, engine, Spark, S3), its effective value and its
-        source: a flag, a LAKECTL_* variable, the selected profile, the config file, or the
-        default. Precedence: flag > environment > profile > config file > default. S3
-        credentials show as ****.
+        """Show each setting (warehouse, format, engine, Spark, S3, the catalog), its effective
+        value and its source: a flag, a LAKECTL_* variable, the selected profile, the config
+        file, or the default. Precedence: flag > environment > profile > config file > default.
+        S3 credentials and catalog secrets (jdbc.password, token, ...) show as ****.
 
         Examples:
 
@@ -34,15 +34,14 @@ def register(app: typer.Typer) -> None:
         """
         out = output(ctx, fmt)
         if policy:
-            from core.warehouse import Warehouse
             from lakectl.commands.maintain import table_names
             from lakectl.maintain_policy import Policies
 
             s = settings(ctx)
             policies = Policies(s.config.get("maintain"))
-            names = table_names(Warehouse.open(s.resolve_warehouse(warehouse)), [])
+            names = table_names(s.any_catalog(warehouse), [], lambda n: s.open_table(n, warehouse))
             out.rows([policies.describe(n) for n in names], title="maintain policy")
             return
-        out.rows(settings(ctx).shown(), ["key", "value", "source"], title="settings")
+        out.rows(settings(ctx).shown(warehouse), ["key", "value", "source"], title="settings")
 
     app.add_typer(config_app, name="config")

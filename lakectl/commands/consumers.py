@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.completion import complete_consumer
 from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
@@ -35,7 +34,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.consumers import ConsumerInfo, list_consumers
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
+        t = settings(ctx).open_table(table, warehouse, branch=branch)
         from lakectl.output import about
 
         out.records(list_consumers(t), ConsumerInfo, title=f"consumers of {t.name}", about=about(t))
@@ -61,7 +60,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.consumers import reset_consumer
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
+        t = settings(ctx).open_table(table, warehouse, branch=branch)
         out.record(reset_consumer(t, consumer_id, next_snapshot, dry_run=dry_run))
 
     @consumer_app.command("delete")
@@ -84,7 +83,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.consumers import delete_consumer
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
+        t = settings(ctx).open_table(table, warehouse, branch=branch)
         out.record(delete_consumer(t, consumer_id, dry_run=dry_run))
 
     app.add_typer(consumer_app, name="consumer")

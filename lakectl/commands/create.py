@@ -7,7 +7,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.table import Table
 from core.errors import UsageError
 from lakectl.commands import output, settings
 from lakectl.completion import complete_table
@@ -52,12 +51,12 @@ def register(app: typer.Typer) -> None:
         out = output(ctx, fmt)
         if (schema is None) == (like is None):
             raise UsageError("give exactly one of --schema and --like")
-        wh = settings(ctx).resolve_warehouse(warehouse)
-        t = Table.locate(table, warehouse=wh)
+        s = settings(ctx)
+        t = s.locate_table(table, warehouse)
         if like is not None:
             from core.ops.create import Layout
 
-            layout = Layout.of(Table.open(like, warehouse=wh)).with_flags(
+            layout = Layout.of(s.open_table(like, warehouse)).with_flags(
                 parse_key_list(primary_key), parse_key_list(partition_by), parse_options(option))
             new, created = layout.create(t, comment=comment, if_not_exists=if_not_exists)
         else:

@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from core.table import Table
 from lakectl.completion import complete_where
 from lakectl.commands import output, settings
 from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
@@ -46,7 +45,7 @@ def register(app: typer.Typer) -> None:
 
         out = output(ctx, fmt)
         s = settings(ctx)
-        t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
+        t = s.open_table(table, warehouse, branch=branch)
         with out.progress() as progress:
             result = delete(t, where, dry_run=dry_run, engine_settings=s.engine_settings(progress))
         from lakectl.output import result_json

@@ -6,8 +6,6 @@ from typing import Annotated
 
 import typer
 
-from core.table import Table
-from core.warehouse import Warehouse
 from lakectl.commands import output, settings
 from lakectl.completion import complete_database
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
@@ -39,7 +37,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.drop import drop_table
 
         out = output(ctx, fmt)
-        t = Table.locate(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = settings(ctx).locate_table(table, warehouse)
         out.record(drop_table(t, if_exists=if_exists, dry_run=dry_run))
 
     @app.command("drop-database")
@@ -63,5 +61,5 @@ def register(app: typer.Typer) -> None:
         from core.ops.drop import drop_database
 
         out = output(ctx, fmt)
-        wh = Warehouse.open(settings(ctx).resolve_warehouse(warehouse))
-        out.record(drop_database(wh, database, cascade=cascade, if_exists=if_exists, dry_run=dry_run))
+        catalog = settings(ctx).any_catalog(warehouse)
+        out.record(drop_database(catalog, database, cascade=cascade, if_exists=if_exists, dry_run=dry_run))

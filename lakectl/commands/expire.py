@@ -52,7 +52,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.expire import expire_snapshots
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
+        t = settings(ctx).open_table(table, warehouse, branch=branch)
         if not dry_run:  # Table.expire's guard; core/ops/expire.py is called directly here
             t.refuse_unfinished_fast_forward("expire snapshots")
         with out.progress() as progress:

@@ -6,7 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
 
@@ -56,7 +55,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.expire_changelogs import expire_changelogs
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
+        t = settings(ctx).open_table(table, warehouse, branch=branch)
         with out.progress() as progress:
             result = expire_changelogs(t, retain_min=retain_min, retain_max=retain_max, older_than=older_than,
                                        max_deletes=max_deletes, dry_run=dry_run, progress=progress)

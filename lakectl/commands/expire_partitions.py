@@ -6,7 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
 
@@ -41,6 +40,6 @@ def register(app: typer.Typer) -> None:
 
         out = output(ctx, fmt)
         s = settings(ctx)
-        t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
+        t = s.open_table(table, warehouse, branch=branch)
         result = expire_partitions(t, expiration_time=expiration_time, max_expires=max_expires, dry_run=dry_run)
         out.record(result)

@@ -6,7 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
 
@@ -35,6 +34,6 @@ def register(app: typer.Typer) -> None:
         from core.ops.tags import ExpireTagsResult, expire_tags
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
+        t = settings(ctx).open_table(table, warehouse, branch=branch)
         expired = expire_tags(t, older_than=older_than, dry_run=dry_run)
         out.record(ExpireTagsResult(t.name, t.branch, expired, dry_run), title=f"expired tags of {t.name}")

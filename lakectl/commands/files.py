@@ -7,7 +7,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.listings import every_when_zero
 from lakectl.completion import complete_snapshot_id
@@ -42,7 +41,7 @@ def register(app: typer.Typer) -> None:
         from lakectl.config import parse_partitions
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
+        t = settings(ctx).open_table(table, warehouse, branch=branch)
         specs = parse_partitions(partition) if partition else None
         chosen = snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
         from lakectl.output import JSON_NAMES, about

@@ -81,7 +81,7 @@ def register(app: typer.Typer) -> None:
 
         out = output(ctx, fmt)
         s = settings(ctx)
-        t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
+        t = s.open_table(table, warehouse, branch=branch)
         h = measure(t)
         # What maintain would do under the config's policy for this table: one rule for both.
         recs = recommendations(t, h, Policies(s.config.get("maintain"))(t.name))

@@ -6,7 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.warehouse import Warehouse
 from lakectl.commands import output, settings
 from lakectl.completion import complete_database
 from lakectl.params import FormatOpt, WarehouseOpt
@@ -31,5 +30,4 @@ def register(app: typer.Typer) -> None:
         from core.ops.describe import CatalogEntry, list_catalog
 
         out = output(ctx, fmt)
-        wh = Warehouse.open(settings(ctx).resolve_warehouse(warehouse))
-        out.records(list_catalog(wh, database), CatalogEntry)
+        out.records(list_catalog(settings(ctx).any_catalog(warehouse), database), CatalogEntry)

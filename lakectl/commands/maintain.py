@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
@@ -22,21 +22,20 @@ def parse_budget(text: str) -> float:
     return parse_duration(text, "--time-budget").total_seconds()
 
 
-def table_names(warehouse: Any, targets: list[str]) -> list[str]:
-    """DB.TABLE names of the targets: every table of the warehouse, of a DB, or the table named.
-    A table named that does not exist is NotFoundError (exit 3), as for every other command; one
-    that goes away after this look is reported skipped."""
-    from core.table import Table
-
+def table_names(catalog: Any, targets: list[str], open_table: Callable[[str], Any]) -> list[str]:
+    """DB.TABLE names of the targets: every table of the catalog (a warehouse's directories or a
+    catalog's registry), of a DB, or the table named. A table named that does not exist is
+    NotFoundError (exit 3), as for every other command; one that goes away after this look is
+    reported skipped."""
     if not targets:
-        targets = warehouse.databases()
+        targets = catalog.databases()
     names: list[str] = []
     for t in targets:
         if "." in t:
-            Table.open(t, warehouse=warehouse.uri, storage_options=warehouse.storage_options)
+            open_table(t)
             names.append(t)
         else:
-            names.extend(f"{t}.{name}" for name in warehouse.tables(t))
+            names.extend(f"{t}.{name}" for name in catalog.tables(t))
     return names
 
 
@@ -122,14 +121,12 @@ def register(app: typer.Typer) -> None:
               >> /var/log/lakectl-maintain.log
         """
         from core.ops.maintain import maintain
-        from core.table import Table
-        from core.warehouse import Warehouse
         from lakectl.maintain_policy import Policies
 
         out = output(ctx, fmt)
         s = settings(ctx)
-        uri = s.resolve_warehouse(warehouse)
-        names = table_names(Warehouse.open(uri), list(targets or []))
+        catalog = s.any_catalog(warehouse)
+        names = table_names(catalog, list(targets or []), lambda n: s.open_table(n, warehouse))
         budget = parse_budget(time_budget) if time_budget else None
         if budget is not None:
             from core.metrics import last_success_times
@@ -137,10 +134,10 @@ def register(app: typer.Typer) -> None:
 
             # Most overdue first, so that tight budgets reach every table within a few runs.
             history = last_success_times(metrics_file) if metrics_file else {}
-            names = overdue_first(names, lambda n: Table.locate(n, warehouse=uri), history)
+            names = overdue_first(names, lambda n: s.locate_table(n, warehouse), history)
         policies = Policies(s.config.get("maintain"))
         with out.table_bars(len(names)) as bars:
-            reports = maintain(names, lambda n: Table.open(n, warehouse=uri), policies, dry_run=dry_run,
+            reports = maintain(names, lambda n: s.open_table(n, warehouse), policies, dry_run=dry_run,
                                engine_settings=s.engine_settings(), parallel=parallel, time_budget=budget,
                                on_done=None if bars is None else lambda rep: bars.finish(rep.table, rep.status),
                                on_step=None if bars is None else bars.step)
@@ -148,7 +145,7 @@ def register(app: typer.Typer) -> None:
             from core.metrics import write_atomically
 
             # Series of tables that left the warehouse go; the rest this run did not see stay.
-            present = set(table_names(Warehouse.open(uri), []))
+            present = set(table_names(catalog, [], lambda n: s.open_table(n, warehouse)))
             write_atomically(metrics_file, reports, keep=present.__contains__)
         rows = [report_row(r) for r in report_rows(reports)]
         if out.format in ("json", "jsonl", "csv"):

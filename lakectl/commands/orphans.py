@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
 
@@ -34,7 +33,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.orphans import remove_orphan_files
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = settings(ctx).open_table(table, warehouse)
         with out.progress() as progress:
             result = remove_orphan_files(t, older_than=older_than, dry_run=dry_run, force=force,
                                          progress=progress)

@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
 
@@ -42,5 +41,5 @@ def register(app: typer.Typer) -> None:
 
         out = output(ctx, fmt)
         specs = parse_partitions(partition)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse))
+        t = settings(ctx).open_table(table, warehouse)
         out.record(mark_partition_done(t, specs, dry_run=dry_run))

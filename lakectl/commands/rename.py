@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from core.warehouse import Warehouse
 from lakectl.commands import output, settings
 from lakectl.completion import complete_table
 from lakectl.params import FormatOpt, TableArg, WarehouseOpt
@@ -43,10 +42,10 @@ def register(app: typer.Typer) -> None:
         from core.ops.rename import rename_table
 
         out = output(ctx, fmt)
-        wh = Warehouse.open(settings(ctx).resolve_warehouse(warehouse))
-        if wh.file_io.local or dry_run:  # one rename, or nothing copied: no bar (and no rich imported)
-            result = rename_table(wh, table, new_name, dry_run=dry_run)
+        catalog = settings(ctx).any_catalog(warehouse)
+        if catalog.file_io.local or dry_run:  # one rename, or nothing copied: no bar (and no rich imported)
+            result = rename_table(catalog, table, new_name, dry_run=dry_run)
         else:
             with out.progress() as progress:
-                result = rename_table(wh, table, new_name, dry_run=dry_run, progress=progress)
+                result = rename_table(catalog, table, new_name, dry_run=dry_run, progress=progress)
         out.record(result)

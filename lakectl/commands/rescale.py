@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.config import parse_partitions
 from lakectl.params import FormatOpt, PartitionsOpt, TableArg, WarehouseOpt
@@ -44,7 +43,7 @@ def register(app: typer.Typer) -> None:
 
         out = output(ctx, fmt)
         s = settings(ctx)
-        t = Table.open(table, warehouse=s.resolve_warehouse(warehouse))
+        t = s.open_table(table, warehouse)
         specs = parse_partitions(partition) if partition else None
         with out.progress() as progress:
             result = rescale(t, buckets, partitions=specs, dry_run=dry_run,

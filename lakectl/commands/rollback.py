@@ -6,7 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.completion import complete_snapshot_id, complete_tag
 from lakectl.params import BranchOpt, FormatOpt, TableArg, TimestampOpt, WarehouseOpt
@@ -47,7 +46,7 @@ def register(app: typer.Typer) -> None:
         from core.travel import snapshot_id_of
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
+        t = settings(ctx).open_table(table, warehouse, branch=branch)
         if timestamp is not None:  # a tag stays a tag: rollback to it works after its snapshot expired
             snapshot_id = snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
         out.record(rollback(t, snapshot_id=snapshot_id, tag=tag, if_latest=if_latest, dry_run=dry_run,

@@ -88,7 +88,7 @@ def register(app: typer.Typer) -> None:
         every_row = limit == 0 and not follow  # --limit 0: every row, on a terminal too
         if every_row:
             limit = None
-        t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
+        t = s.open_table(table, warehouse, branch=branch)
         columns = parse_key_list(select) or None
         if between_mode is not None and (follow or (between is None and from_snapshot is None and to_snapshot is None)):
             # following reads every change of each snapshot, as Paimon's streaming reads do

@@ -7,7 +7,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.listings import every_when_zero
 from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
@@ -33,7 +32,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.schemas import SchemaInfo
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
+        t = settings(ctx).open_table(table, warehouse, branch=branch)
         history = t.schema_history(limit=every_when_zero(limit))
         from lakectl.output import JSON_NAMES, about, renamed
 

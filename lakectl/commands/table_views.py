@@ -7,7 +7,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.listings import every_when_zero
 from lakectl.output import about
@@ -54,7 +53,7 @@ def _register_partitions(app: typer.Typer) -> None:
         from lakectl.config import parse_partitions
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
+        t = settings(ctx).open_table(table, warehouse, branch=branch)
         specs = parse_partitions(partition) if partition else None
         chosen = snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
         out.records(partition_stats(t, chosen, partitions=specs, limit=every_when_zero(limit)), PartitionStats,
@@ -87,7 +86,7 @@ def _register_buckets(app: typer.Typer) -> None:
         from lakectl.config import parse_partitions
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
+        t = settings(ctx).open_table(table, warehouse, branch=branch)
         specs = parse_partitions(partition) if partition else None
         chosen = snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
         out.records(bucket_stats(t, chosen, partitions=specs), BucketStats, title=f"buckets of {t.name}", about=about(t))
@@ -117,6 +116,6 @@ def _register_manifests(app: typer.Typer) -> None:
         from core.travel import snapshot_id_of
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
+        t = settings(ctx).open_table(table, warehouse, branch=branch)
         chosen = snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag)
         out.records(manifests(t, chosen), ManifestInfo, title=f"manifests of {t.name}", about=about(t))

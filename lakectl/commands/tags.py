@@ -6,7 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.completion import complete_snapshot_id, complete_tag
 from lakectl.params import BranchOpt, FormatOpt, TableArg, TagOpt, TimestampOpt, WarehouseOpt
@@ -49,7 +48,7 @@ def register(app: typer.Typer) -> None:
         from core.travel import snapshot_id_of
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
+        t = settings(ctx).open_table(table, warehouse, branch=branch)
         out.record(create_tag(t, name, snapshot_id=snapshot_id_of(t, snapshot_id=snapshot_id, timestamp=timestamp, tag=tag),
                                time_retained=time_retained, replace=replace))
 
@@ -73,7 +72,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.tags import rename_tag
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
+        t = settings(ctx).open_table(table, warehouse, branch=branch)
         out.record(rename_tag(t, old, new))
 
     @tag_app.command("delete")
@@ -95,7 +94,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.tags import delete_tag
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
+        t = settings(ctx).open_table(table, warehouse, branch=branch)
         out.record(delete_tag(t, name))
 
     @tag_app.command("list")
@@ -116,7 +115,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.tags import TagInfo, list_tags
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
+        t = settings(ctx).open_table(table, warehouse, branch=branch)
         out.records(list_tags(t), TagInfo, title=f"tags of {t.name}")
 
     app.add_typer(tag_app, name="tag")

@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from core.table import Table
 from lakectl.commands import output, settings
 from lakectl.params import BranchOpt, FormatOpt, TableArg, WarehouseOpt
 
@@ -33,7 +32,7 @@ def register(app: typer.Typer) -> None:
         from core.ops.truncate import truncate
 
         out = output(ctx, fmt)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
+        t = settings(ctx).open_table(table, warehouse, branch=branch)
         out.record(truncate(t, dry_run=dry_run))
 
     @app.command("drop-partition")
@@ -66,5 +65,5 @@ def register(app: typer.Typer) -> None:
 
         out = output(ctx, fmt)
         specs = parse_partitions(partition)
-        t = Table.open(table, warehouse=settings(ctx).resolve_warehouse(warehouse), branch=branch)
+        t = settings(ctx).open_table(table, warehouse, branch=branch)
         out.record(drop_partitions(t, specs, dry_run=dry_run))

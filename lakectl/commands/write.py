@@ -12,7 +12,6 @@ from typing import Annotated, Optional
 import typer
 
 from core.errors import UsageError
-from core.table import Table
 from lakectl.commands import output, settings, stop_on_sigterm
 from lakectl.commands.create import parse_options
 from lakectl.completion import complete_input_format, complete_table, complete_write_mode
@@ -102,16 +101,16 @@ def register(app: typer.Typer) -> None:
         s = settings(ctx)
         if branch is not None and auto_create:
             raise UsageError("--auto-create creates main; create the branch with `lakectl branch create`")
-        t = Table.locate(table, warehouse=s.resolve_warehouse(warehouse))
+        t = s.locate_table(table, warehouse)
         if branch is not None:
-            t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
+            t = s.open_table(table, warehouse, branch=branch)
         if like is not None and not auto_create:
             raise UsageError("--like applies to --auto-create (the layout of a table to create)")
         layout = None
         if like is not None:
             from core.ops.create import Layout
 
-            layout = Layout.of(Table.open(like, warehouse=s.resolve_warehouse(warehouse)))
+            layout = Layout.of(s.open_table(like, warehouse))
         create = AutoCreate(tuple(parse_key_list(primary_key)), tuple(parse_key_list(partition_by)),
                             parse_options(option), layout) if auto_create else None
         with out.progress() as progress:
@@ -144,7 +143,7 @@ def _stream(ctx: typer.Context, out: Output, table: str, input: str | None, inpu
         commit_interval = DEFAULT_COMMIT_INTERVAL
     interval = parse_duration(commit_interval, "--commit-interval").total_seconds() if commit_interval else None
     s = settings(ctx)
-    t = Table.open(table, warehouse=s.resolve_warehouse(warehouse), branch=branch)
+    t = s.open_table(table, warehouse, branch=branch)
     if commit_user is None:
         commit_user = str(uuid.uuid4())
         reset_progress = True  # a fresh UUID has committed nothing: no progress to look up

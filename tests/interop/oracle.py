@@ -130,3 +130,29 @@ def official_stream(table_path: str | os.PathLike[str], tmp_path: Path, plans: i
     with pa.OSFile(str(out), "rb") as source:
         table = pa.ipc.open_file(source).read_all()
     return table, meta
+
+
+def catalog_steps(catalog: dict[str, str], steps: list[dict[str, Any]], tmp_path: Path) -> list[Any]:
+    """Run ``steps`` through a pypaimon catalog (``tests/oracle/paimon_catalog.py``): a
+    ``write`` step's ``data`` is an Arrow table (written to an IPC file here), a ``read``
+    step's result is the Arrow table pypaimon read. Returns one result per step."""
+    workdir = Path(tmp_path) / f"oracle-catalog-{len(list(Path(tmp_path).glob('oracle-catalog-*')))}"
+    workdir.mkdir(parents=True)
+    job_steps, reads = [], {}
+    for i, step in enumerate(steps):
+        step = dict(step)
+        if step["op"] == "write":
+            path = workdir / f"batch-{i}.arrow"
+            with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, step["data"].schema) as writer:
+                writer.write_table(step["data"])
+            step["data"] = str(path)
+        elif step["op"] == "read":
+            step["out"] = reads[i] = str(workdir / f"read-{i}.arrow")
+        job_steps.append(step)
+    job_path = workdir / "job.json"
+    job_path.write_text(json.dumps({"catalog": catalog, "steps": job_steps}), encoding="utf-8")
+    results = _run("paimon_catalog.py", [str(job_path)])["results"]
+    for i, out in reads.items():
+        with pa.OSFile(out, "rb") as source:
+            results[i] = pa.ipc.open_file(source).read_all()
+    return results
