@@ -123,11 +123,6 @@ class SparkUnreachableError(LakectlError):
     """No Spark standalone master answers at the ``--master`` address (exit 10)."""
 
 
-class CatalogDatabaseError(LakectlError):
-    """The JDBC catalog's database could not be reached or failed a statement (exit 1); the
-    message names what lakectl was doing and the database's own words."""
-
-
 class DatabaseNotEmptyError(LakectlError):
     """drop-database of a database that still holds tables, without --cascade (exit 1)."""
 

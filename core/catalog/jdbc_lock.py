@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import CatalogDatabaseError, LakectlError, LockTimeoutError
+from core.errors import CatalogError, LakectlError, LockTimeoutError
 from core.option_parsing import duration_millis
 
 logger = logging.getLogger(__name__)
@@ -191,7 +191,7 @@ class JdbcLock:
         Raises:
             LockTimeoutError: not acquired within ``acquire_timeout``; the message names the
                 lock id and the row that held it.
-            CatalogDatabaseError: the database failed a statement (not a held lock).
+            CatalogError: the database failed a statement (not a held lock).
         """
         lock_id = self.lock_id(database, table)
         held = _held_here()
@@ -303,7 +303,7 @@ class JdbcLock:
         held = (f"held since {holder.acquired_at} (database clock), which may be taken over after "
                 f"{holder.expire_seconds} s" if holder is not None else "held by others throughout, free now")
         return (f"could not take the JDBC catalog lock {lock_id} within {waited:.1f} s "
-                f"(lock-acquire-timeout): {held}; nothing was changed")
+                f"(lock-acquire-timeout): {held}; nothing was committed")
 
     # ---- DB-API plumbing --------------------------------------------------------------------
     def _open(self) -> Any:
@@ -350,9 +350,9 @@ class JdbcLock:
             cursor.close()
 
     @staticmethod
-    def _database_error(what: str, error: BaseException) -> CatalogDatabaseError:
+    def _database_error(what: str, error: BaseException) -> CatalogError:
         detail = " ".join(str(error).split()) or type(error).__name__
-        return CatalogDatabaseError(f"JDBC catalog database: could not {what}: {detail}")
+        return CatalogError(f"JDBC catalog database: could not {what}: {detail}")
 
 
 _HELD = threading.local()

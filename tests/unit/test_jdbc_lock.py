@@ -27,7 +27,7 @@ from typing import Any, Callable
 import pytest
 
 from core.catalog.jdbc_lock import JdbcLock
-from core.errors import CatalogDatabaseError, LockTimeoutError
+from core.errors import CatalogError, LockTimeoutError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -276,7 +276,7 @@ def test_locks_of_different_tables_do_not_block_each_other(connect: Callable[[],
 def test_an_unreachable_database_is_one_line_in_lakectls_words(tmp_path: Path) -> None:
     lock = JdbcLock(lambda: sqlite3.connect(tmp_path / "missing-dir" / "c.db"), "jdbc", acquire_timeout=1,
                     check_max_sleep=0.1)
-    with pytest.raises(CatalogDatabaseError) as info:
+    with pytest.raises(CatalogError) as info:
         with lock.hold("db", "t"):
             pass
     assert str(info.value).startswith("JDBC catalog database: could not connect: ")
