@@ -36,9 +36,9 @@ def postgres() -> Iterator[PostgresServer]:
         import psycopg  # noqa: F401
     except ImportError:
         _unavailable("psycopg is not installed (make venv)")
-    # Not under pytest's basetemp: as root the server runs as another user, who must be able
-    # to reach its directory (pytest's is private to root).
-    root = Path(tempfile.mkdtemp(prefix="lakectl-postgres-"))
+    # Not under pytest's basetemp (or a private TMPDIR): as root the server runs as another
+    # user, who must be able to reach its directory.
+    root = Path(tempfile.mkdtemp(prefix="lakectl-postgres-", dir="/tmp" if os.geteuid() == 0 else None))
     os.chmod(root, 0o755)
     try:
         server = start(root / "pg")
