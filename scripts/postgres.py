@@ -95,7 +95,8 @@ def _run(cmd: list[str], account: pwd.struct_passwd | None, **kwargs: object) ->
     if account is not None:
         extra = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
     env = {**os.environ, "LC_ALL": "C", "LANG": "C"}
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, **extra, **kwargs)  # type: ignore[call-overload]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, check=False,  # type: ignore[call-overload]
+                          **extra, **kwargs)
 
 
 def start(root: Path, *, port: int | None = None, ready_seconds: float = 60.0) -> PostgresServer:
@@ -170,7 +171,8 @@ def resume(root: Path) -> PostgresServer:
         started = _run([str(binaries / "pg_ctl"), "-D", str(root / "data"), "-l", str(root / "server.log"), "-o",
                         _server_options(server.port, root / "socket"), "-w", "start"], account)
         if started.returncode != 0:
-            raise RuntimeError(f"PostgreSQL did not start: {started.stdout}{started.stderr}{_tail(root / 'server.log')}")
+            log = _tail(root / "server.log")
+            raise RuntimeError(f"PostgreSQL did not start: {started.stdout}{started.stderr}{log}")
     return server
 
 
@@ -213,7 +215,8 @@ def main(argv: list[str]) -> int:
         server = start(root, port=args.port)
     warehouse = root.parent / "warehouse-pg"
     print(f"PostgreSQL {server.host}:{server.port}, database {server.database}, data in {root}\n")
-    print("Add to lakectl's config file (./lakectl.toml or ~/.config/lakectl/config.toml) or pass as --catalog-option KEY=VALUE:\n")
+    print("Add to lakectl's config file (./lakectl.toml or ~/.config/lakectl/config.toml),")
+    print("or pass each as the global option --catalog-option KEY=VALUE:\n")
     print("[catalog]")
     print('metastore = "jdbc"')
     print(f'uri = "{server.jdbc_uri}"')

@@ -401,12 +401,14 @@ class _Renewal:
                         connection = self._lock._open()
                     renewed = self._lock._renew(connection, self.current)
                 except LakectlError as error:
-                    logger.warning("could not renew the JDBC catalog lock %s (%s); retrying", self.current.lock_id, error)
+                    logger.warning("could not renew the JDBC catalog lock %s (%s); retrying", self.current.lock_id,
+                                   error)
                     continue
                 except Exception as error:  # a dropped connection: open another one next time
                     if not _is_db_error(error):
                         raise
-                    logger.warning("could not renew the JDBC catalog lock %s (%s); retrying", self.current.lock_id, error)
+                    logger.warning("could not renew the JDBC catalog lock %s (%s); retrying", self.current.lock_id,
+                                   error)
                     connection = _closed(connection)
                     continue
                 if renewed is None:

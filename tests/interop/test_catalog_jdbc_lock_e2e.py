@@ -197,7 +197,8 @@ def test_lakectl_commands_wait_for_the_lock_and_give_up_with_exit_4(tmp_path: Pa
         assert lakectl(tmp_path, "write", TABLE, "--input", str(source)).returncode == 0
     lock = JdbcLock(connect, "ck", expire_seconds=600)  # another writer (Java) holding db.t
     with lock.hold("db", "t"):
-        for command in (["write", TABLE, "--input", str(source)], ["expire", TABLE, "--retain-max", "1", "--retain-min", "1"],
+        for command in (["write", TABLE, "--input", str(source)],
+                        ["expire", TABLE, "--retain-max", "1", "--retain-min", "1"],
                         ["rollback", TABLE, "--snapshot-id", "1"]):
             done = lakectl(tmp_path, "--catalog-option", "lock-acquire-timeout=1s", *command)
             assert done.returncode == 4, done.stderr
