@@ -6,14 +6,14 @@ BIN := $(VENV)/bin
 PYPAIMON_VERSION := 2.1.0
 export LAKECTL_ORACLE_PYTHON := $(CURDIR)/$(ORACLE_VENV)/bin/python
 
-.PHONY: all venv oracle java-oracle demo test test-quick bench bench-quick bench-venvs clean install explore
+.PHONY: all venv oracle java-oracle postgres-packages postgres postgres-stop demo test test-quick bench bench-quick bench-venvs clean install explore
 
 all: venv
 
 $(BIN)/lakectl: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,postgresql]'
 	touch $@
 
 venv: $(BIN)/lakectl
@@ -52,6 +52,29 @@ $(JAVA_CDS): $(JAVA_ORACLE) tests/interop/java_cds.py $(BIN)/lakectl
 
 java-oracle: $(JAVA_ORACLE) $(JAVA_CDS)
 
+# The JDBC catalog's tests (docs/jdbc-catalog.md): a PostgreSQL server of their own
+# (tests/postgres.py starts one per test session on 127.0.0.1), and Java's JDBC drivers for the
+# Java oracle's JdbcCatalog (/usr/share/java/sqlite-jdbc.jar, postgresql.jar). Installed from
+# Debian where missing and we are root (CI); otherwise those tests skip, and say why.
+JDBC_APT_PACKAGES := postgresql libxerial-sqlite-jdbc-java libpostgresql-jdbc-java
+postgres-packages:
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && [ -f /usr/share/java/sqlite-jdbc.jar ] \
+	    && [ -f /usr/share/java/postgresql.jar ]; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(JDBC_APT_PACKAGES) >/dev/null \
+	  || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(JDBC_APT_PACKAGES) >/dev/null; }; \
+	else echo "note: apt-get install $(JDBC_APT_PACKAGES) for the JDBC catalog tests (they skip without)"; fi
+
+# A PostgreSQL server for trying lakectl's JDBC catalog (scripts/postgres.py): data, socket and
+# log in PG_DIR, 127.0.0.1 on a free port (PG_PORT to choose one); prints the [catalog] settings.
+PG_DIR ?= /tmp/lakectl-postgres
+PG_PORT ?=
+postgres: postgres-packages
+	$(PYTHON) scripts/postgres.py start $(PG_DIR) $(if $(PG_PORT),--port $(PG_PORT))
+
+postgres-stop:
+	$(PYTHON) scripts/postgres.py stop $(PG_DIR)
+
 demo: venv
 	bash scripts/demo.sh
 
@@ -66,7 +89,7 @@ TEST_WORKERS ?= 2
 # Bytecode is compiled first: where PYTHONDONTWRITEBYTECODE is set (CI containers), every one of
 # the thousands of lakectl processes the tests start would otherwise compile the package anew
 # (~0.2-0.4 s each).
-test: venv oracle java-oracle
+test: venv oracle java-oracle postgres-packages
 	$(BIN)/python -m compileall -q core lakectl tests > /dev/null
 	LAKECTL_REWRITE_WAIT_SECONDS=2 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=25
 

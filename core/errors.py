@@ -54,6 +54,12 @@ class ExpiredWhileReadingError(CommitConflictError):
     already emitted rows of the expired snapshot."""
 
 
+class LockTimeoutError(CommitConflictError):
+    """Another writer held the table's JDBC catalog lock (``paimon_distributed_locks``) for
+    longer than ``lock-acquire-timeout``; nothing was changed (exit 4). The message names the
+    lock id and since when its row is held."""
+
+
 class InvalidDataError(LakectlError):
     """Input rows that do not fit the table: null key, unknown column, bad value (exit 5)."""
 

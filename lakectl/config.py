@@ -51,8 +51,8 @@ SECRET_KEYS = frozenset({"s3.access-key-id", "s3.secret-access-key", "s3.session
 # Paimon's catalog keys lakectl knows (``[catalog]``, LAKECTL_CATALOG_<KEY>, --catalog-option);
 # keys under these prefixes pass through as given (JDBC connection properties, REST headers).
 CATALOG_KEYS = ("metastore", "warehouse", "uri", "catalog-key", "jdbc.user", "jdbc.password", "lock.enabled",
-                "lock-acquire-timeout", "lock-check-max-sleep", "lock.type", "sync-all-properties",
-                "token.provider", "token", "data-token.enabled", "prefix")
+                "lock-acquire-timeout", "lock-check-max-sleep", "lock-key-max-length", "lock.type",
+                "sync-all-properties", "token.provider", "token", "data-token.enabled", "prefix")
 CATALOG_PREFIXES = ("jdbc.", "header.", "rest.", "dlf.")
 # Named like a secret but not one: shown as they are.
 _NOT_SECRET = frozenset({"catalog.token.provider", "catalog.data-token.enabled"})

@@ -41,6 +41,8 @@ from core.warehouse import TableLocation, Warehouse, looks_like_path
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
+    from core.catalog.jdbc_lock import JdbcLock
+
     from core.snapshot import Snapshot, SnapshotManager
 
 log = logging.getLogger(__name__)
@@ -48,7 +50,6 @@ log = logging.getLogger(__name__)
 DEFAULT_CATALOG_KEY = "jdbc"  # Java's JdbcCatalogOptions.CATALOG_KEY default
 DATABASE_EXISTS_PROPERTY = "exists"
 DB_LOCATION_PROP = "location"
-DEFAULT_LOCK_ACQUIRE_TIMEOUT = "8 min"  # Java's CatalogOptions.LOCK_ACQUIRE_TIMEOUT default
 
 # Java's JdbcUtils DDL, column for column.
 CREATE_CATALOG_TABLE = (
@@ -254,16 +255,49 @@ class JdbcCatalog(Catalog):
             raise UsageError("metastore jdbc needs a warehouse (the catalog key warehouse, or -w PATH)")
         self.uri = uri
         self.catalog_key = config.option("catalog-key", DEFAULT_CATALOG_KEY) or DEFAULT_CATALOG_KEY
-        self.lock_enabled = config.flag("lock.enabled")
-        if self.lock_enabled:
-            _lock_class()  # refused before anything is written, not at the first publish
         self.warehouse = Warehouse.open(config.warehouse, config.storage_options)
+        # Java's default (AbstractCatalog.lockEnabled): on when the warehouse is an object store,
+        # so lakectl takes the lock wherever Java writers of the same catalog do.
+        self.lock_enabled = config.flag("lock.enabled", not self.warehouse.file_io.local)
         self.registry = Registry(uri, config.options)
+        self._lock: JdbcLock | None = None
         try:
             self._create_registry_tables()
+            if self.lock_enabled:
+                self._open_lock()
         except BaseException:
             self.registry.close()
             raise
+
+    def _open_lock(self) -> None:
+        """``paimon_distributed_locks``, created when the catalog opens as Java creates it; on
+        SQLite the database is switched to WAL (stored in the file), without which a Java 1.0
+        writer that opened the catalog blocks every other writer of the file, and cannot
+        commit under its own lock (docs/jdbc-catalog.md)."""
+        from core.catalog.jdbc_lock import JdbcLock
+
+        lock_type = self.config.option("lock.type")
+        if lock_type is not None and lock_type.strip().lower() != "jdbc":
+            # Java would take that factory's lock (hive, zookeeper): lakectl cannot, and a commit
+            # under another lock than its Java writers' serialises with nothing.
+            raise UsageError(f"catalog option lock.type={lock_type!r}: lakectl takes only the JDBC catalog's own "
+                             "lock (lock.type unset or jdbc)")
+        self._lock = JdbcLock.from_options(self.connection_factory, self.config.options)
+        if self.uri.startswith("jdbc:sqlite:"):
+            connection = self.connection_factory()
+            try:
+                connection.execute("PRAGMA journal_mode=WAL").fetchall()
+            except Exception as e:  # noqa: BLE001 - a file WAL cannot live on: the rollback journal stays
+                log.warning("catalog %s: could not switch SQLite to WAL (%s)", self.uri, e)
+            finally:
+                connection.close()
+        self._lock.create_table()
+
+    @property
+    def lock(self) -> "JdbcLock":
+        """The table lock of a catalog with ``lock.enabled``."""
+        assert self._lock is not None, "the lock of a catalog without lock.enabled"
+        return self._lock
 
     def _create_registry_tables(self) -> None:
         """Paimon's tables, each created when absent with Java's statement (two processes
@@ -443,12 +477,6 @@ class JdbcCatalog(Catalog):
             return PublishByCreate()
         return LockedCommit(self, _identifier(location))
 
-    def lock_timeout_seconds(self) -> float:
-        from core.option_parsing import parse_duration
-
-        text = self.config.option("lock-acquire-timeout", DEFAULT_LOCK_ACQUIRE_TIMEOUT) or DEFAULT_LOCK_ACQUIRE_TIMEOUT
-        return parse_duration(text, "catalog lock-acquire-timeout").total_seconds()
-
     def connection_factory(self) -> Any:
         """A new DB-API connection to the catalog database (the lock keeps its own)."""
         return connect(self.uri, self.config.options)[0]
@@ -464,8 +492,9 @@ class LockedCommit:
         self.database, self.table = identifier
 
     def _held(self) -> "AbstractContextManager[Any]":
-        lock = _lock_class()(self.catalog.connection_factory, self.catalog.catalog_key)
-        return lock.hold(self.database, self.table, self.catalog.lock_timeout_seconds())
+        # Paimon's paimon_distributed_locks row of <catalog-key>.<db>.<table>, as Java takes it
+        # around its commit (core/catalog/jdbc_lock.py, docs/jdbc-catalog.md).
+        return self.catalog.lock.hold(self.database, self.table)
 
     def publish(self, snapshots: "SnapshotManager", snapshot: "Snapshot", *, make_dirs: bool) -> bool:
         with self._held():
@@ -476,18 +505,6 @@ class LockedCommit:
     def rewriting_chain(self, what: str) -> Iterator[None]:
         with self._held():
             yield
-
-
-def _lock_class() -> Any:
-    """The seam to ``core.catalog.jdbc_lock``: ``JdbcLock(connection_factory, catalog_key)``
-    whose ``hold(database, table, timeout_seconds)`` is a context manager holding the table's
-    ``paimon_distributed_locks`` row."""
-    try:
-        from core.catalog.jdbc_lock import JdbcLock  # type: ignore[import-not-found]
-    except ImportError:
-        raise CatalogError("lock.enabled=true needs Paimon's JDBC lock (core/catalog/jdbc_lock.py), which this "
-                           "build of lakectl lacks; nothing was done") from None
-    return JdbcLock
 
 
 def _identifier(location: TableLocation) -> tuple[str, str]:

@@ -75,13 +75,34 @@ def _class_data_flags(classpath: str) -> list[str]:
     return quiet
 
 
-def _java(args: Sequence[str]) -> list[str]:
+# Debian's JDBC drivers (libxerial-sqlite-jdbc-java, libpostgresql-jdbc-java; `make
+# postgres-packages` installs them): on the class path of the oracle's `catalog` command, after
+# the oracle's own entries, so the class-data archive (recorded without them) still applies.
+JDBC_DRIVER_JARS = ("/usr/share/java/sqlite-jdbc.jar", "/usr/share/java/postgresql.jar")
+
+
+def jdbc_driver_jars() -> list[str]:
+    """The JDBC drivers Java's JdbcCatalog loads; skip (locally) or fail (in CI) without them."""
+    missing = [jar for jar in JDBC_DRIVER_JARS if not os.path.isfile(jar)]
+    if missing:
+        if os.environ.get("CI"):
+            raise RuntimeError(f"JDBC drivers missing: {missing}; CI must run `make postgres-packages` first")
+        pytest.skip(f"JDBC drivers missing ({', '.join(missing)}); run make postgres-packages")
+    return list(JDBC_DRIVER_JARS)
+
+
+def _java_command(args: Sequence[str], scratch: str, *, extra_classpath: Sequence[str] = ()) -> list[str]:
+    classpath = java_classpath()
+    full = os.pathsep.join([classpath, *extra_classpath])
+    return ["java", "-Xmx1g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", *_class_data_flags(classpath),
+            f"-Djava.io.tmpdir={scratch}", "-cp", full, "JavaPaimonOracle", *args]
+
+
+def _java(args: Sequence[str], *, extra_classpath: Sequence[str] = ()) -> list[str]:
     # Each run gets its own java.io.tmpdir, removed afterwards: Paimon's writer leaves its
     # spill directories (paimon-io-*) behind, which filled /tmp by hundreds per test run.
     with tempfile.TemporaryDirectory(prefix="lakectl-java-oracle-") as scratch:
-        classpath = java_classpath()
-        cmd = ["java", "-Xmx1g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", *_class_data_flags(classpath),
-               f"-Djava.io.tmpdir={scratch}", "-cp", classpath, "JavaPaimonOracle", *args]
+        cmd = _java_command(args, scratch, extra_classpath=extra_classpath)
         result = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_SECONDS, check=False)
     assert result.returncode == 0, (
         f"Java oracle failed (exit {result.returncode}): {' '.join(args)}\n"
@@ -258,6 +279,85 @@ def java_run(table_path: str | os.PathLike[str], steps: Iterable[dict[str, Any]]
         os.unlink(spec_path)
     meta: dict[str, Any] = json.loads(lines[-1])["meta"]
     return meta
+
+
+def java_catalog(catalog: dict[str, str], steps: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Have Java Paimon work through a catalog (``CatalogFactory.createCatalog`` with Paimon's
+    own options, e.g. ``metastore=jdbc``, ``uri``, ``warehouse``, ``jdbc.user``,
+    ``jdbc.password``, ``catalog-key``, ``lock.enabled``), the JDBC drivers on its class path.
+
+    Args:
+        catalog: the catalog options.
+        steps: in order, each one of ``{"op": "create-database", "name": DB}``,
+            ``{"op": "create-table", "table": "db.t", "create": <as java_run's create>}``,
+            ``{"op": "write", "table": "db.t", "rows": [...], "kinds": [...]}`` (one commit),
+            ``{"op": "writes", "table": "db.t", "batches": [[rows], ...]}`` (a commit per batch),
+            ``{"op": "read", "table": "db.t"}``, ``{"op": "list-databases"}``,
+            ``{"op": "list-tables", "database": DB}``,
+            ``{"op": "rename-table", "from": "db.t", "to": "db.u"}``,
+            ``{"op": "drop-table", "table": "db.t"}``,
+            ``{"op": "drop-database", "name": DB, "cascade": true}``.
+
+    Returns:
+        One dict per line Java printed: a line per step (``{"step", "op"}`` and ``snapshot``
+        for write and read, ``rows`` (sorted, normal form) for read, ``names`` for the
+        listings), and for ``writes`` an ``{"attempt": i}`` before and a ``{"committed": i,
+        "snapshot": id}`` after each commit.
+    """
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump({"catalog": catalog, "steps": list(steps)}, f)
+        spec_path = f.name
+    try:
+        lines = _java(["catalog", spec_path], extra_classpath=jdbc_driver_jars())
+    finally:
+        os.unlink(spec_path)
+    out = [json.loads(line) for line in lines if line.startswith("{")]
+    for line in out:
+        if "rows" in line:
+            line["rows"] = sort_rows(line["rows"])
+    return out
+
+
+class JavaCatalogProcess:
+    """``java_catalog`` running in the background, its lines read as they come: a test can
+    act between Java's steps (hold a lock while Java tries to commit)."""
+
+    def __init__(self, catalog: dict[str, str], steps: Iterable[dict[str, Any]]) -> None:
+        self._scratch = tempfile.TemporaryDirectory(prefix="lakectl-java-oracle-")
+        spec = Path(self._scratch.name) / "spec.json"
+        spec.write_text(json.dumps({"catalog": catalog, "steps": list(steps)}))
+        cmd = _java_command(["catalog", str(spec)], self._scratch.name, extra_classpath=jdbc_driver_jars())
+        self._stderr = open(Path(self._scratch.name) / "stderr.txt", "w+")
+        self.process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
+
+    def next_line(self) -> dict[str, Any] | None:
+        """Java's next JSON line (blocking), None at the end of its output."""
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            if line.startswith("{"):
+                return json.loads(line)
+        return None
+
+    def stderr(self) -> str:
+        """What Java printed on stderr so far, without its logging noise."""
+        self._stderr.flush()
+        self._stderr.seek(0)
+        return _without_logging_noise(self._stderr.read())
+
+    def wait(self) -> None:
+        """Wait for Java to finish (its remaining lines are dropped); assert it succeeded."""
+        try:
+            self.process.communicate(timeout=_TIMEOUT_SECONDS)
+            assert self.process.returncode == 0, f"Java oracle failed (exit {self.process.returncode})\n{self.stderr()}"
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self._stderr.close()
+        self._scratch.cleanup()
 
 
 def sort_rows(rows: Iterable[list[Any]]) -> list[list[Any]]:

@@ -126,64 +126,30 @@ def test_unsupported_metastores_are_refused_naming_the_supported_kinds(metastore
         open_catalog(CatalogConfig(metastore, "/tmp/x", {}))
 
 
-# ---- the JDBC catalog's lock seam (core.catalog.jdbc_lock, engineer J2's module) -------------
-class FakeJdbcLock:
-    """Stands in for core.catalog.jdbc_lock.JdbcLock: records each hold and whether a snapshot
-    was published while it was held."""
-
-    holds: list[tuple[str, str, float]] = []
-    held = False
-
-    def __init__(self, connection_factory, catalog_key):
-        self.catalog_key = catalog_key
-        connection_factory().close()  # a connection of its own to the catalog database
-
-    @contextmanager
-    def hold(self, database, table, timeout):
-        assert not FakeJdbcLock.held, "the lock is not re-entered"
-        FakeJdbcLock.holds.append((database, table, timeout))
-        FakeJdbcLock.held = True
-        try:
-            yield
-        finally:
-            FakeJdbcLock.held = False
-
-
+# ---- the JDBC catalog's lock (core/catalog/jdbc_lock.py) ---------------------------------------
 def test_lock_enabled_publishes_and_rewrites_under_the_tables_lock(tmp_path, monkeypatch):
-    import sys
-    import types
+    """Every publish and the expire run while Paimon's lock row of ``jdbc.db.t`` is in the
+    catalog database (read there, by a connection of the test's own)."""
+    import sqlite3
 
     from core.snapshot import SnapshotManager
 
-    module = types.ModuleType("core.catalog.jdbc_lock")
-    module.JdbcLock = FakeJdbcLock
-    monkeypatch.setitem(sys.modules, "core.catalog.jdbc_lock", module)
-    FakeJdbcLock.holds = []
-    published_held = []
+    db = tmp_path / "c.db"
+
+    def row_held() -> bool:
+        with sqlite3.connect(db) as conn:
+            return bool(conn.execute("SELECT 1 FROM paimon_distributed_locks WHERE lock_id = 'jdbc.db.t'").fetchall())
+
+    published_held: list[bool] = []
     real = SnapshotManager.try_publish
     monkeypatch.setattr(SnapshotManager, "try_publish",
-                        lambda self, s, **kw: published_held.append(FakeJdbcLock.held) or real(self, s, **kw))
-    config = CatalogConfig("jdbc", str(tmp_path / "wh"), {"uri": f"jdbc:sqlite:{tmp_path / 'c.db'}",
-                                                          "lock.enabled": "true", "lock-acquire-timeout": "45 s"})
+                        lambda self, s, **kw: published_held.append(row_held()) or real(self, s, **kw))
+    config = CatalogConfig("jdbc", str(tmp_path / "wh"), {"uri": f"jdbc:sqlite:{db}", "lock.enabled": "true"})
     with open_catalog(config) as catalog:
         t = Table.locate("db.t", catalog=catalog)
         create(t, "id BIGINT, v STRING", primary_keys=["id"], options={"bucket": "1"})
         t = Table.open("db.t", catalog=catalog)
         t.write(_rows([1]))
         t.write(_rows([2]))
-        t.expire(retain_min=1, retain_max=1, older_than="0s", dry_run=False)
+        assert not row_held()  # released after each commit
     assert published_held == [True, True]
-    assert FakeJdbcLock.holds == [("db", "t", 45.0)] * 3  # two commits, one expire
-
-
-def test_lock_enabled_without_the_lock_module_changes_nothing(tmp_path, monkeypatch):
-    import sys
-
-    from core.errors import CatalogError
-
-    monkeypatch.setitem(sys.modules, "core.catalog.jdbc_lock", None)  # import fails
-    config = CatalogConfig("jdbc", str(tmp_path / "wh"), {"uri": f"jdbc:sqlite:{tmp_path / 'c.db'}",
-                                                          "lock.enabled": "true"})
-    with pytest.raises(CatalogError, match="lock.enabled=true needs Paimon's JDBC lock"):
-        open_catalog(config)
-    assert not (tmp_path / "wh").exists() and not (tmp_path / "c.db").exists()

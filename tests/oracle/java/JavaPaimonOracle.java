@@ -15,6 +15,16 @@
 //       lessThan, lessOrEqual, greaterThan, greaterOrEqual, in and notIn with a JSON array,
 //       between with [low, high], isNull, isNotNull with null) on COLUMN; Java prunes by it and
 //       its reader drops the rows it rejects (executeFilter).
+//   catalog <spec.json>
+//       Opens the catalog "catalog" describes (Paimon's own options: metastore=jdbc, uri,
+//       warehouse, jdbc.user, jdbc.password, catalog-key, lock.enabled, lock-acquire-timeout,
+//       lock-check-max-sleep, ...) with CatalogFactory.createCatalog, as Flink and Spark do, and runs
+//       "steps" through it: create-database, create-table, write, writes, read, list-databases,
+//       list-tables, rename-table, drop-table, drop-database. Prints one JSON line per step as
+//       it finishes (flushed, so a test can follow a long run), and "writes" also one line
+//       before each of its commits ({"attempt": i}) and one after ({"committed": i,
+//       "snapshot": id}). A table is named "db.t"; its commits take the catalog's lock when
+//       lock.enabled is true (Java's JdbcCatalogLock on paimon_distributed_locks).
 //   run <spec.json>
 //       Creates a table (optional "create"), then runs "steps" in order (write, compact,
 //       expire, tag, set-option, create-branch). Prints {"meta": {...}} with the latest snapshot
@@ -48,6 +58,9 @@ import java.util.Set;
 
 import org.apache.paimon.append.UnawareAppendCompactionTask;
 import org.apache.paimon.append.UnawareAppendTableCompactionCoordinator;
+import org.apache.paimon.catalog.Catalog;
+import org.apache.paimon.catalog.CatalogContext;
+import org.apache.paimon.catalog.CatalogFactory;
 import org.apache.paimon.catalog.FileSystemCatalog;
 import org.apache.paimon.catalog.Identifier;
 import org.apache.paimon.data.BinaryRow;
@@ -67,6 +80,7 @@ import org.apache.paimon.index.HashBucketAssigner;
 import org.apache.paimon.manifest.ManifestEntry;
 import org.apache.paimon.operation.AppendOnlyFileStoreWrite;
 import org.apache.paimon.options.ExpireConfig;
+import org.apache.paimon.options.Options;
 import org.apache.paimon.predicate.Predicate;
 import org.apache.paimon.predicate.PredicateBuilder;
 import org.apache.paimon.reader.RecordReader;
@@ -109,7 +123,7 @@ public class JavaPaimonOracle {
 
     public static void main(String[] args) throws Exception {
         if (args.length < 2) {
-            throw new IllegalArgumentException("usage: read <table> [...] | run <spec.json> | reads <requests.jsonl> | train <spec.json> <requests.jsonl>");
+            throw new IllegalArgumentException("usage: read <table> [...] | run <spec.json> | catalog <spec.json> | reads <requests.jsonl> | train <spec.json> <requests.jsonl>");
         }
         switch (args[0]) {
             case "read":
@@ -120,6 +134,9 @@ public class JavaPaimonOracle {
                 break;
             case "reads":
                 reads(args[1]);
+                break;
+            case "catalog":
+                catalog(JSON.readTree(Files.readAllBytes(Paths.get(args[1]))));
                 break;
             case "train":
                 // tests/interop/java_cds.py: one JVM through a run and then reads, whose
@@ -429,6 +446,116 @@ public class JavaPaimonOracle {
         return single ? NODES.numberNode((float) v) : NODES.numberNode(v);
     }
 
+    // ---------------------------------------------------------------- catalog
+
+    private static void catalog(JsonNode spec) throws Exception {
+        Map<String, String> options = new HashMap<>();
+        spec.get("catalog").fields().forEachRemaining(e -> options.put(e.getKey(), e.getValue().asText()));
+        // Each step sees the registry as it is now, not a cached listing of an earlier step.
+        options.putIfAbsent("cache-enabled", "false");
+        try (Catalog catalog = CatalogFactory.createCatalog(CatalogContext.create(Options.fromMap(options)))) {
+            int index = 0;
+            for (JsonNode step : spec.path("steps")) {
+                ObjectNode out = NODES.objectNode();
+                out.put("step", index++);
+                String op = step.get("op").asText();
+                out.put("op", op);
+                switch (op) {
+                    case "create-database":
+                        catalog.createDatabase(step.get("name").asText(), step.path("ignore_if_exists").asBoolean(false));
+                        break;
+                    case "create-table":
+                        catalog.createTable(Identifier.fromString(step.get("table").asText()),
+                                schema(step.get("create")), step.path("ignore_if_exists").asBoolean(false));
+                        break;
+                    case "write": {
+                        FileStoreTable table = catalogTable(catalog, step);
+                        write(table, step);
+                        out.put("snapshot", table.snapshotManager().latestSnapshotId());
+                        break;
+                    }
+                    case "writes":
+                        writes(catalogTable(catalog, step), step.get("batches"));
+                        break;
+                    case "read":
+                        out.set("rows", rows(catalogTable(catalog, step)));
+                        out.put("snapshot", catalogTable(catalog, step).snapshotManager().latestSnapshotId());
+                        break;
+                    case "list-databases":
+                        out.set("names", names(catalog.listDatabases()));
+                        break;
+                    case "list-tables":
+                        out.set("names", names(catalog.listTables(step.get("database").asText())));
+                        break;
+                    case "rename-table":
+                        catalog.renameTable(Identifier.fromString(step.get("from").asText()),
+                                Identifier.fromString(step.get("to").asText()), false);
+                        break;
+                    case "drop-table":
+                        catalog.dropTable(Identifier.fromString(step.get("table").asText()), false);
+                        break;
+                    case "drop-database":
+                        catalog.dropDatabase(step.get("name").asText(), false, step.path("cascade").asBoolean(false));
+                        break;
+                    default:
+                        throw new IllegalArgumentException("unknown catalog step " + op);
+                }
+                emit(out);
+            }
+        }
+    }
+
+    private static FileStoreTable catalogTable(Catalog catalog, JsonNode step) throws Exception {
+        return (FileStoreTable) catalog.getTable(Identifier.fromString(step.get("table").asText()));
+    }
+
+    // One commit per batch, each announced before it starts and reported after it landed: a
+    // test holding the table's lock sees the attempt and no commit until it lets go.
+    private static void writes(FileStoreTable table, JsonNode batches) throws Exception {
+        int i = 0;
+        for (JsonNode rows : batches) {
+            ObjectNode attempt = NODES.objectNode();
+            attempt.put("attempt", i);
+            emit(attempt);
+            ObjectNode step = NODES.objectNode();
+            step.set("rows", rows);
+            write(table, step);
+            ObjectNode done = NODES.objectNode();
+            done.put("committed", i);
+            done.put("snapshot", table.snapshotManager().latestSnapshotId());
+            emit(done);
+            i++;
+        }
+    }
+
+    private static ArrayNode rows(FileStoreTable table) throws Exception {
+        ReadBuilder builder = table.newReadBuilder();
+        RowType rowType = table.rowType();
+        ArrayNode out = NODES.arrayNode();
+        try (RecordReader<InternalRow> reader = builder.newRead().createReader(builder.newScan().plan().splits())) {
+            RecordReader.RecordIterator<InternalRow> batch;
+            while ((batch = reader.readBatch()) != null) {
+                InternalRow row;
+                while ((row = batch.next()) != null) {
+                    out.add(rowToJson(row, rowType));
+                }
+                batch.releaseBatch();
+            }
+        }
+        return out;
+    }
+
+    private static ArrayNode names(List<String> names) {
+        ArrayNode out = NODES.arrayNode();
+        names.stream().sorted().forEach(out::add);
+        return out;
+    }
+
+    private static void emit(ObjectNode line) throws Exception {
+        System.out.println(JSON.writeValueAsString(line));
+        System.out.flush();
+    }
+
     // ---------------------------------------------------------------- write side
 
     private static void run(JsonNode spec) throws Exception {
@@ -485,6 +612,11 @@ public class JavaPaimonOracle {
     }
 
     private static void create(String path, JsonNode create) throws Exception {
+        LocalFileIO.create().mkdirs(new Path(path));
+        new SchemaManager(LocalFileIO.create(), new Path(path)).createTable(schema(create));
+    }
+
+    private static Schema schema(JsonNode create) {
         Schema.Builder builder = Schema.newBuilder();
         for (JsonNode field : create.get("fields")) {
             builder.column(field.get("name").asText(), DataTypeJsonParser.parseDataType(field.get("type")));
@@ -492,8 +624,7 @@ public class JavaPaimonOracle {
         builder.partitionKeys(strings(create.path("partitionKeys")));
         builder.primaryKey(strings(create.path("primaryKeys")));
         create.path("options").fields().forEachRemaining(e -> builder.option(e.getKey(), e.getValue().asText()));
-        LocalFileIO.create().mkdirs(new Path(path));
-        new SchemaManager(LocalFileIO.create(), new Path(path)).createTable(builder.build());
+        return builder.build();
     }
 
     private static List<String> strings(JsonNode array) {
