@@ -27,7 +27,7 @@ import random
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from core import branch_merge
 from core.branch import MAIN_BRANCH, refuse_unfinished_fast_forward, table_name
@@ -51,6 +51,9 @@ from core.renaming import RENAMED
 from core.rewrite import rollback_in_progress
 from core.snapshot import APPEND, COMPACT, OVERWRITE, Snapshot, SnapshotManager, same_snapshot
 from core.tag import TagManager
+
+if TYPE_CHECKING:
+    from core.snapshot import SnapshotCommit
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +177,10 @@ class FileStoreCommit:
     # ANALYZE (its check of a pure-append history still holds after them).
     planned_on: Snapshot | None = None
     tolerated_since: frozenset[str] = frozenset()
+    # How a snapshot becomes the table's (``TableLocation.snapshot_commit()``): None is the
+    # filesystem catalog's create-if-absent; a JDBC catalog with lock.enabled takes its lock
+    # around it, a REST catalog posts the snapshot to its server (core/catalog/).
+    snapshot_commit: SnapshotCommit | None = None
     snapshots: SnapshotManager = field(init=False)
     manifests: ManifestIO = field(init=False)
     index_manifests: IndexManifestIO = field(init=False)
@@ -409,7 +416,10 @@ class FileStoreCommit:
                                           None if live is None else tuple(live))
         try:
             before_publish()  # LAKECTL_FAULT=stall:publish:N holds a test's committer right here
-            published = self.snapshots.try_publish(snapshot, make_dirs=latest is None)
+            if self.snapshot_commit is None:
+                published = self.snapshots.try_publish(snapshot, make_dirs=latest is None)
+            else:
+                published = self.snapshot_commit.publish(self.snapshots, snapshot, make_dirs=latest is None)
         except FileNotFoundError as e:
             self._clean(written, written_index)
             if not self._table_still_there():

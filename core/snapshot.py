@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields
-from typing import Any, Iterator
+from typing import Any, ContextManager, Iterator, Protocol
 
 from core.errors import CorruptMetadataError, NotFoundError
 from core.fileio import FileIO, join
@@ -115,6 +115,24 @@ class Snapshot:
 
 
 SNAPSHOT_FIELDS = [f.name for f in fields(Snapshot) if f.name != "extra"]
+
+
+class SnapshotCommit(Protocol):
+    """How a new snapshot becomes the table's (the catalog's side of a commit, core/catalog/):
+    create-if-absent of ``snapshot-N`` on the filesystem, the same under the JDBC lock when
+    ``lock.enabled``, a POST to ``.../commit`` for REST."""
+
+    def publish(self, snapshots: SnapshotManager, snapshot: Snapshot, *, make_dirs: bool) -> bool:
+        """Make ``snapshot`` the table's next one; False if another committer took its id.
+        ``make_dirs=False``: a commit on an existing snapshot, which finding snapshot/ gone
+        must not bring back (its table was renamed or dropped under it)."""
+        ...
+
+    def rewriting_chain(self, what: str) -> ContextManager[None]:
+        """Held around expire, rollback, fast-forward and tag deletion (``what`` names the
+        command): the lock (jdbc with ``lock.enabled``), nothing (filesystem, jdbc without
+        lock), or a refusal or a route through the server (rest)."""
+        ...
 
 
 class SnapshotManager:

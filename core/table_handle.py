@@ -23,6 +23,7 @@ from core.tag import TagManager
 from core.warehouse import TableLocation, Warehouse
 
 if TYPE_CHECKING:
+    from core.catalog.base import Catalog
     from core.manifest import ManifestIO
 
 DEFAULT_WAREHOUSE = "./warehouse"
@@ -36,21 +37,27 @@ class TableHandle:
     # ---- opening -------------------------------------------------------------------
     @classmethod
     def locate(cls, name: str, *, warehouse: str | None = None,
-               storage_options: dict[str, Any] | None = None) -> "TableHandle":
-        """The table at ``name`` whether or not it exists yet."""
+               storage_options: dict[str, Any] | None = None, catalog: Catalog | None = None) -> "TableHandle":
+        """The table at ``name`` whether or not it exists yet: through ``catalog`` when one is
+        given, else in the filesystem warehouse ``warehouse``."""
+        if catalog is not None:
+            return cls(catalog.locate(name))
         wh = Warehouse.open(warehouse or DEFAULT_WAREHOUSE, storage_options)
         return cls(wh.locate(name))
 
     @classmethod
-    def open(cls, name: str, *, warehouse: str | None = None,
-             storage_options: dict[str, Any] | None = None, branch: str | None = None) -> "TableHandle":
-        """Open an existing table (on ``branch``, main by default); NotFoundError if there is none."""
-        table = cls.locate(name, warehouse=warehouse, storage_options=storage_options)
+    def open(cls, name: str, *, warehouse: str | None = None, storage_options: dict[str, Any] | None = None,
+             branch: str | None = None, catalog: Catalog | None = None) -> "TableHandle":
+        """Open an existing table (on ``branch``, main by default); NotFoundError if there is none
+        (or, through a catalog with a registry, if it is not registered)."""
+        table = cls.locate(name, warehouse=warehouse, storage_options=storage_options, catalog=catalog)
         # A rename on an object store copies file by file: say so rather than open half a table.
         refuse_renaming(table.file_io, table.path, table.name)
         if not table.exists():
             table.file_io.refuse_file_in_the_way(table.path)
             raise NotFoundError(f"table {name} does not exist (looked in {table.path})")
+        if table.location.catalog is not None:
+            table.location.catalog.check_registered(table.location)
         return table.on_branch(branch) if branch else table
 
     def on_branch(self, branch: str) -> "TableHandle":

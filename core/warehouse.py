@@ -8,10 +8,25 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, ContextManager
 
 from core.errors import NotFoundError, UsageError
 from core.fileio import FileIO, check_name_length, join
+
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    from core.snapshot import SnapshotCommit
+
+    class Catalog(Protocol):
+        """What a location needs of its catalog (``core.catalog.base.Catalog``, which sits
+        above this module, is one): named here so that the warehouse does not import it."""
+
+        kind: str
+
+        def snapshot_commit(self, location: TableLocation) -> SnapshotCommit: ...
+
+        def check_registered(self, location: TableLocation) -> None: ...
 
 DEFAULT_DATABASE = "default"
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
@@ -22,6 +37,31 @@ class TableLocation:
     name: str  # "db.table", or the path when the table was named by path
     path: str
     file_io: FileIO
+    # The catalog the table is registered in; None: the filesystem catalog (no registry,
+    # snapshots published by create-if-absent), which is also what a table named by path gets.
+    catalog: "Catalog | None" = None
+
+    @property
+    def identifier(self) -> tuple[str, str] | None:
+        """(database, table) of a table named ``db.table``; None for one named by path."""
+        if looks_like_path(self.name):
+            return None
+        db, _, table = self.name.partition(".")
+        return db, table
+
+    def snapshot_commit(self) -> "SnapshotCommit | None":
+        """How this table's commits publish a snapshot; None: the filesystem's create-if-absent,
+        which ``FileStoreCommit`` does itself (no import of core.catalog on that path)."""
+        return None if self.catalog is None else self.catalog.snapshot_commit(self)
+
+    def rewriting_chain(self, what: str) -> ContextManager[None]:
+        """What expire, rollback, fast-forward and tag deletion hold while they rewrite the
+        chain (``SnapshotCommit.rewriting_chain``); nothing on the filesystem catalog."""
+        if self.catalog is None:
+            from contextlib import nullcontext
+
+            return nullcontext()
+        return self.catalog.snapshot_commit(self).rewriting_chain(what)
 
 
 def looks_like_path(name: str) -> bool:

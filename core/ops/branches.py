@@ -308,7 +308,8 @@ def fast_forward(table: TableHandle, name: str, *, dry_run: bool = False) -> Fas
         return result
     # main's chain is rewritten: under its rewrite marker too, so that no expire or rollback of
     # main runs meanwhile (an expire could retire the branch's start under us).
-    with working(fio, table.path, table.name, f"fast-forward to branch {name}"):
+    with working(fio, table.path, table.name, f"fast-forward to branch {name}"), \
+            table.location.rewriting_chain(f"fast-forward to branch {name}"):
         rewrite = acquire(fio, table.snapshots.dir, FAST_FORWARD, what=f"fast-forward to branch {name}",
                           table=table.name, on_abandoned=lambda m: finish_rollback_marker(table.snapshots, table.tags, m))
         try:

@@ -178,7 +178,7 @@ def _compact_once(table: TableHandle, *, full: bool, partitions: Sequence[Mappin
         from core.ops.data_evolution_delete import move_deletion_vectors
 
         messages = move_deletion_vectors(table, compaction.snapshot, messages)
-    committer = FileStoreCommit(table.file_io, table.path, compaction.schema, branch_path=table.branch_path)
+    committer = FileStoreCommit(table.file_io, table.path, compaction.schema, branch_path=table.branch_path, snapshot_commit=table.location.snapshot_commit())
     try:
         snapshot = committer.commit(messages, kind=COMPACT,
                                     properties={FULL_COMPACTION_PROPERTY: "full"} if full else None)

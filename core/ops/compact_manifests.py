@@ -53,7 +53,7 @@ def compact_manifests(table: TableHandle, *, dry_run: bool = False) -> CompactMa
         after, size = _estimate(mio, live, table.schema.core_options.manifest_target_file_size)
         return CompactManifestsResult(table.name, table.branch, None, len(before), sum(m.file_size for m in before),
                                       after, size, len(live), True)
-    commit = FileStoreCommit(table.file_io, table.path, table.schema, branch_path=table.branch_path)
+    commit = FileStoreCommit(table.file_io, table.path, table.schema, branch_path=table.branch_path, snapshot_commit=table.location.snapshot_commit())
     committed = commit.compact_manifests()
     if committed is None or committed.id == latest.id:
         return CompactManifestsResult(table.name, table.branch, None, len(before), sum(m.file_size for m in before),

@@ -88,7 +88,7 @@ def plan_delete(table: TableHandle, where: str, *, dry_run: bool) -> tuple[Prepa
 
 def commit_delete(table: TableHandle, messages: Sequence[CommitMessage]) -> Any:
     """One APPEND snapshot of the messages' index files (pypaimon commits its delete so)."""
-    committer = FileStoreCommit(table.file_io, table.path, table.schema, branch_path=table.branch_path)
+    committer = FileStoreCommit(table.file_io, table.path, table.schema, branch_path=table.branch_path, snapshot_commit=table.location.snapshot_commit())
     return committer.commit(messages, kind=APPEND)
 
 

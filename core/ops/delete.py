@@ -230,7 +230,7 @@ def _rewrite_files(table: TableHandle, prepared: PreparedScan, dry_run: bool, en
     messages: list[CommitMessage] = [o.message for o in outcomes if o.message is not None]
     if dry_run or not messages:
         return DeleteResult(table.name, table.branch, None, None, matched, rewritten, removed, engine.name, dry_run)
-    committer = FileStoreCommit(table.file_io, table.path, schema, branch_path=table.branch_path)
+    committer = FileStoreCommit(table.file_io, table.path, schema, branch_path=table.branch_path, snapshot_commit=table.location.snapshot_commit())
     try:
         snapshot = committer.commit(messages, kind=OVERWRITE)
     except CommitConflictError:

@@ -268,6 +268,8 @@ def expire_snapshots(table: TableHandle, *, retain_min: int | None = None, retai
             if not is_storage_full(e):
                 raise
             log.warning("no space for the busy marker of %s (%s); expiring without one", table.name, e)
+        # A JDBC catalog with lock.enabled: the table's lock, as Java's expire holds it (core/catalog/).
+        stack.enter_context(table.location.rewriting_chain("expire snapshots"))
         try:
             marker = acquire(table.file_io, table.snapshots.dir, EXPIRE_MARKER, what="expire snapshots",
                              table=table.name, on_abandoned=lambda m: finish_rollback_marker(table.snapshots, table.tags, m))

@@ -113,7 +113,7 @@ def _merge_once(src: TableHandle, dst: TableHandle, *, dry_run: bool) -> BranchM
     # Planned on dst_latest: an OVERWRITE or COMPACT landing before the commit would break the
     # pure-append history checked above, so the merge plans again (and then refuses).
     committer = FileStoreCommit(dst.file_io, dst.path, dst.schema, identifier=MERGE_COMMIT_IDENTIFIER,
-                                branch_path=dst.branch_path, refuse_live_adds=True, planned_on=dst_latest,
+                                branch_path=dst.branch_path, snapshot_commit=dst.location.snapshot_commit(), refuse_live_adds=True, planned_on=dst_latest,
                                 tolerated_since=frozenset({APPEND, ANALYZE}))
     snapshot = committer.commit(messages, kind=APPEND)
     return BranchMergeResult(src.name, dst.branch, src.branch, snapshot.id if snapshot else None, len(new),

@@ -78,7 +78,7 @@ def _plan_and_commit(table: TableHandle, dry_run: bool) -> MissingFilesResult:
     if not missing or dry_run:
         return result(None, dry_run)
     committed = FileStoreCommit(table.file_io, table.path, table.schema,
-                                branch_path=table.branch_path).commit(_messages(missing))
+                                branch_path=table.branch_path, snapshot_commit=table.location.snapshot_commit()).commit(_messages(missing))
     if committed is None:
         return result(None, False)
     run_quietly(table, batch=False)  # Java's next commit would tag this snapshot by the same rules

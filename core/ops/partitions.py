@@ -220,7 +220,7 @@ def expire_partitions(table: TableHandle, *, expiration_time: str | None = None,
     records = sum(e.file.row_count for e in dropped)
     if dry_run:
         return PartitionExpireResult(table.name, table.branch, None, before, values, files, records, True)
-    committed = FileStoreCommit(table.file_io, table.path, schema, branch_path=table.branch_path).commit([], overwrite=OverwriteSpec(parts))
+    committed = FileStoreCommit(table.file_io, table.path, schema, branch_path=table.branch_path, snapshot_commit=table.location.snapshot_commit()).commit([], overwrite=OverwriteSpec(parts))
     log.info("expired %d partition(s) of %s: %s", len(names), table.name, ", ".join(names))
     return PartitionExpireResult(table.name, table.branch, committed.id if committed else None, before, values, files, records,
                                  False)

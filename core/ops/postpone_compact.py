@@ -166,7 +166,7 @@ def compact_postponed(table: TableHandle, *, partitions: Sequence[Mapping[str, s
         except CorruptMetadataError as e:  # a postponed file gone: damage, or its snapshot expired meanwhile
             _delete_outputs(table, messages)
             raise lost_race(table.snapshots, plan.snapshot, e) or e
-        committer = FileStoreCommit(table.file_io, table.path, table.schema, branch_path=table.branch_path)
+        committer = FileStoreCommit(table.file_io, table.path, table.schema, branch_path=table.branch_path, snapshot_commit=table.location.snapshot_commit())
         try:
             snapshot = committer.commit(messages, kind=COMPACT)
         except CommitConflictError:

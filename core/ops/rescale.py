@@ -157,7 +157,7 @@ def _rescale_once(table: TableHandle, buckets: int, partitions: Sequence[Mapping
         raise lost_race(table.snapshots, latest, e) or e
     spec = OverwriteSpec(frozenset(rewritten) if partitions else None,
                          expected=frozenset(e.identifier for e in chosen))
-    committer = FileStoreCommit(table.file_io, table.path, target, branch_path=table.branch_path)
+    committer = FileStoreCommit(table.file_io, table.path, target, branch_path=table.branch_path, snapshot_commit=table.location.snapshot_commit())
     try:
         snapshot = committer.commit(messages, overwrite=spec)
     except CommitConflictError:

@@ -104,7 +104,8 @@ def rollback(table: TableHandle, *, snapshot_id: int | None = None, tag: str | N
     # off while it is there, and a commit that landed during the removal is removed too, so the
     # table ends at the target whatever ran next to it. Expire takes the same marker, so the
     # target cannot be retired while we work; we check that it is still there once we hold it.
-    with working(table.file_io, table.path, table.name, f"roll back {table.name} to snapshot {target}"):
+    with working(table.file_io, table.path, table.name, f"roll back {table.name} to snapshot {target}"), \
+            table.location.rewriting_chain("rollback"):
         marker = acquire(table.file_io, snapshots.dir, ROLLBACK, target=target, tag=tag, what="roll back",
                          table=table.name, on_abandoned=lambda m: finish_rollback_marker(snapshots, table.tags, m))
         try:
@@ -168,7 +169,7 @@ def _rollback_as_latest(table: TableHandle, target: Snapshot) -> RollbackResult:
             index = IndexChanges(tuple(old + new), planned_on=now.index_manifest)
         # The deletes and adds are the difference between ``now`` and the target: a commit that
         # lands first makes them stale, and the rollback plans again on the new latest.
-        committer = FileStoreCommit(table.file_io, table.path, table.schema, branch_path=table.branch_path,
+        committer = FileStoreCommit(table.file_io, table.path, table.schema, branch_path=table.branch_path, snapshot_commit=table.location.snapshot_commit(),
                                     planned_on=now)
         if not messages and index is None:
             return now  # already the target's contents

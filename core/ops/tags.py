@@ -149,7 +149,8 @@ def delete_tag(table: TableHandle, name: str) -> TagInfo:
     referenced (expire or remove-orphan-files reclaims them). Returns what was deleted."""
     table.refuse_unfinished_fast_forward(f"delete tag {name}")
     info = _info(table, table.tags.tag(name))
-    table.tags.delete(name)
+    with table.location.rewriting_chain(f"delete tag {name}"):  # a JDBC catalog's lock (core/catalog/)
+        table.tags.delete(name)
     return info
 
 
@@ -210,7 +211,8 @@ def expire_tags(table: TableHandle, *, older_than: str | None = None, dry_run: b
     if due and not dry_run:
         # Each deletion of a tag that is gone counts as done, so the table must not move away
         # under the run (core/busy.py).
-        with working(table.file_io, table.path, table.name, "expire tags"):
+        with working(table.file_io, table.path, table.name, "expire tags"), \
+                table.location.rewriting_chain("expire tags"):
             for tag, _ in due:
                 try:
                     table.tags.delete(tag.name)

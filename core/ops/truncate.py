@@ -141,7 +141,7 @@ def _latest_entries(table: TableHandle) -> list[ManifestEntry]:
 def _commit_overwrite(table: TableHandle, spec: OverwriteSpec) -> int | None:
     """The same commit path expire-partitions takes: no new files, DELETE what ``spec`` covers."""
     committed = FileStoreCommit(table.file_io, table.path, table.schema,
-                                branch_path=table.branch_path).commit([], overwrite=spec)
+                                branch_path=table.branch_path, snapshot_commit=table.location.snapshot_commit()).commit([], overwrite=spec)
     return committed.id if committed else None
 
 

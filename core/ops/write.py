@@ -262,7 +262,7 @@ def write_and_commit(table: TableHandle, data: Any, engine: Any, *, overwrite: b
         index = IndexChanges(tuple(job.assigner.index_changes()), job.assigner.planned_on)
     user = {"commit_user": commit_user} if commit_user is not None else {}
     committer = FileStoreCommit(table.file_io, table.path, schema, identifier=identifier,
-                                branch_path=table.branch_path, **user)
+                                branch_path=table.branch_path, snapshot_commit=table.location.snapshot_commit(), **user)
     snapshot = committer.commit(messages, overwrite=spec, watermark=watermark, index=index)
     # A batch write commits under Long.MAX; a streaming write numbers its commits.
     maintenance = after_commit(table, engine, batch=identifier == BATCH_COMMIT_IDENTIFIER,
