@@ -430,10 +430,13 @@ def partition_statistics(snapshots: Any, snapshot: Any) -> list[dict[str, Any]]:
     from core.manifest import ADD, ManifestIO
     from core.schema import SchemaManager
 
-    table_dir = str(snapshots.dir).rstrip("/").rsplit("/", 1)[0]
+    branch_dir = str(snapshots.dir).rstrip("/").rsplit("/", 1)[0]  # the branch's schemas live here
+    parts = branch_dir.rsplit("/", 2)
+    # a branch's manifests are the table's (branch/branch-NAME/ holds schemas and snapshots only)
+    table_dir = parts[0] if len(parts) == 3 and parts[1] == "branch" and parts[2].startswith("branch-") else branch_dir
     file_io = snapshots.file_io
     manifests = ManifestIO(file_io, table_dir)
-    schema = SchemaManager(file_io, table_dir).schema(snapshot.schema_id)
+    schema = SchemaManager(file_io, branch_dir).schema(snapshot.schema_id)
     metas = manifests.read_manifest_list(snapshot.delta_manifest_list)
     out: dict[bytes, dict[str, Any]] = {}
     for entry in manifests.read_manifests([m.file_name for m in metas]):
