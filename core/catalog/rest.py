@@ -317,11 +317,17 @@ class RestCatalog(Catalog):
         return RestSnapshotCommit(self, db, table)
 
     # ---- the chain-rewriting calls the protocol has ----------------------------------------
+    @staticmethod
+    def object_name(table: str, branch: str | None) -> str:
+        """The table object a call names: ``t``, or ``t$branch_b`` for branch b (Java's Identifier)."""
+        return table if branch in (None, "main") else f"{table}{BRANCH_SEPARATOR}{branch}"
+
     def rollback_to(self, name: str, *, snapshot_id: int | None = None, tag: str | None = None,
-                    from_snapshot: int | None = None) -> None:
+                    from_snapshot: int | None = None, branch: str | None = None) -> None:
         """``POST .../rollback`` to a snapshot or a tag; ``from_snapshot``: only while it is still
         the latest (the server refuses otherwise)."""
         db, table = self.split_name(name)
+        table = self.object_name(table, branch)
         if (snapshot_id is None) == (tag is None):
             raise UsageError("rollback takes a snapshot id or a tag")
         instant = {"type": "snapshot", "snapshotId": snapshot_id} if tag is None else {"type": "tag", "tagName": tag}
@@ -346,10 +352,11 @@ class RestCatalog(Catalog):
             raise NotFoundError(f"tag {tag} of {db}.{table} does not exist (REST catalog at {self.client.uri})") from e
 
     def create_tag(self, name: str, tag: str, *, snapshot_id: int | None = None,
-                   time_retained: str | None = None, if_not_exists: bool = False) -> None:
+                   time_retained: str | None = None, if_not_exists: bool = False, branch: str | None = None) -> None:
         from core.errors import TagExistsError
 
         db, table = self.split_name(name)
+        table = self.object_name(table, branch)
         try:
             self.client.request("POST", self._table_path(db, table) + "/tags", operation="createTag",
                                 body={"tagName": tag, "snapshotId": snapshot_id, "timeRetained": time_retained,
@@ -361,8 +368,9 @@ class RestCatalog(Catalog):
             what = f"snapshot {snapshot_id}" if e.resource_type == "SNAPSHOT" else f"table {db}.{table}"
             raise NotFoundError(f"{what} does not exist (REST catalog at {self.client.uri})") from e
 
-    def delete_tag(self, name: str, tag: str) -> None:
+    def delete_tag(self, name: str, tag: str, *, branch: str | None = None) -> None:
         db, table = self.split_name(name)
+        table = self.object_name(table, branch)
         try:
             self.client.request("DELETE", f"{self._table_path(db, table)}/tags/{segment(tag)}", operation="deleteTag")
         except RestNotFound as e:

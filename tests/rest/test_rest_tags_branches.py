@@ -98,6 +98,21 @@ def test_tags_through_the_server(server: Server, db: str):
         cat.delete_tag(name, "first")
 
 
+def test_lakectl_tag_commands_go_through_the_server(server: Server, db: str):
+    from core.ops.tags import create_tag, delete_tag
+
+    cat = catalog(server)
+    name = f"{db}.t"
+    table = table_with_history(cat, name, [[1], [2]])
+    info = create_tag(table, "v1", snapshot_id=1)
+    assert info.snapshot_id == 1 and cat.list_tags(name) == ["v1"]  # the server knows it
+    with pytest.raises(CatalogUnsupportedError) as refused:
+        create_tag(table, "v1", snapshot_id=2, replace=True)
+    assert exit_code_for(refused.value) == 2
+    delete_tag(table, "v1")
+    assert cat.list_tags(name) == []
+
+
 def test_branches_and_fast_forward_through_the_server(server: Server, db: str):
     cat = catalog(server)
     name = f"{db}.t"
