@@ -137,6 +137,27 @@ def test_branches_and_fast_forward_through_the_server(server: Server, db: str):
         cat.drop_branch(name, "dev")
 
 
+def test_lakectl_branch_commands_go_through_the_server(server: Server, db: str):
+    from core.ops.branches import create_branch, delete_branch, fast_forward
+    from core.ops.tags import create_tag
+
+    cat = catalog(server)
+    name = f"{db}.t"
+    table = table_with_history(cat, name, [[1], [2]])
+    create_tag(table, "base", snapshot_id=1)
+    info = create_branch(table, "dev", tag="base")
+    assert cat.list_branches(name) == ["dev"] and info.latest_snapshot_id == 1
+    with pytest.raises(CatalogUnsupportedError):
+        create_branch(table, "other", snapshot_id=2)
+    dev = table.on_branch("dev")
+    dev.write(pa.table({"id": pa.array([5], pa.int64())}))
+    result = fast_forward(table, "dev")
+    assert result.branch == "dev"
+    assert ids(Table(cat.locate(name)).scan().to_pylist()) == [1, 5]
+    deleted = delete_branch(table, "dev")
+    assert deleted.files > 0 and cat.list_branches(name) == []
+
+
 @pytest.mark.interop
 def test_calls_the_mock_lacks_are_refused_naming_them(rest_mock: Server, db: str):
     cat = open_catalog(CatalogConfig("rest", rest_mock.warehouse, rest_mock.options()))
