@@ -4,7 +4,6 @@ server writes Paimon's files (tag-NAME, branch-NAME/); lakectl's own file reader
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
