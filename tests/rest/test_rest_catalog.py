@@ -225,3 +225,18 @@ def test_a_server_that_does_not_answer_is_exit_8():
         with pytest.raises(CatalogUnreachableError) as unreachable:
             cat.databases()
     assert exit_code_for(unreachable.value) == 8 and "did not answer" in str(unreachable.value)
+
+
+def test_the_data_token_is_fetched_from_the_server_and_kept_until_near_expiry(rest_mock: Server, db: str,
+                                                                             monkeypatch: pytest.MonkeyPatch):
+    import time
+
+    cat = rest_catalog(rest_mock)
+    create(cat, f"{db}.t", "id BIGINT")
+    token = cat.data_token(db, "t")
+    assert token["akId"].startswith("akId")  # the mock's token for a table it has no credentials for
+    # the mock's tokens expire in an hour, inside the hour's safety margin: each use fetches anew
+    monkeypatch.setattr(time, "time", lambda: 0.0)  # ... unless the clock says the expiry is far off
+    cat2 = rest_catalog(rest_mock)
+    first = cat2.data_token(db, "t")
+    assert cat2.data_token(db, "t") is first
