@@ -5,8 +5,11 @@ ORACLE_VENV := .venv-oracle
 BIN := $(VENV)/bin
 PYPAIMON_VERSION := 2.1.0
 export LAKECTL_ORACLE_PYTHON := $(CURDIR)/$(ORACLE_VENV)/bin/python
+REST_VENV := .venv-rest
+PYPAIMON_REST_VERSION := 1.4.1
+export LAKECTL_REST_PYTHON := $(CURDIR)/$(REST_VENV)/bin/python
 
-.PHONY: all venv oracle java-oracle postgres-packages postgres postgres-stop demo test test-quick bench bench-quick bench-venvs clean install explore
+.PHONY: all venv oracle rest-oracle java-oracle postgres-packages postgres postgres-stop demo test test-quick bench bench-quick bench-venvs clean install explore
 
 all: venv
 
@@ -26,6 +29,16 @@ $(ORACLE_VENV)/bin/python:
 	$(ORACLE_VENV)/bin/pip install --quiet 'pypaimon==$(PYPAIMON_VERSION)'
 
 oracle: $(ORACLE_VENV)/bin/python
+
+# The REST catalog tests' server: pypaimon 1.4.1's mock RESTCatalogServer (in its wheel, under
+# pypaimon/tests/rest/), run by tests/rest/launch_mock.py from this virtualenv as a subprocess.
+# Its modules import requests without declaring it.
+$(REST_VENV)/bin/python:
+	$(PYTHON) -m venv $(REST_VENV)
+	$(REST_VENV)/bin/pip install --quiet --upgrade pip
+	$(REST_VENV)/bin/pip install --quiet 'pypaimon==$(PYPAIMON_REST_VERSION)' 'requests>=2,<3'
+
+rest-oracle: $(REST_VENV)/bin/python
 
 # The reference implementation, Java Paimon 1.0: its bundle jar ships in the PyPI package
 # paimon-python-ali (installed without its Python dependencies, only the jar is used), and our
@@ -89,7 +102,7 @@ TEST_WORKERS ?= 2
 # Bytecode is compiled first: where PYTHONDONTWRITEBYTECODE is set (CI containers), every one of
 # the thousands of lakectl processes the tests start would otherwise compile the package anew
 # (~0.2-0.4 s each).
-test: venv oracle java-oracle postgres-packages
+test: venv oracle java-oracle rest-oracle postgres-packages
 	$(BIN)/python -m compileall -q core lakectl tests > /dev/null
 	LAKECTL_REWRITE_WAIT_SECONDS=2 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=25
 
@@ -167,4 +180,4 @@ bench-quick: bench-venvs
 	$(BIN)/python bench/suite.py --sizes 200000 --repeat 1 $(BENCH_REV_FLAG) $(BENCH_FLAGS) --out bench/out/results-quick.md
 
 clean:
-	rm -rf $(VENV) $(ORACLE_VENV) $(DELTA_VENV) $(RUST_VENV) warehouse .pytest_cache .hypothesis
+	rm -rf $(VENV) $(ORACLE_VENV) $(REST_VENV) $(DELTA_VENV) $(RUST_VENV) warehouse .pytest_cache .hypothesis

@@ -119,6 +119,21 @@ class BucketNotFoundError(StorageError):
     """The warehouse's bucket does not exist (exit 9)."""
 
 
+class CatalogAccessError(LakectlError):
+    """The catalog refused the credentials: a REST catalog's 401 (token) or 403 (no permission)
+    (exit 7, as an object store's refusal)."""
+
+
+class CatalogUnreachableError(LakectlError):
+    """The catalog's server did not answer: connection refused, timed out, unknown host (exit 8,
+    as an unreachable object store)."""
+
+
+class CatalogUnsupportedError(UsageError):
+    """The catalog cannot do what the command needs: a REST server without the call, or an
+    operation the REST protocol has no call for (expire); the message names the call (exit 2)."""
+
+
 class SparkUnreachableError(LakectlError):
     """No Spark standalone master answers at the ``--master`` address (exit 10)."""
 

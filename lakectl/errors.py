@@ -2,7 +2,8 @@
 
 Exit codes (also in ``lakectl --help`` and the man pages): 0 ok, 1 failure, 2 usage,
 3 not found, 4 commit conflict after retries, 5 invalid input data, 6-9 object store setup (no
-credentials, credentials refused, endpoint unreachable, bucket missing), 10 no Spark master,
+credentials, credentials refused, endpoint unreachable, bucket missing; 7 and 8 also a REST
+catalog's refused token and unreachable server), 10 no Spark master,
 11 storage refused an operation (out of space, read-only, permission denied, not a directory),
 130 interrupted.
 """
@@ -13,7 +14,8 @@ import logging
 import sys
 import traceback
 
-from core.errors import (BranchExistsError, BucketNotFoundError, CommitConflictError, CorruptMetadataError,
+from core.errors import (BranchExistsError, BucketNotFoundError, CatalogAccessError, CatalogUnreachableError,
+                         CommitConflictError, CorruptMetadataError,
                          InvalidDataError, LakectlError, NotFoundError, SparkUnreachableError, StorageAccessError,
                          StorageCredentialsError, StorageRefusedError, StorageUnreachableError, TableExistsError,
                          TagExistsError, UsageError)
@@ -31,7 +33,9 @@ EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (InvalidDataError, EXIT_INVALID_DATA),
     (StorageCredentialsError, EXIT_NO_CREDENTIALS),
     (StorageAccessError, EXIT_ACCESS_DENIED),
+    (CatalogAccessError, EXIT_ACCESS_DENIED),
     (StorageUnreachableError, EXIT_UNREACHABLE),
+    (CatalogUnreachableError, EXIT_UNREACHABLE),
     (BucketNotFoundError, EXIT_NO_BUCKET),
     (SparkUnreachableError, EXIT_NO_SPARK_MASTER),
     (StorageRefusedError, EXIT_STORAGE_REFUSED),
@@ -53,8 +57,8 @@ EXIT_CODE_MEANINGS: tuple[tuple[int, str], ...] = (
     (EXIT_CONFLICT, "commit conflict after retries"),
     (EXIT_INVALID_DATA, "invalid input data"),
     (EXIT_NO_CREDENTIALS, "no object store credentials"),
-    (EXIT_ACCESS_DENIED, "object store refused the credentials"),
-    (EXIT_UNREACHABLE, "object store endpoint unreachable"),
+    (EXIT_ACCESS_DENIED, "object store or catalog refused the credentials"),
+    (EXIT_UNREACHABLE, "object store or catalog endpoint unreachable"),
     (EXIT_NO_BUCKET, "bucket does not exist"),
     (EXIT_NO_SPARK_MASTER, "Spark master unreachable"),
     (EXIT_STORAGE_REFUSED, "storage refused (out of space, read-only, permission denied, not a directory)"),

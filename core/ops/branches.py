@@ -78,6 +78,16 @@ def create_branch(table: TableHandle, name: str, *, tag: str | None = None, snap
     if not table.is_main:
         raise UsageError("branches are created from main; open the table without a branch")
     validate_branch_name(name)
+    catalog = table.location.catalog
+    if catalog is not None and catalog.kind == "rest":  # the server writes the branch: its createBranch
+        if snapshot_id is not None:
+            from core.errors import CatalogUnsupportedError
+
+            raise CatalogUnsupportedError(f"branch create --snapshot-id is refused on {table.name}: the REST "
+                                          "catalog's createBranch starts a branch at a tag or empty; tag the "
+                                          "snapshot and create the branch from the tag")
+        catalog.create_branch(table.location.name, name, from_tag=tag)
+        return _info(table, name)
     # main mid-way through a fast-forward is a real snapshot, but not one any command made:
     # a branch made from it would hold rows no order of the commands gives (exit 4 while it runs).
     refuse_unfinished_fast_forward(table.file_io, table.path, table.name, MAIN_BRANCH, f"create branch {name}")
@@ -152,6 +162,11 @@ def delete_branch(table: TableHandle, name: str, *, dry_run: bool = False) -> Br
         raise NotFoundError(f"branch {name} of table {table.name} does not exist")
     refuse_unfinished_fast_forward(table.file_io, table.path, table.name, name, f"delete branch {name}")
     files = len(table.file_io.walk(branch_path(table.path, name)))
+    catalog = table.location.catalog
+    if catalog is not None and catalog.kind == "rest":  # the server removes it: its dropBranch
+        if not dry_run:
+            catalog.drop_branch(table.location.name, name)
+        return BranchDeleteResult(table.name, name, files, dry_run, state == LEFTOVER)
     if not dry_run:
         with working(table.file_io, table.path, table.name, f"delete branch {name}"):
             if state == WHOLE:
@@ -305,6 +320,10 @@ def fast_forward(table: TableHandle, name: str, *, dry_run: bool = False) -> Fas
                                   "longer holds; the interrupted fast-forward had changed nothing and its marker "
                                   "was removed, so main takes writes again; nothing was fast-forwarded") from None
     if dry_run:
+        return result
+    catalog = table.location.catalog
+    if catalog is not None and catalog.kind == "rest":  # the server moves main: its forwardBranch
+        catalog.fast_forward(table.location.name, name)
         return result
     # main's chain is rewritten: under its rewrite marker too, so that no expire or rollback of
     # main runs meanwhile (an expire could retire the branch's start under us).

@@ -100,6 +100,13 @@ def rollback(table: TableHandle, *, snapshot_id: int | None = None, tag: str | N
 
     if as_latest:
         return _rollback_as_latest(table, target_snap)
+    catalog = table.location.catalog
+    if catalog is not None and catalog.kind == "rest":
+        # The server owns the chain: its rollbackTable call, refused by it unless the latest is
+        # still the one planned on (nothing is removed here).
+        catalog.rollback_to(table.location.name, snapshot_id=None if tag is not None else target, tag=tag,
+                            from_snapshot=latest, branch=table.branch)
+        return RollbackResult(table.name, table.branch, target, removed, tags_removed, False)
     # The chain is rewritten under the branch's rewrite marker (core/rewrite.py): commits hold
     # off while it is there, and a commit that landed during the removal is removed too, so the
     # table ends at the target whatever ran next to it. Expire takes the same marker, so the

@@ -71,6 +71,16 @@ def create_tag(table: TableHandle, name: str, *, snapshot_id: int | None = None,
     from core.ops.check import require_whole  # here: listing tags reads no manifest
 
     require_whole(table, snapshot, f"cannot create tag {name}")
+    catalog = table.location.catalog
+    if catalog is not None and catalog.kind == "rest":  # through the server's createTag
+        if replace:
+            from core.errors import CatalogUnsupportedError
+
+            raise CatalogUnsupportedError(f"tag create --replace is refused on {table.name}: the REST catalog "
+                                          "protocol has no call to replace a tag (delete it, then create it)")
+        catalog.create_tag(table.location.name, name, snapshot_id=snapshot.id, time_retained=time_retained,
+                           branch=table.branch)
+        return _info(table, table.tags.tag(name))
     if replace:
         # Paimon's replace_tag refuses a missing tag: --replace never creates one by accident.
         if not table.tags.exists(name):
@@ -149,6 +159,10 @@ def delete_tag(table: TableHandle, name: str) -> TagInfo:
     referenced (expire or remove-orphan-files reclaims them). Returns what was deleted."""
     table.refuse_unfinished_fast_forward(f"delete tag {name}")
     info = _info(table, table.tags.tag(name))
+    catalog = table.location.catalog
+    if catalog is not None and catalog.kind == "rest":  # through the server's deleteTag
+        catalog.delete_tag(table.location.name, name, branch=table.branch)
+        return info
     with table.location.rewriting_chain(f"delete tag {name}"):  # a JDBC catalog's lock (core/catalog/)
         table.tags.delete(name)
     return info

@@ -1,0 +1,126 @@
+"""Test-side access to the REST catalog servers and to pypaimon 2.1's REST client.
+
+- ``mock_server``: pypaimon 1.4.1's mock ``RESTCatalogServer`` (``tests/rest/launch_mock.py``)
+  in its own virtualenv (``make rest-oracle``; ``LAKECTL_REST_PYTHON`` or ``.venv-rest``), as
+  a subprocess on 127.0.0.1 with its own data directory and bearer token.
+- ``spec_server``: our own minimal server of the calls the mock lacks (``spec_server.py``),
+  likewise a subprocess.
+- ``pypaimon_read`` / ``pypaimon_write``: pypaimon 2.1's ``RESTCatalog`` in the oracle venv.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pyarrow as pa
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(REPO_ROOT / "tests" / "interop"))
+
+from oracle import oracle_python  # noqa: E402
+
+_TIMEOUT_SECONDS = 300
+
+
+def rest_python() -> str:
+    """The REST venv's python, or skip (locally) / fail (in CI) without it."""
+    configured = os.environ.get("LAKECTL_REST_PYTHON")
+    candidate = Path(configured) if configured else REPO_ROOT / ".venv-rest" / "bin" / "python"
+    if candidate.is_file() and os.access(candidate, os.X_OK):
+        return str(candidate)
+    if os.environ.get("CI"):
+        raise RuntimeError(f"REST venv missing at {candidate}; CI must run `make rest-oracle` first")
+    pytest.skip("REST mock venv missing; run make rest-oracle")
+
+
+@dataclass(frozen=True)
+class Server:
+    uri: str
+    warehouse: str
+    token: str
+    data: Path
+    prefix: str | None
+
+    def options(self, **extra: str) -> dict[str, str]:
+        return {"uri": self.uri, "token.provider": "bear", "token": self.token, **extra}
+
+
+@contextmanager
+def _serve(cmd: list[str], token: str, data: Path) -> Iterator[Server]:
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        if not line:
+            proc.wait(timeout=10)
+            raise RuntimeError(f"REST server did not start: {' '.join(cmd)}\n{proc.stderr.read() if proc.stderr else ''}")
+        info = json.loads(line)
+        yield Server(info["uri"], info["warehouse"], token, data, info.get("prefix"))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+@contextmanager
+def mock_server(data: Path, *, token: str = "lakectl-test-token", warehouse: str = "wh") -> Iterator[Server]:
+    with _serve([rest_python(), str(HERE / "launch_mock.py"), "--data", str(data), "--warehouse", warehouse,
+                 "--token", token], token, data) as server:
+        yield server
+
+
+@contextmanager
+def spec_server(data: Path, *, token: str = "lakectl-test-token", warehouse: str = "wh") -> Iterator[Server]:
+    # Our own server runs on lakectl's python: it imports nothing of lakectl or pypaimon.
+    with _serve([sys.executable, str(HERE / "spec_server.py"), "--data", str(data), "--warehouse", warehouse,
+                 "--token", token], token, data) as server:
+        yield server
+
+
+def _pypaimon(action: str, server: Server, table: str, file: Path, *extra: str) -> dict:
+    cmd = [oracle_python(), str(HERE / "pypaimon_rest.py"), action, server.uri, server.warehouse, server.token,
+           table, str(file), *extra]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_SECONDS, check=False)
+    assert result.returncode == 0, f"pypaimon {action} failed: {' '.join(cmd)}\n{result.stderr}\n{result.stdout}"
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def pypaimon_read(server: Server, table: str, tmp: Path) -> tuple[list[dict], dict]:
+    out = tmp / f"pypaimon-read-{len(list(tmp.glob('pypaimon-read-*')))}.arrow"
+    meta = _pypaimon("read", server, table, out)
+    with pa.memory_map(str(out)) as source:
+        return pa.ipc.open_file(source).read_all().to_pylist(), meta
+
+
+def pypaimon_write(server: Server, table: str, data: pa.Table, tmp: Path, *, create: bool = False,
+                   primary_key: list[str] | None = None, partition_key: list[str] | None = None,
+                   options: dict[str, str] | None = None) -> dict:
+    file = tmp / f"pypaimon-write-{len(list(tmp.glob('pypaimon-write-*')))}.arrow"
+    with pa.OSFile(str(file), "wb") as sink, pa.ipc.new_file(sink, data.schema) as writer:
+        writer.write_table(data)
+    extra = []
+    if create:
+        extra.append("--create")
+        if primary_key:
+            extra += ["--primary-key", ",".join(primary_key)]
+        if partition_key:
+            extra += ["--partition-key", ",".join(partition_key)]
+        for k, v in (options or {}).items():
+            extra += ["--option", f"{k}={v}"]
+    return _pypaimon("write", server, table, file, *extra)
