@@ -268,7 +268,8 @@ def expire_snapshots(table: TableHandle, *, retain_min: int | None = None, retai
             if not is_storage_full(e):
                 raise
             log.warning("no space for the busy marker of %s (%s); expiring without one", table.name, e)
-        # A JDBC catalog with lock.enabled: the table's lock, as Java's expire holds it (core/catalog/).
+        # A JDBC catalog with lock.enabled: the table's lock, held for the whole run (stricter than Java,
+        # whose expire takes none: docs/jdbc-catalog.md); writers wait for it (core/catalog/).
         stack.enter_context(table.location.rewriting_chain("expire snapshots"))
         try:
             marker = acquire(table.file_io, table.snapshots.dir, EXPIRE_MARKER, what="expire snapshots",
