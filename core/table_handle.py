@@ -59,8 +59,6 @@ class TableHandle:
         if not exists:
             table.file_io.refuse_file_in_the_way(table.path)
             raise NotFoundError(f"table {name} does not exist (looked in {table.path})")
-        if table.location.catalog is not None:
-            table.location.catalog.check_registered(table.location)
         return table.on_branch(branch) if branch else table
 
     def on_branch(self, branch: str) -> "TableHandle":

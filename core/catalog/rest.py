@@ -309,7 +309,7 @@ class RestCatalog(Catalog):
             raise TableExistsError(f"table {dst[0]}.{dst[1]} already exists in the REST catalog at "
                                    f"{self.client.uri}") from None
 
-    def check_registered(self, location: TableLocation) -> None:
+    def check_registered(self, location: TableLocation, *, has_files: bool) -> None:
         pass  # a REST location comes from the server's answer: it is registered by construction
 
     def snapshot_commit(self, location: TableLocation) -> "RestSnapshotCommit":

@@ -193,7 +193,7 @@ def test_a_new_commit_user_starts_where_nothing_expired_and_needs_input_offset_w
 def test_a_commit_in_flight_when_killed_whose_snapshots_expired_is_refused_not_guessed(wh, tmp_path):
     # Killed right before it publishes batch 4 (records 31..40): the marker says it was committing.
     code, lines, err = stream(wh, "--commit-rows", 10, "--commit-user", "feed", data=jsonl(records(1, 60)),
-                              env={"LAKECTL_FAULT": "kill:create:4"})
+                              env={"LAKECTL_FAULT": "kill:publish:4"})
     assert code == -signal.SIGKILL, err
     assert [c["commit_identifier"] for c in lines] == [10, 20, 30]
     assert json.loads(marker_path(wh).read_text()) == {
@@ -216,7 +216,7 @@ def test_a_commit_in_flight_when_killed_whose_snapshots_expired_is_refused_not_g
 
 def test_a_commit_in_flight_that_did_not_land_is_known_while_its_snapshots_are_there(wh):
     code, lines, err = stream(wh, "--commit-rows", 10, "--commit-user", "feed", data=jsonl(records(1, 60)),
-                              env={"LAKECTL_FAULT": "kill:create:4"})
+                              env={"LAKECTL_FAULT": "kill:publish:4"})
     assert code == -signal.SIGKILL, err
     code, lines, err = stream(wh, "--commit-rows", 10, "--commit-user", "feed", data=jsonl(records(1, 60)))
     assert code == 0, err

@@ -217,10 +217,9 @@ def read_line(proc: subprocess.Popen, timeout: float = 60) -> dict:
 @pytest.mark.parametrize("restart", ["resend-last-batch", "replay-from-start"])
 def test_exactly_once_across_a_kill_before_the_commit(wh, restart):
     rows = records(1, 9)
-    # kill:create:3: SIGKILL right before the third atomic create, the publish of snapshot-3
-    # (commits are the only creates of this process).
+    # kill:publish:3: SIGKILL right before the third snapshot publish of this process, of snapshot-3.
     with running(stream(wh, "--commit-rows", 3, "--commit-user", "feed",
-                        env={"LAKECTL_FAULT": "kill:create:3"})) as first:
+                        env={"LAKECTL_FAULT": "kill:publish:3"})) as first:
         out, err = first.communicate(jsonl(rows), timeout=120)
     assert first.returncode == -signal.SIGKILL, err.decode()
     assert [json.loads(line)["commit_identifier"] for line in out.splitlines()] == [3, 6]

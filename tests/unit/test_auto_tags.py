@@ -398,8 +398,8 @@ def local_date(millis: int) -> dt.date:
 
 
 def test_killed_between_commit_and_tag(tmp_path: Path) -> None:
-    """The write's process is killed right before it creates the tag file (the second create:
-    the snapshot is the first): the snapshot is there and reads, no tag is; the next write tags
+    """The write's process is killed right before it creates the tag file (the third create:
+    the commit's busy marker is the first, the snapshot the second): the snapshot is there and reads, no tag is; the next write tags
     that snapshot, not its own."""
     import os
     import subprocess
@@ -407,7 +407,7 @@ def test_killed_between_commit_and_tag(tmp_path: Path) -> None:
 
     t = seeded_daily(tmp_path)
     (tmp_path / "in.csv").write_text("id,v\n2,v2\n")
-    env = dict(os.environ, LAKECTL_FAULT="kill:create:2")
+    env = dict(os.environ, LAKECTL_FAULT="kill:create:3")
     proc = subprocess.run([sys.executable, "-m", "lakectl", "-w", str(tmp_path / "wh"), "write", "db.t",
                            "-i", str(tmp_path / "in.csv")], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == -9, proc.stderr
@@ -422,7 +422,7 @@ def test_failing_tag_write_leaves_the_commit_and_is_caught_up(tmp_path: Path,
     from core.fileio import inject_fault
 
     t = seeded_daily(tmp_path)
-    with caplog.at_level(logging.WARNING), inject_fault("fail", "create", 2):
+    with caplog.at_level(logging.WARNING), inject_fault("fail", "create", 3):  # marker, snapshot, tag
         result = t.write(pa.table({"id": [2], "v": ["v2"]}, schema=SCHEMA))
     assert result.snapshot_id == 2 and tags(t) == {"2024-01-01": 1}
     assert "injected fault" in caplog.text
