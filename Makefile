@@ -28,7 +28,12 @@ $(ORACLE_VENV)/bin/python:
 	$(ORACLE_VENV)/bin/pip install --quiet --upgrade pip
 	$(ORACLE_VENV)/bin/pip install --quiet 'pypaimon==$(PYPAIMON_VERSION)'
 
-oracle: $(ORACLE_VENV)/bin/python
+# pypaimon's JdbcCatalog reaches PostgreSQL through psycopg (tests/interop/test_catalog_jdbc_interop.py).
+$(ORACLE_VENV)/.psycopg: $(ORACLE_VENV)/bin/python
+	$(ORACLE_VENV)/bin/pip install --quiet 'psycopg[binary]>=3.1,<4'
+	touch $@
+
+oracle: $(ORACLE_VENV)/bin/python $(ORACLE_VENV)/.psycopg
 
 # The REST catalog tests' server: pypaimon 1.4.1's mock RESTCatalogServer (in its wheel, under
 # pypaimon/tests/rest/), run by tests/rest/launch_mock.py from this virtualenv as a subprocess.

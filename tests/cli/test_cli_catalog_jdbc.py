@@ -91,10 +91,51 @@ def _console_json(tmp_path: Path, *args: str) -> Any:
     return json.loads(done.stdout) if done.stdout.strip() else None
 
 
+class _Registry:
+    """The catalog database of one test, read with its own driver (sqlite3 or psycopg)."""
+
+    def __init__(self, tmp_path: Path, postgres: Any = None) -> None:
+        self.tmp_path, self.postgres = tmp_path, postgres
+
+    def config(self) -> Path:
+        if self.postgres is None:
+            return _config(self.tmp_path)
+        options = {**self.postgres.catalog_options(), "warehouse": "wh"}
+        conf = self.tmp_path / "lakectl.toml"
+        conf.write_text("[catalog]\n" + "".join(f'"{k}" = "{v}"\n' for k, v in options.items()))
+        return conf
+
+    def query(self, sql: str) -> list[tuple[Any, ...]]:
+        if self.postgres is None:
+            with sqlite3.connect(self.tmp_path / "catalog.db") as conn:
+                return conn.execute(sql).fetchall()
+        import psycopg
+
+        with psycopg.connect(**self.postgres.connect_kwargs()) as conn:
+            return conn.execute(sql).fetchall()
+
+    def tables(self) -> list[tuple[str, str]]:
+        return sorted(self.query("SELECT database_name, table_name FROM paimon_tables WHERE catalog_key = 'jdbc'"))
+
+    def database_properties(self) -> set[tuple[str, str, str]]:
+        return set(self.query("SELECT database_name, property_key, property_value FROM paimon_database_properties"))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> _Registry:
+    """The catalog database: a SQLite file, or a fresh database on the tests' PostgreSQL server."""
+    if request.param == "sqlite":
+        return _Registry(tmp_path)
+    return _Registry(tmp_path, request.getfixturevalue("postgres_db"))
+
+
 @pytest.mark.slow
-def test_the_lifecycle_through_the_console_script(tmp_path: Path, conf: Path) -> None:
+def test_the_lifecycle_through_the_console_script(tmp_path: Path, backend: _Registry) -> None:
     if not LAKECTL.is_file():
         pytest.skip("the lakectl console script is not installed next to this python")
+    backend.config()
+    registry = lambda _: backend.tables()  # noqa: E731
+    database_properties = lambda _: backend.database_properties()  # noqa: E731
     run = lambda *a: _console_json(tmp_path, *a)  # noqa: E731
     run("create", "shop.orders", "--schema", "id BIGINT, v STRING", "--primary-key", "id", "-o", "bucket=1")
     assert registry(tmp_path) == [("shop", "orders")]

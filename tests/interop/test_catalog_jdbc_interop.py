@@ -1,5 +1,6 @@
-"""A JDBC catalog on one SQLite file, shared by lakectl and pypaimon 2.1's ``JdbcCatalog`` (the
-official library, in its own virtualenv): each lists, loads and reads what the other created and
+"""A JDBC catalog on one SQLite file, and on a database of the tests' PostgreSQL server, shared by
+lakectl and pypaimon 2.1's ``JdbcCatalog`` (the official library, in its own virtualenv, reaching
+PostgreSQL through psycopg): each lists, loads and reads what the other created and
 wrote, and lakectl maintains, renames and drops what pypaimon made, in the registry pypaimon
 reads. Expected rows are a model of the batches written."""
 
@@ -20,7 +21,21 @@ pytestmark = [pytest.mark.interop]
 runner = CliRunner()
 
 
+_POSTGRES: dict[Path, dict[str, str]] = {}  # tmp_path -> the test's PostgreSQL catalog options
+
+
+@pytest.fixture(autouse=True, params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """Each test on a SQLite file, then on a fresh database of the tests' PostgreSQL server."""
+    if request.param == "postgresql":
+        _POSTGRES[tmp_path] = request.getfixturevalue("postgres_db").catalog_options()
+    yield request.param
+    _POSTGRES.pop(tmp_path, None)
+
+
 def _catalog(tmp_path: Path) -> dict[str, str]:
+    if tmp_path in _POSTGRES:
+        return {**_POSTGRES[tmp_path], "warehouse": str(tmp_path / "wh")}
     return {"metastore": "jdbc", "uri": f"jdbc:sqlite:{tmp_path / 'catalog.db'}", "warehouse": str(tmp_path / "wh")}
 
 
