@@ -95,6 +95,12 @@ class Predicate:
         """
         return True in self._outcomes(stats)
 
+    def must_match(self, stats: Mapping[str, ColumnRange]) -> bool:
+        """Whether every row described by ``stats`` makes the condition TRUE: True only if the
+        stats prove it (FALSE and NULL are both ruled out), as a partition's values can for a
+        condition on its partition columns alone."""
+        return self._outcomes(stats) == {True}
+
     def _outcomes(self, stats: Mapping[str, ColumnRange]) -> frozenset[Truth]:
         """The truth values some row within ``stats`` might give (a superset of the real ones)."""
         raise NotImplementedError

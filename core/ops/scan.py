@@ -48,6 +48,9 @@ class ScanPlan:
     splits: tuple[ReadSplit, ...]
     files_total: int
     files_pruned: int
+    # The condition, when the partition values alone proved it TRUE for every row of every
+    # file kept (``_decided_by_partitions``): a row filter by it would keep every row.
+    decided: Predicate | None = None
 
     @property
     def data_bytes(self) -> int:
@@ -56,6 +59,30 @@ class ScanPlan:
 
 def _partition_ranges(values: tuple, schema: TableSchema) -> dict[str, ColumnRange]:
     return {f.name: ColumnRange(v, v, 1 if v is None else 0, 1) for f, v in zip(schema.partition_fields, values)}
+
+
+# Partition column types whose value in the partition's BinaryRow is, as it decodes, the value
+# each row of the partition reads from its file: no padding (CHAR), float ordering (-0.0, NaN),
+# precision or time zone (timestamps) between the two.
+_SAME_IN_ROWS = frozenset({"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "VARCHAR", "DATE"})
+
+
+def _partitions_may_decide(predicate: Predicate | None, read_schema: TableSchema) -> bool:
+    """Whether the partition values can settle ``predicate`` row by row: it reads partition
+    columns alone, each of a type the rows hold as the partition does."""
+    if predicate is None or not predicate.columns:
+        return False
+    by_name = {f.name: f for f in read_schema.partition_fields}
+    return all(c in by_name and by_name[c].type.name in _SAME_IN_ROWS for c in predicate.columns)
+
+
+def _same_partition_types(file_schema: TableSchema, read_schema: TableSchema) -> bool:
+    """Does a file written in ``file_schema`` hold the partition columns in the read schema's
+    types (so its partition's values, decoded in the read schema, are its rows' values)?"""
+    if file_schema is read_schema:
+        return True
+    types = {f.id: f.type.root_text() for f in file_schema.fields}
+    return all(types.get(f.id) == f.type.root_text() for f in read_schema.partition_fields)
 
 
 def _live_entries(table: TableHandle, snapshot: Snapshot, predicate: Predicate | None,
@@ -226,16 +253,28 @@ def _plan_on(table: TableHandle, snapshot: Snapshot, predicate: Predicate | None
     equal = [c for c in file_index.equalities(predicate) if c.column not in read_schema.partition_keys]
     groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
     partition_values: dict[bytes, tuple] = {}
+    # per partition: (may a row of it pass, does every row): decided once per partition
+    verdicts: dict[bytes, tuple[bool, bool]] = {}
+    may_decide = _partitions_may_decide(predicate, read_schema)
+    decided = may_decide  # until a file kept is not wholly TRUE
     pruned = 0
     for e in entries:
         if e.partition not in partition_values:
-            partition_values[e.partition] = read_schema.partition_values(e.partition)
+            values = partition_values[e.partition] = read_schema.partition_values(e.partition)
+            known = _partition_ranges(values, read_schema)
+            verdicts[e.partition] = ((True, False) if predicate is None else
+                                     (predicate.may_match(known), may_decide and predicate.must_match(known)))
         values = partition_values[e.partition]
-        if predicate is not None and not predicate.may_match(_partition_ranges(values, read_schema)):
+        may_pass, all_pass = verdicts[e.partition]
+        if not may_pass:
             pruned += 1
             continue
         if e.file.schema_id not in schemas:
             schemas[e.file.schema_id] = table.schemas.schema(e.file.schema_id)
+        decided = decided and all_pass and _same_partition_types(schemas[e.file.schema_id], read_schema)
+        if all_pass:  # every row of the file passes: its stats and index cannot prune it
+            groups.setdefault((e.partition, e.bucket), []).append(e)
+            continue
         # A data-evolution file holds some columns of a row-id range its siblings complete:
         # skipping one by its stats would misalign the others, so none is skipped.
         if predicate is not None and (key_only or not read_schema.has_primary_key) \
@@ -256,14 +295,17 @@ def _plan_on(table: TableHandle, snapshot: Snapshot, predicate: Predicate | None
     # table reads as if it had none: merged, level 0 included).
     vectors = snapshot_deletion_files(table.file_io, table.path, snapshot) \
         if read_schema.core_options.deletion_vectors_enabled else {}
+    # Decided by the partitions, the condition has nothing left to prune or filter in a split.
+    split_predicate = None if decided else predicate
     splits = []
     for (part, bucket) in sorted(groups, key=lambda pb: (rank[pb[0]], pb[1])):
         files = sorted(groups[(part, bucket)], key=lambda e: (e.file.min_sequence_number, e.file.file_name))
         directory = join(table.path, read_schema.partition_dir(partition_values[part]), f"bucket-{bucket}")
-        splits.append(ReadSplit(part, bucket, directory, tuple(e.file for e in files), predicate=predicate,
+        splits.append(ReadSplit(part, bucket, directory, tuple(e.file for e in files), predicate=split_predicate,
                                 deletion_files=split_deletion_files(vectors, part, bucket, files), columns=columns,
                                 system_columns=system))
-    return ScanPlan(snapshot, read_schema, schemas, tuple(splits), len(entries), pruned)
+    return ScanPlan(snapshot, read_schema, schemas, tuple(splits), len(entries), pruned,
+                    predicate if decided else None)
 
 
 def read_batches(table: TableHandle, scan_plan: ScanPlan, *, predicate: Predicate | None = None,
@@ -271,6 +313,8 @@ def read_batches(table: TableHandle, scan_plan: ScanPlan, *, predicate: Predicat
                  engine: Any = None) -> Iterator[pa.Table]:
     """Merged, filtered, projected rows split by split; stops once ``limit`` rows came out."""
     engine = engine or LocalEngine()
+    if predicate is not None and predicate == scan_plan.decided:
+        predicate = None  # the partitions kept hold no row it would drop
     parts = engine.read_parts(scan_plan.splits, scan_plan.read_schema, scan_plan.schemas, table.file_io)
     return _reporting(filtered(parts, predicate, list(select) if select else None, limit), scan_plan)
 
