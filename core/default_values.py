@@ -55,8 +55,6 @@ def _default_scalar(name: str, text: str, t: "pa.DataType") -> "pa.Scalar":
 
 def fill_defaults(data: "pa.Table", schema: "TableSchema") -> "pa.Table":
     """``data`` with each defaulted column's nulls replaced by its default."""
-    import pyarrow.compute as pc
-
     texts = default_texts(schema)
     for name, text in texts.items():
         i = data.schema.get_field_index(name)
@@ -64,6 +62,8 @@ def fill_defaults(data: "pa.Table", schema: "TableSchema") -> "pa.Table":
             continue  # not read (--select)
         column = data.column(i)
         if column.null_count:
+            import pyarrow.compute as pc  # here: most tables have no default, most reads no nulls
+
             filled = pc.coalesce(column, _default_scalar(name, text, column.type))
             data = data.set_column(i, data.schema.field(i), filled)
         else:

@@ -23,7 +23,6 @@ from typing import Any, BinaryIO, Mapping, Sequence
 
 import fastavro
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from core.errors import InvalidDataError, UsageError
 from core.types import DataType, to_arrow
@@ -55,6 +54,8 @@ _ORC_COMPRESSION = {"zstd": "zstd", "snappy": "snappy", "lz4": "lz4", "zlib": "z
 def read_orc(source: str | BinaryIO, columns: Mapping[str, DataType]) -> pa.Table:
     """The named columns of an ORC file (name -> the Paimon type the file was written with),
     in the Arrow types pyarrow gives them (timestamps in nanoseconds, TIME as int)."""
+    import pyarrow.compute as pc
+
     try:
         table = _orc().ORCFile(source).read(columns=list(columns))
     except pa.ArrowInvalid as e:
@@ -87,6 +88,8 @@ def _orc_culprit(source: str | BinaryIO, columns: Mapping[str, DataType]) -> str
 
 def _orc_column(column: pa.ChunkedArray) -> pa.ChunkedArray:
     """A column as the ORC writer takes it: TIME as int milliseconds, as Java Paimon stores it."""
+    import pyarrow.compute as pc
+
     if pa.types.is_time(column.type):
         return pc.cast(column, pa.int32())
     return column
@@ -123,6 +126,8 @@ def _check_orc_timestamps(name: str, column: pa.ChunkedArray) -> None:
     """Refuse what pyarrow's ORC writer stores in a form Java cannot read: a timestamp before
     1970 with a sub-millisecond part (it is split into seconds and a negative nanosecond
     part, which Java Paimon's ORC reader rejects)."""
+    import pyarrow.compute as pc
+
     t = column.type
     if not pa.types.is_timestamp(t) or t.unit in ("s", "ms"):
         return
@@ -205,6 +210,8 @@ def _timestamp_leaves(column: pa.ChunkedArray | pa.Array) -> list[pa.Array]:
 
 def _outside_nanos(stamps: pa.Array) -> str | None:
     """The first millisecond timestamp of ``stamps`` that nanoseconds cannot hold, as ISO text."""
+    import pyarrow.compute as pc
+
     lo, hi = -(2 ** 63) // 1_000_000, (2 ** 63 - 1) // 1_000_000
     counts = pc.cast(stamps, pa.int64())
     bounds = pc.min_max(counts)  # one pass; the rare offender is looked for only when there is one
@@ -384,6 +391,8 @@ def _top_record(schema: Any) -> dict[str, Any]:
 def _avro_values(column: pa.ChunkedArray, t: DataType) -> list[Any]:
     """A column as the Python values fastavro writes for ``avro_type(t)``: temporal values as
     the integers Avro stores (cast in Arrow, exact), decimals as Decimal, maps as dicts."""
+    import pyarrow.compute as pc
+
     target = _avro_arrow(t)
     raw = _raw_arrow(target)
     if column.type != target:

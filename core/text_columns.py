@@ -21,7 +21,6 @@ from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from core.arrow_values import boolean_array, int_array, numpy_bools, numpy_values, string_array
 from core.arrow_values import string_scalar as _lit
@@ -143,6 +142,8 @@ def _in_range(days: np.ndarray, arr: pa.Array) -> bool:
 def _join(*parts: pa.Array | str) -> pa.Array:
     """``binary_join_element_wise`` of arrays and literal texts, the last part the separator
     (literals as scalars made from memory: see core/arrow_values.py)."""
+    import pyarrow.compute as pc
+
     return pc.binary_join_element_wise(*(_lit(p) if isinstance(p, str) else p for p in parts))
 
 
@@ -153,6 +154,8 @@ def _float_text(arr: pa.Array) -> _Column:
     numbers); other magnitudes (Arrow and Python switch to exponents at different places:
     Arrow writes 1e15 as ``1e+15``) go through ``repr``. NaN and the infinities are the
     words JSON lacks, quoted in JSON."""
+    import pyarrow.compute as pc
+
     values = numpy_values(arr, np.float64)
     if arr.null_count:
         values = values.copy()
@@ -185,6 +188,8 @@ def _float_text(arr: pa.Array) -> _Column:
 def _decimal_text(arr: pa.Array) -> pa.Array:
     """Decimals with all their scale's digits: Arrow's text, but Arrow writes a value below
     1e-6 (a zero with a scale above 6 among them) with an exponent, so those go to Python."""
+    import pyarrow.compute as pc
+
     if pa.types.is_decimal128(arr.type) and arr.type.precision <= 18:
         text = _small_decimal_text(arr)
         if text is not None:
@@ -417,6 +422,8 @@ def _json_string(text: pa.Array) -> pa.Array:
 def _json_escaped(text: pa.Array) -> pa.Array:
     """The inside of each string's JSON literal: backslashes, quotes and control characters
     escaped (most columns hold none, which a look at their bytes tells)."""
+    import pyarrow.compute as pc
+
     _, chars = _utf8(text)
     data = chars.tobytes()
     if b"\\" not in data and b'"' not in data and not (len(chars) and chars.min() < 32):
@@ -459,11 +466,15 @@ def json_text(arr: pa.Array) -> pa.Array:
 
 def _wrap(joined: pa.Array, left: str, right: str, valid: pa.Array) -> pa.Array:
     """``left + joined + right`` where ``valid``, JSON null elsewhere."""
+    import pyarrow.compute as pc
+
     text = _join(left, joined, right, "")
     return pc.if_else(valid, text, pa.nulls(len(text), pa.string()))
 
 
 def _list_json(arr: pa.Array) -> pa.Array:
+    import pyarrow.compute as pc
+
     items = json_text(arr.values)
     lists = pa.ListArray.from_arrays(arr.offsets.cast(pa.int32()), items)
     return _wrap(pc.binary_join(lists, _lit(", ")), "[", "]", arr.is_valid())
@@ -471,6 +482,8 @@ def _list_json(arr: pa.Array) -> pa.Array:
 
 def _map_json(arr: pa.MapArray) -> pa.Array:
     """A map as the JSON array of its ``[key, value]`` pairs."""
+    import pyarrow.compute as pc
+
     pairs = _join("[", json_text(arr.keys), ", ", json_text(arr.items), "]", "")
     lists = pa.ListArray.from_arrays(arr.offsets, pairs)
     return _wrap(pc.binary_join(lists, _lit(", ")), "[", "]", arr.is_valid())
@@ -492,6 +505,8 @@ def _struct_json(arr: pa.StructArray) -> pa.Array:
 def _csv_field(col: _Column) -> pa.Array:
     """The CSV field of each cell (``text_values.csv_field``): null empty and unquoted, an
     empty string or one holding a separator, a quote, a line break or outer spaces quoted."""
+    import pyarrow.compute as pc
+
     text = col.csv
     if text is None:
         text = col.text
@@ -588,6 +603,8 @@ def base64_column(text: pa.Array, t: pa.DataType) -> pa.Array | None:
 
     Every value is whole groups of 4 characters, so the column's characters decode as one run
     of groups; each value then drops the bytes its padding stood for."""
+    import pyarrow.compute as pc
+
     valid = pc.match_substring_regex(text, _BASE64_TEXT)
     if pc.any(pc.invert(valid)).as_py():
         return None
@@ -621,6 +638,8 @@ def base64_column(text: pa.Array, t: pa.DataType) -> pa.Array | None:
 # ---- decoding: a CSV or JSON column of text into its type -------------------------------------
 def _fast_cast(col: pa.Array, t: pa.DataType) -> pa.Array | None:
     """Arrow's own cast from text when it parses exactly our encoding; None to decode in Python."""
+    import pyarrow.compute as pc
+
     plain = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) \
         or pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_boolean(t)
     if not plain or not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
@@ -634,6 +653,8 @@ def _fast_cast(col: pa.Array, t: pa.DataType) -> pa.Array | None:
 def _plain_cast(col: pa.Array, t: pa.DataType) -> pa.Array | None:
     """A column JSON gave a non-text type (numbers, booleans, timestamps the reader inferred)
     cast to ``t`` when nothing is lost; None to decode in Python."""
+    import pyarrow.compute as pc
+
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         return None
     try:

@@ -57,7 +57,6 @@ from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from core.arrow_values import int_array, numpy_ints, sole_int_key
 from core.errors import InvalidDataError
@@ -125,6 +124,8 @@ class MergeEngine(MergeOptions):
     # ---- input checks ------------------------------------------------------------------
     def check_input(self, kinds: pa.Array | pa.ChunkedArray) -> None:
         """Refuse -U/-D input rows the engine cannot take (InvalidDataError, exit 5)."""
+        import pyarrow.compute as pc
+
         if self.ignore_delete or self.kind == "deduplicate":
             return
         retract = pc.is_in(kinds, retract_kinds())
@@ -148,6 +149,8 @@ class MergeEngine(MergeOptions):
 
     def drop_ignored(self, rows: pa.Table) -> pa.Table:
         """Without the -U/-D rows ``ignore-delete`` drops."""
+        import pyarrow.compute as pc
+
         if not self.ignore_delete or rows.num_rows == 0:
             return rows
         return rows.filter(pc.invert(_is_retract(rows)))
@@ -229,6 +232,8 @@ def segment_ends(starts: np.ndarray, n: int) -> np.ndarray:
 
 
 def _is_retract(rows: pa.Table) -> pa.ChunkedArray:
+    import pyarrow.compute as pc
+
     return pc.is_in(rows.column(VALUE_KIND), retract_kinds())
 
 
@@ -257,11 +262,15 @@ def _first_where(mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
 
 def _take_or_null(column: pa.ChunkedArray, picks: np.ndarray) -> pa.Array:
     """``column[picks]`` with null where the pick is -1."""
+    import pyarrow.compute as pc
+
     indices = pa.array(picks, pa.int64(), mask=picks < 0)
     return pc.take(column, indices)
 
 
 def _valid(column: pa.ChunkedArray) -> np.ndarray:
+    import pyarrow.compute as pc
+
     return np.asarray(pc.is_valid(column).to_numpy(zero_copy_only=False), dtype=bool)
 
 
@@ -321,6 +330,8 @@ def _result_kinds(rows: pa.Table, starts: np.ndarray, deleting: tuple[int, ...])
 
 def _assemble(rows: pa.Table, columns: dict[str, pa.Array], starts: np.ndarray, kinds: pa.Array) -> pa.Table:
     """The merged table: given columns, key columns from each key's first row, the last sequence."""
+    import pyarrow.compute as pc
+
     n = rows.num_rows
     ends = pa.array(segment_ends(starts, n))
     arrays = []
@@ -381,6 +392,8 @@ def _partial_update_groups(rows: pa.Table, starts: np.ndarray, engine: "MergeEng
     wins a group named by ``partial-update.remove-record-on-sequence-group`` clears the row and
     makes the result -D (unless a later record follows). The result keeps the sequence number of
     the last insert (Java's latestSequenceNumber)."""
+    import pyarrow.compute as pc
+
     # Key columns come from the records (Java keeps the key apart from the folded value).
     names = [n for n in rows.column_names if n not in (SEQUENCE_NUMBER, VALUE_KIND, *engine.keys)]
     group_of = {c: g for g in engine.sequence_groups for c in (*g.columns, *g.sequence_fields)}
@@ -482,6 +495,8 @@ def _aggregate_column(col: pa.ChunkedArray, agg: FieldAggregate, adds: np.ndarra
     """One column's aggregate per key. ``adds``/``retracts``: the rows that add or retract
     (rows of neither kind, such as ignored retractions, take no part); ``restart``: the
     seeding -D rows (NOT NULL columns), whose value the row starts from."""
+    import pyarrow.compute as pc
+
     fn = agg.function
     valid = _valid(col)
     if fn == "last_value":
@@ -541,6 +556,8 @@ def _listagg(col: pa.ChunkedArray, agg: FieldAggregate, taking: np.ndarray, star
     ``distinct`` (which Java 1.0 lacks) pypaimon 2.1's fold: blank values are skipped and
     only new tokens are appended. A seeding -D (``restart``, a NOT NULL column) sets the
     result to its own value, which stays (even if blank) when nothing is appended to it."""
+    import pyarrow.compute as pc
+
     text = pc.cast(col, pa.string())
     if agg.distinct:
         blank = pc.fill_null(pc.equal(pc.utf8_trim_whitespace(text), ""), True)

@@ -13,7 +13,6 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from core import binary_row, system_columns
 from core.arrow_values import empty_table, int_array, numpy_ints
@@ -318,6 +317,8 @@ def changes_schema(read_schema: TableSchema) -> pa.Schema:
 def read_changes(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[int, TableSchema],
                  file_io: FileIO) -> pa.Table:
     """The records of a split's (changelog or delta) files in file order, with their row kinds."""
+    import pyarrow.compute as pc
+
     read_fields = list(read_schema.fields)
     primary_key = read_schema.has_primary_key
     parts = []

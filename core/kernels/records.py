@@ -8,7 +8,6 @@ from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from core.arrow_values import boolean_scalar, numpy_bool_values, numpy_ints, sole_int_key, values_array
 
@@ -34,6 +33,8 @@ def key_columns_sorted(table: pa.Table, keys: list[str], seq_column: str, sequen
 
     Key columns are NOT NULL. A null sequence field sorts first in either direction, as in
     Java's generated record comparator (nullIsLast=false, not flipped by descending)."""
+    import pyarrow.compute as pc
+
     if not sequence_fields and _in_key_and_sequence_order(table, keys, seq_column):
         return table  # the local engine hands over key-sorted groups: no sort needed
     direction = "ascending" if ascending else "descending"
@@ -62,6 +63,8 @@ def _in_key_and_sequence_order(table: pa.Table, keys: Sequence[str], seq_column:
 def _sort_indices_nulls_first(table: pa.Table, order: list[tuple[str, str]]) -> pa.Array:
     """``pc.sort_indices`` with nulls first: per sort key where pyarrow takes it (newer
     versions deprecate the global option), else the global ``null_placement``."""
+    import pyarrow.compute as pc
+
     try:
         return pc.sort_indices(table, sort_keys=[(name, direction, "at_start") for name, direction in order])
     except (TypeError, ValueError):
@@ -76,6 +79,8 @@ def _is_identity(indices: pa.Array) -> bool:
 def key_changes(table: pa.Table, keys: list[str]) -> np.ndarray:
     """For rows sorted by ``keys``: element i is True where row i+1's key differs from row i's
     (nulls equal each other)."""
+    import pyarrow.compute as pc
+
     n = table.num_rows
     values = sole_int_key(table, keys)
     if values is not None:
@@ -92,4 +97,6 @@ def key_changes(table: pa.Table, keys: list[str]) -> np.ndarray:
 
 def alive(table: pa.Table) -> pa.Table:
     """Records that are not retractions (-U/-D): what a reader shows of merged records."""
+    import pyarrow.compute as pc
+
     return table.filter(pc.invert(pc.is_in(table.column(VALUE_KIND), retract_kinds())))

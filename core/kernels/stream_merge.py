@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import Iterable, Iterator, Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from core.arrow_values import values_array
 from core.kernels.merge import MergeEngine
@@ -133,6 +132,8 @@ def _comparable(column: pa.ChunkedArray) -> pa.ChunkedArray:
 
 def _count_at_or_below(table: pa.Table, keys: list[str], frontier: tuple) -> int:
     """Rows of the key-sorted ``table`` whose key is <= ``frontier`` (they form a prefix)."""
+    import pyarrow.compute as pc
+
     if _key_at(table, keys, table.num_rows - 1) <= frontier:
         return table.num_rows
     if _key_at(table, keys, 0) > frontier:

@@ -72,6 +72,26 @@ def test_a_plain_write_and_scan_load_no_where_parser(tmp_path: Path) -> None:
 
 
 
+def test_a_partition_condition_scan_to_csv_loads_no_compute_module(tmp_path: Path) -> None:
+    """Issue 44: ``scan --where "p = X" -f csv`` on integer and string columns runs no row
+    filter (the partitions settle the condition) and encodes its few cells in Python, so it
+    never imports pyarrow.compute (~0.03 s of such a scan). A condition on a data column
+    filters rows, which loads it, so the check can fail."""
+    wh = str(tmp_path / "wh")
+    csv = tmp_path / "in.csv"
+    csv.write_text("p,id,v\n1,1,a\n1,2,b\n2,3,c\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run([sys.executable, "-m", "lakectl", "-w", wh, "-q", "create", "db.t", "--schema",
+                    "p INT, id BIGINT, v STRING", "--partition-by", "p"], env=env, check=True, cwd=tmp_path)
+    subprocess.run([sys.executable, "-m", "lakectl", "-w", wh, "-q", "write", "db.t", "-i", str(csv)],
+                   env=env, check=True, cwd=tmp_path)
+    for where in ("p = 1", "p IN (1, 2)"):
+        scan = _imported("-w", wh, "scan", "db.t", "--where", where, "-f", "csv", cwd=tmp_path)
+        assert "core.kernels.data_file" in scan and "pyarrow.compute" not in scan, where
+    assert "pyarrow.compute" in _imported("-w", wh, "scan", "db.t", "--where", "p = 1 AND id > 1", "-f", "csv",
+                                          cwd=tmp_path)
+
+
 def test_a_primary_key_write_plans_its_compaction_without_the_rewrite_kernels(tmp_path: Path) -> None:
     """After its commit a primary-key table's write asks whether a bucket reached
     num-sorted-run.compaction-trigger (core.kernels.compact_plan); until one does, it loads
