@@ -14,7 +14,6 @@ import os
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from core.errors import StorageRefusedError, UsageError
 from core.formats import dictionary_columns
@@ -123,6 +122,8 @@ def _cell_chunks(parts: Iterable[pa.Table], names: list[str], convert: JsonValue
 def write_parquet(parts: Iterable[pa.Table], schema: pa.Schema, sink: str | BinaryIO) -> int:
     """The parts as one Parquet file (a path, or a stream such as stdout: written front to
     back, never seeked). Returns rows."""
+    import pyarrow.parquet as pq  # here: a text stream does without it (and pyarrow.fs)
+
     rows = 0
     with pq.ParquetWriter(sink, schema, compression="zstd", use_dictionary=dictionary_columns(schema)) as writer:
         pending: list[pa.Table] = []

@@ -25,11 +25,10 @@ reads split by split, whose memory follows its batches, not the result.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from core import formats
 from core.arrow_values import empty_table, int_array, numpy_ints, values_array
@@ -45,6 +44,9 @@ from core.manifest import DataFileMeta, sorted_runs
 from core.predicate import And, Comparison, InList, Predicate
 from core.schema import TableSchema
 from core.types import DataField, arrow_field, to_arrow
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 # The most records passing the key condition that are merged at once (about 30 bytes each
 # in the compared columns, plus the result's rows); above it the read goes split by split.
