@@ -20,14 +20,16 @@ import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
+from core.errors import CorruptMetadataError
+from core.fileio import FileIO, join
+
 if TYPE_CHECKING:
     import numpy as np
     from pyroaring import BitMap
 
-from core.errors import CorruptMetadataError
-from core.fileio import FileIO, join
-from core.index_manifest import (ADD, DELETION_VECTORS, DeletionVectorRange, IndexFileMeta, IndexManifestEntry,
-                                 index_dir, live_index_entries, new_index_file_name)
+    # core.index_manifest is imported where index files are read or written: a scan of a
+    # table without deletion vectors only passes DeletionFile through.
+    from core.index_manifest import IndexFileMeta, IndexManifestEntry
 
 VERSION = 1
 MAGIC = 1581511376
@@ -115,6 +117,8 @@ def read_vector(file_io: FileIO, deletion: DeletionFile) -> BitMap:
 
 def read_index_file(file_io: FileIO, table_path: str, meta: IndexFileMeta) -> dict[str, BitMap]:
     """Every vector of one index file, by data file name (checks version, sizes, checksums)."""
+    from core.index_manifest import index_dir
+
     path = join(index_dir(table_path), meta.file_name)
     data = file_io.read_bytes(path)
     _check_version(data, path)
@@ -137,6 +141,8 @@ def deleted_mask(bitmap: BitMap, row_count: int) -> np.ndarray:
 def write_index_file(file_io: FileIO, table_path: str, vectors: Mapping[str, BitMap]) -> IndexFileMeta:
     """Write ``vectors`` (data file name -> deleted positions; empty ones are left out) as one
     index file; returns its meta with the ranges, in the order written."""
+    from core.index_manifest import DELETION_VECTORS, DeletionVectorRange, IndexFileMeta, index_dir, new_index_file_name
+
     out = bytearray([VERSION])
     ranges = []
     for name, bitmap in vectors.items():
@@ -152,6 +158,8 @@ def write_index_file(file_io: FileIO, table_path: str, vectors: Mapping[str, Bit
 
 def deletion_files(entries: Iterable[IndexManifestEntry], table_path: str) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
     """(partition, bucket) -> data file name -> its deletion vector, from index manifest entries."""
+    from core.index_manifest import ADD, DELETION_VECTORS, index_dir
+
     out: dict[tuple[bytes, int], dict[str, DeletionFile]] = {}
     directory = index_dir(table_path)
     for e in entries:
@@ -169,6 +177,8 @@ def snapshot_deletion_files(file_io: FileIO, table_path: str,
     """(partition, bucket) -> data file name -> its deletion vector, at ``snapshot``."""
     if snapshot is None or not snapshot.index_manifest:
         return {}
+    from core.index_manifest import live_index_entries
+
     return deletion_files(live_index_entries(file_io, table_path, snapshot.index_manifest), table_path)
 
 
@@ -176,6 +186,8 @@ def bucket_index_files(file_io: FileIO, table_path: str, snapshot: Any) -> dict[
     """(partition, bucket) -> its deletion-vector index file, at ``snapshot``."""
     if snapshot is None or not snapshot.index_manifest:
         return {}
+    from core.index_manifest import DELETION_VECTORS, live_index_entries
+
     return {(e.partition, e.bucket): e.index_file
             for e in live_index_entries(file_io, table_path, snapshot.index_manifest)
             if e.index_file.index_type == DELETION_VECTORS}

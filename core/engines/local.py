@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import queue
-import tempfile
 import threading
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -130,6 +129,8 @@ class LocalEngine:
             return route(rows, schema)
 
         sweep_now_and_then()  # spill directories of killed writes (core.tempdirs)
+        import tempfile  # here: the spill directory of a write (a read makes none)
+
         with tempfile.TemporaryDirectory(prefix=spill_prefix()) as directory:
             buffer = WriteBuffer(schema, options.write_buffer_size if options.write_buffer_spillable else None, directory)
             # Batches are checked and routed on the pool, and added in input order: the first
@@ -178,6 +179,9 @@ class LocalEngine:
                         otherwise: Callable[[], Iterator[pa.Table]]) -> Iterator[pa.Table]:
         """Each split's rows from one merge across all splits where a key condition leaves
         few records (``key_read``), else ``otherwise()``: split by split on the pool."""
+        if not read_schema.has_primary_key:  # key_read's first test, without importing it
+            yield from otherwise()
+            return
         from core.kernels import key_read
 
         if key_read.eligible(splits, read_schema, file_io):

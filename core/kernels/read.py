@@ -9,7 +9,7 @@ merge engine (``core.kernels.merge``), and keys whose merged record is -U/-D dis
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -24,12 +24,14 @@ from core.deletion_vectors import CarriesDeletionFiles, DeletionFile
 from core.fileio import FileIO, join
 from core.kernels.records import KIND_NAMES, SEQUENCE_NUMBER, VALUE_KIND, alive
 from core.kernels import stream_merge
-from core.kernels.merge import MergeEngine
 from core.manifest import DataFileMeta, sorted_runs
 from core.kernels.key_prune import keep_matching_keys, key_condition
 from core.predicate import And, Comparison, InList, Predicate
 from core.schema import TableSchema
 from core.types import arrow_field, to_arrow
+
+if TYPE_CHECKING:
+    from core.kernels.merge import MergeEngine  # imported where a split is merged: append reads never are
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +145,8 @@ def _read_merged(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[in
     a run's files are read a few row groups at a time (``read_file_parts``), so the merge holds
     about one batch per run, not the bucket; its chunks come out as they are merged."""
     read_fields = list(read_schema.fields)
+    from core.kernels.merge import MergeEngine
+
     engine = MergeEngine.of(read_schema)
     # Object stores fetch a file whole in one GET (data_file._read_columns): reading it
     # twice, keys first, would fetch it twice.

@@ -17,12 +17,13 @@ See /work/shared/notes/merge-in-chunks.md for the design.
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
 from core.arrow_values import values_array
-from core.kernels.merge import MergeEngine
+if TYPE_CHECKING:
+    from core.kernels.merge import MergeEngine  # read.py reads append files with BATCH_ROWS alone
 
 # Rows per batch a run is sliced into before it is merged; small values are for tests.
 BATCH_ROWS = 64 * 1024
