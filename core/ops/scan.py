@@ -49,7 +49,7 @@ class ScanPlan:
     files_total: int
     files_pruned: int
     # The condition, when the partition values alone proved it TRUE for every row of every
-    # file kept (``_decided_by_partitions``): a row filter by it would keep every row.
+    # file kept (``_plan_on``, ``_partitions_may_decide``): a row filter by it would keep every row.
     decided: Predicate | None = None
 
     @property
