@@ -93,7 +93,7 @@ _CASES: list[tuple[str, Callable[[Row], bool | None], bool]] = [
                                                           None if r["p"] is None else r["p"] <= 2),
                                                      _eq(r["s"], "a")), True),
     ("p = 7", lambda r: _eq(r["p"], 7), True),
-    # a partition column against another: not settled per partition value by the stats
+    # an OR across two partition columns, one NULL in some partitions
     ("p = 1 OR s IS NULL", lambda r: _or(_eq(r["p"], 1), r["s"] is None), True),
     # mixed with data columns: the rows must still be filtered
     ("p = 1 AND id > 110", lambda r: _and(_eq(r["p"], 1), r["id"] > 110), False),
