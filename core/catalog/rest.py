@@ -80,6 +80,7 @@ def rest_schema(schema: "TableSchema") -> dict[str, Any]:
 
 class RestCatalog(Catalog):
     kind = "rest"
+    server_owns_chain = True
 
     def __init__(self, config: CatalogConfig, *, client: RestClient | None = None) -> None:
         self.config = config
@@ -181,11 +182,18 @@ class RestCatalog(Catalog):
             return False
         return True
 
-    def locate(self, name: str) -> TableLocation:
-        """The table's location as the server answers it; NotFoundError when the server does
-        not know the name (a REST table has no location before the server creates it)."""
+    def locate(self, name: str, *, must_exist: bool = True) -> TableLocation:
+        """The table's location as the server answers it. A name the server does not know is
+        NotFoundError, or with ``must_exist=False`` an unplaced location (``placed=False``: a
+        REST table has no path before the server creates it, ``core.ops.create``)."""
         db, table = self.split_name(name)
-        info = self.get_table(db, table)
+        try:
+            info = self.get_table(db, table)
+        except NotFoundError:
+            if must_exist:
+                raise
+            return TableLocation(f"{db}.{table}", f"<not yet created by {self.client.uri}>", FileIO.for_uri("file"),
+                                 catalog=self, placed=False)
         file_io = FileIO.for_uri(info.path, self._storage_options(db, table, info.path))
         return TableLocation(f"{db}.{table}", file_io.normalize(info.path), file_io, catalog=self)
 
@@ -468,6 +476,10 @@ def partition_statistics(snapshots: Any, snapshot: Any) -> list[dict[str, Any]]:
 
 class RestSnapshotCommit:
     """The commit side of one REST table (``SnapshotCommit``)."""
+
+    # Read by FileStoreCommit: the server owns the chain (no hint files, no undo, no checks
+    # after the publish that read the chain on the filesystem; docs/architecture.md).
+    server_owns_chain = True
 
     def __init__(self, catalog: RestCatalog, db: str, table: str) -> None:
         self.catalog = catalog

@@ -149,6 +149,7 @@ def alter(table: TableHandle, changes: Sequence[SchemaChange], *, dry_run: bool 
         CommitConflictError: other schema changes kept winning the race for the next id.
         CorruptMetadataError: the latest snapshot's manifest lists are missing.
     """
+    table.location.refuse_on_server("alter-schema")  # before anything is written
     if not changes:
         raise UsageError("give at least one change (see lakectl alter-schema --help)")
     # Each value set must be one Paimon reads, whatever the table already carries: the schema

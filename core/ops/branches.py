@@ -205,6 +205,7 @@ def rename_branch(table: TableHandle, old: str, new: str, *, dry_run: bool = Fal
         FastForwardUnfinishedError: a fast-forward from ``old`` waits for its rerun.
         CommitConflictError: a command of several steps stayed at work on the table.
     """
+    table.location.refuse_on_server("branch rename")  # before anything is written
     for name in (old, new):
         validate_branch_name(name)
     if old == new:

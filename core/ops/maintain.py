@@ -82,6 +82,8 @@ def plan_table(table: TableHandle, health: Health, policy: Policy) -> list[Actio
         return []
     opts = table.schema.options
     actions = [a for a in (_compaction(table, health, policy), _manifest_compaction(health)) if a is not None]
+    if table.location.server_owns_chain:
+        return _plan_on_server(table, actions, policy)
     # Each verb only when running it now would change something (its own metadata-only
     # check), so that a recommendation goes quiet once the verb has run.
     if _expire_due(table):
@@ -97,6 +99,21 @@ def plan_table(table: TableHandle, health: Health, policy: Policy) -> list[Actio
     if health.tags and _tags_due(table):
         actions.append(Action("expire-tags", f"{health.tags} tags (TTL)"))
     actions.append(Action("remove-orphan-files", f"files unreferenced for {policy.orphan_age}"))
+    return [a for a in actions if a.verb not in policy.skip_verbs]
+
+
+def _plan_on_server(table: TableHandle, actions: list[Action], policy: Policy) -> list[Action]:
+    """A REST table: compaction (it commits through the server) and partition expiration as
+    planned elsewhere; expire, expire-tags and orphan removal are planned so that the run
+    reports them as not run, with why (``_run_action``): the server owns the chain."""
+    from core.warehouse import SERVER_REFUSALS
+
+    opts = table.schema.options
+    if "partition.expiration-time" in opts and table.schema.partition_keys and _partitions_due(table):
+        actions.append(Action("expire-partitions", f"partitions past partition.expiration-time "
+                                                   f"{opts['partition.expiration-time']}"))
+    actions += [Action(verb, "the REST catalog's server owns the snapshot chain")
+                for verb in ("expire", "expire-tags", ORPHANS) if verb in SERVER_REFUSALS]
     return [a for a in actions if a.verb not in policy.skip_verbs]
 
 
@@ -264,6 +281,12 @@ def _run_action(table: TableHandle, action: Action, policy: Policy, engine_setti
     """Call the existing operation for one verb (with ``dry_run``: what it would do); bytes
     freed as the operation reports them."""
     rep = ActionReport(action.verb, action.reason, done=not dry_run)
+    if table.location.server_owns_chain and action.verb in _SERVER_REFUSED:
+        # Skipped, not failed: a REST catalog has no call for the verb (core/warehouse.py).
+        from core.warehouse import SERVER_REFUSALS
+
+        rep.done, rep.error = False, f"not run: {SERVER_REFUSALS[action.verb]}"
+        return rep
     if action.verb in _REWRITING_VERBS and branch_merge.enabled(table.schema):
         # Skipped, not failed: the table's own option forbids the rewrite (core/branch_merge.py).
         rep.done, rep.error = False, f"not run: {branch_merge.refusal(table.name, action.verb)}"
@@ -310,6 +333,8 @@ StepCallback = Callable[[str, int, int, str], None]
 
 
 ORPHANS = "remove-orphan-files"
+# The verbs a REST table refuses (TableLocation.refuse_on_server): skipped with the reason.
+_SERVER_REFUSED = frozenset({"expire", "expire-tags", ORPHANS})
 
 
 @dataclass

@@ -127,6 +127,7 @@ def rename_tag(table: TableHandle, old: str, new: str) -> TagInfo:
         TagExistsError: ``new`` is taken.
         UsageError: ``new`` is not a valid tag name.
     """
+    table.location.refuse_on_server("tag rename")  # before anything is written
     table.refuse_unfinished_fast_forward(f"rename tag {old}")
     with working(table.file_io, table.path, table.name, f"rename tag {old}"):  # two steps: kept whole (core/busy.py)
         # A rollback removes the tags past its target by the names it listed: a new name for
@@ -210,6 +211,7 @@ def expire_tags(table: TableHandle, *, older_than: str | None = None, dry_run: b
         dry_run: report what would be deleted; delete nothing.
         now: the local time to judge by (tests); the current time if None.
     """
+    table.location.refuse_on_server("expire-tags")  # before anything is written
     from core.ops.expire import older_than_cutoff
 
     if not dry_run:

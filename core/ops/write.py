@@ -396,7 +396,8 @@ def write_input(table: TableHandle, path: str | None, *, input_format: str | Non
     """
     if (path is None) == (input_table is None):
         raise UsageError("give exactly one of --input and --input-table")
-    refuse_renaming(table.file_io, table.path, table.name)  # --auto-create must not create into a rename's target
+    if table.location.placed:
+        refuse_renaming(table.file_io, table.path, table.name)  # --auto-create must not create into a rename's target
     exists = table.exists()
     if table.location.catalog is not None and (exists or auto_create is None):
         # registered in its catalog, and not only on disk (an unregistered directory is not written)
@@ -436,8 +437,10 @@ def write_input(table: TableHandle, path: str | None, *, input_format: str | Non
         if isinstance(data, pa.Table):  # bad input must not leave an empty table
             prepare_rows(data, target, row_kind_column)
         like.create(table, if_not_exists=True)
+        table = table.placed()  # a REST server chose where the new table lives
     elif not exists:
         _create_from_input(table, engine, data, inferred, row_kind_column, auto_create)
+        table = table.placed()
     else:
         check_input_columns(table.schema, engine.input_columns(data), fill_missing_columns)
     return write(table, data, mode=mode, row_kind_column=row_kind_column, engine=engine,
