@@ -290,3 +290,31 @@ def test_a_snapshot_the_server_accepted_is_never_checked_on_disk_or_undone(rest_
     result = table.write(pa.table({"id": pa.array([1, 2], pa.int64())}))
     assert result.snapshot_id == 1 and undone == []
     assert sorted(r["id"] for r in table.scan().to_pylist()) == [1, 2]
+
+
+def test_the_config_file_and_catalog_options_name_the_server(rest_mock: Server, db: str, tmp_path: Path):
+    """``[catalog]`` in ./lakectl.toml names the server (its ``warehouse`` a name, not a path
+    beside the file); ``--catalog-option`` gives the token (a wrong one is exit 7, before
+    anything is created)."""
+    if not LAKECTL.is_file():
+        pytest.skip("the lakectl console script is not installed next to this python")
+    (tmp_path / "lakectl.toml").write_text(
+        f'[catalog]\nmetastore = "rest"\nuri = "{rest_mock.uri}"\nwarehouse = "{rest_mock.warehouse}"\n'
+        'token.provider = "bear"\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_")}
+    env.update(PYTHONPATH=str(REPO), HOME=str(tmp_path / "home"))
+
+    def console(*args: Any) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(LAKECTL), *map(str, args)], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=300)
+
+    wrong = console("--catalog-option", "token=wrong", "-f", "json", "create", f"{db}.t", "--schema", "id BIGINT")
+    assert wrong.returncode == 7 and "refused the token" in wrong.stderr, wrong.stderr
+    done = console("--catalog-option", f"token={rest_mock.token}", "-f", "json", "create", f"{db}.t",
+                   "--schema", "id BIGINT")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["path"] == str(rest_mock.data / rest_mock.warehouse / db / "t")
+    # the table exists once, the one create that got through made it
+    elsewhere = tmp_path / "elsewhere"  # no lakectl.toml: the environment names the server
+    elsewhere.mkdir()
+    assert ok(rest_mock, elsewhere, "list", db) == [{"database": db, "table": "t"}]
