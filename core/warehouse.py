@@ -51,7 +51,6 @@ SERVER_REFUSALS = {
                     "alter the table through the server's own client",
     "rescale": "rescale writes a new schema file with the bucket count; lakectl does not send alterTable "
                "(POST .../tables/{table})",
-    "branch rename": "lakectl does not send renameBranch (POST .../tables/{table}/branches/{branch}/rename)",
 }
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
 

@@ -411,6 +411,20 @@ class RestCatalog(Catalog):
             raise NotFoundError(f"branch {branch} of {db}.{table} does not exist "
                                 f"(REST catalog at {self.client.uri})") from e
 
+    def rename_branch(self, name: str, branch: str, new: str) -> None:
+        """``POST .../branches/{branch}/rename`` with ``toBranch``: the server moves the branch."""
+        from core.errors import BranchExistsError
+
+        db, table = self.split_name(name)
+        try:
+            self.client.request("POST", f"{self._table_path(db, table)}/branches/{segment(branch)}/rename",
+                                operation="renameBranch", body={"toBranch": new})
+        except RestAlreadyExists:
+            raise BranchExistsError(f"branch {new} of {db}.{table} already exists; nothing was renamed") from None
+        except RestNotFound as e:
+            raise NotFoundError(f"branch {branch} of {db}.{table} does not exist "
+                                f"(REST catalog at {self.client.uri})") from e
+
     def fast_forward(self, name: str, branch: str) -> None:
         db, table = self.split_name(name)
         try:

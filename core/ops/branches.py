@@ -205,7 +205,6 @@ def rename_branch(table: TableHandle, old: str, new: str, *, dry_run: bool = Fal
         FastForwardUnfinishedError: a fast-forward from ``old`` waits for its rerun.
         CommitConflictError: a command of several steps stayed at work on the table.
     """
-    table.location.refuse_on_server("branch rename")  # before anything is written
     for name in (old, new):
         validate_branch_name(name)
     if old == new:
@@ -213,6 +212,13 @@ def rename_branch(table: TableHandle, old: str, new: str, *, dry_run: bool = Fal
     if table.schema.options.get("scan.fallback-branch") == old:
         raise UsageError(f"branch {old} is table {table.name}'s scan.fallback-branch; readers find it by that "
                          "name, so it is not renamed (change the option first)")
+    catalog = table.location.catalog
+    if catalog is not None and catalog.kind == "rest":  # the server moves it: its renameBranch
+        if branch_state(table, old) != WHOLE:
+            raise NotFoundError(f"branch {old} of table {table.name} does not exist")
+        if not dry_run:
+            catalog.rename_branch(table.location.name, old, new)  # type: ignore[attr-defined]
+        return BranchRenameResult(table.name, old, new, dry_run)
     if not table.file_io.local:
         from core.ops.branch_rename import rename_branch_by_copy
 

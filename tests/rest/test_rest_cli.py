@@ -141,7 +141,6 @@ REFUSED = [
     (["tag", "rename", "{t}", "first", "second"], "no renameTag call"),
     (["alter-schema", "{t}", "--add-column", "x INT"], "does not send alterTable"),
     (["rescale", "{t}", "--buckets", "2"], "does not send alterTable"),
-    (["branch", "rename", "{t}", "b", "c"], "does not send renameBranch"),
     (["clone", "{t}", "{db}.copy"], "no call to publish a copied history"),
 ]
 
@@ -255,6 +254,14 @@ def test_tags_and_branches_go_through_the_server(spec: Server, db: str, tmp_path
     assert "snapshot" in refused(spec, tmp_path, "branch", "create", name, "c", "--snapshot-id", 2)
     ok(spec, tmp_path, "write", name, "--branch", "b", "--input", csv(tmp_path, {10: "ten"}, "b.csv"))
     assert scan(spec, tmp_path, name, "--branch", "b") == {0: "0", 10: "ten"}
+
+    ok(spec, tmp_path, "branch", "rename", name, "b", "renamed")  # the server's renameBranch
+    assert not (table_dir / "branch" / "branch-b").exists()
+    assert scan(spec, tmp_path, name, "--branch", "renamed") == {0: "0", 10: "ten"}
+    ok(spec, tmp_path, "branch", "create", name, "other", "--tag", "first")
+    assert "already exists" in refused(spec, tmp_path, "branch", "rename", name, "renamed", "other", code=1)
+    ok(spec, tmp_path, "branch", "delete", name, "other")
+    ok(spec, tmp_path, "branch", "rename", name, "renamed", "b")
 
     ok(spec, tmp_path, "branch", "fast-forward", name, "b")  # the server's forwardBranch moves main
     assert scan(spec, tmp_path, name) == {0: "0", 10: "ten"}
