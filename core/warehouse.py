@@ -47,6 +47,9 @@ SERVER_REFUSALS = {
     "check --repair": f"repair deletes snapshot and tag files and rewrites hints; {_OWNED} (check without "
                       "--repair reads it)",
     "tag rename": "the REST protocol has no renameTag call",
+    "tag create --replace": "the REST protocol has no call to replace a tag (delete it, then create it)",
+    "branch create --snapshot-id": "the REST protocol's createBranch starts a branch at a tag or empty; tag "
+                                   "the snapshot and create the branch from the tag",
     "alter-schema": "lakectl does not send alterTable (POST .../tables/{table} with schema changes); "
                     "alter the table through the server's own client",
     "rescale": "rescale writes a new schema file with the bucket count; lakectl does not send alterTable "

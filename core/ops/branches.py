@@ -81,11 +81,7 @@ def create_branch(table: TableHandle, name: str, *, tag: str | None = None, snap
     catalog = table.location.catalog
     if catalog is not None and catalog.kind == "rest":  # the server writes the branch: its createBranch
         if snapshot_id is not None:
-            from core.errors import CatalogUnsupportedError
-
-            raise CatalogUnsupportedError(f"branch create --snapshot-id is refused on {table.name}: the REST "
-                                          "catalog's createBranch starts a branch at a tag or empty; tag the "
-                                          "snapshot and create the branch from the tag")
+            table.location.refuse_on_server("branch create --snapshot-id")
         catalog.create_branch(table.location.name, name, from_tag=tag)
         return _info(table, name)
     # main mid-way through a fast-forward is a real snapshot, but not one any command made:

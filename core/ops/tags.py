@@ -74,10 +74,7 @@ def create_tag(table: TableHandle, name: str, *, snapshot_id: int | None = None,
     catalog = table.location.catalog
     if catalog is not None and catalog.kind == "rest":  # through the server's createTag
         if replace:
-            from core.errors import CatalogUnsupportedError
-
-            raise CatalogUnsupportedError(f"tag create --replace is refused on {table.name}: the REST catalog "
-                                          "protocol has no call to replace a tag (delete it, then create it)")
+            table.location.refuse_on_server("tag create --replace")
         catalog.create_tag(table.location.name, name, snapshot_id=snapshot.id, time_retained=time_retained,
                            branch=table.branch)
         return _info(table, table.tags.tag(name))

@@ -403,7 +403,8 @@ def write_input(table: TableHandle, path: str | None, *, input_format: str | Non
         # registered in its catalog, and not only on disk (an unregistered directory is not written)
         table.location.catalog.check_registered(table.location, has_files=exists)
     if not exists and auto_create is None:
-        raise NotFoundError(f"table {table.name} does not exist (looked in {table.path}); pass --auto-create "
+        where = f"looked in {table.path}" if table.location.placed else "its REST catalog does not know it"
+        raise NotFoundError(f"table {table.name} does not exist ({where}); pass --auto-create "
                             "--like DB.SOURCE to create it as another table is, or --auto-create alone to "
                             "create it from the input's types")
     like = auto_create.layout() if not exists and auto_create is not None else None

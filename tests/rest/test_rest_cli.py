@@ -251,7 +251,12 @@ def test_tags_and_branches_go_through_the_server(spec: Server, db: str, tmp_path
 
     ok(spec, tmp_path, "branch", "create", name, "b", "--tag", "first")
     assert (table_dir / "branch" / "branch-b" / "snapshot" / "snapshot-1").is_file()
-    assert "snapshot" in refused(spec, tmp_path, "branch", "create", name, "c", "--snapshot-id", 2)
+    tag_file = (table_dir / "tag" / "tag-first").read_bytes()
+    assert "createBranch starts a branch at a tag" in refused(spec, tmp_path, "branch", "create", name, "c",
+                                                              "--snapshot-id", 2)
+    assert "no call to replace a tag" in refused(spec, tmp_path, "tag", "create", name, "first", "--snapshot-id", 2,
+                                                 "--replace")
+    assert (table_dir / "tag" / "tag-first").read_bytes() == tag_file and not (table_dir / "branch" / "branch-c").exists()
     ok(spec, tmp_path, "write", name, "--branch", "b", "--input", csv(tmp_path, {10: "ten"}, "b.csv"))
     assert scan(spec, tmp_path, name, "--branch", "b") == {0: "0", 10: "ten"}
 
