@@ -82,11 +82,14 @@ def plan_table(table: TableHandle, health: Health, policy: Policy) -> list[Actio
         return []
     opts = table.schema.options
     actions = [a for a in (_compaction(table, health, policy), _manifest_compaction(health)) if a is not None]
-    if table.location.server_owns_chain:
-        return _plan_on_server(table, actions, policy)
+    # A REST table: the verbs it refuses are planned unconditionally, so that the run lists
+    # them as not run with the reason (``_run_action``) rather than asking what they would do.
+    on_server = table.location.server_owns_chain
     # Each verb only when running it now would change something (its own metadata-only
     # check), so that a recommendation goes quiet once the verb has run.
-    if _expire_due(table):
+    if on_server:
+        actions.append(Action("expire", _ON_SERVER))
+    elif _expire_due(table):
         retain_min = int(opts.get("snapshot.num-retained.min", "10"))
         actions.append(Action("expire", f"{health.snapshots} snapshots, snapshot.num-retained.min {retain_min}, "
                                         f"snapshot.time-retained {opts.get('snapshot.time-retained', '1h')}"))
@@ -96,24 +99,12 @@ def plan_table(table: TableHandle, health: Health, policy: Policy) -> list[Actio
         actions.append(Action("expire-partitions", f"{count} past partition.expiration-time "
                                                    f"{opts['partition.expiration-time']} "
                                                    f"({opts.get('partition.expiration-strategy', 'values-time')})"))
-    if health.tags and _tags_due(table):
+    if on_server:
+        actions.append(Action("expire-tags", _ON_SERVER))
+    elif health.tags and _tags_due(table):
         actions.append(Action("expire-tags", f"{health.tags} tags (TTL)"))
-    actions.append(Action("remove-orphan-files", f"files unreferenced for {policy.orphan_age}"))
-    return [a for a in actions if a.verb not in policy.skip_verbs]
-
-
-def _plan_on_server(table: TableHandle, actions: list[Action], policy: Policy) -> list[Action]:
-    """A REST table: compaction (it commits through the server) and partition expiration as
-    planned elsewhere; expire, expire-tags and orphan removal are planned so that the run
-    reports them as not run, with why (``_run_action``): the server owns the chain."""
-    from core.warehouse import SERVER_REFUSALS
-
-    opts = table.schema.options
-    if "partition.expiration-time" in opts and table.schema.partition_keys and _partitions_due(table):
-        actions.append(Action("expire-partitions", f"partitions past partition.expiration-time "
-                                                   f"{opts['partition.expiration-time']}"))
-    actions += [Action(verb, "the REST catalog's server owns the snapshot chain")
-                for verb in ("expire", "expire-tags", ORPHANS) if verb in SERVER_REFUSALS]
+    actions.append(Action("remove-orphan-files", _ON_SERVER if on_server else
+                          f"files unreferenced for {policy.orphan_age}"))
     return [a for a in actions if a.verb not in policy.skip_verbs]
 
 
@@ -335,6 +326,7 @@ StepCallback = Callable[[str, int, int, str], None]
 ORPHANS = "remove-orphan-files"
 # The verbs a REST table refuses (TableLocation.refuse_on_server): skipped with the reason.
 _SERVER_REFUSED = frozenset({"expire", "expire-tags", ORPHANS})
+_ON_SERVER = "the REST catalog's server owns the snapshot chain"
 
 
 @dataclass
