@@ -50,10 +50,9 @@ SERVER_REFUSALS = {
     "tag create --replace": "the REST protocol has no call to replace a tag (delete it, then create it)",
     "branch create --snapshot-id": "the REST protocol's createBranch starts a branch at a tag or empty; tag "
                                    "the snapshot and create the branch from the tag",
-    "alter-schema": "lakectl does not send alterTable (POST .../tables/{table} with schema changes); "
-                    "alter the table through the server's own client",
-    "rescale": "rescale writes a new schema file with the bucket count; lakectl does not send alterTable "
-               "(POST .../tables/{table})",
+    "rescale": "rescale writes its new bucket count into a schema file it commits with the rewritten "
+               "data; lakectl does not split that into alterTable and a commit (which a reader could see "
+               "apart)",
 }
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
 

@@ -78,6 +78,37 @@ def rest_schema(schema: "TableSchema") -> dict[str, Any]:
             "primaryKeys": list(schema.primary_keys), "options": dict(schema.options), "comment": schema.comment}
 
 
+def rest_schema_change(change: Any) -> dict[str, Any]:
+    """One of lakectl's schema changes (``core.evolution``) as the spec's SchemaChange of an
+    alterTable request (its ``action`` and fields, as docs/rest-catalog.md lists them)."""
+    from core import evolution as E
+
+    column = {"fieldNames": [getattr(change, "name", None)]}
+    if isinstance(change, E.SetOption):
+        return {"action": "setOption", "key": change.key, "value": change.value}
+    if isinstance(change, E.RemoveOption):
+        return {"action": "removeOption", "key": change.key}
+    if isinstance(change, E.AddColumn):
+        move = None
+        if change.first:
+            move = {"fieldName": change.name, "referenceFieldName": None, "type": "FIRST"}
+        elif change.after is not None:
+            move = {"fieldName": change.name, "referenceFieldName": change.after, "type": "AFTER"}
+        return {"action": "addColumn", **column, "dataType": change.type.to_json(), "comment": change.comment,
+                "move": move}
+    if isinstance(change, E.DropColumn):
+        return {"action": "dropColumn", **column}
+    if isinstance(change, E.RenameColumn):
+        return {"action": "renameColumn", **column, "newName": change.new_name}
+    if isinstance(change, E.UpdateColumnType):
+        return {"action": "updateColumnType", **column, "newDataType": change.type.to_json(), "keepNullability": True}
+    if isinstance(change, E.UpdateColumnNullability):
+        return {"action": "updateColumnNullability", **column, "newNullability": change.nullable}
+    if isinstance(change, E.UpdateColumnComment):
+        return {"action": "updateColumnComment", **column, "newComment": change.comment}
+    raise UsageError(f"schema change {type(change).__name__} has no REST form")
+
+
 class RestCatalog(Catalog):
     kind = "rest"
     server_owns_chain = True
@@ -288,6 +319,16 @@ class RestCatalog(Catalog):
                     raise
                 self.create_database(db, if_not_exists=True)
         return self.locate(f"{db}.{table}")
+
+    def alter_table(self, name: str, changes: list[Any], *, branch: str | None = None) -> None:
+        """``POST .../tables/{table}`` with the changes: the server writes the next schema."""
+        db, table = self.split_name(name)
+        table = self.object_name(table, branch)
+        try:
+            self.client.request("POST", self._table_path(db, table), operation="alterTable",
+                                body={"changes": [rest_schema_change(c) for c in changes]})
+        except RestNotFound as e:
+            raise NotFoundError(f"table {db}.{table} does not exist in the REST catalog at {self.client.uri}") from e
 
     def register_table(self, location: TableLocation) -> None:
         """The server registers a table as it creates it (``create_table``); here only a check

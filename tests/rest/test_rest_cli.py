@@ -139,8 +139,7 @@ REFUSED = [
     (["remove-orphan-files", "{t}"], "no call for it"),
     (["check", "{t}", "--repair"], "server owns the snapshot chain"),
     (["tag", "rename", "{t}", "first", "second"], "no renameTag call"),
-    (["alter-schema", "{t}", "--add-column", "x INT"], "does not send alterTable"),
-    (["rescale", "{t}", "--buckets", "2"], "does not send alterTable"),
+    (["rescale", "{t}", "--buckets", "2"], "does not split that into alterTable"),
     (["clone", "{t}", "{db}.copy"], "no call to publish a copied history"),
 ]
 
@@ -331,3 +330,27 @@ def test_the_config_file_and_catalog_options_name_the_server(rest_mock: Server, 
     elsewhere = tmp_path / "elsewhere"  # no lakectl.toml: the environment names the server
     elsewhere.mkdir()
     assert ok(rest_mock, elsewhere, "list", db) == [{"database": db, "table": "t"}]
+
+
+def test_alter_schema_goes_through_the_server(rest_mock: Server, db: str, tmp_path: Path):
+    """alterTable: lakectl checks the changes as on a filesystem, the server applies them and
+    writes schema-1 (the mock through pypaimon's own schema manager); lakectl and pypaimon 2.1
+    read the rows in the new schema."""
+    name = f"{db}.t"
+    ok(rest_mock, tmp_path, "create", name, "--schema", "id BIGINT, v STRING", "--primary-key", "id",
+       "-o", "bucket=1")
+    ok(rest_mock, tmp_path, "write", name, "--input", csv(tmp_path, {1: "a", 2: "b"}, "a.csv"))
+    table_dir = rest_mock.data / rest_mock.warehouse / db / "t"
+    result = ok(rest_mock, tmp_path, "alter-schema", name, "--add-column", "n INT", "--rename-column", "v:w",
+                "--set-option", "snapshot.num-retained.min=3")
+    assert (result["previous_schema_id"], result["schema_id"], result["committed"]) == (0, 1, True)
+    schema = json.loads((table_dir / "schema" / "schema-1").read_text())
+    assert [f["name"] for f in schema["fields"]] == ["id", "w", "n"]
+    assert schema["options"]["snapshot.num-retained.min"] == "3"
+    expected = [{"id": 1, "w": "a", "n": None}, {"id": 2, "w": "b", "n": None}]
+    assert sorted(ok(rest_mock, tmp_path, "scan", name), key=lambda r: r["id"]) == expected
+    theirs, _ = pypaimon_read(rest_mock, name, tmp_path)
+    assert sorted(theirs, key=lambda r: r["id"]) == expected
+    # what lakectl refuses is refused before the server hears of it
+    assert "primary key" in refused(rest_mock, tmp_path, "alter-schema", name, "--drop-column", "id")
+    assert sorted(p.name for p in (table_dir / "schema").iterdir()) == ["schema-0", "schema-1"]
