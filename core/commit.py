@@ -239,8 +239,21 @@ class FileStoreCommit:
                 m.compact_before or m.compact_after or m.deleted_index_files for m in messages)):
             raise UnsupportedTableError(branch_merge.refusal(table_name(self.table_path), f"a commit of kind {kind}"))
 
+    @property
+    def on_server(self) -> bool:
+        """Whether a server publishes (and owns) the chain: a REST catalog. Then the commit
+        writes no hint or marker file, never deletes a published snapshot (no undo), and skips
+        the checks after the publish that read the chain on the filesystem: the server decided
+        (against ``baseSnapshotUuid``) and a published snapshot is the table's."""
+        return bool(getattr(self.snapshot_commit, "server_owns_chain", False))
+
+    def _latest_hint(self, snapshot_id: int) -> None:
+        if not self.on_server:  # the server keeps its own hints, if any
+            self.snapshots.write_latest_hint(snapshot_id)
+
     def _commit_with_retries(self, kind: str, attempt_once: Callable[[], Success | Retry]) -> Snapshot | None:
-        self.file_io.check_atomic_create()  # refuse before writing manifests nobody would reference
+        if not self.on_server:  # the server publishes, not a create of ours
+            self.file_io.check_atomic_create()  # refuse before writing manifests nobody would reference
         if self.branch_path in (None, self.table_path):  # main: not while a fast-forward is half-way
             refuse_unfinished_fast_forward(self.file_io, self.table_path, table_name(self.table_path),
                                            MAIN_BRANCH, "commit")
@@ -253,13 +266,13 @@ class FileStoreCommit:
             if attempt:
                 landed = self._find_own_commit(first_latest, kind)
                 if landed is not None:
-                    self.snapshots.write_latest_hint(landed.id)
+                    self._latest_hint(landed.id)
                     return landed
                 self._wait(attempt)
             result = attempt_once()
             if isinstance(result, Success):
                 if result.snapshot is not None:
-                    self.snapshots.write_latest_hint(result.snapshot.id)
+                    self._latest_hint(result.snapshot.id)
                 return result.snapshot
             self.retries += 1
             expired += result.expired
@@ -437,8 +450,8 @@ class FileStoreCommit:
         for them, so it never moves a just-published snapshot away under a check that would
         report it as not committed (exit 4 for a commit that is in the renamed table). An
         object store's rename copies and marks RENAMED, which the checks look for instead."""
-        if not self.file_io.local or not self.table_must_exist:
-            return nullcontext()
+        if not self.file_io.local or not self.table_must_exist or self.on_server:
+            return nullcontext()  # (a REST table is renamed and dropped by its server)
         return announcing(self.file_io, self.table_path, table_name(self.table_path))
 
     def _publish_and_verify(self, snapshot: Snapshot, latest: Snapshot | None, messages: Sequence[CommitMessage],
@@ -465,6 +478,9 @@ class FileStoreCommit:
             self._clean(written, written_index)  # another committer owns snapshot-{new_id}; ours are unreferenced
             return Retry(f"snapshot-{new_id} was taken by another writer")
         after_publish()  # LAKECTL_FAULT=stall:published:N holds it between the publish and its checks
+        if self.on_server:  # the server accepted it on our base: it is the table's, nothing to verify or undo
+            self.files_deleted = sum(1 for e in entries if e.kind == DELETE)
+            return Success(snapshot)
         try:
             why = self._illegitimate(snapshot, latest)
         except OSError as e:
@@ -905,6 +921,8 @@ class FileStoreCommit:
             if snap.commit_user == self.commit_user and snap.commit_kind == kind \
                     and snap.commit_identifier == self.identifier:
                 attempt = self._attempts.get(sid)
+                if self.on_server:  # the server published it: ours, never undone
+                    return snap
                 why = self._illegitimate(snap, attempt.base) if attempt is not None else None
                 if why is None:
                     return snap

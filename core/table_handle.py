@@ -40,6 +40,8 @@ class TableHandle:
                storage_options: dict[str, Any] | None = None, catalog: Catalog | None = None) -> "TableHandle":
         """The table at ``name`` whether or not it exists yet: through ``catalog`` when one is
         given, else in the filesystem warehouse ``warehouse``."""
+        if catalog is not None and catalog.server_owns_chain:  # REST: unplaced until the server creates it
+            return cls(catalog.locate(name, must_exist=False))  # type: ignore[call-arg]
         if catalog is not None:
             return cls(catalog.locate(name))
         wh = Warehouse.open(warehouse or DEFAULT_WAREHOUSE, storage_options)
@@ -56,6 +58,8 @@ class TableHandle:
         exists = table.exists()
         if table.location.catalog is not None:  # registered (and not only on disk) in its catalog
             table.location.catalog.check_registered(table.location, has_files=exists)
+        if not table.location.placed:
+            raise NotFoundError(f"table {table.name} does not exist in its REST catalog")
         if not exists:
             table.file_io.refuse_file_in_the_way(table.path)
             raise NotFoundError(f"table {name} does not exist (looked in {table.path})")
@@ -121,7 +125,14 @@ class TableHandle:
         return ManifestIO(self.file_io, self.path, self.schema.core_options.manifest_compression)
 
     def exists(self) -> bool:
-        return bool(self.schemas.list_ids())
+        return self.location.placed and bool(self.schemas.list_ids())
+
+    def placed(self) -> "TableHandle":
+        """This table after a server created it (REST: the server chose its path); itself when
+        its location was known already."""
+        if self.location.placed or self.location.catalog is None:
+            return self
+        return type(self)(self.location.catalog.locate(self.name), self.branch)
 
     @property
     def schema(self) -> TableSchema:

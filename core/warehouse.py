@@ -23,12 +23,37 @@ if TYPE_CHECKING:
         above this module, is one): named here so that the warehouse does not import it."""
 
         kind: str
+        server_owns_chain: bool
 
         def snapshot_commit(self, location: TableLocation) -> SnapshotCommit: ...
 
         def check_registered(self, location: TableLocation, *, has_files: bool) -> None: ...
 
 DEFAULT_DATABASE = "default"
+
+# The commands a REST catalog's table refuses (``TableLocation.refuse_on_server``), each with
+# why: the REST protocol has no call for it, or lakectl does not send the one it has. Each
+# would otherwise write or delete snapshot, tag, schema or hint files behind the server's back.
+_OWNED = "the server owns the snapshot chain"
+SERVER_REFUSALS = {
+    "expire": f"the REST protocol has no call to expire snapshots; {_OWNED} and expires it itself",
+    "expire-changelogs": f"the REST protocol has no call to expire changelogs; {_OWNED}",
+    "expire-tags": "the REST protocol has no call to expire tags (deleteTag removes one named tag: "
+                   "use `lakectl tag delete`)",
+    "remove-orphan-files": "the REST protocol has no call for it, and only the server knows which files its "
+                           "commits in flight will reference",
+    "clone": "a clone writes the target's schema and snapshot files itself; the REST protocol has no call "
+             "to publish a copied history",
+    "check --repair": f"repair deletes snapshot and tag files and rewrites hints; {_OWNED} (check without "
+                      "--repair reads it)",
+    "tag rename": "the REST protocol has no renameTag call",
+    "tag create --replace": "the REST protocol has no call to replace a tag (delete it, then create it)",
+    "branch create --snapshot-id": "the REST protocol's createBranch starts a branch at a tag or empty; tag "
+                                   "the snapshot and create the branch from the tag",
+    "rescale": "rescale writes its new bucket count into a schema file it commits with the rewritten "
+               "data; lakectl does not split that into alterTable and a commit (which a reader could see "
+               "apart)",
+}
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
 
 
@@ -40,6 +65,10 @@ class TableLocation:
     # The catalog the table is registered in; None: the filesystem catalog (no registry,
     # snapshots published by create-if-absent), which is also what a table named by path gets.
     catalog: "Catalog | None" = None
+    # False: a name the catalog's server does not know yet (a REST table before its create);
+    # ``path`` then names nothing, the table does not exist, and ``core.ops.create`` asks the
+    # server to create it (the server, not lakectl, chooses where it lives).
+    placed: bool = True
 
     @property
     def identifier(self) -> tuple[str, str] | None:
@@ -48,6 +77,20 @@ class TableLocation:
             return None
         db, _, table = self.name.partition(".")
         return db, table
+
+    @property
+    def server_owns_chain(self) -> bool:
+        """Whether a server publishes this table's snapshots and owns its chain (REST)."""
+        return self.catalog is not None and self.catalog.server_owns_chain
+
+    def refuse_on_server(self, verb: str) -> None:
+        """Refuse ``verb`` (a key of ``SERVER_REFUSALS``) on a table whose catalog's server owns
+        the snapshot chain (REST), before anything is written: exit 2, saying which call is
+        missing. Nothing on the catalogs where lakectl writes the chain itself."""
+        if self.server_owns_chain:
+            from core.errors import CatalogUnsupportedError
+
+            raise CatalogUnsupportedError(f"{verb} is refused on {self.name} (REST catalog): {SERVER_REFUSALS[verb]}")
 
     def snapshot_commit(self) -> "SnapshotCommit | None":
         """How this table's commits publish a snapshot; None: the filesystem's create-if-absent,

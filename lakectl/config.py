@@ -494,11 +494,14 @@ class Settings:
         """Each catalog key that is set, with its source: --catalog-option > LAKECTL_CATALOG_<KEY>
         > profile ``[catalog]`` > config file ``[catalog]``; ``metastore`` defaults to
         ``filesystem``. A relative ``warehouse`` or ``jdbc:sqlite:`` path from the config file is
-        relative to the file's directory."""
+        relative to the file's directory (a REST catalog's ``warehouse`` is a name the server
+        serves, never a path: kept as written)."""
         out: dict[str, Resolved] = {}
+        from_file: set[str] = set()
         for source, table in reversed(self._layers()):
             for key, value in flatten_catalog(_dig(table, ["catalog"]) or {}).items():
-                out[key] = Resolved(self._beside_file(key, _text(value)), source)
+                out[key] = Resolved(_text(value), source)
+                from_file.add(key)
         for key in CATALOG_KEYS:
             env = catalog_env(key)
             if os.environ.get(env):
@@ -510,6 +513,10 @@ class Settings:
             out[key] = Resolved(value, "flag --catalog-option")
         if "metastore" not in out:
             out["metastore"] = Resolved("filesystem", "default")
+        rest = str(out["metastore"].value).strip().lower() == "rest"
+        for key in from_file:
+            if not out[key].source.startswith(("env ", "flag ")) and not (rest and key == "warehouse"):
+                out[key] = Resolved(self._beside_file(key, str(out[key].value)), out[key].source)
         return out
 
     def _beside_file(self, key: str, value: str) -> str:

@@ -77,6 +77,10 @@ class Catalog(ABC):
     # Whether tables are registered apart from their files (jdbc, rest): then a directory the
     # registry does not name is not the catalog's table.
     has_registry: ClassVar[bool] = False
+    # Whether a server owns the tables' snapshot chains and creates their schema-0 (rest):
+    # then lakectl writes no snapshot, hint or schema file of its own, and a command with no
+    # call in the protocol is refused (``TableLocation.refuse_on_server``).
+    server_owns_chain: ClassVar[bool] = False
     config: CatalogConfig
 
     @abstractmethod

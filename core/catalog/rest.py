@@ -78,8 +78,40 @@ def rest_schema(schema: "TableSchema") -> dict[str, Any]:
             "primaryKeys": list(schema.primary_keys), "options": dict(schema.options), "comment": schema.comment}
 
 
+def rest_schema_change(change: Any) -> dict[str, Any]:
+    """One of lakectl's schema changes (``core.evolution``) as the spec's SchemaChange of an
+    alterTable request (its ``action`` and fields, as docs/rest-catalog.md lists them)."""
+    from core import evolution as E
+
+    column = {"fieldNames": [getattr(change, "name", None)]}
+    if isinstance(change, E.SetOption):
+        return {"action": "setOption", "key": change.key, "value": change.value}
+    if isinstance(change, E.RemoveOption):
+        return {"action": "removeOption", "key": change.key}
+    if isinstance(change, E.AddColumn):
+        move = None
+        if change.first:
+            move = {"fieldName": change.name, "referenceFieldName": None, "type": "FIRST"}
+        elif change.after is not None:
+            move = {"fieldName": change.name, "referenceFieldName": change.after, "type": "AFTER"}
+        return {"action": "addColumn", **column, "dataType": change.type.to_json(), "comment": change.comment,
+                "move": move}
+    if isinstance(change, E.DropColumn):
+        return {"action": "dropColumn", **column}
+    if isinstance(change, E.RenameColumn):
+        return {"action": "renameColumn", **column, "newName": change.new_name}
+    if isinstance(change, E.UpdateColumnType):
+        return {"action": "updateColumnType", **column, "newDataType": change.type.to_json(), "keepNullability": True}
+    if isinstance(change, E.UpdateColumnNullability):
+        return {"action": "updateColumnNullability", **column, "newNullability": change.nullable}
+    if isinstance(change, E.UpdateColumnComment):
+        return {"action": "updateColumnComment", **column, "newComment": change.comment}
+    raise UsageError(f"schema change {type(change).__name__} has no REST form")
+
+
 class RestCatalog(Catalog):
     kind = "rest"
+    server_owns_chain = True
 
     def __init__(self, config: CatalogConfig, *, client: RestClient | None = None) -> None:
         self.config = config
@@ -181,11 +213,18 @@ class RestCatalog(Catalog):
             return False
         return True
 
-    def locate(self, name: str) -> TableLocation:
-        """The table's location as the server answers it; NotFoundError when the server does
-        not know the name (a REST table has no location before the server creates it)."""
+    def locate(self, name: str, *, must_exist: bool = True) -> TableLocation:
+        """The table's location as the server answers it. A name the server does not know is
+        NotFoundError, or with ``must_exist=False`` an unplaced location (``placed=False``: a
+        REST table has no path before the server creates it, ``core.ops.create``)."""
         db, table = self.split_name(name)
-        info = self.get_table(db, table)
+        try:
+            info = self.get_table(db, table)
+        except NotFoundError:
+            if must_exist:
+                raise
+            return TableLocation(f"{db}.{table}", f"<not yet created by {self.client.uri}>", FileIO.for_uri("file"),
+                                 catalog=self, placed=False)
         file_io = FileIO.for_uri(info.path, self._storage_options(db, table, info.path))
         return TableLocation(f"{db}.{table}", file_io.normalize(info.path), file_io, catalog=self)
 
@@ -280,6 +319,16 @@ class RestCatalog(Catalog):
                     raise
                 self.create_database(db, if_not_exists=True)
         return self.locate(f"{db}.{table}")
+
+    def alter_table(self, name: str, changes: list[Any], *, branch: str | None = None) -> None:
+        """``POST .../tables/{table}`` with the changes: the server writes the next schema."""
+        db, table = self.split_name(name)
+        table = self.object_name(table, branch)
+        try:
+            self.client.request("POST", self._table_path(db, table), operation="alterTable",
+                                body={"changes": [rest_schema_change(c) for c in changes]})
+        except RestNotFound as e:
+            raise NotFoundError(f"table {db}.{table} does not exist in the REST catalog at {self.client.uri}") from e
 
     def register_table(self, location: TableLocation) -> None:
         """The server registers a table as it creates it (``create_table``); here only a check
@@ -403,6 +452,20 @@ class RestCatalog(Catalog):
             raise NotFoundError(f"branch {branch} of {db}.{table} does not exist "
                                 f"(REST catalog at {self.client.uri})") from e
 
+    def rename_branch(self, name: str, branch: str, new: str) -> None:
+        """``POST .../branches/{branch}/rename`` with ``toBranch``: the server moves the branch."""
+        from core.errors import BranchExistsError
+
+        db, table = self.split_name(name)
+        try:
+            self.client.request("POST", f"{self._table_path(db, table)}/branches/{segment(branch)}/rename",
+                                operation="renameBranch", body={"toBranch": new})
+        except RestAlreadyExists:
+            raise BranchExistsError(f"branch {new} of {db}.{table} already exists; nothing was renamed") from None
+        except RestNotFound as e:
+            raise NotFoundError(f"branch {branch} of {db}.{table} does not exist "
+                                f"(REST catalog at {self.client.uri})") from e
+
     def fast_forward(self, name: str, branch: str) -> None:
         db, table = self.split_name(name)
         try:
@@ -468,6 +531,10 @@ def partition_statistics(snapshots: Any, snapshot: Any) -> list[dict[str, Any]]:
 
 class RestSnapshotCommit:
     """The commit side of one REST table (``SnapshotCommit``)."""
+
+    # Read by FileStoreCommit: the server owns the chain (no hint files, no undo, no checks
+    # after the publish that read the chain on the filesystem; docs/architecture.md).
+    server_owns_chain = True
 
     def __init__(self, catalog: RestCatalog, db: str, table: str) -> None:
         self.catalog = catalog

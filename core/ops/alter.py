@@ -179,6 +179,14 @@ def alter(table: TableHandle, changes: Sequence[SchemaChange], *, dry_run: bool 
                              _side_by_side(old, new))
         if dry_run:
             return result
+        if table.location.server_owns_chain:
+            # A REST table's schema is the server's: its alterTable applies the changes checked
+            # here to its latest schema and writes the next schema file itself.
+            catalog = table.location.catalog
+            catalog.alter_table(table.name, list(changes), branch=table.branch)  # type: ignore[union-attr]
+            served = table.schema  # what the server wrote is what the result reports
+            return AlterResult(table.name, old.id, served.id, True, False, tuple(describe_changes(old, served)),
+                               _side_by_side(old, served))
         if table.schemas.commit(new):
             return result
         log.info("alter attempt %d: schema-%d was taken by another writer; applying the changes again",

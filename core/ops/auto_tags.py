@@ -264,6 +264,11 @@ def auto_tag_after_commit(table: TableHandle, *, batch: bool = True,
 
     Raises UsageError for tag options Java would refuse; the caller logs it, since the data is
     committed by then."""
+    if table.location.server_owns_chain:
+        # A REST server owns the tags (createTag/deleteTag); lakectl writes no tag file there
+        # and leaves automatic tags to the server's own maintenance.
+        log.debug("automatic tags skipped on %s: its REST catalog's server owns its tags", table.name)
+        return None
     if not table.is_main:
         # Java 1.0's committer walks the branch's snapshots but creates and expires tags in
         # main's tag/ directory (its TagManager is built without the branch), so main would

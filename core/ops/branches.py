@@ -81,11 +81,7 @@ def create_branch(table: TableHandle, name: str, *, tag: str | None = None, snap
     catalog = table.location.catalog
     if catalog is not None and catalog.kind == "rest":  # the server writes the branch: its createBranch
         if snapshot_id is not None:
-            from core.errors import CatalogUnsupportedError
-
-            raise CatalogUnsupportedError(f"branch create --snapshot-id is refused on {table.name}: the REST "
-                                          "catalog's createBranch starts a branch at a tag or empty; tag the "
-                                          "snapshot and create the branch from the tag")
+            table.location.refuse_on_server("branch create --snapshot-id")
         catalog.create_branch(table.location.name, name, from_tag=tag)
         return _info(table, name)
     # main mid-way through a fast-forward is a real snapshot, but not one any command made:
@@ -212,6 +208,13 @@ def rename_branch(table: TableHandle, old: str, new: str, *, dry_run: bool = Fal
     if table.schema.options.get("scan.fallback-branch") == old:
         raise UsageError(f"branch {old} is table {table.name}'s scan.fallback-branch; readers find it by that "
                          "name, so it is not renamed (change the option first)")
+    catalog = table.location.catalog
+    if catalog is not None and catalog.kind == "rest":  # the server moves it: its renameBranch
+        if branch_state(table, old) != WHOLE:
+            raise NotFoundError(f"branch {old} of table {table.name} does not exist")
+        if not dry_run:
+            catalog.rename_branch(table.location.name, old, new)  # type: ignore[attr-defined]
+        return BranchRenameResult(table.name, old, new, dry_run)
     if not table.file_io.local:
         from core.ops.branch_rename import rename_branch_by_copy
 

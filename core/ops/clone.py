@@ -81,6 +81,7 @@ def clone(source: TableHandle, target: TableHandle, *, snapshot_id: int | None =
         UsageError: the target lies inside the source's directory or the source inside the target's.
         TableExistsError: the target is a table, or a directory that is not empty.
     """
+    target.location.refuse_on_server("clone")  # before anything is written
     _refuse_nesting(source, target)
     if source.is_main:  # main mid-way through a fast-forward: a copy would hold neither side
         source.refuse_unfinished_fast_forward(f"clone {source.name}")

@@ -44,8 +44,10 @@ def create(table: TableHandle, schema: str | Sequence[tuple[str, DataType, str |
         check_defaults(new)
     except UnsupportedTableError as e:
         raise UsageError(str(e)) from None
-    refuse_renaming(table.file_io, table.path, table.name)  # not a table yet, but a rename's target
     catalog = table.location.catalog
+    if catalog is not None and catalog.server_owns_chain:
+        return _create_on_server(table, new, if_not_exists)
+    refuse_renaming(table.file_io, table.path, table.name)  # not a table yet, but a rename's target
     existing = table.schemas.latest()
     if existing is not None:
         if catalog is not None and not catalog.is_registered(table.location):
@@ -62,6 +64,24 @@ def create(table: TableHandle, schema: str | Sequence[tuple[str, DataType, str |
     if catalog is not None:
         catalog.register_table(table.location)
     return new, True
+
+
+def _create_on_server(table: TableHandle, new: TableSchema, if_not_exists: bool) -> tuple[TableSchema, bool]:
+    """A REST table: the server's createTable, which writes ``schema-0`` where the server
+    chooses (lakectl never writes it). The caller takes the new path from ``table.placed()``."""
+    catalog = table.location.catalog
+    assert catalog is not None
+    if table.exists():
+        if if_not_exists:
+            return table.schema, False
+        raise TableExistsError(f"table {table.name} already exists")
+    try:
+        location = catalog.create_table(table.name, new)  # type: ignore[attr-defined]
+    except TableExistsError:  # created by another client since we looked
+        if not if_not_exists:
+            raise
+        return table.placed().schema, False
+    return TableHandle(location).schema, True
 
 
 def _finish_registration(table: TableHandle, existing: TableSchema, asked: TableSchema) -> tuple[TableSchema, bool]:

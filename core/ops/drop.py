@@ -67,10 +67,12 @@ def drop_table(table: TableHandle, *, if_exists: bool = False, dry_run: bool = F
         NotFoundError: nothing at the table's path (unless ``if_exists``).
         UsageError: the path exists but holds no Paimon schema; nothing is deleted.
     """
+    catalog = table.location.catalog
+    if catalog is not None and catalog.server_owns_chain:
+        return _drop_on_server(table, if_exists=if_exists, dry_run=dry_run)
     io = table.file_io
     if io.local and not dry_run:
         _finish_crashed_drops(io, table.path)
-    catalog = table.location.catalog
     if catalog is not None:
         registered = catalog.is_registered(table.location)
         if not registered and table.exists():
@@ -106,6 +108,19 @@ def drop_table(table: TableHandle, *, if_exists: bool = False, dry_run: bool = F
     result = DropTableResult(table.name, table.path, True, len(files), sum(f.size for f in files), dry_run)
     log.info("dropped %s %s (%d files)", "the rename leftover" if leftover else "table", table.name, len(files))
     return result
+
+
+def _drop_on_server(table: TableHandle, *, if_exists: bool, dry_run: bool) -> DropTableResult:
+    """A REST table: the server's dropTable alone. The server owns the table's files (it keeps
+    or deletes them as its own policy says), so lakectl deletes none and counts none."""
+    if not table.location.placed:
+        if if_exists:
+            return DropTableResult(table.name, table.path, False, 0, 0, dry_run)
+        raise NotFoundError(f"table {table.name} does not exist in the REST catalog")
+    assert table.location.catalog is not None
+    if not dry_run:
+        table.location.catalog.unregister_table(table.location)
+    return DropTableResult(table.name, table.path, True, 0, 0, dry_run)
 
 
 def _remove_table_dir(io: FileIO, path: str, files: list[FileStatus]) -> None:
@@ -162,6 +177,8 @@ def drop_database(catalog: Catalog | Warehouse, database: str, *, cascade: bool 
     from core.catalog.filesystem import as_catalog
 
     catalog = as_catalog(catalog)
+    if catalog.server_owns_chain:
+        return _drop_database_on_server(catalog, database, cascade=cascade, if_exists=if_exists, dry_run=dry_run)
     path = catalog.database_path(database)
     io = catalog.file_io
     if not catalog.database_exists(database):
@@ -197,6 +214,27 @@ def drop_database(catalog: Catalog | Warehouse, database: str, *, cascade: bool 
     catalog.drop_database(database)  # the registry's rows, after the files
     log.info("dropped database %s (%d tables)", database, len(tables))
     return result
+
+
+def _drop_database_on_server(catalog: Catalog, database: str, *, cascade: bool, if_exists: bool,
+                             dry_run: bool) -> DropDatabaseResult:
+    """A REST catalog's database: each table's dropTable, then dropDatabase (the server owns
+    the files, as for one table)."""
+    where = f"{catalog.warehouse_uri}"
+    if not catalog.database_exists(database):
+        if if_exists:
+            return DropDatabaseResult(database, where, False, (), 0, 0, dry_run)
+        raise NotFoundError(f"database {database} does not exist in the REST catalog at {where}")
+    tables = tuple(catalog.tables(database))
+    if tables and not cascade:
+        shown = ", ".join(tables[:10]) + (f" and {len(tables) - 10} more" if len(tables) > 10 else "")
+        raise DatabaseNotEmptyError(f"database {database} still holds {len(tables)} table(s): {shown}; "
+                                    "drop them first or pass --cascade")
+    if not dry_run:
+        for name in tables:
+            catalog.unregister_table(catalog.locate(f"{database}.{name}"))
+        catalog.drop_database(database)
+    return DropDatabaseResult(database, where, True, tables, 0, 0, dry_run)
 
 
 def _unregistered_tables(catalog: Catalog, database: str, registered: tuple[str, ...]) -> list[str]:

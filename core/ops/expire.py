@@ -234,6 +234,7 @@ def expire_snapshots(table: TableHandle, *, retain_min: int | None = None, retai
     Raises:
         UsageError: retain_min or retain_max < 1, retain_max < retain_min, max_deletes < 0, a bad duration.
     """
+    table.location.refuse_on_server("expire")  # before anything is written
     check_options(table.schema, table.name, EXPIRE)
     retain_min, retain_max, cutoff, max_deletes, now_ms = _retention(table, retain_min, retain_max, older_than,
                                                                      max_deletes)

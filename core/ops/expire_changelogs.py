@@ -354,6 +354,7 @@ def expire_changelogs(table: TableHandle, *, retain_min: int | None = None, reta
         UsageError: a bad retention.
         CommitConflictError: another expire or a rollback holds the branch's rewrite marker.
     """
+    table.location.refuse_on_server("expire-changelogs")  # before anything is written
     from contextlib import ExitStack
 
     from core.busy import working

@@ -82,9 +82,14 @@ def plan_table(table: TableHandle, health: Health, policy: Policy) -> list[Actio
         return []
     opts = table.schema.options
     actions = [a for a in (_compaction(table, health, policy), _manifest_compaction(health)) if a is not None]
+    # A REST table: the verbs it refuses are planned unconditionally, so that the run lists
+    # them as not run with the reason (``_run_action``) rather than asking what they would do.
+    on_server = table.location.server_owns_chain
     # Each verb only when running it now would change something (its own metadata-only
     # check), so that a recommendation goes quiet once the verb has run.
-    if _expire_due(table):
+    if on_server:
+        actions.append(Action("expire", _ON_SERVER))
+    elif _expire_due(table):
         retain_min = int(opts.get("snapshot.num-retained.min", "10"))
         actions.append(Action("expire", f"{health.snapshots} snapshots, snapshot.num-retained.min {retain_min}, "
                                         f"snapshot.time-retained {opts.get('snapshot.time-retained', '1h')}"))
@@ -94,9 +99,12 @@ def plan_table(table: TableHandle, health: Health, policy: Policy) -> list[Actio
         actions.append(Action("expire-partitions", f"{count} past partition.expiration-time "
                                                    f"{opts['partition.expiration-time']} "
                                                    f"({opts.get('partition.expiration-strategy', 'values-time')})"))
-    if health.tags and _tags_due(table):
+    if on_server:
+        actions.append(Action("expire-tags", _ON_SERVER))
+    elif health.tags and _tags_due(table):
         actions.append(Action("expire-tags", f"{health.tags} tags (TTL)"))
-    actions.append(Action("remove-orphan-files", f"files unreferenced for {policy.orphan_age}"))
+    actions.append(Action("remove-orphan-files", _ON_SERVER if on_server else
+                          f"files unreferenced for {policy.orphan_age}"))
     return [a for a in actions if a.verb not in policy.skip_verbs]
 
 
@@ -264,6 +272,12 @@ def _run_action(table: TableHandle, action: Action, policy: Policy, engine_setti
     """Call the existing operation for one verb (with ``dry_run``: what it would do); bytes
     freed as the operation reports them."""
     rep = ActionReport(action.verb, action.reason, done=not dry_run)
+    if table.location.server_owns_chain and action.verb in _SERVER_REFUSED:
+        # Skipped, not failed: a REST catalog has no call for the verb (core/warehouse.py).
+        from core.warehouse import SERVER_REFUSALS
+
+        rep.done, rep.error = False, f"not run: {SERVER_REFUSALS[action.verb]}"
+        return rep
     if action.verb in _REWRITING_VERBS and branch_merge.enabled(table.schema):
         # Skipped, not failed: the table's own option forbids the rewrite (core/branch_merge.py).
         rep.done, rep.error = False, f"not run: {branch_merge.refusal(table.name, action.verb)}"
@@ -310,6 +324,9 @@ StepCallback = Callable[[str, int, int, str], None]
 
 
 ORPHANS = "remove-orphan-files"
+# The verbs a REST table refuses (TableLocation.refuse_on_server): skipped with the reason.
+_SERVER_REFUSED = frozenset({"expire", "expire-tags", ORPHANS})
+_ON_SERVER = "the REST catalog's server owns the snapshot chain"
 
 
 @dataclass

@@ -50,6 +50,8 @@ def _compact(table: TableHandle, engine: Any, committed: Committed) -> Any:
 
 def _expire(table: TableHandle, engine: Any, committed: Committed) -> Any:
     """Snapshot expiration with the table's retention options, as a Paimon writer does after each commit."""
+    if table.location.server_owns_chain:
+        return None  # a REST server owns the chain and expires it itself: nothing lakectl may delete
     from core.ops.expire import expire_snapshots
 
     result = expire_snapshots(table, dry_run=False, skip_if_busy=True)

@@ -170,6 +170,7 @@ def remove_orphan_files(table: TableHandle, *, older_than: str = "1d", dry_run: 
             it shows what the same command would delete).
         CorruptMetadataError: a manifest cannot be read; nothing is deleted then.
     """
+    table.location.refuse_on_server("remove-orphan-files")  # before anything is written
     check_options(table.schema, table.name, EXPIRE)
     age = orphan_age_seconds(older_than, force=force)
     threshold = time.time() - age

@@ -108,12 +108,30 @@ def rename_table(catalog: Catalog | Warehouse, old: str, new: str, *, dry_run: b
     for name in (old, new):
         if looks_like_path(name):
             raise UsageError(f"rename takes DB.TABLE names inside the warehouse, not a path ({name})")
+    if catalog.server_owns_chain:
+        return _rename_on_server(catalog, old, new, dry_run)
     source, target = TableHandle(catalog.locate(old)), TableHandle(catalog.locate(new))
     if source.path == target.path:
         raise UsageError(f"{source.name} and {target.name} are the same table")
     if source.location.catalog is not None:
         return _rename_registered(catalog, source, target, dry_run, progress)
     return _rename_files(catalog, source, target, dry_run, progress)
+
+
+def _rename_on_server(catalog: Catalog, old: str, new: str, dry_run: bool) -> RenameResult:
+    """A REST table: the server's renameTable alone (the server moves the files if it keeps
+    them under the name); the new path is the server's answer after it."""
+    source = catalog.locate(old)  # NotFoundError when the server does not know it
+    target = catalog.locate(new, must_exist=False)  # type: ignore[call-arg]
+    if source.name == target.name:
+        raise UsageError(f"{source.name} and {target.name} are the same table")
+    if target.placed:
+        raise TableExistsError(f"table {target.name} already exists in the REST catalog; nothing was renamed")
+    new_path = target.path
+    if not dry_run:
+        catalog.rename_table(source, target)
+        new_path = catalog.locate(target.name).path
+    return RenameResult(source.name, target.name, source.path, new_path, "server", 0, 0, 0, 0, False, dry_run)
 
 
 def _rename_registered(catalog: Catalog, source: TableHandle, target: TableHandle, dry_run: bool,

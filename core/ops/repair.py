@@ -201,6 +201,7 @@ def repair(table: TableHandle, dry_run: bool = False) -> RepairResult:
             is readable (nothing is changed: repair never turns a table into an empty one).
             Such a branch seen from main is reported in its ``problems_left`` instead.
     """
+    table.location.refuse_on_server("check --repair")  # before anything is written
     if dry_run:
         return _repair(table, True)
     with working(table.file_io, table.path, table.name, "check --repair"):  # not moved half-way (core/busy.py)

@@ -75,6 +75,7 @@ def rescale(table: TableHandle, buckets: int, *, partitions: Sequence[Mapping[st
         UnsupportedTableError: dynamic-bucket, postpone-bucket or row-tracking tables.
         StalePlanError: other commits changed the partitions every time it read them (exit 4).
     """
+    table.location.refuse_on_server("rescale")  # before anything is written
     schema = table.schema
     branch_merge.refuse(schema, table.name, "rescale")
     _check_rescalable(schema, buckets, table.name)

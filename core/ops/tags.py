@@ -74,10 +74,7 @@ def create_tag(table: TableHandle, name: str, *, snapshot_id: int | None = None,
     catalog = table.location.catalog
     if catalog is not None and catalog.kind == "rest":  # through the server's createTag
         if replace:
-            from core.errors import CatalogUnsupportedError
-
-            raise CatalogUnsupportedError(f"tag create --replace is refused on {table.name}: the REST catalog "
-                                          "protocol has no call to replace a tag (delete it, then create it)")
+            table.location.refuse_on_server("tag create --replace")
         catalog.create_tag(table.location.name, name, snapshot_id=snapshot.id, time_retained=time_retained,
                            branch=table.branch)
         return _info(table, table.tags.tag(name))
@@ -127,6 +124,7 @@ def rename_tag(table: TableHandle, old: str, new: str) -> TagInfo:
         TagExistsError: ``new`` is taken.
         UsageError: ``new`` is not a valid tag name.
     """
+    table.location.refuse_on_server("tag rename")  # before anything is written
     table.refuse_unfinished_fast_forward(f"rename tag {old}")
     with working(table.file_io, table.path, table.name, f"rename tag {old}"):  # two steps: kept whole (core/busy.py)
         # A rollback removes the tags past its target by the names it listed: a new name for
@@ -210,6 +208,7 @@ def expire_tags(table: TableHandle, *, older_than: str | None = None, dry_run: b
         dry_run: report what would be deleted; delete nothing.
         now: the local time to judge by (tests); the current time if None.
     """
+    table.location.refuse_on_server("expire-tags")  # before anything is written
     from core.ops.expire import older_than_cutoff
 
     if not dry_run:

@@ -396,13 +396,15 @@ def write_input(table: TableHandle, path: str | None, *, input_format: str | Non
     """
     if (path is None) == (input_table is None):
         raise UsageError("give exactly one of --input and --input-table")
-    refuse_renaming(table.file_io, table.path, table.name)  # --auto-create must not create into a rename's target
+    if table.location.placed:
+        refuse_renaming(table.file_io, table.path, table.name)  # --auto-create must not create into a rename's target
     exists = table.exists()
     if table.location.catalog is not None and (exists or auto_create is None):
         # registered in its catalog, and not only on disk (an unregistered directory is not written)
         table.location.catalog.check_registered(table.location, has_files=exists)
     if not exists and auto_create is None:
-        raise NotFoundError(f"table {table.name} does not exist (looked in {table.path}); pass --auto-create "
+        where = f"looked in {table.path}" if table.location.placed else "its REST catalog does not know it"
+        raise NotFoundError(f"table {table.name} does not exist ({where}); pass --auto-create "
                             "--like DB.SOURCE to create it as another table is, or --auto-create alone to "
                             "create it from the input's types")
     like = auto_create.layout() if not exists and auto_create is not None else None
@@ -436,8 +438,10 @@ def write_input(table: TableHandle, path: str | None, *, input_format: str | Non
         if isinstance(data, pa.Table):  # bad input must not leave an empty table
             prepare_rows(data, target, row_kind_column)
         like.create(table, if_not_exists=True)
+        table = table.placed()  # a REST server chose where the new table lives
     elif not exists:
         _create_from_input(table, engine, data, inferred, row_kind_column, auto_create)
+        table = table.placed()
     else:
         check_input_columns(table.schema, engine.input_columns(data), fill_missing_columns)
     return write(table, data, mode=mode, row_kind_column=row_kind_column, engine=engine,

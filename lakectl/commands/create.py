@@ -63,6 +63,7 @@ def register(app: typer.Typer) -> None:
             new, created = create(t, schema, primary_keys=parse_key_list(primary_key),
                                   partition_keys=parse_key_list(partition_by), options=parse_options(option),
                                   comment=comment, if_not_exists=if_not_exists)
+        t = t.placed()  # a REST server chose the new table's path
         # Paimon keeps options it does not define; so does lakectl, with a warning (a typo such
         # as buckets=4 would otherwise leave the table unbucketed without a word).
         warnings = unknown_option_warnings(new.options) if created else []

@@ -43,7 +43,8 @@ def register(app: typer.Typer) -> None:
 
         out = output(ctx, fmt)
         catalog = settings(ctx).any_catalog(warehouse)
-        if catalog.file_io.local or dry_run:  # one rename, or nothing copied: no bar (and no rich imported)
+        # the server's call, one local rename, or nothing copied: no bar (and no rich imported)
+        if catalog.server_owns_chain or dry_run or catalog.file_io.local:
             result = rename_table(catalog, table, new_name, dry_run=dry_run)
         else:
             with out.progress() as progress:

@@ -250,6 +250,12 @@ class State:
             return 200, None
         if tail[1:] == ["forward"] and method == "POST":
             return self.forward(path, target)
+        if tail[1:] == ["rename"] and method == "POST":
+            renamed = os.path.join(branch_root, f"branch-{body['toBranch']}")
+            if os.path.exists(renamed):
+                self._exists("BRANCH", body["toBranch"])
+            os.rename(target, renamed)
+            return 200, None
         raise Failure(404, "Not Found")
 
     def forward(self, path: str, branch: str) -> tuple[int, object]:
