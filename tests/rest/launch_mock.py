@@ -9,7 +9,10 @@ leaves out (docs/rest-catalog.md):
 - the bearer token: a request without ``Authorization: Bearer <token>`` is answered 401 (the
   mock's own check accepts anything);
 - a commit is create-if-absent: ``success: false`` when ``snapshot-N`` already exists (the
-  mock would overwrite it), as Java's server publishes through its renaming commit.
+  mock would overwrite it), as Java's server publishes through its renaming commit;
+- and atomic: the mock writes ``snapshot-N`` and ``LATEST`` in place with ``open``/``write``,
+  so a reader could find an empty ``snapshot-N`` (a race test did); here they are written
+  aside and moved into place, as Java's server's ``tryToWriteAtomic`` does.
 
 Prints one JSON line ``{"uri", "warehouse", "data", "prefix"}`` when it listens, then serves.
 """
@@ -19,8 +22,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import sys
+import tempfile
 from http.server import HTTPServer
 
 from pypaimon.api.api_response import CommitTableResponse, ConfigResponse
@@ -60,6 +65,27 @@ class CheckedServer(RESTCatalogServer):
                 if os.path.exists(os.path.join(table_dir, sub, f"snapshot-{snapshot_id}")):
                     return self._mock_response(CommitTableResponse(success=False), 200)
         return super()._table_commit_handle(method, data, identifier, branch)
+
+    def _write_snapshot_files(self, identifier, snapshot, statistics):
+        # The mock writes under data_path/warehouse/db/table: point it at a staging directory
+        # (the server is single-threaded), then link snapshot-N into place (create-if-absent)
+        # and rename LATEST over the old one.
+        real_root = self.data_path
+        staging = tempfile.mkdtemp(prefix=".staging-", dir=real_root)
+        try:
+            self.data_path = staging
+            super()._write_snapshot_files(identifier, snapshot, statistics)
+        finally:
+            self.data_path = real_root
+        try:
+            rel = os.path.join(self.warehouse, identifier.get_database_name(), identifier.get_object_name(),
+                               "snapshot")
+            target = os.path.join(real_root, rel)
+            os.makedirs(target, exist_ok=True)
+            os.link(os.path.join(staging, rel, f"snapshot-{snapshot.id}"), os.path.join(target, f"snapshot-{snapshot.id}"))
+            os.replace(os.path.join(staging, rel, "LATEST"), os.path.join(target, "LATEST"))
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
 
     def start(self) -> None:  # the mock binds "localhost"; the tests want the loopback address itself
         self.server = HTTPServer(("127.0.0.1", 0), self._create_request_handler())
