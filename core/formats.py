@@ -73,6 +73,14 @@ def read_orc(source: str | BinaryIO, columns: Mapping[str, DataType]) -> pa.Tabl
     return table
 
 
+def orc_column_names(source: str | BinaryIO) -> list[str]:
+    """The top-level column names of an ORC file (its footer only)."""
+    names = _orc().ORCFile(source).schema.names
+    if not isinstance(source, str):
+        source.seek(0)
+    return names
+
+
 def _orc_culprit(source: str | BinaryIO, columns: Mapping[str, DataType]) -> str:
     """The first column of ``columns`` that pyarrow's ORC reader cannot read on its own."""
     for name in columns:
