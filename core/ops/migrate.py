@@ -292,7 +292,7 @@ def _one_schema(src_io: FileIO, paths: Sequence[str], fmt: str, source: str) -> 
         if first is None:
             first = schema.remove_metadata()
         elif not schema.remove_metadata().equals(first):
-            raise InvalidDataError(f"{path} has another schema than {paths[0]} ({_difference(first, schema)}); "
+            raise UsageError(f"{path} has another schema than {paths[0]} ({_difference(first, schema)}); "
                                    "every file must have the same columns and types")
     assert first is not None
     return first

@@ -1,0 +1,224 @@
+"""``lakectl migrate`` through the installed console script: directories of Parquet and ORC
+files (flat and Hive-partitioned, written here with pyarrow) become append tables that
+``lakectl scan`` reads exactly as ``pyarrow.dataset`` reads the source (partition columns as
+strings); copies leave the source byte-identical, ``--in-place`` leaves no source file; the
+refusals; and a kill at every mutation point, after which the source or the table is whole
+and a re-run finishes the migration."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.orc as orc
+import pyarrow.parquet as pq
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = shutil.which("lakectl", path=str(Path(sys.executable).parent))
+pytestmark = pytest.mark.skipif(SCRIPT is None, reason="the lakectl console script is not installed")
+
+
+def lakectl(wh: Path, *args: str, fault: str | None = None) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_") and k != "PYTHONPATH"}
+    env = {**clean, "PYTHONPATH": str(REPO), "HOME": str(wh.parent), "NO_COLOR": "1"}
+    if fault:
+        env["LAKECTL_FAULT"] = fault
+    return subprocess.run([str(SCRIPT), "-w", str(wh), *args], capture_output=True, text=True, timeout=120, env=env)
+
+
+def ok(wh: Path, *args: str) -> Any:
+    done = lakectl(wh, *args, "-f", "json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def rows(i: int) -> pa.Table:
+    """Three rows of several types (nested too), ``i`` making each file's values its own."""
+    return pa.table({
+        "id": pa.array([i, i + 1, None], pa.int64()),
+        "name": [f"n{i}", "", None],
+        "price": pa.array([decimal.Decimal(f"{i}.25"), None, decimal.Decimal("-3.50")], pa.decimal128(12, 2)),
+        "at": pa.array([dt.datetime(2024, 1, 1, 2, 3, 4, 5000 + i), None, dt.datetime(1999, 12, 31)],
+                       pa.timestamp("us")),
+        "day": pa.array([dt.date(2024, 2, 1) + dt.timedelta(days=i), dt.date(1970, 1, 1), None]),
+        "point": pa.array([{"x": i, "label": "p"}, None, {"x": None, "label": None}]),
+        "tags": pa.array([[1, 2], [], None], pa.list_(pa.int32())),
+    })
+
+
+def make_source(root: Path, fmt: str, partitions: list[tuple[str, ...]], keys: tuple[str, ...] = ()) -> Path:
+    """One file per partition (two in the first), the partition values only in directory names."""
+    for n, values in enumerate(partitions):
+        directory = root.joinpath(*(f"{k}={v}" for k, v in zip(keys, values)))
+        directory.mkdir(parents=True, exist_ok=True)
+        for m in range(2 if n == 0 else 1):
+            table = rows(10 * n + m)
+            name = directory / f"part-{m}.{fmt}"
+            pq.write_table(table, name) if fmt == "parquet" else orc.write_table(table, name)
+    return root
+
+
+def source_rows(root: Path, fmt: str, keys: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The source as pyarrow.dataset reads it (partition columns as strings), in lakectl's
+    JSON values, sorted."""
+    partitioning = ds.partitioning(pa.schema([(k, pa.string()) for k in keys]), flavor="hive") if keys else None
+    table = ds.dataset(str(root), format=fmt, partitioning=partitioning).to_table()
+    return normal(table.to_pylist())
+
+
+def normal(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from core.text_values import json_value
+
+    return sorted((json.loads(json.dumps({k: json_value(v) for k, v in r.items()})) for r in records),
+                  key=lambda r: json.dumps(r, sort_keys=True))
+
+
+def scanned(wh: Path, table: str) -> list[dict[str, Any]]:
+    return normal(ok(wh, "scan", table))
+
+
+def snapshot_of(tree: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(tree)): p.read_bytes() for p in sorted(tree.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "orc"])
+def test_a_partitioned_copy_scans_as_pyarrow_reads_the_source_which_stays_as_it_was(tmp_path: Path, fmt: str) -> None:
+    keys = ("dt", "hour")
+    src = make_source(tmp_path / "src", fmt, [("2024-01-01", "0"), ("2024-01-01", "1"), ("2024-01-02", "0")], keys)
+    (src / "_SUCCESS").write_bytes(b"")  # Hive's marker, not data
+    before = snapshot_of(src)
+    wh = tmp_path / "wh"
+    result = ok(wh, "migrate", str(src), "db.t")
+    assert (result["table"], result["snapshot_id"], result["files"], result["rows"], result["partitions"],
+            result["mode"], result["file_format"]) == ("db.t", 1, 4, 12, 3, "copy", fmt)
+    assert result["bytes"] == sum(len(b) for name, b in before.items() if name.endswith(fmt))
+    assert scanned(wh, "db.t") == source_rows(src, fmt, keys)
+    assert snapshot_of(src) == before
+    described = ok(wh, "describe", "db.t")
+    assert described["partition_keys"] == list(keys) and described["options"]["file.format"] == fmt
+    assert described["options"]["bucket"] == "-1"
+    files = ok(wh, "files", "db.t")
+    assert sorted(f["record_count"] for f in files) == [3, 3, 3, 3]
+    assert all(f["level"] == 0 for f in files)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "orc"])
+def test_in_place_moves_every_file_and_leaves_no_source_directory(tmp_path: Path, fmt: str) -> None:
+    keys = ("region",)
+    src = make_source(tmp_path / "src", fmt, [("eu",), ("us",), ("a b",)], keys)
+    expected = source_rows(src, fmt, keys)
+    wh = tmp_path / "wh"
+    result = ok(wh, "migrate", str(src), "db.t", "--in-place", "--from", fmt)
+    assert result["mode"] == "move" and result["files"] == 4
+    assert not src.exists()
+    assert scanned(wh, "db.t") == expected
+
+
+def test_a_flat_directory_then_write_and_compact(tmp_path: Path) -> None:
+    src = make_source(tmp_path / "src", "parquet", [()] * 3)
+    expected = source_rows(src, "parquet", ())
+    wh = tmp_path / "wh"
+    ok(wh, "migrate", str(src), "db.t")
+    more = tmp_path / "more.parquet"
+    pq.write_table(rows(99), more)
+    ok(wh, "write", "db.t", "--input", str(more))
+    with_more = normal(expected + normal(rows(99).to_pylist()))
+    assert scanned(wh, "db.t") == with_more
+    compacted = lakectl(wh, "compact", "db.t", "--full")
+    assert compacted.returncode == 0, compacted.stderr
+    assert scanned(wh, "db.t") == with_more
+    assert len(ok(wh, "files", "db.t")) == 1
+    assert ok(wh, "check", "db.t")["ok"] is True
+
+
+def test_a_dry_run_writes_nothing(tmp_path: Path) -> None:
+    src = make_source(tmp_path / "src", "parquet", [("1",), ("2",)], ("k",))
+    wh = tmp_path / "wh"
+    result = ok(wh, "migrate", str(src), "db.t", "--dry-run", "--in-place")
+    assert result["dry_run"] is True and result["files"] == 3 and result["mode"] == "move"
+    assert result["first_files"][0] == "k=1/part-0.parquet"
+    assert not wh.exists() or not any(p.is_file() for p in wh.rglob("*"))
+    assert len(list(src.rglob("*.parquet"))) == 3
+
+
+def _one_line_error(done: subprocess.CompletedProcess[str], code: int, words: str) -> None:
+    assert done.returncode == code, (done.returncode, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0], done.stderr
+
+
+def test_refusals(tmp_path: Path) -> None:
+    wh = tmp_path / "wh"
+    mixed = make_source(tmp_path / "mixed", "parquet", [()])
+    orc.write_table(rows(5), mixed / "other.orc")
+    _one_line_error(lakectl(wh, "migrate", str(mixed), "db.t"), 2, "mixed formats")
+    disagree = make_source(tmp_path / "disagree", "parquet", [()])
+    pq.write_table(rows(5).drop_columns(["tags"]), disagree / "zz.parquet")
+    _one_line_error(lakectl(wh, "migrate", str(disagree), "db.t"), 2, str(disagree / "zz.parquet"))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    _one_line_error(lakectl(wh, "migrate", str(empty), "db.t"), 2, "no data files")
+    good = make_source(tmp_path / "good", "parquet", [()])
+    ok(wh, "migrate", str(good), "db.t")
+    _one_line_error(lakectl(wh, "migrate", str(good), "db.t"), 1, "already exists")  # as create
+    _one_line_error(lakectl(wh, "migrate", str(good), "db.u", "--from", "orc"), 2, "--from orc")
+    assert not (wh / "db.db" / "u").exists() or not list((wh / "db.db" / "u").rglob("schema-*"))
+
+
+def _mutations(tmp_path: Path, mode: list[str]) -> int:
+    """How many mutations an undisturbed migration makes (LAKECTL_FAULT_TRACE)."""
+    src = make_source(tmp_path / "count-src", "parquet", [("1",), ("2",)], ("k",))
+    trace = tmp_path / "trace"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_") and k != "PYTHONPATH"}
+    env = {**clean, "PYTHONPATH": str(REPO), "HOME": str(tmp_path), "LAKECTL_FAULT_TRACE": str(trace)}
+    done = subprocess.run([str(SCRIPT), "-w", str(tmp_path / "count-wh"), "migrate", str(src), "db.t", *mode],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    return len(trace.read_text().splitlines())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", [[], ["--in-place"]], ids=["copy", "in-place"])
+def test_a_kill_at_every_mutation_leaves_source_or_table_whole_and_a_rerun_finishes(tmp_path: Path,
+                                                                                      mode: list[str]) -> None:
+    total = _mutations(tmp_path, mode)
+    assert total > 5
+    for n in range(1, total + 1):
+        src = make_source(tmp_path / f"src{n}", "parquet", [("1",), ("2",)], ("k",))
+        originals = {p.name + p.parent.name: p.read_bytes() for p in src.rglob("*.parquet")}
+        expected = source_rows(src, "parquet", ("k",))
+        wh = tmp_path / f"wh{n}"
+        killed = lakectl(wh, "migrate", str(src), "db.t", *mode, fault=f"kill:mutation:{n}")
+        assert killed.returncode == -9, (n, killed.stderr)
+        table_dir = wh / "db.db" / "t"
+        committed = (table_dir / "snapshot" / "snapshot-1").exists()
+        if committed:  # the table is whole
+            assert scanned(wh, "db.t") == expected, n
+        elif not mode:  # a copy never touches the source
+            assert {p.name + p.parent.name: p.read_bytes() for p in src.rglob("*.parquet")} == originals, n
+        elif not (table_dir / ".migrate-journal.json").exists():  # killed before it began
+            assert {p.name + p.parent.name: p.read_bytes() for p in src.rglob("*.parquet")} == originals, n
+        else:  # each file whole in exactly one place: at its source, or where the journal sends it
+            journal = json.loads((table_dir / ".migrate-journal.json").read_text())
+            for source_path, target, _, _ in journal["files"]:
+                here, there = Path(source_path).exists(), (table_dir / target).exists()
+                assert here or there, (n, source_path)
+        again = lakectl(wh, "migrate", str(src), "db.t", *mode, "-f", "json")
+        assert again.returncode == 0, (n, again.stderr)
+        assert scanned(wh, "db.t") == expected, n
+        assert not (table_dir / ".migrate-journal.json").exists()
+        assert ok(wh, "check", "db.t")["ok"] is True, n
+        if mode:
+            assert not list(src.rglob("*.parquet")), n
+        else:
+            assert {p.name + p.parent.name: p.read_bytes() for p in src.rglob("*.parquet")} == originals, n
