@@ -75,6 +75,7 @@ class MigratePlan:
     columns: tuple[tuple[str, str], ...]  # (name, Paimon type text): the files' columns, then the partition's
     partition_keys: tuple[str, ...]
     files: tuple[SourceFile, ...]
+    warnings: tuple[str, ...] = ()  # for the user, at planning only (not journaled)
 
     def to_json(self) -> str:
         return json.dumps({"version": 1, "source": self.source, "format": self.file_format, "mode": self.mode,
@@ -104,6 +105,7 @@ class MigrateResult:
     first_files: tuple[str, ...]  # a few source files, relative to the source
     resumed: bool  # an interrupted migration was finished
     dry_run: bool
+    warnings: tuple[str, ...] = ()
 
 
 def migrate(source: str, table: TableHandle, *, file_format: str | None = None, in_place: bool = False,
@@ -111,9 +113,10 @@ def migrate(source: str, table: TableHandle, *, file_format: str | None = None, 
     """Migrate the data files under ``source`` into the new append table ``table``.
 
     Raises:
-        UsageError: no data files, mixed formats, a bad Hive layout, an unknown ``file_format``,
-            or a re-run whose arguments differ from the interrupted migration's.
-        InvalidDataError: files whose schemas disagree (the first differing file is named).
+        UsageError: no data files, mixed formats, files whose schemas disagree (the first
+            differing file is named), a bad Hive layout, an unknown ``file_format``, or a re-run
+            whose arguments differ from the interrupted migration's.
+        InvalidDataError: a file that is not readable as its format.
         TableExistsError: the table exists (and is no unfinished migration of this source).
     """
     if file_format is not None and file_format not in FORMATS:
@@ -156,7 +159,7 @@ def _result(plan: MigratePlan, table: TableHandle, snapshot_id: int | None, rows
     shown = tuple(_relative(plan.source, f.path) for f in plan.files[:SHOWN_FILES])
     return MigrateResult(table.name, plan.source, plan.file_format, plan.mode, snapshot_id, len(plan.files), rows,
                          sum(f.size for f in plan.files), len({f.partition for f in plan.files}),
-                         plan.partition_keys, shown, resumed, dry_run)
+                         plan.partition_keys, shown, resumed, dry_run, plan.warnings)
 
 
 def _source_io(source: str, table_io: FileIO) -> FileIO:
@@ -176,7 +179,7 @@ def _plan(src_io: FileIO, source: str, file_format: str | None, mode: str) -> Mi
         raise UsageError(f"{source} holds no data files to migrate")
     fmt = _one_format(src_io, files, file_format)
     keys, partitions = _hive_layout(source, [path for path, _ in files])
-    arrow_schema = _one_schema(src_io, [path for path, _ in files], fmt, source)
+    arrow_schema, warnings = _one_schema(src_io, [path for path, _ in files], fmt)
     clash = [k for k in keys if k in arrow_schema.names]
     if clash:
         raise UsageError(f"partition column {clash[0]!r} is also a column of the files; migrate takes partition "
@@ -191,7 +194,8 @@ def _plan(src_io: FileIO, source: str, file_format: str | None, mode: str) -> Mi
         directory = posixpath.join(*(f"{k}={_dir_value(v)}" for k, v in zip(keys, values)), "bucket-0") \
             if keys else "bucket-0"
         planned.append(SourceFile(path, f"{directory}/{prefix}-{i}.{fmt}", size, values))
-    return MigratePlan(source, fmt, mode, str(uuid.uuid4()), tuple(columns), tuple(keys), tuple(planned))
+    return MigratePlan(source, fmt, mode, str(uuid.uuid4()), tuple(columns), tuple(keys), tuple(planned),
+                       tuple(warnings))
 
 
 def _dir_value(value: str | None) -> str:
@@ -268,34 +272,63 @@ def _hive_layout(source: str, paths: list[str]) -> tuple[list[str], list[tuple[s
     return keys or [], values
 
 
-def _file_schema(src_io: FileIO, path: str, fmt: str) -> pa.Schema:
+def _file_schema(src_io: FileIO, path: str, fmt: str) -> tuple[pa.Schema, set[str]]:
+    """A file's schema, and (Parquet) its ``_java_unreadable_decimals``."""
     with src_io.open_input(path) as f:
         if fmt == "parquet":
             import pyarrow.parquet as pq
 
-            return pq.ParquetFile(f).schema_arrow
+            parquet = pq.ParquetFile(f)
+            return parquet.schema_arrow, _java_unreadable_decimals(parquet.schema_arrow, parquet.metadata)
         from core.formats import _orc
 
-        return _orc().ORCFile(f).schema
+        return _orc().ORCFile(f).schema, set()
 
 
-def _one_schema(src_io: FileIO, paths: Sequence[str], fmt: str, source: str) -> pa.Schema:
-    """The files' one schema; the first file that differs from the first is named."""
+def _java_unreadable_decimals(schema: pa.Schema, metadata: Any) -> set[str]:
+    """Top-level DECIMAL columns of precision 18 or less stored as dictionary-encoded
+    fixed-length bytes (pyarrow's default): Java Paimon 1.0 reads such a column into a long
+    vector and fails on the bytes dictionary (measured with the oracle's bundle jar); its own
+    writer, and lakectl's, store them as integers without a dictionary. lakectl and pypaimon
+    read them."""
+    import pyarrow as pa
+
+    small = {f.name for f in schema if pa.types.is_decimal(f.type) and f.type.precision <= 18}
+    found = set()
+    for g in range(metadata.num_row_groups):
+        group = metadata.row_group(g)
+        for c in range(group.num_columns):
+            chunk = group.column(c)
+            if chunk.path_in_schema in small and chunk.physical_type == "FIXED_LEN_BYTE_ARRAY" \
+                    and any("DICTIONARY" in e for e in chunk.encodings):
+                found.add(chunk.path_in_schema)
+    return found
+
+
+def _one_schema(src_io: FileIO, paths: Sequence[str], fmt: str) -> tuple[pa.Schema, list[str]]:
+    """The files' one schema (the first file that differs from the first is named), and a
+    warning per column Java Paimon 1.0 cannot read in some file."""
     import pyarrow as pa
 
     first = None
+    unreadable: dict[str, int] = {}
     for path in paths:
         try:
-            schema = _file_schema(src_io, path, fmt)
+            schema, columns = _file_schema(src_io, path, fmt)
         except (pa.ArrowException, ValueError, OSError) as e:
             raise InvalidDataError(f"cannot read {path} as {fmt}: {e}") from None
+        for name in columns:
+            unreadable[name] = unreadable.get(name, 0) + 1
         if first is None:
             first = schema.remove_metadata()
         elif not schema.remove_metadata().equals(first):
             raise UsageError(f"{path} has another schema than {paths[0]} ({_difference(first, schema)}); "
                                    "every file must have the same columns and types")
     assert first is not None
-    return first
+    warnings = [f"column {name} of {count} file(s) is a DECIMAL stored as dictionary-encoded fixed-length bytes, "
+                "which Java Paimon 1.0 cannot read (lakectl and pypaimon can); rewrite those files with decimals "
+                "stored as integers or without a dictionary for Java readers" for name, count in unreadable.items()]
+    return first, warnings
 
 
 def _difference(a: pa.Schema, b: pa.Schema) -> str:

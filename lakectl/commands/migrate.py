@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Optional
 
 import typer
@@ -54,4 +55,6 @@ def register(app: typer.Typer) -> None:
         with out.progress() as progress:
             result = migrate(source, target, file_format=from_format, in_place=in_place, dry_run=dry_run,
                              progress=progress)
+        for line in result.warnings:
+            print(f"warning: {line}", file=sys.stderr)
         out.record(result, title=f"migrate {source}")
