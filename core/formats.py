@@ -55,6 +55,11 @@ _ORC_COMPRESSION = {"zstd": "zstd", "snappy": "snappy", "lz4": "lz4", "zlib": "z
 def read_orc(source: str | BinaryIO, columns: Mapping[str, DataType]) -> pa.Table:
     """The named columns of an ORC file (name -> the Paimon type the file was written with),
     in the Arrow types pyarrow gives them (timestamps in nanoseconds, TIME as int)."""
+    if not columns:
+        # No column wanted (only partition columns the file lacks, or columns added later):
+        # the rows still count, and pyarrow reads zero columns as zero rows.
+        rows = _orc().ORCFile(source).nrows
+        return pa.table({"_": pa.nulls(rows)}).drop_columns(["_"])
     try:
         table = _orc().ORCFile(source).read(columns=list(columns))
     except pa.ArrowInvalid as e:

@@ -104,7 +104,14 @@ def test_a_partitioned_copy_scans_as_pyarrow_reads_the_source_which_stays_as_it_
     assert (result["table"], result["snapshot_id"], result["files"], result["rows"], result["partitions"],
             result["mode"], result["file_format"]) == ("db.t", 1, 4, 12, 3, "copy", fmt)
     assert result["bytes"] == sum(len(b) for name, b in before.items() if name.endswith(fmt))
-    assert scanned(wh, "db.t") == source_rows(src, fmt, keys)
+    expected = source_rows(src, fmt, keys)
+    assert scanned(wh, "db.t") == expected
+    # the files hold no partition column: a read of those alone, or filtered on them, still
+    # gets them (and every row) from the partition
+    assert normal(ok(wh, "scan", "db.t", "--select", "dt,hour")) == \
+        normal([{"dt": r["dt"], "hour": r["hour"]} for r in expected])
+    assert normal(ok(wh, "scan", "db.t", "--where", "hour = '1' and id = 10")) == \
+        [r for r in expected if r["hour"] == "1" and r["id"] == 10]
     assert snapshot_of(src) == before
     described = ok(wh, "describe", "db.t")
     assert described["partition_keys"] == list(keys) and described["options"]["file.format"] == fmt
