@@ -92,15 +92,19 @@ class MigratePlan:
 
 @dataclass(frozen=True, slots=True)
 class MigrateResult:
+    """Named in the JSON vocabulary (README "JSON output"): counts of what the table gained
+    are ``<things>_added``."""
+
     table: str
+    branch: str  # always main: the new table's
     source: str
     file_format: str
-    mode: str
+    mode: str  # copy or move
     snapshot_id: int | None  # None on a dry run
-    files: int
-    rows: int | None  # None on a dry run (the footers are read only when committing)
-    bytes: int
-    partitions: int
+    files_added: int
+    records_added: int | None  # None on a dry run (the files are read only when committing)
+    bytes_added: int
+    partitions_added: int
     partition_keys: tuple[str, ...]
     first_files: tuple[str, ...]  # a few source files, relative to the source
     resumed: bool  # an interrupted migration was finished
@@ -122,8 +126,8 @@ def migrate(source: str, table: TableHandle, *, file_format: str | None = None, 
     if file_format is not None and file_format not in FORMATS:
         raise UsageError(f"--from must be one of {', '.join(FORMATS)}, not {file_format!r}")
     mode = "move" if in_place else "copy"
-    source = source.rstrip("/") or "/"
     src_io = _source_io(source, table.file_io)
+    source = src_io.normalize(source).rstrip("/") or "/"  # as walk names the files: absolute
     journal_path = join(table.path, JOURNAL)
     pending = table.file_io.read_text_if_exists(journal_path)
     if pending is not None:
@@ -157,7 +161,7 @@ def migrate(source: str, table: TableHandle, *, file_format: str | None = None, 
 def _result(plan: MigratePlan, table: TableHandle, snapshot_id: int | None, rows: int | None, resumed: bool, *,
             dry_run: bool) -> MigrateResult:
     shown = tuple(_relative(plan.source, f.path) for f in plan.files[:SHOWN_FILES])
-    return MigrateResult(table.name, plan.source, plan.file_format, plan.mode, snapshot_id, len(plan.files), rows,
+    return MigrateResult(table.name, "main", plan.source, plan.file_format, plan.mode, snapshot_id, len(plan.files), rows,
                          sum(f.size for f in plan.files), len({f.partition for f in plan.files}),
                          plan.partition_keys, shown, resumed, dry_run, plan.warnings)
 

@@ -101,9 +101,9 @@ def test_a_partitioned_copy_scans_as_pyarrow_reads_the_source_which_stays_as_it_
     before = snapshot_of(src)
     wh = tmp_path / "wh"
     result = ok(wh, "migrate", str(src), "db.t")
-    assert (result["table"], result["snapshot_id"], result["files"], result["rows"], result["partitions"],
-            result["mode"], result["file_format"]) == ("db.t", 1, 4, 12, 3, "copy", fmt)
-    assert result["bytes"] == sum(len(b) for name, b in before.items() if name.endswith(fmt))
+    assert (result["table"], result["snapshot_id"], result["files_added"], result["records_added"],
+            result["partitions_added"], result["mode"], result["file_format"]) == ("db.t", 1, 4, 12, 3, "copy", fmt)
+    assert result["bytes_added"] == sum(len(b) for name, b in before.items() if name.endswith(fmt))
     expected = source_rows(src, fmt, keys)
     assert scanned(wh, "db.t") == expected
     # the files hold no partition column: a read of those alone, or filtered on them, still
@@ -128,7 +128,7 @@ def test_in_place_moves_every_file_and_leaves_no_source_directory(tmp_path: Path
     expected = source_rows(src, fmt, keys)
     wh = tmp_path / "wh"
     result = ok(wh, "migrate", str(src), "db.t", "--in-place", "--from", fmt)
-    assert result["mode"] == "move" and result["files"] == 4
+    assert result["mode"] == "move" and result["files_added"] == 4
     assert not src.exists()
     assert scanned(wh, "db.t") == expected
 
@@ -166,7 +166,8 @@ def test_a_dry_run_writes_nothing(tmp_path: Path) -> None:
     src = make_source(tmp_path / "src", "parquet", [("1",), ("2",)], ("k",))
     wh = tmp_path / "wh"
     result = ok(wh, "migrate", str(src), "db.t", "--dry-run", "--in-place")
-    assert result["dry_run"] is True and result["files"] == 3 and result["mode"] == "move"
+    assert result["dry_run"] is True and result["files_added"] == 3 and result["mode"] == "move"
+    assert result["records_added"] is None and result["snapshot_id"] is None
     assert result["first_files"][0] == "k=1/part-0.parquet"
     assert not wh.exists() or not any(p.is_file() for p in wh.rglob("*"))
     assert len(list(src.rglob("*.parquet"))) == 3
