@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
         table: Annotated[str, typer.Argument(help="The new table: DB.TABLE, or a path/URI.", metavar="DB.TABLE",
                                              show_default=False)],
         from_format: Annotated[Optional[str], typer.Option(
-            "--from", metavar="parquet|orc", help="The files' format (default: detected from the files; mixed "
+            "--from", metavar="PARQUET|ORC", help="The files' format (default: detected from the files; mixed "
                                                   "formats are refused).", show_default=False)] = None,
         in_place: Annotated[bool, typer.Option(
             "--in-place", help="Move the files into the table (the source directories are removed once "
@@ -44,9 +44,9 @@ def register(app: typer.Typer) -> None:
         Examples:
 
         \b
-          lakectl migrate /data/events shop.events
-          lakectl migrate s3://bucket/hive/orders shop.orders --in-place
-          lakectl migrate /data/events shop.events --dry-run -f json
+          lakectl migrate landing/events shop.events_raw --dry-run -f json
+          lakectl migrate landing/events shop.events_raw
+          lakectl migrate landing/clicks shop.clicks --in-place
         """
         from core.ops.migrate import migrate
 
