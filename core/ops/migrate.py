@@ -223,7 +223,10 @@ def _data_files(src_io: FileIO, source: str) -> list[tuple[str, int]]:
 
 
 def _relative(source: str, path: str) -> str:
-    return path[len(source):].lstrip("/") if path.startswith(source) else path
+    """``path`` below ``source``; compared without scheme and leading slashes, since a store
+    may list ``memory://src`` as ``memory:///src/...``."""
+    bare_source, bare = (p.split("://", 1)[-1].lstrip("/") for p in (source, path))
+    return bare[len(bare_source):].lstrip("/") if bare.startswith(bare_source) else path
 
 
 def _one_format(src_io: FileIO, files: list[tuple[str, int]], asked: str | None) -> str:
