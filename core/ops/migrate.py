@@ -158,6 +158,15 @@ def migrate(source: str, table: TableHandle, *, file_format: str | None = None, 
                    rows if rows is not None else (snapshot.total_record_count if snapshot else 0), resumed, dry_run=False)
 
 
+def pending_migration_files(file_io: FileIO, table_path: str) -> set[str]:
+    """The names of the data files an unfinished migration into the table at ``table_path``
+    copies or moves in (none without its journal): not orphans, though no snapshot lists them."""
+    pending = file_io.read_text_if_exists(join(table_path, JOURNAL))
+    if pending is None:
+        return set()
+    return {f.target.rsplit("/", 1)[-1] for f in MigratePlan.from_json(pending).files}
+
+
 def _result(plan: MigratePlan, table: TableHandle, snapshot_id: int | None, rows: int | None, resumed: bool, *,
             dry_run: bool) -> MigrateResult:
     shown = tuple(_relative(plan.source, f.path) for f in plan.files[:SHOWN_FILES])

@@ -283,3 +283,19 @@ def test_the_stats_are_the_ones_lakectls_writer_records_for_the_same_rows(tmp_pa
     # not vacuous: the files have bounds (ids, names, decimals, times, dates) and null counts
     some = next(iter(migrated.values()))[0]
     assert some[0][0] is not None and some[2][0] is not None and some[0][2] == 1
+
+
+def test_orphan_removal_keeps_the_files_an_unfinished_in_place_migration_moved(tmp_path: Path) -> None:
+    """Moved files keep their old modification times and no snapshot lists them before the
+    commit: remove-orphan-files (and maintain) must not take them for garbage."""
+    src = make_source(tmp_path / "src", "parquet", [("1",), ("2",)], ("k",))
+    expected = source_rows(src, "parquet", ("k",))
+    wh = tmp_path / "wh"
+    # mutations: journal, schema-0, three moves: killed before the third move
+    killed = lakectl(wh, "migrate", str(src), "db.t", "--in-place", fault="kill:mutation:5")
+    assert killed.returncode == -9, killed.stderr
+    assert len(list((wh / "db.db" / "t").rglob("*.parquet"))) == 2
+    removed = ok(wh, "remove-orphan-files", "db.t", "--older-than", "0s", "--force")
+    assert removed["files_deleted"] == 0
+    ok(wh, "migrate", str(src), "db.t", "--in-place")
+    assert scanned(wh, "db.t") == expected
