@@ -41,7 +41,7 @@ from core.errors import InvalidDataError, TableExistsError, UsageError
 from core.fileio import FileIO, join
 from core.manifest import DataFileMeta
 from core.schema import TableSchema
-from core.snapshot import APPEND
+from core.snapshot import APPEND, Snapshot
 from core.table_handle import TableHandle
 from core.types import DataType, parse_type
 
@@ -143,7 +143,7 @@ def migrate(source: str, table: TableHandle, *, file_format: str | None = None, 
     if not resumed and not table.file_io.try_create(journal_path, plan.to_json().encode()):
         raise TableExistsError(f"another migrate into {table.name} is under way (or was killed: re-run it)")
     schema = _create_table(table, plan)
-    snapshot = _committed(table, schema, plan)
+    snapshot = _committed(table, plan)
     rows = None
     if snapshot is None:
         _transfer(src_io, table, plan, progress)
@@ -369,7 +369,7 @@ def _check_resumable(plan: MigratePlan, src_io: FileIO, source: str, mode: str, 
     return plan
 
 
-def _committed(table: TableHandle, schema: TableSchema, plan: MigratePlan) -> Any:
+def _committed(table: TableHandle, plan: MigratePlan) -> Snapshot | None:
     """The journal's commit, if it landed before the migration was interrupted."""
     latest = table.latest_snapshot()
     if latest is None:
@@ -461,20 +461,19 @@ def _file_stats(file_io: FileIO, path: str, schema: TableSchema, plan: MigratePl
         if plan.file_format == "parquet":
             import pyarrow.parquet as pq
 
-            reader = pq.ParquetFile(handle)
+            reader: Any = pq.ParquetFile(handle)
             rows = reader.metadata.num_rows
             footer = stats.footer_stats(reader.metadata)
-            read = lambda name: reader.read(columns=[name]).column(0)  # noqa: E731
         else:
             from core.formats import _orc
 
             reader = _orc().ORCFile(handle)
-            rows = reader.nrows
-            footer = None
-            read = lambda name: reader.read(columns=[name]).column(0)  # noqa: E731
+            rows, footer = reader.nrows, None
         if mode == "none":
             return rows, stats.EMPTY_STATS
-        columns = [stats.column_stats([read(f.name)], [f], mode, footer)[0] for f in data_fields]
+        # a column at a time: a file's stats never need all of it in memory at once
+        columns = [stats.column_stats([reader.read(columns=[f.name]).column(0)], [f], mode, footer)[0]
+                   for f in data_fields]
     by_name = dict(zip([f.name for f in data_fields], columns))
     for key, value in zip(plan.partition_keys, partition):
         by_name[key] = stats.ColumnStats(value, value, 0) if value is not None else stats.ColumnStats(None, None, rows)

@@ -299,3 +299,13 @@ def test_orphan_removal_keeps_the_files_an_unfinished_in_place_migration_moved(t
     assert removed["files_deleted"] == 0
     ok(wh, "migrate", str(src), "db.t", "--in-place")
     assert scanned(wh, "db.t") == expected
+
+
+def test_hives_default_partition_is_a_null_partition_value(tmp_path: Path) -> None:
+    src = make_source(tmp_path / "src", "parquet", [("x",), ("__HIVE_DEFAULT_PARTITION__",)], ("k",))
+    expected = source_rows(src, "parquet", ("k",))
+    assert sum(r["k"] is None for r in expected) == 3  # pyarrow reads it as null too
+    wh = tmp_path / "wh"
+    ok(wh, "migrate", str(src), "db.t")
+    assert scanned(wh, "db.t") == expected
+    assert sorted(p["partition"]["k"] or "" for p in ok(wh, "partitions", "db.t")) == ["", "x"]

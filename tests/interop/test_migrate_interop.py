@@ -42,8 +42,9 @@ def dataset_rows(root: Path, fmt: str, keys: tuple[str, ...]) -> list[list]:
                          ids=["parquet-hive-copy", "orc-hive-move", "parquet-flat-move", "orc-flat-copy"])
 def test_java_pypaimon_and_lakectl_read_the_migrated_table_as_pyarrow_reads_the_source(
         tmp_path: Path, fmt: str, keys: tuple[str, ...], in_place: bool) -> None:
-    partitions = [("2024-01-01", "0"), ("2024-01-01", "1"), ("2024-01-02", "0")]
-    src = make_source(tmp_path / "src", fmt, [p[:len(keys)] for p in partitions] if keys else [()] * 3, keys, **JAVA_PARQUET)
+    # Hive's default partition directory is a null value (pyarrow reads it so too)
+    partitions = [("2024-01-01", "0"), ("2024-01-01", "1"), ("2024-01-02", "0"), ("__HIVE_DEFAULT_PARTITION__", "1")]
+    src = make_source(tmp_path / "src", fmt, [p[:len(keys)] for p in partitions] if keys else [()] * 4, keys, **JAVA_PARQUET)
     expected = dataset_rows(src, fmt, keys)
     wh = tmp_path / "wh"
     done = lakectl(wh, "migrate", str(src), "db.t", *(["--in-place"] if in_place else []))
