@@ -105,6 +105,7 @@ class MigrateResult:
     records_added: int | None  # None on a dry run (the files are read only when committing)
     bytes_added: int
     partitions_added: int
+    columns: tuple[dict[str, str], ...]  # the table's: {"name", "type"} each, partition columns last
     partition_keys: tuple[str, ...]
     first_files: tuple[str, ...]  # a few source files, relative to the source
     resumed: bool  # an interrupted migration was finished
@@ -172,7 +173,8 @@ def _result(plan: MigratePlan, table: TableHandle, snapshot_id: int | None, rows
     shown = tuple(_relative(plan.source, f.path) for f in plan.files[:SHOWN_FILES])
     return MigrateResult(table.name, "main", plan.source, plan.file_format, plan.mode, snapshot_id, len(plan.files), rows,
                          sum(f.size for f in plan.files), len({f.partition for f in plan.files}),
-                         plan.partition_keys, shown, resumed, dry_run, plan.warnings)
+                         tuple({"name": name, "type": text} for name, text in plan.columns), plan.partition_keys,
+                         shown, resumed, dry_run, plan.warnings)
 
 
 def _source_io(source: str, table_io: FileIO) -> FileIO:

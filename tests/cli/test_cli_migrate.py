@@ -169,6 +169,8 @@ def test_a_dry_run_writes_nothing(tmp_path: Path) -> None:
     assert result["dry_run"] is True and result["files_added"] == 3 and result["mode"] == "move"
     assert result["records_added"] is None and result["snapshot_id"] is None
     assert result["first_files"][0] == "k=1/part-0.parquet"
+    assert result["columns"][0] == {"name": "id", "type": "BIGINT"}
+    assert result["columns"][-1] == {"name": "k", "type": "STRING"} and result["partition_keys"] == ["k"]
     assert not wh.exists() or not any(p.is_file() for p in wh.rglob("*"))
     assert len(list(src.rglob("*.parquet"))) == 3
 
@@ -309,3 +311,18 @@ def test_hives_default_partition_is_a_null_partition_value(tmp_path: Path) -> No
     ok(wh, "migrate", str(src), "db.t")
     assert scanned(wh, "db.t") == expected
     assert sorted(p["partition"]["k"] or "" for p in ok(wh, "partitions", "db.t")) == ["", "x"]
+
+
+def test_an_unfinished_migration_is_finished_only_by_the_same_command(tmp_path: Path) -> None:
+    src = make_source(tmp_path / "src", "orc", [("1",), ("2",)], ("k",))
+    expected = source_rows(src, "orc", ("k",))
+    wh = tmp_path / "wh"
+    killed = lakectl(wh, "migrate", str(src), "db.t", "--in-place", fault="kill:mutation:4")  # after one move
+    assert killed.returncode == -9, killed.stderr
+    _one_line_error(lakectl(wh, "migrate", str(src), "db.t"), 2, "--in-place` to finish it")
+    assert scanned(wh, "db.t") == []  # no snapshot yet: an empty table
+    dry = ok(wh, "migrate", str(src), "db.t", "--in-place", "--dry-run")
+    assert dry["resumed"] is True and dry["files_added"] == 3
+    done = ok(wh, "migrate", str(src), "db.t", "--in-place")
+    assert done["resumed"] is True and done["records_added"] == 9
+    assert scanned(wh, "db.t") == expected and not src.exists()
