@@ -290,36 +290,41 @@ def _hive_layout(source: str, paths: list[str]) -> tuple[list[str], list[tuple[s
     return keys or [], values
 
 
-def _file_schema(src_io: FileIO, path: str, fmt: str) -> tuple[pa.Schema, set[str]]:
-    """A file's schema, and (Parquet) its ``_java_unreadable_decimals``."""
+def _file_schema(src_io: FileIO, path: str, fmt: str) -> tuple[pa.Schema, dict[str, str]]:
+    """A file's schema, and (Parquet) its ``_java_unreadable`` columns."""
     with src_io.open_input(path) as f:
         if fmt == "parquet":
             import pyarrow.parquet as pq
 
             parquet = pq.ParquetFile(f)
-            return parquet.schema_arrow, _java_unreadable_decimals(parquet.schema_arrow, parquet.metadata)
+            return parquet.schema_arrow, _java_unreadable(parquet.schema_arrow, parquet.metadata)
         from core.formats import _orc
 
-        return _orc().ORCFile(f).schema, set()
+        return _orc().ORCFile(f).schema, {}
 
 
-def _java_unreadable_decimals(schema: pa.Schema, metadata: Any) -> set[str]:
-    """Top-level DECIMAL columns of precision 18 or less stored as dictionary-encoded
-    fixed-length bytes (pyarrow's default): Java Paimon 1.0 reads such a column into a long
-    vector and fails on the bytes dictionary (measured with the oracle's bundle jar); its own
-    writer, and lakectl's, store them as integers without a dictionary. lakectl and pypaimon
-    read them."""
+def _java_unreadable(schema: pa.Schema, metadata: Any) -> dict[str, str]:
+    """Top-level columns of a Parquet file that Java Paimon 1.0 cannot read, by name, with the
+    reason (both measured with the oracle's bundle jar; lakectl and pypaimon read them all):
+    a DECIMAL of precision 18 or less stored as dictionary-encoded fixed-length bytes
+    (pyarrow's default: Java reads it into a long vector and fails on the bytes dictionary;
+    its writer and lakectl's store such decimals as integers), and a nanosecond TIMESTAMP
+    stored as INT64 (pyarrow's default: Java reads TIMESTAMP(7..9) from INT96 only)."""
     import pyarrow as pa
 
-    small = {f.name for f in schema if pa.types.is_decimal(f.type) and f.type.precision <= 18}
-    found = set()
+    small_decimals = {f.name for f in schema if pa.types.is_decimal(f.type) and f.type.precision <= 18}
+    nanos = {f.name for f in schema if pa.types.is_timestamp(f.type) and f.type.unit == "ns"}
+    found = {}
     for g in range(metadata.num_row_groups):
         group = metadata.row_group(g)
         for c in range(group.num_columns):
             chunk = group.column(c)
-            if chunk.path_in_schema in small and chunk.physical_type == "FIXED_LEN_BYTE_ARRAY" \
+            name = chunk.path_in_schema
+            if name in small_decimals and chunk.physical_type == "FIXED_LEN_BYTE_ARRAY" \
                     and any("DICTIONARY" in e for e in chunk.encodings):
-                found.add(chunk.path_in_schema)
+                found[name] = "a DECIMAL stored as dictionary-encoded fixed-length bytes"
+            elif name in nanos and chunk.physical_type == "INT64":
+                found[name] = "a nanosecond TIMESTAMP stored as INT64 (Java reads INT96 there)"
     return found
 
 
@@ -329,23 +334,22 @@ def _one_schema(src_io: FileIO, paths: Sequence[str], fmt: str) -> tuple[pa.Sche
     import pyarrow as pa
 
     first = None
-    unreadable: dict[str, int] = {}
+    unreadable: dict[tuple[str, str], int] = {}  # (column, reason) -> files
     for path in paths:
         try:
             schema, columns = _file_schema(src_io, path, fmt)
         except (pa.ArrowException, ValueError, OSError) as e:
             raise InvalidDataError(f"cannot read {path} as {fmt}: {e}") from None
-        for name in columns:
-            unreadable[name] = unreadable.get(name, 0) + 1
+        for column in columns.items():
+            unreadable[column] = unreadable.get(column, 0) + 1
         if first is None:
             first = schema.remove_metadata()
         elif not schema.remove_metadata().equals(first):
             raise UsageError(f"{path} has another schema than {paths[0]} ({_difference(first, schema)}); "
                                    "every file must have the same columns and types")
     assert first is not None
-    warnings = [f"column {name} of {count} file(s) is a DECIMAL stored as dictionary-encoded fixed-length bytes, "
-                "which Java Paimon 1.0 cannot read (lakectl and pypaimon can); rewrite those files with decimals "
-                "stored as integers or without a dictionary for Java readers" for name, count in unreadable.items()]
+    warnings = [f"column {name} of {count} file(s) is {reason}, which Java Paimon 1.0 cannot read (lakectl and "
+                "pypaimon can); rewrite those files for Java readers" for (name, reason), count in unreadable.items()]
     return first, warnings
 
 

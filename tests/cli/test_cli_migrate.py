@@ -150,16 +150,28 @@ def test_a_flat_directory_then_write_and_compact(tmp_path: Path) -> None:
     assert ok(wh, "check", "db.t")["ok"] is True
 
 
-def test_decimals_java_cannot_read_are_warned_about(tmp_path: Path) -> None:
-    """pyarrow's default Parquet decimal (dictionary-encoded fixed-length bytes) is read by
-    lakectl and pypaimon but not by Java Paimon 1.0: migrate says so, naming the column."""
+def test_columns_java_cannot_read_are_warned_about(tmp_path: Path) -> None:
+    """pyarrow's default Parquet decimal (dictionary-encoded fixed-length bytes) and nanosecond
+    timestamp (INT64) are read by lakectl and pypaimon but not by Java Paimon 1.0
+    (tests/interop/test_migrate_interop.py reads the forms Java can): migrate names each column."""
     wh = tmp_path / "wh"
     plain = make_source(tmp_path / "plain", "parquet", [()])
+    pq.write_table(rows(7), plain / "more.parquet")
     done = lakectl(wh, "migrate", str(plain), "db.t", "--dry-run")
-    assert done.returncode == 0 and "warning: column price of 2 file(s)" in done.stderr, done.stderr
-    integers = make_source(tmp_path / "integers", "parquet", [()], store_decimal_as_integer=True)
-    done = lakectl(wh, "migrate", str(integers), "db.t", "--dry-run")
-    assert done.returncode == 0 and "warning" not in done.stderr, done.stderr
+    assert done.returncode == 0 and "warning: column price of 3 file(s) is a DECIMAL" in done.stderr, done.stderr
+    nanos = tmp_path / "nanos"
+    nanos.mkdir()
+    stamps = rows(1).set_column(3, "at", rows(1).column("at").cast(pa.timestamp("ns")))
+    pq.write_table(stamps, nanos / "a.parquet", store_decimal_as_integer=True)
+    done = lakectl(wh, "migrate", str(nanos), "db.t", "--dry-run")
+    assert done.returncode == 0 and done.stderr.count("warning:") == 1, done.stderr
+    assert "warning: column at of 1 file(s) is a nanosecond TIMESTAMP stored as INT64" in done.stderr
+    for name, options in (("integers", {"store_decimal_as_integer": True}),
+                          ("int96", {"store_decimal_as_integer": True, "use_deprecated_int96_timestamps": True})):
+        (tmp_path / name).mkdir()
+        pq.write_table(stamps if name == "int96" else rows(1), tmp_path / name / "a.parquet", **options)
+        done = lakectl(wh, "migrate", str(tmp_path / name), "db.t", "--dry-run")
+        assert done.returncode == 0 and "warning" not in done.stderr, (name, done.stderr)
 
 
 def test_a_dry_run_writes_nothing(tmp_path: Path) -> None:

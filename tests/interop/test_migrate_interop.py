@@ -74,3 +74,22 @@ def test_java_filters_on_the_migrated_stats_as_on_the_rows(tmp_path: Path) -> No
     assert lakectl(wh, "write", "db.t", "--input", str(more)).returncode == 0
     after, _ = java_read(path)
     assert len(after) == len(everything) + 3
+
+
+def test_nanosecond_timestamps_in_int96_read_alike_everywhere(tmp_path: Path) -> None:
+    """TIMESTAMP(9) from Spark's and Hive's INT96 (Java Paimon 1.0's own layout for it)."""
+    import datetime as dt
+
+    src = tmp_path / "src" / "dt=2024-01-01"
+    src.mkdir(parents=True)
+    table = pa.table({"id": pa.array([1, 2], pa.int32()),
+                      "at": pa.array([dt.datetime(2024, 1, 1, 1, 2, 3, 456789), None], pa.timestamp("ns"))})
+    pq.write_table(table, src / "part-0.parquet", use_deprecated_int96_timestamps=True, compression="zstd")
+    expected = dataset_rows(tmp_path / "src", "parquet", ("dt",))
+    wh = tmp_path / "wh"
+    done = lakectl(wh, "migrate", str(tmp_path / "src"), "db.t")
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    path = wh / "db.db" / "t"
+    assert lakectl_rows(Table.open(str(path)).scan()) == expected
+    assert java_read(path)[0] == expected
+    assert lakectl_rows(official_read(path, tmp_path)[0]) == expected
