@@ -132,7 +132,7 @@ def migrate(source: str, table: TableHandle, *, file_format: str | None = None, 
     journal_path = join(table.path, JOURNAL)
     pending = table.file_io.read_text_if_exists(journal_path)
     if pending is not None:
-        plan = _check_resumable(MigratePlan.from_json(pending), src_io, source, mode, file_format, table)
+        plan = _check_resumable(MigratePlan.from_json(pending), source, mode, file_format, table)
         resumed = True
     else:
         if table.exists():
@@ -365,7 +365,7 @@ def _difference(a: pa.Schema, b: pa.Schema) -> str:
 
 
 # ---- resuming --------------------------------------------------------------------------------
-def _check_resumable(plan: MigratePlan, src_io: FileIO, source: str, mode: str, file_format: str | None,
+def _check_resumable(plan: MigratePlan, source: str, mode: str, file_format: str | None,
                      table: TableHandle) -> MigratePlan:
     """An interrupted migration is finished only by the same command line."""
     again = f"re-run `lakectl migrate {plan.source} {table.name}{' --in-place' if plan.mode == 'move' else ''}` " \
@@ -376,14 +376,15 @@ def _check_resumable(plan: MigratePlan, src_io: FileIO, source: str, mode: str, 
 
 
 def _committed(table: TableHandle, plan: MigratePlan) -> Snapshot | None:
-    """The journal's commit, if it landed before the migration was interrupted."""
-    latest = table.latest_snapshot()
-    if latest is None:
+    """The journal's commit, ``snapshot-1``, if it landed before the migration was interrupted
+    (later snapshots may have landed since: the table was whole from that commit on)."""
+    if table.latest_snapshot() is None:
         return None
-    if latest.commit_user != plan.commit_user or latest.id != 1:
+    first = table.snapshots.snapshot(1) if table.snapshots.exists(1) else None
+    if first is None or first.commit_user != plan.commit_user:
         raise TableExistsError(f"table {table.name} has snapshots another writer committed during an unfinished "
                                f"migrate; remove {join(table.path, JOURNAL)} after checking the table")
-    return latest
+    return first
 
 
 def _create_table(table: TableHandle, plan: MigratePlan) -> TableSchema:
