@@ -637,6 +637,28 @@ class FileIO:
         self.fs.cp_file(src, dst)
 
     @_store_errors
+    def move(self, src: str, dst: str) -> None:
+        """Move one file to another path of this store, replacing ``dst`` (``migrate --in-place``).
+        On a local disk ``os.rename``: atomic within a filesystem; across filesystems a copy then
+        a delete, so a kill between them leaves ``src`` whole. Elsewhere the store's ``mv`` (a
+        copy then a delete: a kill between them leaves both, ``dst`` whole)."""
+        _before("write", dst, "move")
+        if self.local:
+            src, dst = local_path(src), local_path(dst)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            try:
+                os.rename(src, dst)
+            except OSError as e:
+                if e.errno != errno.EXDEV:
+                    raise
+                import shutil
+
+                shutil.copyfile(src, dst)
+                os.unlink(src)
+            return
+        self.fs.mv(src, dst)
+
+    @_store_errors
     def overwrite_hint(self, path: str, text: str) -> None:
         """Replace a small whole file (the LATEST/EARLIEST hints, a consumer's position), creating
         its directory if needed; a reader sees the old or the new content, never a mix."""

@@ -54,6 +54,12 @@ _ORC_COMPRESSION = {"zstd": "zstd", "snappy": "snappy", "lz4": "lz4", "zlib": "z
 def read_orc(source: str | BinaryIO, columns: Mapping[str, DataType]) -> pa.Table:
     """The named columns of an ORC file (name -> the Paimon type the file was written with),
     in the Arrow types pyarrow gives them (timestamps in nanoseconds, TIME as int)."""
+    if not columns:
+        # No column wanted (only partition columns the file lacks, or columns added later):
+        # the rows still count, and pyarrow reads zero columns as zero rows.
+        rows = _orc().ORCFile(source).nrows
+        return pa.table({"_": pa.nulls(rows)}).drop_columns(["_"])
+
     import pyarrow.compute as pc
 
     try:
@@ -72,6 +78,14 @@ def read_orc(source: str | BinaryIO, columns: Mapping[str, DataType]) -> pa.Tabl
             # CHAR to its length); so do we, whoever wrote the file.
             table = table.set_column(i, name, pc.utf8_rtrim(table.column(i), characters=" "))
     return table
+
+
+def orc_column_names(source: str | BinaryIO) -> list[str]:
+    """The top-level column names of an ORC file (its footer only)."""
+    names = _orc().ORCFile(source).schema.names
+    if not isinstance(source, str):
+        source.seek(0)
+    return names
 
 
 def _orc_culprit(source: str | BinaryIO, columns: Mapping[str, DataType]) -> str:

@@ -44,7 +44,7 @@ from core.fileio import FileIO, join
 from core.kernels import stream_merge
 from core.kernels.changelog import changes, tagged_sort
 from core.kernels.compact_plan import CompactTask, in_sequence_order, pick_files
-from core.kernels.data_file import read_file, read_file_parts
+from core.kernels.data_file import partition_columns, read_file, read_file_parts
 from core.kernels.merge import MergeEngine
 from core.kernels.read import run_files
 from core.kernels.records import SEQUENCE_NUMBER, alive
@@ -275,7 +275,8 @@ def _read(task: CompactTask, meta: DataFileMeta, file_io: FileIO, *, system_colu
           apply_deletion: bool = True) -> pa.Table:
     path, file_schema = _located(task, meta)
     records = read_file(path, meta, file_schema, list(task.schema.fields), file_io, system_columns=system_columns,
-                        deletion=task.deletion(meta) if apply_deletion else None)
+                        deletion=task.deletion(meta) if apply_deletion else None,
+                        partition=partition_columns(task.schema, task.partition))
     return _leveller(task)(records, meta.level) if system_columns else records
 
 
@@ -291,7 +292,8 @@ def _read_parts(task: CompactTask, meta: DataFileMeta, file_io: FileIO) -> Itera
     path, file_schema = _located(task, meta)
     tag = _leveller(task)  # once per file, not per part
     for records in read_file_parts(path, meta, file_schema, list(task.schema.fields), file_io,
-                                   part_rows=stream_merge.BATCH_ROWS, system_columns=True, deletion=task.deletion(meta)):
+                                   part_rows=stream_merge.BATCH_ROWS, system_columns=True, deletion=task.deletion(meta),
+                                   partition=partition_columns(task.schema, task.partition)):
         yield tag(records, meta.level)
 
 

@@ -77,12 +77,17 @@ POSITION = "_ROW_POSITION"
 def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fields: Sequence[DataField],
               file_io: FileIO, *, system_columns: bool, row_filter: Predicate | None = None,
               deletion: DeletionFile | None = None, needed: frozenset[str] | None = None,
-              only_groups: Sequence[int] | None = None, positions: bool = False) -> pa.Table:
+              only_groups: Sequence[int] | None = None, positions: bool = False,
+              partition: Mapping[str, Any] | None = None) -> pa.Table:
     """Read one data file and present it in ``read_fields`` (plus seq/kind if asked); with a
     ``row_filter``, only the row groups whose stats may satisfy it; with a ``deletion``
     vector, without the rows it marks deleted; with ``needed``, only those read fields are
     read (the others are null); with ``only_groups``, only those row groups of a Parquet
-    file (``read_file_parts``); with ``positions``, a last ``POSITION`` column.
+    file (``read_file_parts``); with ``positions``, a last ``POSITION`` column; with
+    ``partition`` (column -> value of the file's partition), a partition column the file does
+    not hold is that value in every row: files migrated from a Hive layout keep their partition
+    values in directory names only, and Paimon's readers (Java's ``PartitionInfo``, pypaimon's)
+    fill such columns from the partition.
 
     Raises:
         CorruptMetadataError: the file is missing or unreadable, or holds a timestamp outside
@@ -91,7 +96,7 @@ def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fiel
     plan = _plan(file_schema.fields, tuple(read_fields), needed, system_columns, positions)
     try:
         table, group_rows, groups = _read_columns(path, meta, file_io, plan.wanted, row_filter, read_fields,
-                                                  plan.mapping, only_groups)
+                                                  plan.mapping, only_groups, frozenset(partition or ()))
         if positions:  # before the deletion vector drops rows: positions count every row
             table = table.append_column(POSITION, _positions(group_rows, groups))
         if deletion is not None:
@@ -102,12 +107,26 @@ def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fiel
                                    "losing their rows)") from e
     except (ValueError, OSError, pa.ArrowException) as e:  # pa.ArrowInvalid is a ValueError; a bad ORC zstd stream only an ArrowException
         raise CorruptMetadataError(f"cannot read data file {path}: {e}") from e
-    columns = [_column(table, source, target, path) for source, target in zip(plan.sources, plan.targets)]
+    columns = [_partition_column(table, target, partition[source])
+               if partition and source in partition and source not in table.column_names
+               else _column(table, source, target, path) for source, target in zip(plan.sources, plan.targets)]
     if system_columns:
         columns += [_typed(table.column(SEQUENCE_NUMBER), pa.int64()), _typed(table.column(VALUE_KIND), pa.int8())]
     if positions:
         columns.append(table.column(POSITION))
     return pa.Table.from_arrays(columns, schema=plan.schema)
+
+
+def partition_columns(schema: TableSchema, partition: bytes) -> dict[str, Any] | None:
+    """``read_file``'s ``partition``: the partition's value by column, None when unpartitioned."""
+    if not schema.partition_keys:
+        return None
+    return dict(zip(schema.partition_keys, schema.partition_values(partition)))
+
+
+def _partition_column(table: pa.Table, target: pa.Field, value: Any) -> pa.Array:
+    """A partition column the file lacks: its partition's value in every row."""
+    return pa.array([value] * table.num_rows, target.type)
 
 
 def _typed(column: pa.ChunkedArray, arrow_type: pa.DataType) -> pa.ChunkedArray:
@@ -242,10 +261,13 @@ ROW_GROUPS = RowGroupCount()
 def _read_columns(path: str, meta: DataFileMeta, file_io: FileIO, wanted: tuple[str, ...],
                   row_filter: Predicate | None, read_fields: Sequence[DataField],
                   mapping: Mapping[int, DataField],
-                  only_groups: Sequence[int] | None = None) -> tuple[pa.Table, list[int], list[int] | None]:
+                  only_groups: Sequence[int] | None = None,
+                  optional: frozenset[str] = frozenset()) -> tuple[pa.Table, list[int], list[int] | None]:
     """The ``wanted`` columns of a data file in the types its format gives them, the rows of
     each of the file's row groups, and the row groups read (None: all). The format is the
-    file's extension: ``file.format`` may have changed since the file was written."""
+    file's extension: ``file.format`` may have changed since the file was written. Columns
+    named in ``optional`` are read only where the file has them (a Parquet footer's leaves
+    skip absent names by themselves)."""
     fmt = formats.format_of(meta.file_name)
     if fmt is None:
         raise ValueError(f"unknown data file format of {meta.file_name} (lakectl reads "
@@ -261,6 +283,9 @@ def _read_columns(path: str, meta: DataFileMeta, file_io: FileIO, wanted: tuple[
     if fmt in ("orc", "avro"):
         types = {mapping[f.id].name: mapping[f.id].type for f in read_fields if f.id in mapping}
         types.update({SEQUENCE_NUMBER: parse_type("BIGINT NOT NULL"), VALUE_KIND: parse_type("TINYINT NOT NULL")})
+        if optional and fmt == "orc":
+            present = set(formats.orc_column_names(source))
+            wanted = tuple(c for c in wanted if c not in optional or c in present)
         columns = {c: types[c] for c in wanted}
         if fmt == "orc":
             table = formats.read_orc(source, columns)

@@ -17,7 +17,7 @@ import pyarrow as pa
 from core import binary_row, system_columns
 from core.arrow_values import empty_table, int_array, numpy_ints
 from core.kernels import data_evolution
-from core.kernels.data_file import (POSITION, read_file, read_file_parts, read_rows_at, stored_sequence_numbers,
+from core.kernels.data_file import (POSITION, partition_columns, read_file, read_file_parts, read_rows_at, stored_sequence_numbers,
                                     with_row_tracking)
 from core.default_values import fill_defaults
 from core.deletion_vectors import CarriesDeletionFiles, DeletionFile
@@ -113,12 +113,14 @@ def _split_parts(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[in
         yield from _read_merged(split, read_schema, schemas, file_io, row_filter)
         return
     tracked = bool(split.system_columns)
+    partition = partition_columns(read_schema, split.partition)
     for meta in split.files:
         path = meta.external_path or join(split.bucket_dir, meta.file_name)
         parts = read_file_parts(path, meta, schemas[meta.schema_id], read_fields, file_io,
                                 part_rows=stream_merge.BATCH_ROWS, system_columns=primary_key,
                                 row_filter=row_filter, deletion=split.deletion(meta),
-                                needed=needed_columns(split, read_schema), positions=tracked)
+                                needed=needed_columns(split, read_schema), positions=tracked,
+                                partition=partition)
         if not tracked:
             yield from parts
             continue
@@ -328,7 +330,8 @@ def read_changes(split: ReadSplit, read_schema: TableSchema, schemas: Mapping[in
     parts = []
     for meta in split.files:
         path = meta.external_path or join(split.bucket_dir, meta.file_name)
-        part = read_file(path, meta, schemas[meta.schema_id], read_fields, file_io, system_columns=primary_key)
+        part = read_file(path, meta, schemas[meta.schema_id], read_fields, file_io, system_columns=primary_key,
+                         partition=partition_columns(read_schema, split.partition))
         if primary_key:
             codes = pc.cast(part.column(VALUE_KIND), pa.int64())
             kinds = pc.take(pa.array([KIND_NAMES[k] for k in sorted(KIND_NAMES)]), codes)

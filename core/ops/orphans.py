@@ -40,6 +40,7 @@ from core.index_manifest import read_index_manifest
 from core.manifest import ManifestEntry, merge_entries
 from core.options import parse_duration
 from core.option_rules import EXPIRE, check_options
+from core.ops.migrate import pending_migration_files
 from core.ops.partition_done import SUCCESS_FILE
 from core.snapshot import Snapshot
 from core.table_handle import TableHandle
@@ -178,6 +179,9 @@ def remove_orphan_files(table: TableHandle, *, older_than: str = "1d", dry_run: 
     report = progress or (lambda done, total, what: None)
     report(0, 0, "reading snapshots and manifests")
     keep = referenced_files(table)  # before listing: a file committed later is fresh anyway
+    # The files an unfinished migrate moved in are no snapshot's yet, and a move keeps their old
+    # modification time: they are the user's data, which the migrate's rerun commits.
+    keep |= pending_migration_files(table.file_io, table_path)
     report(0, 0, "listing files")
     orphans = []
     for status in table.file_io.walk(table_path):

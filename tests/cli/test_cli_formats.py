@@ -33,6 +33,11 @@ def wh(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("formats")
     (root / "orders.csv").write_text("id,customer,amount,dt\n1,alice,10.50,2024-01-01\n2,bob,20.25,2024-01-02\n")
     (root / "more.csv").write_text("id,customer,amount,dt\n3,carol,5.00,2024-01-02\n")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (root / "events").mkdir()
+    pq.write_table(pa.table({"id": [1, 2]}), root / "events" / "part-0.parquet")
     for args in (["create", "shop.orders", "--schema", "id BIGINT, customer STRING, amount DECIMAL(10, 2), dt STRING",
                   "--primary-key", "id,dt", "--partition-by", "dt", "--option", "bucket=2"],
                  ["write", "shop.orders", "-i", root / "orders.csv"], ["write", "shop.orders", "-i", root / "orders.csv"],
@@ -59,6 +64,7 @@ def command(name: str) -> list[str]:
     n = next(_unique)
     return {
         "create": ["create", f"db.c{n}", "--schema", "id INT"],
+        "migrate": ["migrate", "events", f"db.m{n}"],
         "write": ["write", "shop.orders", "-i", "more.csv"],
         "scan": ["scan", "shop.orders"],
         "scan --output": ["scan", "shop.orders", "--output", f"out{n}.parquet"],

@@ -208,6 +208,12 @@ def _build(wh: Path, cwd: Path) -> None:
     events = cwd / "events.csv"  # and branch hotfix of it with rows main lacks (branch merge's example)
     events.write_text("event_time,id,kind\n2024-01-01 00:00:01,1,click\n")
     run("write", "shop.events", "-i", events)
+    # Hive-partitioned Parquet files for migrate's examples
+    for name in ("events", "clicks"):
+        for day in DAYS:
+            directory = cwd / "landing" / name / f"dt={day}"
+            directory.mkdir(parents=True)
+            pq.write_table(pa.table({"id": [1, 2], "kind": ["click", "view"]}), directory / "part-0.parquet")
     run("branch", "create", "shop.events", "hotfix")
     run("write", "shop.events", "-i", events, "--branch", "hotfix")
     events.unlink()

@@ -34,6 +34,7 @@ RUNS: list[tuple[str, list[str], str | None]] = [
                 "--option", "bucket=2"], None),
     ("write", ["write", "shop.orders", "-i", "orders.csv"], None),
     ("write", ["write", "shop.orders", "-i", "orders.csv"], None),
+    ("migrate", ["migrate", "events", "shop.events"], None),
     # a table maintain has work on: compaction and snapshot expiry are due
     ("create", ["create", "db.busy", "--schema", SCHEMA, "--primary-key", "id", "-o", "bucket=1", "-o", "write-only=true",
                 "-o", "snapshot.num-retained.min=1", "-o", "snapshot.num-retained.max=2",
@@ -148,10 +149,16 @@ def printed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
     """README row -> every JSON document printed under it (a listing: one per element)."""
     root = tmp_path_factory.mktemp("json_every_command")
     (root / "orders.csv").write_text("id,customer,amount,dt\n1,alice,10.50,2024-01-01\n2,bob,20.25,2024-01-02\n")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (root / "events" / "dt=2024-01-01").mkdir(parents=True)
+    pq.write_table(pa.table({"id": [1, 2]}), root / "events" / "dt=2024-01-01" / "part-0.parquet")
     wh = str(root / "wh")
     out: dict[str, list[Any]] = {}
     for name, args, stdin in RUNS:
-        files = {"orders.csv": str(root / "orders.csv"), "out.parquet": str(root / "out.parquet")}
+        files = {"orders.csv": str(root / "orders.csv"), "out.parquet": str(root / "out.parquet"),
+                 "events": str(root / "events")}
         result = runner.invoke(app, ["-w", wh, "-f", "json", *[files.get(a, a) for a in args]], input=stdin)
         assert result.exit_code == 0, (name, args, result.stdout, result.stderr)
         if name in ("write --stream", "scan --follow"):  # JSON lines as the snapshots commit
