@@ -354,3 +354,17 @@ def test_alter_schema_goes_through_the_server(rest_mock: Server, db: str, tmp_pa
     # what lakectl refuses is refused before the server hears of it
     assert "primary key" in refused(rest_mock, tmp_path, "alter-schema", name, "--drop-column", "id")
     assert sorted(p.name for p in (table_dir / "schema").iterdir()) == ["schema-0", "schema-1"]
+
+
+def test_completion_offers_the_servers_table_names(rest_mock: Server, db: str, tmp_path: Path):
+    """`lakectl scan <db>.<TAB>` lists the tables the server names, as a shell's completion asks."""
+    for name in ("orders", "order_lines"):
+        ok(rest_mock, tmp_path, "create", f"{db}.{name}", "--schema", "id BIGINT")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_")}
+    env.update(PYTHONPATH=str(REPO), HOME=str(tmp_path / "home"), LAKECTL_CATALOG_METASTORE="rest",
+               LAKECTL_CATALOG_URI=rest_mock.uri, LAKECTL_CATALOG_WAREHOUSE=rest_mock.warehouse,
+               LAKECTL_CATALOG_TOKEN_PROVIDER="bear", LAKECTL_CATALOG_TOKEN=rest_mock.token,
+               _LAKECTL_COMPLETE="complete_bash", COMP_WORDS=f"lakectl scan {db}.", COMP_CWORD="2")
+    done = subprocess.run([str(LAKECTL)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert sorted(w for w in done.stdout.splitlines() if w) == [f"{db}.order_lines", f"{db}.orders"]
