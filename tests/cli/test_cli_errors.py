@@ -492,15 +492,19 @@ def test_a_port_that_is_no_spark_master_is_exit_10_in_words(tmp_path: Path, monk
     """It accepts TCP, so Spark's client would retry its registration for a minute and end in
     a Py4J message; the check asks it one RPC request first (the wait is 15 s, 1 s here)."""
     import core.engines.spark as spark_engine
+    from pyspark.sql import SparkSession
 
+    # lakectl inside a Spark application reuses its session and asks no master: an earlier
+    # test of this worker process may have left one running.
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
     monkeypatch.setattr(spark_engine, "MASTER_ANSWER_TIMEOUT", 1.0)
     ok("-w", tmp_path / "wh", "create", TABLE, "--schema", SCHEMA)
     with _serving(reply) as server:
         master = f"spark://127.0.0.1:{server.getsockname()[1]}"
         result = invoke("-w", tmp_path / "wh", "--engine", "spark", "--master", master, "scan", TABLE)
     assert_one_line_error(result, 10, f"no Spark master answers at {master}", why)
-    from pyspark.sql import SparkSession
-
     assert SparkSession.getActiveSession() is None
 
 
