@@ -86,10 +86,20 @@ def mock_server(data: Path, *, token: str = "lakectl-test-token", warehouse: str
 
 
 @contextmanager
-def spec_server(data: Path, *, token: str = "lakectl-test-token", warehouse: str = "wh") -> Iterator[Server]:
-    # Our own server runs on lakectl's python: it imports nothing of lakectl or pypaimon.
-    with _serve([sys.executable, str(HERE / "spec_server.py"), "--data", str(data), "--warehouse", warehouse,
-                 "--token", token], token, data) as server:
+def spec_server(data: Path, *, token: str = "lakectl-test-token", warehouse: str = "wh", s3=None,
+                s3_warehouse: str | None = None, token_style: str = "paimon",
+                token_options: dict[str, str] | None = None) -> Iterator[Server]:
+    """Our own server, on lakectl's python (it imports nothing of lakectl or pypaimon). With
+    ``s3`` (tests/s3/s3server.py's S3Server) and ``s3_warehouse`` (``s3://BUCKET/PREFIX``) it
+    places new tables there and hands out the server's credentials as their data token (under
+    Paimon's key names, or ``token_style="hadoop"``: S3A's), with ``token_options`` added."""
+    cmd = [sys.executable, str(HERE / "spec_server.py"), "--data", str(data), "--warehouse", warehouse,
+           "--token", token]
+    if s3 is not None:
+        cmd += ["--s3-warehouse", s3_warehouse or s3.warehouse(), "--s3-endpoint", s3.endpoint,
+                "--s3-access-key", s3.access_key, "--s3-secret-key", s3.secret_key, "--s3-region", s3.region, "--token-style", token_style]
+        cmd += [arg for k, v in (token_options or {}).items() for arg in ("--token-option", f"{k}={v}")]
+    with _serve(cmd, token, data) as server:
         yield server
 
 
