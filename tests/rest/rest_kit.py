@@ -103,17 +103,22 @@ def spec_server(data: Path, *, token: str = "lakectl-test-token", warehouse: str
         yield server
 
 
-def _pypaimon(action: str, server: Server, table: str, file: Path, *extra: str) -> dict:
+def _pypaimon(action: str, server: Server, table: str, file: Path, *extra: str,
+              env: dict[str, str] | None = None) -> dict:
     cmd = [oracle_python(), str(HERE / "pypaimon_rest.py"), action, server.uri, server.warehouse, server.token,
            table, str(file), *extra]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_SECONDS, check=False)
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_SECONDS, check=False, env=env)
     assert result.returncode == 0, f"pypaimon {action} failed: {' '.join(cmd)}\n{result.stderr}\n{result.stdout}"
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def pypaimon_read(server: Server, table: str, tmp: Path) -> tuple[list[dict], dict]:
+def pypaimon_read(server: Server, table: str, tmp: Path, *, catalog_options: dict[str, str] | None = None,
+                  env: dict[str, str] | None = None) -> tuple[list[dict], dict]:
+    """pypaimon's rows of the table (``catalog_options`` added to its catalog's; ``env``: the
+    subprocess's whole environment, else this one's)."""
     out = tmp / f"pypaimon-read-{len(list(tmp.glob('pypaimon-read-*')))}.arrow"
-    meta = _pypaimon("read", server, table, out)
+    extra = [arg for k, v in (catalog_options or {}).items() for arg in ("--catalog-option", f"{k}={v}")]
+    meta = _pypaimon("read", server, table, out, *extra, env=env)
     with pa.memory_map(str(out)) as source:
         return pa.ipc.open_file(source).read_all().to_pylist(), meta
 

@@ -1,8 +1,8 @@
 """A minimal Paimon REST catalog server of our own, written from the OpenAPI spec
 (``docs/static/rest-catalog-open-api.yaml`` in Paimon; our summary in docs/rest-catalog.md),
 for the calls pypaimon 1.4.1's mock lacks: tags and branches. It also serves what a client
-needs around them (config, databases, tables, commit), over tables in Paimon's layout under
-``<data>/<warehouse>/<db>.db/<table>``.
+needs around them (config, databases, tables, commit, the latest snapshot), over tables in
+Paimon's layout under ``<data>/<warehouse>/<db>.db/<table>``.
 
 Standard library only in its local mode; imports nothing of lakectl or pypaimon, so it is a
 party of its own.
@@ -225,6 +225,8 @@ class State:
                              "fields", "partitionKeys", "primaryKeys", "options", "comment")}}
         if tail == ["token"] and method == "GET":
             return 200, self.data_token()
+        if tail == ["snapshot"] and method == "GET":
+            return self.load_snapshot(path, branch)
         if tail == ["commit"] and method == "POST":
             return self.commit(db, table, path, branch, body)
         if tail[0] == "tags":
@@ -252,11 +254,24 @@ class State:
         self.uuid_of(db, table)
         return 200, None
 
+    def snapshot_dir(self, path: str, branch: str | None) -> str:
+        return self.files.join(path, "snapshot") if branch in (None, "main") else \
+            self.files.join(path, "branch", f"branch-{branch}", "snapshot")
+
+    def load_snapshot(self, path: str, branch: str | None) -> tuple[int, object]:
+        """The latest snapshot (pypaimon 2.1 reads a REST table's through this call). The
+        statistics beside it are the snapshot's record count and zeros: this server does not
+        read manifests."""
+        latest = self.latest(self.snapshot_dir(path, branch))
+        if latest is None:
+            raise Failure(404, "No snapshot", "SNAPSHOT", "latest")
+        return 200, {"snapshot": {"snapshot": latest, "recordCount": latest.get("totalRecordCount") or 0,
+                                  "fileSizeInBytes": 0, "fileCount": 0, "lastFileCreationTime": 0}}
+
     def commit(self, db: str, table: str, path: str, branch: str | None, body: dict) -> tuple[int, object]:
         if body.get("tableId") != self.uuid_of(db, table):
             raise Failure(404, f"Table {db}.{table} does not exist", "TABLE", table)
-        snapshot_dir = self.files.join(path, "snapshot") if branch in (None, "main") else \
-            self.files.join(path, "branch", f"branch-{branch}", "snapshot")
+        snapshot_dir = self.snapshot_dir(path, branch)
         latest = self.latest(snapshot_dir)
         if (latest or {}).get("uuid") != body.get("baseSnapshotUuid"):
             return 200, {"success": False}

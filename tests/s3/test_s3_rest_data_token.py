@@ -6,7 +6,8 @@ Our spec server (tests/rest/spec_server.py) places the tables in the SeaweedFS b
 requires its one identity, tests/s3/conftest.py) and answers the token with that identity and
 the server's endpoint. The console script runs with no S3 settings and wrong AWS_* keys: a
 create, writes, a compaction and scans agree with a model of the rows and leave their files on
-S3; with the token switched off the same scan is refused for want of credentials."""
+S3, and pypaimon 2.1's RESTCatalog reads them with the token too; with the token switched off
+the same scan is refused for want of credentials."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rest"))
 
-from rest_kit import Server, spec_server  # noqa: E402
+from rest_kit import Server, pypaimon_read, spec_server  # noqa: E402
 
 pytestmark = [pytest.mark.s3, pytest.mark.rest, pytest.mark.slow]
 
@@ -34,16 +35,22 @@ EXIT_NO_CREDENTIALS, EXIT_ACCESS_DENIED, EXIT_UNREACHABLE = 6, 7, 8  # lakectl/e
 WRONG_KEYS = {"AWS_ACCESS_KEY_ID": "not-the-servers-key", "AWS_SECRET_ACCESS_KEY": "not-the-servers-secret"}
 
 
+def bare_env(home: Path) -> dict[str, str]:
+    """This environment without lakectl's settings and AWS credentials of the machine's (none
+    in the environment, no ~/.aws, no instance metadata), and with the wrong AWS_* keys."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LAKECTL_", "AWS_"))}
+    env.update(HOME=str(home), AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE=str(home / "no-aws-config"),
+               AWS_SHARED_CREDENTIALS_FILE=str(home / "no-aws-creds"))
+    return env
+
+
 def run(server: Server, home: Path, *args: Any, token: bool = True, env: dict[str, str] | None = None
         ) -> subprocess.CompletedProcess[str]:
-    """The console script against the REST server, with no S3 settings or AWS credentials of
-    the machine's (none in the environment, no ~/.aws, no instance metadata)."""
+    """The console script against the REST server, with no S3 settings (``bare_env``)."""
     if not LAKECTL.is_file():
         pytest.skip("the lakectl console script is not installed next to this python")
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("LAKECTL_", "AWS_"))}
-    base.update(PYTHONPATH=str(REPO), HOME=str(home), AWS_EC2_METADATA_DISABLED="true",
-                AWS_CONFIG_FILE=str(home / "no-aws-config"), AWS_SHARED_CREDENTIALS_FILE=str(home / "no-aws-creds"),
-                LAKECTL_CATALOG_METASTORE="rest", LAKECTL_CATALOG_URI=server.uri,
+    base = bare_env(home)
+    base.update(PYTHONPATH=str(REPO), LAKECTL_CATALOG_METASTORE="rest", LAKECTL_CATALOG_URI=server.uri,
                 LAKECTL_CATALOG_WAREHOUSE=server.warehouse, LAKECTL_CATALOG_TOKEN_PROVIDER="bear",
                 LAKECTL_CATALOG_TOKEN=server.token, LAKECTL_CATALOG_DATA_TOKEN_ENABLED=str(token).lower(),
                 **(env or {}))
@@ -102,6 +109,10 @@ def test_lakectl_works_on_s3_with_the_data_token_alone(s3, tmp_path: Path, home:
         assert sorted(p.rsplit("/", 1)[-1] for p in fs.ls(f"{table_dir}/snapshot")) == \
             [f"snapshot-{i}" for i in range(1, 5)]
         assert fs.glob(f"{table_dir}/bucket-0/*.parquet")
+        # pypaimon 2.1's RESTCatalog reads the rows with the same token and nothing else.
+        rows, meta = pypaimon_read(server, name, tmp_path, catalog_options={"data-token.enabled": "true"},
+                                   env={**bare_env(home), **WRONG_KEYS})
+        assert {r["id"]: r["v"] for r in rows} == model and meta["latest_snapshot"] == 4
 
         # Without the token the same scan has no credentials (the endpoint given, so that only
         # the credentials are missing), or only the wrong ones.
