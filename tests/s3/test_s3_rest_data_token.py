@@ -36,8 +36,8 @@ WRONG_KEYS = {"AWS_ACCESS_KEY_ID": "not-the-servers-key", "AWS_SECRET_ACCESS_KEY
 
 
 def bare_env(home: Path) -> dict[str, str]:
-    """This environment without lakectl's settings and AWS credentials of the machine's (none
-    in the environment, no ~/.aws, no instance metadata), and with the wrong AWS_* keys."""
+    """This environment without lakectl's settings and the machine's AWS credentials (none in
+    the environment, no ~/.aws, no instance metadata)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LAKECTL_", "AWS_"))}
     env.update(HOME=str(home), AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE=str(home / "no-aws-config"),
                AWS_SHARED_CREDENTIALS_FILE=str(home / "no-aws-creds"))
