@@ -845,6 +845,11 @@ def configure(scheme: str, options: dict[str, Any]) -> None:
     _DEFAULT_OPTIONS[scheme] = dict(options)
 
 
+def storage_defaults(scheme: str) -> dict[str, Any]:
+    """A copy of the default storage options set for ``scheme`` with ``configure``."""
+    return dict(_DEFAULT_OPTIONS.get(scheme, {}))
+
+
 def s3_options(*, endpoint: str | None = None, region: str | None = None, access_key_id: str | None = None,
                secret_access_key: str | None = None, session_token: str | None = None,
                path_style: bool | None = None, conditional_put: bool | None = None,

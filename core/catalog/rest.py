@@ -39,7 +39,7 @@ from core.catalog.base import Catalog, CatalogConfig
 from core.catalog.rest_client import (RestAlreadyExists, RestClient, RestNotFound, RestServerError, segment)
 from core.errors import (CatalogUnreachableError, CatalogUnsupportedError, LakectlError, NotFoundError,
                          TableExistsError, TableGoneError, UsageError)
-from core.fileio import FileIO
+from core.fileio import FileIO, storage_defaults
 from core.warehouse import DEFAULT_DATABASE, TableLocation, looks_like_path
 
 if TYPE_CHECKING:
@@ -49,8 +49,18 @@ BRANCH_SEPARATOR = "$branch_"  # Java's Identifier: object "t$branch_b" is branc
 _PAGE = 100
 # A data token is fetched again this long before it expires (Java and pypaimon keep an hour).
 _TOKEN_SAFETY_MILLIS = 3_600_000
-# The data token's S3 keys (Paimon's names) to the fsspec S3 filesystem's options.
-_S3_TOKEN_KEYS = {"fs.s3.accessKeyId": "key", "fs.s3.accessKeySecret": "secret", "fs.s3.securityToken": "token"}
+# A data token's S3 settings and the names they go by: Paimon's own ``fs.s3.accessKeyId`` etc.
+# first, then the Hadoop-style names Paimon's S3 file IOs also take, each under the prefixes
+# ``fs.s3.``, ``s3.``, ``s3a.`` and ``fs.s3a.`` (``s3.access-key``, ``fs.s3a.path.style.access``).
+_S3_TOKEN_PREFIXES = ("fs.s3.", "s3.", "s3a.", "fs.s3a.")
+_S3_TOKEN_NAMES = {
+    "key": ("accessKeyId", "access-key", "access.key"),
+    "secret": ("accessKeySecret", "secret-key", "secret.key"),
+    "token": ("securityToken", "session-token", "session.token", "security-token", "security.token"),
+    "endpoint": ("endpoint",),
+    "region": ("region", "endpoint.region"),
+    "path_style": ("path-style-access", "path.style.access"),
+}
 
 
 class RestUnknownOutcome(OSError):
@@ -107,6 +117,47 @@ def rest_schema_change(change: Any) -> dict[str, Any]:
     if isinstance(change, E.UpdateColumnComment):
         return {"action": "updateColumnComment", **column, "newComment": change.comment}
     raise UsageError(f"schema change {type(change).__name__} has no REST form")
+
+
+def s3_token_settings(token: dict[str, str]) -> dict[str, str]:
+    """The S3 settings a data token carries (``key``, ``secret``, ``token``, ``endpoint``,
+    ``region``, ``path_style``), each from the first of its names the token has."""
+    out: dict[str, str] = {}
+    for setting, names in _S3_TOKEN_NAMES.items():
+        for key in (prefix + name for prefix in _S3_TOKEN_PREFIXES for name in names):
+            if token.get(key):
+                out[setting] = token[key]
+                break
+    return out
+
+
+def token_storage_options(options: dict[str, Any], settings: dict[str, str]) -> dict[str, Any]:
+    """s3fs ``options`` with a data token's ``settings`` (``s3_token_settings``) put in."""
+    out = dict(options)
+    if settings.get("key"):
+        # The token's credentials replace the configured ones whole: a configured session
+        # token would not belong to the token's key.
+        for name in ("key", "secret", "token"):
+            out.pop(name, None)
+            if settings.get(name):
+                out[name] = settings[name]
+    client = dict(out.get("client_kwargs") or {})
+    endpoint = settings.get("endpoint")
+    if endpoint:
+        # Hadoop's endpoints may omit the scheme; S3A then speaks https.
+        client["endpoint_url"] = endpoint if "://" in endpoint else f"https://{endpoint}"
+    if settings.get("region"):
+        client["region_name"] = settings["region"]
+    if client:
+        out["client_kwargs"] = client
+    if "path_style" in settings:
+        config = dict(out.get("config_kwargs") or {})
+        # As in Paimon's S3 file IOs, false is virtual-host addressing (the bucket a subdomain
+        # of the endpoint); without the key botocore picks (path style on a custom endpoint).
+        path_style = settings["path_style"].strip().lower() == "true"
+        config["s3"] = {**(config.get("s3") or {}), "addressing_style": "path" if path_style else "virtual"}
+        out["config_kwargs"] = config
+    return out
 
 
 class RestCatalog(Catalog):
@@ -232,19 +283,13 @@ class RestCatalog(Catalog):
         base = self.config.storage_options
         if "://" not in path or path.startswith("file://") or not self._data_token_enabled():
             return base
-        token = self.data_token(db, table)
-        options: dict[str, Any] = dict(base or {})
-        for key, fs_key in _S3_TOKEN_KEYS.items():
-            if token.get(key):
-                options[fs_key] = token[key]
-        client_kwargs = dict(options.get("client_kwargs") or {})
-        if token.get("fs.s3.endpoint"):
-            client_kwargs["endpoint_url"] = token["fs.s3.endpoint"]
-        if token.get("fs.s3.region"):
-            client_kwargs["region_name"] = token["fs.s3.region"]
-        if client_kwargs:
-            options["client_kwargs"] = client_kwargs
-        return options
+        settings = s3_token_settings(self.data_token(db, table))
+        if not settings:
+            return base
+        # The token's settings go over the process's S3 defaults (lakectl's [s3] config), not
+        # in place of them: a client_kwargs or config_kwargs of the token's alone would drop
+        # the config's timeouts, retries and addressing.
+        return token_storage_options({**storage_defaults("s3"), **(base or {})}, settings)
 
     def _data_token_enabled(self) -> bool:
         value = self.options.get("data-token.enabled", "false").strip().lower()

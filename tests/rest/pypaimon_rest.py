@@ -6,6 +6,8 @@ Data crosses as Arrow IPC files; the last stdout line is JSON.
   read  URI WAREHOUSE TOKEN DB.TABLE OUT.arrow     rows of the latest snapshot, as pypaimon reads them
   write URI WAREHOUSE TOKEN DB.TABLE IN.arrow [--create --primary-key a,b --partition-key p --option k=v ...]
                                                     one batch commit through the server (creating the table first)
+
+Either takes ``--catalog-option KEY=VALUE`` (e.g. ``data-token.enabled=true``) for the catalog.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from pypaimon import CatalogFactory, Schema
 
 
 def catalog(args: argparse.Namespace):
+    extra = dict(o.split("=", 1) for o in args.catalog_option)
     return CatalogFactory.create({"metastore": "rest", "uri": args.uri, "warehouse": args.warehouse,
-                                  "token.provider": "bear", "token": args.token})
+                                  "token.provider": "bear", "token": args.token, **extra})
 
 
 def read(args: argparse.Namespace) -> dict:
@@ -67,6 +70,7 @@ def main() -> None:
     parser.add_argument("--primary-key", type=lambda s: s.split(","), default=[])
     parser.add_argument("--partition-key", type=lambda s: s.split(","), default=[])
     parser.add_argument("--option", action="append", default=[])
+    parser.add_argument("--catalog-option", action="append", default=[])
     args = parser.parse_args()
     print(json.dumps(read(args) if args.action == "read" else write(args)))
 

@@ -86,24 +86,39 @@ def mock_server(data: Path, *, token: str = "lakectl-test-token", warehouse: str
 
 
 @contextmanager
-def spec_server(data: Path, *, token: str = "lakectl-test-token", warehouse: str = "wh") -> Iterator[Server]:
-    # Our own server runs on lakectl's python: it imports nothing of lakectl or pypaimon.
-    with _serve([sys.executable, str(HERE / "spec_server.py"), "--data", str(data), "--warehouse", warehouse,
-                 "--token", token], token, data) as server:
+def spec_server(data: Path, *, token: str = "lakectl-test-token", warehouse: str = "wh", s3=None,
+                s3_warehouse: str | None = None, token_style: str = "paimon",
+                token_options: dict[str, str] | None = None) -> Iterator[Server]:
+    """Our own server, on lakectl's python (it imports nothing of lakectl or pypaimon). With
+    ``s3`` (tests/s3/s3server.py's S3Server) and ``s3_warehouse`` (``s3://BUCKET/PREFIX``) it
+    places new tables there and hands out the server's credentials as their data token (under
+    Paimon's key names, or ``token_style="hadoop"``: S3A's), with ``token_options`` added."""
+    cmd = [sys.executable, str(HERE / "spec_server.py"), "--data", str(data), "--warehouse", warehouse,
+           "--token", token]
+    if s3 is not None:
+        cmd += ["--s3-warehouse", s3_warehouse or s3.warehouse(), "--s3-endpoint", s3.endpoint,
+                "--s3-access-key", s3.access_key, "--s3-secret-key", s3.secret_key, "--s3-region", s3.region, "--token-style", token_style]
+        cmd += [arg for k, v in (token_options or {}).items() for arg in ("--token-option", f"{k}={v}")]
+    with _serve(cmd, token, data) as server:
         yield server
 
 
-def _pypaimon(action: str, server: Server, table: str, file: Path, *extra: str) -> dict:
+def _pypaimon(action: str, server: Server, table: str, file: Path, *extra: str,
+              env: dict[str, str] | None = None) -> dict:
     cmd = [oracle_python(), str(HERE / "pypaimon_rest.py"), action, server.uri, server.warehouse, server.token,
            table, str(file), *extra]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_SECONDS, check=False)
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_SECONDS, check=False, env=env)
     assert result.returncode == 0, f"pypaimon {action} failed: {' '.join(cmd)}\n{result.stderr}\n{result.stdout}"
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def pypaimon_read(server: Server, table: str, tmp: Path) -> tuple[list[dict], dict]:
+def pypaimon_read(server: Server, table: str, tmp: Path, *, catalog_options: dict[str, str] | None = None,
+                  env: dict[str, str] | None = None) -> tuple[list[dict], dict]:
+    """pypaimon's rows of the table (``catalog_options`` added to its catalog's; ``env``: the
+    subprocess's whole environment, else this one's)."""
     out = tmp / f"pypaimon-read-{len(list(tmp.glob('pypaimon-read-*')))}.arrow"
-    meta = _pypaimon("read", server, table, out)
+    extra = [arg for k, v in (catalog_options or {}).items() for arg in ("--catalog-option", f"{k}={v}")]
+    meta = _pypaimon("read", server, table, out, *extra, env=env)
     with pa.memory_map(str(out)) as source:
         return pa.ipc.open_file(source).read_all().to_pylist(), meta
 
