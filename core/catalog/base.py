@@ -172,6 +172,25 @@ class PublishByCreate:
         return nullcontext()
 
 
+
+class OverWarehouse:
+    """Mixed into the catalogs whose tables live in a filesystem warehouse (``self.warehouse``:
+    the filesystem and JDBC catalogs): where the tables are is the warehouse's answer."""
+
+    warehouse: Any  # core.warehouse.Warehouse
+
+    @property
+    def warehouse_uri(self) -> str:
+        return self.warehouse.uri
+
+    @property
+    def file_io(self) -> "FileIO":
+        return self.warehouse.file_io
+
+    def database_path(self, db: str) -> str:
+        return self.warehouse.database_path(db)
+
+
 def refusal(metastore: str) -> str:
     """The message refusing a metastore lakectl does not support."""
     supported = ", ".join(METASTORES)

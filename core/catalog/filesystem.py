@@ -9,15 +9,14 @@ filesystem warehouse runs exactly the code it ran before catalogs existed.
 
 from __future__ import annotations
 
-from core.catalog.base import Catalog, CatalogConfig, PublishByCreate, SnapshotCommit
+from core.catalog.base import Catalog, CatalogConfig, OverWarehouse, PublishByCreate, SnapshotCommit
 from core.errors import UsageError
-from core.fileio import FileIO
 from core.warehouse import TableLocation, Warehouse
 
 DEFAULT_WAREHOUSE = "./warehouse"
 
 
-class FilesystemCatalog(Catalog):
+class FilesystemCatalog(OverWarehouse, Catalog):
     kind = "filesystem"
 
     def __init__(self, config: CatalogConfig, warehouse: Warehouse | None = None) -> None:
@@ -28,17 +27,6 @@ class FilesystemCatalog(Catalog):
     def of(cls, warehouse: Warehouse) -> "FilesystemCatalog":
         """The filesystem catalog over an open warehouse."""
         return cls(CatalogConfig("filesystem", warehouse.uri, {}, warehouse.storage_options), warehouse)
-
-    @property
-    def warehouse_uri(self) -> str:
-        return self.warehouse.uri
-
-    @property
-    def file_io(self) -> FileIO:
-        return self.warehouse.file_io
-
-    def database_path(self, db: str) -> str:
-        return self.warehouse.database_path(db)
 
     def locate(self, name: str) -> TableLocation:
         return self.warehouse.locate(name)

@@ -33,9 +33,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 from urllib.parse import parse_qs, unquote, urlparse
 
-from core.catalog.base import Catalog, CatalogConfig, PublishByCreate
+from core.catalog.base import Catalog, CatalogConfig, OverWarehouse, PublishByCreate
 from core.errors import CatalogError, NotFoundError, TableExistsError, UsageError
-from core.fileio import FileIO
 from core.warehouse import TableLocation, Warehouse, looks_like_path
 
 if TYPE_CHECKING:
@@ -241,7 +240,7 @@ def _integrity(e: BaseException) -> bool:
 
 
 # ---- the catalog ----------------------------------------------------------------------------
-class JdbcCatalog(Catalog):
+class JdbcCatalog(OverWarehouse, Catalog):
     kind = "jdbc"
     has_registry = True
 
@@ -324,17 +323,6 @@ class JdbcCatalog(Catalog):
             (f" (catalog-key {self.catalog_key})" if self.catalog_key != DEFAULT_CATALOG_KEY else "")
 
     # ---- where tables live ------------------------------------------------------------------
-    @property
-    def warehouse_uri(self) -> str:
-        return self.warehouse.uri
-
-    @property
-    def file_io(self) -> FileIO:
-        return self.warehouse.file_io
-
-    def database_path(self, db: str) -> str:
-        return self.warehouse.database_path(db)
-
     def locate(self, name: str) -> TableLocation:
         location = self.warehouse.locate(name)
         if looks_like_path(name):
