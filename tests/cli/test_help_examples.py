@@ -130,7 +130,7 @@ def test_a_help_example_parses(command: str, line: str) -> None:
 # buckets; test_one_example_table holds them to it) with 15 snapshots, tags eod-2024-01-01 and
 # release-1, branches dev (with tag before-backfill) and test, consumers billing and old-job;
 # shop.orders_tmp and shop.orders_staging like it; shop.events as create's example makes it, with a
-# row and a branch hotfix holding one more;
+# row, metadata.iceberg.storage=table-location set after it, and a branch hotfix holding one more;
 # database scratch; and in the working directory the input files the examples name (orders.csv
 # and changes.csv as the README's session shows them), a profile prod and a producer.
 ORDERS = "id BIGINT, customer STRING, amount DECIMAL(10, 2), dt STRING"
@@ -208,6 +208,8 @@ def _build(wh: Path, cwd: Path) -> None:
     events = cwd / "events.csv"  # and branch hotfix of it with rows main lacks (branch merge's example)
     events.write_text("event_time,id,kind\n2024-01-01 00:00:01,1,click\n")
     run("write", "shop.events", "-i", events)
+    # iceberg-sync's example table: it keeps Iceberg metadata (set after its first write).
+    run("alter-schema", "shop.events", "--set-option", "metadata.iceberg.storage=table-location")
     run("branch", "create", "shop.events", "hotfix")
     run("write", "shop.events", "-i", events, "--branch", "hotfix")
     events.unlink()
