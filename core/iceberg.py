@@ -90,12 +90,18 @@ def refusal(schema: TableSchema) -> str | None:
         return why
     if schema.core_options.file_format != "parquet":
         return f"file.format={schema.core_options.file_format} with Iceberg metadata (lakectl exposes Parquet files only)"
+    if opts_true(schema.options, "data-evolution.enabled"):
+        return "data-evolution.enabled=true with Iceberg metadata (its files hold column subsets)"
     if schema.core_options.deletion_vectors_enabled:
         return "deletion-vectors.enabled=true with Iceberg metadata (format version 2 has no deletion vectors)"
     for f in schema.fields:
         if iceberg_type(f.type) is None:
             return f"column {f.name} of type {f.type.root_text()} with Iceberg metadata (no Iceberg type for it)"
     return None
+
+
+def opts_true(options: Mapping[str, str], key: str) -> bool:
+    return options.get(key, "false").strip().lower() == "true"
 
 
 # ---- types ---------------------------------------------------------------------------
@@ -286,9 +292,12 @@ def _name_mapping(file_io: FileIO, table_path: str, schema: TableSchema, visible
     names: dict[int, list[str]] = {f.id: [f.name] for f in schema.fields}
     manager = SchemaManager(file_io, table_path)
     for schema_id in sorted({e.file.schema_id for e in visible} - {schema.id}):
+        # A dropped column's id is in no current field: mapped all the same, so that readers
+        # know the file's column and skip it (pyiceberg refuses an unmapped one).
         for f in manager.schema(schema_id).fields:
-            if f.id in names and f.name not in names[f.id]:
-                names[f.id].append(f.name)
+            known = names.setdefault(f.id, [])
+            if f.name not in known:
+                known.append(f.name)
     # A primary-key file's own columns, under Paimon's ids for them (outside any schema's, so
     # readers map and skip them: pyiceberg refuses a file column the mapping does not name).
     system = {_SEQUENCE_NUMBER_ID: ["_SEQUENCE_NUMBER"], _VALUE_KIND_ID: ["_VALUE_KIND"]} \
