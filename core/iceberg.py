@@ -164,6 +164,7 @@ class IcebergSyncResult:
     record_count: int
     deleted_versions: int
     dry_run: bool = False
+    skipped: bool = False  # a newer snapshot's metadata was current already: nothing written
 
 
 def visible_entries(schema: TableSchema, entries: list[Any]) -> list[Any]:
@@ -185,6 +186,12 @@ def sync(file_io: FileIO, table_path: str, schema: TableSchema, snapshot: Any, e
     visible = visible_entries(schema, entries)
     directory = metadata_dir(table_path, schema.options)
     name = f"v{snapshot.id}.metadata.json"
+    newer = _newer_live_version(file_io, table_path, directory, snapshot.id)
+    if newer is not None:
+        # A later commit's sync landed first (two writers): its metadata stays the current one.
+        log.info("Iceberg metadata of snapshot %d not written: snapshot %d's is there already", snapshot.id, newer)
+        return IcebergSyncResult(newer, join(directory, f"v{newer}.metadata.json"), 0, 0, 0, dry_run=dry_run,
+                                 skipped=True)
     records = sum(e.file.row_count for e in visible)
     if dry_run:
         return IcebergSyncResult(snapshot.id, join(directory, name), len(visible), records, 0, dry_run=True)
@@ -208,6 +215,16 @@ def sync(file_io: FileIO, table_path: str, schema: TableSchema, snapshot: Any, e
         file_io.delete_quietly(path)
     deleted = _delete_old_versions(file_io, directory, schema.options, snapshot.id)
     return IcebergSyncResult(snapshot.id, join(directory, name), len(visible), records, deleted)
+
+
+def _newer_live_version(file_io: FileIO, table_path: str, directory: str, snapshot_id: int) -> int | None:
+    """The version the hint names when it is newer than ``snapshot_id`` and its Paimon snapshot
+    still exists; None otherwise (a hint past a rollback names a snapshot that is gone)."""
+    hint = file_io.read_text_if_exists(join(directory, VERSION_HINT))
+    if hint is None or not hint.strip().isdigit() or int(hint) <= snapshot_id:
+        return None
+    newer = int(hint)
+    return newer if file_io.exists(join(table_path, "snapshot", f"snapshot-{newer}")) else None
 
 
 def sync_after_commit(file_io: FileIO, table_path: str, schema: TableSchema, snapshot: Any,
@@ -461,13 +478,14 @@ def _delete_old_versions(file_io: FileIO, directory: str, options: Mapping[str, 
     """Delete metadata files older than the newest ``previous-versions-max`` before ``current``
     (with ``delete-after-commit.enabled``, true by default), and the manifest lists and
     manifests that only they name. Files a newer version names are kept."""
-    if options.get(DELETE_AFTER_COMMIT, "true").strip().lower() != "true":
-        return 0
-    keep = max(0, int(options.get(PREVIOUS_VERSIONS_MAX, "0").strip() or 0))
+    keep_all = options.get(DELETE_AFTER_COMMIT, "true").strip().lower() != "true"
+    keep = 10**9 if keep_all else max(0, int(options.get(PREVIOUS_VERSIONS_MAX, "0").strip() or 0))
     versions = sorted(int(m.group(1)) for n in file_io.list_names(directory)
                       if (m := _METADATA_NAME.fullmatch(n)))
     older = [v for v in versions if v < current]
-    doomed = older[:max(0, len(older) - keep)]
+    # Versions past the current one describe snapshots a rollback removed (a newer live one
+    # would have stopped this sync before it wrote anything).
+    doomed = older[:max(0, len(older) - keep)] + [v for v in versions if v > current]
     kept = [v for v in versions if v not in doomed]
     if not doomed:
         return 0

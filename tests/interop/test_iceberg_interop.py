@@ -293,3 +293,35 @@ def test_columns_added_renamed_and_dropped(tmp_path: Path) -> None:
     assert [f["name"] for f in meta["schema"]] == ["id", "big", "label", "amount", "day", "ts", "flag", "dt", "note"]
     t.iceberg_sync()  # the Python API's sync of the same snapshot reads the same
     assert_iceberg_reads(t, tmp_path)
+
+
+def test_rollback_writes_the_targets_metadata(tmp_path: Path) -> None:
+    t = make(tmp_path, "rolled", primary_key=False, partitioned=True)
+    for i in range(3):
+        t.write(batch(i * 10, 10, f"w{i}"))
+    t.rollback(snapshot_id=1, dry_run=False)
+    meta = assert_iceberg_reads(t, tmp_path)
+    assert meta["current_snapshot"] == 1
+    # The removed snapshots' metadata is gone with the manifests only it named.
+    names = sorted(os.listdir(metadata_dir(t)))
+    assert [n for n in names if n.endswith(".json")] == ["v1.metadata.json"]
+    assert len([n for n in names if n.endswith(".avro")]) == 2
+    t.write(batch(50, 4, "after"))
+    assert assert_iceberg_reads(t, tmp_path)["current_snapshot"] == 2
+
+
+def test_an_older_snapshots_sync_leaves_a_newer_ones_metadata(tmp_path: Path) -> None:
+    """Two writers: the later commit's metadata landed first; the earlier one's sync, arriving
+    after, writes nothing rather than turn the version hint back."""
+    from core import iceberg
+    from core.manifest import live_entries
+
+    t = make(tmp_path, "raced", primary_key=False, partitioned=False)
+    t.write(batch(0, 5, "a"))
+    t.write(batch(5, 5, "b"))
+    t = Table.open(t.path)
+    first = t.snapshots.snapshot(1)
+    result = iceberg.sync(t.file_io, t.path, t.schema, first, live_entries(t.manifests(), first))
+    assert result.skipped and result.snapshot_id == 2
+    assert (metadata_dir(t) / "version-hint.text").read_text() == "2"
+    assert_iceberg_reads(t, tmp_path)
