@@ -122,8 +122,9 @@ def iceberg_type(t: DataType) -> str | None:
     return None
 
 
-def _avro_partition_type(t: DataType) -> Any:
-    """The Avro type of a partition value in a manifest (Iceberg's Avro mapping)."""
+def _avro_partition_type(t: DataType, field_id: int) -> Any:
+    """The Avro type of a partition value in a manifest (Iceberg's Avro mapping); a fixed type
+    is named after the partition field's id, since Avro names must not repeat."""
     name = iceberg_type(t)
     if name in ("int", "long", "float", "double", "boolean", "string"):
         base: Any = name
@@ -133,8 +134,10 @@ def _avro_partition_type(t: DataType) -> Any:
         base = {"type": "int", "logicalType": "date"}
     elif name in ("timestamp", "timestamptz"):
         base = {"type": "long", "logicalType": "timestamp-micros", "adjust-to-utc": name == "timestamptz"}
-    else:  # decimal: bytes of the unscaled two's complement value
-        base = {"type": "bytes", "logicalType": "decimal", "precision": t.precision, "scale": t.scale}
+    else:  # decimal: Iceberg's fixed of the fewest bytes that hold the precision
+        size = next(n for n in range(1, 17) if 2 ** (8 * n - 1) > 10 ** t.precision)
+        base = {"type": "fixed", "name": f"decimal_{field_id}", "size": size, "logicalType": "decimal",
+                "precision": t.precision, "scale": t.scale}
     return ["null", base]
 
 
@@ -339,7 +342,8 @@ def _map(name: str, key_id: int, value_id: int, value_type: str) -> dict[str, An
 
 def _entry_schema(schema: TableSchema) -> dict[str, Any]:
     partition = {"type": "record", "name": "r102", "fields": [
-        {"name": f["name"], "type": _avro_partition_type(schema.field(f["name"]).type), "default": None,
+        {"name": f["name"], "type": _avro_partition_type(schema.field(f["name"]).type, f["field-id"]),
+         "default": None,
          "field-id": f["field-id"]} for f in _partition_spec(schema)]}
     data_file = {"type": "record", "name": "r2", "fields": [
         {"name": "content", "type": "int", "field-id": 134},

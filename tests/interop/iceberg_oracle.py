@@ -46,14 +46,15 @@ def latest_metadata(metadata_dir: str | os.PathLike[str]) -> Path:
     return directory / f"v{version}.metadata.json"
 
 
-def iceberg_read(metadata: str | os.PathLike[str], tmp_path: Path,
-                 snapshot: int | None = None) -> tuple[list[list[Any]], dict[str, Any]]:
+def iceberg_read(metadata: str | os.PathLike[str], tmp_path: Path, snapshot: int | None = None,
+                 row_filter: str | None = None) -> tuple[list[list[Any]], dict[str, Any]]:
     """Scan an Iceberg table with pyiceberg.
 
     Args:
         metadata: a ``v<N>.metadata.json`` file, or a metadata directory (its version hint is followed).
         tmp_path: scratch directory for the exchanged IPC file.
         snapshot: read this snapshot id instead of the current one.
+        row_filter: a pyiceberg row filter; files are pruned by the manifests' partition values.
 
     Returns:
         The rows, normal form, sorted; and the script's JSON line (``snapshot``,
@@ -67,6 +68,8 @@ def iceberg_read(metadata: str | os.PathLike[str], tmp_path: Path,
     cmd = [iceberg_python(), str(_SCRIPT), str(path), str(out)]
     if snapshot is not None:
         cmd += ["--snapshot", str(snapshot)]
+    if row_filter is not None:
+        cmd += ["--filter", row_filter]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_SECONDS, check=False)
     assert result.returncode == 0, (
         f"pyiceberg failed (exit {result.returncode}): {' '.join(cmd)}\n"

@@ -325,3 +325,40 @@ def test_an_older_snapshots_sync_leaves_a_newer_ones_metadata(tmp_path: Path) ->
     assert result.skipped and result.snapshot_id == 2
     assert (metadata_dir(t) / "version-hint.text").read_text() == "2"
     assert_iceberg_reads(t, tmp_path)
+
+
+def test_more_types_and_partition_values(tmp_path: Path) -> None:
+    """TINYINT, SMALLINT, FLOAT, TIMESTAMP(3), TIMESTAMP_LTZ, VARBINARY and CHAR read as lakectl
+    scans them; partition values of DATE, INT, DECIMAL and TIMESTAMP columns (and nulls) are
+    written so that pyiceberg prunes files by them and keeps the right ones."""
+    wh = str(tmp_path / "wh")
+    t = Table.locate("db.types", warehouse=wh)
+    create(t, "a TINYINT, b SMALLINT, f FLOAT, t3 TIMESTAMP(3), tz TIMESTAMP_LTZ(6), bin VARBINARY(10), c CHAR(3), "
+              "day DATE, n INT, dec DECIMAL(20, 4), ts TIMESTAMP(6)", partition_keys=["day", "n", "dec", "ts"],
+           options={"metadata.iceberg.storage": "table-location"})
+    t = Table.open("db.types", warehouse=wh)
+    days = [dt.date(2024, 1, 1), dt.date(2024, 1, 2), None]
+    t.write(pa.table({
+        "a": pa.array([1, None, -3], pa.int8()), "b": pa.array([300, -2, 5], pa.int16()),
+        "f": pa.array([1.5, None, -0.25], pa.float32()),
+        "t3": pa.array([dt.datetime(2024, 1, 1, 1, 2, 3, 123000), None, dt.datetime(1969, 12, 31, 23, 59, 59)],
+                       pa.timestamp("ms")),
+        "tz": pa.array([dt.datetime(2024, 1, 1, 1, 2, 3, 123456, tzinfo=dt.timezone.utc), None, None],
+                       pa.timestamp("us", tz="UTC")),
+        "bin": pa.array([b"\x00\x01", None, b""], pa.binary()), "c": ["abc", None, "x"],
+        "day": pa.array(days, pa.date32()), "n": pa.array([7, -1, None], pa.int32()),
+        "dec": pa.array([decimal.Decimal("12345678901234.5678"), decimal.Decimal("-0.0001"), None],
+                        pa.decimal128(20, 4)),
+        "ts": pa.array([dt.datetime(2024, 5, 5, 5, 5, 5, 5), dt.datetime(1960, 1, 1), None], pa.timestamp("us")),
+    }))
+    expected = lakectl_rows(Table.open(t.path).scan())
+    rows, _ = iceberg_read(metadata_dir(t), tmp_path)
+    assert rows == expected
+    # Rows in the normal form: day is column 7, n 8, dec 9, ts 10.
+    for where, keep in [("day = '2024-01-02'", lambda r: r[7] == "2024-01-02"), ("n = 7", lambda r: r[8] == 7),
+                        ("dec = -0.0001", lambda r: r[9] == "-0.0001"),
+                        ("ts < '2000-01-01T00:00:00'", lambda r: r[10] is not None and r[10] < "2000"),
+                        ("day IS NULL", lambda r: r[7] is None)]:
+        rows, meta = iceberg_read(metadata_dir(t), tmp_path, row_filter=where)
+        assert rows == [r for r in expected if keep(r)] and len(rows) == 1, where
+        assert len(meta["files"]) == 1, where  # pruned by partition value

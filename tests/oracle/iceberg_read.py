@@ -1,6 +1,6 @@
 """Read an Iceberg table with pyiceberg (run by tests/interop/iceberg_oracle.py in .venv-iceberg).
 
-    iceberg_read.py METADATA_JSON OUT.arrow [--snapshot ID]
+    iceberg_read.py METADATA_JSON OUT.arrow [--snapshot ID] [--filter EXPR]
 
 ``StaticTable.from_metadata`` needs no catalog: the metadata file alone. The rows go to an
 Arrow IPC file; the last stdout line is JSON: ``snapshot`` (the one read), ``snapshots`` (every
@@ -22,11 +22,12 @@ def main() -> None:
     parser.add_argument("metadata")
     parser.add_argument("out")
     parser.add_argument("--snapshot", type=int)
+    parser.add_argument("--filter", help="a pyiceberg row filter, e.g. \"day = '2024-01-01'\"")
     args = parser.parse_args()
 
     table = StaticTable.from_metadata(args.metadata)
     meta = table.metadata
-    scan = table.scan(snapshot_id=args.snapshot) if args.snapshot is not None else table.scan()
+    scan = table.scan(snapshot_id=args.snapshot, row_filter=args.filter or "True")
     files = sorted(task.file.file_path for task in scan.plan_files())
     rows = scan.to_arrow()
     with pa.OSFile(args.out, "wb") as sink, pa.ipc.new_file(sink, rows.schema) as writer:
