@@ -63,6 +63,15 @@ def enabled(options: Mapping[str, str]) -> bool:
     return storage(options) != "disabled"
 
 
+def manifest_compression(options: Mapping[str, str]) -> str:
+    """``metadata.iceberg.manifest-compression``; by default snappy, as Paimon (some readers
+    cannot read zstd), but zstd on a table with Paimon 0.9's ``metadata.iceberg-compatible``
+    alone: what that era's writer wrote, and the only one of the two its reader can read (the
+    1.0 bundle jar fails a commit on snappy manifests, "Unrecognized codec")."""
+    default = "snappy" if STORAGE in options else "zstd"
+    return options.get(MANIFEST_COMPRESSION, default).strip().lower()
+
+
 def option_refusal(opts: Mapping[str, str]) -> str | None:
     """Why lakectl cannot keep Iceberg metadata under these options, or None."""
     kind = storage(opts)
@@ -76,7 +85,7 @@ def option_refusal(opts: Mapping[str, str]) -> str | None:
             return f"{key} (an Iceberg metadata option lakectl does not act on)"
     if opts.get(FORMAT_VERSION, "2").strip() != "2":
         return f"{FORMAT_VERSION}={opts[FORMAT_VERSION]} (lakectl writes Iceberg format version 2 only)"
-    codec = opts.get(MANIFEST_COMPRESSION, "snappy").strip().lower()
+    codec = manifest_compression(opts)
     if codec not in _CODECS:
         return f"{MANIFEST_COMPRESSION}={codec} (lakectl writes {', '.join(sorted(_CODECS))})"
     return None
@@ -198,7 +207,7 @@ def sync(file_io: FileIO, table_path: str, schema: TableSchema, snapshot: Any, e
     records = sum(e.file.row_count for e in visible)
     if dry_run:
         return IcebergSyncResult(snapshot.id, join(directory, name), len(visible), records, 0, dry_run=True)
-    codec = _CODECS[schema.options.get(MANIFEST_COMPRESSION, "snappy").strip().lower()]
+    codec = _CODECS[manifest_compression(schema.options)]
     token = uuid.uuid4().hex
     manifest_path = join(directory, f"{token}-m0.avro")
     list_path = join(directory, f"snap-{snapshot.id}-1-{token}.avro")
@@ -354,6 +363,10 @@ def _entry_schema(schema: TableSchema) -> dict[str, Any]:
         {"name": "file_size_in_bytes", "type": "long", "field-id": 104},
         {"name": "null_value_counts", "type": ["null", _map("k121_v122", 121, 122, "long")], "default": None,
          "field-id": 110},
+        {"name": "lower_bounds", "type": ["null", _map("k126_v127", 126, 127, "bytes")], "default": None,
+         "field-id": 125},
+        {"name": "upper_bounds", "type": ["null", _map("k129_v130", 129, 130, "bytes")], "default": None,
+         "field-id": 128},
     ]}
     return {"type": "record", "name": "manifest_entry", "fields": [
         {"name": "status", "type": "int", "field-id": 0},
@@ -378,6 +391,13 @@ _LIST_SCHEMA: dict[str, Any] = {"type": "record", "name": "manifest_file", "fiel
     {"name": "added_rows_count", "type": "long", "field-id": 512},
     {"name": "existing_rows_count", "type": "long", "field-id": 513},
     {"name": "deleted_rows_count", "type": "long", "field-id": 514},
+    {"name": "partitions", "type": ["null", {"type": "array", "element-id": 508, "items": {
+        "type": "record", "name": "r508", "fields": [
+            {"name": "contains_null", "type": "boolean", "field-id": 509},
+            {"name": "contains_nan", "type": ["null", "boolean"], "default": None, "field-id": 518},
+            {"name": "lower_bound", "type": ["null", "bytes"], "default": None, "field-id": 510},
+            {"name": "upper_bound", "type": ["null", "bytes"], "default": None, "field-id": 511}]}}],
+     "default": None, "field-id": 507},
 ]}
 
 _ADDED = 1  # manifest entry status
@@ -458,7 +478,10 @@ def _manifest(table_path: str, schema: TableSchema, snapshot_id: int, entries: l
         "file_sequence_number": snapshot_id,
         "data_file": {"content": 0, "file_path": _data_file_path(table_path, schema, e), "file_format": "PARQUET",
                       "partition": _partition_record(schema, e), "record_count": e.file.row_count,
-                      "file_size_in_bytes": e.file.file_size, "null_value_counts": None},
+                      "file_size_in_bytes": e.file.file_size,
+                      # No column statistics (readers then prune by partition only); empty maps
+                      # rather than nulls, which the 1.0 bundle jar's reader cannot take.
+                      "null_value_counts": [], "lower_bounds": [], "upper_bounds": []},
     } for e in entries]
     metadata = {"schema": json.dumps(_schema_json(schema)), "schema-id": str(schema.id),
                 "partition-spec": json.dumps(_partition_spec(schema)), "partition-spec-id": "0",
@@ -472,9 +495,56 @@ def _manifest_list(manifest_path: str, manifest_length: int, snapshot_id: int, e
               "content": 0, "sequence_number": snapshot_id, "min_sequence_number": snapshot_id,
               "added_snapshot_id": snapshot_id, "added_files_count": len(entries), "existing_files_count": 0,
               "deleted_files_count": 0, "added_rows_count": sum(e.file.row_count for e in entries),
-              "existing_rows_count": 0, "deleted_rows_count": 0}
+              "existing_rows_count": 0, "deleted_rows_count": 0,
+              "partitions": _partition_summaries(schema, entries)}
     metadata = {"snapshot-id": str(snapshot_id), "sequence-number": str(snapshot_id), "format-version": "2"}
     return _avro_bytes(_LIST_SCHEMA, [record], codec, metadata)
+
+
+def _partition_summaries(schema: TableSchema, entries: list[Any]) -> list[dict[str, Any]]:
+    """Per partition field of the manifest: whether a null occurs and the least and greatest
+    value in Iceberg's single-value encoding (readers prune manifests by them; Java's reader
+    requires the list)."""
+    columns = list(zip(*(schema.partition_values(e.partition) for e in entries))) if entries else \
+        [() for _ in schema.partition_fields]
+    out = []
+    for f, values in zip(schema.partition_fields, columns):
+        present = [v for v in values if v is not None]
+        floating = f.type.name in ("FLOAT", "DOUBLE")
+        nan = any(v != v for v in present) if floating else False  # Java reads it as non-null
+        ordered = [v for v in present if v == v]
+        out.append({"contains_null": len(present) < len(values), "contains_nan": nan,
+                    "lower_bound": _single_value(min(ordered), f.type) if ordered else None,
+                    "upper_bound": _single_value(max(ordered), f.type) if ordered else None})
+    return out
+
+
+def _single_value(value: Any, t: DataType) -> bytes:
+    """Iceberg's binary single-value serialization of a partition value."""
+    import datetime as dt
+    import struct
+
+    name = iceberg_type(t)
+    if name == "boolean":
+        return b"\x01" if value else b"\x00"
+    if name == "int":
+        return struct.pack("<i", value)
+    if name == "long":
+        return struct.pack("<q", value)
+    if name == "float":
+        return struct.pack("<f", value)
+    if name == "double":
+        return struct.pack("<d", value)
+    if name == "date":
+        return struct.pack("<i", (value - dt.date(1970, 1, 1)).days)
+    if name in ("timestamp", "timestamptz"):
+        return struct.pack("<q", _epoch_micros(value))
+    if name == "string":
+        return value.encode("utf-8")
+    if name == "binary":
+        return bytes(value)
+    unscaled = int(value.scaleb(t.scale))  # decimal: the unscaled value, big-endian, fewest bytes
+    return unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)
 
 
 # ---- old versions ---------------------------------------------------------------------------
