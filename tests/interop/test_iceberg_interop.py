@@ -379,3 +379,22 @@ def test_more_types_and_partition_values(tmp_path: Path) -> None:
         rows, meta = iceberg_read(metadata_dir(t), tmp_path, row_filter=where)
         assert rows == [r for r in expected if keep(r)] and len(rows) == 1, where
         assert len(meta["files"]) == 1, where  # pruned by partition value
+
+
+def test_expire_and_orphan_removal_leave_the_iceberg_metadata(tmp_path: Path) -> None:
+    """The metadata lists the latest snapshot's files only, so expiring older snapshots keeps
+    it readable; remove-orphan-files never takes metadata/ for orphans (nothing Paimon names)."""
+    t = make(tmp_path, "kept", primary_key=False, partitioned=True)
+    for i in range(4):
+        t.write(batch(i * 10, 10, f"w{i}"))
+    t.delete("id < 15")  # rewrites files: older snapshots hold files the latest does not
+    t.expire(retain_max=1, retain_min=1, dry_run=False)
+    assert t.snapshots.earliest_id() == t.snapshots.latest_id()
+    before = sorted(os.listdir(metadata_dir(t)))
+    # Age 0 (force): every unreferenced file is a candidate, the metadata's too were it not kept.
+    stray = Path(t.path) / "dt=2024-01-01" / "bucket-0" / "data-stray.parquet"
+    stray.write_bytes(b"x")
+    result = t.remove_orphan_files(older_than="0s", force=True, dry_run=False)
+    assert result.paths == (str(stray),)
+    assert sorted(os.listdir(metadata_dir(t))) == before
+    assert_iceberg_reads(t, tmp_path)
