@@ -250,6 +250,31 @@ def sync_after_commit(file_io: FileIO, table_path: str, schema: TableSchema, sna
                     "or `lakectl iceberg-sync` writes it", snapshot.id, e)
 
 
+def after_move(file_io: FileIO, old_path: str, new_path: str, schema: TableSchema, snapshot: Any,
+               entries_of: Any) -> None:
+    """After a rename: the metadata names files by absolute path, so the table's is written anew
+    at its new place, and the moved one (table-location) or the old name's (hadoop-catalog) is
+    removed. Never raises: the rename is done (a warning; iceberg-sync repairs)."""
+    try:
+        # Every file of the moved metadata names the old paths: none is worth keeping.
+        if storage(schema.options) == "hadoop-catalog":
+            file_io.delete_tree(iceberg_location(old_path, schema.options))
+        else:
+            file_io.delete_tree(metadata_dir(new_path, schema.options))
+        if snapshot is not None:
+            sync(file_io, new_path, schema, snapshot, entries_of(snapshot))
+    except Exception as e:  # noqa: BLE001 - a derived artifact: any failure is a warning
+        log.warning("the table moved, but its Iceberg metadata was not rewritten (%s); `lakectl iceberg-sync` "
+                    "writes it", e)
+
+
+def after_drop(file_io: FileIO, table_path: str, options: Mapping[str, str]) -> None:
+    """After a drop: a hadoop-catalog directory outside the table goes too (the table's own
+    ``metadata/`` went with its directory)."""
+    if storage(options) == "hadoop-catalog":
+        file_io.delete_tree(iceberg_location(table_path, options))
+
+
 # ---- metadata JSON ------------------------------------------------------------------------
 def _current_metadata(file_io: FileIO, directory: str) -> dict[str, Any] | None:
     hint = file_io.read_text_if_exists(join(directory, VERSION_HINT))

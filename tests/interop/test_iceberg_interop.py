@@ -398,3 +398,25 @@ def test_expire_and_orphan_removal_leave_the_iceberg_metadata(tmp_path: Path) ->
     assert result.paths == (str(stray),)
     assert sorted(os.listdir(metadata_dir(t))) == before
     assert_iceberg_reads(t, tmp_path)
+
+
+@pytest.mark.parametrize("storage", ["table-location", "hadoop-catalog"])
+def test_rename_and_drop(tmp_path: Path, storage: str) -> None:
+    """The metadata names files by absolute path: a rename writes it anew at the new place;
+    a drop takes a hadoop-catalog directory with the table."""
+    wh = tmp_path / "wh"
+    t = make(tmp_path, "before", primary_key=False, partitioned=True, options={"metadata.iceberg.storage": storage})
+    t.write(batch(0, 8, "a"))
+    t.write(batch(8, 8, "b"))
+    r = lakectl("rename", "db.before", "db.after", "-w", str(wh))
+    assert r.returncode == 0, r.stderr
+    moved = Table.open("db.after", warehouse=str(wh))
+    where = (wh / "iceberg" / "db" / "after" / "metadata") if storage == "hadoop-catalog" else metadata_dir(moved)
+    rows, meta = iceberg_read(where, tmp_path)
+    assert rows == lakectl_rows(moved.scan()) and meta["current_snapshot"] == 2
+    assert all(f.startswith(moved.path + "/") for f in meta["files"])
+    assert not (wh / "iceberg" / "db" / "before").exists()
+    assert len(os.listdir(where)) == 4  # one version: metadata file, hint, list, manifest
+    r = lakectl("drop", "db.after", "-w", str(wh))
+    assert r.returncode == 0, r.stderr
+    assert not (wh / "iceberg" / "db" / "after").exists() and not Path(moved.path).exists()
