@@ -5,11 +5,14 @@ ORACLE_VENV := .venv-oracle
 BIN := $(VENV)/bin
 PYPAIMON_VERSION := 2.1.0
 export LAKECTL_ORACLE_PYTHON := $(CURDIR)/$(ORACLE_VENV)/bin/python
+ICEBERG_VENV := .venv-iceberg
+PYICEBERG_VERSION := 0.12.0
+export LAKECTL_ICEBERG_PYTHON := $(CURDIR)/$(ICEBERG_VENV)/bin/python
 REST_VENV := .venv-rest
 PYPAIMON_REST_VERSION := 1.4.1
 export LAKECTL_REST_PYTHON := $(CURDIR)/$(REST_VENV)/bin/python
 
-.PHONY: all venv oracle rest-oracle java-oracle postgres-packages postgres postgres-stop demo test test-quick bench bench-quick bench-venvs clean install explore
+.PHONY: all venv oracle rest-oracle iceberg-oracle java-oracle postgres-packages postgres postgres-stop demo test test-quick bench bench-quick bench-venvs clean install explore
 
 all: venv
 
@@ -44,6 +47,16 @@ $(REST_VENV)/bin/python:
 	$(REST_VENV)/bin/pip install --quiet 'pypaimon==$(PYPAIMON_REST_VERSION)' 'requests>=2,<3'
 
 rest-oracle: $(REST_VENV)/bin/python
+
+# An independent Iceberg reader for the tests of tables with metadata.iceberg.storage
+# (tests/interop/iceberg_oracle.py): pyiceberg in its own virtualenv, run as a subprocess.
+# The snappy extra reads snappy manifests, Paimon's (and lakectl's) default.
+$(ICEBERG_VENV)/bin/python:
+	$(PYTHON) -m venv $(ICEBERG_VENV)
+	$(ICEBERG_VENV)/bin/pip install --quiet --upgrade pip
+	$(ICEBERG_VENV)/bin/pip install --quiet 'pyiceberg[pyarrow,snappy]==$(PYICEBERG_VERSION)'
+
+iceberg-oracle: $(ICEBERG_VENV)/bin/python
 
 # The reference implementation, Java Paimon 1.0: its bundle jar ships in the PyPI package
 # paimon-python-ali (installed without its Python dependencies, only the jar is used), and our
@@ -107,7 +120,7 @@ TEST_WORKERS ?= 2
 # Bytecode is compiled first: where PYTHONDONTWRITEBYTECODE is set (CI containers), every one of
 # the thousands of lakectl processes the tests start would otherwise compile the package anew
 # (~0.2-0.4 s each).
-test: venv oracle java-oracle rest-oracle postgres-packages
+test: venv oracle java-oracle rest-oracle iceberg-oracle postgres-packages
 	$(BIN)/python -m compileall -q core lakectl tests > /dev/null
 	LAKECTL_REWRITE_WAIT_SECONDS=2 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=25
 
@@ -185,4 +198,4 @@ bench-quick: bench-venvs
 	$(BIN)/python bench/suite.py --sizes 200000 --repeat 1 $(BENCH_REV_FLAG) $(BENCH_FLAGS) --out bench/out/results-quick.md
 
 clean:
-	rm -rf $(VENV) $(ORACLE_VENV) $(REST_VENV) $(DELTA_VENV) $(RUST_VENV) warehouse .pytest_cache .hypothesis
+	rm -rf $(VENV) $(ORACLE_VENV) $(REST_VENV) $(ICEBERG_VENV) $(DELTA_VENV) $(RUST_VENV) warehouse .pytest_cache .hypothesis

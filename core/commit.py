@@ -267,12 +267,14 @@ class FileStoreCommit:
                 landed = self._find_own_commit(first_latest, kind)
                 if landed is not None:
                     self._latest_hint(landed.id)
+                    self._derived_metadata(landed)
                     return landed
                 self._wait(attempt)
             result = attempt_once()
             if isinstance(result, Success):
                 if result.snapshot is not None:
                     self._latest_hint(result.snapshot.id)
+                    self._derived_metadata(result.snapshot)
                 return result.snapshot
             self.retries += 1
             expired += result.expired
@@ -288,6 +290,19 @@ class FileStoreCommit:
                 f"it built on {expired} times (other writers won the rest); nothing was committed, re-run it "
                 "or let expire retain more snapshots (--retain-min)")
         raise CommitConflictError(f"commit did not land after {retries + 1} attempts: other writers kept winning")
+
+    def _derived_metadata(self, snapshot: Snapshot) -> None:
+        """What a landed commit of main keeps beside the table: Iceberg metadata where the
+        table asks for it (core/iceberg.py). Written after the publish, it never fails the commit."""
+        options = self.schema.options
+        if self.branch_path not in (None, self.table_path) or not (
+                "metadata.iceberg.storage" in options or "metadata.iceberg-compatible" in options):
+            return
+        from core import iceberg  # only tables with the option pay for the import
+
+        if iceberg.enabled(options):
+            iceberg.sync_after_commit(self.file_io, self.table_path, self.schema, snapshot,
+                                      lambda s: live_entries(self.manifests, s))
 
     # ---- one attempt ---------------------------------------------------------------
     def _try_commit_once(self, messages: Sequence[CommitMessage], kind: str,

@@ -236,8 +236,9 @@ def _outside_nanos(stamps: pa.Array) -> str | None:
 
 
 # ---- Avro ---------------------------------------------------------------------------------
-# fastavro's names of the Avro codecs lakectl writes (``avro.codec``); snappy needs a library
-# lakectl does not ship.
+# fastavro's names of the Avro codecs lakectl writes (``avro.codec``). Snappy is not among them
+# yet for data files, though fastavro[snappy] (cramjam) now comes with lakectl for the Iceberg
+# manifests (core/iceberg.py).
 _AVRO_CODECS = {"null": "null", "deflate": "deflate", "zstandard": "zstandard", "zstd": "zstandard",
                 "bzip2": "bzip2", "xz": "xz"}
 

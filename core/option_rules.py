@@ -68,6 +68,12 @@ def _record_expire_in_use(value: str, options: Mapping[str, str], has_primary_ke
     return has_primary_key and value.strip() != "" and bool(options.get("record-level.time-field"))
 
 
+def _iceberg_refused(value: str, options: Mapping[str, str], has_primary_key: bool) -> bool:
+    from core import iceberg
+
+    return iceberg.option_refusal(options) is not None
+
+
 @dataclass(frozen=True, slots=True)
 class OptionRule:
     """``pattern``: an option key; ``*`` stands for a column name (``fields.*.sequence-group``).
@@ -107,8 +113,10 @@ OPTION_RULES: tuple[OptionRule, ...] = (
                "would compare rows without those fields", _ignore_fields_in_use),
     OptionRule("record-level.expire-time", frozenset({WRITE}), "Paimon's compaction drops expired records",
                _record_expire_in_use),
+    # Iceberg metadata (core/iceberg.py): lakectl writes it for table-location and hadoop-catalog
+    # storage; check_options names what it refuses (storage, format version, column types).
     OptionRule("metadata.iceberg-compatible", frozenset({WRITE}), "Paimon also writes Iceberg metadata on "
-               "each commit", _is_true),
+               "each commit, in a way lakectl does not", _iceberg_refused),
     # Tables written by Paimon 2.x (pypaimon 2.1); refused until lakectl reads them as Paimon does.
     # data-evolution.enabled is honoured: reads merge the files by row-id range
     # (core.kernels.data_evolution), appends add whole-row files numbered on (core.row_tracking);
@@ -184,7 +192,8 @@ CATALOG_RULES: tuple[OptionRule, ...] = (
     OptionRule("global-index.enabled", _w, "Paimon keeps a global index up to date on writes", _true),
     OptionRule("pk-*.index.columns", _w, "Paimon keeps a primary-key index of those columns on writes",
                _set),
-    OptionRule("metadata.iceberg.*", _w, "Paimon also writes Iceberg metadata on each commit", _set),
+    OptionRule("metadata.iceberg.*", _w, "Paimon also writes Iceberg metadata on each commit, in a way "
+               "lakectl does not", _iceberg_refused),
     OptionRule("postpone.batch-write-fixed-bucket", _w, "Paimon's batch writes to postpone-bucket "
                "tables pick real buckets", _true),
 )
@@ -239,6 +248,8 @@ def check_options(schema: Any, table_name: str, action: str, *, batch_scan: bool
     ``batch_scan``: the read is a batch scan, which honours the postpone bucket (bucket=-2).
     ``columns``: the columns a read touches (None: all), checked for types lakectl cannot read."""
     _check_column_types(schema, table_name, action, columns)
+    if action == WRITE:
+        _check_iceberg(schema, table_name)
     if action in (WRITE, EXPIRE):
         _check_values(schema.options, table_name)
     found = unsupported(schema.options, action, has_primary_key=schema.has_primary_key,
@@ -262,6 +273,19 @@ def check_options(schema: Any, table_name: str, action: str, *, batch_scan: bool
             merge_options(schema)
         except UsageError as e:
             raise UnsupportedTableError(f"table {table_name}: {e}") from None
+
+
+def _check_iceberg(schema: Any, table_name: str) -> None:
+    """A table that asks for Iceberg metadata lakectl cannot write is refused for writes,
+    naming the option or column, rather than committed without it."""
+    if not any(k.startswith("metadata.iceberg") for k in schema.options):
+        return
+    from core import iceberg
+
+    why = iceberg.refusal(schema)
+    if why is not None:
+        raise UnsupportedTableError(f"table {table_name} keeps Iceberg metadata that lakectl cannot write, so it "
+                                    f"refuses writes: {why}")
 
 
 def _check_values(options: Mapping[str, str], table_name: str) -> None:

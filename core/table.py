@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from core.ops.history import SnapshotInfo
     from core.ops.expire import ExpireResult
     from core.ops.follow import ChangeBatch
+    from core.ops.iceberg_sync import IcebergSyncResult
     from core.ops.lookup import LookupResult
     from core.ops.orphans import OrphanResult
     from core.ops.rollback import RollbackResult
@@ -117,6 +118,12 @@ class Table(TableHandle):
         from core.ops.compact import compact
 
         return compact(self, full=full, partitions=partitions, dry_run=dry_run, engine_settings=engine_settings)
+
+    def iceberg_sync(self, *, dry_run: bool = False) -> "IcebergSyncResult":
+        """Write the table's Iceberg metadata anew from its latest snapshot (metadata.iceberg.storage)."""
+        from core.ops.iceberg_sync import iceberg_sync
+
+        return iceberg_sync(self, dry_run=dry_run)
 
     def delete(self, where: str, *, dry_run: bool = False,
                engine_settings: "EngineSettings | None" = None) -> "DeleteResult":

@@ -28,6 +28,8 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("compact-manifests", "compact_manifests",
           "Rewrite the latest snapshot's manifests into as few as manifest.target-file-size allows, as one COMPACT "
           "snapshot that changes no data."),
+    Entry("iceberg-sync", "iceberg_sync",
+          "Write the table's Iceberg metadata anew from its latest snapshot (tables with metadata.iceberg.storage)."),
     Entry("delete", "delete", "Delete the rows a --where filter matches, as one snapshot."),
     Entry("expire", "expire", "Expire old snapshots and delete the files only they reference (tags are kept)."),
     Entry("expire-changelogs", "expire_changelogs",

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.busy import closing, is_marker
-from core.errors import DatabaseNotEmptyError, NotFoundError, UsageError
+from core.errors import DatabaseNotEmptyError, LakectlError, NotFoundError, UsageError
 from core.fileio import FileIO, FileStatus, join
 from core.renaming import MARKERS, marker_names
 from core.table_handle import TableHandle
@@ -98,11 +98,16 @@ def drop_table(table: TableHandle, *, if_exists: bool = False, dry_run: bool = F
     if dry_run:
         files = io.walk(table.path)
         return DropTableResult(table.name, table.path, True, len(files), sum(f.size for f in files), dry_run)
+    options = {} if leftover else _options_if_readable(table)
     # Once no command of several steps is at work on it (core/busy.py).
     with closing(io, table.path, table.name, f"drop {table.name}"):
         # The table's files; the markers of commands (ours among them) go with the directory.
         files = [f for f in io.walk(table.path) if not _command_marker(table.path, f.path)]
         _remove_table_dir(io, table.path, files)
+    if any(k.startswith("metadata.iceberg") for k in options):
+        from core import iceberg
+
+        iceberg.after_drop(io, table.path, options)
     if catalog is not None:
         catalog.unregister_table(table.location)  # after the files: see the module's docstring
     result = DropTableResult(table.name, table.path, True, len(files), sum(f.size for f in files), dry_run)
@@ -121,6 +126,15 @@ def _drop_on_server(table: TableHandle, *, if_exists: bool, dry_run: bool) -> Dr
     if not dry_run:
         table.location.catalog.unregister_table(table.location)
     return DropTableResult(table.name, table.path, True, 0, 0, dry_run)
+
+
+def _options_if_readable(table: TableHandle) -> dict[str, str]:
+    """The table's options, or none when its schema cannot be read: a drop deletes a damaged
+    table all the same (only a hadoop-catalog Iceberg directory is then left behind)."""
+    try:
+        return dict(table.schema.options)
+    except LakectlError:
+        return {}
 
 
 def _remove_table_dir(io: FileIO, path: str, files: list[FileStatus]) -> None:

@@ -11,7 +11,7 @@ are matched by name:
 data and manifest names carry a UUID.
 
 Never touched: a partition's ``_SUCCESS`` file (``mark-partition-done``), ``schema/``, ``tag/``, ``consumer/``, ``branch/``, ``changelog/``,
-``commit-user/`` (streaming commit users' progress markers) and the
+``commit-user/`` (streaming commit users' progress markers), ``metadata/`` (Iceberg metadata) and the
 snapshot files and hints in ``snapshot/`` (only stale ``.snapshot-N.*.tmp``-style temp files
 there are candidates). A candidate is deleted only when its modification time is older than
 ``older_than``: a concurrent writer's fresh files are not yet referenced by any snapshot.
@@ -51,7 +51,10 @@ log = logging.getLogger(__name__)
 MIN_AGE_SECONDS = 3600
 
 # Metadata directories whose files are never candidates.
-_PROTECTED_DIRS = frozenset({"schema", "tag", "consumer", "branch", "changelog", "commit-user"})
+# ``metadata/``: Iceberg metadata a table with metadata.iceberg.storage=table-location keeps
+# (core/iceberg.py), which no Paimon snapshot names and no partition directory is called; it
+# prunes its own old versions.
+_PROTECTED_DIRS = frozenset({"schema", "tag", "consumer", "branch", "changelog", "commit-user", "metadata"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,8 +114,25 @@ def rename_table(catalog: Catalog | Warehouse, old: str, new: str, *, dry_run: b
     if source.path == target.path:
         raise UsageError(f"{source.name} and {target.name} are the same table")
     if source.location.catalog is not None:
-        return _rename_registered(catalog, source, target, dry_run, progress)
-    return _rename_files(catalog, source, target, dry_run, progress)
+        result = _rename_registered(catalog, source, target, dry_run, progress)
+    else:
+        result = _rename_files(catalog, source, target, dry_run, progress)
+    if not dry_run:
+        _iceberg_after_rename(source, TableHandle(catalog.locate(new)))
+    return result
+
+
+def _iceberg_after_rename(source: TableHandle, target: TableHandle) -> None:
+    """A table keeping Iceberg metadata (core/iceberg.py) gets it anew at its new path."""
+    options = target.schema.options
+    if not any(k.startswith("metadata.iceberg") for k in options):
+        return
+    from core import iceberg
+    from core.manifest import live_entries
+
+    if iceberg.enabled(options):
+        iceberg.after_move(target.file_io, source.path, target.path, target.schema, target.latest_snapshot(),
+                           lambda s: live_entries(target.manifests(), s))
 
 
 def _rename_on_server(catalog: Catalog, old: str, new: str, dry_run: bool) -> RenameResult:

@@ -130,7 +130,22 @@ def rollback(table: TableHandle, *, snapshot_id: int | None = None, tag: str | N
             removed, tags_removed = finish_rollback(snapshots, table.tags, target, tagged if restore else None)
         finally:
             release(table.file_io, marker)
+    _iceberg_after_rollback(table, target)
     return RollbackResult(table.name, table.branch, target, removed, tags_removed, False)
+
+
+def _iceberg_after_rollback(table: TableHandle, target: int) -> None:
+    """A table keeping Iceberg metadata (core/iceberg.py) gets the target's, as after a commit:
+    the metadata of the removed snapshots would list files no snapshot holds any more."""
+    options = table.schema.options
+    if table.branch != "main" or not any(k.startswith("metadata.iceberg") for k in options):
+        return
+    from core import iceberg
+    from core.manifest import live_entries
+
+    if iceberg.enabled(options):
+        iceberg.sync_after_commit(table.file_io, table.path, table.schema, table.snapshots.snapshot(target),
+                                  lambda s: live_entries(table.manifests(), s))
 
 
 def _rollback_as_latest(table: TableHandle, target: Snapshot) -> RollbackResult:

@@ -45,7 +45,10 @@ def wh(tmp_path_factory: pytest.TempPathFactory) -> Path:
                  ["create", "shop.log", "--schema", "id BIGINT, customer STRING, amount DECIMAL(10, 2), dt STRING",
                   "--option", "branch-merge.enabled=true"], ["write", "shop.log", "-i", root / "orders.csv"],
                  ["branch", "create", "shop.log", "feature"],
-                 ["write", "shop.log", "-i", root / "more.csv", "--branch", "feature"]):
+                 ["write", "shop.log", "-i", root / "more.csv", "--branch", "feature"],
+                 # a table keeping Iceberg metadata (iceberg-sync)
+                 ["create", "shop.ice", "--schema", "id BIGINT, customer STRING, amount DECIMAL(10, 2), dt STRING",
+                  "--option", "metadata.iceberg.storage=table-location"], ["write", "shop.ice", "-i", root / "orders.csv"]):
         assert runner.invoke(app, ["-q", "-w", str(root / "wh"), *map(str, args)]).exit_code == 0
     return root
 
@@ -75,6 +78,7 @@ def command(name: str) -> list[str]:
         "consumer delete": ["consumer", "delete", "shop.orders", f"c{n}"],
         "compact": ["compact", "shop.orders", "--full"],
         "compact-manifests": ["compact-manifests", "shop.orders", "--dry-run"],
+        "iceberg-sync": ["iceberg-sync", "shop.ice"],
         "expire": ["expire", "shop.orders", "--dry-run", "--retain-min", "1", "--older-than", "0s"],
         "expire-changelogs": ["expire-changelogs", "shop.orders", "--dry-run", "--retain-min", "1",
                               "--older-than", "0s"],

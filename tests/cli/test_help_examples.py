@@ -130,7 +130,7 @@ def test_a_help_example_parses(command: str, line: str) -> None:
 # buckets; test_one_example_table holds them to it) with 15 snapshots, tags eod-2024-01-01 and
 # release-1, branches dev (with tag before-backfill) and test, consumers billing and old-job;
 # shop.orders_tmp and shop.orders_staging like it; shop.events as create's example makes it, with a
-# row and a branch hotfix holding one more;
+# row, metadata.iceberg.storage=table-location set after it, and a branch hotfix holding one more;
 # database scratch; and in the working directory the input files the examples name (orders.csv
 # and changes.csv as the README's session shows them), a profile prod and a producer.
 ORDERS = "id BIGINT, customer STRING, amount DECIMAL(10, 2), dt STRING"
@@ -214,6 +214,8 @@ def _build(wh: Path, cwd: Path) -> None:
             directory = cwd / "landing" / name / f"dt={day}"
             directory.mkdir(parents=True)
             pq.write_table(pa.table({"id": [1, 2], "kind": ["click", "view"]}), directory / "part-0.parquet")
+    # iceberg-sync's example table: it keeps Iceberg metadata (set after its first write).
+    run("alter-schema", "shop.events", "--set-option", "metadata.iceberg.storage=table-location")
     run("branch", "create", "shop.events", "hotfix")
     run("write", "shop.events", "-i", events, "--branch", "hotfix")
     events.unlink()

@@ -43,7 +43,8 @@ def refused(options: dict[str, str], **layout) -> set[str]:
     ({"changelog-producer": "lookup", "changelog-producer.row-deduplicate": "true",
       "changelog-producer.row-deduplicate-ignore-fields": "ts"}, {WRITE}),
     ({"record-level.expire-time": "1 d", "record-level.time-field": "ts"}, {WRITE}),
-    ({"metadata.iceberg-compatible": "true"}, {WRITE}),
+    ({"metadata.iceberg.storage": "hive-catalog"}, {WRITE}),  # table-location, hadoop-catalog: core.iceberg
+    ({"metadata.iceberg.storage": "table-location", "metadata.iceberg.format-version": "3"}, {WRITE}),
     ({"bucket": "-2"}, {READ}),  # written and compacted as Paimon does (core.postpone)
     ({"commit.callbacks": "com.example.Cb"}, {WRITE}),
     ({"tag.callbacks": "com.example.Cb"}, {WRITE}),
@@ -54,6 +55,7 @@ def test_refused_options_and_their_actions(options: dict[str, str], actions: set
 
 @pytest.mark.parametrize("options", [
     {}, {"branch": "main"}, {"manifest.format": "avro"}, {"metadata.iceberg-compatible": "false"},
+    {"metadata.iceberg-compatible": "true"}, {"metadata.iceberg.storage": "hadoop-catalog"},  # written (core.iceberg)
     {"commit.callbacks": ""}, {"data-evolution.enabled": "false"}, {"row-tracking.enabled": "false"},
     {"changelog-producer": "lookup", "changelog-producer.row-deduplicate": "true"},  # honoured
     {"changelog-producer.row-deduplicate-ignore-fields": "ts"},  # no effect without row-deduplicate

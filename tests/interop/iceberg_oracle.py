@@ -1,0 +1,81 @@
+"""Test-side access to an independent Iceberg reader, pyiceberg 0.12, in its own virtualenv.
+
+pyiceberg brings its own pyarrow and dependencies, so it runs as a subprocess from
+``.venv-iceberg`` (``make iceberg-oracle``), as the pypaimon oracle does from ``.venv-oracle``
+(tests/interop/oracle.py). ``tests/oracle/iceberg_read.py`` opens a metadata file with
+``StaticTable.from_metadata`` (no catalog) and scans it; rows cross as an Arrow IPC file and
+come back in the Java oracle's normal form (decimals as strings, timestamps ISO), sorted, so
+they compare with ``java_oracle.lakectl_rows`` of a lakectl scan.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from tests.interop.java_oracle import lakectl_rows
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+_SCRIPT = REPO_ROOT / "tests" / "oracle" / "iceberg_read.py"
+_TIMEOUT_SECONDS = 300
+
+
+def iceberg_python() -> str:
+    """The pyiceberg venv's python, or skip (locally) / fail (in CI) without it.
+
+    ``LAKECTL_ICEBERG_PYTHON`` wins; otherwise ``<repo>/.venv-iceberg/bin/python``."""
+    configured = os.environ.get("LAKECTL_ICEBERG_PYTHON")
+    candidate = Path(configured) if configured else REPO_ROOT / ".venv-iceberg" / "bin" / "python"
+    if candidate.is_file() and os.access(candidate, os.X_OK):
+        return str(candidate)
+    if os.environ.get("CI"):
+        raise RuntimeError(f"pyiceberg venv missing at {candidate}; CI must run `make iceberg-oracle` first")
+    pytest.skip("pyiceberg venv missing; run make iceberg-oracle")
+
+
+def latest_metadata(metadata_dir: str | os.PathLike[str]) -> Path:
+    """The metadata file ``version-hint.text`` names in ``metadata_dir`` (as Hadoop tables do)."""
+    directory = Path(metadata_dir)
+    version = (directory / "version-hint.text").read_text(encoding="utf-8").strip()
+    return directory / f"v{version}.metadata.json"
+
+
+def iceberg_read(metadata: str | os.PathLike[str], tmp_path: Path, snapshot: int | None = None,
+                 row_filter: str | None = None) -> tuple[list[list[Any]], dict[str, Any]]:
+    """Scan an Iceberg table with pyiceberg.
+
+    Args:
+        metadata: a ``v<N>.metadata.json`` file, or a metadata directory (its version hint is followed).
+        tmp_path: scratch directory for the exchanged IPC file.
+        snapshot: read this snapshot id instead of the current one.
+        row_filter: a pyiceberg row filter; files are pruned by the manifests' partition values.
+
+    Returns:
+        The rows, normal form, sorted; and the script's JSON line (``snapshot``,
+        ``current_snapshot``, ``snapshots``, ``schema``, ``partition_spec``, ``refs``,
+        ``format_version``, ``files``).
+    """
+    path = Path(metadata)
+    if path.is_dir():
+        path = latest_metadata(path)
+    out = Path(tmp_path) / f"iceberg-read-{len(list(Path(tmp_path).glob('iceberg-read-*')))}.arrow"
+    cmd = [iceberg_python(), str(_SCRIPT), str(path), str(out)]
+    if snapshot is not None:
+        cmd += ["--snapshot", str(snapshot)]
+    if row_filter is not None:
+        cmd += ["--filter", row_filter]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_SECONDS, check=False)
+    assert result.returncode == 0, (
+        f"pyiceberg failed (exit {result.returncode}): {' '.join(cmd)}\n"
+        f"--- stderr ---\n{result.stderr[-4000:]}\n--- stdout ---\n{result.stdout[-2000:]}"
+    )
+    meta: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    with pa.OSFile(str(out), "rb") as source:
+        table = pa.ipc.open_file(source).read_all()
+    return lakectl_rows(table), meta

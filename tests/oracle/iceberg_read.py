@@ -1,0 +1,51 @@
+"""Read an Iceberg table with pyiceberg (run by tests/interop/iceberg_oracle.py in .venv-iceberg).
+
+    iceberg_read.py METADATA_JSON OUT.arrow [--snapshot ID] [--filter EXPR]
+
+``StaticTable.from_metadata`` needs no catalog: the metadata file alone. The rows go to an
+Arrow IPC file; the last stdout line is JSON: ``snapshot`` (the one read), ``snapshots`` (every
+snapshot id in the metadata), ``current_snapshot``, ``schema`` (fields with ids and types),
+``partition_spec``, ``refs``, ``format_version``, ``files`` (data files the scan plans).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pyarrow as pa
+from pyiceberg.table import StaticTable
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("metadata")
+    parser.add_argument("out")
+    parser.add_argument("--snapshot", type=int)
+    parser.add_argument("--filter", help="a pyiceberg row filter, e.g. \"day = '2024-01-01'\"")
+    args = parser.parse_args()
+
+    table = StaticTable.from_metadata(args.metadata)
+    meta = table.metadata
+    scan = table.scan(snapshot_id=args.snapshot, row_filter=args.filter or "True")
+    files = sorted(task.file.file_path for task in scan.plan_files())
+    rows = scan.to_arrow()
+    with pa.OSFile(args.out, "wb") as sink, pa.ipc.new_file(sink, rows.schema) as writer:
+        writer.write_table(rows)
+    current = table.current_snapshot()
+    print(json.dumps({
+        "snapshot": args.snapshot if args.snapshot is not None else (current.snapshot_id if current else None),
+        "current_snapshot": current.snapshot_id if current else None,
+        "snapshots": [s.snapshot_id for s in meta.snapshots],
+        "schema": [{"id": f.field_id, "name": f.name, "type": str(f.field_type), "required": f.required}
+                   for f in table.schema().fields],
+        "partition_spec": [{"name": f.name, "source_id": f.source_id, "field_id": f.field_id,
+                            "transform": str(f.transform)} for f in table.spec().fields],
+        "refs": {name: ref.snapshot_id for name, ref in meta.refs.items()},
+        "format_version": meta.format_version,
+        "files": files,
+    }))
+
+
+if __name__ == "__main__":
+    main()
