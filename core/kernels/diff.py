@@ -36,11 +36,13 @@ _ADDS = ("+I", "+U")
 
 
 def read_diff(bucket_dir: str, before: Sequence[DataFileMeta], after: Sequence[DataFileMeta],
-              read_schema: TableSchema, schemas: Mapping[int, TableSchema], file_io: FileIO) -> pa.Table:
-    """The diff rows of one bucket (``_row_kind`` first): the rows the after side gives, then
-    the ``-D`` rows of keys only the before side has."""
+              read_schema: TableSchema, schemas: Mapping[int, TableSchema], file_io: FileIO,
+              partition: bytes = b"") -> pa.Table:
+    """The diff rows of one bucket of ``partition`` (its BinaryRow: the values of partition
+    columns a file lacks, as migrated Hive files do) (``_row_kind`` first): the rows the after
+    side gives, then the ``-D`` rows of keys only the before side has."""
     if not read_schema.has_primary_key:
-        split = ReadSplit(b"", 0, bucket_dir, tuple(after), changes=True)
+        split = ReadSplit(partition, 0, bucket_dir, tuple(after), changes=True)
         return read_changes(split, read_schema, schemas, file_io)
     engine = MergeEngine.of(read_schema)
     old = _merged_with_kinds(bucket_dir, before, read_schema, schemas, file_io, engine)

@@ -315,7 +315,8 @@ def _diff_stream(table: TableHandle, span: IncrementalRange, *, select: Sequence
     log.info("engine: local (a diff read); %d buckets differ", len(plan.buckets))
     schema = _output_schema(plan.read_schema, select)
     columns = [ROW_KIND_COLUMN, *select] if select else None
-    parts = (read_diff(b.bucket_dir, b.before, b.after, plan.read_schema, plan.schemas, table.file_io)
+    parts = (read_diff(b.bucket_dir, b.before, b.after, plan.read_schema, plan.schemas, table.file_io,
+                                b.partition)
              for b in plan.buckets) if before.id != after.id else iter(())
     return ScanStream(schema, (p.cast(schema) for p in filtered(parts, predicate, columns, limit)), "local")
 
