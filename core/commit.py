@@ -293,7 +293,7 @@ class FileStoreCommit:
 
     def _derived_metadata(self, snapshot: Snapshot) -> None:
         """What a landed commit of main keeps beside the table: Iceberg metadata where the
-        table asks for it (core/iceberg.py). Written after the publish, it never fails the commit."""
+        table asks for it (core/iceberg/). Written after the publish, it never fails the commit."""
         options = self.schema.options
         if self.branch_path not in (None, self.table_path) or not (
                 "metadata.iceberg.storage" in options or "metadata.iceberg-compatible" in options):

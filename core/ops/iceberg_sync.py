@@ -1,7 +1,7 @@
 """iceberg-sync: write a table's Iceberg metadata anew from its latest snapshot.
 
 Every commit of a table with ``metadata.iceberg.storage`` writes its Iceberg metadata after
-the publish (core/iceberg.py); a commit killed in between, a failure there (a warning), or
+the publish (core/iceberg/); a commit killed in between, a failure there (a warning), or
 the option set on a table that already has snapshots leave the metadata behind. This writes
 it for the latest snapshot, as a commit would; it commits nothing to the Paimon table.
 """

@@ -52,7 +52,7 @@ MIN_AGE_SECONDS = 3600
 
 # Metadata directories whose files are never candidates.
 # ``metadata/``: Iceberg metadata a table with metadata.iceberg.storage=table-location keeps
-# (core/iceberg.py), which no Paimon snapshot names and no partition directory is called; it
+# (core/iceberg/), which no Paimon snapshot names and no partition directory is called; it
 # prunes its own old versions.
 _PROTECTED_DIRS = frozenset({"schema", "tag", "consumer", "branch", "changelog", "commit-user", "metadata"})
 

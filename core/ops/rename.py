@@ -123,7 +123,7 @@ def rename_table(catalog: Catalog | Warehouse, old: str, new: str, *, dry_run: b
 
 
 def _iceberg_after_rename(source: TableHandle, target: TableHandle) -> None:
-    """A table keeping Iceberg metadata (core/iceberg.py) gets it anew at its new path."""
+    """A table keeping Iceberg metadata (core/iceberg/) gets it anew at its new path."""
     options = target.schema.options
     if not any(k.startswith("metadata.iceberg") for k in options):
         return

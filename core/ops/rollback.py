@@ -135,7 +135,7 @@ def rollback(table: TableHandle, *, snapshot_id: int | None = None, tag: str | N
 
 
 def _iceberg_after_rollback(table: TableHandle, target: int) -> None:
-    """A table keeping Iceberg metadata (core/iceberg.py) gets the target's, as after a commit:
+    """A table keeping Iceberg metadata (core/iceberg/) gets the target's, as after a commit:
     the metadata of the removed snapshots would list files no snapshot holds any more."""
     options = table.schema.options
     if table.branch != "main" or not any(k.startswith("metadata.iceberg") for k in options):

@@ -1,0 +1,89 @@
+"""The metadata.iceberg.* options: where a table keeps Iceberg metadata and what lakectl refuses."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from core.iceberg.types import iceberg_type
+from core.schema import TableSchema
+
+STORAGE = "metadata.iceberg.storage"
+COMPATIBLE = "metadata.iceberg-compatible"  # Paimon 0.9's switch, what the 1.0 bundle jar reads
+FORMAT_VERSION = "metadata.iceberg.format-version"
+MANIFEST_COMPRESSION = "metadata.iceberg.manifest-compression"
+PREVIOUS_VERSIONS_MAX = "metadata.iceberg.previous-versions-max"
+DELETE_AFTER_COMMIT = "metadata.iceberg.delete-after-commit.enabled"
+# The metadata.iceberg.* options lakectl acts on; any other is refused for writes.
+HONOURED_OPTIONS = frozenset({STORAGE, FORMAT_VERSION, MANIFEST_COMPRESSION, PREVIOUS_VERSIONS_MAX,
+                              DELETE_AFTER_COMMIT})
+STORAGES = ("disabled", "table-location", "hadoop-catalog")
+VERSION_HINT = "version-hint.text"
+CODECS = {"snappy": "snappy", "gzip": "deflate", "deflate": "deflate", "zstd": "zstandard",
+           "uncompressed": "null", "none": "null"}
+
+
+
+def storage(options: Mapping[str, str]) -> str:
+    """Where the table keeps Iceberg metadata: ``disabled``, ``table-location``,
+    ``hadoop-catalog`` (or another value, which ``refusal`` names)."""
+    value = options.get(STORAGE)
+    if value is not None:
+        return value.strip().lower()
+    if options.get(COMPATIBLE, "false").strip().lower() == "true":
+        return "table-location"
+    return "disabled"
+
+
+def enabled(options: Mapping[str, str]) -> bool:
+    return storage(options) != "disabled"
+
+
+def manifest_compression(options: Mapping[str, str]) -> str:
+    """``metadata.iceberg.manifest-compression``; by default snappy, as Paimon (some readers
+    cannot read zstd), but zstd on a table with Paimon 0.9's ``metadata.iceberg-compatible``
+    alone: what that era's writer wrote, and the only one of the two its reader can read (the
+    1.0 bundle jar fails a commit on snappy manifests, "Unrecognized codec")."""
+    default = "snappy" if STORAGE in options else "zstd"
+    return options.get(MANIFEST_COMPRESSION, default).strip().lower()
+
+
+def option_refusal(opts: Mapping[str, str]) -> str | None:
+    """Why lakectl cannot keep Iceberg metadata under these options, or None."""
+    kind = storage(opts)
+    if kind not in STORAGES:
+        return f"{STORAGE}={opts.get(STORAGE)} (lakectl writes Iceberg metadata only for table-location and " \
+               "hadoop-catalog)"
+    if kind == "disabled":
+        return None
+    for key in opts:
+        if key.startswith("metadata.iceberg.") and key not in HONOURED_OPTIONS:
+            return f"{key} (an Iceberg metadata option lakectl does not act on)"
+    if opts.get(FORMAT_VERSION, "2").strip() != "2":
+        return f"{FORMAT_VERSION}={opts[FORMAT_VERSION]} (lakectl writes Iceberg format version 2 only)"
+    codec = manifest_compression(opts)
+    if codec not in CODECS:
+        return f"{MANIFEST_COMPRESSION}={codec} (lakectl writes {', '.join(sorted(CODECS))})"
+    return None
+
+
+def refusal(schema: TableSchema) -> str | None:
+    """Why lakectl cannot keep this table's Iceberg metadata, or None: the first option or
+    column it does not support, named."""
+    why = option_refusal(schema.options)
+    if why is not None or not enabled(schema.options):
+        return why
+    if schema.core_options.file_format != "parquet":
+        return f"file.format={schema.core_options.file_format} with Iceberg metadata (lakectl exposes Parquet files only)"
+    if opts_true(schema.options, "data-evolution.enabled"):
+        return "data-evolution.enabled=true with Iceberg metadata (its files hold column subsets)"
+    if schema.core_options.deletion_vectors_enabled:
+        return "deletion-vectors.enabled=true with Iceberg metadata (format version 2 has no deletion vectors)"
+    for f in schema.fields:
+        if iceberg_type(f.type) is None:
+            return f"column {f.name} of type {f.type.root_text()} with Iceberg metadata (no Iceberg type for it)"
+    return None
+
+
+def opts_true(options: Mapping[str, str], key: str) -> bool:
+    return options.get(key, "false").strip().lower() == "true"
+
