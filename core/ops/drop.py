@@ -195,15 +195,9 @@ def drop_database(catalog: Catalog | Warehouse, database: str, *, cascade: bool 
         return _drop_database_on_server(catalog, database, cascade=cascade, if_exists=if_exists, dry_run=dry_run)
     path = catalog.database_path(database)
     io = catalog.file_io
-    if not catalog.database_exists(database):
-        if if_exists:
-            return DropDatabaseResult(database, path, False, (), 0, 0, dry_run)
-        raise NotFoundError(f"database {database} does not exist in {catalog.warehouse_uri}")
-    tables = tuple(catalog.tables(database))
-    if tables and not cascade:
-        shown = ", ".join(tables[:10]) + (f" and {len(tables) - 10} more" if len(tables) > 10 else "")
-        raise DatabaseNotEmptyError(f"database {database} still holds {len(tables)} table(s): {shown}; "
-                                    "drop them first or pass --cascade")
+    tables = _tables_to_drop(catalog, database, cascade=cascade, if_exists=if_exists)
+    if tables is None:
+        return DropDatabaseResult(database, path, False, (), 0, 0, dry_run)
     files = io.walk(path) if io.exists(path) else []
     # Through a registry, a table directory the catalog does not name is another catalog's (or
     # a rename's): it stays, and so does the database directory holding it.
@@ -235,20 +229,34 @@ def _drop_database_on_server(catalog: Catalog, database: str, *, cascade: bool, 
     """A REST catalog's database: each table's dropTable, then dropDatabase (the server owns
     the files, as for one table)."""
     where = f"{catalog.warehouse_uri}"
-    if not catalog.database_exists(database):
-        if if_exists:
-            return DropDatabaseResult(database, where, False, (), 0, 0, dry_run)
-        raise NotFoundError(f"database {database} does not exist in the REST catalog at {where}")
-    tables = tuple(catalog.tables(database))
-    if tables and not cascade:
-        shown = ", ".join(tables[:10]) + (f" and {len(tables) - 10} more" if len(tables) > 10 else "")
-        raise DatabaseNotEmptyError(f"database {database} still holds {len(tables)} table(s): {shown}; "
-                                    "drop them first or pass --cascade")
+    tables = _tables_to_drop(catalog, database, cascade=cascade, if_exists=if_exists)
+    if tables is None:
+        return DropDatabaseResult(database, where, False, (), 0, 0, dry_run)
     if not dry_run:
         for name in tables:
             catalog.unregister_table(catalog.locate(f"{database}.{name}"))
         catalog.drop_database(database)
     return DropDatabaseResult(database, where, True, tables, 0, 0, dry_run)
+
+
+def _tables_to_drop(catalog: Catalog, database: str, *, cascade: bool, if_exists: bool) -> tuple[str, ...] | None:
+    """The tables dropping ``database`` drops; None when it does not exist and ``if_exists``.
+
+    Raises:
+        NotFoundError: no such database (unless ``if_exists``).
+        DatabaseNotEmptyError: it holds tables and ``cascade`` is not given.
+    """
+    if not catalog.database_exists(database):
+        if if_exists:
+            return None
+        where = f"the REST catalog at {catalog.warehouse_uri}" if catalog.server_owns_chain else catalog.warehouse_uri
+        raise NotFoundError(f"database {database} does not exist in {where}")
+    tables = tuple(catalog.tables(database))
+    if tables and not cascade:
+        shown = ", ".join(tables[:10]) + (f" and {len(tables) - 10} more" if len(tables) > 10 else "")
+        raise DatabaseNotEmptyError(f"database {database} still holds {len(tables)} table(s): {shown}; "
+                                    "drop them first or pass --cascade")
+    return tables
 
 
 def _unregistered_tables(catalog: Catalog, database: str, registered: tuple[str, ...]) -> list[str]:
