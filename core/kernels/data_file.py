@@ -119,7 +119,7 @@ def read_file(path: str, meta: DataFileMeta, file_schema: TableSchema, read_fiel
 
 def partition_columns(schema: TableSchema, partition: bytes) -> dict[str, Any] | None:
     """``read_file``'s ``partition``: the partition's value by column, None when unpartitioned."""
-    if not schema.partition_keys or not partition:  # no partition, or a caller that has none to give
+    if not schema.partition_keys:
         return None
     return dict(zip(schema.partition_keys, schema.partition_values(partition)))
 
