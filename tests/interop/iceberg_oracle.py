@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pytest
 
 from tests.interop.java_oracle import lakectl_rows
+from tests.venvs import venv_python
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 _SCRIPT = REPO_ROOT / "tests" / "oracle" / "iceberg_read.py"
@@ -27,16 +27,8 @@ _TIMEOUT_SECONDS = 300
 
 
 def iceberg_python() -> str:
-    """The pyiceberg venv's python, or skip (locally) / fail (in CI) without it.
-
-    ``LAKECTL_ICEBERG_PYTHON`` wins; otherwise ``<repo>/.venv-iceberg/bin/python``."""
-    configured = os.environ.get("LAKECTL_ICEBERG_PYTHON")
-    candidate = Path(configured) if configured else REPO_ROOT / ".venv-iceberg" / "bin" / "python"
-    if candidate.is_file() and os.access(candidate, os.X_OK):
-        return str(candidate)
-    if os.environ.get("CI"):
-        raise RuntimeError(f"pyiceberg venv missing at {candidate}; CI must run `make iceberg-oracle` first")
-    pytest.skip("pyiceberg venv missing; run make iceberg-oracle")
+    """pyiceberg 0.12's python (``LAKECTL_ICEBERG_PYTHON`` or ``.venv-iceberg``)."""
+    return venv_python("LAKECTL_ICEBERG_PYTHON", ".venv-iceberg", "iceberg-oracle", "pyiceberg")
 
 
 def latest_metadata(metadata_dir: str | os.PathLike[str]) -> Path:

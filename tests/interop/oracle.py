@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pytest
+
+from tests.venvs import venv_python
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ORACLE_DIR = REPO_ROOT / "tests" / "oracle"
@@ -23,18 +24,8 @@ _TIMEOUT_SECONDS = 300
 
 
 def oracle_python() -> str:
-    """Return the oracle venv's python, or skip (locally) / fail (in CI) without it.
-
-    ``LAKECTL_ORACLE_PYTHON`` wins; otherwise ``<repo>/.venv-oracle/bin/python``
-    (what ``make oracle`` creates).
-    """
-    configured = os.environ.get("LAKECTL_ORACLE_PYTHON")
-    candidate = Path(configured) if configured else REPO_ROOT / ".venv-oracle" / "bin" / "python"
-    if candidate.is_file() and os.access(candidate, os.X_OK):
-        return str(candidate)
-    if os.environ.get("CI"):
-        raise RuntimeError(f"pypaimon oracle venv missing at {candidate}; CI must run `make oracle` first")
-    pytest.skip("pypaimon oracle venv missing; run make oracle")
+    """pypaimon 2.1's python (``LAKECTL_ORACLE_PYTHON`` or ``.venv-oracle``, from ``make oracle``)."""
+    return venv_python("LAKECTL_ORACLE_PYTHON", ".venv-oracle", "oracle", "pypaimon oracle")
 
 
 def _run(script: str, args: list[str]) -> dict[str, Any]:

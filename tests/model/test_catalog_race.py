@@ -45,9 +45,7 @@ def test_two_writers_a_compactor_and_a_reader_through_a_rest_catalog(tmp_path: P
 
     with mock_server(tmp_path / "server") as server:
         catalog = {"metastore": "rest", "uri": server.uri, "token.provider": "bear", "token": server.token}
-        lk = Lakectl(server.warehouse, env={"LAKECTL_CATALOG_METASTORE": "rest", "LAKECTL_CATALOG_URI": server.uri,
-                                            "LAKECTL_CATALOG_TOKEN_PROVIDER": "bear",
-                                            "LAKECTL_CATALOG_TOKEN": server.token})
+        lk = Lakectl(server.warehouse, env=server.cli_env())
         roles = [{"role": "write", "w": 0}, {"role": "write", "w": 1}, {"role": "compact"}, {"role": "scan"}]
         model, figures = expire_race(lk, tmp_path, seconds=15, catalog=catalog, roles=roles)
         print("\n" + figures.line("rest race"))

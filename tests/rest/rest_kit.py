@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -21,26 +20,20 @@ from pathlib import Path
 from typing import Iterator
 
 import pyarrow as pa
-import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(REPO_ROOT / "tests" / "interop"))
 
 from oracle import oracle_python  # noqa: E402
+from tests.venvs import venv_python  # noqa: E402
 
 _TIMEOUT_SECONDS = 300
 
 
 def rest_python() -> str:
-    """The REST venv's python, or skip (locally) / fail (in CI) without it."""
-    configured = os.environ.get("LAKECTL_REST_PYTHON")
-    candidate = Path(configured) if configured else REPO_ROOT / ".venv-rest" / "bin" / "python"
-    if candidate.is_file() and os.access(candidate, os.X_OK):
-        return str(candidate)
-    if os.environ.get("CI"):
-        raise RuntimeError(f"REST venv missing at {candidate}; CI must run `make rest-oracle` first")
-    pytest.skip("REST mock venv missing; run make rest-oracle")
+    """The REST mock's python (``LAKECTL_REST_PYTHON`` or ``.venv-rest``)."""
+    return venv_python("LAKECTL_REST_PYTHON", ".venv-rest", "rest-oracle", "REST mock")
 
 
 @dataclass(frozen=True)
@@ -53,6 +46,12 @@ class Server:
 
     def options(self, **extra: str) -> dict[str, str]:
         return {"uri": self.uri, "token.provider": "bear", "token": self.token, **extra}
+
+    def cli_env(self) -> dict[str, str]:
+        """The environment that points the lakectl console script at this server."""
+        return {"LAKECTL_CATALOG_METASTORE": "rest", "LAKECTL_CATALOG_URI": self.uri,
+                "LAKECTL_CATALOG_WAREHOUSE": self.warehouse, "LAKECTL_CATALOG_TOKEN_PROVIDER": "bear",
+                "LAKECTL_CATALOG_TOKEN": self.token}
 
 
 @contextmanager

@@ -33,9 +33,7 @@ def run(server: Server, cwd: Path, *args: Any) -> subprocess.CompletedProcess[st
     if not LAKECTL.is_file():
         pytest.skip("the lakectl console script is not installed next to this python")
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_")}
-    env.update(PYTHONPATH=str(REPO), HOME=str(cwd / "home"), LAKECTL_CATALOG_METASTORE="rest",
-               LAKECTL_CATALOG_URI=server.uri, LAKECTL_CATALOG_WAREHOUSE=server.warehouse,
-               LAKECTL_CATALOG_TOKEN_PROVIDER="bear", LAKECTL_CATALOG_TOKEN=server.token)
+    env.update(PYTHONPATH=str(REPO), HOME=str(cwd / "home"), **server.cli_env())
     return subprocess.run([str(LAKECTL), *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=300)
 
@@ -361,9 +359,7 @@ def test_completion_offers_the_servers_table_names(rest_mock: Server, db: str, t
     for name in ("orders", "order_lines"):
         ok(rest_mock, tmp_path, "create", f"{db}.{name}", "--schema", "id BIGINT")
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_")}
-    env.update(PYTHONPATH=str(REPO), HOME=str(tmp_path / "home"), LAKECTL_CATALOG_METASTORE="rest",
-               LAKECTL_CATALOG_URI=rest_mock.uri, LAKECTL_CATALOG_WAREHOUSE=rest_mock.warehouse,
-               LAKECTL_CATALOG_TOKEN_PROVIDER="bear", LAKECTL_CATALOG_TOKEN=rest_mock.token,
+    env.update(PYTHONPATH=str(REPO), HOME=str(tmp_path / "home"), **rest_mock.cli_env(),
                _LAKECTL_COMPLETE="complete_bash", COMP_WORDS=f"lakectl scan {db}.", COMP_CWORD="2")
     done = subprocess.run([str(LAKECTL)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -50,9 +50,7 @@ def run(server: Server, home: Path, *args: Any, token: bool = True, env: dict[st
     if not LAKECTL.is_file():
         pytest.skip("the lakectl console script is not installed next to this python")
     base = bare_env(home)
-    base.update(PYTHONPATH=str(REPO), LAKECTL_CATALOG_METASTORE="rest", LAKECTL_CATALOG_URI=server.uri,
-                LAKECTL_CATALOG_WAREHOUSE=server.warehouse, LAKECTL_CATALOG_TOKEN_PROVIDER="bear",
-                LAKECTL_CATALOG_TOKEN=server.token, LAKECTL_CATALOG_DATA_TOKEN_ENABLED=str(token).lower(),
+    base.update(PYTHONPATH=str(REPO), **server.cli_env(), LAKECTL_CATALOG_DATA_TOKEN_ENABLED=str(token).lower(),
                 **(env or {}))
     return subprocess.run([str(LAKECTL), "-f", "json", *map(str, args)], cwd=home, env=base, capture_output=True,
                           text=True, timeout=300)
