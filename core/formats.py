@@ -236,28 +236,24 @@ def _outside_nanos(stamps: pa.Array) -> str | None:
 
 
 # ---- Avro ---------------------------------------------------------------------------------
-# fastavro's names of the Avro codecs lakectl writes (``avro.codec``). Snappy is not among them
-# yet for data files, though fastavro[snappy] (cramjam) now comes with lakectl for the Iceberg
-# manifests (core/iceberg.py).
+# fastavro's names of the Avro codecs lakectl writes (``avro.codec``); snappy through cramjam,
+# which fastavro[snappy] brings.
 _AVRO_CODECS = {"null": "null", "deflate": "deflate", "zstandard": "zstandard", "zstd": "zstandard",
-                "bzip2": "bzip2", "xz": "xz"}
+                "bzip2": "bzip2", "xz": "xz", "snappy": "snappy"}
 
 
 def avro_codec(options: Mapping[str, str]) -> str:
     """The codec Java Paimon writes Avro data files with: ``avro.codec`` if set, else
-    zstandard when file.compression is zstd (the default), else Avro's default, snappy."""
-    if "avro.codec" in options:
-        key, name = "avro.codec", options["avro.codec"]
-    else:
+    zstandard when file.compression is zstd (the default), else Avro's default, snappy
+    (whatever other file.compression is set: Java maps only zstd)."""
+    name = options.get("avro.codec")
+    if name is None:
         compression = options.get("file.compression", "zstd")
-        if compression.strip().lower() == "zstd":
-            return "zstandard"
-        key, name = "file.compression", compression
+        return "zstandard" if compression.strip().lower() == "zstd" else "snappy"
     codec = _AVRO_CODECS.get(name.strip().lower())
     if codec is None:
-        raise UsageError(f"option {key}={name} makes Java Paimon write Avro files with the "
-                         f"{'snappy' if key == 'file.compression' else name} codec, which lakectl cannot write; "
-                         "use file.compression=zstd or set avro.codec to null, deflate, zstandard, bzip2 or xz")
+        raise UsageError(f"option avro.codec={name} names a codec lakectl cannot write; "
+                         "use null, deflate, snappy, zstandard, bzip2 or xz")
     return codec
 
 

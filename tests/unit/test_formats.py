@@ -94,8 +94,12 @@ def test_file_format_defaults_and_values() -> None:
 def test_avro_codec_follows_java() -> None:
     assert avro_codec({}) == "zstandard"
     assert avro_codec({"file.compression": "zstd", "avro.codec": "deflate"}) == "deflate"
-    with pytest.raises(UsageError, match="file.compression=lz4.*snappy"):
-        avro_codec({"file.compression": "lz4"})
+    # Java maps only zstd; any other file.compression leaves Avro's own default, snappy.
+    assert avro_codec({"file.compression": "lz4"}) == "snappy"
+    assert avro_codec({"file.compression": "deflate"}) == "snappy"
+    assert avro_codec({"file.compression": "lz4", "avro.codec": "xz"}) == "xz"
+    with pytest.raises(UsageError, match="avro.codec=lzo"):
+        avro_codec({"avro.codec": "lzo"})
 
 
 def test_an_orc_file_of_a_slice_keeps_its_struct_values() -> None:
