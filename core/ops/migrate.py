@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FORMATS = ("parquet", "orc")
+ICEBERG = "iceberg"  # --from iceberg: an Iceberg table's data files (core/ops/migrate_iceberg.py)
 JOURNAL = ".migrate-journal.json"
 # Hive's name for a null partition value; pyarrow.dataset reads it as null too.
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
@@ -63,7 +64,9 @@ class SourceFile:
     path: str  # where it is now
     target: str  # its path relative to the table directory
     size: int
-    partition: tuple[str | None, ...]  # the Hive directory values, in partition key order
+    partition: tuple[Any, ...]  # the Hive directory values (Iceberg: JSON values), in partition key order
+    schema_id: int = 0  # the Paimon schema the file was written with (Iceberg: its columns' names)
+    deleted: tuple[int, ...] = ()  # row positions an Iceberg delete removed: the file's deletion vector
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,18 +79,30 @@ class MigratePlan:
     partition_keys: tuple[str, ...]
     files: tuple[SourceFile, ...]
     warnings: tuple[str, ...] = ()  # for the user, at planning only (not journaled)
+    origin: str = "files"  # or iceberg
+    # Iceberg: the table's Paimon schemas (fields with their ids, partition keys, highest id),
+    # its options, and the table location, below which emptied data directories are removed
+    schemas: tuple[dict[str, Any], ...] = ()
+    options: tuple[tuple[str, str], ...] = ()
+    data_root: str = ""
 
     def to_json(self) -> str:
-        return json.dumps({"version": 1, "source": self.source, "format": self.file_format, "mode": self.mode,
+        return json.dumps({"version": 2, "source": self.source, "format": self.file_format, "mode": self.mode,
                            "commit_user": self.commit_user, "columns": [list(c) for c in self.columns],
-                           "partition_keys": list(self.partition_keys),
-                           "files": [[f.path, f.target, f.size, list(f.partition)] for f in self.files]})
+                           "partition_keys": list(self.partition_keys), "origin": self.origin,
+                           "schemas": list(self.schemas), "options": [list(o) for o in self.options],
+                           "data_root": self.data_root,
+                           "files": [[f.path, f.target, f.size, list(f.partition), f.schema_id, list(f.deleted)]
+                                     for f in self.files]})
 
     @classmethod
     def from_json(cls, text: str) -> MigratePlan:
         d = json.loads(text)
+        files = tuple(SourceFile(f[0], f[1], f[2], tuple(f[3]), *(f[4:5]), *(tuple(x) for x in f[5:6]))
+                      for f in d["files"])
         return cls(d["source"], d["format"], d["mode"], d["commit_user"], tuple(tuple(c) for c in d["columns"]),
-                   tuple(d["partition_keys"]), tuple(SourceFile(p, t, s, tuple(v)) for p, t, s, v in d["files"]))
+                   tuple(d["partition_keys"]), files, (), d.get("origin", "files"), tuple(d.get("schemas", ())),
+                   tuple(tuple(o) for o in d.get("options", ())), d.get("data_root", ""))
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,11 +139,20 @@ def migrate(source: str, table: TableHandle, *, file_format: str | None = None, 
         InvalidDataError: a file that is not readable as its format.
         TableExistsError: the table exists (and is no unfinished migration of this source).
     """
-    if file_format is not None and file_format not in FORMATS:
-        raise UsageError(f"--from must be one of {', '.join(FORMATS)}, not {file_format!r}")
+    if file_format is not None and file_format not in (*FORMATS, ICEBERG):
+        raise UsageError(f"--from must be one of {', '.join((*FORMATS, ICEBERG))}, not {file_format!r}")
     mode = "move" if in_place else "copy"
-    src_io = _source_io(source, table.file_io)
-    source = src_io.normalize(source).rstrip("/") or "/"  # as walk names the files: absolute
+    from core.iceberg.source import is_catalog_source, local_or_uri, looks_like_iceberg
+
+    if not is_catalog_source(source):
+        source = local_or_uri(source)
+        source = _source_io(source, table.file_io).normalize(source).rstrip("/") or "/"  # as walk names files
+    def io_for(path: str) -> FileIO:
+        return _source_io(path, table.file_io)
+
+    if file_format is None and looks_like_iceberg(io_for(source) if not is_catalog_source(source) else
+                                                  table.file_io, source):
+        file_format = ICEBERG
     journal_path = join(table.path, JOURNAL)
     pending = table.file_io.read_text_if_exists(journal_path)
     if pending is not None:
@@ -137,8 +161,10 @@ def migrate(source: str, table: TableHandle, *, file_format: str | None = None, 
     else:
         if table.exists():
             raise TableExistsError(f"table {table.name} already exists; migrate creates a new table")
-        plan = _plan(src_io, source, file_format, mode)
+        plan = _plan(io_for(source), source, file_format, mode) if file_format != ICEBERG else \
+            _iceberg_plan(source, mode, io_for)
         resumed = False
+    src_io = io_for(plan.data_root or plan.source)
     if dry_run:
         return _result(plan, table, None, None, resumed, dry_run=True)
     if not resumed and not table.file_io.try_create(journal_path, plan.to_json().encode()):
@@ -148,15 +174,16 @@ def migrate(source: str, table: TableHandle, *, file_format: str | None = None, 
     rows = None
     if snapshot is None:
         _transfer(src_io, table, plan, progress)
-        messages, rows = _messages(table, schema, plan)
+        messages, rows = _messages(table, plan)
         committer = FileStoreCommit(table.file_io, table.path, schema, commit_user=plan.commit_user,
                                     snapshot_commit=table.location.snapshot_commit())
         snapshot = committer.commit(messages, kind=APPEND)
     if plan.mode == "move":
         _remove_emptied_dirs(src_io, plan)
     table.file_io.delete(journal_path)
-    return _result(plan, table, snapshot.id if snapshot else None,
-                   rows if rows is not None else (snapshot.total_record_count if snapshot else 0), resumed, dry_run=False)
+    if rows is None:  # committed by the interrupted run
+        rows = snapshot.total_record_count - sum(len(f.deleted) for f in plan.files) if snapshot else 0
+    return _result(plan, table, snapshot.id if snapshot else None, rows, resumed, dry_run=False)
 
 
 def pending_migration_files(file_io: FileIO, table_path: str) -> set[str]:
@@ -170,7 +197,7 @@ def pending_migration_files(file_io: FileIO, table_path: str) -> set[str]:
 
 def _result(plan: MigratePlan, table: TableHandle, snapshot_id: int | None, rows: int | None, resumed: bool, *,
             dry_run: bool) -> MigrateResult:
-    shown = tuple(_relative(plan.source, f.path) for f in plan.files[:SHOWN_FILES])
+    shown = tuple(_relative(plan.data_root or plan.source, f.path) for f in plan.files[:SHOWN_FILES])
     return MigrateResult(table.name, "main", plan.source, plan.file_format, plan.mode, snapshot_id, len(plan.files), rows,
                          sum(f.size for f in plan.files), len({f.partition for f in plan.files}),
                          tuple({"name": name, "type": text} for name, text in plan.columns), plan.partition_keys,
@@ -188,6 +215,12 @@ def _source_io(source: str, table_io: FileIO) -> FileIO:
 
 
 # ---- planning --------------------------------------------------------------------------------
+def _iceberg_plan(source: str, mode: str, io_for: Any) -> MigratePlan:
+    from core.ops import migrate_iceberg
+
+    return migrate_iceberg.plan(source, mode, io_for)
+
+
 def _plan(src_io: FileIO, source: str, file_format: str | None, mode: str) -> MigratePlan:
     files = _data_files(src_io, source)
     if not files:
@@ -370,7 +403,9 @@ def _check_resumable(plan: MigratePlan, source: str, mode: str, file_format: str
     """An interrupted migration is finished only by the same command line."""
     again = f"re-run `lakectl migrate {plan.source} {table.name}{' --in-place' if plan.mode == 'move' else ''}` " \
             f"to finish it"
-    if plan.source != source or plan.mode != mode or (file_format not in (None, plan.file_format)):
+    asked = file_format if file_format != ICEBERG else None
+    if plan.source != source or plan.mode != mode or (asked not in (None, plan.file_format)) \
+            or (file_format == ICEBERG and plan.origin != ICEBERG):
         raise UsageError(f"{table.name} holds an unfinished migrate of {plan.source} ({plan.mode}); {again}")
     return plan
 
@@ -388,6 +423,8 @@ def _committed(table: TableHandle, plan: MigratePlan) -> Snapshot | None:
 
 
 def _create_table(table: TableHandle, plan: MigratePlan) -> TableSchema:
+    if plan.origin == ICEBERG:
+        return _create_iceberg_table(table, plan)
     from core.ops.create import create, same_definition
 
     columns = [(name, parse_type(text), None) for name, text in plan.columns]
@@ -402,6 +439,32 @@ def _create_table(table: TableHandle, plan: MigratePlan) -> TableSchema:
                                    f"{join(table.path, JOURNAL)} after checking the table")
     schema, _ = create(table, columns, partition_keys=plan.partition_keys, options=options, if_not_exists=True)
     return schema
+
+
+def _create_iceberg_table(table: TableHandle, plan: MigratePlan) -> TableSchema:
+    """The plan's Paimon schemas, ``schema-0`` on, with their Iceberg field ids (``create``
+    numbers columns itself), then the catalog's registration; an interrupted run's schemas
+    must be the plan's."""
+    from core.ops.create import same_definition
+    from core.ops.migrate_iceberg import table_schemas
+    from core.schema import SchemaManager
+
+    catalog = table.location.catalog
+    if catalog is not None and catalog.server_owns_chain:
+        raise UsageError(f"migrate from Iceberg creates its schemas itself, which a REST catalog does not let it; "
+                         f"migrate into a filesystem or JDBC catalog")
+    manager = SchemaManager(table.file_io, table.path)
+    schemas = table_schemas(plan)
+    for schema in schemas:
+        existing = manager.schema(schema.id) if schema.id in manager.list_ids() else None
+        if existing is None and not manager.commit(schema):
+            existing = manager.schema(schema.id)
+        if existing is not None and not same_definition(existing, schema):
+            raise TableExistsError(f"table {table.name} is not the one an unfinished migrate began; remove "
+                                   f"{join(table.path, JOURNAL)} after checking the table")
+    if catalog is not None and not catalog.is_registered(table.location):
+        catalog.register_table(table.location)
+    return schemas[-1]
 
 
 # ---- moving and committing -------------------------------------------------------------------
@@ -430,19 +493,26 @@ def _transfer(src_io: FileIO, table: TableHandle, plan: MigratePlan, progress: P
             progress(done, total, "moving files" if plan.mode == "move" else "copying files")
 
 
-def _messages(table: TableHandle, schema: TableSchema, plan: MigratePlan) -> tuple[list[CommitMessage], int]:
-    """One commit message per partition (bucket 0), the files' metadata read from the targets."""
+def _messages(table: TableHandle, plan: MigratePlan) -> tuple[list[CommitMessage], int]:
+    """One commit message per partition (bucket 0), the files' metadata read from the targets,
+    and (Iceberg deletes) one deletion-vector index file per partition; and the live rows."""
+    from core import binary_row
     from core.kernels.write import local_wall_clock_millis
     from core.manifest import FILE_SOURCE_APPEND
 
+    schemas = {s.id: s for s in _plan_schemas(table, plan)}
+    latest = schemas[max(schemas)]
     by_partition: dict[tuple, list[DataFileMeta]] = {}
+    vectors: dict[tuple, dict[str, list[int]]] = {}
     next_sequence: dict[tuple, int] = {}
     rows_total = 0
     for f in plan.files:
-        rows, value_stats = _file_stats(table.file_io, join(table.path, f.target), schema, plan, f.partition)
+        schema = schemas[f.schema_id]
+        values = _partition_values(latest, plan, f)
+        rows, value_stats = _file_stats(table.file_io, join(table.path, f.target), schema, plan, values)
         start = next_sequence.get(f.partition, 0)
         next_sequence[f.partition] = start + rows
-        rows_total += rows
+        rows_total += rows - len(f.deleted)
         name = f.target.rsplit("/", 1)[-1]
         by_partition.setdefault(f.partition, []).append(DataFileMeta(
             file_name=name, file_size=f.size, row_count=rows, min_key=EMPTY_ROW, max_key=EMPTY_ROW,
@@ -450,20 +520,58 @@ def _messages(table: TableHandle, schema: TableSchema, plan: MigratePlan) -> tup
             max_sequence_number=max(start, start + rows - 1), schema_id=schema.id, level=0,
             creation_time=local_wall_clock_millis(), delete_row_count=0, file_source=FILE_SOURCE_APPEND,
             value_stats_cols=() if schema.core_options.stats_mode == "none" else None))
-    from core import binary_row
+        if f.deleted:
+            vectors.setdefault(f.partition, {})[name] = list(f.deleted)
+    types = [f.type for f in latest.partition_fields]
+    messages = []
+    for key, files in by_partition.items():
+        partition = binary_row.encode(list(_partition_values(latest, plan, None, key)), types)
+        index = (_index_file(table, vectors[key]),) if key in vectors else ()
+        messages.append(CommitMessage(partition, 0, latest.num_buckets, new_files=tuple(files),
+                                      new_index_files=index))
+    return messages, rows_total
 
-    types = [f.type for f in schema.partition_fields]
-    return [CommitMessage(binary_row.encode(list(values), types), 0, schema.num_buckets, new_files=tuple(files))
-            for values, files in by_partition.items()], rows_total
+
+def _plan_schemas(table: TableHandle, plan: MigratePlan) -> list[TableSchema]:
+    if plan.origin == ICEBERG:
+        from core.ops.migrate_iceberg import table_schemas
+
+        return table_schemas(plan)
+    return [table.schemas.require_latest(table.name)]
+
+
+def _partition_values(schema: TableSchema, plan: MigratePlan, f: SourceFile | None,
+                      journaled: tuple | None = None) -> tuple:
+    """A file's partition values as lakectl's BinaryRow and stats take them (Hive: strings as
+    they are; Iceberg: decoded from their JSON form)."""
+    values = journaled if f is None else f.partition
+    if plan.origin != ICEBERG:
+        return tuple(values)
+    from core.ops.migrate_iceberg import from_json
+
+    return tuple(from_json(v, k.type) for v, k in zip(values, schema.partition_fields))
+
+
+def _index_file(table: TableHandle, vectors: dict[str, list[int]]) -> Any:
+    """One deletion-vector index file of a partition's migrated files (file name -> the row
+    positions Iceberg's deletes removed)."""
+    from core.deletion_vectors import bitmap_class, write_index_file
+
+    bitmaps = {}
+    for name, positions in vectors.items():
+        bitmap = bitmap_class()()
+        bitmap.update(positions)
+        bitmaps[name] = bitmap
+    return write_index_file(table.file_io, table.path, bitmaps)
 
 
 def _file_stats(file_io: FileIO, path: str, schema: TableSchema, plan: MigratePlan,
-                partition: tuple[str | None, ...]) -> tuple[int, stats.SimpleStats]:
-    """A file's row count and value stats as lakectl's writer records them (``core.stats``):
-    its columns one at a time (from the Parquet footer where that holds them exactly), and each
-    partition column the partition's value in every row."""
+                partition: tuple[Any, ...]) -> tuple[int, stats.SimpleStats]:
+    """A file's row count and value stats as lakectl's writer records them (``core.stats``), in
+    the schema it was written with: its columns one at a time (from the Parquet footer where
+    that holds them exactly), and a partition column the file lacks the partition's value in
+    every row."""
     mode = schema.core_options.stats_mode
-    data_fields = [f for f in schema.fields if f.name not in plan.partition_keys]
     with file_io.open_input(path) as handle:
         if plan.file_format == "parquet":
             import pyarrow.parquet as pq
@@ -471,30 +579,38 @@ def _file_stats(file_io: FileIO, path: str, schema: TableSchema, plan: MigratePl
             reader: Any = pq.ParquetFile(handle)
             rows = reader.metadata.num_rows
             footer = stats.footer_stats(reader.metadata)
+            in_file = set(reader.schema_arrow.names)
         else:
             from core.formats import _orc
 
             reader = _orc().ORCFile(handle)
             rows, footer = reader.nrows, None
+            in_file = set(reader.schema.names)
         if mode == "none":
             return rows, stats.EMPTY_STATS
         # a column at a time: a file's stats never need all of it in memory at once
-        columns = [stats.column_stats([reader.read(columns=[f.name]).column(0)], [f], mode, footer)[0]
-                   for f in data_fields]
-    by_name = dict(zip([f.name for f in data_fields], columns))
-    for key, value in zip(plan.partition_keys, partition):
-        by_name[key] = stats.ColumnStats(value, value, 0) if value is not None else stats.ColumnStats(None, None, rows)
-    return rows, stats.from_columns([by_name[f.name] for f in schema.fields], [f.type for f in schema.fields])
+        data_fields = [f for f in schema.fields if f.name in in_file]
+        by_name = {f.name: stats.column_stats([reader.read(columns=[f.name]).column(0)], [f], mode, footer)[0]
+                   for f in data_fields}
+    for key, value in zip(schema.partition_keys, partition):
+        if key not in by_name:
+            by_name[key] = stats.ColumnStats(value, value, 0) if value is not None else \
+                stats.ColumnStats(None, None, rows)
+    return rows, stats.from_columns([by_name.get(f.name, stats.ColumnStats(None, None, rows)) for f in schema.fields],
+                                    [f.type for f in schema.fields])
 
 
 def _remove_emptied_dirs(src_io: FileIO, plan: MigratePlan) -> None:
-    """The source's partition directories its files left empty, deepest first, then the source."""
+    """The source's partition directories its files left empty, deepest first, then the source
+    (an Iceberg table's directory stays: its metadata is still there)."""
+    root = plan.data_root or plan.source
     dirs = set()
     for f in plan.files:
         d = f.path.rsplit("/", 1)[0]
-        while len(d) > len(plan.source):
+        while len(d) > len(root) and d.startswith(root):
             dirs.add(d)
             d = d.rsplit("/", 1)[0]
     for d in sorted(dirs, key=lambda p: p.count("/"), reverse=True):
         src_io.remove_empty_dir(d)
-    src_io.remove_empty_dir(plan.source)
+    if not plan.data_root:
+        src_io.remove_empty_dir(plan.source)
