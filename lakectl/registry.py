@@ -77,7 +77,7 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("drop-database", "drop",
           "Drop a database (its DATABASE.db directory); refuses while it holds tables unless --cascade."),
     Entry("migrate", "migrate",
-          "Migrate a directory of Parquet or ORC files into a new Paimon append table, as Paimon's migrate_table."),
+          "Migrate a directory of Parquet or ORC files, or an Iceberg table, into a new Paimon append table."),
     Entry("rename", "rename",
           "Rename a table: one atomic rename on local disk; on object stores, copy then delete."),
     Entry("alter-schema", "alter_schema",

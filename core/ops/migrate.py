@@ -218,7 +218,11 @@ def _source_io(source: str, table_io: FileIO) -> FileIO:
 def _iceberg_plan(source: str, mode: str, io_for: Any) -> MigratePlan:
     from core.ops import migrate_iceberg
 
-    return migrate_iceberg.plan(source, mode, io_for)
+    found = migrate_iceberg.plan(source, io_for, _java_unreadable)
+    files = tuple(SourceFile(f.path, f.target, f.size, f.partition, f.schema_id, f.deleted) for f in found.files)
+    return MigratePlan(source, "parquet", mode, str(uuid.uuid4()), found.columns, found.partition_keys, files,
+                       found.warnings, origin=ICEBERG, schemas=found.schemas, options=found.options,
+                       data_root=found.location)
 
 
 def _plan(src_io: FileIO, source: str, file_format: str | None, mode: str) -> MigratePlan:
@@ -454,7 +458,7 @@ def _create_iceberg_table(table: TableHandle, plan: MigratePlan) -> TableSchema:
         raise UsageError(f"migrate from Iceberg creates its schemas itself, which a REST catalog does not let it; "
                          f"migrate into a filesystem or JDBC catalog")
     manager = SchemaManager(table.file_io, table.path)
-    schemas = table_schemas(plan)
+    schemas = table_schemas(plan.schemas, plan.options)
     for schema in schemas:
         existing = manager.schema(schema.id) if schema.id in manager.list_ids() else None
         if existing is None and not manager.commit(schema):
@@ -536,7 +540,7 @@ def _plan_schemas(table: TableHandle, plan: MigratePlan) -> list[TableSchema]:
     if plan.origin == ICEBERG:
         from core.ops.migrate_iceberg import table_schemas
 
-        return table_schemas(plan)
+        return table_schemas(plan.schemas, plan.options)
     return [table.schemas.require_latest(table.name)]
 
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import uuid
-from typing import TYPE_CHECKING, Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from core.errors import InvalidDataError, UsageError
 from core.fileio import FileIO
@@ -32,14 +33,32 @@ from core.iceberg import source as iceberg
 from core.schema import TableSchema
 from core.types import DataField, DataType, field_from_json, field_to_json
 
-if TYPE_CHECKING:
-    from core.ops.migrate import MigratePlan
+
+@dataclass(frozen=True, slots=True)
+class PlannedFile:
+    path: str
+    target: str  # relative to the table
+    size: int
+    partition: tuple[Any, ...]  # JSON values (``from_json``)
+    schema_id: int  # the Paimon schema it was written with
+    deleted: tuple[int, ...]
 
 
-def plan(source: str, mode: str, io_for: Callable[[str], FileIO]) -> MigratePlan:
-    """The plan of migrating the Iceberg table ``source`` names (its current snapshot)."""
-    from core.ops.migrate import MigratePlan, SourceFile, _java_unreadable
+@dataclass(frozen=True, slots=True)
+class IcebergPlan:
+    columns: tuple[tuple[str, str], ...]  # the current schema's (name, type text)
+    partition_keys: tuple[str, ...]
+    files: tuple[PlannedFile, ...]
+    warnings: tuple[str, ...]
+    schemas: tuple[dict[str, Any], ...]  # the Paimon schemas, as ``table_schemas`` takes them
+    options: tuple[tuple[str, str], ...]
+    location: str  # the Iceberg table's
 
+
+def plan(source: str, io_for: Callable[[str], FileIO],
+         java_unreadable: Callable[[Any, Any], dict[str, str]]) -> IcebergPlan:
+    """What migrating the Iceberg table ``source`` names (its current snapshot) takes;
+    ``java_unreadable`` names a Parquet file's columns Java Paimon 1.0 cannot read."""
     metadata_path = iceberg.locate_metadata(source, io_for)
     table = iceberg.read_table(metadata_path, io_for)
     if not table.files:
@@ -52,11 +71,12 @@ def plan(source: str, mode: str, io_for: Callable[[str], FileIO]) -> MigratePlan
     for f in table.files:
         footer = _footer(f.path, io_for)
         file_schemas.append(_written_with(f.path, footer.schema.to_arrow_schema(), schemas, current_id, source_ids))
-        for column, reason in _java_unreadable(footer.schema.to_arrow_schema(), footer).items():
+        for column, reason in java_unreadable(footer.schema.to_arrow_schema(), footer).items():
             warnings[(column, reason)] = warnings.get((column, reason), 0) + 1
     used = sorted(set(file_schemas) - {current_id}) + [current_id]  # Paimon schema ids: positions here
     paimon = [_schema_json(schemas[i], source_ids) for i in used]
-    latest = _table_schema(paimon, len(paimon) - 1, _options(table))
+    options = _options(table)
+    latest = _table_schema(paimon, len(paimon) - 1, options)
     prefix = f"data-{uuid.uuid4()}"
     files = []
     for i, (f, written_with) in enumerate(zip(table.files, file_schemas)):
@@ -67,15 +87,13 @@ def plan(source: str, mode: str, io_for: Callable[[str], FileIO]) -> MigratePlan
         if deleted and deleted[-1] >= f.record_count:
             raise InvalidDataError(f"a position delete names row {deleted[-1]} of {f.path}, which has "
                                    f"{f.record_count} rows")
-        files.append(SourceFile(iceberg.local_or_uri(f.path), target, f.size, values, used.index(written_with),
-                                deleted))
+        files.append(PlannedFile(iceberg.local_or_uri(f.path), target, f.size, values, used.index(written_with),
+                                 deleted))
     columns = tuple((f.name, str(f.type)) for f in latest.fields)
     notes = [f"column {name} of {count} file(s) is {reason}, which Java Paimon 1.0 cannot read (lakectl and "
              "pypaimon can)" for (name, reason), count in warnings.items()]
-    return MigratePlan(source, "parquet", mode, str(uuid.uuid4()), columns, latest.partition_keys, tuple(files),
-                       tuple(notes), origin="iceberg", schemas=tuple(paimon),
-                       options=tuple(sorted(_options(table).items())),
-                       data_root=iceberg.local_or_uri(table.location))
+    return IcebergPlan(columns, latest.partition_keys, tuple(files), tuple(notes), tuple(paimon),
+                       tuple(sorted(options.items())), iceberg.local_or_uri(table.location))
 
 
 def _options(table: iceberg.IcebergTable) -> dict[str, str]:
@@ -156,8 +174,9 @@ def _nested(t: DataType) -> list[DataField]:
     return [DataField(-1, "", x) for x in inner]
 
 
-def table_schemas(plan: MigratePlan) -> list[TableSchema]:
-    return [_table_schema(plan.schemas, i, dict(plan.options)) for i in range(len(plan.schemas))]
+def table_schemas(schemas: Any, options: Any) -> list[TableSchema]:
+    """The Paimon schemas of a plan (``IcebergPlan.schemas``, ``.options``), ``schema-0`` first."""
+    return [_table_schema(schemas, i, dict(options)) for i in range(len(schemas))]
 
 
 def _table_schema(schemas: Any, schema_id: int, options: dict[str, str]) -> TableSchema:
@@ -206,4 +225,4 @@ def from_json(value: Any, t: DataType) -> Any:
     return value
 
 
-__all__ = ["from_json", "plan", "table_schemas"]
+__all__ = ["IcebergPlan", "PlannedFile", "from_json", "plan", "table_schemas"]

@@ -71,3 +71,17 @@ def iceberg_read(metadata: str | os.PathLike[str], tmp_path: Path, snapshot: int
     with pa.OSFile(str(out), "rb") as source:
         table = pa.ipc.open_file(source).read_all()
     return lakectl_rows(table), meta
+
+
+_WRITE_SCRIPT = REPO_ROOT / "tests" / "oracle" / "iceberg_write.py"
+
+
+def iceberg_write(catalog: str | os.PathLike[str], warehouse: str | os.PathLike[str], spec: dict[str, Any]) -> Path:
+    """Write an Iceberg table with pyiceberg (``tests/oracle/iceberg_write.py`` says what
+    ``spec`` holds) into a SQLite catalog laid out as pyiceberg's SqlCatalog; returns its
+    current metadata file."""
+    cmd = [iceberg_python(), str(_WRITE_SCRIPT), str(catalog), str(warehouse), json.dumps(spec)]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_SECONDS, check=False)
+    assert result.returncode == 0, f"pyiceberg write failed: {result.stderr[-4000:]}"
+    location = json.loads(result.stdout.strip().splitlines()[-1])["metadata"]
+    return Path(location.removeprefix("file://"))
