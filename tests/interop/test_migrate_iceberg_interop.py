@@ -7,6 +7,7 @@ table whole (copy and in place)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -128,6 +129,10 @@ def test_a_kill_at_every_mutation_leaves_source_or_table_whole(partitioned: tupl
             assert lakectl_rows(Table.open(str(table_dir)).scan()) == expected, n
         elif not mode:
             assert snapshot_of(source_dir) == snapshot_of(pristine), n
+        elif (table_dir / ".migrate-journal.json").exists():  # each file whole at its source or its target
+            journal = json.loads((table_dir / ".migrate-journal.json").read_text())
+            for entry in journal["files"]:
+                assert Path(entry[0]).exists() or (table_dir / entry[1]).exists(), (n, entry[0])
         again = lakectl(wh, "migrate", source, "db.t", *mode)
         assert again.returncode == 0, (n, again.stderr)
         assert lakectl_rows(Table.open(str(table_dir)).scan()) == expected, n
