@@ -20,6 +20,7 @@ from oracle import official_read
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 from test_cli_migrate import _one_line_error, lakectl, ok, snapshot_of  # noqa: E402
 
+from core.ops.check import check  # noqa: E402
 from core.table import Table  # noqa: E402
 
 pytestmark = [pytest.mark.interop]
@@ -105,12 +106,13 @@ def _mutations(source: str, tmp_path: Path, mode: list[str]) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", [[], ["--in-place"]], ids=["copy", "in-place"])
+@pytest.mark.parametrize("mode", [["--in-place"]], ids=["in-place"])
 def test_a_kill_at_every_mutation_leaves_source_or_table_whole(partitioned: tuple[Path, Path], tmp_path: Path,
                                                                mode: list[str]) -> None:
     """The Iceberg path's journal: after a kill, the table is whole (committed) or the files
     are each whole at their source or their target, and a re-run finishes with the rows
-    pyiceberg read (the source is restored between kills of the in-place run)."""
+    pyiceberg read (the source is restored between kills). In place only: a copy's journal is
+    the same code with copies for moves, and test_cli_migrate's matrix kills it at each step."""
     catalog, metadata = partitioned
     source_dir = metadata.parent.parent
     pristine = tmp_path / "pristine"
@@ -137,7 +139,7 @@ def test_a_kill_at_every_mutation_leaves_source_or_table_whole(partitioned: tupl
         assert again.returncode == 0, (n, again.stderr)
         assert lakectl_rows(Table.open(str(table_dir)).scan()) == expected, n
         assert not (table_dir / ".migrate-journal.json").exists()
-        assert ok(wh, "check", "db.t")["ok"] is True, n
+        assert check(Table.open(str(table_dir))).ok, n  # in process: a third process per kill is CI time
         if mode:
             assert not list((source_dir / "data").rglob("0*.parquet")), n
             _restore(pristine, source_dir)
