@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import io
 import json
-from typing import Any
+from typing import Any, Mapping
 
 from core.fileio import join
+from core.iceberg.column_stats import data_file_stats, empty_stats
 from core.iceberg.metadata import partition_spec, schema_json
 from core.iceberg.types import avro_partition_type, avro_value, single_value
 from core.schema import TableSchema
@@ -77,6 +78,18 @@ def _data_file_path(table_path: str, schema: TableSchema, entry: Any) -> str:
                                             entry.file.file_name)
 
 
+def data_file_record(table_path: str, schema: TableSchema, entry: Any,
+                     file_schema: TableSchema | None) -> dict[str, Any]:
+    """A manifest entry's data_file: where the file is, its partition, size, row count and
+    column stats (from Paimon's value stats; none when its schema is not at hand)."""
+    if file_schema is None and entry.file.schema_id == schema.id:
+        file_schema = schema
+    column_stats = data_file_stats(schema, file_schema, entry.file) if file_schema is not None else empty_stats()
+    return {"content": 0, "file_path": _data_file_path(table_path, schema, entry), "file_format": "PARQUET",
+            "partition": _partition_record(schema, entry), "record_count": entry.file.row_count,
+            "file_size_in_bytes": entry.file.file_size, **column_stats}
+
+
 def _partition_record(schema: TableSchema, entry: Any) -> dict[str, Any]:
     values = schema.partition_values(entry.partition)
     return {f.name: avro_value(v, f.type) for f, v in zip(schema.partition_fields, values)}
@@ -94,16 +107,15 @@ def _avro_bytes(schema: dict[str, Any], records: list[dict[str, Any]], codec: st
     return out.getvalue()
 
 
-def manifest_file(table_path: str, schema: TableSchema, snapshot_id: int, entries: list[Any], codec: str) -> bytes:
+def manifest_file(table_path: str, schema: TableSchema, snapshot_id: int, entries: list[Any], codec: str,
+                  file_schemas: Mapping[int, TableSchema] | None = None) -> bytes:
+    """A manifest of ``entries``; ``file_schemas`` holds the schema each file was written
+    under, by id (its column stats are in that schema's columns; without it, only files of
+    ``schema`` get column stats)."""
     records = [{
         "status": _ADDED, "snapshot_id": snapshot_id, "sequence_number": snapshot_id,
         "file_sequence_number": snapshot_id,
-        "data_file": {"content": 0, "file_path": _data_file_path(table_path, schema, e), "file_format": "PARQUET",
-                      "partition": _partition_record(schema, e), "record_count": e.file.row_count,
-                      "file_size_in_bytes": e.file.file_size,
-                      # No column statistics (readers then prune by partition only); empty maps
-                      # rather than nulls, which the 1.0 bundle jar's reader cannot take.
-                      "null_value_counts": [], "lower_bounds": [], "upper_bounds": []},
+        "data_file": data_file_record(table_path, schema, e, (file_schemas or {}).get(e.file.schema_id)),
     } for e in entries]
     metadata = {"schema": json.dumps(schema_json(schema)), "schema-id": str(schema.id),
                 "partition-spec": json.dumps(partition_spec(schema)), "partition-spec-id": "0",

@@ -12,8 +12,8 @@ from typing import Any, Mapping
 from core.errors import UsageError
 from core.fileio import FileIO, join
 from core.iceberg.avro_files import avro_records, manifest_file, manifest_list
-from core.iceberg.metadata import (NAME_MAPPING, current_metadata, iceberg_location, metadata_dir, metadata_json,
-                                   name_mapping)
+from core.iceberg.metadata import (NAME_MAPPING, current_metadata, file_schemas, iceberg_location, metadata_dir,
+                                   metadata_json, name_mapping)
 from core.iceberg.options import (CODECS, DELETE_AFTER_COMMIT, PREVIOUS_VERSIONS_MAX, VERSION_HINT,
                                   manifest_compression, refusal, storage)
 from core.schema import TableSchema
@@ -67,14 +67,16 @@ def sync(file_io: FileIO, table_path: str, schema: TableSchema, snapshot: Any, e
     token = uuid.uuid4().hex
     manifest_path = join(directory, f"{token}-m0.avro")
     list_path = join(directory, f"snap-{snapshot.id}-1-{token}.avro")
-    manifest_bytes = manifest_file(table_path, schema, snapshot.id, visible, codec)
+    schemas = file_schemas(file_io, table_path, schema, visible)  # each file's stats are in its schema's columns
+    manifest_bytes = manifest_file(table_path, schema, snapshot.id, visible, codec, schemas)
     file_io.write_bytes(manifest_path, manifest_bytes)
     file_io.write_bytes(list_path, manifest_list(manifest_path, len(manifest_bytes), snapshot.id, visible,
                                                   codec, schema))
     replaced = _files_named(file_io, directory, snapshot.id)  # an earlier sync of this snapshot's
     previous = current_metadata(file_io, directory)
     metadata = metadata_json(table_path, schema, snapshot, list_path, previous)
-    metadata["properties"][NAME_MAPPING] = json.dumps(name_mapping(file_io, table_path, schema, visible))
+    metadata["properties"][NAME_MAPPING] = json.dumps(name_mapping(file_io, table_path, schema, visible,
+                                                                        schemas))
     # A metadata file is written once per snapshot id; iceberg-sync of the same snapshot
     # replaces it whole (as a hint is replaced: readers see the old or the new file).
     file_io.overwrite_hint(join(directory, name), json.dumps(metadata, indent=2))

@@ -4,23 +4,81 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.types import DataType
+from core.types import DataField, DataType
 
 _SIMPLE = {"BOOLEAN": "boolean", "TINYINT": "int", "SMALLINT": "int", "INT": "int", "BIGINT": "long",
            "FLOAT": "float", "DOUBLE": "double", "DATE": "date", "CHAR": "string", "VARCHAR": "string",
            "BINARY": "binary", "VARBINARY": "binary"}
 
 
-def iceberg_type(t: DataType) -> str | None:
-    """The Iceberg type of a Paimon column, or None where lakectl has none: nested types, TIME
-    (millis in Paimon's files, micros in Iceberg's) and timestamps finer than microseconds."""
+# Ids of list elements and map keys and values, which no Paimon schema holds: Paimon derives
+# them from the id of the field the list or map belongs to and the nesting depth (its
+# SpecialFields), and its Iceberg schemas use them; lakectl numbers them the same way.
+_STRUCTURED_ID_BASE = (2**31 - 1) // 4
+_DEPTH_LIMIT = 1024
+
+
+def list_element_id(field_id: int, depth: int) -> int:
+    return _STRUCTURED_ID_BASE + field_id * _DEPTH_LIMIT + depth
+
+
+def map_key_id(field_id: int, depth: int) -> int:
+    return _STRUCTURED_ID_BASE - field_id * _DEPTH_LIMIT - depth
+
+
+map_value_id = list_element_id  # Paimon's formula: a value sits where an element would
+
+
+def iceberg_type(t: DataType, field_id: int = 0, depth: int = 0) -> Any:
+    """The Iceberg type of a Paimon type (a name, or a struct/list/map object), or None where
+    lakectl has none: TIME (millis in Paimon's Parquet files, micros in Iceberg's; pyiceberg
+    refuses the files' column), timestamps finer than microseconds (format version 3),
+    MULTISET (Paimon's Iceberg map of counts; lakectl's files hold it as a list) and the
+    types Iceberg 2 lacks. ``field_id`` is the id of the top field or row field the type
+    belongs to and ``depth`` how many lists and maps deep it sits: they number the elements,
+    keys and values as Paimon does."""
     if t.name in _SIMPLE:
         return _SIMPLE[t.name]
     if t.name == "DECIMAL":
         return f"decimal({t.precision}, {t.scale})"
     if t.name in ("TIMESTAMP", "TIMESTAMP_LTZ") and (t.precision or 0) <= 6:
         return "timestamp" if t.name == "TIMESTAMP" else "timestamptz"
+    if t.name == "ROW":
+        fields = [iceberg_field(f) for f in t.fields]
+        return None if any(f is None for f in fields) else {"type": "struct", "fields": fields}
+    if t.name == "ARRAY":
+        element = iceberg_type(t.element, field_id, depth + 1)
+        return None if element is None else {
+            "type": "list", "element-id": list_element_id(field_id, depth + 1),
+            "element-required": not t.element.nullable, "element": element}
+    if t.name == "MAP":
+        key, value = iceberg_type(t.key, field_id, depth + 1), iceberg_type(t.value, field_id, depth + 1)
+        return None if key is None or value is None else {
+            "type": "map", "key-id": map_key_id(field_id, depth + 1), "key": key,
+            "value-id": map_value_id(field_id, depth + 1), "value-required": not t.value.nullable, "value": value}
     return None
+
+
+def iceberg_field(f: DataField) -> dict[str, Any] | None:
+    """A schema field (top level or in a struct) with Paimon's id, or None without an Iceberg type."""
+    kind = iceberg_type(f.type, f.id)
+    if kind is None:
+        return None
+    out = {"id": f.id, "name": f.name, "required": not f.type.nullable, "type": kind}
+    if f.description is not None:
+        out["doc"] = f.description
+    return out
+
+
+def field_ids(t: Any) -> list[int]:
+    """Every field id inside an Iceberg type object (struct fields, elements, keys, values)."""
+    if not isinstance(t, dict):
+        return []
+    if t["type"] == "struct":
+        return [i for f in t["fields"] for i in (f["id"], *field_ids(f["type"]))]
+    if t["type"] == "list":
+        return [t["element-id"], *field_ids(t["element"])]
+    return [t["key-id"], t["value-id"], *field_ids(t["key"]), *field_ids(t["value"])]
 
 
 def avro_partition_type(t: DataType, field_id: int) -> Any:
@@ -64,7 +122,8 @@ def epoch_micros(value: Any) -> int:
 
 
 def single_value(value: Any, t: DataType) -> bytes:
-    """Iceberg's binary single-value serialization of a partition value."""
+    """Iceberg's binary single-value serialization of a partition value or a column bound
+    (a primitive type's value as ``core.binary_row`` decodes it)."""
     import datetime as dt
     import struct
 
@@ -88,5 +147,6 @@ def single_value(value: Any, t: DataType) -> bytes:
     if name == "binary":
         return bytes(value)
     unscaled = int(value.scaleb(t.scale))  # decimal: the unscaled value, big-endian, fewest bytes
-    return unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)
+    magnitude = unscaled if unscaled >= 0 else ~unscaled  # -128 fits one byte, 128 takes two
+    return unscaled.to_bytes(magnitude.bit_length() // 8 + 1, "big", signed=True)
 
