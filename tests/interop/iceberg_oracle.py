@@ -46,12 +46,13 @@ def iceberg_read(metadata: str | os.PathLike[str], tmp_path: Path, snapshot: int
         metadata: a ``v<N>.metadata.json`` file, or a metadata directory (its version hint is followed).
         tmp_path: scratch directory for the exchanged IPC file.
         snapshot: read this snapshot id instead of the current one.
-        row_filter: a pyiceberg row filter; files are pruned by the manifests' partition values.
+        row_filter: a pyiceberg row filter; files are pruned by the manifests' partition values
+            and column stats.
 
     Returns:
         The rows, normal form, sorted; and the script's JSON line (``snapshot``,
         ``current_snapshot``, ``snapshots``, ``schema``, ``partition_spec``, ``refs``,
-        ``format_version``, ``files``).
+        ``format_version``, ``files``, ``file_stats``).
     """
     path = Path(metadata)
     if path.is_dir():

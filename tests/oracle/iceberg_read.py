@@ -5,7 +5,10 @@
 ``StaticTable.from_metadata`` needs no catalog: the metadata file alone. The rows go to an
 Arrow IPC file; the last stdout line is JSON: ``snapshot`` (the one read), ``snapshots`` (every
 snapshot id in the metadata), ``current_snapshot``, ``schema`` (fields with ids and types),
-``partition_spec``, ``refs``, ``format_version``, ``files`` (data files the scan plans).
+``partition_spec``, ``refs``, ``format_version``, ``files`` (data files the scan plans),
+``file_stats`` (per planned file, per top-level column name: the null count and the lower and
+upper bound as pyiceberg decodes them; decimals as strings, binaries as hex, dates as days and
+timestamps as microseconds since the epoch, as Iceberg stores them).
 """
 
 from __future__ import annotations
@@ -14,7 +17,33 @@ import argparse
 import json
 
 import pyarrow as pa
+from pyiceberg.conversions import from_bytes
 from pyiceberg.table import StaticTable
+
+
+def _plain(value: object) -> object:
+    """A decoded bound as JSON can carry it."""
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, (int, float, bool, str)) or value is None:
+        return value
+    return str(value)  # Decimal, UUID
+
+
+def file_stats(schema, data_file) -> dict:
+    """A data file's column stats by top-level column name, bounds decoded by pyiceberg."""
+    out = {}
+    for field in schema.fields:
+        entry = {}
+        nulls = (data_file.null_value_counts or {}).get(field.field_id)
+        if nulls is not None:
+            entry["nulls"] = nulls
+        for key, bounds in (("lower", data_file.lower_bounds), ("upper", data_file.upper_bounds)):
+            raw = (bounds or {}).get(field.field_id)
+            if raw is not None:
+                entry[key] = _plain(from_bytes(field.field_type, raw))
+        out[field.name] = entry
+    return out
 
 
 def main() -> None:
@@ -28,7 +57,8 @@ def main() -> None:
     table = StaticTable.from_metadata(args.metadata)
     meta = table.metadata
     scan = table.scan(snapshot_id=args.snapshot, row_filter=args.filter or "True")
-    files = sorted(task.file.file_path for task in scan.plan_files())
+    tasks = list(scan.plan_files())
+    files = sorted(task.file.file_path for task in tasks)
     rows = scan.to_arrow()
     with pa.OSFile(args.out, "wb") as sink, pa.ipc.new_file(sink, rows.schema) as writer:
         writer.write_table(rows)
@@ -44,6 +74,7 @@ def main() -> None:
         "refs": {name: ref.snapshot_id for name, ref in meta.refs.items()},
         "format_version": meta.format_version,
         "files": files,
+        "file_stats": {task.file.file_path: file_stats(table.schema(), task.file) for task in tasks},
     }))
 
 
