@@ -610,8 +610,9 @@ def test_nested_columns(tmp_path: Path, primary_key: bool) -> None:
     assert [f["id"] for f in fields["s"]["type"]["fields"][1]["type"]["fields"]] == [10, 11]
     assert fields["tags"]["type"]["element-id"] == base + 2 * 1024 + 1
     assert fields["pts"]["type"]["element"]["fields"][0]["id"] == 12
-    assert (fields["m"]["type"]["key-id"], fields["m"]["type"]["value-id"]) == (base - 4 * 1024 - 1, base + 4 * 1024 + 1)
-    assert fields["m"]["type"]["value"]["element-id"] == base + 4 * 1024 + 2
+    m = fields["m"]["type"]
+    assert (m["key-id"], m["value-id"]) == (base - 4 * 1024 - 1, base + 4 * 1024 + 1)
+    assert m["value"]["element-id"] == base + 4 * 1024 + 2
     assert fields["grid"]["type"]["element"]["element-id"] == base + 6 * 1024 + 2
     assert metadata["last-column-id"] == base + 6 * 1024 + 2
     # The files of one write hold ids 0-7; those of the other 8-15 (the compaction keeps them apart
