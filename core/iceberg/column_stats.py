@@ -11,13 +11,15 @@ and the max are known. What Paimon does not know is left out, never written as a
 
 from __future__ import annotations
 
+import functools
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from core import stats
 from core.iceberg.types import iceberg_type, single_value
 from core.schema import TableSchema
-from core.types import DataField
+from core.types import DataField, DataType
 
 # Types whose Paimon bounds are not Iceberg bounds: composites have none; binaries are ordered
 # signed by Java Paimon 1.0's collectors and unsigned by Iceberg, and the stats do not say
@@ -40,46 +42,57 @@ def data_file_stats(schema: TableSchema, file_schema: TableSchema, file: Any) ->
     file was written keeps its null count but not its bounds (encoded in the old type, they
     would not decode as the new one)."""
     out = empty_stats()
-    covered = _covered_fields(file_schema, file)
-    if not covered:
+    plan = _plan(schema, file_schema, file.value_stats_cols)
+    if not plan:
         return out
     try:
-        decoded = stats.decode(file.value_stats, [f.type for f in covered])
+        decoded = stats.decode(file.value_stats, [c.file_type for c in plan])
     except Exception:  # noqa: BLE001 - stats another writer laid out otherwise: none rather than wrong ones
         return out
-    current = {f.id: f for f in schema.fields}
-    for f, column in zip(covered, decoded):
-        now = current.get(f.id)
-        if now is None:
+    for column, found in zip(plan, decoded):
+        if column.field_id is None:
             continue
-        if column.null_count is not None:
-            out["null_value_counts"].append({"key": f.id, "value": column.null_count})
-        bounds = _bounds(now, f, column)
-        if bounds is not None:
-            out["lower_bounds"].append({"key": f.id, "value": bounds[0]})
-            out["upper_bounds"].append({"key": f.id, "value": bounds[1]})
+        if found.null_count is not None:
+            out["null_value_counts"].append({"key": column.field_id, "value": found.null_count})
+        if column.bounded and found.min is not None and found.max is not None and not _nan(found.min, found.max):
+            out["lower_bounds"].append({"key": column.field_id, "value": single_value(found.min, column.file_type)})
+            out["upper_bounds"].append({"key": column.field_id, "value": single_value(found.max, column.file_type)})
     return out
 
 
-def _covered_fields(file_schema: TableSchema, file: Any) -> list[DataField]:
-    """The columns the file's value stats cover, in their order: every field of its schema, or
+@dataclass(frozen=True, slots=True)
+class _Column:
+    """One column of a file's value stats: its type there, the field id it has now (None when
+    dropped), and whether its bounds are Iceberg bounds (then its type is the current one)."""
+
+    file_type: DataType
+    field_id: int | None
+    bounded: bool
+
+
+@functools.lru_cache(maxsize=64)  # every file of a schema (and stats column set) has the same plan
+def _plan(schema: TableSchema, file_schema: TableSchema, stats_cols: tuple[str, ...] | None) -> tuple[_Column, ...]:
+    current = {f.id: f for f in schema.fields}
+    out = []
+    for f in _covered_fields(file_schema, stats_cols):
+        now = current.get(f.id)
+        bounded = now is not None and now.type.name not in _UNBOUNDED and iceberg_type(now.type) is not None \
+            and now.type.root_text() == f.type.root_text()
+        out.append(_Column(f.type, None if now is None else f.id, bounded))
+    return tuple(out)
+
+
+def _covered_fields(file_schema: TableSchema, stats_cols: tuple[str, ...] | None) -> list[DataField]:
+    """The columns a file's value stats cover, in their order: every field of its schema, or
     those ``_VALUE_STATS_COLS`` names (none under ``metadata.stats-mode=none``)."""
-    if file.value_stats_cols is None:
+    if stats_cols is None:
         return list(file_schema.fields)
     by_name = {f.name: f for f in file_schema.fields}
-    if any(n not in by_name for n in file.value_stats_cols):
+    if any(n not in by_name for n in stats_cols):
         return []
-    return [by_name[n] for n in file.value_stats_cols]
+    return [by_name[n] for n in stats_cols]
 
 
-def _bounds(now: DataField, then: DataField, column: stats.ColumnStats) -> tuple[bytes, bytes] | None:
-    """The lower and upper bound of a column, encoded, or None where there are none to give."""
-    t = now.type
-    if t.name in _UNBOUNDED or iceberg_type(t) is None or t.root_text() != then.type.root_text():
-        return None
-    lo, hi = column.min, column.max
-    if lo is None or hi is None:
-        return None
-    if isinstance(lo, float) and (math.isnan(lo) or math.isnan(hi)):
-        return None  # Iceberg bounds are never NaN (lakectl's stats have none; another writer's may)
-    return single_value(lo, t), single_value(hi, t)
+def _nan(lo: Any, hi: Any) -> bool:
+    # Iceberg bounds are never NaN (lakectl's stats have none; another writer's may).
+    return isinstance(lo, float) and (math.isnan(lo) or math.isnan(hi))
