@@ -127,7 +127,7 @@ def test_primary_key_table_shows_its_top_level(tmp_path: Path, partitioned: bool
 def test_hadoop_catalog_storage(tmp_path: Path) -> None:
     t = make(tmp_path, "hc", primary_key=False, partitioned=True,
              options={"metadata.iceberg.storage": "hadoop-catalog", "metadata.iceberg.manifest-compression": "gzip",
-                      "metadata.iceberg.previous-versions-max": "1"})
+                      "metadata.iceberg.previous-versions-max": "1", "metadata.stats-mode": "counts"})
     t.write(batch(0, 10, "a"))
     t.write(batch(10, 10, "b"))
     t.write(batch(20, 10, "c"))
@@ -139,6 +139,10 @@ def test_hadoop_catalog_storage(tmp_path: Path) -> None:
     rows, meta = iceberg_read(where, tmp_path)
     assert rows == lakectl_rows(Table.open(t.path).scan())
     assert meta["current_snapshot"] == 3
+    # metadata.stats-mode=counts: null counts, no bounds.
+    for file in meta["file_stats"]:
+        expected = {name: {"nulls": c["nulls"]} for name, c in expected_file_stats(file, truncate=16).items()}
+        assert meta["file_stats"][file] == expected
     old_rows, _ = iceberg_read(where / "v2.metadata.json", tmp_path)
     assert old_rows == lakectl_rows(Table.open(t.path).scan(snapshot_id=2))
 
@@ -283,6 +287,10 @@ def test_java_written_iceberg_table_kept_by_lakectl(tmp_path: Path, primary_key:
     Table.open(str(path)).write(pa.table({"id": pa.array([6], pa.int32()), "name": ["f"],
                                           "amount": pa.array([None], pa.decimal128(10, 2)), "flag": [False],
                                           "day": pa.array([None], pa.date32()), "dt": ["x"]}))
+    # Java's files' stats, as lakectl carries them into the manifest, bound what the files hold.
+    _, meta = iceberg_read(path / "metadata", tmp_path)
+    for file in meta["files"]:
+        assert meta["file_stats"][file] == expected_file_stats(file, truncate=16), file
     Table.open(str(path)).compact(full=True)
     t = Table.open(str(path))
     expected = lakectl_rows(t.scan())
