@@ -1,6 +1,7 @@
 """core/iceberg/column_stats.py: a data file's Iceberg column stats from Paimon's value stats,
 for stats lakectl's own writer never produces (another writer's NaN bounds, a stats column
-subset, a dropped column), and Iceberg's single-value encoding checked byte by byte."""
+subset, a dropped column), Iceberg's single-value encoding checked byte by byte, and which
+nested types have an Iceberg type (core/iceberg/types.py)."""
 
 from __future__ import annotations
 
@@ -74,3 +75,15 @@ def test_single_value_encodings() -> None:
     assert single_value(-5, parse_type("TINYINT")) == struct.pack("<i", -5)  # Iceberg int: 4 bytes
     assert single_value(True, parse_type("BOOLEAN")) == b"\x01"
     assert single_value("é", parse_type("STRING")) == b"\xc3\xa9"
+
+
+def test_a_type_without_an_iceberg_type_inside_a_nested_one_refuses_the_column() -> None:
+    from core.iceberg.options import refusal
+
+    for text in ("ARRAY<TIME(0)>", "MAP<STRING, ROW<t TIMESTAMP(9)>>", "ROW<a INT, m MULTISET<INT>>"):
+        schema = replace(SCHEMA, fields=(DataField(0, "c", parse_type(text)), DataField(1, "n", parse_type("INT"))),
+                         options={"metadata.iceberg.storage": "table-location"})
+        assert refusal(schema) == f"column c of type {text} with Iceberg metadata (no Iceberg type for it)", text
+    nested = replace(SCHEMA, fields=(DataField(0, "c", parse_type("MAP<STRING, ARRAY<ROW<x INT>>>")),),
+                     options={"metadata.iceberg.storage": "table-location"})
+    assert refusal(nested) is None
