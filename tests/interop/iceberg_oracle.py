@@ -74,6 +74,34 @@ def iceberg_read(metadata: str | os.PathLike[str], tmp_path: Path, snapshot: int
     return lakectl_rows(table), meta
 
 
+def iceberg_scans(metadata: str | os.PathLike[str], tmp_path: Path,
+                  row_filters: list[str]) -> list[tuple[list[list[Any]], list[str]]]:
+    """Scan an Iceberg table with pyiceberg once per row filter, in one process.
+
+    Returns:
+        Per filter, in order: the rows (normal form, sorted) and the data files the scan planned.
+    """
+    path = Path(metadata)
+    if path.is_dir():
+        path = latest_metadata(path)
+    out = Path(tmp_path) / f"iceberg-scans-{len(list(Path(tmp_path).glob('iceberg-scans-*')))}.arrow"
+    cmd = [iceberg_python(), str(_SCRIPT), str(path), str(out)]
+    for row_filter in row_filters:
+        cmd += ["--filter", row_filter]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_SECONDS, check=False)
+    assert result.returncode == 0, (
+        f"pyiceberg failed (exit {result.returncode}): {' '.join(cmd)}\n"
+        f"--- stderr ---\n{result.stderr[-4000:]}\n--- stdout ---\n{result.stdout[-2000:]}"
+    )
+    meta: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    found = []
+    for i, scan in enumerate(meta["scans"]):
+        rows_file = out if len(row_filters) == 1 else Path(f"{out}-{i}")
+        with pa.OSFile(str(rows_file), "rb") as source:
+            found.append((lakectl_rows(pa.ipc.open_file(source).read_all()), scan["files"]))
+    return found
+
+
 _WRITE_SCRIPT = REPO_ROOT / "tests" / "oracle" / "iceberg_write.py"
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from iceberg_oracle import iceberg_read
+from iceberg_oracle import iceberg_read, iceberg_scans
 from java_oracle import java_read, java_run, lakectl_rows
 
 from core.ops.create import create
@@ -319,9 +319,11 @@ def test_columns_added_renamed_and_dropped(tmp_path: Path) -> None:
     assert [f["name"] for f in meta["schema"]] == ["id", "big", "label", "amount", "day", "ts", "flag", "dt", "note"]
     # Older files' stats are under their schema's ids: the renamed column's bounds prune them;
     # the retyped id's (4-byte ints, not longs) are left out, so those files are never skipped by id.
-    for where, files in [("label = 'b-12'", 2), ("id >= 12", 4), ("note IS NULL", 2)]:
-        rows, meta = iceberg_read(metadata_dir(t), tmp_path, row_filter=where)
-        assert rows == lakectl_rows(t.scan(where=where)) and len(meta["files"]) == files, where
+    filters = [("label = 'b-12'", 2), ("id >= 12", 4), ("note IS NULL", 2)]
+    scans = iceberg_scans(metadata_dir(t), tmp_path, [where for where, _ in filters])
+    assert len(scans) == len(filters)
+    for (where, count), (rows, files) in zip(filters, scans):
+        assert rows == lakectl_rows(t.scan(where=where)) and len(files) == count, where
     t.iceberg_sync()  # the Python API's sync of the same snapshot reads the same
     assert_iceberg_reads(t, tmp_path)
 
@@ -386,13 +388,15 @@ def test_more_types_and_partition_values(tmp_path: Path) -> None:
     rows, _ = iceberg_read(metadata_dir(t), tmp_path)
     assert rows == expected
     # Rows in the normal form: day is column 7, n 8, dec 9, ts 10.
-    for where, keep in [("day = '2024-01-02'", lambda r: r[7] == "2024-01-02"), ("n = 7", lambda r: r[8] == 7),
-                        ("dec = -0.0001", lambda r: r[9] == "-0.0001"),
-                        ("ts < '2000-01-01T00:00:00'", lambda r: r[10] is not None and r[10] < "2000"),
-                        ("day IS NULL", lambda r: r[7] is None)]:
-        rows, meta = iceberg_read(metadata_dir(t), tmp_path, row_filter=where)
+    filters = [("day = '2024-01-02'", lambda r: r[7] == "2024-01-02"), ("n = 7", lambda r: r[8] == 7),
+               ("dec = -0.0001", lambda r: r[9] == "-0.0001"),
+               ("ts < '2000-01-01T00:00:00'", lambda r: r[10] is not None and r[10] < "2000"),
+               ("day IS NULL", lambda r: r[7] is None)]
+    scans = iceberg_scans(metadata_dir(t), tmp_path, [where for where, _ in filters])
+    assert len(scans) == len(filters)
+    for (where, keep), (rows, files) in zip(filters, scans):
         assert rows == [r for r in expected if keep(r)] and len(rows) == 1, where
-        assert len(meta["files"]) == 1, where  # pruned by partition value
+        assert len(files) == 1, where  # pruned by partition value
 
 
 def test_expire_and_orphan_removal_leave_the_iceberg_metadata(tmp_path: Path) -> None:
@@ -533,7 +537,7 @@ def test_column_stats_bound_each_file_and_prune_scans(tmp_path: Path) -> None:
     for path in meta["files"]:
         assert meta["file_stats"][path] == expected_file_stats(path, truncate=5), path
     files_of = {k: next(p for p in meta["files"] if meta["file_stats"][p]["id"]["lower"] == k * 10) for k in range(4)}
-    for where, writes in [
+    filters = [
         ("id >= 12 AND id < 15", [1]),
         ("name = 'cherry-25'", [2]),  # 'cherr' <= 'cherry-25' <= 'chers'
         ("amount > 10.500", [3]),  # pyiceberg takes decimals at the column's scale
@@ -551,9 +555,11 @@ def test_column_stats_bound_each_file_and_prune_scans(tmp_path: Path) -> None:
         ("big IS NULL", [0, 3]),  # null counts of 0 rule the others out
         # write 3's all-null column has no bounds (nor value counts, which Paimon does not write)
         ("big < -250000000000", [2, 3]),
-    ]:
-        rows, meta = iceberg_read(metadata_dir(t), tmp_path, row_filter=where)
-        assert sorted(meta["files"]) == sorted(files_of[k] for k in writes), where
+    ]
+    scans = iceberg_scans(metadata_dir(t), tmp_path, [where for where, _ in filters])
+    assert len(scans) == len(filters)
+    for (where, writes), (rows, files) in zip(filters, scans):
+        assert sorted(files) == sorted(files_of[k] for k in writes), where
         assert rows == lakectl_rows(t.scan(where=where)), where
 
 

@@ -1,6 +1,6 @@
 """Read an Iceberg table with pyiceberg (run by tests/interop/iceberg_oracle.py in .venv-iceberg).
 
-    iceberg_read.py METADATA_JSON OUT.arrow [--snapshot ID] [--filter EXPR]
+    iceberg_read.py METADATA_JSON OUT.arrow [--snapshot ID] [--filter EXPR]...
 
 ``StaticTable.from_metadata`` needs no catalog: the metadata file alone. The rows go to an
 Arrow IPC file; the last stdout line is JSON: ``snapshot`` (the one read), ``snapshots`` (every
@@ -8,7 +8,10 @@ snapshot id in the metadata), ``current_snapshot``, ``schema`` (fields with ids 
 ``partition_spec``, ``refs``, ``format_version``, ``files`` (data files the scan plans),
 ``file_stats`` (per planned file, per top-level column name: the null count and the lower and
 upper bound as pyiceberg decodes them; decimals as strings, binaries as hex, dates as days and
-timestamps as microseconds since the epoch, as Iceberg stores them).
+timestamps as microseconds since the epoch, as Iceberg stores them). With more than one
+``--filter``, each is scanned in turn (one interpreter start for all: pyiceberg's import is
+most of a scan's time): scan ``i``'s rows go to ``OUT.arrow-<i>`` and ``scans`` lists each
+one's planned ``files``; ``files`` and ``file_stats`` are the first scan's.
 """
 
 from __future__ import annotations
@@ -51,17 +54,23 @@ def main() -> None:
     parser.add_argument("metadata")
     parser.add_argument("out")
     parser.add_argument("--snapshot", type=int)
-    parser.add_argument("--filter", help="a pyiceberg row filter, e.g. \"day = '2024-01-01'\"")
+    parser.add_argument("--filter", action="append",
+                        help="a pyiceberg row filter, e.g. \"day = '2024-01-01'\" (repeatable)")
     args = parser.parse_args()
 
     table = StaticTable.from_metadata(args.metadata)
     meta = table.metadata
-    scan = table.scan(snapshot_id=args.snapshot, row_filter=args.filter or "True")
-    tasks = list(scan.plan_files())
-    files = sorted(task.file.file_path for task in tasks)
-    rows = scan.to_arrow()
-    with pa.OSFile(args.out, "wb") as sink, pa.ipc.new_file(sink, rows.schema) as writer:
-        writer.write_table(rows)
+    filters = args.filter or ["True"]
+    scans = []
+    for i, row_filter in enumerate(filters):
+        scan = table.scan(snapshot_id=args.snapshot, row_filter=row_filter)
+        tasks = list(scan.plan_files())
+        rows = scan.to_arrow()
+        out = args.out if len(filters) == 1 else f"{args.out}-{i}"
+        with pa.OSFile(out, "wb") as sink, pa.ipc.new_file(sink, rows.schema) as writer:
+            writer.write_table(rows)
+        scans.append({"filter": row_filter, "files": sorted(task.file.file_path for task in tasks), "tasks": tasks})
+    first = scans[0]
     current = table.current_snapshot()
     print(json.dumps({
         "snapshot": args.snapshot if args.snapshot is not None else (current.snapshot_id if current else None),
@@ -73,8 +82,9 @@ def main() -> None:
                             "transform": str(f.transform)} for f in table.spec().fields],
         "refs": {name: ref.snapshot_id for name, ref in meta.refs.items()},
         "format_version": meta.format_version,
-        "files": files,
-        "file_stats": {task.file.file_path: file_stats(table.schema(), task.file) for task in tasks},
+        "files": first["files"],
+        "file_stats": {task.file.file_path: file_stats(table.schema(), task.file) for task in first["tasks"]},
+        "scans": [{"filter": scan["filter"], "files": scan["files"]} for scan in scans],
     }))
 
 
