@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from core import branch_merge
 from core.branch import MAIN_BRANCH, refuse_unfinished_fast_forward, table_name
-from core.deletion_vectors import read_index_file, write_index_file
+from core.deletion_vectors import read_index_file, write_index_file, writes_bitmap64
 from core.errors import (CommitConflictError, CorruptMetadataError, ExpiredWhileReadingError, LakectlError,
                          NotFoundError, StalePlanError, TableGoneError, UnsupportedTableError)
 from core.fileio import FileIO, after_publish, before_publish, join
@@ -723,7 +723,8 @@ class FileStoreCommit:
             kept = {name: bitmap for name, bitmap in vectors.items() if name not in gone}
             changes.append(IndexManifestEntry(INDEX_DELETE, e.partition, e.bucket, e.index_file))
             if kept:
-                meta = write_index_file(self.file_io, self.table_path, kept)
+                meta = write_index_file(self.file_io, self.table_path, kept,
+                                        bitmap64=writes_bitmap64(self.schema.options))
                 written_index.append(meta.file_name)
                 changes.append(IndexManifestEntry(INDEX_ADD, e.partition, e.bucket, meta))
         if not changes:

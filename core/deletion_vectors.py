@@ -8,6 +8,14 @@ serialization. The index manifest (``core.index_manifest``) gives each data file
 (index file, offset of the length int, length). Positions are 0-based row numbers within the
 data file; a set bit means the row is deleted.
 
+With ``deletion-vectors.bitmap64=true`` (Java's Bitmap64DeletionVector, Paimon 1.1+) a vector
+is laid out as Iceberg's ``deletion-vector-v1`` blob instead: the same big-endian length and
+CRC around the magic number 1681511377 written little-endian (bytes D1 D3 39 64) and a 64-bit
+Roaring bitmap in its portable serialization (a little-endian 8-byte count of 32-bit bitmaps,
+each after its little-endian 4-byte key, the high half of the positions). The index manifest's
+length of such a vector is the whole blob, length int and CRC included (of a 32-bit one, the
+magic and bitmap only). Readers tell the two apart by the magic number, as Java does.
+
 Readers apply a file's vector after reading it (``apply``); where batch reads skip level-0
 files of primary-key tables, the remaining files with their vectors applied hold each key
 once, so Java reads them without merging.
@@ -33,6 +41,8 @@ if TYPE_CHECKING:
 
 VERSION = 1
 MAGIC = 1581511376
+MAGIC64 = 1681511377  # stored little-endian: b"\xd1\xd3\x39\x64", Iceberg's DV magic
+_MAGIC64_BYTES = struct.pack("<i", MAGIC64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +71,11 @@ class CarriesDeletionFiles:
         return None
 
 
+def writes_bitmap64(options: Mapping[str, str]) -> bool:
+    """Whether the table writes 64-bit vectors (``deletion-vectors.bitmap64``, false by default)."""
+    return options.get("deletion-vectors.bitmap64", "false").strip().lower() == "true"
+
+
 def bitmap_class() -> type:
     """pyroaring's BitMap, imported on first use: tables without deletion vectors (and Spark
     executors reading them) never need pyroaring."""
@@ -75,25 +90,72 @@ def serialize(bitmap: BitMap) -> bytes:
     return struct.pack(">i", MAGIC) + bitmap.serialize()
 
 
+def serialize64(bitmap: BitMap) -> bytes:
+    """One vector's bytes in the 64-bit layout (magic + portable 64-bit Roaring bitmap), without
+    length and checksum. A data file's positions fit in 32 bits, so there is at most one 32-bit
+    bitmap, under key 0 (an empty vector has none, as Java writes it)."""
+    bitmap.run_optimize()
+    body = struct.pack("<qi", 1, 0) + bitmap.serialize() if len(bitmap) else struct.pack("<q", 0)
+    return _MAGIC64_BYTES + body
+
+
+def blob(body: bytes) -> bytes:
+    """A vector framed as stored: big-endian length of ``body``, ``body``, big-endian CRC-32 of it."""
+    return struct.pack(">i", len(body)) + body + struct.pack(">I", zlib.crc32(body))
+
+
 def deserialize(data: bytes, where: str) -> BitMap:
+    """The positions of a vector's bytes (magic + bitmap), either layout."""
     if len(data) < 4:
         raise CorruptMetadataError(f"deletion vector in {where} is truncated")
+    if data[:4] == _MAGIC64_BYTES:
+        return _deserialize64(data[4:], where)
     (magic,) = struct.unpack(">i", data[:4])
     if magic != MAGIC:
-        raise CorruptMetadataError(f"deletion vector in {where} has magic number {magic}, expected {MAGIC}")
+        raise CorruptMetadataError(f"deletion vector in {where} has magic number {magic}, expected {MAGIC} "
+                                   f"or {MAGIC64}")
     try:
         return bitmap_class().deserialize(data[4:])
     except Exception as e:  # pyroaring raises ValueError or others on garbage
         raise CorruptMetadataError(f"cannot decode the deletion vector in {where}: {e}") from e
 
 
+def _deserialize64(data: bytes, where: str) -> BitMap:
+    """A portable 64-bit Roaring bitmap whose positions all fit in 32 bits (key 0: a data file
+    holds fewer than 2**32 rows); a bitmap under another key is refused, not truncated."""
+    if len(data) < 8:
+        raise CorruptMetadataError(f"deletion vector in {where} is truncated")
+    (count,) = struct.unpack("<q", data[:8])
+    out = bitmap_class()()
+    rest = data[8:]
+    for _ in range(count):
+        if len(rest) < 4:
+            raise CorruptMetadataError(f"deletion vector in {where} is truncated")
+        (key,) = struct.unpack("<i", rest[:4])
+        try:
+            part = bitmap_class().deserialize(rest[4:])
+        except Exception as e:  # pyroaring raises ValueError or others on garbage
+            raise CorruptMetadataError(f"cannot decode the deletion vector in {where}: {e}") from e
+        if key != 0 and len(part):
+            raise CorruptMetadataError(f"deletion vector in {where} deletes positions past 2**32 (key {key})")
+        out |= part
+        # pyroaring reads one portable bitmap from a longer buffer; its own serialization has
+        # the same size (the same containers), which is where the next key starts.
+        rest = rest[4 + len(part.serialize()):]
+    return out
+
+
 def _vector_at(data: bytes, offset: int, length: int, where: str) -> BitMap:
-    if offset + 4 + length + 4 > len(data):
+    if offset + 8 > len(data):
         raise CorruptMetadataError(f"deletion vector at offset {offset} runs past the end of {where}")
     (size,) = struct.unpack(">i", data[offset:offset + 4])
-    if size != length:
+    # The index manifest gives a 64-bit vector's whole blob, a 32-bit one's body only.
+    body_length = length - 8 if data[offset + 4:offset + 8] == _MAGIC64_BYTES else length
+    if size != body_length:
         raise CorruptMetadataError(f"deletion vector at offset {offset} of {where} is {size} bytes, "
-                                   f"the index manifest says {length}")
+                                   f"the index manifest says {body_length}")
+    if offset + 4 + size + 4 > len(data):
+        raise CorruptMetadataError(f"deletion vector at offset {offset} runs past the end of {where}")
     body = data[offset + 4:offset + 4 + size]
     (crc,) = struct.unpack(">i", data[offset + 4 + size:offset + 8 + size])
     actual = zlib.crc32(body)
@@ -113,6 +175,18 @@ def read_vector(file_io: FileIO, deletion: DeletionFile) -> BitMap:
     data = file_io.read_bytes(deletion.path)
     _check_version(data, deletion.path)
     return _vector_at(data, deletion.offset, deletion.length, deletion.path)
+
+
+def read_vectors(file_io: FileIO, deletions: Iterable[DeletionFile]) -> list[BitMap]:
+    """The deleted positions of several data files, in order, reading each index file once."""
+    files: dict[str, bytes] = {}
+    out = []
+    for d in deletions:
+        if d.path not in files:
+            files[d.path] = file_io.read_bytes(d.path)
+            _check_version(files[d.path], d.path)
+        out.append(_vector_at(files[d.path], d.offset, d.length, d.path))
+    return out
 
 
 def read_index_file(file_io: FileIO, table_path: str, meta: IndexFileMeta) -> dict[str, BitMap]:
@@ -138,9 +212,11 @@ def deleted_mask(bitmap: BitMap, row_count: int) -> np.ndarray:
     return mask
 
 
-def write_index_file(file_io: FileIO, table_path: str, vectors: Mapping[str, BitMap]) -> IndexFileMeta:
+def write_index_file(file_io: FileIO, table_path: str, vectors: Mapping[str, BitMap], *,
+                     bitmap64: bool = False) -> IndexFileMeta:
     """Write ``vectors`` (data file name -> deleted positions; empty ones are left out) as one
-    index file; returns its meta with the ranges, in the order written."""
+    index file, in the 64-bit layout with ``bitmap64`` (the table's ``deletion-vectors.bitmap64``);
+    returns its meta with the ranges, in the order written."""
     from core.index_manifest import DELETION_VECTORS, DeletionVectorRange, IndexFileMeta, index_dir, new_index_file_name
 
     out = bytearray([VERSION])
@@ -148,9 +224,10 @@ def write_index_file(file_io: FileIO, table_path: str, vectors: Mapping[str, Bit
     for name, bitmap in vectors.items():
         if not len(bitmap):
             continue
-        body = serialize(bitmap)
-        ranges.append(DeletionVectorRange(name, len(out), len(body), len(bitmap)))
-        out += struct.pack(">i", len(body)) + body + struct.pack(">I", zlib.crc32(body))
+        framed = blob(serialize64(bitmap) if bitmap64 else serialize(bitmap))
+        # Java's range length: the whole blob for a 64-bit vector, the body for a 32-bit one.
+        ranges.append(DeletionVectorRange(name, len(out), len(framed) if bitmap64 else len(framed) - 8, len(bitmap)))
+        out += framed
     name = new_index_file_name()
     file_io.write_bytes(join(index_dir(table_path), name), bytes(out))
     return IndexFileMeta(DELETION_VECTORS, name, len(out), len(ranges), tuple(ranges))
@@ -204,6 +281,6 @@ def split_deletion_files(vectors: Mapping[tuple[bytes, int], Mapping[str, Deleti
     return tuple((n, bucket_vectors[n]) for n in names if n in bucket_vectors)
 
 
-__all__ = ["DeletionFile", "MAGIC", "bitmap_class", "bucket_index_files", "deleted_mask", "deletion_files",
-           "deserialize", "read_index_file", "read_vector", "serialize", "snapshot_deletion_files",
-           "split_deletion_files", "write_index_file"]
+__all__ = ["DeletionFile", "MAGIC", "MAGIC64", "bitmap_class", "blob", "bucket_index_files", "deleted_mask",
+           "deletion_files", "deserialize", "read_index_file", "read_vector", "read_vectors", "serialize",
+           "serialize64", "snapshot_deletion_files", "split_deletion_files", "write_index_file", "writes_bitmap64"]

@@ -57,7 +57,8 @@ _CODECS = {"zstd": "zstandard", "zstandard": "zstandard", "snappy": "snappy", "d
 @dataclass(frozen=True, slots=True)
 class DeletionVectorRange:
     """Where one data file's deletion vector sits in an index file (``offset`` points at its
-    4-byte length; ``length`` counts the serialized vector). ``_CARDINALITY``, which later
+    4-byte length; ``length`` counts the serialized vector, magic and bitmap, or for a 64-bit
+    vector its whole blob, length and CRC included). ``_CARDINALITY``, which later
     Java versions add to a range, is read when present."""
 
     data_file: str

@@ -38,7 +38,8 @@ def _add(kind: str, why: str, *keys: str) -> None:
 
 
 _add(HONOURED, "see the README, 'Paimon options lakectl honours'",
-     "bucket", "bucket-key", "bucket-function.type", "deletion-vectors.enabled", "file.format",
+     "bucket", "bucket-key", "bucket-function.type", "deletion-vectors.enabled", "deletion-vectors.bitmap64",
+     "file.format",
      "partition.default-name", "partition.legacy-name", "merge-engine", "ignore-delete",
      "deduplicate.ignore-delete", "first-row.ignore-delete", "partial-update.ignore-delete",
      "partial-update.remove-record-on-delete", "partial-update.remove-record-on-sequence-group",

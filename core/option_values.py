@@ -165,7 +165,8 @@ _add(ValueRule(LONG, JAVA_LONG_MIN, JAVA_LONG_MAX), "scan.bounded.watermark", "s
      "scan.snapshot-id", "scan.timestamp-millis", "scan.watermark")
 _add(ValueRule(BOOL), "async-file-write", "auto-create", "changelog-producer.row-deduplicate", "commit.force-compact",
      "commit.force-create-snapshot", "consumer.ignore-progress", "data-file.thin-mode",
-     "delete.force-produce-changelog", "deletion-vectors.enabled", "dynamic-partition-overwrite",
+     "delete.force-produce-changelog", "deletion-vectors.enabled", "deletion-vectors.bitmap64",
+     "dynamic-partition-overwrite",
      "end-input.check-partition-expire", "file-index.read.enabled", "file.suffix.include.compression",
      "force-lookup", "ignore-delete", "lookup-wait", "lookup.cache.bloom.filter.enabled",
      "manifest.delete-file-drop-stats", "metadata.stats-dense-store", "metastore.partitioned-table",

@@ -1,4 +1,4 @@
-"""Iceberg's Avro files: manifests and manifest lists (v2 schemas, with Iceberg's field ids)."""
+"""Iceberg's Avro files: manifests and manifest lists (v2 and v3 schemas, with Iceberg's field ids)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,19 @@ def _map(name: str, key_id: int, value_id: int, value_type: str) -> dict[str, An
             {"name": "value", "type": value_type, "field-id": value_id}]}}
 
 
-def _entry_schema(schema: TableSchema) -> dict[str, Any]:
+# Format 3's data_file fields, in Java Paimon's order: a deletion vector's data file and where its
+# blob is (null for data files), and the first row id (null: inherited from the manifest's).
+_V3_DATA_FILE_FIELDS: list[dict[str, Any]] = [
+    {"name": "referenced_data_file", "type": ["null", "string"], "default": None, "field-id": 143},
+    {"name": "content_offset", "type": ["null", "long"], "default": None, "field-id": 144},
+    {"name": "content_size_in_bytes", "type": ["null", "long"], "default": None, "field-id": 145},
+    {"name": "first_row_id", "type": ["null", "long"], "default": None, "field-id": 142},
+]
+_V3_NULLS = {f["name"]: None for f in _V3_DATA_FILE_FIELDS}
+_POSITION_DELETES = 1  # data_file content of a deletion vector; manifest content of a delete manifest
+
+
+def _entry_schema(schema: TableSchema, format_version: int = 2) -> dict[str, Any]:
     partition = {"type": "record", "name": "r102", "fields": [
         {"name": f["name"], "type": avro_partition_type(schema.field(f["name"]).type, f["field-id"]),
          "default": None,
@@ -38,6 +50,8 @@ def _entry_schema(schema: TableSchema) -> dict[str, Any]:
         {"name": "upper_bounds", "type": ["null", _map("k129_v130", 129, 130, "bytes")], "default": None,
          "field-id": 128},
     ]}
+    if format_version >= 3:
+        data_file["fields"] += _V3_DATA_FILE_FIELDS
     return {"type": "record", "name": "manifest_entry", "fields": [
         {"name": "status", "type": "int", "field-id": 0},
         {"name": "snapshot_id", "type": ["null", "long"], "default": None, "field-id": 1},
@@ -73,7 +87,7 @@ _LIST_SCHEMA: dict[str, Any] = {"type": "record", "name": "manifest_file", "fiel
 _ADDED = 1  # manifest entry status
 
 
-def _data_file_path(table_path: str, schema: TableSchema, entry: Any) -> str:
+def data_file_path(table_path: str, schema: TableSchema, entry: Any) -> str:
     return entry.file.external_path or join(schema.bucket_dir(table_path, entry.partition, entry.bucket),
                                             entry.file.file_name)
 
@@ -85,7 +99,7 @@ def data_file_record(table_path: str, schema: TableSchema, entry: Any,
     if file_schema is None and entry.file.schema_id == schema.id:
         file_schema = schema
     column_stats = data_file_stats(schema, file_schema, entry.file) if file_schema is not None else empty_stats()
-    return {"content": 0, "file_path": _data_file_path(table_path, schema, entry), "file_format": "PARQUET",
+    return {"content": 0, "file_path": data_file_path(table_path, schema, entry), "file_format": "PARQUET",
             "partition": _partition_record(schema, entry), "record_count": entry.file.row_count,
             "file_size_in_bytes": entry.file.file_size, **column_stats}
 
@@ -108,31 +122,74 @@ def _avro_bytes(schema: dict[str, Any], records: list[dict[str, Any]], codec: st
 
 
 def manifest_file(table_path: str, schema: TableSchema, snapshot_id: int, entries: list[Any], codec: str,
-                  file_schemas: Mapping[int, TableSchema] | None = None) -> bytes:
-    """A manifest of ``entries``; ``file_schemas`` holds the schema each file was written
-    under, by id (its column stats are in that schema's columns; without it, only files of
-    ``schema`` get column stats)."""
+                  file_schemas: Mapping[int, TableSchema] | None = None, *, format_version: int = 2) -> bytes:
+    """A manifest of ``entries`` in ``format_version``; ``file_schemas`` holds the schema each
+    file was written under, by id (its column stats are in that schema's columns; without it,
+    only files of ``schema`` get column stats)."""
+    v3 = _V3_NULLS if format_version >= 3 else {}
     records = [{
         "status": _ADDED, "snapshot_id": snapshot_id, "sequence_number": snapshot_id,
         "file_sequence_number": snapshot_id,
-        "data_file": data_file_record(table_path, schema, e, (file_schemas or {}).get(e.file.schema_id)),
+        "data_file": {**data_file_record(table_path, schema, e, (file_schemas or {}).get(e.file.schema_id)), **v3},
     } for e in entries]
-    metadata = {"schema": json.dumps(schema_json(schema)), "schema-id": str(schema.id),
-                "partition-spec": json.dumps(partition_spec(schema)), "partition-spec-id": "0",
-                "format-version": "2", "content": "data"}
-    return _avro_bytes(_entry_schema(schema), records, codec, metadata)
+    return _avro_bytes(_entry_schema(schema, format_version), records, codec,
+                       _manifest_header(schema, format_version, "data"))
+
+
+def delete_manifest_file(schema: TableSchema, snapshot_id: int, puffin_path: str, puffin_size: int,
+                         vectors: list[Any], codec: str) -> bytes:
+    """A format-3 delete manifest: one position-delete entry per deletion vector
+    (``IcebergDeletionVector``), pointing at its blob in the Puffin file, in its data file's
+    partition, its record count the number of deleted rows."""
+    records = [{
+        "status": _ADDED, "snapshot_id": snapshot_id, "sequence_number": snapshot_id,
+        "file_sequence_number": snapshot_id,
+        "data_file": {"content": _POSITION_DELETES, "file_path": puffin_path, "file_format": "PUFFIN",
+                      "partition": _partition_record(schema, v.entry), "record_count": v.cardinality,
+                      "file_size_in_bytes": puffin_size, **empty_stats(), **_V3_NULLS,
+                      "referenced_data_file": v.data_file_path, "content_offset": v.offset,
+                      "content_size_in_bytes": v.size},
+    } for v in vectors]
+    return _avro_bytes(_entry_schema(schema, 3), records, codec, _manifest_header(schema, 3, "deletes"))
+
+
+def _manifest_header(schema: TableSchema, format_version: int, content: str) -> dict[str, str]:
+    return {"schema": json.dumps(schema_json(schema)), "schema-id": str(schema.id),
+            "partition-spec": json.dumps(partition_spec(schema)), "partition-spec-id": "0",
+            "format-version": str(format_version), "content": content}
 
 
 def manifest_list(manifest_path: str, manifest_length: int, snapshot_id: int, entries: list[Any],
-                   codec: str, schema: TableSchema) -> bytes:
-    record = {"manifest_path": manifest_path, "manifest_length": manifest_length, "partition_spec_id": 0,
-              "content": 0, "sequence_number": snapshot_id, "min_sequence_number": snapshot_id,
-              "added_snapshot_id": snapshot_id, "added_files_count": len(entries), "existing_files_count": 0,
-              "deleted_files_count": 0, "added_rows_count": sum(e.file.row_count for e in entries),
-              "existing_rows_count": 0, "deleted_rows_count": 0,
-              "partitions": _partition_summaries(schema, entries)}
-    metadata = {"snapshot-id": str(snapshot_id), "sequence-number": str(snapshot_id), "format-version": "2"}
-    return _avro_bytes(_LIST_SCHEMA, [record], codec, metadata)
+                   codec: str, schema: TableSchema, *, format_version: int = 2, first_row_id: int | None = None,
+                   deletes: Any = None) -> bytes:
+    """The manifest list of the data manifest (``entries``) and, in format 3, of the delete
+    manifest ``deletes`` (a ``DeleteManifest``); the data manifest's rows get ids from
+    ``first_row_id`` (format 3)."""
+    records = [_list_record(manifest_path, manifest_length, snapshot_id, schema, 0, entries,
+                            sum(e.file.row_count for e in entries))]
+    if deletes is not None:
+        records.append(_list_record(deletes.path, deletes.length, snapshot_id, schema, _POSITION_DELETES,
+                                    [v.entry for v in deletes.vectors], sum(v.cardinality for v in deletes.vectors)))
+    list_schema = _LIST_SCHEMA
+    if format_version >= 3:
+        list_schema = {**_LIST_SCHEMA, "fields": _LIST_SCHEMA["fields"] + [
+            {"name": "first_row_id", "type": ["null", "long"], "default": None, "field-id": 520}]}
+        for r in records:  # a delete manifest assigns no row ids
+            r["first_row_id"] = first_row_id if r["content"] == 0 else None
+    metadata = {"snapshot-id": str(snapshot_id), "sequence-number": str(snapshot_id),
+                "format-version": str(format_version)}
+    return _avro_bytes(list_schema, records, codec, metadata)
+
+
+def _list_record(path: str, length: int, snapshot_id: int, schema: TableSchema, content: int,
+                 entries: list[Any], rows: int) -> dict[str, Any]:
+    """One manifest's line: every entry ADDED by this snapshot (``entries`` give the partitions)."""
+    return {"manifest_path": path, "manifest_length": length, "partition_spec_id": 0,
+            "content": content, "sequence_number": snapshot_id, "min_sequence_number": snapshot_id,
+            "added_snapshot_id": snapshot_id, "added_files_count": len(entries), "existing_files_count": 0,
+            "deleted_files_count": 0, "added_rows_count": rows,
+            "existing_rows_count": 0, "deleted_rows_count": 0,
+            "partitions": _partition_summaries(schema, entries)}
 
 
 def _partition_summaries(schema: TableSchema, entries: list[Any]) -> list[dict[str, Any]]:

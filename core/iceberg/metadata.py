@@ -58,12 +58,22 @@ def partition_spec(schema: TableSchema) -> list[dict[str, Any]]:
             for i, f in enumerate(schema.partition_fields)]
 
 
+def first_row_id(previous: dict[str, Any] | None) -> int:
+    """Format 3: the first row id this version may hand out, the previous version's
+    ``next-row-id`` (ids already seen by readers are never reused), 0 without one."""
+    return int((previous or {}).get("next-row-id") or 0)
+
+
 def metadata_json(table_path: str, schema: TableSchema, snapshot: Any, list_path: str,
-              previous: dict[str, Any] | None) -> dict[str, Any]:
+              previous: dict[str, Any] | None, *, format_version: int = 2,
+              row_ids: tuple[int, int] | None = None) -> dict[str, Any]:
+    """The metadata of ``snapshot``; in format 3, ``row_ids`` is (first row id, rows added),
+    the snapshot's ``first-row-id`` and ``added-rows`` and the table's ``next-row-id`` after them."""
     spec = partition_spec(schema)
     table_uuid = (previous or {}).get("table-uuid") or str(uuid.uuid4())
+    lineage = _row_lineage(format_version, row_ids)
     return {
-        "format-version": 2,
+        "format-version": format_version,
         "table-uuid": table_uuid,
         "location": iceberg_location(table_path, schema.options),
         "last-sequence-number": snapshot.id,
@@ -86,10 +96,20 @@ def metadata_json(table_path: str, schema: TableSchema, snapshot: Any, list_path
             "summary": {"operation": "append" if snapshot.commit_kind == "APPEND" else "overwrite"},
             "manifest-list": list_path,
             "schema-id": schema.id,
+            **lineage["snapshot"],
         }],
         "snapshot-log": [{"snapshot-id": snapshot.id, "timestamp-ms": snapshot.time_millis}],
         "metadata-log": [],
+        **lineage["table"],
     }
+
+
+def _row_lineage(format_version: int, row_ids: tuple[int, int] | None) -> dict[str, dict[str, int]]:
+    """Format 3's row-lineage fields of the snapshot and the table (none in format 2)."""
+    if format_version < 3 or row_ids is None:
+        return {"snapshot": {}, "table": {}}
+    first, added = row_ids
+    return {"snapshot": {"first-row-id": first, "added-rows": added}, "table": {"next-row-id": first + added}}
 
 
 NAME_MAPPING = "schema.name-mapping.default"

@@ -47,6 +47,11 @@ def manifest_compression(options: Mapping[str, str]) -> str:
     return options.get(MANIFEST_COMPRESSION, default).strip().lower()
 
 
+def format_version(options: Mapping[str, str]) -> int:
+    """``metadata.iceberg.format-version``: 2 (default) or 3 (what ``option_refusal`` accepts)."""
+    return int(options.get(FORMAT_VERSION, "2").strip())
+
+
 def option_refusal(opts: Mapping[str, str]) -> str | None:
     """Why lakectl cannot keep Iceberg metadata under these options, or None."""
     kind = storage(opts)
@@ -58,8 +63,8 @@ def option_refusal(opts: Mapping[str, str]) -> str | None:
     for key in opts:
         if key.startswith("metadata.iceberg.") and key not in HONOURED_OPTIONS:
             return f"{key} (an Iceberg metadata option lakectl does not act on)"
-    if opts.get(FORMAT_VERSION, "2").strip() != "2":
-        return f"{FORMAT_VERSION}={opts[FORMAT_VERSION]} (lakectl writes Iceberg format version 2 only)"
+    if opts.get(FORMAT_VERSION, "2").strip() not in ("2", "3"):
+        return f"{FORMAT_VERSION}={opts[FORMAT_VERSION]} (Iceberg format versions are 2 and 3)"
     codec = manifest_compression(opts)
     if codec not in CODECS:
         return f"{MANIFEST_COMPRESSION}={codec} (lakectl writes {', '.join(sorted(CODECS))})"
@@ -76,8 +81,9 @@ def refusal(schema: TableSchema) -> str | None:
         return f"file.format={schema.core_options.file_format} with Iceberg metadata (lakectl exposes Parquet files only)"
     if opts_true(schema.options, "data-evolution.enabled"):
         return "data-evolution.enabled=true with Iceberg metadata (its files hold column subsets)"
-    if schema.core_options.deletion_vectors_enabled:
-        return "deletion-vectors.enabled=true with Iceberg metadata (format version 2 has no deletion vectors)"
+    if schema.core_options.deletion_vectors_enabled and format_version(schema.options) < 3:
+        return (f"deletion-vectors.enabled=true with Iceberg format version 2, which has no deletion vectors: "
+                f"set {FORMAT_VERSION}=3")
     for f in schema.fields:
         if iceberg_type(f.type) is None:
             return f"column {f.name} of type {f.type.root_text()} with Iceberg metadata (no Iceberg type for it)"

@@ -11,11 +11,13 @@ from typing import Any, Mapping
 
 from core.errors import UsageError
 from core.fileio import FileIO, join
-from core.iceberg.avro_files import avro_records, manifest_file, manifest_list
-from core.iceberg.metadata import (NAME_MAPPING, current_metadata, file_schemas, iceberg_location, metadata_dir,
-                                   metadata_json, name_mapping)
+from core.iceberg.avro_files import (avro_records, data_file_path, delete_manifest_file, manifest_file,
+                                     manifest_list)
+from core.iceberg.deletion_vectors import DeleteManifest, puffin_file, visible_vectors
+from core.iceberg.metadata import (NAME_MAPPING, current_metadata, file_schemas, first_row_id, iceberg_location,
+                                   metadata_dir, metadata_json, name_mapping)
 from core.iceberg.options import (CODECS, DELETE_AFTER_COMMIT, PREVIOUS_VERSIONS_MAX, VERSION_HINT,
-                                  manifest_compression, refusal, storage)
+                                  format_version, manifest_compression, refusal, storage)
 from core.schema import TableSchema
 
 log = logging.getLogger(__name__)
@@ -38,9 +40,12 @@ class IcebergSyncResult:
 def visible_entries(schema: TableSchema, entries: list[Any]) -> list[Any]:
     """The live files Iceberg readers get: every file of an append table; only the top level
     (``num-levels - 1``, what a full compaction writes) of a primary-key table, whose files
-    there hold each key once, merged."""
+    there hold each key once, merged; with deletion vectors (format 3), every level but 0, as
+    Paimon's own batch reads: a key's older rows there are deleted by the vectors."""
     if not schema.has_primary_key:
         return list(entries)
+    if schema.core_options.deletion_vectors_enabled:
+        return [e for e in entries if e.file.level > 0]
     top = schema.core_options.num_levels - 1
     return [e for e in entries if e.file.level == top]
 
@@ -64,27 +69,52 @@ def sync(file_io: FileIO, table_path: str, schema: TableSchema, snapshot: Any, e
     if dry_run:
         return IcebergSyncResult(snapshot.id, join(directory, name), len(visible), records, 0, dry_run=True)
     codec = CODECS[manifest_compression(schema.options)]
+    version = format_version(schema.options)
     token = uuid.uuid4().hex
     manifest_path = join(directory, f"{token}-m0.avro")
     list_path = join(directory, f"snap-{snapshot.id}-1-{token}.avro")
     schemas = file_schemas(file_io, table_path, schema, visible)  # each file's stats are in its schema's columns
-    manifest_bytes = manifest_file(table_path, schema, snapshot.id, visible, codec, schemas)
+    manifest_bytes = manifest_file(table_path, schema, snapshot.id, visible, codec, schemas,
+                                   format_version=version)
     file_io.write_bytes(manifest_path, manifest_bytes)
-    file_io.write_bytes(list_path, manifest_list(manifest_path, len(manifest_bytes), snapshot.id, visible,
-                                                  codec, schema))
-    replaced = _files_named(file_io, directory, snapshot.id)  # an earlier sync of this snapshot's
+    deletes = _write_deletes(file_io, table_path, schema, snapshot, visible, directory, token, codec) \
+        if version >= 3 and schema.core_options.deletion_vectors_enabled else None
     previous = current_metadata(file_io, directory)
-    metadata = metadata_json(table_path, schema, snapshot, list_path, previous)
+    first_row = first_row_id(previous)
+    file_io.write_bytes(list_path, manifest_list(manifest_path, len(manifest_bytes), snapshot.id, visible,
+                                                  codec, schema, format_version=version, first_row_id=first_row,
+                                                  deletes=deletes))
+    written = {manifest_path, list_path, *((deletes.path, deletes.puffin_path) if deletes else ())}
+    replaced = _files_named(file_io, directory, snapshot.id)  # an earlier sync of this snapshot's
+    metadata = metadata_json(table_path, schema, snapshot, list_path, previous, format_version=version,
+                             row_ids=(first_row, records))
     metadata["properties"][NAME_MAPPING] = json.dumps(name_mapping(file_io, table_path, schema, visible,
                                                                         schemas))
     # A metadata file is written once per snapshot id; iceberg-sync of the same snapshot
     # replaces it whole (as a hint is replaced: readers see the old or the new file).
     file_io.overwrite_hint(join(directory, name), json.dumps(metadata, indent=2))
     file_io.overwrite_hint(join(directory, VERSION_HINT), str(snapshot.id))
-    for path in sorted(replaced - {manifest_path, list_path}):
+    for path in sorted(replaced - written):
         file_io.delete_quietly(path)
     deleted = _delete_old_versions(file_io, directory, schema.options, snapshot.id)
     return IcebergSyncResult(snapshot.id, join(directory, name), len(visible), records, deleted)
+
+
+def _write_deletes(file_io: FileIO, table_path: str, schema: TableSchema, snapshot: Any, visible: list[Any],
+                   directory: str, token: str, codec: str) -> DeleteManifest | None:
+    """Format 3: the visible files' deletion vectors as one Puffin file and a delete manifest
+    (core/iceberg/deletion_vectors.py), or None when no visible file has a vector."""
+    vectors = visible_vectors(file_io, table_path, snapshot, visible,
+                              lambda e: data_file_path(table_path, schema, e))
+    if not vectors:
+        return None
+    puffin_path = join(directory, f"{token}-dv.puffin")
+    puffin, placed = puffin_file(vectors)
+    file_io.write_bytes(puffin_path, puffin)
+    manifest_path = join(directory, f"{token}-m1.avro")
+    manifest = delete_manifest_file(schema, snapshot.id, puffin_path, len(puffin), placed, codec)
+    file_io.write_bytes(manifest_path, manifest)
+    return DeleteManifest(manifest_path, len(manifest), puffin_path, placed)
 
 
 def _newer_live_version(file_io: FileIO, table_path: str, directory: str, snapshot_id: int) -> int | None:
@@ -159,7 +189,8 @@ def _delete_old_versions(file_io: FileIO, directory: str, options: Mapping[str, 
 
 
 def _files_named(file_io: FileIO, directory: str, version: int) -> set[str]:
-    """The manifest lists and manifests a metadata file names (none when unreadable)."""
+    """The manifest lists, manifests and Puffin files of deletion vectors a metadata file names
+    (none when unreadable)."""
     text = file_io.read_text_if_exists(join(directory, f"v{version}.metadata.json"))
     try:
         snapshots = json.loads(text).get("snapshots", []) if text else []
@@ -172,9 +203,17 @@ def _files_named(file_io: FileIO, directory: str, version: int) -> set[str]:
             continue
         names.add(list_path)
         try:
-            names.update(r["manifest_path"] for r in avro_records(file_io.read_bytes(list_path)))
+            manifests = avro_records(file_io.read_bytes(list_path))
+            names.update(r["manifest_path"] for r in manifests)
+            for r in manifests:
+                if r.get("content") == 1:  # a delete manifest: the Puffin files it lists
+                    names.update(_delete_files_in(file_io, directory, r["manifest_path"]))
         except (OSError, ValueError, KeyError, TypeError, EOFError):
             continue
     return names
 
 
+def _delete_files_in(file_io: FileIO, directory: str, manifest_path: str) -> set[str]:
+    """The delete files a delete manifest lists that lakectl wrote (inside ``directory``)."""
+    entries = avro_records(file_io.read_bytes(manifest_path))
+    return {p for e in entries if (p := e["data_file"]["file_path"]).startswith(directory.rstrip("/") + "/")}

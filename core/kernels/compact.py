@@ -38,7 +38,8 @@ import pyarrow as pa
 
 from core import row_tracking
 from core.commit import CommitMessage
-from core.deletion_vectors import bitmap_class, deleted_mask, read_index_file, read_vector, write_index_file
+from core.deletion_vectors import (bitmap_class, deleted_mask, read_index_file, read_vector, write_index_file,
+                                   writes_bitmap64)
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO, join
 from core.kernels import stream_merge
@@ -235,7 +236,8 @@ def lookup_compact_bucket(task: CompactTask, file_io: FileIO) -> CommitMessage:
                    if n in staying}
     for name, positions in hits.items():
         vectors[name] = vectors.get(name, bitmap()) | bitmap(positions.astype(np.uint32))
-    new_index = write_index_file(file_io, task.table_path, vectors) if any(len(b) for b in vectors.values()) else None
+    new_index = write_index_file(file_io, task.table_path, vectors, bitmap64=writes_bitmap64(schema.options)) \
+        if any(len(b) for b in vectors.values()) else None
     return CommitMessage(task.partition, task.bucket, task.total_buckets, compact_before=tuple(picked),
                          compact_after=tuple(after), changelog_files=tuple(changelog),
                          new_index_files=(new_index,) if new_index is not None else (),

@@ -29,7 +29,8 @@ import numpy as np
 from core import row_tracking
 from core.arrow_values import numpy_ints
 from core.commit import CommitMessage, FileStoreCommit
-from core.deletion_vectors import bitmap_class, bucket_index_files, read_index_file, write_index_file
+from core.deletion_vectors import (bitmap_class, bucket_index_files, read_index_file, write_index_file,
+                                   writes_bitmap64)
 from core.errors import CorruptMetadataError, UnsupportedTableError
 from core.fileio import FileIO
 from core.index_manifest import IndexFileMeta
@@ -113,7 +114,7 @@ def _vector_message(table: TableHandle, split: ReadSplit, row_ids: np.ndarray,
         if bitmap is None:
             bitmap = vectors[anchor] = bitmap_class()()
         bitmap.update(int(p) for p in positions)
-    new_index = write_index_file(table.file_io, table.path, vectors)
+    new_index = write_index_file(table.file_io, table.path, vectors, bitmap64=writes_bitmap64(table.schema.options))
     return CommitMessage(split.partition, split.bucket, table.schema.num_buckets, new_index_files=(new_index,),
                          deleted_index_files=(index_file,) if index_file is not None else ())
 
@@ -151,7 +152,9 @@ def move_deletion_vectors(table: TableHandle, snapshot: Any, messages: list[Comm
         for i in positions:
             _move(vectors, messages[i])
         first = positions[0]
-        new_index = (write_index_file(table.file_io, table.path, vectors),) if any(map(len, vectors.values())) else ()
+        new_index = (write_index_file(table.file_io, table.path, vectors,
+                                      bitmap64=writes_bitmap64(table.schema.options)),) \
+            if any(map(len, vectors.values())) else ()
         out[first] = dataclasses.replace(messages[first], new_index_files=new_index, deleted_index_files=(index_file,))
     return out
 

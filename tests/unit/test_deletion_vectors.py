@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 from pyroaring import BitMap
 
-from core.deletion_vectors import MAGIC, read_index_file, write_index_file
+from core.deletion_vectors import MAGIC, DeletionFile, read_index_file, read_vectors, write_index_file
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO
 from core.index_manifest import ADD, DELETE, DELETION_VECTORS, IndexManifestEntry, combine, live_index_entries
@@ -43,6 +43,35 @@ def test_index_file_layout_is_javas(tmp_path: Path) -> None:
     (tmp_path / "index" / meta.file_name).write_bytes(bytes(broken))
     with pytest.raises(CorruptMetadataError, match="checksum"):
         read_index_file(fio, str(tmp_path), meta)
+
+
+def test_64_bit_index_file_layout_is_icebergs_blob(tmp_path: Path) -> None:
+    """``deletion-vectors.bitmap64``: each vector is an Iceberg deletion-vector-v1 blob (Java's
+    Bitmap64DeletionVector), bytes built here by hand from the spec; the range covers the whole
+    blob; readers take either layout from the same index file set."""
+    fio = FileIO.for_uri(str(tmp_path))
+    meta = write_index_file(fio, str(tmp_path), {"data-a.parquet": BitMap([1, 2])}, bitmap64=True)
+    data = (tmp_path / "index" / meta.file_name).read_bytes()
+    roaring = (struct.pack("<ii", 12346, 1)  # portable cookie without runs, one container
+               + struct.pack("<HH", 0, 2 - 1)  # its key and cardinality - 1
+               + struct.pack("<i", 16)  # offset of its values
+               + struct.pack("<HH", 1, 2))  # an array container: 1, 2
+    body = bytes([0xD1, 0xD3, 0x39, 0x64]) + struct.pack("<q", 1) + struct.pack("<i", 0) + roaring
+    assert data == b"\x01" + struct.pack(">i", len(body)) + body + struct.pack(">I", zlib.crc32(body))
+    (r,) = meta.dv_ranges
+    assert (r.offset, r.length, r.cardinality) == (1, len(data) - 1, 2)
+    assert read_index_file(fio, str(tmp_path), meta) == {"data-a.parquet": BitMap([1, 2])}
+    # Both layouts, one file each, read in one pass.
+    meta32 = write_index_file(fio, str(tmp_path), {"data-b.parquet": BitMap([0, 70000])})
+    deletions = [DeletionFile(str(tmp_path / "index" / m.file_name), m.dv_ranges[0].offset, m.dv_ranges[0].length)
+                 for m in (meta, meta32)]
+    assert read_vectors(fio, deletions) == [BitMap([1, 2]), BitMap([0, 70000])]
+    # A bitmap under key 1 holds positions past 2**32: refused, not folded into the low half.
+    high = bytes([0xD1, 0xD3, 0x39, 0x64]) + struct.pack("<q", 1) + struct.pack("<i", 1) + roaring
+    framed = b"\x01" + struct.pack(">i", len(high)) + high + struct.pack(">I", zlib.crc32(high))
+    (tmp_path / "index" / "index-high").write_bytes(framed)
+    with pytest.raises(CorruptMetadataError, match="past 2"):
+        read_vectors(fio, [DeletionFile(str(tmp_path / "index" / "index-high"), 1, len(framed) - 1)])
 
 
 def test_combine_applies_deletes_then_adds_by_file_name(tmp_path: Path) -> None:
