@@ -65,6 +65,9 @@ def option_refusal(opts: Mapping[str, str]) -> str | None:
             return f"{key} (an Iceberg metadata option lakectl does not act on)"
     if opts.get(FORMAT_VERSION, "2").strip() not in ("2", "3"):
         return f"{FORMAT_VERSION}={opts[FORMAT_VERSION]} (Iceberg format versions are 2 and 3)"
+    if opts_true(opts, "deletion-vectors.enabled") and format_version(opts) < 3:
+        return (f"deletion-vectors.enabled=true with Iceberg format version 2, which has no deletion vectors: "
+                f"set {FORMAT_VERSION}=3")
     codec = manifest_compression(opts)
     if codec not in CODECS:
         return f"{MANIFEST_COMPRESSION}={codec} (lakectl writes {', '.join(sorted(CODECS))})"
@@ -81,9 +84,6 @@ def refusal(schema: TableSchema) -> str | None:
         return f"file.format={schema.core_options.file_format} with Iceberg metadata (lakectl exposes Parquet files only)"
     if opts_true(schema.options, "data-evolution.enabled"):
         return "data-evolution.enabled=true with Iceberg metadata (its files hold column subsets)"
-    if schema.core_options.deletion_vectors_enabled and format_version(schema.options) < 3:
-        return (f"deletion-vectors.enabled=true with Iceberg format version 2, which has no deletion vectors: "
-                f"set {FORMAT_VERSION}=3")
     for f in schema.fields:
         if iceberg_type(f.type) is None:
             return f"column {f.name} of type {f.type.root_text()} with Iceberg metadata (no Iceberg type for it)"

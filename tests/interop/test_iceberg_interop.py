@@ -24,6 +24,7 @@ import pytest
 from iceberg_oracle import iceberg_read, iceberg_scans
 from java_oracle import java_read, java_run, lakectl_rows
 
+from core.manifest import live_entries
 from core.ops.create import create
 from core.table import Table
 
@@ -125,9 +126,11 @@ def test_primary_key_table_shows_its_top_level(tmp_path: Path, partitioned: bool
 
 
 def test_hadoop_catalog_storage(tmp_path: Path) -> None:
+    """Also format 3 without deletion vectors: v3 manifests and row lineage, ids never reused."""
     t = make(tmp_path, "hc", primary_key=False, partitioned=True,
              options={"metadata.iceberg.storage": "hadoop-catalog", "metadata.iceberg.manifest-compression": "gzip",
-                      "metadata.iceberg.previous-versions-max": "1", "metadata.stats-mode": "counts"})
+                      "metadata.iceberg.previous-versions-max": "1", "metadata.stats-mode": "counts",
+                      "metadata.iceberg.format-version": "3"})
     t.write(batch(0, 10, "a"))
     t.write(batch(10, 10, "b"))
     t.write(batch(20, 10, "c"))
@@ -138,13 +141,18 @@ def test_hadoop_catalog_storage(tmp_path: Path) -> None:
     assert sorted(n for n in os.listdir(where) if n.endswith(".json")) == ["v2.metadata.json", "v3.metadata.json"]
     rows, meta = iceberg_read(where, tmp_path)
     assert rows == lakectl_rows(Table.open(t.path).scan())
-    assert meta["current_snapshot"] == 3
+    assert meta["current_snapshot"] == 3 and meta["format_version"] == 3
     # metadata.stats-mode=counts: null counts, no bounds.
     for file in meta["file_stats"]:
         expected = {name: {"nulls": c["nulls"]} for name, c in expected_file_stats(file, truncate=16).items()}
         assert meta["file_stats"][file] == expected
     old_rows, _ = iceberg_read(where / "v2.metadata.json", tmp_path)
     assert old_rows == lakectl_rows(Table.open(t.path).scan(snapshot_id=2))
+    # Each version lists every file anew, so its rows take fresh ids after the previous version's:
+    # 10 + 20 rows listed by versions 1 and 2, 30 by version 3.
+    v2, v3 = (json.loads((where / f"v{n}.metadata.json").read_text()) for n in (2, 3))
+    assert (v2["next-row-id"], v3["snapshots"][0]["first-row-id"], v3["snapshots"][0]["added-rows"],
+            v3["next-row-id"]) == (30, 30, 30, 60)
 
 
 def lakectl(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -156,7 +164,9 @@ def lakectl(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 @pytest.mark.parametrize("option,value,named", [
     ("metadata.iceberg.storage", "hive-catalog", "metadata.iceberg.storage=hive-catalog"),
     ("metadata.iceberg.storage", "rest-catalog", "metadata.iceberg.storage=rest-catalog"),
-    ("metadata.iceberg.format-version", "3", "metadata.iceberg.format-version=3"),
+    ("metadata.iceberg.format-version", "4", "metadata.iceberg.format-version=4"),
+    # Deletion vectors need Iceberg format 3: the message names the option that gives it.
+    ("deletion-vectors.enabled", "true", "metadata.iceberg.format-version=3"),
     ("metadata.iceberg.uri", "thrift://x:9083", "metadata.iceberg.uri"),
 ])
 def test_unsupported_iceberg_options_refuse_writes(tmp_path: Path, option: str, value: str, named: str) -> None:
@@ -635,3 +645,73 @@ def test_nested_columns(tmp_path: Path, primary_key: bool) -> None:
     assert rows == lakectl_rows(t.scan(where="id >= 8 AND note IS NOT NULL"))
     if not primary_key:
         assert len(meta["files"]) == 1
+
+
+def _puffins(t: Table) -> list[str]:
+    return sorted(n for n in os.listdir(metadata_dir(t)) if n.endswith(".puffin"))
+
+
+def join_path(t: Table, entry: Any) -> str:
+    return str(Path(t.schema.bucket_dir(t.path, entry.partition, entry.bucket)) / entry.file.file_name)
+
+
+def test_primary_key_deletion_vectors_in_format_3(tmp_path: Path) -> None:
+    """A primary-key table with deletion vectors (64-bit, as Java needs them for Iceberg) shows
+    Iceberg readers every level but 0, as Paimon's batch reads do, each file minus the rows its
+    vector deletes: pyiceberg reads what lakectl scans after writes, compactions and a delete."""
+    t = make(tmp_path, "pkdv", primary_key=True, partitioned=True,
+             options={"metadata.iceberg.format-version": "3", "deletion-vectors.enabled": "true",
+                      "deletion-vectors.bitmap64": "true"})
+    t.write(batch(0, 30, "a"))
+    assert_iceberg_reads(t, tmp_path)
+    # Updates 20..29: the write's lookup compaction puts the new rows in a level below the top
+    # and marks the old ones in the top level's vectors; Iceberg readers see both levels.
+    t.write(batch(20, 20, "b"))
+    meta = assert_iceberg_reads(t, tmp_path)
+    t = Table.open(t.path)
+    levels = {join_path(t, e): e.file.level for e in live_entries(t.manifests(), t.latest_snapshot())}
+    assert sorted({levels[f] for f in meta["files"]}) == [4, 5] and len(meta["files"]) == len(levels)
+    assert len(lakectl_rows(t.scan())) == 40
+    assert meta["format_version"] == 3 and len(_puffins(t)) == 1
+    # The table's own vectors are 64-bit (Iceberg's magic after the length).
+    index = [p for p in (Path(t.path) / "index").iterdir() if p.name.startswith("index-")]
+    assert index and all(p.read_bytes()[5:9] == bytes([0xD1, 0xD3, 0x39, 0x64]) for p in index)
+    t.compact()
+    assert_iceberg_reads(t, tmp_path)
+    t.delete("id < 5 OR name = 'b-33'")
+    t.compact()
+    assert_iceberg_reads(t, tmp_path)
+    assert sorted(r[0] for r in lakectl_rows(Table.open(t.path).scan())) == [i for i in range(5, 40) if i != 33]
+    t.compact(full=True)  # one file per bucket, no vectors left: the last Puffin file goes
+    assert_iceberg_reads(t, tmp_path)
+    assert _puffins(t) == []
+
+
+def test_append_deletion_vectors_in_format_3(tmp_path: Path) -> None:
+    """An append table's vectors (Java's DELETE writes them; committed here as it commits them),
+    one 32-bit and one 64-bit, reach Iceberg readers as Puffin deletion vectors; a rewriting
+    delete and a full compaction then read as lakectl scans them."""
+    from pyroaring import BitMap
+
+    from core.commit import CommitMessage, FileStoreCommit
+    from core.deletion_vectors import write_index_file
+
+    t = make(tmp_path, "appdv", primary_key=False, partitioned=True,
+             options={"metadata.iceberg.format-version": "3", "deletion-vectors.enabled": "true"})
+    t.write(batch(0, 30, "a"))
+    t = Table.open(t.path)
+    entries = sorted(live_entries(t.manifests(), t.latest_snapshot()), key=lambda e: e.partition)
+    assert len(entries) == 2  # one file per partition
+    messages = [CommitMessage(e.partition, e.bucket, e.total_buckets, new_index_files=(
+        write_index_file(t.file_io, t.path, {e.file.file_name: BitMap(positions)}, bitmap64=wide),))
+        for e, positions, wide in zip(entries, ([0, 2], [1]), (False, True))]
+    FileStoreCommit(t.file_io, t.path, t.schema).commit(messages)
+    meta = assert_iceberg_reads(t, tmp_path)
+    assert len(lakectl_rows(Table.open(t.path).scan())) == 27 and len(_puffins(t)) == 1
+    assert len(meta["files"]) == 2
+    t.write(batch(30, 6, "b"))
+    assert_iceberg_reads(t, tmp_path)
+    t.delete("id >= 33 OR name = 'a-4'")
+    assert_iceberg_reads(t, tmp_path)
+    t.compact(full=True)
+    assert_iceberg_reads(t, tmp_path)

@@ -44,7 +44,12 @@ def refused(options: dict[str, str], **layout) -> set[str]:
       "changelog-producer.row-deduplicate-ignore-fields": "ts"}, {WRITE}),
     ({"record-level.expire-time": "1 d", "record-level.time-field": "ts"}, {WRITE}),
     ({"metadata.iceberg.storage": "hive-catalog"}, {WRITE}),  # table-location, hadoop-catalog: core.iceberg
-    ({"metadata.iceberg.storage": "table-location", "metadata.iceberg.format-version": "3"}, {WRITE}),
+    ({"metadata.iceberg.storage": "table-location", "metadata.iceberg.format-version": "3"}, set()),
+    ({"metadata.iceberg.storage": "table-location", "metadata.iceberg.format-version": "4"}, {WRITE}),
+    # Deletion vectors need format 3 (core.iceberg.deletion_vectors).
+    ({"metadata.iceberg.storage": "table-location", "deletion-vectors.enabled": "true"}, {WRITE}),
+    ({"metadata.iceberg.storage": "table-location", "metadata.iceberg.format-version": "3",
+      "deletion-vectors.enabled": "true"}, set()),
     ({"bucket": "-2"}, {READ}),  # written and compacted as Paimon does (core.postpone)
     ({"commit.callbacks": "com.example.Cb"}, {WRITE}),
     ({"tag.callbacks": "com.example.Cb"}, {WRITE}),
