@@ -6,7 +6,9 @@ that asks for it (docs/iceberg.md has the facts this module follows). lakectl wr
 latest snapshot, a self-contained set: one manifest of the snapshot's visible files, one
 manifest list, and ``v<snapshot id>.metadata.json`` holding the current schema, an identity
 partition spec and that one snapshot (Iceberg snapshot id = Paimon snapshot id), then
-``version-hint.text``. Nothing is reused from earlier versions; older versions beyond
+``version-hint.text``; in format 3 (``metadata.iceberg.format-version``) with deletion vectors
+also a Puffin file of the visible files' vectors and a delete manifest pointing into it
+(core/iceberg/deletion_vectors.py). Nothing is reused from earlier versions; older versions beyond
 ``metadata.iceberg.previous-versions-max`` are deleted with the manifests only they name.
 
 The metadata is derived: it is written after the Paimon snapshot is published and never

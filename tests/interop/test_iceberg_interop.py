@@ -6,7 +6,9 @@ table shows Iceberg readers its top level only, what its last full compaction wr
 Paimon documents. Java Paimon 1.0 writes a table with Iceberg metadata, lakectl goes on
 writing and compacting it, and pyiceberg and Java read the result as lakectl scans it. A
 write killed between the Paimon publish and the Iceberg metadata leaves the Paimon table at
-the new snapshot, and the next commit or ``iceberg-sync`` brings the metadata in step."""
+the new snapshot, and the next commit or ``iceberg-sync`` brings the metadata in step. In
+format 3, tables with deletion vectors (32- and 64-bit) read through Iceberg deletion vectors
+in Puffin files, primary-key ones with every level but 0."""
 
 from __future__ import annotations
 
