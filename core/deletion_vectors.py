@@ -145,7 +145,7 @@ def _deserialize64(data: bytes, where: str) -> BitMap:
     return out
 
 
-def _vector_at(data: bytes, offset: int, length: int, where: str) -> BitMap:
+def _vector_at(data: bytes, offset: int, length: int, where: str, *, listed_in: str = "the index manifest") -> BitMap:
     if offset + 8 > len(data):
         raise CorruptMetadataError(f"deletion vector at offset {offset} runs past the end of {where}")
     (size,) = struct.unpack(">i", data[offset:offset + 4])
@@ -153,7 +153,7 @@ def _vector_at(data: bytes, offset: int, length: int, where: str) -> BitMap:
     body_length = length - 8 if data[offset + 4:offset + 8] == _MAGIC64_BYTES else length
     if size != body_length:
         raise CorruptMetadataError(f"deletion vector at offset {offset} of {where} is {size} bytes, "
-                                   f"the index manifest says {body_length}")
+                                   f"{listed_in} says {body_length}")
     if offset + 4 + size + 4 > len(data):
         raise CorruptMetadataError(f"deletion vector at offset {offset} runs past the end of {where}")
     body = data[offset + 4:offset + 4 + size]
@@ -162,6 +162,16 @@ def _vector_at(data: bytes, offset: int, length: int, where: str) -> BitMap:
     if actual != (crc & 0xFFFFFFFF):
         raise CorruptMetadataError(f"deletion vector at offset {offset} of {where} fails its checksum")
     return deserialize(body, where)
+
+
+def read_iceberg_blob(blob: bytes, where: str) -> BitMap:
+    """The positions of an Iceberg ``deletion-vector-v1`` blob (as a Puffin file holds it, from
+    its content offset for its content size). The blob is byte for byte a 64-bit vector framed
+    as Paimon stores it, so it is read and checked (length, magic, CRC) as one; a 32-bit
+    Paimon vector is not a valid blob."""
+    if blob[4:8] != _MAGIC64_BYTES:
+        raise CorruptMetadataError(f"deletion vector in {where} lacks the magic bytes D1 D3 39 64")
+    return _vector_at(blob, 0, len(blob), where, listed_in="its manifest entry")
 
 
 def _check_version(data: bytes, where: str) -> None:
@@ -282,5 +292,5 @@ def split_deletion_files(vectors: Mapping[tuple[bytes, int], Mapping[str, Deleti
 
 
 __all__ = ["DeletionFile", "MAGIC", "MAGIC64", "bitmap_class", "blob", "bucket_index_files", "deleted_mask",
-           "deletion_files", "deserialize", "read_index_file", "read_vector", "read_vectors", "serialize",
+           "deletion_files", "deserialize", "read_iceberg_blob", "read_index_file", "read_vector", "read_vectors", "serialize",
            "serialize64", "snapshot_deletion_files", "split_deletion_files", "write_index_file", "writes_bitmap64"]

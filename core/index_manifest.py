@@ -3,7 +3,12 @@
 folds its index changes into a new one.
 
 Record and field names are those Java Paimon 1.0 writes (``IndexManifestEntry`` with a
-``_VERSION`` of 1). An index manifest is always the full list of live index files, every
+``_VERSION`` of 1). Each deletion-vector range carries ``_CARDINALITY``, the number of rows
+its vector deletes, as Java has written it since 1.0 (``DeletionVectorMeta``, a nullable
+BIGINT after ``f0``-``f2``): Java's Iceberg commit refuses vectors without it and readers
+count rows with it. Readers match a range's fields by name, so the snapshots of Java 1.0
+that predate the field (the test oracle's) skip it, and a range written without it (by
+Java 0.9 or those snapshots) reads as ``None``. An index manifest is always the full list of live index files, every
 entry ADD: a commit reads the previous one, applies its own ADD/DELETE entries per
 (partition, bucket, index type) (Java's ``IndexManifestFileHandler``: DELETEs first, then
 ADDs replace; for deletion vectors of bucket-unaware tables, per file name) and writes the
@@ -30,7 +35,8 @@ INDEX_DIR = "index"
 _RANGE_RECORD = {
     "type": "record",
     "name": "org.apache.paimon.avro.generated.record__DELETIONS_VECTORS_RANGES",
-    "fields": [{"name": "f0", "type": "string"}, {"name": "f1", "type": "int"}, {"name": "f2", "type": "int"}],
+    "fields": [{"name": "f0", "type": "string"}, {"name": "f1", "type": "int"}, {"name": "f2", "type": "int"},
+               {"name": "_CARDINALITY", "type": ["null", "long"], "default": None}],
 }
 
 INDEX_MANIFEST_ENTRY_SCHEMA = fastavro.parse_schema({
@@ -58,8 +64,9 @@ _CODECS = {"zstd": "zstandard", "zstandard": "zstandard", "snappy": "snappy", "d
 class DeletionVectorRange:
     """Where one data file's deletion vector sits in an index file (``offset`` points at its
     4-byte length; ``length`` counts the serialized vector, magic and bitmap, or for a 64-bit
-    vector its whole blob, length and CRC included). ``_CARDINALITY``, which later
-    Java versions add to a range, is read when present."""
+    vector its whole blob, length and CRC included). ``cardinality`` is the number of
+    positions the vector deletes (``_CARDINALITY``): lakectl writes it for every vector it
+    writes; None where a range was written without it."""
 
     data_file: str
     offset: int
@@ -95,7 +102,8 @@ class IndexManifestEntry:
     def to_avro(self) -> dict[str, Any]:
         f = self.index_file
         ranges = None if f.dv_ranges is None else [
-            {"f0": r.data_file, "f1": r.offset, "f2": r.length} for r in f.dv_ranges]
+            {"f0": r.data_file, "f1": r.offset, "f2": r.length, "_CARDINALITY": r.cardinality}
+            for r in f.dv_ranges]
         return {"_VERSION": 1, "_KIND": self.kind, "_PARTITION": self.partition, "_BUCKET": self.bucket,
                 "_INDEX_TYPE": f.index_type, "_FILE_NAME": f.file_name, "_FILE_SIZE": f.file_size,
                 "_ROW_COUNT": f.row_count, "_DELETIONS_VECTORS_RANGES": ranges}

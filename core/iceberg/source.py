@@ -256,16 +256,12 @@ def _deleted_positions(deletes: list[dict[str, Any]], io_for: Callable[[str], Fi
     return {path: tuple(sorted(p)) for path, p in positions.items()}
 
 
-_DV_MAGIC = bytes([0xD1, 0xD3, 0x39, 0x64])
-
-
 def _deletion_vector(f: dict[str, Any], io_for: Callable[[str], FileIO]) -> list[int]:
-    """The positions of one v3 deletion vector: a Puffin blob of ``[length][magic][64-bit
-    portable roaring bitmap][CRC-32]`` (lengths big-endian; the bitmap little-endian: a
-    count of 32-bit bitmaps, each a key, the high 32 bits, then a portable RoaringBitmap)."""
-    import struct
-
-    from core.deletion_vectors import bitmap_class
+    """The positions of one v3 deletion vector: the ``deletion-vector-v1`` blob at the entry's
+    ``content_offset``, ``content_size_in_bytes`` long. Paimon's 64-bit vectors share its
+    layout, so core.deletion_vectors reads and checks it (length, magic, CRC; positions past
+    2**32 are refused there rather than truncated)."""
+    from core.deletion_vectors import read_iceberg_blob
 
     path = local_or_uri(f["file_path"])
     offset, size = f.get("content_offset"), f.get("content_size_in_bytes")
@@ -274,17 +270,7 @@ def _deletion_vector(f: dict[str, Any], io_for: Callable[[str], FileIO]) -> list
     with io_for(path).open_input(path) as handle:
         handle.seek(offset)
         blob = handle.read(size)
-    if blob[4:8] != _DV_MAGIC:
-        raise InvalidDataError(f"deletion vector at {offset} of {path} lacks its magic bytes")
-    body = blob[8:-4]
-    (count,) = struct.unpack_from("<q", body, 0)
-    at, out = 8, []
-    for _ in range(count):
-        (key,) = struct.unpack_from("<I", body, at)
-        bitmap = bitmap_class().deserialize(body[at + 4:])
-        at += 4 + len(bitmap.serialize())
-        out += [(key << 32) | p for p in bitmap]
-    return out
+    return list(read_iceberg_blob(blob, f"{path} (the blob at {offset})"))
 
 
 # ---- types -----------------------------------------------------------------------------------

@@ -226,6 +226,28 @@ def pypaimon_delete(wh: Path, row_ids: list[int]) -> None:
 DV = {"deletion-vectors.enabled": "true"}
 
 
+def cardinalities(wh: Path) -> list[int]:
+    """The ``_CARDINALITY`` of each deletion-vector range of the latest snapshot, sorted, as
+    the index manifest holds it (read with fastavro, not lakectl); each must equal the number
+    of positions of its vector, and lakectl must read the same values."""
+    import fastavro
+
+    from core.deletion_vectors import read_index_file
+    from core.index_manifest import live_index_entries
+    from core.table import Table
+
+    table = Table.locate("db.t", warehouse=str(wh))
+    name = table.latest_snapshot().index_manifest
+    with (Path(table.path) / "manifest" / name).open("rb") as f:
+        raw = {r["f0"]: r["_CARDINALITY"] for e in fastavro.reader(f) for r in e["_DELETIONS_VECTORS_RANGES"] or ()}
+    vectors, parsed = {}, {}
+    for e in live_index_entries(table.file_io, table.path, name):
+        vectors.update(read_index_file(table.file_io, table.path, e.index_file))
+        parsed.update({r.data_file: r.cardinality for r in e.index_file.dv_ranges})
+    assert raw == {file: len(v) for file, v in vectors.items()} == parsed
+    return sorted(raw.values())
+
+
 def test_delete_marks_rows_by_row_id_as_pypaimon_does_and_both_read_the_rest(tmp_path: Path) -> None:
     wh, path, model = updated_table(tmp_path, **DV)
     # Rows of two ranges, one matching on a column only an update file holds (b=200, row 1).
@@ -237,14 +259,19 @@ def test_delete_marks_rows_by_row_id_as_pypaimon_does_and_both_read_the_rest(tmp
     assert lakectl_rows(wh) == model
     # Nothing rewritten: the same data files, one index file of vectors for the bucket.
     assert len(live_files(path, tmp_path)) == 8
-    # pypaimon deletes another row on top of lakectl's vectors, lakectl one more on top of its.
+    # Each vector's range counts its rows: rows 1 and 2 of the range 0-2, row 5 of the range 5.
+    assert cardinalities(wh) == [1, 2]
+    # pypaimon deletes another row on top of lakectl's vectors, lakectl one more on top of its;
+    # pypaimon writes the cardinality too (rows 0-2 now), and lakectl reads it.
     pypaimon_delete(wh, [0])
     del model[0]
     assert official_rows(path, tmp_path) == model
+    assert cardinalities(wh) == [1, 3]
     assert ok(lakectl(wh, "delete", "db.t", "--where", "a = 'P'"))[0]["records_deleted"] == 1
     del model[3]
     assert official_rows(path, tmp_path) == model
     assert lakectl_rows(wh) == model
+    assert cardinalities(wh) == [1, 1, 3]
     # A dry run counts and commits nothing; a condition matching nothing commits nothing.
     dry = ok(lakectl(wh, "delete", "db.t", "--where", "id > 0", "--dry-run"))[0]
     assert (dry["records_deleted"], dry["snapshot_id"]) == (1, None)

@@ -65,6 +65,17 @@ def dv_cardinality(table: Table) -> int:
     return total
 
 
+def range_cardinalities(table: Table) -> list[tuple[int | None, int]]:
+    """Per deletion-vector range of the latest snapshot: the cardinality its index manifest
+    gives (None where the writer gave none) and its vector's number of positions."""
+    out = []
+    for e in live_index_entries(table.file_io, table.path, table.latest_snapshot().index_manifest):
+        if e.index_file.index_type == DELETION_VECTORS:
+            vectors = read_index_file(table.file_io, table.path, e.index_file)
+            out += [(r.cardinality, len(vectors[r.data_file])) for r in e.index_file.dv_ranges]
+    return out
+
+
 @pytest.mark.parametrize("partitioned", [False, True], ids=["unpartitioned", "partitioned"])
 def test_java_dv_table_reads_as_java_at_every_snapshot(tmp_path: Path, partitioned: bool) -> None:
     path = tmp_path / "wh" / "db.db" / "dv"
@@ -143,11 +154,18 @@ def test_java_reads_lakectl_dv_table(tmp_path: Path) -> None:
     table.write(pa.table({"id": pa.array([1, 2, 3], pa.int32()), "v": ["c"] * 3, "n": pa.array([1, 2, 3], pa.int64()),
                           "dt": ["d1", "d0", "d1"], "op": ["-D", "+U", "-D"]}), row_kind_column="op")
     assert dv_cardinality(table) == 11
+    # Every range lakectl writes counts its vector's rows (_CARDINALITY), which Java reads past.
+    assert all(given == actual for given, actual in range_cardinalities(table))
     assert_same_at_every_snapshot(table, "lakectl DV table")
     java_run(table.path, [{"op": "write", "rows": rows(range(0, 12), "j", True), "kinds": ["+U", "-D"] * 6}])
     assert_same_at_every_snapshot(table, "Java on a lakectl DV table")
+    # The oracle (a Java 1.0 snapshot from before the field) rewrites every range without it.
+    assert {given for given, _ in range_cardinalities(table)} == {None}
     table.write(pa.table([[5, 7], ["c5", "c7"], [5, 7], ["d1", "d1"]], schema=SCHEMA))
     assert_same_at_every_snapshot(table, "lakectl after Java on a DV table")
+    # lakectl's write rewrites the vectors of the bucket it touched, with their cardinality.
+    assert any(given is not None for given, _ in range_cardinalities(table))
+    assert all(given in (None, actual) for given, actual in range_cardinalities(table))
 
 
 # ---- maintenance: expire, remove-orphan-files, rollback, check, files ----------------------

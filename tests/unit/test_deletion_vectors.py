@@ -7,6 +7,7 @@ import struct
 import zlib
 from pathlib import Path
 
+import fastavro
 import pyarrow as pa
 import pytest
 from pyroaring import BitMap
@@ -14,7 +15,8 @@ from pyroaring import BitMap
 from core.deletion_vectors import MAGIC, DeletionFile, read_index_file, read_vectors, write_index_file
 from core.errors import CorruptMetadataError
 from core.fileio import FileIO
-from core.index_manifest import ADD, DELETE, DELETION_VECTORS, IndexManifestEntry, combine, live_index_entries
+from core.index_manifest import (ADD, DELETE, DELETION_VECTORS, IndexManifestEntry, IndexManifestIO, combine,
+                                 live_index_entries)
 from core.ops.check import check
 from core.ops.create import create
 from core.table import Table
@@ -84,6 +86,61 @@ def test_combine_applies_deletes_then_adds_by_file_name(tmp_path: Path) -> None:
     assert [e.index_file.file_name for e in combined] == [b.file_name, c.file_name]
 
 
+def raw_ranges(manifest: Path) -> tuple[dict, list[dict]]:
+    """An index manifest as fastavro reads it, not through lakectl: the range record's schema
+    and every deletion-vector range."""
+    with manifest.open("rb") as f:
+        reader = fastavro.reader(f)
+        entries = list(reader)
+        entry_schema = reader.writer_schema
+    ranges_field = next(f for f in entry_schema["fields"] if f["name"] == "_DELETIONS_VECTORS_RANGES")
+    record = next(t for t in ranges_field["type"][1]["items"] if t != "null")
+    return record, [r for e in entries for r in e["_DELETIONS_VECTORS_RANGES"] or ()]
+
+
+def test_ranges_carry_the_cardinality_java_writes(tmp_path: Path) -> None:
+    """Each range's ``_CARDINALITY`` is its vector's number of deleted positions, in both layouts,
+    in the record field Java's DeletionVectorMeta has since 1.0 (a nullable long, fourth)."""
+    fio = FileIO.for_uri(str(tmp_path))
+    narrow = write_index_file(fio, str(tmp_path), {"a": BitMap([0, 1, 2, 3, 100]), "b": BitMap([7]),
+                                                   "c": BitMap(range(70000, 70000 + 4097))})
+    wide = write_index_file(fio, str(tmp_path), {"d": BitMap([5, 9])}, bitmap64=True)
+    manifests = IndexManifestIO(fio, str(tmp_path))
+    name = manifests.write([IndexManifestEntry(ADD, b"", 0, narrow), IndexManifestEntry(ADD, b"", 1, wide)])
+    record, ranges = raw_ranges(tmp_path / "manifest" / name)
+    assert [f["name"] for f in record["fields"]] == ["f0", "f1", "f2", "_CARDINALITY"]
+    assert record["fields"][3]["type"] == ["null", "long"] and record["fields"][3]["default"] is None
+    # 5 and 1 listed positions, 4097 in a run (a bitmap container in the file), 2 in the 64-bit blob.
+    assert [(r["f0"], r["_CARDINALITY"]) for r in ranges] == [("a", 5), ("b", 1), ("c", 4097), ("d", 2)]
+    assert [r.cardinality for e in manifests.read(name) for r in e.index_file.dv_ranges] == [5, 1, 4097, 2]
+
+
+def test_ranges_without_cardinality_read_as_none(tmp_path: Path) -> None:
+    """An index manifest of Java 0.9 (or a 1.0 snapshot before the field): three fields per
+    range; lakectl reads it, with no cardinality, and the vectors still count their rows."""
+    fio = FileIO.for_uri(str(tmp_path))
+    meta = write_index_file(fio, str(tmp_path), {"a": BitMap([4, 6, 8])})
+    old_range = {"type": "record", "name": "org.apache.paimon.avro.generated.record__DELETIONS_VECTORS_RANGES",
+                 "fields": [{"name": "f0", "type": "string"}, {"name": "f1", "type": "int"},
+                            {"name": "f2", "type": "int"}]}
+    schema = {"type": "record", "name": "org.apache.paimon.avro.generated.record", "fields": [
+        {"name": n, "type": t} for n, t in [("_VERSION", "int"), ("_KIND", "int"), ("_PARTITION", "bytes"),
+                                            ("_BUCKET", "int"), ("_INDEX_TYPE", "string"), ("_FILE_NAME", "string"),
+                                            ("_FILE_SIZE", "long"), ("_ROW_COUNT", "long")]]
+        + [{"name": "_DELETIONS_VECTORS_RANGES", "type": ["null", {"type": "array", "items": ["null", old_range]}]}]}
+    (r,) = meta.dv_ranges
+    record = {"_VERSION": 1, "_KIND": ADD, "_PARTITION": b"", "_BUCKET": 0, "_INDEX_TYPE": DELETION_VECTORS,
+              "_FILE_NAME": meta.file_name, "_FILE_SIZE": meta.file_size, "_ROW_COUNT": 1,
+              "_DELETIONS_VECTORS_RANGES": [{"f0": "a", "f1": r.offset, "f2": r.length}]}
+    (tmp_path / "manifest").mkdir()
+    with (tmp_path / "manifest" / "index-manifest-old").open("wb") as f:
+        fastavro.writer(f, fastavro.parse_schema(schema), [record])
+    (entry,) = IndexManifestIO(fio, str(tmp_path)).read("index-manifest-old")
+    (read,) = entry.index_file.dv_ranges
+    assert (read.data_file, read.offset, read.length, read.cardinality) == ("a", r.offset, r.length, None)
+    assert read_index_file(fio, str(tmp_path), entry.index_file) == {"a": BitMap([4, 6, 8])}
+
+
 def test_lakectl_dv_table_end_to_end(tmp_path: Path) -> None:
     table = Table.locate("db.t", warehouse=str(tmp_path))
     create(table, "id BIGINT, v STRING", primary_keys=["id"], options={"bucket": "2", "deletion-vectors.enabled": "true"})
@@ -95,6 +152,13 @@ def test_lakectl_dv_table_end_to_end(tmp_path: Path) -> None:
     assert sum(f.deleted_rows for f in table.files()) == 4  # two updated, two deleted, none rewritten
     assert check(table).ok
     snap = table.latest_snapshot()
+    # The commit's ranges count their vectors' rows: ids 1-4, one old version each.
+    _, ranges = raw_ranges(Path(table.path) / "manifest" / snap.index_manifest)
+    vectors = {}
+    for e in live_index_entries(table.file_io, table.path, snap.index_manifest):
+        vectors.update(read_index_file(table.file_io, table.path, e.index_file))
+    assert {r["f0"]: r["_CARDINALITY"] for r in ranges} == {name: len(v) for name, v in vectors.items()}
+    assert sum(r["_CARDINALITY"] for r in ranges) == 4
     assert len(live_index_entries(table.file_io, table.path, snap.index_manifest)) == 2
     assert table.lookup(["id=3", "id=1"]).rows.to_pylist() == [{"id": 1, "v": "b"}]
     # Level 0 is hidden until compacted: the write's APPEND snapshot still shows the rows before it.

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pyroaring import BitMap
 
-from core.errors import UsageError
+from core.errors import CorruptMetadataError, UsageError
 from core.fileio import FileIO
 from core.iceberg.source import _deletion_vector, paimon_type
 
@@ -25,6 +25,16 @@ def test_a_deletion_vector_blob_gives_its_positions(tmp_path: Path) -> None:
     puffin.write_bytes(b"PFA1" + b"\0" * 10 + blob + b"footer")
     entry = {"file_path": str(puffin), "content_offset": 14, "content_size_in_bytes": len(blob)}
     assert _deletion_vector(entry, lambda _: FileIO.for_uri(str(puffin))) == [0, 7, 65536, 100000]
+    # Checked as Paimon's 64-bit vectors are (the same reader): a damaged bitmap fails the CRC,
+    # a blob without the magic bytes is refused.
+    damaged = bytearray(puffin.read_bytes())
+    damaged[14 + 4 + 4 + 8 + 4 + 9] ^= 0x01  # a byte of the bitmap's first container
+    puffin.write_bytes(bytes(damaged))
+    with pytest.raises(CorruptMetadataError, match="checksum"):
+        _deletion_vector(entry, lambda _: FileIO.for_uri(str(puffin)))
+    puffin.write_bytes(b"PFA1" + b"\0" * 10 + blob[:4] + b"\0\0\0\0" + blob[8:] + b"footer")
+    with pytest.raises(CorruptMetadataError, match="magic bytes D1 D3 39 64"):
+        _deletion_vector(entry, lambda _: FileIO.for_uri(str(puffin)))
 
 
 @pytest.mark.parametrize("iceberg_type", ["time", "uuid", "timestamp_ns"])
