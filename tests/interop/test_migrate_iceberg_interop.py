@@ -161,6 +161,7 @@ def test_a_lakectl_iceberg_table_with_deletion_vectors_migrates_back(tmp_path: P
 
     from core.commit import CommitMessage, FileStoreCommit
     from core.deletion_vectors import write_index_file
+    from core.index_manifest import live_index_entries
     from core.manifest import live_entries
 
     source = make(tmp_path, "events", primary_key=False, partitioned=True,
@@ -183,3 +184,8 @@ def test_a_lakectl_iceberg_table_with_deletion_vectors_migrates_back(tmp_path: P
     assert lakectl_rows(Table.open(str(copy)).scan()) == expected
     got, _ = java_read(copy)
     assert got == expected
+    # The vectors migrate writes count their rows (_CARDINALITY): 2 and 1, as deleted above.
+    copied = Table.open(str(copy))
+    ranges = [r for e in live_index_entries(copied.file_io, copied.path, copied.latest_snapshot().index_manifest)
+              for r in e.index_file.dv_ranges or ()]
+    assert sorted(r.cardinality for r in ranges) == [1, 2]
