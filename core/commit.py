@@ -301,8 +301,7 @@ class FileStoreCommit:
         from core import iceberg  # only tables with the option pay for the import
 
         if iceberg.enabled(options):
-            iceberg.sync_after_commit(self.file_io, self.table_path, self.schema, snapshot,
-                                      lambda s: live_entries(self.manifests, s))
+            iceberg.sync_after_commit(self.file_io, self.table_path, self.schema, snapshot)
 
     # ---- one attempt ---------------------------------------------------------------
     def _try_commit_once(self, messages: Sequence[CommitMessage], kind: str,

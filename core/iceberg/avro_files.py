@@ -9,7 +9,7 @@ from typing import Any, Mapping
 from core.fileio import join
 from core.iceberg.column_stats import data_file_stats, empty_stats
 from core.iceberg.metadata import partition_spec, schema_json
-from core.iceberg.types import avro_partition_type, avro_value, single_value
+from core.iceberg.types import avro_partition_type, avro_value, comparable, single_value
 from core.schema import TableSchema
 
 def _map(name: str, key_id: int, value_id: int, value_type: str) -> dict[str, Any]:
@@ -84,7 +84,10 @@ _LIST_SCHEMA: dict[str, Any] = {"type": "record", "name": "manifest_file", "fiel
      "default": None, "field-id": 507},
 ]}
 
-_ADDED = 1  # manifest entry status
+# Manifest entry status (Iceberg's): a file carried from an earlier snapshot, added by the
+# manifest's snapshot, or removed by it.
+EXISTING, ADDED, DELETED = 0, 1, 2
+_ADDED = ADDED
 
 
 def data_file_path(table_path: str, schema: TableSchema, entry: Any) -> str:
@@ -193,14 +196,19 @@ def _list_record(path: str, length: int, snapshot_id: int, schema: TableSchema, 
 
 
 def _partition_summaries(schema: TableSchema, entries: list[Any]) -> list[dict[str, Any]]:
+    """The partition summaries of a manifest of these Paimon entries."""
+    return _summaries(schema, [tuple(schema.partition_values(e.partition)) for e in entries])
+
+
+def _summaries(schema: TableSchema, partitions: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
     """Per partition field of the manifest: whether a null occurs and the least and greatest
     value in Iceberg's single-value encoding (readers prune manifests by them; Java's reader
-    requires the list)."""
-    columns = list(zip(*(schema.partition_values(e.partition) for e in entries))) if entries else \
-        [() for _ in schema.partition_fields]
+    requires the list). ``partitions``: each entry's values, from Paimon's row or from an Avro
+    record read back (``comparable`` puts both in one order)."""
+    columns = list(zip(*partitions)) if partitions else [() for _ in schema.partition_fields]
     out = []
     for f, values in zip(schema.partition_fields, columns):
-        present = [v for v in values if v is not None]
+        present = [comparable(v, f.type) for v in values if v is not None]
         floating = f.type.name in ("FLOAT", "DOUBLE")
         nan = any(v != v for v in present) if floating else False  # Java reads it as non-null
         ordered = [v for v in present if v == v]
@@ -210,6 +218,42 @@ def _partition_summaries(schema: TableSchema, entries: list[Any]) -> list[dict[s
     return out
 
 
+# ---- format 2 manifests of a history (core/iceberg/history.py): entries of any status ----------
+def entry_record(status: int, snapshot_id: int, sequence_number: int, file: dict[str, Any]) -> dict[str, Any]:
+    """A manifest entry: ``snapshot_id`` added (or, DELETED, removed) the file, whose data
+    sequence number is the snapshot that added it."""
+    return {"status": status, "snapshot_id": snapshot_id, "sequence_number": sequence_number,
+            "file_sequence_number": sequence_number, "data_file": file}
+
+
+def records_manifest(schema: TableSchema, records: list[dict[str, Any]], codec: str) -> bytes:
+    """A format-2 data manifest of manifest-entry records (``entry_record``, or read back)."""
+    return _avro_bytes(_entry_schema(schema), records, codec, _manifest_header(schema, 2, "data"))
+
+
+def records_list_record(manifest_path: str, manifest_length: int, snapshot_id: int,
+                        records: list[dict[str, Any]], schema: TableSchema) -> dict[str, Any]:
+    """The manifest list's line of a manifest written by ``snapshot_id`` holding ``records``."""
+    def count(status: int) -> int:
+        return sum(1 for r in records if r["status"] == status)
+
+    def rows(status: int) -> int:
+        return sum(r["data_file"]["record_count"] for r in records if r["status"] == status)
+
+    partitions = [tuple(r["data_file"]["partition"].get(f.name) for f in schema.partition_fields) for r in records]
+    return {"manifest_path": manifest_path, "manifest_length": manifest_length, "partition_spec_id": 0,
+            "content": 0, "sequence_number": snapshot_id,
+            "min_sequence_number": min((r["sequence_number"] for r in records), default=snapshot_id),
+            "added_snapshot_id": snapshot_id, "added_files_count": count(ADDED),
+            "existing_files_count": count(EXISTING), "deleted_files_count": count(DELETED),
+            "added_rows_count": rows(ADDED), "existing_rows_count": rows(EXISTING),
+            "deleted_rows_count": rows(DELETED), "partitions": _summaries(schema, partitions)}
+
+
+def records_manifest_list(records: list[dict[str, Any]], snapshot_id: int, codec: str) -> bytes:
+    """A format-2 manifest list of manifest-list lines (``records_list_record``, or read back)."""
+    metadata = {"snapshot-id": str(snapshot_id), "sequence-number": str(snapshot_id), "format-version": "2"}
+    return _avro_bytes(_LIST_SCHEMA, records, codec, metadata)
 
 
 def avro_records(data: bytes) -> list[dict[str, Any]]:

@@ -112,6 +112,40 @@ def _row_lineage(format_version: int, row_ids: tuple[int, int] | None) -> dict[s
     return {"snapshot": {"first-row-id": first, "added-rows": added}, "table": {"next-row-id": first + added}}
 
 
+def history_metadata_json(table_path: str, schema: TableSchema, schemas: list[TableSchema],
+                          snapshots: list[dict[str, Any]], refs: dict[str, int], table_uuid: str,
+                          metadata_log: list[dict[str, Any]]) -> dict[str, Any]:
+    """A format-2 metadata file whose current snapshot is the last of ``snapshots`` (Iceberg
+    snapshot JSON, oldest first): ``schemas`` those the snapshots use and the current
+    ``schema``; ``refs`` (tag name -> snapshot id) as tags beside ``main``."""
+    spec = partition_spec(schema)
+    current = snapshots[-1]
+    return {
+        "format-version": 2,
+        "table-uuid": table_uuid,
+        "location": iceberg_location(table_path, schema.options),
+        "last-sequence-number": current["sequence-number"],
+        "last-updated-ms": current["timestamp-ms"],
+        "last-column-id": max(last_column_id(s) for s in schemas),
+        "schemas": [schema_json(s) for s in sorted(schemas, key=lambda s: s.id)],
+        "current-schema-id": schema.id,
+        "partition-specs": [{"spec-id": 0, "fields": spec}],
+        "default-spec-id": 0,
+        "last-partition-id": _PARTITION_FIELD_ID_START + len(spec) - 1,
+        "sort-orders": [{"order-id": 0, "fields": []}],
+        "default-sort-order-id": 0,
+        "properties": {},
+        "current-snapshot-id": current["snapshot-id"],
+        "refs": {"main": {"snapshot-id": current["snapshot-id"], "type": "branch"},
+                 **{name: {"snapshot-id": sid, "type": "tag"} for name, sid in sorted(refs.items())}},
+        "snapshots": snapshots,
+        # Each snapshot became the current one when it was committed (a rollback's target
+        # is the last here, and the snapshots it removed are gone).
+        "snapshot-log": [{"snapshot-id": s["snapshot-id"], "timestamp-ms": s["timestamp-ms"]} for s in snapshots],
+        "metadata-log": metadata_log,
+    }
+
+
 NAME_MAPPING = "schema.name-mapping.default"
 
 

@@ -13,9 +13,11 @@ FORMAT_VERSION = "metadata.iceberg.format-version"
 MANIFEST_COMPRESSION = "metadata.iceberg.manifest-compression"
 PREVIOUS_VERSIONS_MAX = "metadata.iceberg.previous-versions-max"
 DELETE_AFTER_COMMIT = "metadata.iceberg.delete-after-commit.enabled"
+COMPACT_MIN_FILES = "metadata.iceberg.compaction.min.file-num"  # Java's default 10
+COMPACT_MAX_FILES = "metadata.iceberg.compaction.max.file-num"  # Java's default 50
 # The metadata.iceberg.* options lakectl acts on; any other is refused for writes.
 HONOURED_OPTIONS = frozenset({STORAGE, FORMAT_VERSION, MANIFEST_COMPRESSION, PREVIOUS_VERSIONS_MAX,
-                              DELETE_AFTER_COMMIT})
+                              DELETE_AFTER_COMMIT, COMPACT_MIN_FILES, COMPACT_MAX_FILES})
 STORAGES = ("disabled", "table-location", "hadoop-catalog")
 VERSION_HINT = "version-hint.text"
 CODECS = {"snappy": "snappy", "gzip": "deflate", "deflate": "deflate", "zstd": "zstandard",
@@ -50,6 +52,33 @@ def manifest_compression(options: Mapping[str, str]) -> str:
 def format_version(options: Mapping[str, str]) -> int:
     """``metadata.iceberg.format-version``: 2 (default) or 3 (what ``option_refusal`` accepts)."""
     return int(options.get(FORMAT_VERSION, "2").strip())
+
+
+def compaction_limits(schema: TableSchema) -> tuple[int, int, int]:
+    """When Iceberg manifests are merged: (target size, min small files, max small files). A
+    manifest under two thirds of Paimon's ``manifest.target-file-size`` is small; they merge
+    once there are min-file-num of them totalling the target, or max-file-num whatever their size."""
+    opts = schema.options
+    return (schema.core_options.manifest_target_file_size, _int(opts.get(COMPACT_MIN_FILES), 10),
+            _int(opts.get(COMPACT_MAX_FILES), 50))
+
+
+def _int(text: str | None, default: int) -> int:
+    try:
+        return max(1, int(text.strip())) if text is not None else default
+    except ValueError:
+        return default
+
+
+def previous_versions_kept(options: Mapping[str, str]) -> int | None:
+    """How many metadata versions before the current one stay: ``previous-versions-max`` (0 by
+    default) with ``delete-after-commit.enabled`` (true by default); None (all) without it."""
+    if options.get(DELETE_AFTER_COMMIT, "true").strip().lower() != "true":
+        return None
+    try:
+        return max(0, int(options.get(PREVIOUS_VERSIONS_MAX, "0").strip() or 0))
+    except ValueError:
+        return 0
 
 
 def option_refusal(opts: Mapping[str, str]) -> str | None:

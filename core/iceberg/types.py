@@ -150,3 +150,37 @@ def single_value(value: Any, t: DataType) -> bytes:
     magnitude = unscaled if unscaled >= 0 else ~unscaled  # -128 fits one byte, 128 takes two
     return unscaled.to_bytes(magnitude.bit_length() // 8 + 1, "big", signed=True)
 
+
+
+def comparable(value: Any, t: DataType) -> Any:
+    """A partition value in one order whatever its source (Paimon's row, an Avro record read
+    back, a decoded bound): timestamps as epoch microseconds, the rest as they are."""
+    if value is not None and t.name in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+        return epoch_micros(value)
+    return value
+
+
+def from_single_value(data: bytes, t: DataType) -> Any:
+    """The inverse of ``single_value``, as ``comparable`` orders it."""
+    import datetime as dt
+    import decimal
+    import struct
+
+    name = iceberg_type(t)
+    if name == "boolean":
+        return data != b"\x00"
+    if name == "int":
+        return struct.unpack("<i", data)[0]
+    if name in ("long", "timestamp", "timestamptz"):
+        return struct.unpack("<q", data)[0]
+    if name == "float":
+        return struct.unpack("<f", data)[0]
+    if name == "double":
+        return struct.unpack("<d", data)[0]
+    if name == "date":
+        return dt.date(1970, 1, 1) + dt.timedelta(days=struct.unpack("<i", data)[0])
+    if name == "string":
+        return data.decode("utf-8")
+    if name == "binary":
+        return bytes(data)
+    return decimal.Decimal(int.from_bytes(data, "big", signed=True)).scaleb(-t.scale)

@@ -288,6 +288,10 @@ def auto_tag_after_commit(table: TableHandle, *, batch: bool = True,
         log.info("created tag %s of snapshot %d (tag.automatic-creation=%s)", name, sid, opts.mode)
     if deleted:
         log.info("deleted tag(s) %s", ", ".join(deleted))
+    if result:  # tags are refs in a table's Iceberg metadata (core/iceberg/)
+        from core.ops.iceberg_sync import refresh_iceberg
+
+        refresh_iceberg(table)
     return result if result else None
 
 

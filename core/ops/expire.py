@@ -284,10 +284,17 @@ def expire_snapshots(table: TableHandle, *, retain_min: int | None = None, retai
             marker = None
         try:
             table.refuse_unfinished_fast_forward("expire snapshots")
-            return _expire_under_marker(table, retain_min, retain_max, cutoff, max_deletes, now_ms, dry_run, progress)
+            result = _expire_under_marker(table, retain_min, retain_max, cutoff, max_deletes, now_ms, dry_run,
+                                          progress)
         finally:
             if marker is not None:
                 release(table.file_io, marker)
+    if result.snapshots_expired:
+        # A table keeping Iceberg metadata: the expired snapshots leave it (core/iceberg/).
+        from core.ops.iceberg_sync import refresh_iceberg
+
+        refresh_iceberg(table)
+    return result
 
 
 def _retention(table: TableHandle, retain_min: int | None, retain_max: int | None, older_than: str | None,

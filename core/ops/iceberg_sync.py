@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from core import iceberg
 from core.errors import UsageError
-from core.manifest import live_entries
 from core.option_rules import WRITE, check_options
 from core.table_handle import TableHandle
 
@@ -39,10 +38,20 @@ def iceberg_sync(table: TableHandle, *, dry_run: bool = False) -> IcebergSyncRes
     latest = table.latest_snapshot()
     if latest is None:
         return IcebergSyncResult(table.name, table.branch, None, None, 0, 0, 0, dry_run)
-    result = iceberg.sync(table.file_io, table.path, table.schema, latest, live_entries(table.manifests(), latest),
-                          dry_run=dry_run)
+    # Rebuilt from the Paimon snapshots (a repair): nothing of the current metadata is reused.
+    result = iceberg.sync(table.file_io, table.path, table.schema, latest, full=True, dry_run=dry_run)
     return IcebergSyncResult(table.name, table.branch, result.snapshot_id, result.metadata_file, result.data_files,
                              result.record_count, result.deleted_versions, dry_run)
 
 
-__all__ = ["IcebergSyncResult", "iceberg_sync"]
+def refresh_iceberg(table: TableHandle) -> None:
+    """After an expire, a tag created or deleted: a table keeping Iceberg metadata gets its
+    latest version rewritten in place (expired snapshots gone, tags as refs). Never raises."""
+    options = table.schema.options
+    if table.branch != "main" or not any(k.startswith("metadata.iceberg") for k in options):
+        return
+    if iceberg.enabled(options):
+        iceberg.after_change(table.file_io, table.path, table.schema)
+
+
+__all__ = ["IcebergSyncResult", "iceberg_sync", "refresh_iceberg"]

@@ -128,11 +128,9 @@ def _iceberg_after_rename(source: TableHandle, target: TableHandle) -> None:
     if not any(k.startswith("metadata.iceberg") for k in options):
         return
     from core import iceberg
-    from core.manifest import live_entries
 
     if iceberg.enabled(options):
-        iceberg.after_move(target.file_io, source.path, target.path, target.schema, target.latest_snapshot(),
-                           lambda s: live_entries(target.manifests(), s))
+        iceberg.after_move(target.file_io, source.path, target.path, target.schema, target.latest_snapshot())
 
 
 def _rename_on_server(catalog: Catalog, old: str, new: str, dry_run: bool) -> RenameResult:

@@ -141,11 +141,10 @@ def _iceberg_after_rollback(table: TableHandle, target: int) -> None:
     if table.branch != "main" or not any(k.startswith("metadata.iceberg") for k in options):
         return
     from core import iceberg
-    from core.manifest import live_entries
 
     if iceberg.enabled(options):
-        iceberg.sync_after_commit(table.file_io, table.path, table.schema, table.snapshots.snapshot(target),
-                                  lambda s: live_entries(table.manifests(), s))
+        # The target's metadata: its snapshots and those before it, the removed ones gone.
+        iceberg.sync_after_commit(table.file_io, table.path, table.schema, table.snapshots.snapshot(target))
 
 
 def _rollback_as_latest(table: TableHandle, target: Snapshot) -> RollbackResult:

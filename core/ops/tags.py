@@ -88,12 +88,21 @@ def create_tag(table: TableHandle, name: str, *, snapshot_id: int | None = None,
         if not still_retained(table, snapshot):
             table.file_io.overwrite_hint(table.tags.path(name), before.decode())  # the tag as it was
             raise _expired_meanwhile(snapshot, name, "replaced")
+        _refresh_iceberg(table)
         return _info(table, tag)
     tag = table.tags.create(name, snapshot, time_retained=ttl)
     if not still_retained(table, snapshot):
         table.tags.delete_if_holds(name, tag)
         raise _expired_meanwhile(snapshot, name, "created")
+    _refresh_iceberg(table)
     return _info(table, tag)
+
+
+def _refresh_iceberg(table: TableHandle) -> None:
+    """Iceberg metadata lists a table's tags as refs (core/iceberg/): rewritten after a change."""
+    from core.ops.iceberg_sync import refresh_iceberg
+
+    refresh_iceberg(table)
 
 
 def still_retained(table: TableHandle, snapshot: Snapshot) -> bool:
@@ -163,6 +172,7 @@ def delete_tag(table: TableHandle, name: str) -> TagInfo:
         return info
     with table.location.rewriting_chain(f"delete tag {name}"):  # a JDBC catalog's lock (core/catalog/)
         table.tags.delete(name)
+    _refresh_iceberg(table)
     return info
 
 
@@ -231,6 +241,7 @@ def expire_tags(table: TableHandle, *, older_than: str | None = None, dry_run: b
                     table.tags.delete(tag.name)
                 except NotFoundError:
                     pass  # deleted meanwhile: expired all the same
+        _refresh_iceberg(table)
     out = []
     for tag, reason in due:
         info = _info(table, with_fields(tag, time_retained=tag.time_retained or default_ttl))
