@@ -39,7 +39,7 @@ def latest_metadata(metadata_dir: str | os.PathLike[str]) -> Path:
 
 
 def iceberg_read(metadata: str | os.PathLike[str], tmp_path: Path, snapshot: int | None = None,
-                 row_filter: str | None = None) -> tuple[list[list[Any]], dict[str, Any]]:
+                 row_filter: str | None = None, each_snapshot: bool = False) -> tuple[list[list[Any]], dict[str, Any]]:
     """Scan an Iceberg table with pyiceberg.
 
     Args:
@@ -48,6 +48,8 @@ def iceberg_read(metadata: str | os.PathLike[str], tmp_path: Path, snapshot: int
         snapshot: read this snapshot id instead of the current one.
         row_filter: a pyiceberg row filter; files are pruned by the manifests' partition values
             and column stats.
+        each_snapshot: also read every snapshot of the metadata (time travel): the JSON's
+            ``each`` maps each snapshot id to its ``schema``, ``files`` and ``rows``.
 
     Returns:
         The rows, normal form, sorted; and the script's JSON line (``snapshot``,
@@ -63,6 +65,8 @@ def iceberg_read(metadata: str | os.PathLike[str], tmp_path: Path, snapshot: int
         cmd += ["--snapshot", str(snapshot)]
     if row_filter is not None:
         cmd += ["--filter", row_filter]
+    if each_snapshot:
+        cmd += ["--each-snapshot"]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_SECONDS, check=False)
     assert result.returncode == 0, (
         f"pyiceberg failed (exit {result.returncode}): {' '.join(cmd)}\n"
@@ -71,6 +75,10 @@ def iceberg_read(metadata: str | os.PathLike[str], tmp_path: Path, snapshot: int
     meta: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
     with pa.OSFile(str(out), "rb") as source:
         table = pa.ipc.open_file(source).read_all()
+    meta["each"] = {int(k): v for k, v in meta.get("each", {}).items()}
+    for sid, read in meta["each"].items():
+        with pa.OSFile(f"{out}.{sid}", "rb") as source:
+            read["rows"] = lakectl_rows(pa.ipc.open_file(source).read_all())
     return lakectl_rows(table), meta
 
 
@@ -114,3 +122,29 @@ def iceberg_write(catalog: str | os.PathLike[str], warehouse: str | os.PathLike[
     assert result.returncode == 0, f"pyiceberg write failed: {result.stderr[-4000:]}"
     location = json.loads(result.stdout.strip().splitlines()[-1])["metadata"]
     return Path(location.removeprefix("file://"))
+
+
+def files_named(metadata: str | os.PathLike[str]) -> set[str]:
+    """The file names a metadata file names, itself included: its snapshots' manifest lists and
+    the manifests they list (read with fastavro, not through lakectl's code)."""
+    import fastavro
+
+    path = Path(metadata)
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    names = {path.name}
+    for snap in doc["snapshots"]:
+        names.add(Path(snap["manifest-list"]).name)
+        with open(snap["manifest-list"], "rb") as f:
+            names.update(Path(r["manifest_path"]).name for r in fastavro.reader(f))
+    return names
+
+
+def assert_only_named_files(metadata_dir: str | os.PathLike[str], versions: list[int] | None = None) -> None:
+    """The metadata directory holds the version hint, the metadata versions given (default: the
+    current one) and exactly the files they name: nothing left behind, nothing missing."""
+    directory = Path(metadata_dir)
+    if versions is None:
+        versions = [int((directory / "version-hint.text").read_text(encoding="utf-8").strip())]
+    expected = {"version-hint.text"}.union(*(files_named(directory / f"v{v}.metadata.json") for v in versions))
+    present = set(os.listdir(directory))
+    assert present == expected, f"not named: {sorted(present - expected)}; missing: {sorted(expected - present)}"

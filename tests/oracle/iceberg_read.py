@@ -1,6 +1,6 @@
 """Read an Iceberg table with pyiceberg (run by tests/interop/iceberg_oracle.py in .venv-iceberg).
 
-    iceberg_read.py METADATA_JSON OUT.arrow [--snapshot ID] [--filter EXPR]...
+    iceberg_read.py METADATA_JSON OUT.arrow [--snapshot ID] [--filter EXPR]... [--each-snapshot]
 
 ``StaticTable.from_metadata`` needs no catalog: the metadata file alone. The rows go to an
 Arrow IPC file; the last stdout line is JSON: ``snapshot`` (the one read), ``snapshots`` (every
@@ -12,6 +12,8 @@ timestamps as microseconds since the epoch, as Iceberg stores them). With more t
 ``--filter``, each is scanned in turn (one interpreter start for all: pyiceberg's import is
 most of a scan's time): scan ``i``'s rows go to ``OUT.arrow-<i>`` and ``scans`` lists each
 one's planned ``files``; ``files`` and ``file_stats`` are the first scan's.
+With ``--each-snapshot``, every snapshot of the metadata is also read (time travel) into
+``OUT.<snapshot id>``, and ``each`` holds each one's ``schema`` and ``files``.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ def main() -> None:
     parser.add_argument("--snapshot", type=int)
     parser.add_argument("--filter", action="append",
                         help="a pyiceberg row filter, e.g. \"day = '2024-01-01'\" (repeatable)")
+    parser.add_argument("--each-snapshot", action="store_true")
     args = parser.parse_args()
 
     table = StaticTable.from_metadata(args.metadata)
@@ -71,6 +74,10 @@ def main() -> None:
             writer.write_table(rows)
         scans.append({"filter": row_filter, "files": sorted(task.file.file_path for task in tasks), "tasks": tasks})
     first = scans[0]
+    each = {}
+    if args.each_snapshot:
+        for snap in meta.snapshots:
+            each[snap.snapshot_id] = _read_one(table, snap.snapshot_id, f"{args.out}.{snap.snapshot_id}")
     current = table.current_snapshot()
     print(json.dumps({
         "snapshot": args.snapshot if args.snapshot is not None else (current.snapshot_id if current else None),
@@ -85,7 +92,18 @@ def main() -> None:
         "files": first["files"],
         "file_stats": {task.file.file_path: file_stats(table.schema(), task.file) for task in first["tasks"]},
         "scans": [{"filter": scan["filter"], "files": scan["files"]} for scan in scans],
+        "each": each,
     }))
+
+
+def _read_one(table: StaticTable, snapshot_id: int, out: str) -> dict:
+    """Time travel to one snapshot: its rows to ``out``; the columns and files it has."""
+    scan = table.scan(snapshot_id=snapshot_id)
+    rows = scan.to_arrow()
+    with pa.OSFile(out, "wb") as sink, pa.ipc.new_file(sink, rows.schema) as writer:
+        writer.write_table(rows)
+    return {"schema": [{"id": f.field_id, "name": f.name} for f in scan.projection().fields],
+            "files": sorted(task.file.file_path for task in scan.plan_files())}
 
 
 if __name__ == "__main__":
