@@ -56,23 +56,9 @@ def iceberg_read(metadata: str | os.PathLike[str], tmp_path: Path, snapshot: int
         ``current_snapshot``, ``snapshots``, ``schema``, ``partition_spec``, ``refs``,
         ``format_version``, ``files``, ``file_stats``).
     """
-    path = Path(metadata)
-    if path.is_dir():
-        path = latest_metadata(path)
-    out = Path(tmp_path) / f"iceberg-read-{len(list(Path(tmp_path).glob('iceberg-read-*')))}.arrow"
-    cmd = [iceberg_python(), str(_SCRIPT), str(path), str(out)]
-    if snapshot is not None:
-        cmd += ["--snapshot", str(snapshot)]
-    if row_filter is not None:
-        cmd += ["--filter", row_filter]
-    if each_snapshot:
-        cmd += ["--each-snapshot"]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_SECONDS, check=False)
-    assert result.returncode == 0, (
-        f"pyiceberg failed (exit {result.returncode}): {' '.join(cmd)}\n"
-        f"--- stderr ---\n{result.stderr[-4000:]}\n--- stdout ---\n{result.stdout[-2000:]}"
-    )
-    meta: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    args = (["--snapshot", str(snapshot)] if snapshot is not None else []) + \
+        (["--filter", row_filter] if row_filter is not None else []) + (["--each-snapshot"] if each_snapshot else [])
+    out, meta = _run_reader(metadata, tmp_path, "iceberg-read", args)
     with pa.OSFile(str(out), "rb") as source:
         table = pa.ipc.open_file(source).read_all()
     meta["each"] = {int(k): v for k, v in meta.get("each", {}).items()}
@@ -89,25 +75,31 @@ def iceberg_scans(metadata: str | os.PathLike[str], tmp_path: Path,
     Returns:
         Per filter, in order: the rows (normal form, sorted) and the data files the scan planned.
     """
-    path = Path(metadata)
-    if path.is_dir():
-        path = latest_metadata(path)
-    out = Path(tmp_path) / f"iceberg-scans-{len(list(Path(tmp_path).glob('iceberg-scans-*')))}.arrow"
-    cmd = [iceberg_python(), str(_SCRIPT), str(path), str(out)]
-    for row_filter in row_filters:
-        cmd += ["--filter", row_filter]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_SECONDS, check=False)
-    assert result.returncode == 0, (
-        f"pyiceberg failed (exit {result.returncode}): {' '.join(cmd)}\n"
-        f"--- stderr ---\n{result.stderr[-4000:]}\n--- stdout ---\n{result.stdout[-2000:]}"
-    )
-    meta: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    out, meta = _run_reader(metadata, tmp_path, "iceberg-scans",
+                            [a for f in row_filters for a in ("--filter", f)])
     found = []
     for i, scan in enumerate(meta["scans"]):
         rows_file = out if len(row_filters) == 1 else Path(f"{out}-{i}")
         with pa.OSFile(str(rows_file), "rb") as source:
             found.append((lakectl_rows(pa.ipc.open_file(source).read_all()), scan["files"]))
     return found
+
+
+def _run_reader(metadata: str | os.PathLike[str], tmp_path: Path, stem: str,
+                args: list[str]) -> tuple[Path, dict[str, Any]]:
+    """Run tests/oracle/iceberg_read.py on ``metadata`` (a file, or a directory whose version
+    hint is followed); returns the IPC file it wrote the rows to and its JSON line."""
+    path = Path(metadata)
+    if path.is_dir():
+        path = latest_metadata(path)
+    out = Path(tmp_path) / f"{stem}-{len(list(Path(tmp_path).glob(f'{stem}-*')))}.arrow"
+    cmd = [iceberg_python(), str(_SCRIPT), str(path), str(out), *args]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_SECONDS, check=False)
+    assert result.returncode == 0, (
+        f"pyiceberg failed (exit {result.returncode}): {' '.join(cmd)}\n"
+        f"--- stderr ---\n{result.stderr[-4000:]}\n--- stdout ---\n{result.stdout[-2000:]}"
+    )
+    return out, json.loads(result.stdout.strip().splitlines()[-1])
 
 
 _WRITE_SCRIPT = REPO_ROOT / "tests" / "oracle" / "iceberg_write.py"
