@@ -316,6 +316,26 @@ def test_java_written_iceberg_table_kept_by_lakectl(tmp_path: Path, primary_key:
     assert rows == expected and meta["current_snapshot"] == t.latest_snapshot().id
     java_rows, _ = java_read(path)
     assert sorted(java_rows, key=json.dumps) == expected
+    # Maintained by lakectl: a tag, then expire down to two snapshots. The metadata keeps the
+    # live snapshots and the tag's (a ref), pyiceberg reads each as lakectl does, and Java too.
+    from core.ops.tags import create_tag
+
+    create_tag(t, "kept")
+    t.write(pa.table({"id": pa.array([7], pa.int32()), "name": ["g"], "amount": pa.array([None], pa.decimal128(10, 2)),
+                      "flag": [True], "day": pa.array([None], pa.date32()), "dt": ["y"]}))
+    t = Table.open(str(path))
+    t.expire(retain_min=2, retain_max=2, older_than="0s", dry_run=False)
+    t = Table.open(str(path))
+    live = t.snapshots.list_ids()
+    assert len(live) == 2
+    rows, meta = iceberg_read(path / "metadata", tmp_path, each_snapshot=not primary_key)
+    assert sorted(meta["snapshots"]) == live and meta["refs"]["kept"] == live[0]
+    # A primary-key table shows its top level: still the tagged full compaction's.
+    assert rows == lakectl_rows(t.scan(snapshot_id=live[0] if primary_key else None))
+    for sid, read in meta["each"].items():  # an append table: every snapshot reads in full
+        assert read["rows"] == lakectl_rows(t.scan(snapshot_id=sid)), sid
+    java_rows, _ = java_read(path)
+    assert sorted(java_rows, key=json.dumps) == lakectl_rows(t.scan())
 
 
 def test_columns_added_renamed_and_dropped(tmp_path: Path) -> None:
