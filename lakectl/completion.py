@@ -227,6 +227,7 @@ complete_scan_format = _choices("output format", lambda: (*_output_formats(), "p
 complete_engine = _choices("engine", _engines)
 complete_input_format = _choices("input format", _input_formats)
 complete_write_mode = _choices("write mode", lambda: ("append", "overwrite"))
+complete_migrate_source = _choices("source kind", lambda: ("parquet", "orc", "iceberg"))
 complete_order_strategy = _choices("order strategy", lambda: ("order", "zorder", "hilbert"))
 # core.ops.changes.SCAN_MODES, spelled out: that module loads pyarrow, too slow for a <TAB>
 complete_between_mode = _choices("incremental-between-scan-mode", lambda: ("auto", "delta", "changelog", "diff"))

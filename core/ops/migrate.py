@@ -139,6 +139,7 @@ def migrate(source: str, table: TableHandle, *, file_format: str | None = None, 
         InvalidDataError: a file that is not readable as its format.
         TableExistsError: the table exists (and is no unfinished migration of this source).
     """
+    file_format = file_format.lower() if file_format is not None else None  # --from ICEBERG, as its metavar reads
     if file_format is not None and file_format not in (*FORMATS, ICEBERG):
         raise UsageError(f"--from must be one of {', '.join((*FORMATS, ICEBERG))}, not {file_format!r}")
     mode = "move" if in_place else "copy"

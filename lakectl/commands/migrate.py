@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from lakectl.commands import output, settings
+from lakectl.completion import complete_migrate_source
 from lakectl.params import FormatOpt, WarehouseOpt
 
 
@@ -25,7 +26,8 @@ def register(app: typer.Typer) -> None:
         from_format: Annotated[Optional[str], typer.Option(
             "--from", metavar="PARQUET|ORC|ICEBERG", help="The files' format, or iceberg (default: detected: an "
                                                           "Iceberg table by its metadata; mixed formats are "
-                                                          "refused).", show_default=False)] = None,
+                                                          "refused).", show_default=False,
+            autocompletion=complete_migrate_source)] = None,
         in_place: Annotated[bool, typer.Option(
             "--in-place", help="Move the files into the table (the source directories are removed once "
                                "empty) instead of copying them.")] = False,

@@ -127,8 +127,8 @@ def test_in_place_moves_every_file_and_leaves_no_source_directory(tmp_path: Path
     src = make_source(tmp_path / "src", fmt, [("eu",), ("us",), ("a b",)], keys)
     expected = source_rows(src, fmt, keys)
     wh = tmp_path / "wh"
-    result = ok(wh, "migrate", str(src), "db.t", "--in-place", "--from", fmt)
-    assert result["mode"] == "move" and result["files_added"] == 4
+    result = ok(wh, "migrate", str(src), "db.t", "--in-place", "--from", fmt.upper())  # as --help spells it
+    assert result["mode"] == "move" and result["files_added"] == 4 and result["file_format"] == fmt
     assert not src.exists()
     assert scanned(wh, "db.t") == expected
 

@@ -120,6 +120,13 @@ def test_incremental_between_scan_modes(wh: Path) -> None:
     assert complete(f"lakectl -w {wh} scan shop.orders --incremental-between-scan-mode d") == ["delta", "diff"]
 
 
+def test_migrate_source_kinds_are_the_ones_migrate_takes(wh: Path) -> None:
+    from core.ops.migrate import FORMATS, ICEBERG
+
+    assert sorted(complete(f"lakectl -w {wh} migrate landing shop.events --from ")) == sorted((*FORMATS, ICEBERG))
+    assert complete(f"lakectl -w {wh} migrate landing shop.events --from i") == ["iceberg"]
+
+
 def test_help_text_of_candidates_in_zsh_and_fish(wh: Path) -> None:
     zsh = "\n".join(complete(f"lakectl -w {wh} scan shop.orders --snapshot-id ", shell="zsh"))
     assert '"3":"APPEND ' in zsh and '"1":"APPEND ' in zsh
