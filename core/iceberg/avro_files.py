@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import json
-from typing import Any, Mapping
+from typing import Any
 
 from core.fileio import join
 from core.iceberg.column_stats import data_file_stats, empty_stats
@@ -87,7 +87,6 @@ _LIST_SCHEMA: dict[str, Any] = {"type": "record", "name": "manifest_file", "fiel
 # Manifest entry status (Iceberg's): a file carried from an earlier snapshot, added by the
 # manifest's snapshot, or removed by it.
 EXISTING, ADDED, DELETED = 0, 1, 2
-_ADDED = ADDED
 
 
 def data_file_path(table_path: str, schema: TableSchema, entry: Any) -> str:
@@ -124,80 +123,21 @@ def _avro_bytes(schema: dict[str, Any], records: list[dict[str, Any]], codec: st
     return out.getvalue()
 
 
-def manifest_file(table_path: str, schema: TableSchema, snapshot_id: int, entries: list[Any], codec: str,
-                  file_schemas: Mapping[int, TableSchema] | None = None, *, format_version: int = 2) -> bytes:
-    """A manifest of ``entries`` in ``format_version``; ``file_schemas`` holds the schema each
-    file was written under, by id (its column stats are in that schema's columns; without it,
-    only files of ``schema`` get column stats)."""
-    v3 = _V3_NULLS if format_version >= 3 else {}
-    records = [{
-        "status": _ADDED, "snapshot_id": snapshot_id, "sequence_number": snapshot_id,
-        "file_sequence_number": snapshot_id,
-        "data_file": {**data_file_record(table_path, schema, e, (file_schemas or {}).get(e.file.schema_id)), **v3},
-    } for e in entries]
-    return _avro_bytes(_entry_schema(schema, format_version), records, codec,
-                       _manifest_header(schema, format_version, "data"))
-
-
-def delete_manifest_file(schema: TableSchema, snapshot_id: int, puffin_path: str, puffin_size: int,
-                         vectors: list[Any], codec: str) -> bytes:
-    """A format-3 delete manifest: one position-delete entry per deletion vector
-    (``IcebergDeletionVector``), pointing at its blob in the Puffin file, in its data file's
-    partition, its record count the number of deleted rows."""
-    records = [{
-        "status": _ADDED, "snapshot_id": snapshot_id, "sequence_number": snapshot_id,
-        "file_sequence_number": snapshot_id,
-        "data_file": {"content": _POSITION_DELETES, "file_path": puffin_path, "file_format": "PUFFIN",
-                      "partition": _partition_record(schema, v.entry), "record_count": v.cardinality,
-                      "file_size_in_bytes": puffin_size, **empty_stats(), **_V3_NULLS,
-                      "referenced_data_file": v.data_file_path, "content_offset": v.offset,
-                      "content_size_in_bytes": v.size},
-    } for v in vectors]
-    return _avro_bytes(_entry_schema(schema, 3), records, codec, _manifest_header(schema, 3, "deletes"))
+def delete_file_record(schema: TableSchema, puffin_path: str, puffin_size: int, vector: Any) -> dict[str, Any]:
+    """A deletion vector's data_file (``IcebergDeletionVector``): a position-delete file in its
+    data file's partition, pointing at its blob in the Puffin file, its record count the number
+    of deleted rows."""
+    return {"content": _POSITION_DELETES, "file_path": puffin_path, "file_format": "PUFFIN",
+            "partition": _partition_record(schema, vector.entry), "record_count": vector.cardinality,
+            "file_size_in_bytes": puffin_size, **empty_stats(), **_V3_NULLS,
+            "referenced_data_file": vector.data_file_path, "content_offset": vector.offset,
+            "content_size_in_bytes": vector.size}
 
 
 def _manifest_header(schema: TableSchema, format_version: int, content: str) -> dict[str, str]:
     return {"schema": json.dumps(schema_json(schema)), "schema-id": str(schema.id),
             "partition-spec": json.dumps(partition_spec(schema)), "partition-spec-id": "0",
             "format-version": str(format_version), "content": content}
-
-
-def manifest_list(manifest_path: str, manifest_length: int, snapshot_id: int, entries: list[Any],
-                   codec: str, schema: TableSchema, *, format_version: int = 2, first_row_id: int | None = None,
-                   deletes: Any = None) -> bytes:
-    """The manifest list of the data manifest (``entries``) and, in format 3, of the delete
-    manifest ``deletes`` (a ``DeleteManifest``); the data manifest's rows get ids from
-    ``first_row_id`` (format 3)."""
-    records = [_list_record(manifest_path, manifest_length, snapshot_id, schema, 0, entries,
-                            sum(e.file.row_count for e in entries))]
-    if deletes is not None:
-        records.append(_list_record(deletes.path, deletes.length, snapshot_id, schema, _POSITION_DELETES,
-                                    [v.entry for v in deletes.vectors], sum(v.cardinality for v in deletes.vectors)))
-    list_schema = _LIST_SCHEMA
-    if format_version >= 3:
-        list_schema = {**_LIST_SCHEMA, "fields": _LIST_SCHEMA["fields"] + [
-            {"name": "first_row_id", "type": ["null", "long"], "default": None, "field-id": 520}]}
-        for r in records:  # a delete manifest assigns no row ids
-            r["first_row_id"] = first_row_id if r["content"] == 0 else None
-    metadata = {"snapshot-id": str(snapshot_id), "sequence-number": str(snapshot_id),
-                "format-version": str(format_version)}
-    return _avro_bytes(list_schema, records, codec, metadata)
-
-
-def _list_record(path: str, length: int, snapshot_id: int, schema: TableSchema, content: int,
-                 entries: list[Any], rows: int) -> dict[str, Any]:
-    """One manifest's line: every entry ADDED by this snapshot (``entries`` give the partitions)."""
-    return {"manifest_path": path, "manifest_length": length, "partition_spec_id": 0,
-            "content": content, "sequence_number": snapshot_id, "min_sequence_number": snapshot_id,
-            "added_snapshot_id": snapshot_id, "added_files_count": len(entries), "existing_files_count": 0,
-            "deleted_files_count": 0, "added_rows_count": rows,
-            "existing_rows_count": 0, "deleted_rows_count": 0,
-            "partitions": _partition_summaries(schema, entries)}
-
-
-def _partition_summaries(schema: TableSchema, entries: list[Any]) -> list[dict[str, Any]]:
-    """The partition summaries of a manifest of these Paimon entries."""
-    return _summaries(schema, [tuple(schema.partition_values(e.partition)) for e in entries])
 
 
 def _summaries(schema: TableSchema, partitions: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
@@ -226,14 +166,20 @@ def entry_record(status: int, snapshot_id: int, sequence_number: int, file: dict
             "file_sequence_number": sequence_number, "data_file": file}
 
 
-def records_manifest(schema: TableSchema, records: list[dict[str, Any]], codec: str) -> bytes:
-    """A format-2 data manifest of manifest-entry records (``entry_record``, or read back)."""
-    return _avro_bytes(_entry_schema(schema), records, codec, _manifest_header(schema, 2, "data"))
+def records_manifest(schema: TableSchema, records: list[dict[str, Any]], codec: str, *, format_version: int = 2,
+                     content: int = 0) -> bytes:
+    """A data (``content`` 0) or, in format 3, delete manifest (1) of manifest-entry records
+    (``entry_record``, or read back); format 3's data_file fields default to null."""
+    if format_version >= 3:
+        records = [{**r, "data_file": {**_V3_NULLS, **r["data_file"]}} for r in records]
+    return _avro_bytes(_entry_schema(schema, format_version), records, codec,
+                       _manifest_header(schema, format_version, "deletes" if content else "data"))
 
 
 def records_list_record(manifest_path: str, manifest_length: int, snapshot_id: int,
-                        records: list[dict[str, Any]], schema: TableSchema) -> dict[str, Any]:
-    """The manifest list's line of a manifest written by ``snapshot_id`` holding ``records``."""
+                        records: list[dict[str, Any]], schema: TableSchema, content: int = 0) -> dict[str, Any]:
+    """The manifest list's line of a manifest written by ``snapshot_id`` holding ``records``
+    (``content``: 0 data, 1 deletion vectors)."""
     def count(status: int) -> int:
         return sum(1 for r in records if r["status"] == status)
 
@@ -242,7 +188,7 @@ def records_list_record(manifest_path: str, manifest_length: int, snapshot_id: i
 
     partitions = [tuple(r["data_file"]["partition"].get(f.name) for f in schema.partition_fields) for r in records]
     return {"manifest_path": manifest_path, "manifest_length": manifest_length, "partition_spec_id": 0,
-            "content": 0, "sequence_number": snapshot_id,
+            "content": content, "sequence_number": snapshot_id,
             "min_sequence_number": min((r["sequence_number"] for r in records), default=snapshot_id),
             "added_snapshot_id": snapshot_id, "added_files_count": count(ADDED),
             "existing_files_count": count(EXISTING), "deleted_files_count": count(DELETED),
@@ -250,9 +196,18 @@ def records_list_record(manifest_path: str, manifest_length: int, snapshot_id: i
             "deleted_rows_count": rows(DELETED), "partitions": _summaries(schema, partitions)}
 
 
-def records_manifest_list(records: list[dict[str, Any]], snapshot_id: int, codec: str) -> bytes:
-    """A format-2 manifest list of manifest-list lines (``records_list_record``, or read back)."""
-    metadata = {"snapshot-id": str(snapshot_id), "sequence-number": str(snapshot_id), "format-version": "2"}
+_V3_LIST_SCHEMA: dict[str, Any] = {**_LIST_SCHEMA, "fields": _LIST_SCHEMA["fields"] + [
+    {"name": "first_row_id", "type": ["null", "long"], "default": None, "field-id": 520}]}
+
+
+def records_manifest_list(records: list[dict[str, Any]], snapshot_id: int, codec: str, *,
+                          format_version: int = 2) -> bytes:
+    """A manifest list of manifest-list lines (``records_list_record``, or read back); in
+    format 3 with each data manifest's ``first_row_id``."""
+    metadata = {"snapshot-id": str(snapshot_id), "sequence-number": str(snapshot_id),
+                "format-version": str(format_version)}
+    if format_version >= 3:
+        return _avro_bytes(_V3_LIST_SCHEMA, [{"first_row_id": None, **r} for r in records], codec, metadata)
     return _avro_bytes(_LIST_SCHEMA, records, codec, metadata)
 
 

@@ -24,8 +24,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from core.deletion_vectors import blob, read_vectors, serialize64, snapshot_deletion_files, split_deletion_files
-from core.fileio import FileIO
+from core.deletion_vectors import DeletionFile, blob, read_vectors, serialize64, snapshot_deletion_files
+from core.fileio import FileIO, join
 
 PUFFIN_MAGIC = b"PFA1"
 BLOB_TYPE = "deletion-vector-v1"
@@ -35,8 +35,8 @@ ROW_POSITION_FIELD_ID = 2**31 - 1 - 2
 
 @dataclass(frozen=True, slots=True)
 class IcebergDeletionVector:
-    """One data file's vector as a delete manifest lists it: the data file's manifest entry
-    (for its partition), its path, and where its blob is in the Puffin file."""
+    """One data file's vector as a delete manifest lists it: what gives its partition (a
+    ``PaimonVector``), the data file's path, and where its blob is in the Puffin file."""
 
     entry: Any
     data_file_path: str
@@ -46,27 +46,26 @@ class IcebergDeletionVector:
 
 
 @dataclass(frozen=True, slots=True)
-class DeleteManifest:
-    """What a sync wrote for the deletion vectors: the delete manifest (path, length), the
-    Puffin file it points into, and its vectors (the manifest list summarizes them)."""
+class PaimonVector:
+    """A data file's vector in the Paimon table: its partition (``.partition``, as a manifest
+    entry has it) and where the vector is (two snapshots' vectors of a file are the same
+    vector exactly when they are at the same place)."""
 
-    path: str
-    length: int
-    puffin_path: str
-    vectors: list[IcebergDeletionVector]
+    partition: bytes
+    deletion: DeletionFile
 
 
-def visible_vectors(file_io: FileIO, table_path: str, snapshot: Any,
-                    visible: list[Any], path_of: Any) -> list[tuple[Any, str, Any]]:
-    """(manifest entry, data file path, deleted positions) of each visible data file that has
-    a non-empty deletion vector at ``snapshot``; ``path_of(entry)`` is a file's Iceberg path."""
-    by_bucket = snapshot_deletion_files(file_io, table_path, snapshot)
-    if not by_bucket:
-        return []
-    wanted = [(e, d) for e in visible
-              for _, d in split_deletion_files(by_bucket, e.partition, e.bucket, [e])]
-    bitmaps = read_vectors(file_io, [d for _, d in wanted])
-    return [(e, path_of(e), b) for (e, _), b in zip(wanted, bitmaps) if len(b)]
+def table_vectors(file_io: FileIO, table_path: str, schema: Any, snapshot: Any) -> dict[str, PaimonVector]:
+    """Data file path -> its deletion vector, every vector of the table at ``snapshot``."""
+    return {join(schema.bucket_dir(table_path, partition, bucket), name): PaimonVector(partition, deletion)
+            for (partition, bucket), files in snapshot_deletion_files(file_io, table_path, snapshot).items()
+            for name, deletion in files.items()}
+
+
+def read_changed(file_io: FileIO, vectors: dict[str, PaimonVector]) -> list[tuple[Any, str, Any]]:
+    """(partition holder, data file path, deleted positions) of each non-empty vector."""
+    bitmaps = read_vectors(file_io, [v.deletion for v in vectors.values()])
+    return [(v, path, b) for (path, v), b in zip(vectors.items(), bitmaps) if len(b)]
 
 
 def puffin_file(vectors: Iterable[tuple[Any, str, Any]]) -> tuple[bytes, list[IcebergDeletionVector]]:
@@ -89,4 +88,4 @@ def puffin_file(vectors: Iterable[tuple[Any, str, Any]]) -> tuple[bytes, list[Ic
     return bytes(out), placed
 
 
-__all__ = ["DeleteManifest", "IcebergDeletionVector", "puffin_file", "visible_vectors"]
+__all__ = ["IcebergDeletionVector", "PaimonVector", "puffin_file", "read_changed", "table_vectors"]

@@ -16,7 +16,9 @@ from typing import Any, Callable
 
 from core.fileio import FileIO, join
 from core.iceberg.avro_files import (ADDED, DELETED, EXISTING, avro_records, data_file_path, data_file_record,
-                                     entry_record, records_list_record, records_manifest, records_manifest_list)
+                                     delete_file_record, entry_record, records_list_record, records_manifest,
+                                     records_manifest_list)
+from core.iceberg.deletion_vectors import PaimonVector, puffin_file, read_changed
 from core.iceberg.options import compaction_limits
 from core.iceberg.types import comparable, from_single_value
 from core.schema import TableSchema
@@ -71,19 +73,41 @@ class ManifestWriter:
     remembers them (the sync deletes those it ends up not naming)."""
 
     def __init__(self, file_io: FileIO, directory: str, table_path: str, schema: TableSchema, codec: str,
-                 schema_of: Callable[[int], TableSchema]) -> None:
+                 schema_of: Callable[[int], TableSchema], *, format_version: int = 2, next_row_id: int = 0) -> None:
         self.file_io, self.directory, self.table_path = file_io, directory, table_path
         self.schema, self.codec, self.schema_of = schema, codec, schema_of
+        self.format_version = format_version
+        self.next_row_id = next_row_id  # format 3: the first row id not handed out yet
         self.token = uuid.uuid4().hex
         self.written: list[str] = []
 
-    def manifest(self, snapshot_id: int, records: list[dict[str, Any]]) -> dict[str, Any]:
-        """Write a manifest of ``records``; its manifest-list record."""
+    def manifest(self, snapshot_id: int, records: list[dict[str, Any]], content: int = 0) -> dict[str, Any]:
+        """Write a manifest of ``records`` (``content`` 1: of deletion vectors); its manifest-list record."""
         path = join(self.directory, f"{self.token}-m{len(self.written)}.avro")
-        data = records_manifest(self.schema, records, self.codec)
+        data = records_manifest(self.schema, records, self.codec, format_version=self.format_version,
+                                content=content)
         self.file_io.write_bytes(path, data)
         self.written.append(path)
-        return records_list_record(path, len(data), snapshot_id, records, self.schema)
+        return records_list_record(path, len(data), snapshot_id, records, self.schema, content)
+
+    def puffin(self, data: bytes) -> str:
+        """Write a Puffin file of deletion vectors; its path."""
+        path = join(self.directory, f"{self.token}-dv{len(self.written)}.puffin")
+        self.file_io.write_bytes(path, data)
+        self.written.append(path)
+        return path
+
+    def assign_row_ids(self, manifests: list[dict[str, Any]]) -> tuple[int, int]:
+        """Format 3: give each data manifest listed for the first time its ``first_row_id``
+        (a manifest keeps it in every later list, so its files keep their row ids), from the
+        ids not handed out yet, its added and existing rows' worth each, as Iceberg's
+        writers do. (first id handed out, how many) for the snapshot's row lineage."""
+        first = self.next_row_id
+        for meta in manifests:
+            if meta["content"] == 0 and meta.get("first_row_id") is None:
+                meta["first_row_id"] = self.next_row_id
+                self.next_row_id += meta["added_rows_count"] + meta["existing_rows_count"]
+        return first, self.next_row_id - first
 
     def data_file(self, entry: Any) -> dict[str, Any]:
         """A Paimon file's ``data_file`` record, column stats in the columns of its own schema."""
@@ -91,12 +115,29 @@ class ManifestWriter:
 
     def manifest_list(self, snapshot_id: int, records: list[dict[str, Any]]) -> str:
         path = join(self.directory, f"snap-{snapshot_id}-{len(self.written)}-{self.token}.avro")
-        self.file_io.write_bytes(path, records_manifest_list(records, snapshot_id, self.codec))
+        self.file_io.write_bytes(path, records_manifest_list(records, snapshot_id, self.codec,
+                                                             format_version=self.format_version))
         self.written.append(path)
         return path
 
     def read(self, path: str) -> list[dict[str, Any]]:
         return avro_records(self.file_io.read_bytes(path))
+
+    def read_listed(self, meta: dict[str, Any]) -> list[dict[str, Any]]:
+        """The entries of a listed manifest, in format 3 each data file with its row ids made
+        explicit (those it inherits from the manifest's ``first_row_id``), so that they stay
+        the same when the entry moves to another manifest."""
+        records = self.read(meta["manifest_path"])
+        next_id = meta.get("first_row_id")
+        if self.format_version < 3 or next_id is None or meta["content"] != 0:
+            return records
+        out = []
+        for r in records:  # Iceberg's inheritance: in order, each file with none after the last
+            if r["data_file"].get("first_row_id") is None:
+                r = {**r, "data_file": {**r["data_file"], "first_row_id": next_id}}
+                next_id += r["data_file"]["record_count"]
+            out.append(r)
+        return out
 
 
 @dataclass
@@ -135,7 +176,7 @@ def next_step(writer: ManifestWriter, base: list[Any], snapshot_id: int, commit_
         if not change.removed or not _may_hold(writer.schema, meta, removed_partitions):
             manifests.append(meta)
             continue
-        records = writer.read(meta["manifest_path"])
+        records = writer.read_listed(meta)
         live = [r for r in records if r["status"] != DELETED]
         for r in live:
             added.pop(r["data_file"]["file_path"], None)  # listed already: not twice
@@ -190,7 +231,7 @@ def _compacted(writer: ManifestWriter, manifests: list[dict[str, Any]], snapshot
         return manifests
     records: list[dict[str, Any]] = []
     for meta in small:
-        for r in writer.read(meta["manifest_path"]):
+        for r in writer.read_listed(meta):
             own = r["snapshot_id"] == snapshot_id
             if r["status"] == DELETED and not own:
                 continue
@@ -200,13 +241,51 @@ def _compacted(writer: ManifestWriter, manifests: list[dict[str, Any]], snapshot
             # manifests are named by their snapshots' lists).
             writer.written.remove(meta["manifest_path"])
             writer.file_io.delete_quietly(meta["manifest_path"])
+    # Files without row ids first (this step's added ones), so that they inherit theirs from
+    # the merged manifest's first_row_id whichever way a reader counts the files before them.
+    records.sort(key=lambda r: r["data_file"].get("first_row_id") is not None)
     merged = writer.manifest(snapshot_id, records) if records else None
     return [m for m in manifests if m not in small] + ([merged] if merged else [])
 
 
-def snapshot_json(snapshot: Any, list_path: str, step: Step, parent: dict[str, Any] | None) -> dict[str, Any]:
+def vector_step(writer: ManifestWriter, base: list[dict[str, Any]], snapshot_id: int,
+                before: dict[str, PaimonVector], after: dict[str, PaimonVector]) -> list[dict[str, Any]]:
+    """Format 3: the delete manifests of ``snapshot_id`` from its parent's (``base``), the
+    table's vectors having gone from ``before`` to ``after`` (data file path -> vector). New
+    and changed vectors go into a Puffin file of this snapshot and a delete manifest of it;
+    the entries of vectors replaced, or gone with their data file, become DELETED in the
+    manifests holding them, rewritten; the other manifests are reused as they are."""
+    changed = {path: v for path, v in after.items() if before.get(path) != v}
+    gone = {path for path in before if path not in after} | changed.keys()
+    manifests: list[dict[str, Any]] = []
+    for meta in base:
+        if meta["added_files_count"] + meta["existing_files_count"] == 0:
+            continue  # only entries an earlier snapshot deleted
+        if not gone:
+            manifests.append(meta)
+            continue
+        live = [r for r in writer.read(meta["manifest_path"]) if r["status"] != DELETED]
+        if not {r["data_file"]["referenced_data_file"] for r in live} & gone:
+            manifests.append(meta)
+            continue
+        manifests.append(writer.manifest(snapshot_id, [
+            {**r, "status": DELETED, "snapshot_id": snapshot_id} if r["data_file"]["referenced_data_file"] in gone
+            else {**r, "status": EXISTING} for r in live], content=1))
+    vectors = read_changed(writer.file_io, changed) if changed else []
+    if vectors:
+        data, placed = puffin_file(vectors)
+        puffin = writer.puffin(data)
+        manifests.append(writer.manifest(snapshot_id, [
+            entry_record(ADDED, snapshot_id, snapshot_id, delete_file_record(writer.schema, puffin, len(data), v))
+            for v in placed], content=1))
+    return manifests
+
+
+def snapshot_json(snapshot: Any, list_path: str, step: Step, parent: dict[str, Any] | None,
+                  row_ids: tuple[int, int] | None = None) -> dict[str, Any]:
     """An Iceberg snapshot of a Paimon one: same id and sequence number, its commit time and
-    schema; the summary counts what changed and what is visible (totals from the parent's)."""
+    schema; the summary counts what changed and what is visible (totals from the parent's);
+    in format 3 ``row_ids`` (first id handed out, how many) as its row lineage."""
     before = parent["summary"] if parent else {}
     files = _int(before.get("total-data-files")) + step.added_files - step.deleted_files
     records = _int(before.get("total-records")) + step.added_records - step.deleted_records
@@ -218,6 +297,8 @@ def snapshot_json(snapshot: Any, list_path: str, step: Step, parent: dict[str, A
            "summary": summary, "manifest-list": list_path, "schema-id": snapshot.schema_id}
     if snapshot.id > 1:
         out["parent-snapshot-id"] = snapshot.id - 1  # Paimon's ids are consecutive; it may be expired
+    if row_ids is not None:
+        out["first-row-id"], out["added-rows"] = row_ids
     return out
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any, Mapping
 
 from core.fileio import FileIO, join
@@ -64,64 +63,19 @@ def first_row_id(previous: dict[str, Any] | None) -> int:
     return int((previous or {}).get("next-row-id") or 0)
 
 
-def metadata_json(table_path: str, schema: TableSchema, snapshot: Any, list_path: str,
-              previous: dict[str, Any] | None, *, format_version: int = 2,
-              row_ids: tuple[int, int] | None = None) -> dict[str, Any]:
-    """The metadata of ``snapshot``; in format 3, ``row_ids`` is (first row id, rows added),
-    the snapshot's ``first-row-id`` and ``added-rows`` and the table's ``next-row-id`` after them."""
-    spec = partition_spec(schema)
-    table_uuid = (previous or {}).get("table-uuid") or str(uuid.uuid4())
-    lineage = _row_lineage(format_version, row_ids)
-    return {
-        "format-version": format_version,
-        "table-uuid": table_uuid,
-        "location": iceberg_location(table_path, schema.options),
-        "last-sequence-number": snapshot.id,
-        "last-updated-ms": snapshot.time_millis,
-        "last-column-id": last_column_id(schema),
-        "schemas": [schema_json(schema)],
-        "current-schema-id": schema.id,
-        "partition-specs": [{"spec-id": 0, "fields": spec}],
-        "default-spec-id": 0,
-        "last-partition-id": _PARTITION_FIELD_ID_START + len(spec) - 1,
-        "sort-orders": [{"order-id": 0, "fields": []}],
-        "default-sort-order-id": 0,
-        "properties": {},
-        "current-snapshot-id": snapshot.id,
-        "refs": {"main": {"snapshot-id": snapshot.id, "type": "branch"}},
-        "snapshots": [{
-            "snapshot-id": snapshot.id,
-            "sequence-number": snapshot.id,
-            "timestamp-ms": snapshot.time_millis,
-            "summary": {"operation": "append" if snapshot.commit_kind == "APPEND" else "overwrite"},
-            "manifest-list": list_path,
-            "schema-id": schema.id,
-            **lineage["snapshot"],
-        }],
-        "snapshot-log": [{"snapshot-id": snapshot.id, "timestamp-ms": snapshot.time_millis}],
-        "metadata-log": [],
-        **lineage["table"],
-    }
-
-
-def _row_lineage(format_version: int, row_ids: tuple[int, int] | None) -> dict[str, dict[str, int]]:
-    """Format 3's row-lineage fields of the snapshot and the table (none in format 2)."""
-    if format_version < 3 or row_ids is None:
-        return {"snapshot": {}, "table": {}}
-    first, added = row_ids
-    return {"snapshot": {"first-row-id": first, "added-rows": added}, "table": {"next-row-id": first + added}}
-
-
 def history_metadata_json(table_path: str, schema: TableSchema, schemas: list[TableSchema],
                           snapshots: list[dict[str, Any]], refs: dict[str, int], table_uuid: str,
-                          metadata_log: list[dict[str, Any]]) -> dict[str, Any]:
-    """A format-2 metadata file whose current snapshot is the last of ``snapshots`` (Iceberg
-    snapshot JSON, oldest first): ``schemas`` those the snapshots use and the current
-    ``schema``; ``refs`` (tag name -> snapshot id) as tags beside ``main``."""
+                          metadata_log: list[dict[str, Any]], *, format_version: int = 2,
+                          next_row_id: int | None = None) -> dict[str, Any]:
+    """A metadata file whose current snapshot is the last of ``snapshots`` (Iceberg snapshot
+    JSON, oldest first): ``schemas`` those the snapshots use and the current ``schema``;
+    ``refs`` (tag name -> snapshot id) as tags beside ``main``; in format 3 the table's
+    ``next-row-id``."""
     spec = partition_spec(schema)
     current = snapshots[-1]
+    lineage = {"next-row-id": next_row_id or 0} if format_version >= 3 else {}
     return {
-        "format-version": 2,
+        "format-version": format_version,
         "table-uuid": table_uuid,
         "location": iceberg_location(table_path, schema.options),
         "last-sequence-number": current["sequence-number"],
@@ -143,6 +97,7 @@ def history_metadata_json(table_path: str, schema: TableSchema, schemas: list[Ta
         # is the last here, and the snapshots it removed are gone).
         "snapshot-log": [{"snapshot-id": s["snapshot-id"], "timestamp-ms": s["timestamp-ms"]} for s in snapshots],
         "metadata-log": metadata_log,
+        **lineage,
     }
 
 

@@ -11,13 +11,12 @@ from typing import Any, Mapping
 
 from core.errors import CorruptMetadataError, NotFoundError, UsageError
 from core.fileio import FileIO, join
-from core.iceberg.avro_files import (avro_records, data_file_path, delete_manifest_file, manifest_file,
-                                     manifest_list)
-from core.iceberg.deletion_vectors import DeleteManifest, puffin_file, visible_vectors
-from core.iceberg.history import (WRITER_KEY, ManifestWriter, change_of, first_step, next_step, snapshot_json,
-                                  visible)
-from core.iceberg.metadata import (NAME_MAPPING, current_metadata, file_schemas, first_row_id, history_metadata_json,
-                                   iceberg_location, metadata_dir, metadata_json, name_mapping)
+from core.iceberg.avro_files import avro_records
+from core.iceberg.deletion_vectors import PaimonVector, table_vectors
+from core.iceberg.history import (WRITER_KEY, ManifestWriter, Step, change_of, first_step, next_step,
+                                  snapshot_json, vector_step, visible)
+from core.iceberg.metadata import (NAME_MAPPING, current_metadata, first_row_id, history_metadata_json,
+                                   iceberg_location, metadata_dir, name_mapping)
 from core.iceberg.options import (CODECS, VERSION_HINT, format_version, manifest_compression, previous_versions_kept,
                                   refusal, storage)
 from core.schema import TableSchema
@@ -57,7 +56,9 @@ class _Paimon:
         self.manifests = ManifestIO(file_io, table_path, schema.core_options.manifest_compression)
         self.schema_manager = SchemaManager(file_io, table_path)
         self.tag_manager = TagManager(file_io, table_path)
-        self.file_io, self.schema = file_io, schema
+        self.file_io, self.table_path, self.schema = file_io, table_path, schema
+        self.no_vectors: dict[str, PaimonVector] = {}
+        self._vectors_of: tuple[str | None, dict[str, PaimonVector]] = (None, self.no_vectors)
         self._schemas: dict[int, TableSchema] = {schema.id: schema}
 
     def live(self, snapshot: Any) -> list[Any]:
@@ -80,6 +81,16 @@ class _Paimon:
 
     def tags(self) -> dict[str, int]:
         return {t.name: t.snapshot.id for t in self.tag_manager.tags()}
+
+    def vectors(self, snapshot: Any) -> dict[str, PaimonVector]:
+        """Format 3: data file path -> deletion vector at ``snapshot`` (none in format 2, which
+        has no deletion vectors). Snapshots sharing an index manifest get the same dict, read once."""
+        if format_version(self.schema.options) < 3 or not snapshot.index_manifest:
+            return self.no_vectors
+        if snapshot.index_manifest != self._vectors_of[0]:
+            self._vectors_of = (snapshot.index_manifest,
+                                table_vectors(self.file_io, self.table_path, self.schema, snapshot))
+        return self._vectors_of[1]
 
 
 def sync(file_io: FileIO, table_path: str, schema: TableSchema, snapshot: Any, *, full: bool = False,
@@ -105,19 +116,17 @@ def sync(file_io: FileIO, table_path: str, schema: TableSchema, snapshot: Any, *
         shown = visible_entries(schema, paimon.live(snapshot))
         return IcebergSyncResult(snapshot.id, join(directory, name), len(shown),
                                  sum(e.file.row_count for e in shown), 0, dry_run=True)
-    if format_version(schema.options) >= 3:
-        # Format 3 (deletion vectors, row lineage) is still written for the latest snapshot
-        # alone, with no history (docs/iceberg.md, Not done).
-        return _sync_latest_only(file_io, table_path, schema, snapshot, paimon.live(snapshot))
     previous_version = _hint(file_io, directory)
     previous = current_metadata(file_io, directory)
     replaced = _read_json(file_io, join(directory, name))  # this snapshot's earlier metadata, if any
+    # Format 3: row ids already handed out (the previous version's next-row-id) are never reused.
     writer = ManifestWriter(file_io, directory, table_path, schema, CODECS[manifest_compression(schema.options)],
-                            paimon.schema_of)
+                            paimon.schema_of, format_version=format_version(schema.options),
+                            next_row_id=first_row_id(previous))
     earliest = min(paimon.snapshots.earliest_id() or snapshot.id, snapshot.id)
     base = None if full else _extendable(previous, paimon, table_path, snapshot, earliest)
     chain = _history(writer, paimon, snapshot, earliest, base)
-    metadata = _metadata(paimon, table_path, directory, chain, previous, previous_version)
+    metadata = _metadata(writer, paimon, table_path, directory, chain, previous, previous_version)
     # Replaced whole where the store allows (readers see the old or the new file), so a sync
     # killed midway leaves the version the hint names readable: nothing is deleted before this.
     file_io.overwrite_hint(join(directory, name), json.dumps(metadata))
@@ -149,7 +158,7 @@ def _history(writer: ManifestWriter, paimon: _Paimon, snapshot: Any, earliest: i
         return _chain(writer, paimon, snapshot, earliest, None)
 
 
-def _metadata(paimon: _Paimon, table_path: str, directory: str, chain: list[dict[str, Any]],
+def _metadata(writer: ManifestWriter, paimon: _Paimon, table_path: str, directory: str, chain: list[dict[str, Any]],
               previous: dict[str, Any] | None, previous_version: int | None) -> dict[str, Any]:
     """The metadata file of ``chain``: the schemas its snapshots use and the current one, the
     tags of its snapshots as refs, the table uuid kept from the previous version of this
@@ -162,7 +171,8 @@ def _metadata(paimon: _Paimon, table_path: str, directory: str, chain: list[dict
     table_uuid = (previous or {}).get("table-uuid") if same_table else None
     metadata = history_metadata_json(table_path, schema, schemas, chain, refs, table_uuid or str(uuid.uuid4()),
                                      _metadata_log(directory, previous, previous_version, chain[-1]["snapshot-id"],
-                                                   schema.options))
+                                                   schema.options),
+                                     format_version=writer.format_version, next_row_id=writer.next_row_id)
     every_schema = {s.id: s for s in paimon.all_schemas()}  # a kept snapshot's files may be of any
     metadata["properties"][NAME_MAPPING] = json.dumps(name_mapping(paimon.file_io, table_path, schema, [],
                                                                         every_schema))
@@ -176,7 +186,7 @@ def _extendable(previous: dict[str, Any] | None, paimon: _Paimon, table_path: st
     there is no current metadata, it is another table's or location's, Java Paimon wrote its
     current snapshot, or its newest kept snapshot is not the Paimon snapshot of that id (a
     rollback and new commits reused the id)."""
-    if previous is None or previous.get("format-version") != 2 or \
+    if previous is None or previous.get("format-version") != format_version(paimon.schema.options) or \
             previous.get("location") != iceberg_location(table_path, paimon.schema.options):
         return None
     snapshots = previous.get("snapshots") or []
@@ -197,23 +207,44 @@ def _extendable(previous: dict[str, Any] | None, paimon: _Paimon, table_path: st
 def _chain(writer: ManifestWriter, paimon: _Paimon, snapshot: Any, earliest: int,
            base: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
     """The Iceberg snapshots of Paimon snapshots ``earliest`` .. ``snapshot``: ``base``'s, then
-    one step per Paimon snapshot after its last (each from that snapshot's delta); without a
-    base, the earliest snapshot's visible files in one manifest first."""
+    one step per Paimon snapshot after its last (each from that snapshot's delta, and in
+    format 3 from how its deletion vectors differ from its parent's); without a base, the
+    earliest snapshot's visible files in one manifest first."""
     if base is None:
         first = snapshot if earliest == snapshot.id else paimon.snapshots.snapshot(earliest)
         step = first_step(writer, first.id, paimon.live(first))
-        base = [snapshot_json(first, writer.manifest_list(first.id, step.manifests), step, None)]
+        vectors = paimon.vectors(first)
+        deletes = vector_step(writer, [], first.id, {}, vectors) if vectors else []
+        base = [_listed(writer, first, step, deletes, None)]
         manifests = step.manifests
     else:
-        manifests = writer.read(base[-1]["manifest-list"])
+        listed = writer.read(base[-1]["manifest-list"])
+        manifests = [m for m in listed if m["content"] == 0]
+        deletes = [m for m in listed if m["content"] != 0]
+        vectors = paimon.vectors(paimon.snapshots.snapshot(base[-1]["snapshot-id"])) \
+            if writer.format_version >= 3 else paimon.no_vectors
     chain = list(base)
     for sid in range(chain[-1]["snapshot-id"] + 1, snapshot.id + 1):
         paimon_snapshot = snapshot if sid == snapshot.id else paimon.snapshots.snapshot(sid)
         change = change_of(writer.table_path, writer.schema, paimon.delta(paimon_snapshot))
         step = next_step(writer, manifests, sid, paimon_snapshot.commit_kind, change)
-        chain.append(snapshot_json(paimon_snapshot, writer.manifest_list(sid, step.manifests), step, chain[-1]))
+        after = paimon.vectors(paimon_snapshot)
+        if after is not vectors:  # the same index manifest: the same vectors
+            deletes = vector_step(writer, deletes, sid, vectors, after)
+            vectors = after
+        chain.append(_listed(writer, paimon_snapshot, step, deletes, chain[-1]))
         manifests = step.manifests
     return chain
+
+
+def _listed(writer: ManifestWriter, paimon_snapshot: Any, step: Step, deletes: list[dict[str, Any]],
+            parent: dict[str, Any] | None) -> dict[str, Any]:
+    """The Iceberg snapshot of a step: its manifest list written (data manifests, then delete
+    manifests), in format 3 with the row ids its new data manifests took."""
+    manifests = step.manifests + deletes
+    row_ids = writer.assign_row_ids(manifests) if writer.format_version >= 3 else None
+    return snapshot_json(paimon_snapshot, writer.manifest_list(paimon_snapshot.id, manifests), step, parent,
+                         row_ids)
 
 
 def _metadata_log(directory: str, previous: dict[str, Any] | None, previous_version: int | None, version: int,
@@ -247,63 +278,6 @@ def _read_json(file_io: FileIO, path: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return doc if isinstance(doc, dict) else None
-
-
-def _sync_latest_only(file_io: FileIO, table_path: str, schema: TableSchema, snapshot: Any,
-                      entries: list[Any]) -> IcebergSyncResult:
-    """Format 3: the metadata of ``snapshot`` alone, one manifest of its visible files and, with
-    deletion vectors, a Puffin file of their vectors and a delete manifest; nothing reused."""
-    visible = visible_entries(schema, entries)
-    directory = metadata_dir(table_path, schema.options)
-    name = f"v{snapshot.id}.metadata.json"
-    records = sum(e.file.row_count for e in visible)
-    codec = CODECS[manifest_compression(schema.options)]
-    version = format_version(schema.options)
-    token = uuid.uuid4().hex
-    manifest_path = join(directory, f"{token}-m0.avro")
-    list_path = join(directory, f"snap-{snapshot.id}-1-{token}.avro")
-    schemas = file_schemas(file_io, table_path, schema, visible)  # each file's stats are in its schema's columns
-    manifest_bytes = manifest_file(table_path, schema, snapshot.id, visible, codec, schemas,
-                                   format_version=version)
-    file_io.write_bytes(manifest_path, manifest_bytes)
-    deletes = _write_deletes(file_io, table_path, schema, snapshot, visible, directory, token, codec) \
-        if version >= 3 and schema.core_options.deletion_vectors_enabled else None
-    previous = current_metadata(file_io, directory)
-    first_row = first_row_id(previous)
-    file_io.write_bytes(list_path, manifest_list(manifest_path, len(manifest_bytes), snapshot.id, visible,
-                                                  codec, schema, format_version=version, first_row_id=first_row,
-                                                  deletes=deletes))
-    written = {manifest_path, list_path, *((deletes.path, deletes.puffin_path) if deletes else ())}
-    replaced = _files_named(file_io, directory, snapshot.id)  # an earlier sync of this snapshot's
-    metadata = metadata_json(table_path, schema, snapshot, list_path, previous, format_version=version,
-                             row_ids=(first_row, records))
-    metadata["properties"][NAME_MAPPING] = json.dumps(name_mapping(file_io, table_path, schema, visible,
-                                                                        schemas))
-    # A metadata file is written once per snapshot id; iceberg-sync of the same snapshot
-    # replaces it whole (as a hint is replaced: readers see the old or the new file).
-    file_io.overwrite_hint(join(directory, name), json.dumps(metadata, indent=2))
-    file_io.overwrite_hint(join(directory, VERSION_HINT), str(snapshot.id))
-    for path in sorted(replaced - written):
-        file_io.delete_quietly(path)
-    deleted = _delete_old_versions(file_io, directory, schema.options, snapshot.id)
-    return IcebergSyncResult(snapshot.id, join(directory, name), len(visible), records, deleted)
-
-
-def _write_deletes(file_io: FileIO, table_path: str, schema: TableSchema, snapshot: Any, visible: list[Any],
-                   directory: str, token: str, codec: str) -> DeleteManifest | None:
-    """Format 3: the visible files' deletion vectors as one Puffin file and a delete manifest
-    (core/iceberg/deletion_vectors.py), or None when no visible file has a vector."""
-    vectors = visible_vectors(file_io, table_path, snapshot, visible,
-                              lambda e: data_file_path(table_path, schema, e))
-    if not vectors:
-        return None
-    puffin_path = join(directory, f"{token}-dv.puffin")
-    puffin, placed = puffin_file(vectors)
-    file_io.write_bytes(puffin_path, puffin)
-    manifest_path = join(directory, f"{token}-m1.avro")
-    manifest = delete_manifest_file(schema, snapshot.id, puffin_path, len(puffin), placed, codec)
-    file_io.write_bytes(manifest_path, manifest)
-    return DeleteManifest(manifest_path, len(manifest), puffin_path, placed)
 
 
 def _newer_live_version(file_io: FileIO, table_path: str, directory: str, snapshot_id: int) -> int | None:
@@ -394,8 +368,16 @@ def _prune(file_io: FileIO, table_path: str, directory: str, options: Mapping[st
     for v in sorted(doomed):  # first, so that no version is left naming a file deleted below
         file_io.delete_quietly(join(directory, f"v{v}.metadata.json"))
     if dropped:
-        named = set().union(*(_manifests(file_io, p) for p in kept_lists))
-        for path in sorted(set().union(*(_manifests(file_io, p) for p in dropped)) - named):
+        kept_manifests = _listed_manifests(file_io, kept_lists)
+        gone = _listed_manifests(file_io, dropped)
+        # The Puffin files of the delete manifests going, unless a kept delete manifest names them.
+        going = [m for p, m in gone.items() if p not in kept_manifests and m["content"] != 0]
+        if going:
+            kept_puffins = set().union(*(_puffins(file_io, directory, m) for m in kept_manifests.values()
+                                         if m["content"] != 0))
+            for path in sorted(set().union(*(_puffins(file_io, directory, m) for m in going)) - kept_puffins):
+                file_io.delete_quietly(path)
+        for path in sorted(gone.keys() - kept_manifests.keys()):
             file_io.delete_quietly(path)
         for path in sorted(dropped):
             file_io.delete_quietly(path)
@@ -412,64 +394,22 @@ def _lists(doc: dict[str, Any] | None) -> set[str]:
     return {s["manifest-list"] for s in _snapshots(doc) if s.get("manifest-list")}
 
 
-def _manifests(file_io: FileIO, list_path: str) -> set[str]:
-    """The manifests a manifest list names (none when it is unreadable or gone)."""
-    try:
-        return {r["manifest_path"] for r in avro_records(file_io.read_bytes(list_path))}
-    except (OSError, ValueError, KeyError, TypeError, EOFError):
-        return set()
-
-
-# ---- old versions of the format-3 path ---------------------------------------------------------
-def _delete_old_versions(file_io: FileIO, directory: str, options: Mapping[str, str], current: int) -> int:
-    """Delete metadata files older than the newest ``previous-versions-max`` before ``current``
-    (with ``delete-after-commit.enabled``, true by default), and the manifest lists and
-    manifests that only they name. Files a newer version names are kept."""
-    kept_count = previous_versions_kept(options)
-    keep = 10**9 if kept_count is None else kept_count
-    versions = sorted(int(m.group(1)) for n in file_io.list_names(directory)
-                      if (m := _METADATA_NAME.fullmatch(n)))
-    older = [v for v in versions if v < current]
-    # Versions past the current one describe snapshots a rollback removed (a newer live one
-    # would have stopped this sync before it wrote anything).
-    doomed = older[:max(0, len(older) - keep)] + [v for v in versions if v > current]
-    kept = [v for v in versions if v not in doomed]
-    if not doomed:
-        return 0
-    named_by_kept = set().union(*(_files_named(file_io, directory, v) for v in kept))
-    for v in doomed:
-        for path in sorted(_files_named(file_io, directory, v) - named_by_kept):
-            file_io.delete_quietly(path)
-        file_io.delete_quietly(join(directory, f"v{v}.metadata.json"))
-    return len(doomed)
-
-
-def _files_named(file_io: FileIO, directory: str, version: int) -> set[str]:
-    """The manifest lists, manifests and Puffin files of deletion vectors a metadata file names
-    (none when unreadable)."""
-    text = file_io.read_text_if_exists(join(directory, f"v{version}.metadata.json"))
-    try:
-        snapshots = json.loads(text).get("snapshots", []) if text else []
-    except ValueError:
-        return set()
-    names: set[str] = set()
-    for snap in snapshots:
-        list_path = snap.get("manifest-list")
-        if not list_path:
-            continue
-        names.add(list_path)
+def _listed_manifests(file_io: FileIO, list_paths: set[str]) -> dict[str, dict[str, Any]]:
+    """Manifest path -> its list record, of the manifests these lists name (none of a list
+    that is unreadable or gone)."""
+    out: dict[str, dict[str, Any]] = {}
+    for list_path in list_paths:
         try:
-            manifests = avro_records(file_io.read_bytes(list_path))
-            names.update(r["manifest_path"] for r in manifests)
-            for r in manifests:
-                if r.get("content") == 1:  # a delete manifest: the Puffin files it lists
-                    names.update(_delete_files_in(file_io, directory, r["manifest_path"]))
+            out.update((r["manifest_path"], r) for r in avro_records(file_io.read_bytes(list_path)))
         except (OSError, ValueError, KeyError, TypeError, EOFError):
             continue
-    return names
+    return out
 
 
-def _delete_files_in(file_io: FileIO, directory: str, manifest_path: str) -> set[str]:
-    """The delete files a delete manifest lists that lakectl wrote (inside ``directory``)."""
-    entries = avro_records(file_io.read_bytes(manifest_path))
+def _puffins(file_io: FileIO, directory: str, delete_manifest: dict[str, Any]) -> set[str]:
+    """The Puffin files a delete manifest points into that lakectl wrote (inside ``directory``)."""
+    try:
+        entries = avro_records(file_io.read_bytes(delete_manifest["manifest_path"]))
+    except (OSError, ValueError, EOFError):
+        return set()
     return {p for e in entries if (p := e["data_file"]["file_path"]).startswith(directory.rstrip("/") + "/")}

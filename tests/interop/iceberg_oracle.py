@@ -117,8 +117,9 @@ def iceberg_write(catalog: str | os.PathLike[str], warehouse: str | os.PathLike[
 
 
 def files_named(metadata: str | os.PathLike[str]) -> set[str]:
-    """The file names a metadata file names, itself included: its snapshots' manifest lists and
-    the manifests they list (read with fastavro, not through lakectl's code)."""
+    """The file names a metadata file names, itself included: its snapshots' manifest lists, the
+    manifests they list, and the Puffin files beside it that their delete manifests point into
+    (read with fastavro, not through lakectl's code)."""
     import fastavro
 
     path = Path(metadata)
@@ -127,7 +128,13 @@ def files_named(metadata: str | os.PathLike[str]) -> set[str]:
     for snap in doc["snapshots"]:
         names.add(Path(snap["manifest-list"]).name)
         with open(snap["manifest-list"], "rb") as f:
-            names.update(Path(r["manifest_path"]).name for r in fastavro.reader(f))
+            listed = list(fastavro.reader(f))
+        names.update(Path(r["manifest_path"]).name for r in listed)
+        for r in listed:
+            if r["content"] == 1:  # deletes: the Puffin files of its deletion vectors
+                with open(r["manifest_path"], "rb") as m:
+                    names.update(Path(e["data_file"]["file_path"]).name for e in fastavro.reader(m)
+                                 if Path(e["data_file"]["file_path"]).parent == path.parent)
     return names
 
 

@@ -46,11 +46,16 @@ def current_version(t: Table) -> int:
     return int((metadata_dir(t) / "version-hint.text").read_text())
 
 
-def top_level(t: Table, snapshot_id: int) -> tuple[set, bool]:
-    """The identifiers of a primary-key table's top-level files at a snapshot, and whether
-    every live file is at the top (then the snapshot's scan is exactly the top level)."""
-    top = t.schema.core_options.num_levels - 1
+def top_level(t: Table, snapshot_id: int) -> tuple[object, bool]:
+    """What Iceberg readers see of a primary-key table's files at a snapshot, and whether a
+    lakectl scan of the snapshot reads exactly that. Without deletion vectors: the top-level
+    files (the scan is them when every live file is at the top). With them (format 3): the
+    files above level 0 and their vectors (the scan is them when no file is at level 0)."""
     entries = live_entries(t.manifests(), t.snapshots.snapshot(snapshot_id))
+    if t.schema.core_options.deletion_vectors_enabled:
+        shown = {e.identifier for e in entries if e.file.level > 0}
+        return (shown, paimon_vectors(t, snapshot_id)) if shown else set(), all(e.file.level > 0 for e in entries)
+    top = t.schema.core_options.num_levels - 1
     return {e.identifier for e in entries if e.file.level == top}, all(e.file.level == top for e in entries)
 
 
@@ -61,8 +66,8 @@ _SEEN: dict[tuple[str, int, int], list] = {}
 
 def expected_rows(t: Table, snapshot_id: int) -> list:
     """What an Iceberg reader must see at a snapshot: lakectl's scan of it (append table); for a
-    primary-key table, the scan of the newest snapshot at or before it whose files were all at
-    the top level and the same top-level files (Paimon's rule: only the top level shows)."""
+    primary-key table, the scan of the newest snapshot at or before it that shows the same and
+    whose scan is exactly what shows (``top_level``: Paimon's rule of what Iceberg readers see)."""
     if not t.schema.has_primary_key:
         return lakectl_rows(t.scan(snapshot_id=snapshot_id))
     key = (t.path, snapshot_id, t.snapshots.snapshot(snapshot_id).time_millis)
@@ -266,3 +271,183 @@ def test_a_commit_writes_only_the_manifests_it_changed(tmp_path: Path) -> None:
     assert m4[1][0] not in {name for name, _ in m3} and m4[1][1] == [2]  # write 2's, rewritten: DELETED
     assert m4[3][1] == [1]  # the rewritten file, ADDED
     assert_history(t, tmp_path)
+
+
+# ---- format 3: deletion vectors and row ids in the history ---------------------------------------
+def _listed(t: Table, version: int, snapshot_id: int) -> list[dict]:
+    """The manifest-list records of a snapshot as metadata version ``version`` lists it, each
+    with its manifest's entries under ``entries`` (read with fastavro)."""
+    import fastavro
+
+    doc = json.loads((metadata_dir(t) / f"v{version}.metadata.json").read_text())
+    snap = next(s for s in doc["snapshots"] if s["snapshot-id"] == snapshot_id)
+    with open(snap["manifest-list"], "rb") as f:
+        listed = list(fastavro.reader(f))
+    for r in listed:
+        with open(r["manifest_path"], "rb") as m:
+            r["entries"] = list(fastavro.reader(m))
+    return listed
+
+
+def row_ids(t: Table, version: int, snapshot_id: int) -> dict[str, int]:
+    """Data file path -> its first row id in a snapshot (Iceberg's spec: its own first_row_id,
+    else its manifest's first_row_id plus the rows of the files before it without one)."""
+    out = {}
+    for r in _listed(t, version, snapshot_id):
+        if r["content"] != 0:
+            continue
+        assert r["first_row_id"] is not None, r["manifest_path"]
+        next_id = r["first_row_id"]
+        for e in r["entries"]:
+            f = e["data_file"]
+            if f["first_row_id"] is None:
+                f["first_row_id"], next_id = next_id, next_id + f["record_count"]
+            if e["status"] != 2:
+                out[f["file_path"]] = f["first_row_id"]
+    return out
+
+
+def live_vectors(t: Table, version: int, snapshot_id: int) -> dict[str, int]:
+    """Data file path -> the deleted-row count of its live deletion vector in a snapshot; a
+    file has at most one (a replaced vector's entry is DELETED)."""
+    out: dict[str, int] = {}
+    for r in _listed(t, version, snapshot_id):
+        for e in r["entries"] if r["content"] == 1 else []:
+            if e["status"] != 2:
+                path = e["data_file"]["referenced_data_file"]
+                assert path not in out, f"two live vectors of {path}"
+                out[path] = e["data_file"]["record_count"]
+    return out
+
+
+def paimon_vectors(t: Table, snapshot_id: int) -> dict[str, int]:
+    """Data file path -> deleted-row count of each non-empty vector of the Paimon table."""
+    from core.deletion_vectors import read_vector, snapshot_deletion_files
+
+    by_bucket = snapshot_deletion_files(t.file_io, t.path, t.snapshots.snapshot(snapshot_id))
+    out = {}
+    for (partition, bucket), files in by_bucket.items():
+        for name, deletion in files.items():
+            if len(bitmap := read_vector(t.file_io, deletion)):
+                out[str(Path(t.schema.bucket_dir(t.path, partition, bucket)) / name)] = len(bitmap)
+    return out
+
+
+def assert_format_3_history(t: Table, tmp_path: Path) -> dict:
+    """``assert_history`` for a format-3 table with deletion vectors (a primary-key table shows
+    every level but 0), and each snapshot's live Iceberg vectors are the Paimon table's vectors
+    of that snapshot, one per data file."""
+    t = Table.open(t.path)
+    version = current_version(t)
+    for sid in range(t.snapshots.earliest_id(), t.snapshots.latest_id() + 1):
+        assert live_vectors(t, version, sid) == paimon_vectors(t, sid), f"snapshot {sid}"
+    meta = assert_history(t, tmp_path)
+    assert meta["format_version"] == 3
+    return meta
+
+
+def current_row_ids(t: Table) -> dict[str, int]:
+    """``row_ids`` of the current version's current snapshot."""
+    version = current_version(t)
+    return row_ids(t, version, json.loads((metadata_dir(t) / f"v{version}.metadata.json").read_text())
+                   ["current-snapshot-id"])
+
+
+def assert_row_ids_kept(old: dict[str, int], new: dict[str, int]) -> int:
+    """Each file both versions list has the same row id in both; the number of such files."""
+    common = old.keys() & new.keys()
+    assert {p: old[p] for p in common} == {p: new[p] for p in common}
+    return len(common)
+
+
+def test_format_3_primary_key_history_with_deletion_vectors(tmp_path: Path) -> None:
+    """A primary-key table with deletion vectors in format 3: every snapshot reads as lakectl
+    scans it with its own vectors (replaced ones DELETED); a file keeps its row ids from
+    version to version although its manifest is rewritten; Puffin files go with the versions
+    naming them."""
+    wh = str(tmp_path / "wh")
+    t = make(tmp_path, "pk3", primary_key=True, partitioned=True,
+             options={"metadata.iceberg.format-version": "3", "deletion-vectors.enabled": "true",
+                      "metadata.iceberg.previous-versions-max": "1", "metadata.iceberg.compaction.min.file-num": "2",
+                      "metadata.iceberg.compaction.max.file-num": "3"})
+    # A write commits twice here: its level-0 file, then the lookup compaction's.
+    t.write(batch(0, 30, "a"))  # 1, 2
+    t.write(batch(20, 20, "b"))  # 3, 4: vectors on the first write's files
+    assert_format_3_history(t, tmp_path)
+    before = current_row_ids(t)
+    t.delete("id < 5 OR name = 'b-33'")  # 5, 6: those vectors replaced, more added
+    assert_format_3_history(t, tmp_path)
+    assert assert_row_ids_kept(before, current_row_ids(t)) > 0
+    doc = json.loads((metadata_dir(t) / "v6.metadata.json").read_text())
+    # The first compaction's 30 rows take ids 0..29; each later snapshot's after those handed out before.
+    assert [(s["first-row-id"], s["added-rows"]) for s in doc["snapshots"][:2]] == [(0, 0), (0, 30)]
+    assert [s["first-row-id"] for s in doc["snapshots"][1:]] == [
+        s["first-row-id"] + s["added-rows"] for s in doc["snapshots"][:-1]]
+    assert doc["next-row-id"] == doc["snapshots"][-1]["first-row-id"] + doc["snapshots"][-1]["added-rows"]
+    assert_only_named_files(metadata_dir(t), [5, 6])
+    t.compact()
+    before = current_row_ids(t)
+    t.write(batch(50, 5, "c"))
+    t = Table.open(t.path)
+    latest = t.snapshots.latest_id()
+    assert_format_3_history(t, tmp_path)
+    assert assert_row_ids_kept(before, current_row_ids(t)) > 0
+    create_tag(t, "kept", snapshot_id=latest - 1)
+    t = Table.open(t.path)
+    t.expire(retain_max=2, retain_min=2, older_than="0s", dry_run=False)
+    meta = assert_format_3_history(t, tmp_path)
+    assert meta["snapshots"] == [latest - 1, latest] and meta["refs"] == {"main": latest, "kept": latest - 1}
+    # The previous version named expired snapshots: gone, and with it the Puffin files only it named.
+    assert_only_named_files(metadata_dir(t), [latest])
+    assert_no_version_names_missing_files(t)
+    t.rollback(snapshot_id=latest - 1, dry_run=False)
+    Table.open(t.path).compact(full=True)  # no vectors left
+    assert assert_format_3_history(t, tmp_path)["snapshots"] == [latest - 1, latest]
+    assert live_vectors(t, latest, latest) == {}
+    lakectl("iceberg-sync", "db.pk3", "-w", wh)  # rebuilt
+    assert_format_3_history(t, tmp_path)
+    assert_only_named_files(metadata_dir(t), [latest - 1, latest])
+
+
+def test_format_3_append_history_with_deletion_vectors(tmp_path: Path) -> None:
+    """An append table's vectors (committed as Java's DELETE commits them): a snapshot that
+    changes one file's vector writes a Puffin file of that vector alone, the replaced entry
+    DELETED, the other partition's delete manifest reused; every snapshot reads as lakectl
+    scans it."""
+    from pyroaring import BitMap
+
+    from core.commit import CommitMessage, FileStoreCommit
+    from core.deletion_vectors import write_index_file
+
+    t = make(tmp_path, "app3", primary_key=False, partitioned=True,
+             options={"metadata.iceberg.format-version": "3", "deletion-vectors.enabled": "true",
+                      "metadata.iceberg.previous-versions-max": "5"})
+    t.write(batch(0, 30, "a"))  # 1
+
+    def commit_vectors(positions: dict[bytes, list[int]]) -> None:
+        table = Table.open(t.path)
+        entries = live_entries(table.manifests(), table.latest_snapshot())
+        FileStoreCommit(table.file_io, table.path, table.schema).commit([
+            CommitMessage(e.partition, e.bucket, e.total_buckets, new_index_files=(
+                write_index_file(table.file_io, table.path, {e.file.file_name: BitMap(positions[e.partition])}),))
+            for e in entries if e.partition in positions])
+
+    t = Table.open(t.path)
+    parts = sorted({e.partition for e in live_entries(t.manifests(), t.latest_snapshot())})
+    commit_vectors({parts[0]: [0, 2], parts[1]: [1]})  # 2: both files get vectors
+    commit_vectors({parts[0]: [0, 2, 3]})  # 3: one vector replaced
+    assert_format_3_history(t, tmp_path)
+    deletes3 = [r for r in _listed(t, 3, 3) if r["content"] == 1]
+    assert sorted(r["added_snapshot_id"] for r in deletes3) == [3, 3]  # snapshot 2's rewritten, and the new one
+    rewritten = next(r for r in deletes3 if r["deleted_files_count"])
+    assert sorted(e["status"] for e in rewritten["entries"]) == [0, 2]
+    new = next(r for r in deletes3 if r["added_files_count"])
+    assert [e["data_file"]["record_count"] for e in new["entries"]] == [3]
+    t.write(batch(30, 6, "b"))  # 4: vectors unchanged, delete manifests reused
+    assert [r["manifest_path"] for r in _listed(t, 4, 4) if r["content"] == 1] == \
+        [r["manifest_path"] for r in deletes3]
+    assert assert_row_ids_kept(row_ids(t, 3, 3), row_ids(t, 4, 4)) == 2
+    t.delete("id >= 33 OR name = 'a-4'")  # 5
+    t.compact(full=True)  # 6
+    assert_format_3_history(t, tmp_path)
+    assert live_vectors(t, 6, 6) == {}

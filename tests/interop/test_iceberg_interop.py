@@ -149,11 +149,10 @@ def test_hadoop_catalog_storage(tmp_path: Path) -> None:
         assert meta["file_stats"][file] == expected
     old_rows, _ = iceberg_read(where / "v2.metadata.json", tmp_path)
     assert old_rows == lakectl_rows(Table.open(t.path).scan(snapshot_id=2))
-    # Each version lists every file anew, so its rows take fresh ids after the previous version's:
-    # 10 + 20 rows listed by versions 1 and 2, 30 by version 3.
+    # Each write's manifest takes the ids after the previous one's, once: 10 rows each.
     v2, v3 = (json.loads((where / f"v{n}.metadata.json").read_text()) for n in (2, 3))
-    assert (v2["next-row-id"], v3["snapshots"][0]["first-row-id"], v3["snapshots"][0]["added-rows"],
-            v3["next-row-id"]) == (30, 30, 30, 60)
+    assert [(s["first-row-id"], s["added-rows"]) for s in v3["snapshots"]] == [(0, 10), (10, 10), (20, 10)]
+    assert (v2["next-row-id"], v3["next-row-id"]) == (20, 30)
 
 
 def lakectl(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -684,6 +683,17 @@ def _puffins(t: Table) -> list[str]:
     return sorted(n for n in os.listdir(metadata_dir(t)) if n.endswith(".puffin"))
 
 
+def _delete_manifests(t: Table) -> list[str]:
+    """The delete manifests the current snapshot's manifest list names (read with fastavro)."""
+    import fastavro
+
+    doc = json.loads((metadata_dir(t) / f"v{(metadata_dir(t) / 'version-hint.text').read_text()}.metadata.json")
+                     .read_text())
+    snap = next(s for s in doc["snapshots"] if s["snapshot-id"] == doc["current-snapshot-id"])
+    with open(snap["manifest-list"], "rb") as f:
+        return [r["manifest_path"] for r in fastavro.reader(f) if r["content"] == 1]
+
+
 def join_path(t: Table, entry: Any) -> str:
     return str(Path(t.schema.bucket_dir(t.path, entry.partition, entry.bucket)) / entry.file.file_name)
 
@@ -705,7 +715,7 @@ def test_primary_key_deletion_vectors_in_format_3(tmp_path: Path) -> None:
     levels = {join_path(t, e): e.file.level for e in live_entries(t.manifests(), t.latest_snapshot())}
     assert sorted({levels[f] for f in meta["files"]}) == [4, 5] and len(meta["files"]) == len(levels)
     assert len(lakectl_rows(t.scan())) == 40
-    assert meta["format_version"] == 3 and len(_puffins(t)) == 1
+    assert meta["format_version"] == 3 and len(_puffins(t)) == 1  # snapshot 2's vectors
     # The table's own vectors are 64-bit (Iceberg's magic after the length).
     index = [p for p in (Path(t.path) / "index").iterdir() if p.name.startswith("index-")]
     assert index and all(p.read_bytes()[5:9] == bytes([0xD1, 0xD3, 0x39, 0x64]) for p in index)
@@ -715,9 +725,10 @@ def test_primary_key_deletion_vectors_in_format_3(tmp_path: Path) -> None:
     t.compact()
     assert_iceberg_reads(t, tmp_path)
     assert sorted(r[0] for r in lakectl_rows(Table.open(t.path).scan())) == [i for i in range(5, 40) if i != 33]
-    t.compact(full=True)  # one file per bucket, no vectors left: the last Puffin file goes
+    t.compact(full=True)  # one file per bucket, no vectors left
     assert_iceberg_reads(t, tmp_path)
-    assert _puffins(t) == []
+    assert _delete_manifests(t) == []
+    assert_only_named_files(metadata_dir(t))  # earlier snapshots' Puffin files stay while they are kept
 
 
 def test_append_deletion_vectors_in_format_3(tmp_path: Path) -> None:
