@@ -5,13 +5,13 @@ file that lists the table's Parquet data files; Paimon writes one after each com
 that asks for it (docs/iceberg.md has the facts this module follows). lakectl writes, for each
 commit of main, ``v<snapshot id>.metadata.json`` holding one Iceberg snapshot per live Paimon
 snapshot (id = Paimon's, each with its own schema), the tags as refs, and ``version-hint.text``
-naming it (format 2; format 3 with deletion vectors, also a Puffin file of the visible files'
-vectors and a delete manifest, is still written for the latest snapshot alone, as before:
-core/iceberg/deletion_vectors.py). A commit extends the current version: a manifest of its
-added files, the manifests holding files it removed rewritten, the rest reused (history.py); a version that cannot be
+naming it (format 2 or 3; format 3 also carries row ids, and per snapshot whose deletion
+vectors changed a Puffin file of those vectors and a delete manifest: deletion_vectors.py). A
+commit extends the current version: a manifest of its added files, the manifests holding files
+it removed rewritten, the rest reused (history.py); a version that cannot be
 extended is rebuilt from the Paimon snapshots. Expire and tag changes rewrite the latest
 version in place; versions beyond ``metadata.iceberg.previous-versions-max`` are deleted, and
-the manifests and lists no kept version names (sync.py).
+the manifests, lists and Puffin files no kept version names (sync.py).
 
 The metadata is derived: it is written after the Paimon snapshot is published and never
 changes the commit's outcome (``sync_after_commit`` logs a warning on failure). The next

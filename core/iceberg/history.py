@@ -5,7 +5,9 @@ of every visible file; each later snapshot's list is the previous one's, with a 
 the files its Paimon snapshot added, the manifests holding files it removed rewritten (those
 entries DELETED, the rest EXISTING), and the others reused as they are. So a commit's work grows
 with what it changed, not with the table (Java Paimon's IcebergCommitCallback does the same; the
-facts are in docs/iceberg.md).
+facts are in docs/iceberg.md). Format 3 adds row ids (a data manifest's ``first_row_id``, given
+once) and deletion vectors: delete manifests built the same way from how the table's vectors
+changed (``vector_step``).
 """
 
 from __future__ import annotations
