@@ -134,8 +134,8 @@ class ManifestWriter:
         if self.format_version < 3 or next_id is None or meta["content"] != 0:
             return records
         out = []
-        for r in records:  # Iceberg's inheritance: in order, each file with none after the last
-            if r["data_file"].get("first_row_id") is None:
+        for r in records:  # Iceberg's inheritance: in order, each live file with none after the last
+            if r["status"] != DELETED and r["data_file"].get("first_row_id") is None:
                 r = {**r, "data_file": {**r["data_file"], "first_row_id": next_id}}
                 next_id += r["data_file"]["record_count"]
             out.append(r)

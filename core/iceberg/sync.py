@@ -242,9 +242,17 @@ def _listed(writer: ManifestWriter, paimon_snapshot: Any, step: Step, deletes: l
     """The Iceberg snapshot of a step: its manifest list written (data manifests, then delete
     manifests), in format 3 with the row ids its new data manifests took."""
     manifests = step.manifests + deletes
-    row_ids = writer.assign_row_ids(manifests) if writer.format_version >= 3 else None
-    return snapshot_json(paimon_snapshot, writer.manifest_list(paimon_snapshot.id, manifests), step, parent,
-                         row_ids)
+    if writer.format_version < 3:
+        return snapshot_json(paimon_snapshot, writer.manifest_list(paimon_snapshot.id, manifests), step, parent)
+    row_ids = writer.assign_row_ids(manifests)
+    snapshot = snapshot_json(paimon_snapshot, writer.manifest_list(paimon_snapshot.id, manifests), step, parent,
+                             row_ids)
+    # The live deletion vectors, as Java's summary counts them.
+    snapshot["summary"].update({
+        "total-delete-files": str(sum(m["added_files_count"] + m["existing_files_count"] for m in deletes)),
+        "total-position-deletes": str(sum(m["added_rows_count"] + m["existing_rows_count"] for m in deletes)),
+        "total-equality-deletes": "0"})
+    return snapshot
 
 
 def _metadata_log(directory: str, previous: dict[str, Any] | None, previous_version: int | None, version: int,

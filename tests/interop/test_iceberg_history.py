@@ -291,7 +291,7 @@ def _listed(t: Table, version: int, snapshot_id: int) -> list[dict]:
 
 def row_ids(t: Table, version: int, snapshot_id: int) -> dict[str, int]:
     """Data file path -> its first row id in a snapshot (Iceberg's spec: its own first_row_id,
-    else its manifest's first_row_id plus the rows of the files before it without one)."""
+    else its manifest's first_row_id plus the rows of the live files before it without one)."""
     out = {}
     for r in _listed(t, version, snapshot_id):
         if r["content"] != 0:
@@ -300,7 +300,7 @@ def row_ids(t: Table, version: int, snapshot_id: int) -> dict[str, int]:
         next_id = r["first_row_id"]
         for e in r["entries"]:
             f = e["data_file"]
-            if f["first_row_id"] is None:
+            if f["first_row_id"] is None and e["status"] != 2:
                 f["first_row_id"], next_id = next_id, next_id + f["record_count"]
             if e["status"] != 2:
                 out[f["file_path"]] = f["first_row_id"]
@@ -443,6 +443,8 @@ def test_format_3_append_history_with_deletion_vectors(tmp_path: Path) -> None:
     assert sorted(e["status"] for e in rewritten["entries"]) == [0, 2]
     new = next(r for r in deletes3 if r["added_files_count"])
     assert [e["data_file"]["record_count"] for e in new["entries"]] == [3]
+    summary = json.loads((metadata_dir(t) / "v3.metadata.json").read_text())["snapshots"][-1]["summary"]
+    assert (summary["total-delete-files"], summary["total-position-deletes"]) == ("2", "4")  # [0, 2, 3] and [1]
     t.write(batch(30, 6, "b"))  # 4: vectors unchanged, delete manifests reused
     assert [r["manifest_path"] for r in _listed(t, 4, 4) if r["content"] == 1] == \
         [r["manifest_path"] for r in deletes3]
