@@ -113,6 +113,11 @@ def refusal(schema: TableSchema) -> str | None:
         return f"file.format={schema.core_options.file_format} with Iceberg metadata (lakectl exposes Parquet files only)"
     if opts_true(schema.options, "data-evolution.enabled"):
         return "data-evolution.enabled=true with Iceberg metadata (its files hold column subsets)"
+    if schema.core_options.deletion_vectors_enabled and schema.options.get("data-file.external-paths", "").strip():
+        # A vector names its data file by the bucket directory, as Paimon's index does; a file
+        # kept outside the table would reach Iceberg readers without its deleted rows removed.
+        return ("data-file.external-paths with deletion vectors and Iceberg metadata (the vectors would not "
+                "find their data files outside the table)")
     for f in schema.fields:
         if iceberg_type(f.type) is None:
             return f"column {f.name} of type {f.type.root_text()} with Iceberg metadata (no Iceberg type for it)"

@@ -183,6 +183,25 @@ def test_unsupported_iceberg_options_refuse_writes(tmp_path: Path, option: str, 
     assert not (tmp_path / "wh" / "db.db" / "t" / "snapshot").exists()
 
 
+def test_deletion_vectors_with_external_paths_refuse_writes(tmp_path: Path) -> None:
+    """A vector names its data file by the bucket directory: exposing a file kept under an
+    external path would show Iceberg readers its deleted rows, so such a table is refused."""
+    wh = str(tmp_path / "wh")
+    outside = (tmp_path / "outside").as_uri()
+    r = lakectl("create", "db.t", "-w", wh, "-s", "id INT", "--primary-key", "id", "-o", "bucket=1",
+                "-o", "metadata.iceberg.storage=table-location", "-o", "metadata.iceberg.format-version=3",
+                "-o", "deletion-vectors.enabled=true", "-o", f"data-file.external-paths={outside}",
+                "-o", "data-file.external-paths.strategy=round-robin")
+    assert r.returncode == 0, r.stderr
+    data = tmp_path / "in.csv"
+    data.write_text("id\n1\n")
+    r = lakectl("write", "db.t", "-w", wh, "-i", str(data))
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 1 and "data-file.external-paths with deletion vectors" in lines[0], \
+        r.stderr
+    assert not (tmp_path / "wh" / "db.db" / "t" / "snapshot").exists()
+
+
 def test_column_without_iceberg_type_refuses_writes(tmp_path: Path) -> None:
     wh = str(tmp_path / "wh")
     assert lakectl("create", "db.t", "-w", wh, "-s", "id INT, t TIME", "-o",
