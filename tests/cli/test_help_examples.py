@@ -155,7 +155,7 @@ def _order_rows(batch: int) -> list[tuple[Any, ...]]:
 
 
 # Paths outside the test's directory that examples write to: moved under it.
-OUTSIDE = ("/var/log/", "/var/lib/node_exporter/textfile/")
+OUTSIDE = ("/var/log/", "/var/lib/node_exporter/textfile/", "/data/")
 
 # Examples whose output goes to a file rather than stdout: the file must then hold something.
 WRITES_FILE = {"--output orders.parquet": "orders.parquet", ">> /var/log/lakectl-expire.log":
@@ -170,6 +170,24 @@ S3_REASON = "names an S3 URI: runs in test_the_s3_help_example_runs against an S
 def _lakectl(wh: Path, *args: Any) -> None:
     result = CliRunner().invoke(app, ["-q", "-w", str(wh), *map(str, args)], env={"LAKECTL_CONFIG": None})
     assert result.exit_code == 0, (args, result.output)
+
+
+def _iceberg_catalog(wh: Path, cwd: Path, run: Any, rows: Path) -> None:
+    """migrate's Iceberg example, ``jdbc:sqlite:/data/iceberg.db#web.visits`` (``/data/`` moved
+    under the test's directory): a SQLite database laid out as pyiceberg's SqlCatalog, whose
+    web.visits is the Iceberg metadata of a lakectl table that keeps it."""
+    import sqlite3
+
+    run("create", "scratch.visits", "--schema", ORDERS, "-o", "metadata.iceberg.storage=table-location")
+    run("write", "scratch.visits", "-i", rows)
+    metadata = next((wh / "scratch.db" / "visits" / "metadata").glob("v*.metadata.json"))
+    (cwd / "data").mkdir(exist_ok=True)
+    with sqlite3.connect(cwd / "data" / "iceberg.db") as db:
+        db.execute("CREATE TABLE iceberg_tables (catalog_name VARCHAR(255) NOT NULL, table_namespace VARCHAR(255) "
+                   "NOT NULL, table_name VARCHAR(255) NOT NULL, metadata_location VARCHAR(1000), "
+                   "previous_metadata_location VARCHAR(1000), PRIMARY KEY (catalog_name, table_namespace, table_name))")
+        db.execute("INSERT INTO iceberg_tables VALUES ('default', 'web', 'visits', ?, NULL)", (str(metadata),))
+    db.close()
 
 
 def _build(wh: Path, cwd: Path) -> None:
@@ -220,6 +238,7 @@ def _build(wh: Path, cwd: Path) -> None:
     run("write", "shop.events", "-i", events, "--branch", "hotfix")
     events.unlink()
     run("create", "scratch.t", "--schema", "id BIGINT")
+    _iceberg_catalog(wh, cwd, run, rows)
     rows.unlink()
     # the inputs the write examples name
     (cwd / "orders.csv").write_text(ORDERS_CSV)
