@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, Mapping
 
 from core.fileio import FileIO, join
-from core.iceberg.options import VERSION_HINT, storage
+from core.iceberg.options import storage
 from core.iceberg.types import field_ids, iceberg_field, list_element_id, map_key_id, map_value_id
 from core.schema import TableSchema
 
@@ -27,17 +26,6 @@ def iceberg_location(table_path: str, options: Mapping[str, str]) -> str:
     warehouse, db = db_dir.rsplit("/", 1)
     return join(warehouse, "iceberg", db.removesuffix(".db"), table)
 
-
-
-def current_metadata(file_io: FileIO, directory: str) -> dict[str, Any] | None:
-    hint = file_io.read_text_if_exists(join(directory, VERSION_HINT))
-    if hint is None or not hint.strip().isdigit():
-        return None
-    text = file_io.read_text_if_exists(join(directory, f"v{hint.strip()}.metadata.json"))
-    try:
-        return json.loads(text) if text is not None else None
-    except ValueError:
-        return None
 
 
 def schema_json(schema: TableSchema) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from core.iceberg.avro_files import avro_records
 from core.iceberg.deletion_vectors import PaimonVector, table_vectors
 from core.iceberg.history import (WRITER_KEY, ManifestWriter, Step, change_of, first_step, next_step,
                                   snapshot_json, vector_step, visible)
-from core.iceberg.metadata import (NAME_MAPPING, current_metadata, first_row_id, history_metadata_json,
+from core.iceberg.metadata import (NAME_MAPPING, first_row_id, history_metadata_json,
                                    iceberg_location, metadata_dir, name_mapping)
 from core.iceberg.options import (CODECS, VERSION_HINT, format_version, manifest_compression, previous_versions_kept,
                                   refusal, storage)
@@ -117,7 +117,8 @@ def sync(file_io: FileIO, table_path: str, schema: TableSchema, snapshot: Any, *
         return IcebergSyncResult(snapshot.id, join(directory, name), len(shown),
                                  sum(e.file.row_count for e in shown), 0, dry_run=True)
     previous_version = _hint(file_io, directory)
-    previous = current_metadata(file_io, directory)
+    previous = None if previous_version is None else \
+        _read_json(file_io, join(directory, f"v{previous_version}.metadata.json"))
     replaced = _read_json(file_io, join(directory, name))  # this snapshot's earlier metadata, if any
     # Format 3: row ids already handed out (the previous version's next-row-id) are never reused.
     writer = ManifestWriter(file_io, directory, table_path, schema, CODECS[manifest_compression(schema.options)],

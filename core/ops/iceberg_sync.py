@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core import iceberg
 from core.errors import UsageError
 from core.option_rules import WRITE, check_options
 from core.table_handle import TableHandle
@@ -29,6 +28,8 @@ class IcebergSyncResult:
 
 
 def iceberg_sync(table: TableHandle, *, dry_run: bool = False) -> IcebergSyncResult:
+    from core import iceberg
+
     if table.branch != "main":
         raise UsageError("iceberg-sync works on main only: Iceberg metadata follows the main branch")
     if not iceberg.enabled(table.schema.options):
@@ -44,14 +45,24 @@ def iceberg_sync(table: TableHandle, *, dry_run: bool = False) -> IcebergSyncRes
                              result.record_count, result.deleted_versions, dry_run)
 
 
+def keeps_iceberg(table: TableHandle) -> bool:
+    """Does this view of the table keep Iceberg metadata (main of a table that asks for it)?
+    The option keys are looked at first: other tables never import the Iceberg package."""
+    options = table.schema.options
+    if table.branch != "main" or not any(k.startswith("metadata.iceberg") for k in options):
+        return False
+    from core import iceberg
+
+    return iceberg.enabled(options)
+
+
 def refresh_iceberg(table: TableHandle) -> None:
     """After an expire, a tag created or deleted: a table keeping Iceberg metadata gets its
     latest version rewritten in place (expired snapshots gone, tags as refs). Never raises."""
-    options = table.schema.options
-    if table.branch != "main" or not any(k.startswith("metadata.iceberg") for k in options):
-        return
-    if iceberg.enabled(options):
+    if keeps_iceberg(table):
+        from core import iceberg
+
         iceberg.after_change(table.file_io, table.path, table.schema)
 
 
-__all__ = ["IcebergSyncResult", "iceberg_sync", "refresh_iceberg"]
+__all__ = ["IcebergSyncResult", "iceberg_sync", "keeps_iceberg", "refresh_iceberg"]

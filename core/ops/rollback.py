@@ -137,12 +137,11 @@ def rollback(table: TableHandle, *, snapshot_id: int | None = None, tag: str | N
 def _iceberg_after_rollback(table: TableHandle, target: int) -> None:
     """A table keeping Iceberg metadata (core/iceberg/) gets the target's, as after a commit:
     the metadata of the removed snapshots would list files no snapshot holds any more."""
-    options = table.schema.options
-    if table.branch != "main" or not any(k.startswith("metadata.iceberg") for k in options):
-        return
-    from core import iceberg
+    from core.ops.iceberg_sync import keeps_iceberg
 
-    if iceberg.enabled(options):
+    if keeps_iceberg(table):
+        from core import iceberg
+
         # The target's metadata: its snapshots and those before it, the removed ones gone.
         iceberg.sync_after_commit(table.file_io, table.path, table.schema, table.snapshots.snapshot(target))
 
